@@ -1,0 +1,119 @@
+"""The protocol the registry asks of a tool. The runtime's tools implement it and add execution."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    DataSourceRetrievalMode,
+    OutboundDataRestriction,
+    ProviderKind,
+    ToolOutboundData,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfigurationState:
+    """Whether a tool's settings let it run; the message says what to fix."""
+
+    is_configured: bool
+    missing_required_fields: tuple[str, ...] = ()
+    message: str = ""
+
+
+CONFIGURED = ToolConfigurationState(True)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolutionContext:
+    """What a tool may look at when it decides what to offer in one request."""
+
+    component: Component
+    provider_kind: ProviderKind
+    provider_confidence: ConfidenceLevel
+    settings: Mapping[str, str]
+    retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH
+    outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
+    chat_id: str = ""
+    extras: Mapping[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool as the policy sees it. `definition` is fixed; the rest is asked per decision/request."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def display_name(self) -> str: ...
+
+    @property
+    def outbound_data(self) -> ToolOutboundData: ...
+
+    @property
+    def enforces_outbound_data_restriction(self) -> bool: ...
+
+    def is_available(self) -> bool: ...
+
+    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState: ...
+
+    async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:
+        """The function to offer in this request; None = nothing to offer now."""
+        ...
+
+    async def resolve_instructions(self, context: ResolutionContext) -> str:
+        """System prompt instructions for this request."""
+        ...
+
+
+class DefinedTool:
+    """A tool that is exactly its definition: available, validated only by its schema, untailored.
+
+    Used for definitions that arrive as data and as the base the built-in tools extend.
+    """
+
+    def __init__(
+        self,
+        definition: ToolDefinition,
+        display_name: str | None = None,
+        outbound_data: ToolOutboundData = ToolOutboundData.MODEL_CHOSEN_ADDRESSES,
+        enforces_outbound_data_restriction: bool = False,
+    ) -> None:
+        self._definition = definition
+        self._display_name = display_name or definition.id
+        self._outbound_data = outbound_data
+        self._enforces = enforces_outbound_data_restriction
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return self._definition
+
+    @property
+    def display_name(self) -> str:
+        return self._display_name
+
+    @property
+    def outbound_data(self) -> ToolOutboundData:
+        return self._outbound_data
+
+    @property
+    def enforces_outbound_data_restriction(self) -> bool:
+        return self._enforces
+
+    def is_available(self) -> bool:
+        return True
+
+    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
+        return CONFIGURED
+
+    async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:
+        return self._definition.function
+
+    async def resolve_instructions(self, context: ResolutionContext) -> str:
+        return self._definition.system_prompt_instructions

@@ -1,0 +1,74 @@
+"""What a tool gets when it runs and what it gives back. Tools never learn which adapter ran them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from policy.definitions import ToolDefinition
+from policy.tools import Tool
+from policy.vocabulary import (
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+)
+from runtime.messages import Source
+
+
+class ToolExecutionBlocked(Exception):
+    """An intentional policy block: the model gets the message as is, the trace says BLOCKED."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionResult:
+    """A tool's answer plus what it demands of the chat (only for what actually reached the model)."""
+
+    text_content: str | None = None
+    json_content: Any = None
+    sources: tuple[Source, ...] = ()
+    required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    required_data_security: DataSecurity = DataSecurity.NOT_SPECIFIED
+    required_outbound_data_restriction: OutboundDataRestriction | None = None
+
+    def to_model_content(self) -> str:
+        """Compact JSON with non-ASCII kept literal, else the text."""
+        import json
+
+        if self.json_content is not None:
+            return json.dumps(self.json_content, ensure_ascii=False, separators=(",", ":"))
+        return self.text_content or ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionContext:
+    """Everything a running tool may look at."""
+
+    definition: ToolDefinition
+    call_id: str
+    settings: Mapping[str, str]
+    provider_kind: ProviderKind
+    provider_confidence: ConfidenceLevel
+    chat_id: str = ""
+    outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
+    given_web_addresses: frozenset[str] = frozenset()
+    """Request keys of addresses given word for word to the model (system prompt, user messages
+    and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""
+    services: Mapping[str, Any] = field(default_factory=dict)
+    """Shared services by name, e.g. "guard" (prompt-injection guard), "http" settings."""
+
+
+@runtime_checkable
+class ExecutableTool(Tool, Protocol):
+    """A policy Tool that can also run."""
+
+    @property
+    def sensitive_trace_argument_names(self) -> frozenset[str]: ...
+
+    @property
+    def returns_untrusted_external_content(self) -> bool: ...
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult: ...
