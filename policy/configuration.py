@@ -1,0 +1,154 @@
+"""The merged configuration the policy decides on: plugins combined, each value with its provenance.
+
+Produced by `policy.merge` from loaded plugins (and read by `policy.resolve`, `policy.registry`,
+lint and explain); nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from policy.provenance import Origin, SourceLocation
+from policy.vocabulary import DataSecurity, ProviderKind
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem found while loading or linting; `code` is stable for tooling (e.g. "unknown-tool-id")."""
+
+    severity: Severity
+    code: str
+    message: str
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Beaten:
+    """A value that lost the merge, and who set it."""
+
+    value: Any
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedSetting:
+    """One `CONFIG["SETTINGS"]` key after the merge.
+
+    `value` is typed by the key's parser (bool, str, tuple[str, ...], Mapping[str, str], ...).
+    `locked` is False when `.AllowUserOverride = true` made it an editable default.
+    For tables, `entry_locations` gives the line of each entry.
+    """
+
+    key: str
+    value: Any
+    locked: bool
+    origin: Origin
+    beaten: tuple[Beaten, ...] = ()
+    entry_locations: Mapping[str, SourceLocation] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretValue:
+    """An `ENC:v1:` value as configured. The plaintext is only produced on demand, never stored here."""
+
+    encrypted: str
+
+    def __repr__(self) -> str:
+        return "SecretValue(*****)"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """An entry of `CONFIG["LLM_PROVIDERS"]`."""
+
+    id: str
+    name: str
+    kind: ProviderKind
+    model: str
+    host: str = ""
+    hostname: str = ""
+    capability_overrides: Mapping[str, bool] = field(default_factory=dict)
+    api_key: SecretValue | None = None
+    additional: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DataSourceConfig:
+    """An entry of `CONFIG["DATA_SOURCES"]` (kept as data; semantic_search describes them)."""
+
+    id: str
+    name: str
+    kind: str
+    security: DataSecurity = DataSecurity.NOT_SPECIFIED
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTemplateConfig:
+    """An entry of `CONFIG["CHAT_TEMPLATES"]`. `tool_ids` None = says nothing; () = wants no tools."""
+
+    id: str
+    name: str
+    tool_ids: tuple[str, ...] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenPlugin:
+    """An organization plugin that failed to load. Without a last-known-good copy, tools are off."""
+
+    path: str
+    message: str
+    plugin_id: str = ""
+    plugin_name: str = ""
+    location: SourceLocation | None = None
+    replaced_by_last_known_good: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyConfiguration:
+    """Everything the plugins say, merged. Absent keys are absent (not empty)."""
+
+    settings: Mapping[str, ManagedSetting] = field(default_factory=dict)
+    providers: tuple[ProviderConfig, ...] = ()
+    data_sources: tuple[DataSourceConfig, ...] = ()
+    chat_templates: tuple[ChatTemplateConfig, ...] = ()
+    broken_organization_plugins: tuple[BrokenPlugin, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    plugins: tuple[Origin, ...] = ()
+    """The plugins that took part, in the order they were applied."""
+
+    def setting(self, key: str) -> ManagedSetting | None:
+        return self.settings.get(key)
+
+    @property
+    def fails_closed(self) -> bool:
+        """True when a broken organization plugin has no last-known-good copy: all tools are off."""
+        return any(not b.replaced_by_last_known_good for b in self.broken_organization_plugins)
+
+
+@dataclass(frozen=True, slots=True)
+class UserSettings:
+    """The user's YAML file, parsed. None/empty = the user said nothing there."""
+
+    tools_enabled: bool | None = None
+    tool_settings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    minimum_provider_confidence: Mapping[str, str] = field(default_factory=dict)
+    default_tool_ids_by_component: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    confidence_scheme: str | None = None
+    path: str | None = None
+    locations: Mapping[str, SourceLocation] = field(default_factory=dict)
+    """Dotted key (e.g. "tools.settings.web_search.searxng.baseUrl") → where it stands in the file."""
