@@ -1,0 +1,39 @@
+"""The contract between the shared loop and one provider API's adapter.
+
+An adapter is stateful: it belongs to one streaming call (one user message) and is never shared.
+It starts from a `Conversation`, remembers every round it recorded, and resends them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from runtime.messages import AdapterEvent
+
+
+@runtime_checkable
+class ToolCallingAdapter(Protocol):
+    def execute_round(
+        self, final_response_instruction: str | None, include_tools: bool
+    ) -> AsyncIterator[AdapterEvent]:
+        """Send one request and stream it: any TextDeltas, then exactly one RoundCompleted.
+
+        `final_response_instruction` is appended to the system prompt for this round only; with
+        `include_tools` False the request offers no tools. A stream that ends without
+        RoundCompleted is a failed round (the error was already raised or reported).
+        """
+        ...
+
+    def record_assistant_turn(self) -> None:
+        """Record the model's turn of the last round exactly as it came (reasoning, thinking...)."""
+        ...
+
+    def record_tool_result(self, call_id: str, content: str, is_error: bool = False) -> None:
+        """Record one tool result for the next request (grouped as the wire format requires)."""
+        ...
+
+    @property
+    def recorded_request_texts(self) -> Sequence[str]:
+        """Everything recorded so far that later rounds resend (for live token counting)."""
+        ...
