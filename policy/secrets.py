@@ -1,0 +1,126 @@
+"""`ENC:v1:` values: how an organization ships a secret inside plugin.lua (AI Studio compatible).
+
+The format is obfuscation against casual reading, not protection against someone who holds the
+secret: base64(salt[16] + AES-256-CBC(PKCS7(utf-8 plaintext))), key and IV derived with
+PBKDF2-HMAC-SHA512 (10 000 iterations) from the raw 32-byte secret and the salt.
+
+Errors never repeat the secret, the encrypted value or the plaintext.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Mapping
+
+PREFIX = "ENC:v1:"
+ENV_SECRET = "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"
+AI_STUDIO_ENV_SECRET = "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET"
+SECRET_ENV_NAMES: tuple[str, ...] = (ENV_SECRET, AI_STUDIO_ENV_SECRET)
+
+_SECRET_BYTES = 32
+_SALT_BYTES = 16
+_BLOCK_BYTES = 16
+_ITERATIONS = 10_000
+
+
+class SecretError(Exception):
+    """An `ENC:v1:` value or the configured secret is unusable; the message says why, never what."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def configured_secret(environ: Mapping[str, str] | None = None) -> str | None:
+    """The encryption secret from the environment: ours first, then AI Studio's name; blank = none."""
+    env = os.environ if environ is None else environ
+    for name in SECRET_ENV_NAMES:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def is_encrypted(value: object) -> bool:
+    """True for a string carrying the (case-sensitive) `ENC:v1:` prefix."""
+    return isinstance(value, str) and value.startswith(PREFIX)
+
+
+def generate_secret() -> str:
+    """A fresh secret in the form the environment variable expects (base64 of 32 random bytes)."""
+    return base64.b64encode(os.urandom(_SECRET_BYTES)).decode("ascii")
+
+
+def encrypt(plaintext: str, secret: str) -> str:
+    """`ENC:v1:` + base64(salt + ciphertext) for `plaintext` under `secret`."""
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    raw_secret = _secret_bytes(secret)
+    salt = os.urandom(_SALT_BYTES)
+    key, iv = _derive(raw_secret, salt)
+    padder = padding.PKCS7(_BLOCK_BYTES * 8).padder()
+    padded = padder.update(plaintext.encode("utf-8")) + padder.finalize()
+    encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
+    ciphertext = encryptor.update(padded) + encryptor.finalize()
+    return PREFIX + base64.b64encode(salt + ciphertext).decode("ascii")
+
+
+def decrypt(value: str, secret: str) -> str:
+    """The plaintext of an `ENC:v1:` value; SecretError when it is malformed or the secret is wrong."""
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    if not is_encrypted(value):
+        raise SecretError(
+            f"the value does not start with {PREFIX!r}; only encrypted values are accepted"
+        )
+    raw_secret = _secret_bytes(secret)
+    try:
+        blob = base64.b64decode(value[len(PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        raise SecretError(f"the text after {PREFIX!r} is not valid base64") from None
+    ciphertext = blob[_SALT_BYTES:]
+    if len(blob) <= _SALT_BYTES or len(ciphertext) % _BLOCK_BYTES:
+        raise SecretError(
+            "the encrypted value is too short or cut off (expected a 16-byte salt and whole AES blocks)"
+        )
+    key, iv = _derive(raw_secret, blob[:_SALT_BYTES])
+    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+    padded = decryptor.update(ciphertext) + decryptor.finalize()
+    try:
+        unpadder = padding.PKCS7(_BLOCK_BYTES * 8).unpadder()
+        plain = unpadder.update(padded) + unpadder.finalize()
+        return plain.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise SecretError(
+            "the value cannot be decrypted with the configured secret (wrong secret or damaged value)"
+        ) from None
+
+
+def check_secret(secret: str) -> None:
+    """Raise SecretError unless `secret` is base64 of exactly 32 bytes."""
+    _secret_bytes(secret)
+
+
+def _secret_bytes(secret: str) -> bytes:
+    names = " or ".join(SECRET_ENV_NAMES)
+    try:
+        raw = base64.b64decode(secret.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise SecretError(
+            f"the encryption secret ({names}) is not valid base64; it must encode exactly 32 bytes"
+        ) from None
+    if len(raw) != _SECRET_BYTES:
+        raise SecretError(
+            f"the encryption secret ({names}) encodes {len(raw)} bytes; it must encode exactly 32 bytes"
+        )
+    return raw
+
+
+def _derive(raw_secret: bytes, salt: bytes) -> tuple[bytes, bytes]:
+    material = hashlib.pbkdf2_hmac("sha512", raw_secret, salt, _ITERATIONS, 48)
+    return material[:32], material[32:48]
