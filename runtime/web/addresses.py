@@ -1,0 +1,297 @@
+"""Web addresses as the runtime sees them: which network a target is on, and which URLs are equal.
+
+Classification follows runtime-spec §6.2 exactly; the request key and the address finding follow
+§6.8. Everything here is pure (no I/O), so the retrieval service, the executor and the tools can
+share one meaning of "the same address" and "a private address".
+"""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+from urllib.parse import urlsplit, urlunsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class AddressClass(StrEnum):
+    """Where an IP address points, from the point of view of a page a model asked for."""
+
+    PUBLIC = "PUBLIC"
+    NON_PUBLIC = "NON_PUBLIC"
+    NEVER_ALLOWED = "NEVER_ALLOWED"
+
+
+def _v4(cidr: str) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network(cidr)
+
+
+def _v6(cidr: str) -> ipaddress.IPv6Network:
+    return ipaddress.IPv6Network(cidr)
+
+
+_NEVER_ALLOWED_V4 = (
+    _v4("0.0.0.0/8"),
+    _v4("127.0.0.0/8"),
+    _v4("169.254.0.0/16"),
+    _v4("224.0.0.0/3"),
+)
+_NON_PUBLIC_V4 = (
+    _v4("10.0.0.0/8"),
+    _v4("100.64.0.0/10"),
+    _v4("172.16.0.0/12"),
+    _v4("192.168.0.0/16"),
+    _v4("192.0.0.0/24"),
+    _v4("192.0.2.0/24"),
+    _v4("198.18.0.0/15"),
+    _v4("198.51.100.0/24"),
+    _v4("203.0.113.0/24"),
+)
+_NEVER_ALLOWED_V6 = (_v6("::/128"), _v6("::1/128"), _v6("fe80::/10"), _v6("ff00::/8"))
+_NON_PUBLIC_V6 = (_v6("fc00::/7"), _v6("fec0::/10"))
+_IPV4_MAPPED = _v6("::ffff:0:0/96")
+_IPV4_COMPATIBLE = _v6("::/96")
+_NAT64 = _v6("64:ff9b::/96")
+_SIX_TO_FOUR = _v6("2002::/16")
+_TEREDO = _v6("2001::/32")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, if it is one of the forms that reach IPv4 hosts."""
+    packed = ip.packed
+    if ip in _IPV4_MAPPED or ip in _NAT64 or ip in _IPV4_COMPATIBLE:
+        return ipaddress.IPv4Address(packed[12:16])
+    if ip in _SIX_TO_FOUR:
+        return ipaddress.IPv4Address(packed[2:6])
+    if ip in _TEREDO:
+        return ipaddress.IPv4Address(bytes(b ^ 0xFF for b in packed[12:16]))
+    return None
+
+
+def _classify_v4(ip: ipaddress.IPv4Address) -> AddressClass:
+    if any(ip in net for net in _NEVER_ALLOWED_V4):
+        return AddressClass.NEVER_ALLOWED
+    if any(ip in net for net in _NON_PUBLIC_V4):
+        return AddressClass.NON_PUBLIC
+    return AddressClass.PUBLIC
+
+
+def classify_ip(ip: IPAddress) -> AddressClass:
+    """Never allowed, non-public or public (runtime-spec §6.2), IPv4 hidden in IPv6 included.
+
+    The deprecated IPv4-compatible form (::a.b.c.d) has no public use, so it is at least
+    non-public even when the IPv4 inside is public.
+    """
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _classify_v4(ip)
+    ip = ipaddress.IPv6Address(ip.packed)  # drops a zone id
+    if any(ip in net for net in _NEVER_ALLOWED_V6):
+        return AddressClass.NEVER_ALLOWED
+    inner = embedded_ipv4(ip)
+    if inner is not None:
+        inner_class = _classify_v4(inner)
+        if inner_class is AddressClass.PUBLIC and ip in _IPV4_COMPATIBLE:
+            return AddressClass.NON_PUBLIC
+        return inner_class
+    if any(ip in net for net in _NON_PUBLIC_V6):
+        return AddressClass.NON_PUBLIC
+    return AddressClass.PUBLIC
+
+
+def connectable_ip(ip: IPAddress) -> IPAddress:
+    """The address to dial: IPv4-mapped IPv6 is treated as the IPv4 it stands for."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip in _IPV4_MAPPED:
+        return ipaddress.IPv4Address(ip.packed[12:16])
+    return ip
+
+
+_IPV4_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*)$")
+
+
+def _parse_ipv4_part(part: str) -> int | None:
+    if not _IPV4_PART.match(part):
+        return None
+    if part[:2] in ("0x", "0X"):
+        return int(part[2:] or "0", 16)
+    if len(part) > 1 and part[0] == "0":
+        return int(part, 8)
+    return int(part, 10)
+
+
+def _parse_ipv4_like_resolver(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 shorthand inet_aton accepts: 1-4 parts, decimal/octal/hex, the last fills the rest."""
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    values = [_parse_ipv4_part(p) for p in parts]
+    if any(v is None for v in values):
+        return None
+    numbers = [v for v in values if v is not None]
+    *leading, last = numbers
+    if any(v > 0xFF for v in leading) or last >= 1 << (8 * (5 - len(numbers))):
+        return None
+    value = last
+    for index, byte in enumerate(leading):
+        value |= byte << (8 * (3 - index))
+    return ipaddress.IPv4Address(value)
+
+
+def normalize_host(host: str) -> str:
+    """Lowercase, brackets and one trailing dot removed: the form host comparisons use."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host[:-1] if host.endswith(".") else host
+
+
+def parse_host_literal(host: str) -> IPAddress | None:
+    """The IP address a host names without DNS, in every form the system resolver accepts.
+
+    That covers dotted quads, 2130706433, 0x7f.1, 127.1, 0177.0.0.1, 0 and IPv6 with or without
+    brackets (a zone id is dropped). Anything else is a name and None.
+    """
+    text = normalize_host(host)
+    if not text:
+        return None
+    if ":" in text:
+        try:
+            return ipaddress.IPv6Address(text.split("%", 1)[0])
+        except ValueError:
+            return None
+    return _parse_ipv4_like_resolver(text)
+
+
+def is_local_host_name(host: str) -> bool:
+    """`localhost` and every `*.localhost` name (RFC 6761), case and trailing dot ignored."""
+    name = normalize_host(host)
+    return name == "localhost" or name.endswith(".localhost")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HOST_NAME = re.compile(
+    r"^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$"
+)
+
+
+def canonical_host(raw_host: str) -> str | None:
+    """A URL host in canonical form (IP literals canonical, names ASCII lowercase), or None if invalid."""
+    literal = parse_host_literal(raw_host)
+    if isinstance(literal, ipaddress.IPv6Address):
+        return f"[{ipaddress.IPv6Address(literal.packed).compressed}]"
+    if literal is not None:
+        return str(literal)
+    name = normalize_host(raw_host)
+    return name if _HOST_NAME.match(name) else None
+
+
+def request_key(url: str | None) -> str | None:
+    """What a URL asks for, so two spellings of one request compare equal (runtime-spec §6.8).
+
+    Scheme and host are case-insensitive (IDN as punycode, trailing dot, default port and `..`
+    segments normalized, IP literals canonical); path and query stay exact; the fragment is
+    ignored; user info counts. Only absolute http and https URLs have a key.
+    """
+    if url is None:
+        return None
+    import httpx
+
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
+    scheme = parsed.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        return None
+    host = canonical_host(parsed.raw_host.decode("ascii", "replace"))
+    if host is None:
+        return None
+    port = "" if parsed.port in (None, _DEFAULT_PORTS[scheme]) else f":{parsed.port}"
+    userinfo = parsed.userinfo.decode("ascii", "replace")
+    user = f"{userinfo}@" if userinfo else ""
+    return f"{scheme}://{user}{host}{port}{parsed.raw_path.decode('ascii', 'replace')}"
+
+
+_URL_CANDIDATE = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
+_TRAILING_PUNCTUATION = ".,;:!?*_~'\""
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _trim_candidate(candidate: str) -> str:
+    """Drop the punctuation and unbalanced closing brackets prose and Markdown put after a URL."""
+    while candidate:
+        last = candidate[-1]
+        unbalanced = last in _CLOSERS and candidate.count(last) > candidate.count(_CLOSERS[last])
+        if last not in _TRAILING_PUNCTUATION and not unbalanced:
+            break
+        candidate = candidate[:-1]
+    return candidate
+
+
+def _candidates(text: str) -> Iterable[str]:
+    position = 0
+    while match := _URL_CANDIDATE.search(text, position):
+        raw = match.group(0)
+        link_end = raw.find("](")  # Markdown "[url](url)": the label ends here
+        if link_end > 0:
+            raw = raw[:link_end]
+        position = match.start() + len(raw)
+        candidate = _trim_candidate(raw)
+        if candidate:
+            yield candidate
+
+
+def find_web_addresses(text: str | None) -> list[str]:
+    """Request keys of the http(s) URLs written in a text, in order of appearance, each once.
+
+    Surrounding punctuation, quotes, `<>` and Markdown link syntax are not part of an address;
+    balanced parentheses inside it are. HTML-entity-encoded text is also searched decoded.
+    """
+    if not text:
+        return []
+    texts = [text]
+    decoded = html.unescape(text)
+    if decoded != text:
+        texts.append(decoded)
+    keys: list[str] = []
+    seen: set[str] = set()
+    for source in texts:
+        for candidate in _candidates(source):
+            key = request_key(candidate)
+            if key is not None and key not in seen:
+                seen.add(key)
+                keys.append(key)
+    return keys
+
+
+_MASK = "*****"
+_MAX_LOGGED_URL = 2000
+
+
+def redact_url_for_log(url: str) -> str:
+    """A URL safe to log or show in an error: no user info or fragment, parameter values masked.
+
+    Parameter names stay so the log remains useful; a parameter without `=` could itself be a
+    token, so it is masked whole. The result is at most 2000 characters.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(an address that could not be read)"
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    query = (
+        "&".join(
+            f"{item.split('=', 1)[0]}={_MASK}" if "=" in item else (_MASK if item else "")
+            for item in parts.query.split("&")
+        )
+        if parts.query
+        else ""
+    )
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    return redacted[:_MAX_LOGGED_URL]
