@@ -1,0 +1,311 @@
+"""What a chat demands of every provider that continues it, kept across process restarts.
+
+Tool results can bring data into a chat that only some providers may see. The chat remembers the
+strictest demand so far — provider confidence, data security, the outbound-data restriction of a
+mailbox read — and these only ever tighten. Before every request `ensure_provider_allowed` refuses a
+provider that falls short, so no request is sent to it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable
+from contextlib import closing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from policy.vocabulary import (
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+    tighten_data_security,
+)
+
+CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    """A chat's requirements as stored. A chat that was never saved demands nothing."""
+
+    chat_id: str
+    required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    required_data_security: DataSecurity = DataSecurity.NOT_SPECIFIED
+    outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
+    outbound_mailbox_id: str = ""
+    """The mailbox whose mails set the restriction ("" while UNRESTRICTED)."""
+    known_web_addresses: frozenset[str] = field(default_factory=frozenset)
+    """Request keys of web addresses given to the model word for word (see runtime.web.addresses)."""
+
+
+class ChatStore(Protocol):
+    """Where chat requirements live; an app can bring its own (its database, its encryption)."""
+
+    def load(self, chat_id: str) -> ChatRecord | None: ...
+
+    def save(self, record: ChatRecord) -> None: ...
+
+
+class MemoryChatStore:
+    """Keeps records for the life of the process (tests, short-lived tools)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, ChatRecord] = {}
+        self._lock = threading.Lock()
+
+    def load(self, chat_id: str) -> ChatRecord | None:
+        with self._lock:
+            return self._records.get(chat_id)
+
+    def save(self, record: ChatRecord) -> None:
+        with self._lock:
+            self._records[record.chat_id] = record
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chat_requirements (
+    chat_id TEXT PRIMARY KEY,
+    required_provider_confidence INTEGER NOT NULL,
+    required_data_security TEXT NOT NULL,
+    outbound_restriction INTEGER NOT NULL,
+    outbound_mailbox_id TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chat_known_web_addresses (
+    chat_id TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    PRIMARY KEY (chat_id, request_key)
+);
+"""
+
+
+class SqliteChatStore:
+    """Chat requirements in one SQLite file; each operation opens and closes its own connection.
+
+    A stored value this version cannot read counts as the strictest one it knows: a requirement
+    that cannot be read must not be lifted by accident.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(self._connect()) as connection, connection:
+                connection.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise ChatStoreError(
+                f"Cannot open the chat database '{self._path}': {error}. "
+                f"Give a writable file path (or set {CHAT_DATABASE_ENV})."
+            ) from error
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self._path, timeout=10)
+
+    def load(self, chat_id: str) -> ChatRecord | None:
+        with self._lock, closing(self._connect()) as connection:
+            row = connection.execute(
+                "SELECT required_provider_confidence, required_data_security,"
+                " outbound_restriction, outbound_mailbox_id"
+                " FROM chat_requirements WHERE chat_id = ?",
+                (chat_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            keys = connection.execute(
+                "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = ?", (chat_id,)
+            ).fetchall()
+        confidence, security, restriction, mailbox = row
+        return ChatRecord(
+            chat_id=chat_id,
+            required_provider_confidence=_stored_confidence(confidence),
+            required_data_security=_stored_data_security(security),
+            outbound_restriction=_stored_restriction(restriction),
+            outbound_mailbox_id=str(mailbox or ""),
+            known_web_addresses=frozenset(str(k) for (k,) in keys),
+        )
+
+    def save(self, record: ChatRecord) -> None:
+        with self._lock, closing(self._connect()) as connection, connection:
+            connection.execute(
+                "INSERT INTO chat_requirements VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT(chat_id) DO UPDATE SET"
+                " required_provider_confidence = excluded.required_provider_confidence,"
+                " required_data_security = excluded.required_data_security,"
+                " outbound_restriction = excluded.outbound_restriction,"
+                " outbound_mailbox_id = excluded.outbound_mailbox_id",
+                (
+                    record.chat_id,
+                    int(record.required_provider_confidence),
+                    record.required_data_security.value,
+                    int(record.outbound_restriction),
+                    record.outbound_mailbox_id,
+                ),
+            )
+            connection.executemany(
+                "INSERT OR IGNORE INTO chat_known_web_addresses VALUES (?, ?)",
+                [(record.chat_id, key) for key in sorted(record.known_web_addresses)],
+            )
+
+
+class ChatStoreError(Exception):
+    """The chat store cannot be opened or written; the message names the file."""
+
+
+def _stored_confidence(value: object) -> ConfidenceLevel:
+    try:
+        return ConfidenceLevel(int(value))  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return ConfidenceLevel.HIGH
+
+
+def _stored_data_security(value: object) -> DataSecurity:
+    try:
+        return DataSecurity(str(value))
+    except ValueError:
+        return DataSecurity.SELF_HOSTED
+
+
+def _stored_restriction(value: object) -> OutboundDataRestriction:
+    try:
+        return OutboundDataRestriction(int(value))  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
+
+
+def default_chat_database_path() -> Path:
+    """`$TOOLPOLICY_CHAT_DB`, else `chats.sqlite3` in the user's data folder."""
+    configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA", "").strip() or base
+    return Path(base) / "toolpolicy" / "chats.sqlite3"
+
+
+class Chat:
+    """One chat's requirements. Every change is saved to the store right away."""
+
+    def __init__(self, record: ChatRecord, store: ChatStore) -> None:
+        self._record = record
+        self._store = store
+
+    @classmethod
+    def open(cls, chat_id: str, store: ChatStore | None = None) -> Chat:
+        """The chat as stored, or a new one demanding nothing (kept in the default SQLite file)."""
+        if not chat_id.strip():
+            raise ValueError("A chat needs a non-blank id to keep its requirements under.")
+        store = store if store is not None else SqliteChatStore(default_chat_database_path())
+        return cls(store.load(chat_id) or ChatRecord(chat_id), store)
+
+    @property
+    def id(self) -> str:
+        return self._record.chat_id
+
+    @property
+    def record(self) -> ChatRecord:
+        return self._record
+
+    @property
+    def required_provider_confidence(self) -> ConfidenceLevel:
+        return self._record.required_provider_confidence
+
+    @property
+    def required_data_security(self) -> DataSecurity:
+        return self._record.required_data_security
+
+    @property
+    def outbound_restriction(self) -> OutboundDataRestriction:
+        return self._record.outbound_restriction
+
+    @property
+    def outbound_mailbox_id(self) -> str:
+        return self._record.outbound_mailbox_id
+
+    @property
+    def known_web_addresses(self) -> frozenset[str]:
+        return self._record.known_web_addresses
+
+    def require_provider_confidence(self, level: ConfidenceLevel) -> bool:
+        """Raise the requirement to `level` if that is higher; True when it changed."""
+        if level <= self._record.required_provider_confidence:
+            return False
+        return self._update(replace(self._record, required_provider_confidence=level))
+
+    def require_data_security(self, arriving: DataSecurity) -> bool:
+        """SELF_HOSTED sticks, ALLOW_ANY marks, NOT_SPECIFIED changes nothing."""
+        held = self._record.required_data_security
+        tightened = tighten_data_security(held, arriving)
+        if tightened is held:
+            return False
+        return self._update(replace(self._record, required_data_security=tightened))
+
+    def require_outbound_data_restriction(
+        self, restriction: OutboundDataRestriction | None, mailbox_id: str = ""
+    ) -> bool:
+        """Keep the stricter restriction; on a tie the mailbox read first stays named."""
+        if restriction is None or restriction is OutboundDataRestriction.UNRESTRICTED:
+            return False
+        if restriction >= self._record.outbound_restriction:
+            return False
+        return self._update(
+            replace(self._record, outbound_restriction=restriction, outbound_mailbox_id=mailbox_id)
+        )
+
+    def add_known_web_addresses(self, request_keys: Iterable[str]) -> bool:
+        """Remember addresses given to the model; they stay known for the chat's life."""
+        added = frozenset(k for k in request_keys if k) - self._record.known_web_addresses
+        if not added:
+            return False
+        return self._update(
+            replace(self._record, known_web_addresses=self._record.known_web_addresses | added)
+        )
+
+    def _update(self, record: ChatRecord) -> bool:
+        self._store.save(record)
+        self._record = record
+        return True
+
+
+class ChatRequirementError(Exception):
+    """A provider the chat's requirements rule out; raised before any request is sent."""
+
+
+def ensure_provider_allowed(
+    chat: Chat,
+    provider_kind: ProviderKind,
+    provider_confidence: ConfidenceLevel,
+    trusted: bool = False,
+) -> None:
+    """Refuse a provider below what the chat demands.
+
+    `trusted` is whether the provider instance is listed in
+    `DataSourceSecuritySettings.TrustedProviderIds`; it stands in for self-hosting where data
+    security is concerned, never for confidence.
+    """
+    required = chat.required_provider_confidence
+    if provider_confidence < required:
+        raise ChatRequirementError(
+            f"This chat requires a provider with confidence {required.name} or higher, because "
+            f"of data a tool brought into it; the selected provider has {provider_confidence.name}. "
+            "Choose a provider at that level or start a new chat."
+        )
+    if (
+        chat.required_data_security is DataSecurity.SELF_HOSTED
+        and provider_kind is not ProviderKind.SELF_HOSTED
+        and not trusted
+    ):
+        raise ChatRequirementError(
+            "This chat contains data that may only be sent to self-hosted providers; the "
+            f"selected provider is {provider_kind.name}. Choose a self-hosted provider (or one the "
+            "organization trusts in DataSourceSecuritySettings.TrustedProviderIds) or start a "
+            "new chat."
+        )
