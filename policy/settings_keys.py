@@ -1,0 +1,371 @@
+"""The `CONFIG["SETTINGS"]` keys toolpolicy knows: type, parser, override and add-up rules, docs.
+
+One table serves the plugin loader (parsing), the merge (add-up keys, locking), `policy schema`,
+`policy template` and lint. AI Studio keys toolpolicy does not use are listed too (with
+`used_by_toolpolicy=False`) so lint can tell "kept, not used here" from "unknown key (typo?)";
+their values are kept raw and never validated.
+
+`ManagedSetting.value` per kind: BOOL → bool; ENUM/LEVEL/STRING → str (enum and level names
+upper-case); STRING_SET → tuple[str, ...]; STRING_MAP / LEVEL_MAP / ENUM_MAP →
+Mapping[str, str]; COMPONENT_IDS → Mapping[str, tuple[str, ...]]; RAW → the Lua value as plain
+Python data (tables become dicts, sequences tuples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from policy.vocabulary import (
+    CONFIGURABLE_CONFIDENCE_LEVELS,
+    Component,
+    ConfidenceScheme,
+    DataSourceRetrievalMode,
+    OutboundDataRestriction,
+    ProviderKind,
+)
+
+OVERRIDE_SUFFIX = ".AllowUserOverride"
+
+
+class SettingKind(StrEnum):
+    BOOL = "bool"
+    ENUM = "enum"
+    LEVEL = "level"
+    STRING = "string"
+    INT = "int"
+    GUID = "guid"
+    STRING_SET = "string_set"
+    STRING_MAP = "string_map"
+    LEVEL_MAP = "level_map"
+    ENUM_MAP = "enum_map"
+    COMPONENT_IDS = "component_ids"
+    RAW = "raw"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingKey:
+    """One key of `CONFIG["SETTINGS"]`.
+
+    `honors_user_override`: `<key>.AllowUserOverride = true` makes the value an editable default;
+    on other keys the companion is ignored and the value stays locked. `adds_up`: every plugin's
+    entries are kept and united instead of the later plugin replacing the earlier.
+    `rejects_plugin`: a malformed value rejects the whole plugin instead of skipping the key.
+    `choices` are the accepted (upper-case) names of an enum/level value, `key_choices` of a map key.
+    """
+
+    name: str
+    kind: SettingKind
+    doc: str
+    honors_user_override: bool = True
+    adds_up: bool = False
+    used_by_toolpolicy: bool = True
+    rejects_plugin: bool = False
+    organization_only: bool = False
+    choices: tuple[str, ...] = ()
+    key_choices: tuple[str, ...] = ()
+    default: Any = None
+    example: str = ""
+
+    @property
+    def section(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
+_COMPONENTS = tuple(c.value for c in Component if c is not Component.NONE)
+_PROVIDER_KINDS = tuple(k.value for k in ProviderKind if k is not ProviderKind.NONE)
+
+
+def _names(enum: Any) -> tuple[str, ...]:
+    return tuple(member.name for member in enum)
+
+
+_TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
+    SettingKey(
+        "DataTools.EnableTools",
+        SettingKind.BOOL,
+        "Switches tool calling on or off for everyone; off blocks every tool (TOOLS_SWITCHED_OFF).",
+        default=True,
+        example="false",
+    ),
+    SettingKey(
+        "DataTools.DisabledToolIds",
+        SettingKind.STRING_SET,
+        "Tool or collection ids that are switched off; unknown ids are harmless. Always locked.",
+        honors_user_override=False,
+        default=(),
+        example='{ "web_search" }',
+    ),
+    SettingKey(
+        "DataTools.MinimumProviderConfidenceByToolId",
+        SettingKind.LEVEL_MAP,
+        "Per tool or collection id, the lowest provider confidence the tool may be offered to. "
+        "A malformed table rejects the whole plugin.",
+        rejects_plugin=True,
+        choices=LEVEL_NAMES,
+        example='{ ["web_search"] = "VERY_LOW", ["search_confluence"] = "HIGH" }',
+    ),
+    SettingKey(
+        "DataTools.LockedToolSettings",
+        SettingKind.STRING_MAP,
+        'Tool settings users cannot change, keyed "<toolId>.<field>"; the only place for '
+        "secrets (ENC:v1: values). Always locked.",
+        honors_user_override=False,
+        example='{ ["search_confluence.baseUrl"] = "https://wiki.example.org/" }',
+    ),
+    SettingKey(
+        "DataTools.DefaultToolSettings",
+        SettingKind.STRING_MAP,
+        'Pre-filled tool settings keyed "<toolId>.<field>"; a value the user saves wins. '
+        "Already defaults by nature, so the companion key has nothing to add.",
+        honors_user_override=False,
+        example='{ ["web_search.defaultLanguage"] = "de-DE" }',
+    ),
+    SettingKey(
+        "DataTools.DefaultToolIdsByComponent",
+        SettingKind.COMPONENT_IDS,
+        "Per component name, the tool ids selected by default.",
+        key_choices=_COMPONENTS,
+        example='{ ["CHAT"] = { "web_search", "read_web_page" } }',
+    ),
+    SettingKey(
+        "DataConfidence.ConfidenceScheme",
+        SettingKind.ENUM,
+        "Which table maps a provider kind to its confidence level.",
+        choices=_names(ConfidenceScheme),
+        default=ConfidenceScheme.TRUST_ALL.value,
+        example='"TRUST_EUROPE"',
+    ),
+    SettingKey(
+        "DataConfidence.CustomConfidenceScheme",
+        SettingKind.ENUM_MAP,
+        "Provider kind → confidence level, used when the scheme is CUSTOM (missing kind = UNKNOWN).",
+        key_choices=_PROVIDER_KINDS,
+        choices=LEVEL_NAMES,
+        example='{ ["OPEN_AI"] = "MEDIUM", ["SELF_HOSTED"] = "HIGH" }',
+    ),
+    SettingKey(
+        "DataConfidence.EnforceGlobalMinimumConfidence",
+        SettingKind.BOOL,
+        "Whether GlobalMinimumConfidence applies to every component.",
+        default=False,
+        example="true",
+    ),
+    SettingKey(
+        "DataConfidence.GlobalMinimumConfidence",
+        SettingKind.LEVEL,
+        "The lowest provider confidence any component may use (when enforced).",
+        choices=LEVEL_NAMES,
+        default="NONE",
+        example='"MEDIUM"',
+    ),
+    SettingKey(
+        "DataSourceSecuritySettings.TrustedProviderIds",
+        SettingKind.STRING_SET,
+        "Provider instance ids treated like self-hosted for data-source security only "
+        "(never a confidence boost). Always locked.",
+        honors_user_override=False,
+        example='{ "00000000-0000-0000-0000-000000000001" }',
+    ),
+    SettingKey(
+        "DataChat.PreselectedDataSourcesRetrievalMode",
+        SettingKind.ENUM,
+        "Who searches a chat's data sources: the model via semantic_search, or every message.",
+        choices=_names(DataSourceRetrievalMode),
+        default=DataSourceRetrievalMode.SEMANTIC_SEARCH.value,
+        example='"EVERY_MESSAGE"',
+    ),
+    SettingKey(
+        "DataMailboxes.MinimumOutboundDataRestriction",
+        SettingKind.ENUM,
+        "The loosest outbound-data restriction a mailbox may have.",
+        choices=_names(OutboundDataRestriction),
+        default=OutboundDataRestriction.UNRESTRICTED.name,
+        example='"ONLY_LINKS_FROM_CHAT"',
+    ),
+)
+
+
+def _ai_studio(name: str, kind: SettingKind, **extra: Any) -> SettingKey:
+    return SettingKey(
+        name,
+        kind,
+        "AI Studio setting; kept, not used by toolpolicy.",
+        used_by_toolpolicy=False,
+        **extra,
+    )
+
+
+_B, _E, _S, _I, _G, _SET, _R = (
+    SettingKind.BOOL,
+    SettingKind.ENUM,
+    SettingKind.STRING,
+    SettingKind.INT,
+    SettingKind.GUID,
+    SettingKind.STRING_SET,
+    SettingKind.RAW,
+)
+
+_AI_STUDIO_KEYS: tuple[SettingKey, ...] = (
+    *(
+        _ai_studio(f"DataApp.{n}", k)
+        for n, k in (
+            ("UpdateInterval", _E),
+            ("UpdateInstallation", _E),
+            ("StartPage", _E),
+            ("ShowIntroduction", _B),
+            ("ShowQuickStartGuide", _B),
+            ("ShowLastChangelog", _B),
+            ("ShowVision", _B),
+            ("AllowUserToAddProvider", _B),
+            ("AllowUserToImportPlugins", _B),
+            ("AllowUserToImportConfigurationPlugins", _B),
+            ("AllowUserToSharePlugins", _B),
+            ("ShowAdminSettings", _B),
+            ("PreviewVisibility", _E),
+            ("ShortcutVoiceRecording", _S),
+            ("HttpClientTimeoutSeconds", _I),
+            ("ExternalHttpCustomRootCertificatesEnabled", _B),
+            ("ExternalHttpCustomRootCertificatesBundlePath", _S),
+            ("PreselectedProvider", _G),
+            ("PreselectedProfile", _G),
+            ("UseTranscriptionProvider", _G),
+            ("ShowPromptInjectionAlert", _B),
+        )
+    ),
+    _ai_studio("DataApp.HiddenAssistants", _SET, honors_user_override=False),
+    _ai_studio(
+        "DataApp.ExternalHttpCustomRootCertificateAllowedHosts", _SET, honors_user_override=False
+    ),
+    _ai_studio("DataApp.EnabledPreviewFeatures", _SET, adds_up=True, honors_user_override=False),
+    _ai_studio("DataConfidence.ShowProviderConfidence", _B),
+    _ai_studio("DataAgentDataSourceSelection.PreselectAgentOptions", _B),
+    _ai_studio("DataAgentDataSourceSelection.PreselectedAgentProvider", _G),
+    *(
+        _ai_studio(f"DataAgentRetrievalContextValidation.{n}", k)
+        for n, k in (
+            ("EnableRetrievalContextValidation", _B),
+            ("PreselectAgentOptions", _B),
+            ("PreselectedAgentProvider", _G),
+            ("NumParallelValidations", _I),
+        )
+    ),
+    *(
+        _ai_studio(f"DataAssistantPluginAudit.{n}", k)
+        for n, k in (
+            ("RequireAuditBeforeActivation", _B),
+            ("BlockActivationBelowMinimum", _B),
+            ("AutomaticallyAuditAssistants", _B),
+            ("PreselectedAgentProvider", _G),
+            ("MinimumLevel", _E),
+        )
+    ),
+    _ai_studio(
+        "DataAssistantPluginAudit.EnterpriseApprovedPlugins",
+        _R,
+        adds_up=True,
+        honors_user_override=False,
+        organization_only=True,
+    ),
+    *(
+        _ai_studio(f"DataChat.{n}", k)
+        for n, k in (
+            ("PreselectOptions", _B),
+            ("PreselectedProvider", _G),
+            ("PreselectedProfile", _S),
+            ("PreselectedChatTemplate", _S),
+            ("PreselectedDataSourcesDisabled", _B),
+            ("PreselectedDataSourcesAutomaticSelection", _B),
+            ("PreselectedDataSourcesAutomaticValidation", _B),
+            ("PreselectedDataSourceIds", _SET),
+            ("SendToChatDataSourceBehavior", _E),
+        )
+    ),
+    *(
+        _ai_studio(f"DataBatchProcessing.{n}", k)
+        for n, k in (
+            ("PreselectOptions", _B),
+            ("IncludeSubdirectories", _B),
+            ("InputDirectory", _S),
+            ("OutputDirectory", _S),
+            ("FilePatterns", _S),
+            ("FreePrompt", _S),
+            ("PromptFilePath", _S),
+            ("PreselectedPolicyId", _S),
+            ("CsvFileName", _S),
+            ("ResultColumnHeader", _S),
+            ("CustomCsvSeparator", _S),
+            ("PromptSource", _E),
+            ("OutputMode", _E),
+            ("CsvSeparator", _E),
+            ("MinimumDelaySeconds", _I),
+            ("MinimumProviderConfidence", SettingKind.LEVEL),
+            ("PreselectedProvider", _G),
+            ("ResultFileFormat", _E),
+        )
+    ),
+)
+
+SETTING_KEYS: Mapping[str, SettingKey] = {k.name: k for k in (*_TOOLPOLICY_KEYS, *_AI_STUDIO_KEYS)}
+"""Every key toolpolicy knows, by name (case-sensitive, like AI Studio)."""
+
+TOOLPOLICY_KEYS: tuple[SettingKey, ...] = _TOOLPOLICY_KEYS
+"""The keys toolpolicy acts on, in documentation order."""
+
+
+def setting_key(name: str) -> SettingKey | None:
+    return SETTING_KEYS.get(name)
+
+
+def is_override_companion(name: str) -> bool:
+    return name.endswith(OVERRIDE_SUFFIX) and len(name) > len(OVERRIDE_SUFFIX)
+
+
+def companion_of(name: str) -> str:
+    """The setting a `<key>.AllowUserOverride` companion belongs to."""
+    return name[: -len(OVERRIDE_SUFFIX)]
+
+
+def unknown_key_hint(name: str) -> str:
+    """A near-miss suggestion for an unknown key (case slips are the common typo)."""
+    folded = {k.lower(): k for k in SETTING_KEYS}
+    match = folded.get(name.lower())
+    return f' (did you mean "{match}"? keys are case-sensitive)' if match else ""
+
+
+def parse_bool(value: Any) -> bool | None:
+    """A Lua bool, or the invariant strings "true"/"false" in any case; else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def parse_choice(value: Any, choices: tuple[str, ...]) -> str | None:
+    """A case-insensitive name among `choices`, returned in its canonical spelling."""
+    if not isinstance(value, str):
+        return None
+    wanted = value.strip().upper()
+    return wanted if wanted in choices else None
+
+
+def describe(value: Any) -> str:
+    """A short, safe rendering of a configured value for messages (secrets masked)."""
+    from policy.secrets import is_encrypted
+
+    if is_encrypted(value):
+        return "an ENC:v1: value"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f'"{shown}"'
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict | tuple | list):
+        return "a table"
+    return "a function" if callable(value) else type(value).__name__
