@@ -89,9 +89,7 @@ class ToolDefinition(_Frozen):
     minimum_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
     function: ToolFunction
 
-    _minimum_by_name = field_validator("minimum_provider_confidence", mode="before")(
-        _level_by_name
-    )
+    _minimum_by_name = field_validator("minimum_provider_confidence", mode="before")(_level_by_name)
 
 
 class ToolCollectionDefinition(_Frozen):
@@ -104,9 +102,7 @@ class ToolCollectionDefinition(_Frozen):
     display_name: str = ""
     description: str = ""
 
-    _minimum_by_name = field_validator("minimum_provider_confidence", mode="before")(
-        _level_by_name
-    )
+    _minimum_by_name = field_validator("minimum_provider_confidence", mode="before")(_level_by_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +156,9 @@ def validate_definition(definition: ToolDefinition) -> str | None:
 
 def _rule_schema_version(d: ToolDefinition) -> str | None:
     if d.schema_version != 1:
-        return f"schema_version: unsupported schema version '{d.schema_version}' (only 1 is supported)"
+        return (
+            f"schema_version: unsupported schema version '{d.schema_version}' (only 1 is supported)"
+        )
     return None
 
 
