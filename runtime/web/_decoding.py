@@ -1,0 +1,127 @@
+"""Content-Encoding decoders whose output arrives in small pieces, so a size cap holds in memory.
+
+httpx decodes a whole network chunk at once; a 64 KiB gzip chunk can expand to 64 MiB before any
+counting starts. These decoders produce small pieces (PIECE_SIZE for zlib, a few times that for brotli) per step.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from itertools import chain
+from typing import Protocol
+
+PIECE_SIZE = 8 * 1024
+
+
+class UnsupportedContentEncoding(ValueError):
+    """The server compressed the body in a way we did not offer."""
+
+
+class _Decoder(Protocol):
+    def feed(self, data: bytes) -> Iterator[bytes]: ...
+
+    def finish(self) -> Iterator[bytes]: ...
+
+
+class _ZlibDecoder:
+    """gzip or zlib-wrapped deflate; a raw deflate stream is detected on the first bytes."""
+
+    def __init__(self, wbits: int, raw_fallback: bool) -> None:
+        self._inflater = zlib.decompressobj(wbits)
+        self._raw_fallback = raw_fallback
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if not self._started and self._raw_fallback:
+            self._started = True
+            try:
+                probe = zlib.decompressobj(zlib.MAX_WBITS)
+                probe.decompress(data[:2])
+            except zlib.error:
+                self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        yield from self._drain(data)
+
+    def _drain(self, data: bytes) -> Iterator[bytes]:
+        pending = data
+        while True:
+            if self._inflater.eof:
+                return
+            piece = self._inflater.decompress(pending, PIECE_SIZE)
+            if piece:
+                yield piece
+            pending = self._inflater.unconsumed_tail
+            if not pending and len(piece) < PIECE_SIZE:
+                return
+
+    def finish(self) -> Iterator[bytes]:
+        yield from self._drain(b"")
+        rest = self._inflater.flush(PIECE_SIZE)
+        if rest:
+            yield rest
+
+
+class _BrotliDecoder:
+    def __init__(self) -> None:
+        import brotli
+
+        self._decompressor = brotli.Decompressor()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        # The limit is a soft one (brotli rounds it up to its own buffer size), and output can stay
+        # pending after all input was taken, so ask with empty input until nothing more comes.
+        piece: bytes = self._decompressor.process(data, output_buffer_limit=PIECE_SIZE)
+        while piece:
+            yield piece
+            piece = self._decompressor.process(b"", output_buffer_limit=PIECE_SIZE)
+
+    def finish(self) -> Iterator[bytes]:
+        return iter(())
+
+
+class _IdentityDecoder:
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        for start in range(0, len(data), PIECE_SIZE):
+            yield data[start : start + PIECE_SIZE]
+
+    def finish(self) -> Iterator[bytes]:
+        return iter(())
+
+
+def _decoder_for(encoding: str) -> _Decoder:
+    if encoding in ("gzip", "x-gzip"):
+        return _ZlibDecoder(zlib.MAX_WBITS | 16, raw_fallback=False)
+    if encoding == "deflate":
+        return _ZlibDecoder(zlib.MAX_WBITS, raw_fallback=True)
+    if encoding == "br":
+        return _BrotliDecoder()
+    raise UnsupportedContentEncoding(encoding)
+
+
+class BodyDecoder:
+    """Undoes a Content-Encoding header (possibly several codings) piece by piece."""
+
+    def __init__(self, content_encoding: str) -> None:
+        codings = [c.strip().lower() for c in content_encoding.split(",")]
+        chain = [_decoder_for(c) for c in codings if c and c != "identity"]
+        chain.reverse()
+        self._chain: list[_Decoder] = chain or [_IdentityDecoder()]
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """Decoded pieces of at most PIECE_SIZE bytes for the next raw bytes."""
+        return self._through(0, data, final=False)
+
+    def finish(self) -> Iterator[bytes]:
+        """Whatever the decoders still hold once the raw body has ended."""
+        return self._through(0, b"", final=True)
+
+    def _through(self, index: int, data: bytes, *, final: bool) -> Iterator[bytes]:
+        decoder = self._chain[index]
+        produced = chain(decoder.feed(data) if data else (), decoder.finish() if final else ())
+        if index == len(self._chain) - 1:
+            yield from produced
+            return
+        for piece in produced:
+            yield from self._through(index + 1, piece, final=False)
+        if final:
+            yield from self._through(index + 1, b"", final=True)
