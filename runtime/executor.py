@@ -1,0 +1,395 @@
+"""Running one tool call: find the tool, run it, and turn whatever happens into an outcome.
+
+Every call gets an answer the model can read and a trace the user can inspect. An unknown tool or
+an intentional policy block is BLOCKED, any other failure is ERROR ("Tool execution failed: …");
+only a SUCCESS can demand anything of the chat, because only then did something reach the model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from policy.definitions import ToolDefinition
+from policy.vocabulary import (
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+    ToolOutboundData,
+    is_outbound_data_allowed,
+)
+from runtime.execution import (
+    ExecutableTool,
+    ToolExecutionBlocked,
+    ToolExecutionContext,
+    ToolExecutionResult,
+)
+from runtime.messages import RequestedCall, Source
+
+if TYPE_CHECKING:
+    from runtime.chat import Chat
+
+_log = logging.getLogger(__name__)
+
+REDACTED = "*****"
+INVALID_CALL_MESSAGE = "The tool call was invalid."
+INVALID_CALL_TOOL_NAME = "Invalid tool call"
+FAILURE_PREFIX = "Tool execution failed: "
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
+
+RunnableTools = Sequence[tuple[ToolDefinition, ExecutableTool]]
+
+
+class TraceStatus(StrEnum):
+    NONE = "NONE"
+    SUCCESS = "SUCCESS"
+    ERROR = "ERROR"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInvocationTrace:
+    """What the user may see of one call. `result` and `json_result` are never persisted."""
+
+    order: int
+    tool_id: str
+    tool_name: str
+    call_id: str
+    status: TraceStatus
+    was_executed: bool
+    status_message: str
+    arguments: Mapping[str, str]
+    """Top-level arguments as text; sensitive ones are "*****"."""
+    result: str
+    json_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOutcome:
+    """The model's answer for one call plus what it demands of the chat (nothing unless SUCCESS)."""
+
+    content: str
+    trace: ToolInvocationTrace
+    required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    required_data_security: DataSecurity = DataSecurity.NOT_SPECIFIED
+    required_outbound_data_restriction: OutboundDataRestriction | None = None
+    sources: tuple[Source, ...] = ()
+    returned_web_addresses: tuple[str, ...] = ()
+    """Request keys of addresses in a successful result that the call's arguments did not name."""
+
+
+def is_valid_function_name(name: str | None) -> bool:
+    """Non-empty, at most 64 ASCII letters, digits, `_` or `-` (what every provider accepts)."""
+    return isinstance(name, str) and _FUNCTION_NAME.fullmatch(name) is not None
+
+
+def is_valid_arguments_json(text: str | None) -> bool:
+    """Non-blank JSON whose root is an object."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    """The arguments as an object; a blank string is {}. Raises ValueError otherwise."""
+    if not text.strip():
+        return {}
+    try:
+        parsed = json.loads(text)
+    except RecursionError as error:
+        raise ValueError("The arguments are nested too deeply.") from error
+    if not isinstance(parsed, dict):
+        raise ValueError("The arguments must be a JSON object.")
+    return parsed
+
+
+def format_arguments(
+    arguments: Mapping[str, Any], sensitive_names: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are."""
+    formatted: dict[str, str] = {}
+    for name, value in arguments.items():
+        if name in sensitive_names:
+            formatted[name] = REDACTED
+        elif isinstance(value, str):
+            formatted[name] = value
+        else:
+            formatted[name] = json.dumps(value, ensure_ascii=False)
+    return formatted
+
+
+def find_runnable(
+    runnable: RunnableTools, tool_name: str
+) -> tuple[ToolDefinition, ExecutableTool] | None:
+    """The runnable tool whose function has exactly this name."""
+    for definition, tool in runnable:
+        if definition.function.name == tool_name:
+            return definition, tool
+    return None
+
+
+def redacted_call_arguments(call: RequestedCall, runnable: RunnableTools) -> dict[str, str]:
+    """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
+    found = find_runnable(runnable, call.tool_name)
+    sensitive = found[1].sensitive_trace_argument_names if found else frozenset()
+    try:
+        return format_arguments(_parse_arguments(call.arguments_json), sensitive)
+    except ValueError:
+        return {}
+
+
+def invalid_call_outcome(call_id: str, order: int) -> ToolCallOutcome:
+    """The answer to a call the provider sent malformed; it demands nothing."""
+    _log.warning("Invalid tool call (id %r, order %d).", call_id, order)
+    trace = ToolInvocationTrace(
+        order=order,
+        tool_id="",
+        tool_name=INVALID_CALL_TOOL_NAME,
+        call_id=call_id,
+        status=TraceStatus.ERROR,
+        was_executed=False,
+        status_message=INVALID_CALL_MESSAGE,
+        arguments={},
+        result=INVALID_CALL_MESSAGE,
+    )
+    return ToolCallOutcome(INVALID_CALL_MESSAGE, trace)
+
+
+_RESTRICTION_NAMES = {
+    OutboundDataRestriction.ONLY_CONFIGURED_SERVICES: "only configured services",
+    OutboundDataRestriction.ONLY_LINKS_FROM_CHAT: "only links from the chat",
+    OutboundDataRestriction.UNRESTRICTED: "unrestricted",
+}
+_OUTBOUND_DATA_NAMES = {
+    ToolOutboundData.THIRD_PARTY_QUERIES: "sends queries to third-party services",
+    ToolOutboundData.MODEL_CHOSEN_ADDRESSES: "sends requests to addresses the AI chooses",
+}
+
+
+class ToolExecutor:
+    """Runs calls against the runnable tools of one request.
+
+    `settings_for(tool_id)` gives a tool's resolved setting values; `services` are shared objects
+    tools may use (the chat of the call is added as "chat"); `mailbox_name(id)` names the mailbox
+    behind an outbound-data restriction, None when it was removed since.
+    """
+
+    def __init__(
+        self,
+        settings_for: Callable[[str], Mapping[str, str]] | None = None,
+        services: Mapping[str, Any] | None = None,
+        mailbox_name: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self._settings_for = settings_for or (lambda _tool_id: {})
+        self._services = dict(services or {})
+        self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
+
+    async def execute(
+        self,
+        call: RequestedCall,
+        runnable: RunnableTools,
+        *,
+        order: int,
+        provider_kind: ProviderKind,
+        provider_confidence: ConfidenceLevel,
+        chat: Chat,
+        given_web_addresses: frozenset[str] = frozenset(),
+    ) -> ToolCallOutcome:
+        found = find_runnable(runnable, call.tool_name)
+        _log.info("Starting tool execution: %s (id %r).", call.tool_name, call.call_id)
+        if found is None:
+            return self._unknown_tool(call, order)
+        definition, tool = found
+        sensitive = tool.sensitive_trace_argument_names
+        run = _Run(call, order, definition, tool.display_name)
+
+        try:
+            arguments = _parse_arguments(call.arguments_json)
+        except ValueError as error:
+            _log.warning(
+                "Could not read the arguments of %s (id %r).", call.tool_name, call.call_id
+            )
+            return run.failed(f"{FAILURE_PREFIX}{error}", {}, was_executed=False)
+        traced_arguments = format_arguments(arguments, sensitive)
+
+        refusal = self._outbound_refusal(chat, tool)
+        if refusal is not None:
+            return run.blocked(refusal, traced_arguments, was_executed=False)
+
+        context = ToolExecutionContext(
+            definition=definition,
+            call_id=call.call_id,
+            settings=self._settings_for(definition.id),
+            provider_kind=provider_kind,
+            provider_confidence=provider_confidence,
+            chat_id=chat.id,
+            outbound_restriction=chat.outbound_restriction,
+            given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
+            services={**self._services, "chat": chat},
+        )
+        try:
+            result = await tool.execute(arguments, context)
+        except ToolExecutionBlocked as blocked:
+            _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
+            return run.blocked(str(blocked), traced_arguments, was_executed=True)
+        except Exception as error:
+            _log.warning("Tool %s (id %r) failed: %s", call.tool_name, call.call_id, error)
+            return run.failed(f"{FAILURE_PREFIX}{error}", traced_arguments)
+        return run.succeeded(result, traced_arguments, arguments)
+
+    def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
+        content = f"Tool '{call.tool_name}' is not available."
+        try:
+            arguments = format_arguments(_parse_arguments(call.arguments_json))
+        except ValueError:
+            arguments = {}
+        trace = ToolInvocationTrace(
+            order=order,
+            tool_id=call.tool_name,
+            tool_name=call.tool_name,
+            call_id=call.call_id,
+            status=TraceStatus.BLOCKED,
+            was_executed=False,
+            status_message="Tool is not available in the current context.",
+            arguments=arguments,
+            result=content,
+        )
+        return ToolCallOutcome(content, trace)
+
+    def _outbound_refusal(self, chat: Chat, tool: ExecutableTool) -> str | None:
+        """Why a chat that read a mailbox may not run this tool now, or None when it may."""
+        restriction = chat.outbound_restriction
+        if is_outbound_data_allowed(
+            restriction, tool.outbound_data, tool.enforces_outbound_data_restriction
+        ):
+            return None
+        mailbox_id = chat.outbound_mailbox_id
+        mailbox = self._mailbox_name(mailbox_id) if mailbox_id else None
+        if mailbox:
+            read = f"this chat contains mails from the mailbox '{mailbox}'"
+        else:
+            read = "this chat contains mails from a mailbox that has been removed since"
+        level = _RESTRICTION_NAMES.get(restriction, _RESTRICTION_NAMES[OutboundDataRestriction(0)])
+        sends = _OUTBOUND_DATA_NAMES.get(tool.outbound_data, "sends data out of the chat")
+        return (
+            f"Tool '{tool.display_name}' was not run: {read}, which allows sending data to "
+            f"{level}, and this tool {sends}."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One call's fixed parts, so each ending only states what differs."""
+
+    call: RequestedCall
+    order: int
+    definition: ToolDefinition
+    display_name: str
+
+    def _trace(
+        self,
+        status: TraceStatus,
+        message: str,
+        arguments: Mapping[str, str],
+        *,
+        was_executed: bool,
+        result: str,
+        json_result: Any = None,
+    ) -> ToolInvocationTrace:
+        return ToolInvocationTrace(
+            order=self.order,
+            tool_id=self.definition.id,
+            tool_name=self.display_name,
+            call_id=self.call.call_id,
+            status=status,
+            was_executed=was_executed,
+            status_message=message,
+            arguments=arguments,
+            result=result,
+            json_result=json_result,
+        )
+
+    def blocked(
+        self, message: str, arguments: Mapping[str, str], *, was_executed: bool
+    ) -> ToolCallOutcome:
+        trace = self._trace(
+            TraceStatus.BLOCKED, message, arguments, was_executed=was_executed, result=message
+        )
+        return ToolCallOutcome(message, trace)
+
+    def failed(
+        self, message: str, arguments: Mapping[str, str], *, was_executed: bool = True
+    ) -> ToolCallOutcome:
+        trace = self._trace(
+            TraceStatus.ERROR, message, arguments, was_executed=was_executed, result=message
+        )
+        return ToolCallOutcome(message, trace)
+
+    def succeeded(
+        self,
+        result: ToolExecutionResult,
+        arguments: Mapping[str, str],
+        raw_arguments: Mapping[str, Any],
+    ) -> ToolCallOutcome:
+        content = result.to_model_content()
+        trace = self._trace(
+            TraceStatus.SUCCESS,
+            "",
+            arguments,
+            was_executed=True,
+            result=result.text_content or "",
+            json_result=result.json_content,
+        )
+        return ToolCallOutcome(
+            content=content,
+            trace=trace,
+            required_provider_confidence=result.required_provider_confidence,
+            required_data_security=result.required_data_security,
+            required_outbound_data_restriction=result.required_outbound_data_restriction,
+            sources=tuple(result.sources),
+            returned_web_addresses=returned_web_addresses(content, raw_arguments),
+        )
+
+
+def returned_web_addresses(content: str, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """Request keys of addresses in a result, minus those the call's arguments already named.
+
+    A tool that echoes its query (semantic search does) would otherwise turn an address the model
+    made up into one the chat was given.
+    """
+    from runtime.web.addresses import find_web_addresses
+
+    found = find_web_addresses(content)
+    if not found:
+        return ()
+    argument_text = "\n".join(_argument_texts(arguments))
+    named_in_arguments = set(find_web_addresses(argument_text))
+    lowered = argument_text.lower()
+    return tuple(
+        key for key in found if key not in named_in_arguments and key.lower() not in lowered
+    )
+
+
+def _argument_texts(arguments: Mapping[str, Any]) -> list[str]:
+    """Every string anywhere in the arguments, keys included (iterative: depth is the model's)."""
+    texts: list[str] = []
+    pending: list[Any] = [arguments]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, Mapping):
+            texts.extend(str(key) for key in value)
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return texts

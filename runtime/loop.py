@@ -1,0 +1,319 @@
+"""The one tool-calling loop every provider API runs through.
+
+It asks the adapter for rounds, streams the model's text as it arrives, runs the calls a round
+asks for one after another, applies what each result demands to the chat, and ends with a final
+answer that carries the collected sources. When the call or result budget is spent, the next round
+offers no tools and tells the model to answer with what it has. Another harness (an agent mode,
+say) implements `ToolCallingLoop`; the adapters stay as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from policy.vocabulary import ConfidenceLevel, ProviderKind
+from runtime.adapters.base import ToolCallingAdapter
+from runtime.chat import Chat, ensure_provider_allowed
+from runtime.executor import (
+    INVALID_CALL_MESSAGE,
+    RunnableTools,
+    ToolExecutor,
+    ToolInvocationTrace,
+    TraceStatus,
+    find_runnable,
+    invalid_call_outcome,
+    redacted_call_arguments,
+)
+from runtime.messages import UNKNOWN_USAGE, Round, RoundCompleted, Source, Usage
+from runtime.sources import merge_sources
+
+_log = logging.getLogger(__name__)
+
+ROUND_SEPARATOR = "\n\n"
+NO_ANSWER_AFTER_LIMIT = (
+    "The model did not return a final answer after completing the available tool calls."
+)
+NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLimits:
+    """Budgets per streaming call (one user message), counted over all rounds."""
+
+    max_tool_calls: int = 15
+    max_tool_result_characters: int = 300_000
+
+    def __post_init__(self) -> None:
+        if self.max_tool_calls < 1 or self.max_tool_result_characters < 1:
+            raise ValueError(
+                "LoopLimits need at least 1 tool call and 1 result character, got "
+                f"max_tool_calls={self.max_tool_calls}, "
+                f"max_tool_result_characters={self.max_tool_result_characters}."
+            )
+
+    def final_answer_instruction(self, calls: int, result_characters: int) -> str | None:
+        """The instruction for a round that must answer without tools, or None while in budget.
+
+        The character budget is checked first: its message is the more useful one.
+        """
+        if result_characters > self.max_tool_result_characters:
+            return (
+                f"The maximum total of {self.max_tool_result_characters} characters across tool "
+                "call results has been exceeded. Do not make any more tool calls. Provide the best "
+                "possible final answer to the user based on the tool results already available."
+            )
+        if calls >= self.max_tool_calls:
+            return (
+                f"The maximum of {self.max_tool_calls} tool calls has been reached. No more tools "
+                "are available. Provide the best possible final answer to the user based on the "
+                "tool results already available."
+            )
+        return None
+
+
+# -- events --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDeltaEvent:
+    """A piece of answer text, to show as it arrives (fixed notices arrive this way too)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A call is about to run; `arguments` are as a trace shows them (sensitive ones masked)."""
+
+    call_id: str
+    tool_name: str
+    display_name: str
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    trace: ToolInvocationTrace
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The end of the stream: everything shown as text, the sources, the first round's usage.
+
+    `interrupted` is True when a round never completed (a failed request or a cancelled stream):
+    the text shown so far stays, and nothing was added to it.
+    """
+
+    text: str
+    sources: tuple[Source, ...]
+    usage: Usage
+    interrupted: bool = False
+
+
+LoopEvent = TextDeltaEvent | ToolCallStarted | ToolCallFinished | FinalAnswer
+
+
+class InvalidToolCallingResponse(Exception):
+    """The provider's first round said nothing and called nothing."""
+
+    def __init__(self, provider_name: str) -> None:
+        super().__init__(
+            f"The provider '{provider_name}' returned an invalid tool calling response. Check the "
+            "provider's tool calling configuration and see the logs for details."
+        )
+        self.provider_name = provider_name
+
+
+@dataclass(slots=True)
+class LoopContext:
+    """One streaming call: the chat it belongs to, what may run, and who answers."""
+
+    chat: Chat
+    runnable_tools: RunnableTools
+    executor: ToolExecutor
+    provider_kind: ProviderKind
+    provider_confidence: ConfidenceLevel
+    provider_name: str = ""
+    model: str = ""
+    given_web_addresses: set[str] = field(default_factory=set)
+    """Request keys given word for word so far (system prompt, user messages); grows with results."""
+    provider_trusted: bool = False
+    """Listed in DataSourceSecuritySettings.TrustedProviderIds (counts for data security only)."""
+
+
+class ToolCallingLoop(Protocol):
+    def run(self, adapter: ToolCallingAdapter, context: LoopContext) -> AsyncIterator[LoopEvent]:
+        """Drive the adapter to a final answer, yielding events an app can render."""
+        ...
+
+
+@dataclass(slots=True)
+class _State:
+    calls: int = 0
+    result_characters: int = 0
+    sources: list[Source] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    has_spoken: bool = False
+    usage: Usage = UNKNOWN_USAGE
+
+
+class SequentialToolCallingLoop:
+    """The default loop: several calls per response are run one by one, never in parallel."""
+
+    def __init__(self, limits: LoopLimits | None = None) -> None:
+        self.limits = limits or LoopLimits()
+
+    async def run(
+        self, adapter: ToolCallingAdapter, context: LoopContext
+    ) -> AsyncIterator[LoopEvent]:
+        state = _State()
+        first_round = True
+        while True:
+            ensure_provider_allowed(
+                context.chat,
+                context.provider_kind,
+                context.provider_confidence,
+                context.provider_trusted,
+            )
+            instruction = self.limits.final_answer_instruction(state.calls, state.result_characters)
+            final_required = instruction is not None
+            passes_on_usage, first_round = first_round, False
+
+            completed: Round | None = None
+            round_spoke = False
+            async for event in adapter.execute_round(instruction, not final_required):
+                if isinstance(event, RoundCompleted):
+                    completed = event.round
+                    continue
+                if passes_on_usage and event.usage.is_known:
+                    state.usage = _combine(state.usage, event.usage)
+                if event.sources:
+                    state.sources = merge_sources(state.sources, event.sources)
+                if event.content.strip():
+                    if not round_spoke and state.has_spoken:
+                        yield self._say(state, ROUND_SEPARATOR)
+                    round_spoke = state.has_spoken = True
+                if event.content:
+                    yield self._say(state, event.content)
+
+            if completed is None:
+                yield self._final(state, interrupted=True)
+                return
+            if passes_on_usage and not state.usage.is_known and completed.usage.is_known:
+                state.usage = completed.usage
+
+            answered = round_spoke or bool(completed.text_output.strip())
+            state.sources = merge_sources(state.sources, completed.sources)
+
+            if any(not call.call_id.strip() for call in completed.calls):
+                state.calls += 1
+                yield ToolCallFinished(invalid_call_outcome("", state.calls).trace)
+                for notice in self._notice(state, INVALID_CALL_MESSAGE):
+                    yield notice
+                yield self._final(state)
+                return
+
+            if final_required:
+                if not answered:
+                    for notice in self._notice(state, NO_ANSWER_AFTER_LIMIT):
+                        yield notice
+                yield self._final(state)
+                return
+
+            if not completed.calls:
+                if answered:
+                    yield self._final(state)
+                    return
+                if state.calls > 0:
+                    for notice in self._notice(state, NO_ANSWER_AFTER_TOOL_CALL):
+                        yield notice
+                    yield self._final(state)
+                    return
+                _log.error(
+                    "Provider %r (model %r) answered the first round with neither text nor calls.",
+                    context.provider_name,
+                    context.model,
+                )
+                raise InvalidToolCallingResponse(context.provider_name)
+
+            adapter.record_assistant_turn()
+            for call in completed.calls:
+                if not call.is_valid:
+                    state.calls += 1
+                    outcome = invalid_call_outcome(call.call_id, state.calls)
+                    state.result_characters += len(outcome.content)
+                    yield ToolCallFinished(outcome.trace)
+                    adapter.record_tool_result(call.call_id, outcome.content, is_error=True)
+                    continue
+
+                over_budget = self.limits.final_answer_instruction(
+                    state.calls, state.result_characters
+                )
+                if over_budget is not None:
+                    adapter.record_tool_result(call.call_id, over_budget, is_error=False)
+                    continue
+
+                state.calls += 1
+                found = find_runnable(context.runnable_tools, call.tool_name)
+                yield ToolCallStarted(
+                    call_id=call.call_id,
+                    tool_name=call.tool_name,
+                    display_name=found[1].display_name if found else call.tool_name,
+                    arguments=redacted_call_arguments(call, context.runnable_tools),
+                )
+                outcome = await context.executor.execute(
+                    call,
+                    context.runnable_tools,
+                    order=state.calls,
+                    provider_kind=context.provider_kind,
+                    provider_confidence=context.provider_confidence,
+                    chat=context.chat,
+                    given_web_addresses=frozenset(context.given_web_addresses),
+                )
+                state.result_characters += len(outcome.content)
+                chat = context.chat
+                chat.require_provider_confidence(outcome.required_provider_confidence)
+                chat.require_data_security(outcome.required_data_security)
+                chat.require_outbound_data_restriction(outcome.required_outbound_data_restriction)
+                if outcome.returned_web_addresses:
+                    chat.add_known_web_addresses(outcome.returned_web_addresses)
+                    context.given_web_addresses.update(outcome.returned_web_addresses)
+                state.sources = merge_sources(state.sources, outcome.sources)
+                yield ToolCallFinished(outcome.trace)
+                adapter.record_tool_result(
+                    call.call_id,
+                    outcome.content,
+                    is_error=outcome.trace.status is not TraceStatus.SUCCESS,
+                )
+
+    @staticmethod
+    def _say(state: _State, text: str) -> TextDeltaEvent:
+        state.text.append(text)
+        return TextDeltaEvent(text)
+
+    def _notice(self, state: _State, notice: str) -> list[TextDeltaEvent]:
+        """A fixed notice as the last text, set apart from text already shown."""
+        events: list[TextDeltaEvent] = []
+        if state.has_spoken:
+            events.append(self._say(state, ROUND_SEPARATOR))
+        events.append(self._say(state, notice))
+        return events
+
+    @staticmethod
+    def _final(state: _State, *, interrupted: bool = False) -> FinalAnswer:
+        return FinalAnswer("".join(state.text), tuple(state.sources), state.usage, interrupted)
+
+
+def _combine(held: Usage, arriving: Usage) -> Usage:
+    """The latest known figure of each kind (a provider may report them on separate lines)."""
+    return Usage(
+        input_tokens=arriving.input_tokens
+        if arriving.input_tokens is not None
+        else held.input_tokens,
+        output_tokens=arriving.output_tokens
+        if arriving.output_tokens is not None
+        else held.output_tokens,
+    )
