@@ -1,5 +1,199 @@
-"""toolpolicy's policy side: decides which tools may be offered, with which settings, and why."""
+"""toolpolicy's policy side: decides which tools may be offered, with which settings, and why.
+
+Start with `load_policy`: it loads the organization's and local configuration plugins, the user's
+settings file and the installed tools, and gives back a `Policy` that answers, for a tool, a
+provider and a part of the app, whether the tool may be offered — as an `OfferDecision` with
+every check and its evidence.
+
+    >>> from policy import load_policy, Component
+    >>> policy = load_policy(org=["examples/organization"])
+    >>> decision = policy.offer_decision("web_search", policy.providers[0], Component.CHAT)
+    >>> decision.reason  # ToolOfferBlockReason.NONE when nothing is in the way
+
+Importing this package is cheap: the heavier modules (Lua, pydantic models, the registry) load
+when first used.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    ConfidenceScheme,
+    DataSecurity,
+    DataSourceRetrievalMode,
+    ProviderKind,
+    SettingSource,
+    ToolActivation,
+    ToolOfferBlockReason,
+)
+
+if TYPE_CHECKING:
+    from policy.configuration import (
+        Finding,
+        PolicyConfiguration,
+        ProviderConfig,
+        UserSettings,
+    )
+    from policy.decision import OfferDecision
+    from policy.registry import ToolRegistry
+    from policy.tools import Tool
+
+__all__ = [
+    "Component",
+    "ConfidenceLevel",
+    "ConfidenceScheme",
+    "DataSecurity",
+    "DataSourceRetrievalMode",
+    "Finding",
+    "OfferDecision",
+    "Policy",
+    "PolicyConfiguration",
+    "ProviderConfig",
+    "ProviderKind",
+    "SettingSource",
+    "Tool",
+    "ToolActivation",
+    "ToolOfferBlockReason",
+    "ToolRegistry",
+    "UserSettings",
+    "load_policy",
+]
+
+_LAZY = {
+    "Finding": "policy.configuration",
+    "PolicyConfiguration": "policy.configuration",
+    "ProviderConfig": "policy.configuration",
+    "UserSettings": "policy.configuration",
+    "OfferDecision": "policy.decision",
+    "ToolRegistry": "policy.registry",
+    "Tool": "policy.tools",
+}
+
+StrPath = str | PathLike[str]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'policy' has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A loaded configuration, the user's settings and the tools, ready to decide.
+
+    Built once per configuration change; every question after that is a lookup in `registry`.
+    """
+
+    configuration: PolicyConfiguration
+    user: UserSettings
+    registry: ToolRegistry
+    tools: tuple[Tool, ...]
+    findings: tuple[Finding, ...]
+    """Everything worth telling an administrator: load errors and warnings, skipped tools."""
+
+    @property
+    def tool_ids(self) -> tuple[str, ...]:
+        return tuple(tool.definition.id for tool in self.tools)
+
+    @property
+    def providers(self) -> tuple[ProviderConfig, ...]:
+        return self.configuration.providers
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity.value == "error")
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity.value != "error")
+
+    def provider(self, id_or_name: str) -> ProviderConfig | None:
+        """A configured provider by id (case-insensitive) or, failing that, by name."""
+        wanted = id_or_name.strip().lower()
+        for provider in self.providers:
+            if provider.id.lower() == wanted:
+                return provider
+        for provider in self.providers:
+            if provider.name.strip().lower() == wanted:
+                return provider
+        return None
+
+    def offer_decision(
+        self,
+        tool_id: str,
+        provider: ProviderConfig | None,
+        component: Component = Component.CHAT,
+    ) -> OfferDecision:
+        return self.registry.offer_decision(tool_id, provider, component)
+
+
+def load_policy(
+    org: Iterable[StrPath] = (),
+    local: Iterable[StrPath] = (),
+    user_settings: StrPath | None = None,
+    *,
+    state_dir: StrPath | None = None,
+    tools: Sequence[Tool] | None = None,
+    use_entry_points: bool = True,
+) -> Policy:
+    """Load plugins (a plugin.lua, a plugin folder or a folder of plugin folders), user settings
+    and tools, and build the registry.
+
+    Bad plugins never raise: they become error findings, and a broken organization plugin makes
+    the policy fail closed. A broken user settings file raises `UserSettingsError` (its message
+    names the file and line). `tools` replaces discovery (an embedding app passing its own).
+    """
+    from policy.configuration import Finding, Severity
+    from policy.discovery import discover_tools
+    from policy.merge import load_configuration
+    from policy.registry import ToolRegistry
+    from policy.user_settings import load_user_settings
+
+    configuration = load_configuration(
+        [Path(p) for p in org],
+        [Path(p) for p in local],
+        Path(state_dir) if state_dir is not None else None,
+    )
+    user = load_user_settings(Path(user_settings) if user_settings is not None else None)
+    discovery_findings: tuple[Finding, ...] = ()
+    if tools is None:
+        discovered = discover_tools(use_entry_points=use_entry_points)
+        chosen, discovery_findings = discovered.tools, discovered.findings
+    else:
+        chosen = tuple(tools)
+    registry = ToolRegistry(chosen, configuration, user)
+    registration = tuple(getattr(registry, "findings", ()))
+    broken = tuple(
+        Finding(
+            Severity.ERROR,
+            "broken-organization-plugin",
+            f"organization plugin {b.plugin_name or b.path} did not load: {b.message}"
+            + (
+                " (its last known good copy applies)"
+                if b.replaced_by_last_known_good
+                else " — every tool is switched off until it loads again"
+            ),
+            b.location,
+        )
+        for b in configuration.broken_organization_plugins
+        if not any(
+            f.location == b.location and f.message == b.message for f in configuration.findings
+        )
+    )
+    return Policy(
+        configuration=configuration,
+        user=user,
+        registry=registry,
+        tools=chosen,
+        findings=(*configuration.findings, *broken, *discovery_findings, *registration),
+    )

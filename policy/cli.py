@@ -1,0 +1,678 @@
+"""The `policy` command: thin over the library — parse arguments, ask the library, print.
+
+Nothing heavy is imported at module level, so `policy --help` starts fast; each command imports
+what it needs. Exit codes: 0 ok, 1 findings / blocked with --fail / errors, 2 usage. No traceback
+reaches the user unless `--debug` (or TOOLPOLICY_DEBUG=1) asks for one.
+
+Other packages attach commands lazily: `register_lazy_command("chat", "runtime.cli_chat:chat")`
+names a click command by import path; it is imported only when listed or invoked, and left out
+when its module is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from policy.vocabulary import Component, ProviderKind
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import Finding, ProviderConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LAZY_COMMANDS: dict[str, str] = {"chat": "runtime.cli_chat:chat"}
+
+
+def register_lazy_command(name: str, target: str) -> None:
+    """Attach `module:attribute` (a click command) as `policy NAME`, imported on first use."""
+    _LAZY_COMMANDS[name] = target
+
+
+class _PolicyGroup(click.Group):
+    """A group that also offers the lazily attached commands whose modules are installed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name, target in _LAZY_COMMANDS.items() if _module_exists(target)]
+        return sorted({*super().list_commands(ctx), *lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in _LAZY_COMMANDS:
+            return command
+        module_name, _, attribute = _LAZY_COMMANDS[cmd_name].partition(":")
+        if not _module_exists(_LAZY_COMMANDS[cmd_name]):
+            return None
+        loaded = getattr(importlib.import_module(module_name), attribute, None)
+        return loaded if isinstance(loaded, click.Command) else None
+
+
+def _module_exists(target: str) -> bool:
+    module_name = target.partition(":")[0]
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _DefaultSubcommandGroup(click.Group):
+    """`policy settings TOOL_ID` shows; `policy settings set ...` writes."""
+
+    default_command = "show"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
+# --- shared options ---------------------------------------------------------------------------
+
+_COMPONENT = click.Choice([c.value for c in Component], case_sensitive=False)
+_PROVIDER_KIND = click.Choice(
+    [k.value for k in ProviderKind if k.value != "NONE"], case_sensitive=False
+)
+_FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
+
+
+def _configuration_options(function: F) -> F:
+    """--org, --local, --user-settings, --state-dir and --format, with their environment defaults."""
+    options = [
+        click.option(
+            "--org",
+            "org",
+            multiple=True,
+            envvar="TOOLPOLICY_ORG",
+            type=click.Path(exists=True, path_type=Path),
+            help="Organization plugin: a plugin.lua, a plugin folder or a folder of plugin "
+            "folders. Repeatable. [env: TOOLPOLICY_ORG, separated by the path separator]",
+        ),
+        click.option(
+            "--local",
+            "local",
+            multiple=True,
+            envvar="TOOLPOLICY_LOCAL",
+            type=click.Path(exists=True, path_type=Path),
+            help="Local plugin (never overrides what the organization manages). Repeatable. "
+            "[env: TOOLPOLICY_LOCAL]",
+        ),
+        click.option(
+            "--user-settings",
+            "user_settings",
+            envvar="TOOLPOLICY_USER_SETTINGS",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="The user's settings YAML file (a missing file means no user settings). "
+            "[env: TOOLPOLICY_USER_SETTINGS]",
+        ),
+        click.option(
+            "--state-dir",
+            "state_dir",
+            envvar="TOOLPOLICY_STATE_DIR",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Where last-known-good copies of organization plugins are kept (stateless "
+            "without). [env: TOOLPOLICY_STATE_DIR]",
+        ),
+        _format_option,
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+_format_option = click.option(
+    "--format",
+    "-f",
+    "output_format",
+    type=_FORMAT,
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+
+
+def _load(
+    org: Sequence[Path],
+    local: Sequence[Path],
+    user_settings: Path | None,
+    state_dir: Path | None,
+) -> Policy:
+    from policy import load_policy
+
+    return load_policy(org, local, user_settings, state_dir=state_dir)
+
+
+def _component(name: str) -> Component:
+    return Component(name.upper())
+
+
+def _echo_findings_to_stderr(findings: Sequence[Finding]) -> None:
+    for finding in findings:
+        click.echo(
+            f"{_finding_where(finding)}{finding.severity.value}: {finding.message}", err=True
+        )
+
+
+def _finding_where(finding: Finding) -> str:
+    return f"{finding.location}: " if finding.location is not None else ""
+
+
+def _print(text: str) -> None:
+    click.echo(text)
+
+
+# --- the group --------------------------------------------------------------------------------
+
+
+@click.group(cls=_PolicyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="TOOLPOLICY_DEBUG",
+    help="Show a traceback when something unexpected goes wrong.",
+)
+@click.version_option(package_name="toolpolicy", prog_name="policy")
+def cli(debug: bool) -> None:
+    """Check, explain and compare the tool policy of an organization's AI apps.
+
+    Start with `policy explain --org examples/organization --all`.
+    """
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@_configuration_options
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+def check(
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+    strict: bool,
+) -> None:
+    """Load every plugin and the user settings; report errors and warnings with file:line.
+
+    Exit 1 when there are errors (or, with --strict, warnings).
+    """
+    from policy.configuration import Finding, Severity
+    from policy.explain import render_document
+
+    findings: list[Finding] = []
+    try:
+        policy = _load(org, local, user_settings, state_dir)
+    except Exception as error:
+        if not type(error).__module__.startswith("policy."):
+            raise
+        findings.append(Finding(Severity.ERROR, "load-failed", str(error), None))
+    else:
+        from policy.lint import lint_policy
+
+        findings.extend(policy.findings)
+        findings.extend(lint_policy(policy))
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    warnings = [f for f in findings if f.severity is not Severity.ERROR]
+    if output_format == "table":
+        for finding in [*errors, *warnings]:
+            code = f" [{finding.code}]" if finding.code else ""
+            _print(f"{_finding_where(finding)}{finding.severity.value}{code}: {finding.message}")
+        verdict = "ok" if not errors else "failed"
+        _print(f"{verdict}: {len(errors)} error(s), {len(warnings)} warning(s)")
+    else:
+        document = {
+            "ok": not errors,
+            "errors": [_finding_document(f, with_code=False) for f in errors],
+            "warnings": [_finding_document(f, with_code=True) for f in warnings],
+        }
+        _print(render_document(document, output_format))
+    if errors or (strict and warnings):
+        sys.exit(1)
+
+
+def _finding_document(finding: Finding, *, with_code: bool) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "file": finding.location.file if finding.location else None,
+        "line": finding.location.line if finding.location else None,
+    }
+    if with_code:
+        document["code"] = finding.code
+    document["message"] = finding.message
+    return document
+
+
+# --- explain ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("tool_id", required=False)
+@_configuration_options
+@click.option("--provider", "provider_id", help="A configured provider, by id or name.")
+@click.option(
+    "--provider-kind",
+    type=_PROVIDER_KIND,
+    help="Decide for any provider of this kind instead of a configured one.",
+)
+@click.option("--model", help="The model, with --provider-kind (decides tool-calling capability).")
+@click.option(
+    "--component",
+    type=_COMPONENT,
+    default="CHAT",
+    show_default=True,
+    help="The part of the app.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Every tool × every configured provider.")
+@click.option(
+    "--fail", is_flag=True, help="Exit 1 when the tool (or any, with --all) is not offered."
+)
+def explain(
+    tool_id: str | None,
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+    provider_id: str | None,
+    provider_kind: str | None,
+    model: str | None,
+    component: str,
+    show_all: bool,
+    fail: bool,
+) -> None:
+    """Why TOOL_ID is (not) offered: every check in order, with its evidence.
+
+    With --all: the matrix of every tool × every configured provider for one component.
+    """
+    from policy.explain import (
+        build_matrix,
+        decision_document,
+        decision_text,
+        matrix_document,
+        matrix_table,
+        render_document,
+        render_table,
+    )
+    from policy.vocabulary import ToolOfferBlockReason
+
+    if provider_id and provider_kind:
+        raise click.UsageError("use either --provider or --provider-kind, not both")
+    if model and not provider_kind:
+        raise click.UsageError("--model only goes with --provider-kind")
+    if show_all == (tool_id is not None):
+        raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
+    policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
+    chosen_component = _component(component)
+    if show_all:
+        providers = _matrix_providers(policy, provider_id, provider_kind, model)
+        matrix = build_matrix(
+            policy.registry, _ordered_tool_ids(policy), providers, chosen_component
+        )
+        if output_format == "table":
+            header, rows = matrix_table(matrix)
+            _print(f"Tools offered in {chosen_component.value}:\n")
+            _print(render_table(header, rows))
+        else:
+            _print(render_document(matrix_document(matrix), output_format))
+        blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())
+    else:
+        assert tool_id is not None
+        _require_known_tool(policy, tool_id)
+        provider = _single_provider(policy, provider_id, provider_kind, model)
+        decision = policy.offer_decision(tool_id, provider, chosen_component)
+        if output_format == "table":
+            _print(decision_text(decision))
+        else:
+            _print(render_document(decision_document(decision), output_format))
+        blocked = decision.reason is not ToolOfferBlockReason.NONE
+    if fail and blocked:
+        sys.exit(1)
+
+
+def _ordered_tool_ids(policy: Policy) -> list[str]:
+    return [
+        tool.definition.id
+        for tool in sorted(policy.tools, key=lambda t: (t.display_name.casefold(), t.definition.id))
+    ]
+
+
+def _require_known_tool(policy: Policy, tool_id: str) -> None:
+    if tool_id not in policy.tool_ids:
+        known = ", ".join(sorted(policy.tool_ids)) or "(none installed)"
+        raise click.BadParameter(
+            f"unknown tool '{tool_id}'. Known tools: {known}", param_hint="TOOL_ID"
+        )
+
+
+def _kind_provider(kind: str, model: str | None) -> ProviderConfig:
+    from policy.configuration import ProviderConfig
+
+    provider_kind = ProviderKind(kind.upper())
+    return ProviderConfig(
+        id=f"any-{provider_kind.value.lower()}",
+        name=f"any {provider_kind.value} provider",
+        kind=provider_kind,
+        model=model or "",
+    )
+
+
+def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
+    provider = policy.provider(provider_id)
+    if provider is None:
+        raise click.BadParameter(
+            f"no configured provider '{provider_id}'. Configured: {_provider_list(policy)}",
+            param_hint="--provider",
+        )
+    return provider
+
+
+def _provider_list(policy: Policy) -> str:
+    listed = [f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers]
+    return ", ".join(listed) if listed else "none (use --provider-kind KIND [--model MODEL])"
+
+
+def _single_provider(
+    policy: Policy, provider_id: str | None, provider_kind: str | None, model: str | None
+) -> ProviderConfig:
+    if provider_kind:
+        return _kind_provider(provider_kind, model)
+    if provider_id:
+        return _configured_provider(policy, provider_id)
+    if len(policy.providers) == 1:
+        return policy.providers[0]
+    raise click.UsageError(
+        "choose a provider with --provider ID or --provider-kind KIND [--model MODEL]. "
+        f"Configured providers: {_provider_list(policy)}"
+    )
+
+
+def _matrix_providers(
+    policy: Policy, provider_id: str | None, provider_kind: str | None, model: str | None
+) -> list[ProviderConfig]:
+    if provider_kind:
+        return [_kind_provider(provider_kind, model)]
+    if provider_id:
+        return [_configured_provider(policy, provider_id)]
+    if not policy.providers:
+        raise click.UsageError(
+            'the configuration has no providers (CONFIG["LLM_PROVIDERS"]); '
+            "use --provider-kind KIND [--model MODEL]"
+        )
+    return list(policy.providers)
+
+
+# --- settings ---------------------------------------------------------------------------------
+
+
+@cli.group(cls=_DefaultSubcommandGroup)
+def settings() -> None:
+    """Show a tool's settings (`policy settings TOOL_ID`) or save one (`policy settings set`)."""
+
+
+@settings.command("show")
+@click.argument("tool_id")
+@_configuration_options
+def settings_show(
+    tool_id: str,
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+) -> None:
+    """Every field of TOOL_ID: value (secrets masked), source, locked, origin."""
+    from policy.explain import render_document, render_table, settings_document
+
+    policy = _load(org, local, user_settings, state_dir)
+    _require_known_tool(policy, tool_id)
+    document = settings_document(policy, tool_id)
+    if output_format == "table":
+        rows = [
+            [
+                s["field"],
+                _shown_value(s["value"]),
+                s["source"],
+                "yes" if s["locked"] else "no",
+                _origin_text(s["origin"]),
+            ]
+            for s in document["settings"]
+        ]
+        _print(f"Settings of {tool_id}:\n")
+        _print(render_table(["field", "value", "source", "locked", "origin"], rows))
+    else:
+        _print(render_document(document, output_format))
+
+
+def _shown_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    return str(value) if value != "" else '""'
+
+
+def _origin_text(origin: Any) -> str:
+    if not origin:
+        return "-"
+    where = f"{origin['file']}:{origin['line']}" if origin.get("line") else origin.get("file", "")
+    return f"{origin['plugin']} ({where})" if origin.get("plugin") else where
+
+
+@settings.command("set")
+@click.argument("tool_id")
+@click.argument("field")
+@click.argument("value")
+@_configuration_options
+def settings_set(
+    tool_id: str,
+    field: str,
+    value: str,
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+) -> None:
+    """Save VALUE for TOOL_ID's FIELD in the user settings file (comments are kept).
+
+    Refused for a field the organization locked, and for a value outside the field's choices.
+    """
+    from policy.explain import settable_field_problem
+    from policy.user_settings import save_tool_setting
+
+    if user_settings is None:
+        raise click.UsageError(
+            "name the user settings file with --user-settings FILE (or TOOLPOLICY_USER_SETTINGS)"
+        )
+    policy = _load(org, local, user_settings, state_dir)
+    _require_known_tool(policy, tool_id)
+    problem = settable_field_problem(policy, tool_id, field, value)
+    if problem is not None:
+        usage, message = problem
+        if usage:
+            raise click.BadParameter(message, param_hint=usage)
+        raise click.ClickException(message)
+    save_tool_setting(user_settings, tool_id, field, value)
+    _print(f"saved {tool_id}.{field} = {value!r} in {user_settings}")
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@_configuration_options
+@click.option("--component", type=_COMPONENT, help="Only the tools selectable in this component.")
+def tools(
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+    component: str | None,
+) -> None:
+    """The tool catalog with its state: active, configured, minimum confidence and its source."""
+    from policy.explain import render_document, render_table, tools_document
+
+    policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
+    chosen = _component(component) if component else None
+    document = tools_document(policy, chosen)
+    if output_format == "table":
+        rows = [
+            [
+                t["id"],
+                t["name"],
+                t["activation"],
+                "yes" if t["active"] else "no",
+                "yes" if t["configured"] else f"no: {t['configuration_message']}",
+                f"{t['minimum_confidence']} ({t['minimum_confidence_source']})",
+            ]
+            for t in document["tools"]
+        ]
+        header = ["id", "name", "activation", "active", "configured", "minimum confidence"]
+        _print(render_table(header, rows))
+    else:
+        _print(render_document(document, output_format))
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+@cli.command()
+@_configuration_options
+@click.option(
+    "--against-org",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Organization plugins of the NEW configuration (repeatable).",
+)
+@click.option(
+    "--against-local",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Local plugins of the NEW configuration (repeatable).",
+)
+@click.option(
+    "--component",
+    "components",
+    multiple=True,
+    type=_COMPONENT,
+    help="Only these components (repeatable; default: every component).",
+)
+@click.option("--fail", is_flag=True, help="Exit 1 when any decision changes.")
+def diff(
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+    against_org: tuple[Path, ...],
+    against_local: tuple[Path, ...],
+    components: tuple[str, ...],
+    fail: bool,
+) -> None:
+    """Every (tool, provider, component) decision that changes from --org to --against-org.
+
+    The same user settings apply to both sides; providers are those of either side.
+    """
+    from policy.explain import (
+        diff_decisions,
+        diff_document,
+        diff_table,
+        render_document,
+        render_table,
+    )
+
+    if not against_org and not against_local:
+        raise click.UsageError(
+            "name the new configuration with --against-org (and --against-local)"
+        )
+    old = _load(org, local, user_settings, state_dir)
+    new = _load(against_org, against_local, user_settings, None)
+    providers = {p.id: p for p in (*old.providers, *new.providers)}
+    tool_ids = sorted({*old.tool_ids, *new.tool_ids})
+    chosen = [_component(c) for c in components] or list(Component)
+    changes = diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
+    if output_format == "table":
+        if changes:
+            header, rows = diff_table(changes)
+            _print(render_table(header, rows))
+        else:
+            _print("no decision changes")
+    else:
+        _print(render_document(diff_document(changes), output_format))
+    if fail and changes:
+        sys.exit(1)
+
+
+# --- schema, template, encrypt ----------------------------------------------------------------
+
+
+@cli.command()
+def schema() -> None:
+    """The JSON Schema of the CONFIG keys toolpolicy understands (for editors and CI)."""
+    import json
+
+    from policy.config_schema import configuration_schema
+
+    _print(json.dumps(configuration_schema(), indent=2, ensure_ascii=False))
+
+
+@cli.command()
+def template() -> None:
+    """The reference plugin.lua, generated from the tool definitions and the settings keys."""
+    from policy.template import reference_plugin
+
+    click.echo(reference_plugin(), nl=False)
+
+
+@cli.command()
+def encrypt() -> None:
+    """Encrypt stdin into an ENC:v1: value with the configured secret.
+
+    The secret comes from TOOLPOLICY_CONFIG_ENCRYPTION_SECRET (or AI Studio's variable). One
+    trailing newline of the input is dropped.
+    """
+    from policy import secrets
+
+    secret = secrets.configured_secret()
+    if not secret:
+        raise click.ClickException(
+            f"no encryption secret configured: set {secrets.ENV_SECRET} to the base64 of 32 bytes"
+        )
+    text = click.get_text_stream("stdin").read()
+    if text.endswith("\n"):
+        text = text[:-1]
+        if text.endswith("\r"):
+            text = text[:-1]
+    if not text:
+        raise click.ClickException("nothing to encrypt: stdin was empty")
+    _print(secrets.encrypt(text, secret))
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: click handles usage errors (exit 2); nothing else shows a traceback."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=arguments, prog_name="policy")
+    except Exception as error:
+        if "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "") not in ("", "0"):
+            raise
+        if type(error).__module__.startswith("policy."):
+            click.echo(f"Error: {error}", err=True)
+        else:
+            click.echo(
+                f"Error: unexpected failure ({type(error).__name__}: {error}). "
+                "Run again with --debug to see where it happened.",
+                err=True,
+            )
+        sys.exit(1)

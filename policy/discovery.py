@@ -1,0 +1,103 @@
+"""Finding the tools the policy decides about.
+
+Tool packages announce themselves as entry points in the group `toolpolicy.tools` (the built-in
+ones from `runtime`, third-party ones from their own distributions). Nothing is imported until
+`discover_tools` runs, so the CLI only pays for the tools when a command needs them. When an
+announced built-in cannot be imported (a policy-only install, a broken runtime), the policy-side
+definition of the same tool stands in: the decision about a tool never depends on whether its
+executable half happens to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+
+from policy.configuration import Finding, Severity
+from policy.tools import Tool
+
+ENTRY_POINT_GROUP = "toolpolicy.tools"
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredTools:
+    """The tools found, in a stable order, and what went wrong on the way (as warnings)."""
+
+    tools: tuple[Tool, ...]
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(tool.definition.id for tool in self.tools)
+
+
+def discover_tools(
+    *,
+    use_entry_points: bool = True,
+    builtin_fallback: Callable[[], Iterable[Tool]] | None = None,
+) -> DiscoveredTools:
+    """Every announced tool; policy-side built-ins stand in for any built-in that fails to load.
+
+    `use_entry_points=False` skips the entry points and returns the policy-side built-ins only
+    (fast, import-light; what a policy-only embedding gets).
+    """
+    fallback = {tool.definition.id: tool for tool in (builtin_fallback or _builtin_tools)()}
+    if not use_entry_points:
+        return DiscoveredTools(tuple(fallback.values()))
+    found: dict[str, Tool] = {}
+    findings: list[Finding] = []
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        tool, problem = _load_entry_point(entry)
+        if tool is None:
+            stand_in = fallback.get(entry.name)
+            detail = (
+                "; using the policy-side built-in definition instead"
+                if stand_in is not None
+                else "; the tool is left out"
+            )
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "tool-entry-point-failed",
+                    f"tool entry point '{entry.name}' ({entry.value}) could not be loaded: "
+                    f"{problem}{detail}",
+                )
+            )
+            if stand_in is not None:
+                found.setdefault(stand_in.definition.id, stand_in)
+            continue
+        tool_id = tool.definition.id
+        if tool_id in found:
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "duplicate-tool-id",
+                    f"tool entry point '{entry.name}' announces '{tool_id}' a second time; "
+                    "the first one is kept",
+                )
+            )
+            continue
+        found[tool_id] = tool
+    for tool_id, tool in fallback.items():
+        found.setdefault(tool_id, tool)
+    return DiscoveredTools(tuple(found.values()), tuple(findings))
+
+
+def _load_entry_point(entry: EntryPoint) -> tuple[Tool | None, str]:
+    """The tool an entry point makes (a factory or a ready tool), or why it could not."""
+    try:
+        target = entry.load()
+        is_factory = isinstance(target, type) or not isinstance(target, Tool)
+        made = target() if callable(target) and is_factory else target
+    except Exception as error:  # a third-party package must not take the CLI down
+        return None, f"{type(error).__name__}: {error}"
+    if not isinstance(made, Tool):
+        return None, f"it produced a {type(made).__name__}, which is not a tool"
+    return made, ""
+
+
+def _builtin_tools() -> tuple[Tool, ...]:
+    from policy.builtin import builtin_tools
+
+    return tuple(builtin_tools())

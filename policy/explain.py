@@ -1,0 +1,357 @@
+"""Rendering decisions for people and for CI: text, JSON and YAML; the matrix; the diff.
+
+Decisions arrive as data (`policy.decision`); this module only turns them into documents and
+tables and never decides anything itself. Secrets are masked on the way: whatever reaches a
+document went through `to_document`, which never emits a `SecretValue`'s content.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from policy.configuration import ProviderConfig, SecretValue
+from policy.provenance import Origin, SourceLocation
+from policy.vocabulary import Component, ToolOfferBlockReason
+
+SECRET_MASK = "*****"
+OUTPUT_FORMATS = ("table", "json", "yaml")
+
+
+def to_document(value: Any) -> Any:
+    """Plain JSON-ready data from decisions, settings, origins; secrets masked."""
+    if isinstance(value, SecretValue):
+        return SECRET_MASK
+    if isinstance(value, Enum):
+        return value.name if isinstance(value.value, int) else value.value
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Origin):
+        return origin_document(value)
+    if isinstance(value, SourceLocation):
+        return {"file": value.file, "line": value.line}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_document(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return to_document(value.model_dump(mode="python", by_alias=True))
+    if isinstance(value, Mapping):
+        return {str(to_document(k)): to_document(v) for k, v in value.items()}
+    if isinstance(value, Iterable):
+        return [to_document(item) for item in value]
+    return str(value)
+
+
+def origin_document(origin: Origin | None) -> dict[str, Any] | None:
+    if origin is None:
+        return None
+    return {
+        "plugin": origin.plugin_name or origin.plugin_id,
+        "file": origin.location.file,
+        "line": origin.location.line,
+    }
+
+
+def provider_document(provider: ProviderConfig | None, confidence: Any) -> dict[str, Any]:
+    if provider is None:
+        return {"id": None, "kind": None, "model": None, "confidence": to_document(confidence)}
+    return {
+        "id": provider.id,
+        "kind": provider.kind.value,
+        "model": provider.model,
+        "confidence": to_document(confidence),
+    }
+
+
+# --- single decisions -------------------------------------------------------------------------
+
+
+def decision_document(decision: Any) -> dict[str, Any]:
+    """The JSON contract of `policy explain TOOL_ID`."""
+    provider = getattr(decision, "provider", None)
+    return {
+        "tool": decision.tool_id,
+        "component": to_document(decision.component),
+        "provider": _decision_provider(provider),
+        "offered": decision.reason is ToolOfferBlockReason.NONE,
+        "reason": decision.reason.value,
+        "message": decision.message,
+        "checks": [
+            {
+                "check": check.guards.value,
+                "passed": bool(check.passed),
+                "detail": check.detail,
+                "evidence": [evidence_document(e) for e in check.evidence],
+            }
+            for check in decision.checks
+        ],
+    }
+
+
+def _decision_provider(provider: Any) -> dict[str, Any]:
+    if provider is None:
+        return {"id": None, "kind": None, "model": None, "confidence": None}
+    document = to_document(provider)
+    if not isinstance(document, dict):
+        return {"id": str(document), "kind": None, "model": None, "confidence": None}
+    return {key: document.get(key) for key in ("id", "kind", "model", "confidence")}
+
+
+def evidence_document(evidence: Any) -> Any:
+    return to_document(evidence)
+
+
+def evidence_text(evidence: Any) -> str:
+    """One line per piece of evidence: what was looked at, its value, and who set it."""
+    document = evidence_document(evidence)
+    if not isinstance(document, dict):
+        return str(document)
+    parts: list[str] = []
+    what = next(
+        (document[k] for k in ("setting", "key", "name", "what") if document.get(k)),
+        None,
+    )
+    if what is not None:
+        parts.append(str(what))
+    if "value" in document:
+        parts.append(f"= {_value_text(document['value'])}")
+    where = _where_text(document)
+    if where:
+        parts.append(f"({where})")
+    rest = {
+        k: v
+        for k, v in document.items()
+        if k not in {"setting", "key", "name", "what", "value", "origin", "location", "source"}
+        and v not in (None, "", [], {})
+    }
+    parts.extend(f"{k}: {_value_text(v)}" for k, v in rest.items())
+    return " ".join(parts) if parts else json.dumps(document, ensure_ascii=False)
+
+
+def _where_text(document: Mapping[str, Any]) -> str:
+    origin = document.get("origin")
+    if isinstance(origin, dict):
+        plugin = origin.get("plugin") or origin.get("plugin_name") or ""
+        location = _location_text(origin.get("location", origin))
+        return f"{plugin}, {location}" if plugin and location else plugin or location
+    location = document.get("location")
+    if isinstance(location, dict):
+        return _location_text(location)
+    source = document.get("source")
+    return str(source) if source else ""
+
+
+def _location_text(location: Any) -> str:
+    if not isinstance(location, dict) or not location.get("file"):
+        return ""
+    line = location.get("line") or 0
+    return f"{location['file']}:{line}" if line else str(location["file"])
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value if value else '""'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def decision_text(decision: Any) -> str:
+    """What `policy explain TOOL_ID` prints: the verdict, then every check in order."""
+    document = decision_document(decision)
+    provider = document["provider"]
+    provider_text = (
+        f"{provider['id']} ({provider['kind']}, model {provider['model'] or '-'}, "
+        f"confidence {provider['confidence']})"
+        if provider["id"] is not None or provider["kind"] is not None
+        else "no provider"
+    )
+    verdict = "OFFERED" if document["offered"] else f"NOT OFFERED: {document['reason']}"
+    lines = [
+        f"{document['tool']} in {document['component']} for {provider_text}",
+        f"  {verdict}",
+    ]
+    if document["message"]:
+        lines.append(f"  {document['message']}")
+    lines.append("")
+    for number, (check, raw) in enumerate(
+        zip(document["checks"], decision.checks, strict=True), start=1
+    ):
+        mark = "pass" if check["passed"] else "FAIL"
+        lines.append(f"  {number}. [{mark}] {check['check']}: {check['detail']}")
+        lines.extend(f"       - {evidence_text(e)}" for e in raw.evidence)
+    return "\n".join(lines)
+
+
+# --- the matrix -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """Decisions for every tool (rows) × provider (columns) in one component."""
+
+    component: Component
+    providers: tuple[ProviderConfig, ...]
+    tool_ids: tuple[str, ...]
+    decisions: Mapping[tuple[str, str], Any]
+
+    def decision(self, tool_id: str, provider_id: str) -> Any:
+        return self.decisions[(tool_id, provider_id)]
+
+
+def build_matrix(
+    registry: Any,
+    tool_ids: Sequence[str],
+    providers: Sequence[ProviderConfig],
+    component: Component,
+) -> Matrix:
+    decisions = {
+        (tool_id, provider.id): registry.offer_decision(tool_id, provider, component)
+        for tool_id in tool_ids
+        for provider in providers
+    }
+    return Matrix(component, tuple(providers), tuple(tool_ids), decisions)
+
+
+def matrix_document(matrix: Matrix) -> dict[str, Any]:
+    return {
+        "component": matrix.component.value,
+        "providers": [
+            {"id": p.id, "name": p.name, "kind": p.kind.value, "model": p.model}
+            for p in matrix.providers
+        ],
+        "tools": list(matrix.tool_ids),
+        "decisions": [
+            decision_document(matrix.decision(tool_id, provider.id))
+            for tool_id in matrix.tool_ids
+            for provider in matrix.providers
+        ],
+    }
+
+
+def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: a tool per row, "offered" or the blocking reason per provider."""
+    header = ["tool", *(f"{p.name or p.id}\n{p.kind.value}" for p in matrix.providers)]
+    rows = [
+        [
+            tool_id,
+            *(_cell(matrix.decision(tool_id, provider.id)) for provider in matrix.providers),
+        ]
+        for tool_id in matrix.tool_ids
+    ]
+    return header, rows
+
+
+def _cell(decision: Any) -> str:
+    return "offered" if decision.reason is ToolOfferBlockReason.NONE else decision.reason.value
+
+
+# --- the diff ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionChange:
+    """One (tool, provider, component) whose answer differs between two configurations."""
+
+    tool_id: str
+    provider_id: str
+    component: Component
+    old_reason: ToolOfferBlockReason
+    new_reason: ToolOfferBlockReason
+    old_message: str
+    new_message: str
+
+
+def diff_decisions(
+    old_registry: Any,
+    new_registry: Any,
+    tool_ids: Sequence[str],
+    providers: Sequence[ProviderConfig],
+    components: Sequence[Component],
+) -> tuple[DecisionChange, ...]:
+    """Every triple whose blocking reason changes; the rest is left out."""
+    changes: list[DecisionChange] = []
+    for component in components:
+        for tool_id in tool_ids:
+            for provider in providers:
+                old = old_registry.offer_decision(tool_id, provider, component)
+                new = new_registry.offer_decision(tool_id, provider, component)
+                if old.reason is not new.reason:
+                    changes.append(
+                        DecisionChange(
+                            tool_id,
+                            provider.id,
+                            component,
+                            old.reason,
+                            new.reason,
+                            old.message,
+                            new.message,
+                        )
+                    )
+    return tuple(changes)
+
+
+def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
+    return {
+        "changed": len(changes),
+        "changes": [
+            {
+                "tool": c.tool_id,
+                "provider": c.provider_id,
+                "component": c.component.value,
+                "old": {
+                    "offered": c.old_reason is ToolOfferBlockReason.NONE,
+                    "reason": c.old_reason.value,
+                    "message": c.old_message,
+                },
+                "new": {
+                    "offered": c.new_reason is ToolOfferBlockReason.NONE,
+                    "reason": c.new_reason.value,
+                    "message": c.new_message,
+                },
+            }
+            for c in changes
+        ],
+    }
+
+
+def diff_table(changes: Sequence[DecisionChange]) -> tuple[list[str], list[list[str]]]:
+    header = ["tool", "provider", "component", "old", "new"]
+    rows = [
+        [c.tool_id, c.provider_id, c.component.value, _reason(c.old_reason), _reason(c.new_reason)]
+        for c in changes
+    ]
+    return header, rows
+
+
+def _reason(reason: ToolOfferBlockReason) -> str:
+    return "offered" if reason is ToolOfferBlockReason.NONE else reason.value
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def render_document(document: Any, output_format: str) -> str:
+    """JSON (indented, stable) or YAML (block style) of a plain document."""
+    if output_format == "json":
+        return json.dumps(document, indent=2, ensure_ascii=False)
+    if output_format == "yaml":
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+        buffer = io.StringIO()
+        yaml.dump(document, buffer)
+        return buffer.getvalue().rstrip("\n")
+    raise ValueError(f"unknown output format {output_format!r}; use one of {OUTPUT_FORMATS}")
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    from tabulate import tabulate
+
+    if not rows:
+        return "(nothing)"
+    return tabulate(rows, headers=list(header), tablefmt="simple")
