@@ -295,3 +295,61 @@ def redact_url_for_log(url: str) -> str:
     )
     redacted = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return redacted[:_MAX_LOGGED_URL]
+
+
+_HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
+_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
+
+
+def _allowlist_host(entry: str) -> str | None:
+    """The canonical host of one allowlist entry (IDN as punycode, IP literals canonical)."""
+    import httpx
+
+    literal = parse_host_literal(entry)
+    if literal is not None:
+        return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
+    if ":" in entry or not entry.strip(".") or ".." in entry:
+        return None
+    try:
+        raw = httpx.URL(f"http://{entry}/").raw_host.decode("ascii")
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        return None
+    host = normalize_host(raw)
+    return host if _HOST_NAME.match(host) else None
+
+
+def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
+    """The `allowedPrivateHosts` setting as canonical entries: `host` or `*.host`, each once.
+
+    Entries are separated by comma, semicolon, CR or LF; blanks are skipped. Raises ValueError
+    with the message an administrator sees when an entry has a scheme or path or is no host.
+    """
+    entries: list[str] = []
+    for raw_entry in _ENTRY_SEPARATORS.split(text or ""):
+        entry = raw_entry.strip()
+        if not entry:
+            continue
+        if any(mark in entry for mark in ("://", "/", "\\", "?", "#", "@")):
+            raise ValueError(_HOSTS_ONLY)
+        wildcard = entry.startswith("*.")
+        host = _allowlist_host(entry[2:] if wildcard else entry)
+        if host is None or (wildcard and parse_host_literal(host) is not None):
+            raise ValueError(f"Allowed private host '{entry}' is not valid.")
+        canonical = f"*.{host}" if wildcard else host
+        if canonical not in entries:
+            entries.append(canonical)
+    return tuple(entries)
+
+
+def is_host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
+    """Whether a URL host is on an allowlist; `*.x` matches subdomains of x, never x itself."""
+    name = _allowlist_host(normalize_host(host))
+    if name is None:
+        return False
+    for entry in allowed_hosts:
+        if entry.startswith("*."):
+            if name.endswith("." + entry[2:]):
+                return True
+        elif name == entry:
+            return True
+    return False

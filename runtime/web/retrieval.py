@@ -1,0 +1,517 @@
+"""The one way any tool reads a web page: SSRF-safe retrieval (runtime-spec §6.1–6.3).
+
+Per hop: the target policy is checked, the host is resolved once, every address is classified,
+and the connection is bound to exactly those addresses before a byte is sent. Redirects are
+followed by hand and re-checked; the body is capped after decompression; binary content is refused
+as soon as its headers arrive. Nothing returned here has been filtered for prompt injection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import re
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from policy.vocabulary import ConfidenceLevel
+from runtime.web.addresses import (
+    AddressClass,
+    IPAddress,
+    canonical_host,
+    classify_ip,
+    connectable_ip,
+    is_host_allowed,
+    is_local_host_name,
+    parse_allowed_private_hosts,
+    parse_host_literal,
+    redact_url_for_log,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "AddressClassifier",
+    "ContentKind",
+    "Resolver",
+    "RetrievalOptions",
+    "RetrievedWebPage",
+    "WebPageAccessBlockReason",
+    "WebPageAccessBlocked",
+    "WebRetrievalError",
+    "WebRetrievalTimedOut",
+    "classify_content_type",
+    "normalize_text_document",
+    "parse_allowed_private_hosts",
+    "retrieve",
+    "system_resolver",
+]
+
+MAX_REDIRECTS = 10
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+
+Resolver = Callable[[str], Awaitable[Sequence[IPAddress]]]
+"""Resolves a host name to its addresses; raises OSError when it cannot."""
+
+AddressClassifier = Callable[[IPAddress], AddressClass]
+
+
+class ContentKind(StrEnum):
+    HTML_PAGE = "HTML_PAGE"
+    TEXT_DOCUMENT = "TEXT_DOCUMENT"
+
+
+class WebPageAccessBlockReason(StrEnum):
+    UNSPECIFIED = "UNSPECIFIED"
+    UNSUPPORTED_SCHEME = "UNSUPPORTED_SCHEME"
+    LOCAL_HOST_NAME = "LOCAL_HOST_NAME"
+    NEVER_ALLOWED_ADDRESS = "NEVER_ALLOWED_ADDRESS"
+    PRIVATE_HOST_NOT_ALLOWED = "PRIVATE_HOST_NOT_ALLOWED"
+    INSUFFICIENT_PROVIDER_CONFIDENCE = "INSUFFICIENT_PROVIDER_CONFIDENCE"
+    TARGET_NOT_ALLOWED = "TARGET_NOT_ALLOWED"
+
+
+_BLOCK_MESSAGES = {
+    WebPageAccessBlockReason.UNSUPPORTED_SCHEME: "Only HTTP and HTTPS URLs are supported.",
+    WebPageAccessBlockReason.LOCAL_HOST_NAME: "Local web page URLs are not supported.",
+    WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS: (
+        "Local, link-local, multicast, and unspecified network addresses are not supported."
+    ),
+    WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED: (
+        "Private or local-network web page URLs are not supported unless their host is "
+        "explicitly allowed."
+    ),
+    WebPageAccessBlockReason.INSUFFICIENT_PROVIDER_CONFIDENCE: (
+        "This private or VPN web page requires a High-confidence provider."
+    ),
+    WebPageAccessBlockReason.TARGET_NOT_ALLOWED: (
+        "The web page is outside the addresses this tool may read."
+    ),
+}
+
+
+class WebPageAccessBlocked(Exception):
+    """An intentional refusal of a target; tools turn it into a BLOCKED call."""
+
+    def __init__(self, reason: WebPageAccessBlockReason, message: str | None = None) -> None:
+        self.reason = reason
+        self.message = message or _BLOCK_MESSAGES.get(reason, "The web page may not be read.")
+        super().__init__(self.message)
+
+
+class WebRetrievalError(Exception):
+    """Loading failed (network, HTTP status, size, content type, unreadable text): an ERROR call."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        self.message = message
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class WebRetrievalTimedOut(WebRetrievalError):
+    """The overall timeout of one retrieval ran out."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalOptions:
+    """How one retrieval may reach its target (runtime-spec §6.1).
+
+    `resolver`, `classify_address` and `ssl_context` replace the system resolver, the §6.2
+    classification and the certifi trust store. They are Python objects an embedding app or a test
+    passes in code; no setting or model argument can produce one.
+    """
+
+    timeout_seconds: float
+    public_targets_only: bool = False
+    target_chosen_by_user: bool = False
+    provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    allowed_private_hosts: tuple[str, ...] = ()
+    is_target_allowed: Callable[[str], bool] | None = None
+    on_private_host_provider_block: Callable[[str, ConfidenceLevel], Awaitable[None]] | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    resolver: Resolver | None = None
+    classify_address: AddressClassifier | None = None
+    ssl_context: ssl.SSLContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedWebPage:
+    """A page as the server sent it: HTML source or a normalized text document, decoded."""
+
+    requested_url: str
+    final_url: str
+    media_type: str
+    content_kind: ContentKind
+    body_text: str
+    retrieved_at_utc: datetime
+    required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    host: str
+    port: int
+    addresses: tuple[IPAddress, ...]
+    non_public: bool
+
+
+async def system_resolver(host: str) -> list[IPAddress]:
+    """The operating system's answer for a host name, each address once, in its order."""
+    import ipaddress
+
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    addresses: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+async def _resolve(host: str, options: RetrievalOptions) -> tuple[IPAddress, ...]:
+    literal = parse_host_literal(host)
+    if literal is not None:
+        return (connectable_ip(literal),)
+    resolver = options.resolver or system_resolver
+    try:
+        found = await resolver(host)
+    except OSError as error:
+        detail = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        raise WebRetrievalError(f"The host '{host}' could not be resolved: {detail}") from error
+    addresses = tuple(dict.fromkeys(connectable_ip(a) for a in found))
+    if not addresses:
+        raise WebRetrievalError(f"The host '{host}' did not resolve to an IP address.")
+    return addresses
+
+
+def _blocked(reason: WebPageAccessBlockReason) -> WebPageAccessBlocked:
+    return WebPageAccessBlocked(reason)
+
+
+async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target:
+    """Everything that must hold before a byte goes to this hop's target (runtime-spec §6.2)."""
+    scheme = url.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise _blocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
+    raw_host = url.raw_host.decode("ascii", "replace")
+    host = canonical_host(raw_host)
+    if host is None:
+        raise WebRetrievalError(
+            f"The address '{redact_url_for_log(str(url))}' has no valid host name."
+        )
+    if options.is_target_allowed is not None and not options.is_target_allowed(str(url)):
+        raise _blocked(WebPageAccessBlockReason.TARGET_NOT_ALLOWED)
+    port = url.port or (443 if scheme == "https" else 80)
+    if not options.target_chosen_by_user and is_local_host_name(host):
+        raise _blocked(WebPageAccessBlockReason.LOCAL_HOST_NAME)
+    addresses = await _resolve(raw_host, options)
+    if options.target_chosen_by_user:
+        return _Target(raw_host, port, addresses, non_public=False)
+    classify = options.classify_address or classify_ip
+    classes = {classify(address) for address in addresses}
+    if AddressClass.NEVER_ALLOWED in classes:
+        raise _blocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
+    non_public = AddressClass.NON_PUBLIC in classes
+    if non_public:
+        if options.public_targets_only or not is_host_allowed(host, options.allowed_private_hosts):
+            raise _blocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
+        if options.provider_confidence < ConfidenceLevel.HIGH:
+            if options.on_private_host_provider_block is not None:
+                await options.on_private_host_provider_block(
+                    redact_url_for_log(str(url)), options.provider_confidence
+                )
+            raise _blocked(WebPageAccessBlockReason.INSUFFICIENT_PROVIDER_CONFIDENCE)
+    return _Target(raw_host, port, addresses, non_public)
+
+
+_HTML_TYPES = frozenset({"", "text/html", "application/xhtml+xml"})
+_TEXT_APPLICATION_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/x-ndjson",
+        "application/javascript",
+        "application/x-javascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/sql",
+    }
+)
+
+
+def media_type_of(content_type: str | None) -> str:
+    """The media type without parameters, lowercase."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def classify_content_type(media_type: str | None) -> ContentKind | None:
+    """HTML page, text document, or None for content that is refused (runtime-spec §6.2)."""
+    kind = media_type_of(media_type)
+    if kind in _HTML_TYPES:
+        return ContentKind.HTML_PAGE
+    if kind.startswith("text/") or kind in _TEXT_APPLICATION_TYPES:
+        return ContentKind.TEXT_DOCUMENT
+    if kind.startswith("application/") and kind.endswith(("+json", "+xml")):
+        return ContentKind.TEXT_DOCUMENT
+    return None
+
+
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t\f\v]*\n)+")
+
+
+def normalize_text_document(text: str, final_url: str, media_type: str) -> str:
+    """A text document as sent, with only BOM, line endings and outer blank space tidied.
+
+    Leading fully blank lines go but the first line's indentation stays; escape sequences are
+    left for the prompt-injection filter. A NUL means the body is no text: ValueError.
+    """
+    if "\x00" in text:
+        raise ValueError(
+            f"The response of '{redact_url_for_log(final_url)}' is declared as '{media_type}' "
+            "but does not contain readable text."
+        )
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return _LEADING_BLANK_LINES.sub("", text).rstrip()
+
+
+_CHARSET_PARAMETER = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:+-]+)", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9._:+-]+)", re.IGNORECASE)
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _known_codec(name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def decode_body(body: bytes, content_type: str | None, kind: ContentKind) -> str:
+    """Text by BOM, then the declared charset, then (HTML) a meta charset, else UTF-8."""
+    for bom, bom_codec in _BOMS:
+        if body.startswith(bom):
+            return body.decode(bom_codec, errors="replace")
+    declared = _CHARSET_PARAMETER.search(content_type or "")
+    codec = _known_codec(declared.group(1) if declared else None)
+    if codec is None and kind is ContentKind.HTML_PAGE:
+        meta = _META_CHARSET.search(body[:4096])
+        codec = _known_codec(meta.group(1).decode("ascii") if meta else None)
+    return body.decode(codec or "utf-8", errors="replace")
+
+
+_HEADERS = {
+    "User-Agent": (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "MindWorkAIStudio/1.0"
+    ),
+    "Accept": "text/html,application/xhtml+xml,text/*;q=0.9,application/json;q=0.9,"
+    "application/xml;q=0.9,*/*;q=0.1",
+    "Accept-Language": "en-US, en;q=0.9",
+    "Accept-Encoding": "gzip, deflate, br",
+    "Upgrade-Insecure-Requests": "1",
+    "Sec-Fetch-Site": "none",
+    "Sec-Fetch-Mode": "navigate",
+    "Sec-Fetch-Dest": "document",
+    "Sec-Fetch-User": "?1",
+}
+
+
+def _too_large(max_bytes: int) -> WebRetrievalError:
+    return WebRetrievalError(
+        f"The response body is too large. Maximum allowed size is {max_bytes} bytes."
+    )
+
+
+async def _read_capped_body(response: httpx.Response, max_bytes: int) -> bytes:
+    """The decoded body, aborting as soon as it passes the cap (compressed or not)."""
+    from runtime.web._decoding import BodyDecoder, UnsupportedContentEncoding
+
+    declared = response.headers.get("Content-Length", "").strip()
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
+    try:
+        decoder = BodyDecoder(response.headers.get("Content-Encoding", ""))
+    except UnsupportedContentEncoding as error:
+        raise WebRetrievalError(
+            f"Loading the web page failed: the server used the content encoding '{error}', "
+            "which is not supported (gzip, deflate and br are)."
+        ) from error
+    body = bytearray()
+
+    def take(pieces: Iterable[bytes]) -> None:
+        for piece in pieces:
+            body.extend(piece)
+            if len(body) > max_bytes:
+                raise _too_large(max_bytes)
+
+    import zlib
+
+    try:
+        async for raw in response.aiter_raw():
+            take(decoder.feed(raw))
+        take(decoder.finish())
+    except (zlib.error, OSError) as error:
+        raise WebRetrievalError(
+            f"Loading the web page failed: the compressed response could not be decoded ({error})."
+        ) from error
+    return bytes(body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    final_url: httpx.URL
+    content_type: str
+    kind: ContentKind
+    text: str
+    non_public: bool
+
+
+async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
+    """The redirect loop: validate, connect bound, follow Location by hand, read the final body."""
+    import httpx
+
+    from runtime.web._transport import PinnedTransport
+
+    cookies = httpx.Cookies()
+    current = requested
+    non_public = False
+    for _hop in range(MAX_REDIRECTS + 1):
+        target = await _validate_target(current, options)
+        non_public = non_public or target.non_public
+        transport = PinnedTransport(target.host, target.port, target.addresses, options.ssl_context)
+        async with (
+            httpx.AsyncClient(
+                transport=transport,
+                cookies=cookies,
+                headers=_HEADERS,
+                follow_redirects=False,
+                trust_env=False,
+                timeout=None,
+            ) as client,
+            client.stream("GET", current) as response,
+        ):
+            cookies.update(client.cookies)
+            if 300 <= response.status_code < 400:
+                location = response.headers.get("Location")
+                if not location:
+                    raise WebRetrievalError(
+                        f"Loading the web page failed: The server returned HTTP "
+                        f"{response.status_code} without a redirect target for "
+                        f"'{redact_url_for_log(str(current))}'.",
+                        status_code=response.status_code,
+                    )
+                current = _redirect_target(current, location)
+                continue
+            if not 200 <= response.status_code < 300:
+                raise _status_error(response, current)
+            content_type = response.headers.get("Content-Type", "")
+            kind = classify_content_type(content_type)
+            if kind is None:
+                raise WebRetrievalError(
+                    f"Unsupported content type '{media_type_of(content_type)}'. "
+                    "Only HTML pages and text documents are supported."
+                )
+            body = await _read_capped_body(response, options.max_bytes)
+            text = decode_body(body, content_type, kind)
+            return _Fetched(current, content_type, kind, text, non_public)
+    raise WebRetrievalError(
+        f"The server returned more than {MAX_REDIRECTS} redirects for "
+        f"'{redact_url_for_log(str(requested))}'."
+    )
+
+
+def _redirect_target(current: httpx.URL, location: str) -> httpx.URL:
+    import httpx
+
+    try:
+        return current.join(location.strip())
+    except (httpx.InvalidURL, ValueError) as error:
+        raise WebRetrievalError(
+            f"Loading the web page failed: the server redirected to an address that could not be "
+            f"read ({error})."
+        ) from error
+
+
+def _status_error(response: httpx.Response, url: httpx.URL) -> WebRetrievalError:
+    from http import HTTPStatus
+
+    reason = response.reason_phrase
+    if not reason:
+        try:
+            reason = HTTPStatus(response.status_code).phrase
+        except ValueError:
+            reason = "Unknown"
+    return WebRetrievalError(
+        f"Loading the web page failed: The server returned HTTP {response.status_code} ({reason}) "
+        f"for '{redact_url_for_log(str(url))}'.",
+        status_code=response.status_code,
+    )
+
+
+def _parse_url(url: str) -> httpx.URL:
+    import httpx
+
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, ValueError, TypeError) as error:
+        raise WebRetrievalError(f"The address could not be read as a URL: {error}") from error
+    if parsed.scheme.lower() not in ("http", "https"):
+        raise _blocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
+    return parsed
+
+
+async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
+    """Load one page under the options' target policy; see the module docstring for the rules.
+
+    Raises WebPageAccessBlocked for a refused target (first URL or any redirect), and
+    WebRetrievalError (WebRetrievalTimedOut for the overall timeout) when loading fails.
+    """
+    import httpx
+
+    if not options.timeout_seconds > 0:
+        raise ValueError(f"timeout_seconds must be positive, but was {options.timeout_seconds}.")
+    requested = _parse_url(url)
+    try:
+        async with asyncio.timeout(options.timeout_seconds):
+            fetched = await _fetch(requested, options)
+    except TimeoutError as error:
+        raise WebRetrievalTimedOut(
+            f"Loading the web page timed out after {options.timeout_seconds:g} seconds."
+        ) from error
+    except httpx.HTTPError as error:
+        if isinstance(error.__cause__, WebPageAccessBlocked):
+            raise error.__cause__ from None
+        detail = str(error) or type(error).__name__
+        raise WebRetrievalError(f"Loading the web page failed: {detail}") from error
+    media_type = media_type_of(fetched.content_type)
+    text = fetched.text
+    if fetched.kind is ContentKind.TEXT_DOCUMENT:
+        try:
+            text = normalize_text_document(text, str(fetched.final_url), media_type)
+        except ValueError as error:
+            raise WebRetrievalError(str(error)) from error
+    return RetrievedWebPage(
+        requested_url=url,
+        final_url=str(fetched.final_url),
+        media_type=media_type,
+        content_kind=fetched.kind,
+        body_text=text,
+        retrieved_at_utc=datetime.now(UTC),
+        required_provider_confidence=(
+            ConfidenceLevel.HIGH if fetched.non_public else ConfidenceLevel.NONE
+        ),
+    )
