@@ -134,7 +134,8 @@ class Policy:
         provider: ProviderConfig | None,
         component: Component = Component.CHAT,
     ) -> OfferDecision:
-        return self.registry.offer_decision(tool_id, provider, component)
+        decision: OfferDecision = self.registry.offer_decision(tool_id, provider, component)
+        return decision
 
 
 def load_policy(

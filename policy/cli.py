@@ -646,7 +646,7 @@ def encrypt() -> None:
         raise click.ClickException(
             f"no encryption secret configured: set {secrets.ENV_SECRET} to the base64 of 32 bytes"
         )
-    text = click.get_text_stream("stdin").read()
+    text = sys.stdin.read()
     if text.endswith("\n"):
         text = text[:-1]
         if text.endswith("\r"):

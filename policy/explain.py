@@ -17,7 +17,7 @@ from typing import Any
 
 from policy.configuration import ProviderConfig, SecretValue
 from policy.provenance import Origin, SourceLocation
-from policy.vocabulary import Component, ToolOfferBlockReason
+from policy.vocabulary import Component, ConfidenceLevel, ToolOfferBlockReason
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -25,7 +25,7 @@ OUTPUT_FORMATS = ("table", "json", "yaml")
 
 def to_document(value: Any) -> Any:
     """Plain JSON-ready data from decisions, settings, origins; secrets masked."""
-    if isinstance(value, SecretValue):
+    if isinstance(value, SecretValue) or hasattr(value, "reveal"):
         return SECRET_MASK
     if isinstance(value, Enum):
         return value.name if isinstance(value.value, int) else value.value
@@ -106,43 +106,21 @@ def evidence_document(evidence: Any) -> Any:
 
 
 def evidence_text(evidence: Any) -> str:
-    """One line per piece of evidence: what was looked at, its value, and who set it."""
+    """One line: the setting looked at, its value, and who set it (plugin and file:line)."""
     document = evidence_document(evidence)
     if not isinstance(document, dict):
         return str(document)
-    parts: list[str] = []
-    what = next(
-        (document[k] for k in ("setting", "key", "name", "what") if document.get(k)),
-        None,
-    )
-    if what is not None:
-        parts.append(str(what))
+    parts = [str(document.get("key") or "")]
     if "value" in document:
         parts.append(f"= {_value_text(document['value'])}")
-    where = _where_text(document)
-    if where:
-        parts.append(f"({where})")
-    rest = {
-        k: v
-        for k, v in document.items()
-        if k not in {"setting", "key", "name", "what", "value", "origin", "location", "source"}
-        and v not in (None, "", [], {})
-    }
-    parts.extend(f"{k}: {_value_text(v)}" for k, v in rest.items())
-    return " ".join(parts) if parts else json.dumps(document, ensure_ascii=False)
-
-
-def _where_text(document: Mapping[str, Any]) -> str:
+    where = [str(document["source"])] if document.get("source") else []
     origin = document.get("origin")
     if isinstance(origin, dict):
-        plugin = origin.get("plugin") or origin.get("plugin_name") or ""
-        location = _location_text(origin.get("location", origin))
-        return f"{plugin}, {location}" if plugin and location else plugin or location
-    location = document.get("location")
-    if isinstance(location, dict):
-        return _location_text(location)
-    source = document.get("source")
-    return str(source) if source else ""
+        where.append(f"{origin.get('plugin') or ''} ({_location_text(origin)})".strip())
+    elif isinstance(document.get("location"), dict):
+        where.append(_location_text(document["location"]))
+    text = " ".join(p for p in parts if p)
+    return f"{text} — {', '.join(where)}" if where else text
 
 
 def _location_text(location: Any) -> str:
@@ -153,6 +131,8 @@ def _location_text(location: Any) -> str:
 
 
 def _value_text(value: Any) -> str:
+    if value is None:
+        return "(not set)"
     if isinstance(value, str):
         return value if value else '""'
     return json.dumps(value, ensure_ascii=False)
@@ -340,9 +320,8 @@ def render_document(document: Any, output_format: str) -> str:
     if output_format == "yaml":
         from ruamel.yaml import YAML
 
-        yaml = YAML(typ="safe", pure=True)
+        yaml = YAML()
         yaml.default_flow_style = False
-        yaml.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
         buffer = io.StringIO()
         yaml.dump(document, buffer)
         return buffer.getvalue().rstrip("\n")
@@ -355,3 +334,113 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if not rows:
         return "(nothing)"
     return tabulate(rows, headers=list(header), tablefmt="simple")
+
+
+# --- settings and the catalog -----------------------------------------------------------------
+
+
+def settings_document(policy: Any, tool_id: str) -> dict[str, Any]:
+    """The JSON contract of `policy settings TOOL_ID`; secret values are masked."""
+    resolved = policy.registry.settings(tool_id)
+    return {
+        "tool": tool_id,
+        "settings": [_setting_row(setting, policy) for setting in resolved.fields.values()],
+    }
+
+
+def _setting_row(setting: Any, policy: Any) -> dict[str, Any]:
+    value: Any = setting.value
+    if setting.secret and value is not None:
+        value = SECRET_MASK
+    elif value is not None:
+        value = str(value)
+    row: dict[str, Any] = {
+        "field": setting.field,
+        "value": value,
+        "source": setting.source.value,
+        "locked": bool(setting.locked),
+        "origin": _setting_origin(setting, policy),
+    }
+    if getattr(setting, "note", ""):
+        row["note"] = setting.note
+    return row
+
+
+def _setting_origin(setting: Any, policy: Any) -> dict[str, Any] | None:
+    if setting.origin is not None:
+        return origin_document(setting.origin)
+    location = setting.location
+    if location is not None:
+        return {"plugin": None, "file": location.file, "line": location.line}
+    if setting.source.value == "USER" and getattr(policy.user, "path", None):
+        return {"plugin": None, "file": policy.user.path, "line": 0}
+    return None
+
+
+def settable_field_problem(
+    policy: Any, tool_id: str, field: str, value: str
+) -> tuple[str | None, str] | None:
+    """Why `policy settings set` must refuse: (argument at fault or None, message); None = fine."""
+    from policy.resolve import option_problem
+
+    definition = next(t.definition for t in policy.tools if t.definition.id == tool_id)
+    properties = definition.settings_schema.properties
+    if field not in properties:
+        known = ", ".join(properties) or "(this tool has no settings)"
+        return "FIELD", f"'{field}' is not a setting of {tool_id}. Settings: {known}"
+    spec = properties[field]
+    if spec.secret:
+        return (
+            "FIELD",
+            f"{tool_id}.{field} is a secret: it is kept in the OS keyring (service "
+            f"'tool::{tool_id}', name '{field}'), never in the settings file",
+        )
+    current = policy.registry.settings(tool_id).fields.get(field)
+    if current is not None and current.locked:
+        who = (
+            f"{current.origin.plugin_name or current.origin.plugin_id} ({current.origin.location})"
+            if current.origin is not None
+            else "the organization"
+        )
+        return (
+            None,
+            f"{tool_id}.{field} is locked by {who}; your value would never apply. "
+            "Ask whoever maintains that plugin to change it or to make it a default.",
+        )
+    problem = option_problem(f"{tool_id}.{field}", spec, value)
+    if problem is not None:
+        return "VALUE", problem
+    return None
+
+
+def tools_document(policy: Any, component: Component | None) -> dict[str, Any]:
+    """The catalog (`policy tools`): per entry its state and where its minimum comes from."""
+    registry = policy.registry
+    activation = {t.definition.id: t.definition.activation.value for t in policy.tools}
+    rows = []
+    for entry in registry.catalog(component):
+        minimum = registry.effective_minimum_confidence(entry.id)
+        state = entry.configuration_state
+        rows.append(
+            {
+                "id": entry.id,
+                "name": entry.display_name,
+                "tools": list(entry.tool_ids),
+                "activation": activation.get(entry.tool_ids[0] if entry.tool_ids else entry.id, ""),
+                "active": bool(entry.is_active),
+                "configured": bool(state.is_configured),
+                "configuration_message": state.message,
+                "missing_required_fields": list(state.missing_required_fields),
+                "minimum_confidence": ConfidenceLevel(minimum.level).name,
+                "minimum_confidence_source": _minimum_source_text(minimum),
+                "minimum_confidence_evidence": [evidence_document(e) for e in minimum.evidence],
+            }
+        )
+    return {"component": component.value if component else None, "tools": rows}
+
+
+def _minimum_source_text(minimum: Any) -> str:
+    origins = [
+        evidence_text(e).split(" — ", 1)[-1] for e in minimum.evidence if e.origin or e.location
+    ]
+    return f"{minimum.source}: {'; '.join(origins)}" if origins else str(minimum.source)

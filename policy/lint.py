@@ -1,0 +1,375 @@
+"""Warnings for `policy check`: things that load fine but probably do not do what was meant.
+
+Each rule reads the merged configuration (with provenance) and the tool definitions, and names
+the file:line of the entry it is about. Rules never change anything and never raise; their
+`code`s are stable for tooling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
+from policy.definitions import SettingField, ToolDefinition
+from policy.provenance import SourceLocation
+from policy.secrets import is_encrypted
+from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
+from policy.vocabulary import ProviderKind, ToolActivation, option_values
+
+if TYPE_CHECKING:
+    from policy import Policy
+
+ENABLE_TOOLS = "DataTools.EnableTools"
+DISABLED = "DataTools.DisabledToolIds"
+MINIMUMS = "DataTools.MinimumProviderConfidenceByToolId"
+LOCKED = "DataTools.LockedToolSettings"
+DEFAULTS = "DataTools.DefaultToolSettings"
+DEFAULT_IDS = "DataTools.DefaultToolIdsByComponent"
+
+#: Provider kinds the released AI Studio does not know (they exist only in its tool line).
+_AI_STUDIO_UNKNOWN_KINDS = frozenset({ProviderKind.IONOS, ProviderKind.LITE_LLM})
+
+
+def lint_policy(policy: Policy) -> tuple[Finding, ...]:
+    """Every warning for a loaded policy, in rule order; duplicates of load findings left out."""
+    definitions = {t.definition.id: t.definition for t in policy.tools}
+    known_ids = set(definitions) | _collection_ids(policy.registry)
+    return lint_configuration(policy.configuration, definitions, known_ids, policy.findings)
+
+
+def lint_configuration(
+    configuration: PolicyConfiguration,
+    definitions: Mapping[str, ToolDefinition],
+    known_ids: Iterable[str] | None = None,
+    already_reported: Iterable[Finding] = (),
+) -> tuple[Finding, ...]:
+    known = set(known_ids) if known_ids is not None else set(definitions)
+    context = _Context(configuration, definitions, known)
+    findings: list[Finding] = []
+    for rule in _RULES:
+        findings.extend(rule(context))
+    reported = {(f.location, f.message) for f in already_reported}
+    return tuple(f for f in findings if (f.location, f.message) not in reported)
+
+
+class _Context:
+    def __init__(
+        self,
+        configuration: PolicyConfiguration,
+        definitions: Mapping[str, ToolDefinition],
+        known_ids: set[str],
+    ) -> None:
+        self.configuration = configuration
+        self.definitions = definitions
+        self.known_ids = known_ids
+
+    def setting(self, key: str) -> ManagedSetting | None:
+        return self.configuration.setting(key)
+
+    def table(self, key: str) -> Mapping[str, Any]:
+        setting = self.setting(key)
+        return setting.value if setting is not None and isinstance(setting.value, Mapping) else {}
+
+    def items(self, key: str) -> tuple[str, ...]:
+        setting = self.setting(key)
+        if setting is None or not isinstance(setting.value, tuple | list):
+            return ()
+        return tuple(str(v) for v in setting.value)
+
+    def where(self, key: str, entry: str | None = None) -> SourceLocation | None:
+        setting = self.setting(key)
+        if setting is None:
+            return None
+        if entry is not None and entry in setting.entry_locations:
+            return setting.entry_locations[entry]
+        return setting.origin.location
+
+    def known_list(self) -> str:
+        return ", ".join(sorted(self.known_ids)) or "none"
+
+
+def _warning(code: str, message: str, location: SourceLocation | None) -> Finding:
+    return Finding(Severity.WARNING, code, message, location)
+
+
+def _collection_ids(registry: Any) -> set[str]:
+    collections = getattr(registry, "collections", None)
+    if isinstance(collections, Mapping):
+        return {str(k) for k in collections}
+    if isinstance(collections, Iterable):
+        return {str(getattr(c, "id", c)) for c in collections}
+    return set()
+
+
+def _split_tool_key(key: str) -> tuple[str, str]:
+    tool_id, _, field = key.partition(".")
+    return tool_id, field
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
+    def unknown(tool_id: str, where: str, location: SourceLocation | None) -> Finding:
+        return _warning(
+            "unknown-tool-id",
+            f"{where} names the unknown tool '{tool_id}' (known: {c.known_list()}); "
+            "it has no effect unless a tool of that id is installed",
+            location,
+        )
+
+    for tool_id in c.items(DISABLED):
+        if tool_id not in c.known_ids:
+            yield unknown(tool_id, DISABLED, c.where(DISABLED, tool_id))
+    for tool_id in c.table(MINIMUMS):
+        if tool_id not in c.known_ids:
+            yield unknown(tool_id, MINIMUMS, c.where(MINIMUMS, tool_id))
+    for key in (LOCKED, DEFAULTS):
+        for entry in c.table(key):
+            tool_id, _ = _split_tool_key(entry)
+            if tool_id not in c.known_ids:
+                yield unknown(tool_id, f'{key}["{entry}"]', c.where(key, entry))
+    for component, ids in c.table(DEFAULT_IDS).items():
+        for tool_id in ids if isinstance(ids, tuple | list) else ():
+            if tool_id not in c.known_ids:
+                yield unknown(
+                    tool_id, f'{DEFAULT_IDS}["{component}"]', c.where(DEFAULT_IDS, component)
+                )
+    for template in c.configuration.chat_templates:
+        for tool_id in template.tool_ids or ():
+            if tool_id not in c.known_ids:
+                location = template.origin.location if template.origin else None
+                yield unknown(tool_id, f"chat template '{template.name}' (ToolIds)", location)
+
+
+def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
+    for key, setting in c.configuration.settings.items():
+        base = key[: -len(OVERRIDE_SUFFIX)] if key.endswith(OVERRIDE_SUFFIX) else key
+        if base.startswith("DataTools.") and base not in SETTING_KEYS:
+            known = ", ".join(k for k in SETTING_KEYS if k.startswith("DataTools."))
+            yield _warning(
+                "unknown-datatools-key",
+                f'unknown key "{key}"{unknown_key_hint(base)}; toolpolicy ignores it. '
+                f"DataTools keys: {known}",
+                setting.origin.location,
+            )
+
+
+def _tool_setting_values(c: _Context) -> Iterable[Finding]:
+    for key in (LOCKED, DEFAULTS):
+        for entry, value in c.table(key).items():
+            tool_id, field_name = _split_tool_key(entry)
+            definition = c.definitions.get(tool_id)
+            if definition is None:
+                continue
+            properties = definition.settings_schema.properties
+            location = c.where(key, entry)
+            if not field_name or field_name not in properties:
+                fields = ", ".join(properties) or "none"
+                yield _warning(
+                    "unknown-tool-setting",
+                    f'{key}["{entry}"]: {tool_id} has no setting "{field_name}" '
+                    f"(its settings: {fields}); the entry has no effect",
+                    location,
+                )
+                continue
+            spec = properties[field_name]
+            choices = _choices(spec)
+            text = str(value)
+            if choices and text.strip() and text not in choices and not spec.secret:
+                near = next((v for v in choices if v.lower() == text.lower()), None)
+                hint = f' (did you mean "{near}"? values are case-sensitive)' if near else ""
+                yield _warning(
+                    "value-not-allowed",
+                    f'{key}["{entry}"] = "{text}" is not an allowed value{hint}; '
+                    f"allowed: {', '.join(choices)}. The tool will report itself not configured",
+                    location,
+                )
+
+
+def _choices(spec: SettingField) -> tuple[str, ...]:
+    if spec.option_source.strip():
+        return tuple(v for v, _ in option_values(spec.option_source))
+    return tuple(spec.enum_values)
+
+
+def _secrets(c: _Context) -> Iterable[Finding]:
+    for key in (LOCKED, DEFAULTS):
+        for entry, value in c.table(key).items():
+            tool_id, field_name = _split_tool_key(entry)
+            definition = c.definitions.get(tool_id)
+            spec = definition.settings_schema.properties.get(field_name) if definition else None
+            if spec is None or not spec.secret:
+                continue
+            location = c.where(key, entry)
+            if key == DEFAULTS:
+                yield _warning(
+                    "secret-in-defaults",
+                    f'{DEFAULTS}["{entry}"] sets a secret; secrets are never taken from '
+                    f"defaults. Put it, encrypted, in {LOCKED} instead",
+                    location,
+                )
+            elif str(value).strip() and not is_encrypted(value):
+                yield _warning(
+                    "plaintext-secret",
+                    f'{LOCKED}["{entry}"] holds a plaintext secret, which is refused (the field '
+                    "stays empty). Encrypt it with `policy encrypt` and use the ENC:v1: value",
+                    location,
+                )
+    for provider in c.configuration.providers:
+        raw = provider.additional.get("APIKey") if provider.additional else None
+        if isinstance(raw, str) and raw.strip() and not is_encrypted(raw):
+            location = provider.origin.location if provider.origin else None
+            yield _warning(
+                "plaintext-secret",
+                f"provider '{provider.name}' has a plaintext APIKey, which is ignored; "
+                "encrypt it with `policy encrypt`",
+                location,
+            )
+
+
+def _override_not_honored(c: _Context) -> Iterable[Finding]:
+    for key, setting in c.configuration.settings.items():
+        if not key.endswith(OVERRIDE_SUFFIX):
+            continue
+        target = SETTING_KEYS.get(key[: -len(OVERRIDE_SUFFIX)])
+        if target is not None and not target.honors_user_override and setting.value is True:
+            yield _warning(
+                "override-not-honored",
+                f"{key} = true has no effect: {target.name} is always locked",
+                setting.origin.location,
+            )
+    for key, setting in c.configuration.settings.items():
+        spec = SETTING_KEYS.get(key)
+        requested = getattr(setting, "override_requested", False)
+        if spec is not None and not spec.honors_user_override and requested:
+            yield _warning(
+                "override-not-honored",
+                f"{key}{OVERRIDE_SUFFIX} = true has no effect: {key} is always locked",
+                setting.origin.location,
+            )
+
+
+def _replaced_lists(c: _Context) -> Iterable[Finding]:
+    for key, setting in c.configuration.settings.items():
+        spec = SETTING_KEYS.get(key)
+        if spec is not None and spec.adds_up:
+            continue
+        winner = _entries(setting.value)
+        if winner is None:
+            continue
+        for beaten in setting.beaten:
+            lost = _entries(beaten.value)
+            if lost is None:
+                continue
+            dropped = [entry for entry in lost if entry not in winner]
+            if not dropped:
+                continue
+            yield _warning(
+                "list-replaced",
+                f"{key} of {setting.origin.plugin_name} replaces the one of "
+                f"{beaten.origin.plugin_name} ({beaten.origin.location}) and so drops: "
+                f"{', '.join(dropped)}. Lists and tables replace, they do not merge: repeat "
+                "the entries you want to keep",
+                setting.origin.location,
+            )
+
+
+def _entries(value: Any) -> list[str] | None:
+    if isinstance(value, Mapping):
+        return [str(k) for k in value]
+    if isinstance(value, tuple | list):
+        return [str(v) for v in value]
+    return None
+
+
+def _no_effect(c: _Context) -> Iterable[Finding]:
+    enable = c.setting(ENABLE_TOOLS)
+    if enable is not None and enable.value is False and enable.locked:
+        for key in (DISABLED, MINIMUMS, LOCKED, DEFAULTS, DEFAULT_IDS):
+            if c.setting(key) is not None:
+                yield _warning(
+                    "no-effect",
+                    f"{key} has no effect while {ENABLE_TOOLS} is false ({enable.origin.location})",
+                    c.where(key),
+                )
+    locked = c.table(LOCKED)
+    for entry in c.table(DEFAULTS):
+        if entry in locked:
+            yield _warning(
+                "no-effect",
+                f'{DEFAULTS}["{entry}"] has no effect: {LOCKED} sets the same field '
+                f"({c.where(LOCKED, entry)})",
+                c.where(DEFAULTS, entry),
+            )
+    disabled = set(c.items(DISABLED))
+    for key in (MINIMUMS, LOCKED, DEFAULTS):
+        for entry in c.table(key):
+            tool_id = entry if key == MINIMUMS else _split_tool_key(entry)[0]
+            if tool_id in disabled:
+                yield _warning(
+                    "no-effect",
+                    f'{key}["{entry}"] has no effect while {tool_id} is in {DISABLED}',
+                    c.where(key, entry),
+                )
+    context_tools = {
+        tool_id for tool_id, d in c.definitions.items() if d.activation is ToolActivation.CONTEXT
+    }
+    for component, ids in c.table(DEFAULT_IDS).items():
+        for tool_id in ids if isinstance(ids, tuple | list) else ():
+            if tool_id in context_tools:
+                yield _warning(
+                    "no-effect",
+                    f'{DEFAULT_IDS}["{component}"] names {tool_id}, which offers itself from the '
+                    "chat's context and is never part of a selection",
+                    c.where(DEFAULT_IDS, component),
+                )
+    for template in c.configuration.chat_templates:
+        for tool_id in template.tool_ids or ():
+            if tool_id in context_tools:
+                yield _warning(
+                    "no-effect",
+                    f"chat template '{template.name}' names {tool_id}, which cannot be selected "
+                    "(it offers itself when the chat has data sources)",
+                    template.origin.location if template.origin else None,
+                )
+
+
+def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
+    minimums = c.setting(MINIMUMS)
+    if minimums is not None and not minimums.locked:
+        yield _warning(
+            "ai-studio-compatibility",
+            f"{MINIMUMS}{OVERRIDE_SUFFIX} = true is honored by toolpolicy, but AI Studio's "
+            "release keeps this table locked",
+            minimums.origin.location,
+        )
+    default_ids = c.setting(DEFAULT_IDS)
+    if default_ids is not None:
+        yield _warning(
+            "ai-studio-compatibility",
+            f"{DEFAULT_IDS} is a user setting in AI Studio; configuration plugins cannot set it "
+            "there (toolpolicy applies it)",
+            default_ids.origin.location,
+        )
+    for provider in c.configuration.providers:
+        if provider.kind in _AI_STUDIO_UNKNOWN_KINDS:
+            yield _warning(
+                "ai-studio-compatibility",
+                f"provider '{provider.name}' uses the kind {provider.kind.value}, which AI "
+                "Studio's release does not know; it would skip this provider",
+                provider.origin.location if provider.origin else None,
+            )
+
+
+_RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
+    _unknown_tool_ids,
+    _unknown_datatools_keys,
+    _tool_setting_values,
+    _secrets,
+    _override_not_honored,
+    _replaced_lists,
+    _no_effect,
+    _ai_studio_compatibility,
+)
