@@ -1,0 +1,215 @@
+"""Chat requirements only ever tighten, survive a restart, and turn away providers that fall short."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from policy.vocabulary import (
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+)
+from runtime.chat import (
+    Chat,
+    ChatRecord,
+    ChatRequirementError,
+    ChatStoreError,
+    MemoryChatStore,
+    SqliteChatStore,
+    default_chat_database_path,
+    ensure_provider_allowed,
+)
+
+C = ConfidenceLevel
+R = OutboundDataRestriction
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteChatStore:
+    return SqliteChatStore(tmp_path / "chats.sqlite3")
+
+
+def test_a_new_chat_demands_nothing(store: SqliteChatStore) -> None:
+    chat = Chat.open("c1", store)
+    assert chat.required_provider_confidence is C.NONE
+    assert chat.required_data_security is DataSecurity.NOT_SPECIFIED
+    assert chat.outbound_restriction is R.UNRESTRICTED
+    assert chat.known_web_addresses == frozenset()
+    assert store.load("c1") is None
+
+
+def test_the_confidence_requirement_only_rises() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    assert chat.require_provider_confidence(C.MEDIUM)
+    assert not chat.require_provider_confidence(C.LOW)
+    assert not chat.require_provider_confidence(C.NONE)
+    assert chat.required_provider_confidence is C.MEDIUM
+    assert chat.require_provider_confidence(C.HIGH)
+    assert chat.required_provider_confidence is C.HIGH
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([DataSecurity.SELF_HOSTED], DataSecurity.SELF_HOSTED),
+        ([DataSecurity.SELF_HOSTED, DataSecurity.ALLOW_ANY], DataSecurity.SELF_HOSTED),
+        ([DataSecurity.ALLOW_ANY], DataSecurity.ALLOW_ANY),
+        ([DataSecurity.ALLOW_ANY, DataSecurity.NOT_SPECIFIED], DataSecurity.ALLOW_ANY),
+        ([DataSecurity.NOT_SPECIFIED], DataSecurity.NOT_SPECIFIED),
+        ([DataSecurity.ALLOW_ANY, DataSecurity.SELF_HOSTED], DataSecurity.SELF_HOSTED),
+    ],
+)
+def test_data_security_follows_the_ratchet(
+    steps: list[DataSecurity], expected: DataSecurity
+) -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    for step in steps:
+        chat.require_data_security(step)
+    assert chat.required_data_security is expected
+
+
+def test_a_stricter_mailbox_tightens_the_chat_and_a_restriction_stays() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    assert chat.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "inbox")
+    assert not chat.require_outbound_data_restriction(R.UNRESTRICTED, "other")
+    assert not chat.require_outbound_data_restriction(None)
+    assert (chat.outbound_restriction, chat.outbound_mailbox_id) == (
+        R.ONLY_LINKS_FROM_CHAT,
+        "inbox",
+    )
+    assert chat.require_outbound_data_restriction(R.ONLY_CONFIGURED_SERVICES, "legal")
+    assert (chat.outbound_restriction, chat.outbound_mailbox_id) == (
+        R.ONLY_CONFIGURED_SERVICES,
+        "legal",
+    )
+
+
+def test_on_a_tie_the_mailbox_read_first_stays_named() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    chat.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "first")
+    assert not chat.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "second")
+    assert chat.outbound_mailbox_id == "first"
+
+
+def test_the_requirements_survive_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "chats.sqlite3"
+    chat = Chat.open("chat-1", SqliteChatStore(path))
+    chat.require_provider_confidence(C.HIGH)
+    chat.require_data_security(DataSecurity.SELF_HOSTED)
+    chat.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "inbox")
+    chat.add_known_web_addresses(["https://example.com/a", "https://example.com/b"])
+    Chat.open("chat-2", SqliteChatStore(path)).require_provider_confidence(C.LOW)
+
+    script = textwrap.dedent(
+        f"""
+        from runtime.chat import Chat, SqliteChatStore
+        chat = Chat.open("chat-1", SqliteChatStore({str(path)!r}))
+        print(chat.required_provider_confidence.name, chat.required_data_security.name,
+              chat.outbound_restriction.name, chat.outbound_mailbox_id,
+              ",".join(sorted(chat.known_web_addresses)))
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert run.stdout.split() == [
+        "HIGH",
+        "SELF_HOSTED",
+        "ONLY_LINKS_FROM_CHAT",
+        "inbox",
+        "https://example.com/a,https://example.com/b",
+    ]
+    other = SqliteChatStore(path).load("chat-2")
+    assert other is not None and other.required_provider_confidence is C.LOW
+    assert other.known_web_addresses == frozenset()
+
+
+def test_known_addresses_only_grow(store: SqliteChatStore) -> None:
+    chat = Chat.open("c", store)
+    assert chat.add_known_web_addresses(["https://a.example/"])
+    assert not chat.add_known_web_addresses(["https://a.example/", ""])
+    assert chat.add_known_web_addresses(["https://b.example/"])
+    assert Chat.open("c", store).known_web_addresses == {"https://a.example/", "https://b.example/"}
+
+
+def test_a_stored_value_this_version_cannot_read_counts_as_the_strictest(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    store = SqliteChatStore(path)
+    store.save(ChatRecord("c"))
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "UPDATE chat_requirements SET required_provider_confidence = 77,"
+            " required_data_security = 'SOMETHING_NEW', outbound_restriction = 9"
+        )
+    connection.close()
+    record = store.load("c")
+    assert record is not None
+    assert record.required_provider_confidence is C.HIGH
+    assert record.required_data_security is DataSecurity.SELF_HOSTED
+    assert record.outbound_restriction is R.ONLY_CONFIGURED_SERVICES
+
+
+def test_an_unusable_database_path_is_reported_with_the_path(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    with pytest.raises(ChatStoreError, match="not-a-folder"):
+        SqliteChatStore(blocker / "chats.sqlite3")
+
+
+def test_a_chat_needs_an_id() -> None:
+    with pytest.raises(ValueError, match="non-blank id"):
+        Chat.open("  ", MemoryChatStore())
+
+
+def test_the_default_database_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "mine.db"))
+    assert default_chat_database_path() == tmp_path / "mine.db"
+    monkeypatch.delenv("TOOLPOLICY_CHAT_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_chat_database_path() == tmp_path / "data" / "toolpolicy" / "chats.sqlite3"
+    chat = Chat.open("c")
+    chat.require_provider_confidence(C.LOW)
+    assert (tmp_path / "data" / "toolpolicy" / "chats.sqlite3").is_file()
+
+
+# -- providers -------------------------------------------------------------------------------------
+
+
+def test_a_provider_below_the_chat_requirement_is_refused_naming_both_levels() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    chat.require_provider_confidence(C.HIGH)
+    with pytest.raises(ChatRequirementError) as caught:
+        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.MEDIUM)
+    assert "HIGH" in str(caught.value) and "MEDIUM" in str(caught.value)
+    ensure_provider_allowed(chat, ProviderKind.SELF_HOSTED, C.HIGH)
+
+
+def test_a_chat_which_demands_nothing_takes_any_provider() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    ensure_provider_allowed(chat, ProviderKind.GROQ, C.UNKNOWN)
+
+
+def test_self_hosted_data_admits_only_self_hosted_or_trusted_providers() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    chat.require_data_security(DataSecurity.SELF_HOSTED)
+    with pytest.raises(ChatRequirementError, match="self-hosted") as caught:
+        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.HIGH)
+    assert "OPEN_AI" in str(caught.value)
+    ensure_provider_allowed(chat, ProviderKind.SELF_HOSTED, C.HIGH)
+    ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.HIGH, trusted=True)
+
+
+def test_being_trusted_does_not_meet_a_confidence_requirement() -> None:
+    chat = Chat.open("c", MemoryChatStore())
+    chat.require_provider_confidence(C.HIGH)
+    with pytest.raises(ChatRequirementError):
+        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.MEDIUM, trusted=True)
