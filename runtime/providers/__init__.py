@@ -1,1 +1,46 @@
-"""providers."""
+"""Provider hosts, their HTTP client and the adapter that fits each wire API."""
+
+from __future__ import annotations
+
+from runtime.providers.client import ProviderClient, RetryPolicy, Timeouts, create_client
+from runtime.providers.errors import (
+    ProviderAuthError,
+    ProviderConfigurationError,
+    ProviderError,
+    ProviderModelNotFound,
+    ProviderProtocolError,
+    ProviderRateLimited,
+    ProviderRequestRejected,
+    ProviderUnavailable,
+)
+from runtime.providers.factory import create_adapter
+from runtime.providers.hosts import (
+    ANTHROPIC,
+    OPENAI_CHAT_COMPLETIONS,
+    OPENAI_RESPONSES,
+    HostProfile,
+    WireApi,
+    host_profile_for,
+)
+
+__all__ = [
+    "ANTHROPIC",
+    "OPENAI_CHAT_COMPLETIONS",
+    "OPENAI_RESPONSES",
+    "HostProfile",
+    "ProviderAuthError",
+    "ProviderClient",
+    "ProviderConfigurationError",
+    "ProviderError",
+    "ProviderModelNotFound",
+    "ProviderProtocolError",
+    "ProviderRateLimited",
+    "ProviderRequestRejected",
+    "ProviderUnavailable",
+    "RetryPolicy",
+    "Timeouts",
+    "WireApi",
+    "create_adapter",
+    "create_client",
+    "host_profile_for",
+]

@@ -1,0 +1,306 @@
+"""Anthropic Messages API ⇄ the shared message model.
+
+The model's turn is one assistant message of content blocks (text, thinking with its signature,
+redacted thinking, tool use) and goes back unchanged and in order. All tool results of a round go
+into ONE user message, flushed when the next round starts; splitting them teaches the model to
+stop asking for several calls at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.adapters import _wire
+from runtime.messages import (
+    UNKNOWN_USAGE,
+    AdapterEvent,
+    Conversation,
+    RequestedCall,
+    Role,
+    Round,
+    RoundCompleted,
+    TextDelta,
+    Usage,
+)
+from runtime.providers.client import ProviderClient
+from runtime.providers.errors import ProviderUnavailable
+from runtime.schema import anthropic_tool
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 4096
+_RESERVED = frozenset({"model", "messages", "system", "stream", "tools", "tool_choice"})
+
+
+class _BlockBuilder:
+    __slots__ = ("arguments", "seed", "signature", "text", "thinking")
+
+    def __init__(self, seed: dict[str, Any]) -> None:
+        self.seed = seed
+        self.text: list[str] = []
+        self.arguments: list[str] = []
+        self.thinking: list[str] = []
+        self.signature: str | None = None
+
+    def finish(self) -> tuple[dict[str, Any], str | None]:
+        """The block as it goes back, and the raw arguments when they never parsed."""
+        seed = self.seed
+        kind = seed.get("type")
+        if kind == "text":
+            text = _wire.text_of(seed.get("text")) + "".join(self.text)
+            return {**seed, "type": "text", "text": text}, None
+        if kind == "thinking":
+            start = _wire.text_of(seed.get("thinking"))
+            seeded = _wire.text_of(seed.get("signature"))
+            signature = self.signature if self.signature is not None else seeded
+            return {
+                **seed,
+                "type": "thinking",
+                "thinking": start + "".join(self.thinking),
+                "signature": signature,
+            }, None
+        if kind == "tool_use":
+            return self._tool_use()
+        return seed, None
+
+    def _tool_use(self) -> tuple[dict[str, Any], str | None]:
+        raw = "".join(self.arguments)
+        if not raw.strip():
+            seeded = self.seed.get("input")
+            return {**self.seed, "input": seeded if isinstance(seeded, dict) else {}}, None
+        try:
+            parsed = json.loads(raw)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict):
+            return {**self.seed, "input": parsed}, None
+        return {**self.seed, "input": {}}, raw
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedMessage:
+    blocks: tuple[dict[str, Any], ...]
+    unparsable_arguments: Mapping[str, str]
+    """Raw argument text of tool_use blocks (by id) that never formed a JSON object."""
+    usage: Usage
+
+
+class AnthropicAccumulator:
+    """Reads the events of one Messages stream; never raises on bad input."""
+
+    __slots__ = ("_blocks", "_ended", "error", "usage")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _BlockBuilder] = {}
+        self._ended = False
+        self.usage: Usage = UNKNOWN_USAGE
+        self.error: str | None = None
+
+    def feed(self, data: str) -> TextDelta | None:
+        event = _wire.loads_payload(data)
+        if not isinstance(event, dict):
+            return None
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            return self._delta(event)
+        if kind == "content_block_start":
+            index, seed = event.get("index"), event.get("content_block")
+            if _wire.is_index(index) and isinstance(seed, dict):
+                self._blocks[index] = _BlockBuilder(seed)
+        elif kind == "message_start":
+            return self._start(event.get("message"))
+        elif kind == "message_delta":
+            delta = event.get("delta")
+            if isinstance(delta, dict) and _wire.non_blank(delta.get("stop_reason")):
+                self._ended = True
+        elif kind == "message_stop":
+            self._ended = True
+        elif kind == "error":
+            self.error = _wire.error_message(event.get("error")) or "unknown error"
+        return None
+
+    def _start(self, message: Any) -> TextDelta | None:
+        """The only usage passed on: what this request carried (cache reads and writes count)."""
+        if not isinstance(message, dict):
+            return None
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return None
+        counts = [usage.get(k) for k in _INPUT_KEYS]
+        known = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
+        if not known:
+            return None
+        self.usage = Usage(input_tokens=sum(known))
+        return TextDelta("", (), self.usage)
+
+    def _delta(self, event: dict[str, Any]) -> TextDelta | None:
+        delta = event.get("delta")
+        index = event.get("index")
+        if not isinstance(delta, dict) or not _wire.is_index(index):
+            return None
+        kind = delta.get("type")
+        block = self._blocks.get(index)
+        if block is None:
+            if kind != "text_delta":
+                return None
+            block = self._blocks[index] = _BlockBuilder({"type": "text", "text": ""})
+        if kind == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and text:
+                block.text.append(text)
+                return TextDelta(text)
+        elif kind == "input_json_delta":
+            partial = delta.get("partial_json")
+            if isinstance(partial, str):
+                block.arguments.append(partial)
+        elif kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if isinstance(thinking, str):
+                block.thinking.append(thinking)
+        elif kind == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                block.signature = signature
+        return None
+
+    def build(self) -> StreamedMessage | None:
+        """The finished message (blocks by index), or None unless the message ended."""
+        if not self._ended:
+            return None
+        blocks: list[dict[str, Any]] = []
+        unparsable: dict[str, str] = {}
+        for index in sorted(self._blocks):
+            block, raw = self._blocks[index].finish()
+            blocks.append(block)
+            block_id = block.get("id")
+            if raw is not None and isinstance(block_id, str):
+                unparsable[block_id] = raw
+        return StreamedMessage(tuple(blocks), unparsable, self.usage)
+
+
+_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def round_of(message: StreamedMessage) -> Round:
+    """Text of the text blocks; calls of the tool_use blocks with an id and a name."""
+    text: list[str] = []
+    calls: list[RequestedCall] = []
+    for block in message.blocks:
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            text.append(block["text"])
+        elif kind == "tool_use":
+            call_id, name = _wire.non_blank(block.get("id")), _wire.non_blank(block.get("name"))
+            if call_id is None or name is None:
+                continue
+            raw = message.unparsable_arguments.get(call_id)
+            arguments = raw if raw is not None else _wire.dumps(block.get("input", {}))
+            calls.append(RequestedCall(call_id, name, arguments, _wire.is_json_object(arguments)))
+    return Round("".join(text), tuple(calls), (), message.usage)
+
+
+class AnthropicAdapter:
+    """One streaming call's conversation over the Messages API. Stateful; never share it."""
+
+    def __init__(
+        self,
+        client: ProviderClient,
+        conversation: Conversation,
+        model: str,
+        *,
+        max_output_tokens: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._client = client
+        system_parts = [conversation.system_prompt] if conversation.system_prompt else []
+        system_parts += [m.content for m in conversation.messages if m.role is Role.SYSTEM]
+        self._system_prompt = "\n\n".join(system_parts)
+        self._conversation_json = [
+            _wire.dumps({"role": m.role.value, "content": m.content})
+            for m in conversation.messages
+            if m.role is not Role.SYSTEM
+        ]
+        extras = _wire.without_reserved(extra_body, _RESERVED, "Anthropic Messages")
+        max_tokens = extras.pop("max_tokens", None)
+        if max_tokens is None:
+            max_tokens = max_output_tokens if max_output_tokens is not None else DEFAULT_MAX_TOKENS
+        self._fields: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "stream": True,
+            **extras,
+        }
+        self._tools = [anthropic_tool(t) for t in conversation.tools]
+        self._recorded_json: list[str] = []
+        self._recorded_texts: list[str] = []
+        self._pending_results: list[dict[str, Any]] = []
+        self._last: StreamedMessage | None = None
+
+    def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
+        fields = dict(self._fields)
+        prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
+        if prompt:
+            fields["system"] = prompt
+        if include_tools and self._tools:
+            fields["tools"] = self._tools
+        return _wire.request_body(
+            fields, "messages", [*self._conversation_json, *self._recorded_json]
+        )
+
+    def _flush_results(self) -> None:
+        if self._pending_results:
+            self._recorded_json.append(
+                _wire.dumps({"role": "user", "content": self._pending_results})
+            )
+            self._pending_results = []
+
+    async def execute_round(
+        self, final_response_instruction: str | None, include_tools: bool
+    ) -> AsyncIterator[AdapterEvent]:
+        self._flush_results()
+        self._last = None
+        body = self.request_body(final_response_instruction, include_tools)
+        accumulator = AnthropicAccumulator()
+        async for data in self._client.stream(body):
+            delta = accumulator.feed(data)
+            if delta is not None:
+                yield delta
+            if accumulator.error is not None:
+                raise ProviderUnavailable(
+                    f"{self._client.provider_name} reported an error during the answer: "
+                    f"{self._client.redact(accumulator.error)}",
+                    provider=self._client.provider_name,
+                )
+        message = accumulator.build()
+        if message is None:
+            _log.warning("%s: the stream ended before the message did.", self._client.provider_name)
+            return
+        self._last = message
+        yield RoundCompleted(round_of(message))
+
+    def record_assistant_turn(self) -> None:
+        """All blocks exactly as they arrived, thinking signatures included."""
+        message = self._last
+        if message is None:
+            return
+        self._last = None
+        blocks_json = [_wire.dumps(b) for b in message.blocks]
+        self._recorded_json.append('{"role":"assistant","content":[' + ",".join(blocks_json) + "]}")
+        self._recorded_texts.extend(blocks_json)
+
+    def record_tool_result(self, call_id: str, content: str, is_error: bool = False) -> None:
+        """Queued; the next round sends all of them in one user message."""
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+        if is_error:
+            result["is_error"] = True
+        self._pending_results.append(result)
+        if content.strip():
+            self._recorded_texts.append(content)
+
+    @property
+    def recorded_request_texts(self) -> Sequence[str]:
+        return tuple(self._recorded_texts)

@@ -1,0 +1,278 @@
+"""OpenAI Responses API ⇄ the shared message model.
+
+The whole output of a round — reasoning items included — goes back in the next request exactly
+as it arrived (the raw JSON text of each item), since the API refuses a continuation whose
+reasoning was dropped or rewritten. Call ids come from the provider and are never made up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.adapters import _spans, _wire
+from runtime.messages import (
+    UNKNOWN_USAGE,
+    AdapterEvent,
+    Conversation,
+    RequestedCall,
+    Round,
+    RoundCompleted,
+    Source,
+    SourceOrigin,
+    TextDelta,
+    Usage,
+)
+from runtime.providers.client import ProviderClient
+from runtime.providers.errors import ProviderUnavailable
+from runtime.schema import responses_tool
+
+_log = logging.getLogger(__name__)
+
+_RESERVED = frozenset(
+    {"model", "input", "stream", "store", "tools", "tool_choice", "parallel_tool_calls"}
+)
+_USAGE_SAFE_ITEM_TYPES = frozenset({"message", "reasoning", "function_call"})
+"""Item types whose round's usage describes the conversation (a hosted tool inflates it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputItem:
+    """One output item: parsed for reading, raw for sending back unchanged."""
+
+    item: Mapping[str, Any]
+    raw_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedResponse:
+    output: tuple[OutputItem, ...]
+    output_text: str
+    usage: Usage
+
+
+class ResponsesAccumulator:
+    """Reads the events of one Responses stream; never raises on bad input."""
+
+    __slots__ = ("_completed", "_done_items", "error")
+
+    def __init__(self) -> None:
+        self._completed: StreamedResponse | None = None
+        self._done_items: dict[int, OutputItem] = {}
+        self.error: str | None = None
+
+    def feed(self, data: str) -> TextDelta | None:
+        event = _wire.loads_payload(data)
+        if not isinstance(event, dict):
+            return None
+        kind = event.get("type")
+        if kind == "response.output_text.delta":
+            text = event.get("delta")
+            return TextDelta(text) if isinstance(text, str) and text else None
+        if kind == "response.output_text.annotation.added":
+            source = _url_citation(event.get("annotation"))
+            return TextDelta("", (source,)) if source is not None else None
+        if kind == "response.output_item.done":
+            self._keep_done_item(event, data)
+            return None
+        if kind in ("response.completed", "response.incomplete"):
+            return self._complete(event, data)
+        if kind in ("error", "response.failed"):
+            response = event.get("response")
+            detail = response.get("error") if isinstance(response, dict) else event
+            self.error = _wire.error_message(detail) or "unknown error"
+        return None
+
+    def _keep_done_item(self, event: dict[str, Any], data: str) -> None:
+        item = event.get("item")
+        if not isinstance(item, dict):
+            return
+        index = event.get("output_index")
+        if not _wire.is_index(index):
+            index = len(self._done_items)
+        raw = _raw_or_dumped(item, lambda: _spans.value_text(data, ("item",)))
+        self._done_items[index] = OutputItem(item, raw)
+
+    def _complete(self, event: dict[str, Any], data: str) -> TextDelta | None:
+        response = event.get("response")
+        if not isinstance(response, dict):
+            return None
+        output = response.get("output")
+        items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
+        raws = _raw_elements(data, items)
+        output_text = response.get("output_text")
+        usage = _wire.usage_from(response.get("usage"), "input_tokens", "output_tokens")
+        if not all(i.get("type") in _USAGE_SAFE_ITEM_TYPES for i in items):
+            usage = UNKNOWN_USAGE
+        self._completed = StreamedResponse(
+            tuple(OutputItem(i, r) for i, r in zip(items, raws, strict=True)),
+            output_text if isinstance(output_text, str) else "",
+            usage,
+        )
+        return TextDelta("", (), usage) if usage.is_known else None
+
+    def build(self) -> StreamedResponse | None:
+        """The completed response; else one rebuilt from its done items; else None (failed)."""
+        if self._completed is not None:
+            return self._completed
+        if self._done_items:
+            items = tuple(self._done_items[k] for k in sorted(self._done_items))
+            return StreamedResponse(items, "", UNKNOWN_USAGE)
+        return None
+
+
+def _raw_elements(data: str, items: list[dict[str, Any]]) -> list[str]:
+    try:
+        raws = _spans.array_element_texts(data, ("response", "output"))
+    except (ValueError, IndexError, RecursionError):
+        raws = None
+    if raws is None or len(raws) != len(items):
+        return [_wire.dumps(i) for i in items]
+    return raws
+
+
+def _raw_or_dumped(item: dict[str, Any], find: Any) -> str:
+    try:
+        raw = find()
+    except (ValueError, IndexError, RecursionError):
+        raw = None
+    return raw if isinstance(raw, str) else _wire.dumps(item)
+
+
+def _url_citation(annotation: Any) -> Source | None:
+    if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+        return None
+    title = _wire.non_blank(annotation.get("title"))
+    url = _wire.non_blank(annotation.get("url"))
+    if title is None or url is None:
+        return None
+    return Source(title, url, SourceOrigin.LLM)
+
+
+def round_of(response: StreamedResponse) -> Round:
+    """What the loop needs from a response: text, calls (id "" when missing), sources, usage."""
+    text_parts: list[str] = []
+    sources: list[Source] = []
+    calls: list[RequestedCall] = []
+    for output in response.output:
+        item = output.item
+        kind = item.get("type")
+        if kind == "message":
+            _read_message(item.get("content"), text_parts, sources)
+        elif kind == "function_call":
+            name = _wire.text_of(item.get("name"))
+            arguments = _wire.text_of(item.get("arguments"))
+            call_id = _wire.text_of(item.get("call_id"))
+            valid = bool(name.strip()) and _wire.is_json_object(arguments)
+            calls.append(RequestedCall(call_id, name, arguments, valid))
+    text = response.output_text if response.output_text.strip() else "".join(text_parts)
+    unique = tuple({s.url: s for s in reversed(sources)}.values())[::-1]
+    return Round(text, tuple(calls), unique, response.usage)
+
+
+def _read_message(content: Any, text_parts: list[str], sources: list[Source]) -> None:
+    if not isinstance(content, list):
+        return
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "output_text" and isinstance(part.get("text"), str):
+            text_parts.append(part["text"])
+            annotations = part.get("annotations")
+            if isinstance(annotations, list):
+                sources.extend(s for a in annotations if (s := _url_citation(a)) is not None)
+        elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            text_parts.append(part["refusal"])
+
+
+class ResponsesAdapter:
+    """One streaming call's conversation over the Responses API. Stateful; never share it."""
+
+    def __init__(
+        self,
+        client: ProviderClient,
+        conversation: Conversation,
+        model: str,
+        *,
+        max_output_tokens: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._client = client
+        self._system_prompt = conversation.system_prompt
+        self._conversation_json = [
+            _wire.dumps({"role": m.role.value, "content": m.content}) for m in conversation.messages
+        ]
+        extras = dict(extra_body or {})
+        hosted = extras.get("tools")
+        self._fields: dict[str, Any] = {"model": model, "stream": True, "store": False}
+        if max_output_tokens is not None:
+            self._fields["max_output_tokens"] = max_output_tokens
+        self._fields.update(_wire.without_reserved(extras, _RESERVED - {"tools"}, "Responses"))
+        self._fields.pop("tools", None)
+        local = [responses_tool(t) for t in conversation.tools]
+        local_names = {t["name"] for t in local}
+        native = [
+            t
+            for t in (hosted if isinstance(hosted, list) else [])
+            if not (isinstance(t, dict) and t.get("type") in local_names)
+        ]
+        self._tools = [*native, *local]
+        self._recorded_json: list[str] = []
+        self._recorded_texts: list[str] = []
+        self._last: StreamedResponse | None = None
+
+    def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
+        fields = dict(self._fields)
+        fields["tools"] = self._tools if include_tools else []
+        prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
+        head = [_wire.dumps({"role": "system", "content": prompt})] if prompt else []
+        return _wire.request_body(
+            fields, "input", [*head, *self._conversation_json, *self._recorded_json]
+        )
+
+    async def execute_round(
+        self, final_response_instruction: str | None, include_tools: bool
+    ) -> AsyncIterator[AdapterEvent]:
+        self._last = None
+        body = self.request_body(final_response_instruction, include_tools)
+        accumulator = ResponsesAccumulator()
+        async for data in self._client.stream(body):
+            delta = accumulator.feed(data)
+            if delta is not None:
+                yield delta
+            if accumulator.error is not None:
+                raise ProviderUnavailable(
+                    f"{self._client.provider_name} reported an error during the answer: "
+                    f"{self._client.redact(accumulator.error)}",
+                    provider=self._client.provider_name,
+                )
+        response = accumulator.build()
+        if response is None:
+            _log.warning("%s: the stream ended without a response.", self._client.provider_name)
+            return
+        self._last = response
+        yield RoundCompleted(round_of(response))
+
+    def record_assistant_turn(self) -> None:
+        """Every output item of the last response, verbatim, reasoning included."""
+        response = self._last
+        if response is None:
+            return
+        self._last = None
+        for output in response.output:
+            self._recorded_json.append(output.raw_json)
+            self._recorded_texts.append(output.raw_json)
+
+    def record_tool_result(self, call_id: str, content: str, is_error: bool = False) -> None:
+        """A `function_call_output` item; this API has no error flag (the text says it)."""
+        self._recorded_json.append(
+            _wire.dumps({"type": "function_call_output", "call_id": call_id, "output": content})
+        )
+        if content.strip():
+            self._recorded_texts.append(content)
+
+    @property
+    def recorded_request_texts(self) -> Sequence[str]:
+        return tuple(self._recorded_texts)

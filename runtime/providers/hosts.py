@@ -1,0 +1,236 @@
+"""Host profiles: what each provider host speaks and promises, chosen from a policy provider entry.
+
+A profile is data the adapters consult (wire API, strict binding, `parallel_tool_calls`, auth);
+no adapter knows a host by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+from policy.configuration import ProviderConfig
+from policy.vocabulary import ProviderKind
+from runtime.providers.errors import ProviderConfigurationError
+
+WireApi = Literal["chat_completions", "responses", "anthropic"]
+
+_ENDPOINT_PATHS: dict[str, str] = {
+    "chat_completions": "/chat/completions",
+    "responses": "/responses",
+    "anthropic": "/messages",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HostProfile:
+    """One host as the adapters see it."""
+
+    name: str
+    wire_api: WireApi
+    base_url: str
+    enforces_strict_tool_schemas: bool = False
+    """Only a host that binds the model's output to the schema keeps OpenAI strict mode."""
+    accepts_parallel_tool_calls: bool = True
+    """False for hosts that answer `parallel_tool_calls` with HTTP 400 (Hugging Face)."""
+    auth_header: str = "Authorization"
+    auth_scheme: str = "Bearer"
+    """Prefix of the header value ("" sends the bare key, as Anthropic's x-api-key wants)."""
+    api_key_env: str = ""
+    """Environment variable read when the caller passes no key."""
+    requires_api_key: bool = True
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    max_tokens_field: str = "max_tokens"
+    asks_for_stream_usage: bool = False
+    """Send `stream_options.include_usage` (hosts that report usage only when asked)."""
+
+    @property
+    def endpoint_url(self) -> str:
+        return self.base_url + _ENDPOINT_PATHS[self.wire_api]
+
+    @property
+    def requires_call_ids(self) -> bool:
+        """Only Chat Completions lets us make up a missing call id (it only has to match ours)."""
+        return self.wire_api != "chat_completions"
+
+
+def _compatible(name: str, base_url: str, api_key_env: str, **flags: bool) -> HostProfile:
+    return HostProfile(
+        name=name,
+        wire_api="chat_completions",
+        base_url=base_url,
+        api_key_env=api_key_env,
+        **flags,  # type: ignore[arg-type]
+    )
+
+
+OPENAI_RESPONSES = HostProfile(
+    name="OpenAI",
+    wire_api="responses",
+    base_url="https://api.openai.com/v1",
+    enforces_strict_tool_schemas=True,
+    api_key_env="OPENAI_API_KEY",
+    max_tokens_field="max_output_tokens",
+)
+OPENAI_CHAT_COMPLETIONS = HostProfile(
+    name="OpenAI",
+    wire_api="chat_completions",
+    base_url="https://api.openai.com/v1",
+    enforces_strict_tool_schemas=True,
+    api_key_env="OPENAI_API_KEY",
+    max_tokens_field="max_completion_tokens",
+    asks_for_stream_usage=True,
+)
+ANTHROPIC = HostProfile(
+    name="Anthropic",
+    wire_api="anthropic",
+    base_url="https://api.anthropic.com/v1",
+    enforces_strict_tool_schemas=True,
+    auth_header="x-api-key",
+    auth_scheme="",
+    api_key_env="ANTHROPIC_API_KEY",
+    extra_headers=(("anthropic-version", "2023-06-01"),),
+)
+
+_CLOUD_HOSTS: dict[ProviderKind, HostProfile] = {
+    ProviderKind.OPEN_AI: OPENAI_RESPONSES,
+    ProviderKind.ANTHROPIC: ANTHROPIC,
+    ProviderKind.GROQ: _compatible("Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    ProviderKind.MISTRAL: _compatible("Mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    ProviderKind.OPEN_ROUTER: _compatible(
+        "OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"
+    ),
+    ProviderKind.FIREWORKS: _compatible(
+        "Fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"
+    ),
+    ProviderKind.DEEP_SEEK: _compatible(
+        "DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"
+    ),
+    ProviderKind.X: _compatible("xAI", "https://api.x.ai/v1", "XAI_API_KEY"),
+    ProviderKind.HUGGINGFACE: _compatible(
+        "Hugging Face",
+        "https://router.huggingface.co/v1",
+        "HF_TOKEN",
+        accepts_parallel_tool_calls=False,
+    ),
+    ProviderKind.HELMHOLTZ: _compatible(
+        "Helmholtz Blablador",
+        "https://api.helmholtz-blablador.fz-juelich.de/v1",
+        "HELMHOLTZ_API_KEY",
+    ),
+    ProviderKind.GWDG: _compatible(
+        "GWDG SAIA", "https://chat-ai.academiccloud.de/v1", "GWDG_API_KEY"
+    ),
+    ProviderKind.IONOS: _compatible(
+        "IONOS AI Model Hub", "https://openai.inference.de-txl.ionos.com/v1", "IONOS_API_KEY"
+    ),
+    ProviderKind.PERPLEXITY: _compatible(
+        "Perplexity", "https://api.perplexity.ai", "PERPLEXITY_API_KEY"
+    ),
+    ProviderKind.ALIBABA_CLOUD: _compatible(
+        "Alibaba Cloud",
+        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        "DASHSCOPE_API_KEY",
+    ),
+    ProviderKind.GOOGLE: _compatible(
+        "Google Gemini",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "GEMINI_API_KEY",
+    ),
+}
+
+# Hosts without a public default address: the plugin's Hostname names the deployment.
+_ADDRESSED_HOSTS: dict[ProviderKind, tuple[str, str, bool]] = {
+    ProviderKind.HETZNER: ("Hetzner", "HETZNER_API_KEY", True),
+    ProviderKind.LITE_LLM: ("LiteLLM", "LITELLM_API_KEY", False),
+}
+
+_SELF_HOSTED_SERVERS: dict[str, str] = {
+    "LM_STUDIO": "LM Studio",
+    "LLAMA_CPP": "llama.cpp",
+    "OLLAMA": "Ollama",
+    "VLLM": "vLLM",
+}
+
+
+def host_profile_for(provider: ProviderConfig, *, wire_api: WireApi | None = None) -> HostProfile:
+    """The profile for a `CONFIG["LLM_PROVIDERS"]` entry.
+
+    A non-empty `hostname` replaces the default base URL (gateways, regional endpoints, tests);
+    self-hosted servers, Hetzner and LiteLLM need it. `wire_api` picks OpenAI's Chat Completions
+    path instead of Responses; other hosts speak only one API.
+    """
+    where = f"provider '{provider.name or provider.id}'"
+    base_url = (
+        _base_url_from_hostname(provider.hostname, where) if provider.hostname.strip() else ""
+    )
+    profile = _profile_for_kind(provider, where, base_url)
+    if wire_api is not None and wire_api != profile.wire_api:
+        if provider.kind is not ProviderKind.OPEN_AI or wire_api == "anthropic":
+            raise ProviderConfigurationError(
+                f"{where}: {profile.name} speaks only the {profile.wire_api} API, not {wire_api}.",
+                provider=provider.name,
+            )
+        profile = OPENAI_CHAT_COMPLETIONS
+    if base_url:
+        profile = dataclasses.replace(profile, base_url=base_url)
+    return profile
+
+
+def _profile_for_kind(provider: ProviderConfig, where: str, base_url: str) -> HostProfile:
+    kind = provider.kind
+    if kind in _CLOUD_HOSTS:
+        return _CLOUD_HOSTS[kind]
+    if kind in _ADDRESSED_HOSTS:
+        name, env, needs_key = _ADDRESSED_HOSTS[kind]
+        if not base_url:
+            raise ProviderConfigurationError(
+                f"{where}: {name} has no default address; set Hostname to the base URL of the "
+                "deployment, e.g. https://llm.example.org/v1.",
+                provider=provider.name,
+            )
+        return _compatible(name, base_url, env, requires_api_key=needs_key)
+    if kind is ProviderKind.SELF_HOSTED:
+        return _self_hosted(provider, where, base_url)
+    known = ", ".join(k.value for k in (*_CLOUD_HOSTS, *_ADDRESSED_HOSTS, ProviderKind.SELF_HOSTED))
+    raise ProviderConfigurationError(
+        f"{where}: UsedLLMProvider {kind.value} has no host profile; use one of {known}.",
+        provider=provider.name,
+    )
+
+
+def _self_hosted(provider: ProviderConfig, where: str, base_url: str) -> HostProfile:
+    server = provider.host.strip().upper()
+    if server not in _SELF_HOSTED_SERVERS:
+        raise ProviderConfigurationError(
+            f"{where}: Host {provider.host!r} cannot serve chat requests; use one of "
+            f"{', '.join(_SELF_HOSTED_SERVERS)}.",
+            provider=provider.name,
+        )
+    if not base_url:
+        raise ProviderConfigurationError(
+            f"{where}: a self-hosted {_SELF_HOSTED_SERVERS[server]} needs Hostname, "
+            "e.g. http://localhost:11434.",
+            provider=provider.name,
+        )
+    if not base_url.endswith("/v1"):
+        base_url += "/v1"
+    return _compatible(_SELF_HOSTED_SERVERS[server], base_url, "", requires_api_key=False)
+
+
+def _base_url_from_hostname(hostname: str, where: str) -> str:
+    url = hostname.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = repr(hostname) if "@" not in hostname else "(hidden: it holds user info)"
+        raise ProviderConfigurationError(
+            f"{where}: Hostname {shown} is not an http(s) address; write it like "
+            "https://llm.example.org/v1 or http://localhost:11434."
+        )
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ProviderConfigurationError(
+            f"{where}: Hostname must be a plain base URL without query, fragment or user info."
+        )
+    return url
