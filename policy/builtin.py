@@ -735,6 +735,8 @@ class SearchConfluenceTool(_BuiltinTool):
     _id = SEARCH_CONFLUENCE
     _display_name = "Search Confluence"
     _outbound = ToolOutboundData.CONFIGURED_SERVICE
+    minimum_confidence_floor = ConfidenceLevel.HIGH
+    """Wiki content never reaches a provider below HIGH, whatever the settings lower it to."""
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
         problem = _check_integers(SEARCH_CONFLUENCE, settings, SEARCH_CONFLUENCE_NUMBERS)

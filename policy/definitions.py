@@ -12,6 +12,7 @@ import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -295,8 +296,7 @@ _RULES = (
 
 @cache
 def _definition_validator() -> Any:
-    import jsonschema
-
+    jsonschema = import_module("jsonschema")
     schema = json.loads(Path(__file__).with_name("definition_schema.json").read_text("utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)

@@ -1,0 +1,131 @@
+"""Decisions as data: what the registry answers and explain renders. Nothing here decides.
+
+An `OfferDecision` lists every check of policy-spec §1.8 in order, passed or not, each with the
+evidence it looked at (setting key, value, and who set it). Its `reason` is the first failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policy.definitions import ToolDefinition
+from policy.provenance import Origin, SourceLocation
+from policy.tools import Tool, ToolConfigurationState
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    DataSourceRetrievalMode,
+    ProviderKind,
+    ToolOfferBlockReason,
+)
+
+SECRET_MASK = "*****"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One thing a check looked at: a setting key, its value, and where the value came from.
+
+    `source` says what kind of place (e.g. "locked by organization", "user settings",
+    "tool default"); `origin` names the plugin and its file:line; `location` a user-file line.
+    Secret values are always `SECRET_MASK` here.
+    """
+
+    key: str
+    value: object
+    source: str = ""
+    origin: Origin | None = None
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One step of §1.8: the reason it guards, whether it passed, why, and what it looked at."""
+
+    guards: ToolOfferBlockReason
+    passed: bool
+    detail: str
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSummary:
+    """The provider a decision was made for, with its confidence under the current scheme."""
+
+    id: str
+    kind: ProviderKind
+    model: str
+    confidence: ConfidenceLevel
+
+
+@dataclass(frozen=True, slots=True)
+class OfferDecision:
+    """Whether a tool can be offered to a provider in a component, and why (not)."""
+
+    tool_id: str
+    component: Component
+    provider: ProviderSummary | None
+    reason: ToolOfferBlockReason
+    message: str
+    checks: tuple[Check, ...]
+
+    @property
+    def offered(self) -> bool:
+        return self.reason is ToolOfferBlockReason.NONE
+
+    @property
+    def first_failure(self) -> Check | None:
+        return next((c for c in self.checks if not c.passed), None)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveRetrievalMode:
+    """§1.12: who searches the chat's data sources, and what keeps semantic_search out (if any).
+
+    `fallback_reason` is reported whatever the user prefers, so a UI can hide a choice that is none.
+    """
+
+    mode: DataSourceRetrievalMode
+    fallback_reason: ToolOfferBlockReason
+    decision: OfferDecision | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One selectable entry: a standalone tool or a whole collection (§2.5)."""
+
+    id: str
+    display_name: str
+    description_for_llm: str
+    tool_ids: tuple[str, ...]
+    configuration_state: ToolConfigurationState
+    is_active: bool
+    minimum_provider_confidence: ConfidenceLevel
+    is_collection: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunnableTool:
+    """A tool offered in one request: the definition as offered (tailored or registered) and the tool."""
+
+    definition: ToolDefinition
+    tool: Tool
+
+
+@dataclass(frozen=True, slots=True)
+class RunnableTools:
+    """What one request offers: tools in catalog order, their combined instructions, the decisions."""
+
+    tools: tuple[RunnableTool, ...]
+    instructions: str
+    decisions: tuple[OfferDecision, ...]
+    left_out: tuple[tuple[str, str], ...] = ()
+    """(tool id, why) for candidates that passed the checks but offered nothing or failed."""
+
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        return tuple(t.definition for t in self.tools)
+
+    @property
+    def tool_ids(self) -> tuple[str, ...]:
+        return tuple(t.definition.id for t in self.tools)

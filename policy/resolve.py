@@ -1,0 +1,482 @@
+"""Settings resolution: which value each tool field has, where it came from, and what it means.
+
+Per field (policy-spec §4.2): locked organization value → user's saved value → organization
+default → the definition's default. An explicitly saved empty string is a value. Secrets come only
+from a locked `ENC:v1:` value or the user's OS keyring, never from a default. Every resolved value
+carries its provenance so explain can name the plugin and line (or the user file) that set it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from policy import secrets
+from policy.configuration import ManagedSetting, PolicyConfiguration, SecretValue, UserSettings
+from policy.decision import SECRET_MASK, Evidence
+from policy.definitions import SettingField, ToolDefinition
+from policy.provenance import Origin, SourceLocation
+from policy.tools import CONFIGURED, Tool, ToolConfigurationState
+from policy.vocabulary import (
+    ConfidenceLevel,
+    ConfidenceScheme,
+    ProviderKind,
+    SettingSource,
+    option_values,
+    parse_confidence_level,
+    provider_confidence,
+)
+
+ENABLE_TOOLS = "DataTools.EnableTools"
+DISABLED_TOOL_IDS = "DataTools.DisabledToolIds"
+MINIMUM_CONFIDENCE_BY_TOOL_ID = "DataTools.MinimumProviderConfidenceByToolId"
+LOCKED_TOOL_SETTINGS = "DataTools.LockedToolSettings"
+DEFAULT_TOOL_SETTINGS = "DataTools.DefaultToolSettings"
+DEFAULT_TOOL_IDS_BY_COMPONENT = "DataTools.DefaultToolIdsByComponent"
+CONFIDENCE_SCHEME = "DataConfidence.ConfidenceScheme"
+CUSTOM_CONFIDENCE_SCHEME = "DataConfidence.CustomConfidenceScheme"
+PRESELECTED_RETRIEVAL_MODE = "DataChat.PreselectedDataSourcesRetrievalMode"
+
+SecretReader = Callable[[str, str], "str | None"]
+"""(tool id, field name) → the user's keyring value, or None."""
+
+SOURCE_LOCKED = "locked by organization"
+SOURCE_ORG_DEFAULT = "organization default"
+SOURCE_EDITABLE = "organization default (user may change)"
+SOURCE_USER = "user settings"
+SOURCE_KEYRING = "user keyring"
+SOURCE_TOOL_DEFAULT = "tool default"
+SOURCE_BUILT_IN = "built-in default"
+
+
+class SecretText:
+    """A resolved secret. Its text only leaves through `reveal()`; str/repr/explain see a mask."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def reveal(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return SECRET_MASK
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretText) and other._text == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSetting:
+    """One tool field after resolution. `value` None = no value from anywhere."""
+
+    tool_id: str
+    field: str
+    value: str | SecretText | None
+    source: SettingSource
+    locked: bool
+    secret: bool = False
+    origin: Origin | None = None
+    location: SourceLocation | None = None
+    note: str = ""
+    """Why a value was refused (e.g. a plaintext locked secret); never contains the secret."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.tool_id}.{self.field}"
+
+    def plain(self) -> str | None:
+        """The value as the tool needs it (secrets revealed). Never log or render this."""
+        return self.value.reveal() if isinstance(self.value, SecretText) else self.value
+
+    def evidence(self) -> Evidence:
+        shown: object = self.value
+        if self.secret:
+            shown = SECRET_MASK if self.value is not None else None
+        return Evidence(self.key, shown, _source_text(self), self.origin, self.location)
+
+
+def _source_text(s: ResolvedSetting) -> str:
+    return {
+        SettingSource.LOCKED: SOURCE_LOCKED,
+        SettingSource.USER: SOURCE_KEYRING if s.secret else SOURCE_USER,
+        SettingSource.ORG_DEFAULT: SOURCE_ORG_DEFAULT,
+        SettingSource.DEFAULT: SOURCE_TOOL_DEFAULT,
+        SettingSource.UNSET: "not set",
+    }[s.source]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSettings:
+    """Every field of one tool, in schema order."""
+
+    tool_id: str
+    fields: Mapping[str, ResolvedSetting] = field(default_factory=dict)
+
+    def values_for_tool(self) -> dict[str, str]:
+        """Plain field → value for the tool (secrets revealed); fields without a value are absent."""
+        return {name: plain for name, s in self.fields.items() if (plain := s.plain()) is not None}
+
+    def __getitem__(self, name: str) -> ResolvedSetting:
+        return self.fields[name]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(f"{s.key}: {s.note}" for s in self.fields.values() if s.note)
+
+
+# --- reading the managed configuration ------------------------------------------------------------
+
+
+def _entry_origin(setting: ManagedSetting, entry: str | None = None) -> Origin:
+    location = setting.entry_locations.get(entry) if entry is not None else None
+    if location is None:
+        return setting.origin
+    return Origin(setting.origin.plugin_id, setting.origin.plugin_name, location)
+
+
+def _table(
+    configuration: PolicyConfiguration, key: str
+) -> tuple[Mapping[str, object], ManagedSetting | None]:
+    setting = configuration.setting(key)
+    if setting is None or not isinstance(setting.value, Mapping):
+        return {}, setting
+    return setting.value, setting
+
+
+def _text_of(value: object) -> str:
+    if isinstance(value, SecretValue):
+        return value.encrypted
+    return value if isinstance(value, str) else str(value)
+
+
+def _user_location(user: UserSettings, dotted: str) -> SourceLocation:
+    return user.locations.get(dotted) or SourceLocation(user.path or "user settings", 0)
+
+
+def default_secret_reader(tool_id: str, field_name: str) -> str | None:
+    """The user's OS keyring entry `tool::<tool id>` / field; an unusable keyring reads as empty."""
+    try:
+        import keyring
+
+        value = keyring.get_password(f"tool::{tool_id}", field_name)
+    except Exception:  # any keyring backend failure means: no stored secret
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _locked_secret(tool_id: str, name: str, raw: str, origin: Origin) -> ResolvedSetting:
+    def refused(note: str) -> ResolvedSetting:
+        return ResolvedSetting(
+            tool_id, name, None, SettingSource.LOCKED, True, True, origin, None, note
+        )
+
+    if not secrets.is_encrypted(raw):
+        return refused(
+            f"the locked value is not encrypted; secrets must be deployed as {secrets.PREFIX} "
+            "values (plaintext refused)"
+        )
+    secret = secrets.configured_secret()
+    if secret is None:
+        return refused(
+            f"the locked value is encrypted but no encryption secret is configured "
+            f"(set {secrets.ENV_SECRET})"
+        )
+    try:
+        plain = secrets.decrypt(raw, secret)
+    except secrets.SecretError as error:
+        return refused(f"the locked value cannot be decrypted: {error.message}")
+    return ResolvedSetting(
+        tool_id, name, SecretText(plain), SettingSource.LOCKED, True, True, origin
+    )
+
+
+def resolve_setting(
+    tool_id: str,
+    name: str,
+    definition: SettingField,
+    configuration: PolicyConfiguration,
+    user: UserSettings,
+    secret_reader: SecretReader | None = None,
+) -> ResolvedSetting:
+    """One field: locked → user → org default → definition default (secrets: locked → keyring)."""
+    key = f"{tool_id}.{name}"
+    locked_table, locked_setting = _table(configuration, LOCKED_TOOL_SETTINGS)
+    if definition.secret:
+        if key in locked_table and locked_setting is not None:
+            return _locked_secret(
+                tool_id, name, _text_of(locked_table[key]), _entry_origin(locked_setting, key)
+            )
+        stored = (secret_reader or default_secret_reader)(tool_id, name)
+        if stored:
+            return ResolvedSetting(
+                tool_id, name, SecretText(stored), SettingSource.USER, False, True
+            )
+        return ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False, True)
+
+    if key in locked_table and locked_setting is not None:
+        return ResolvedSetting(
+            tool_id,
+            name,
+            _text_of(locked_table[key]),
+            SettingSource.LOCKED,
+            True,
+            origin=_entry_origin(locked_setting, key),
+        )
+    user_values = user.tool_settings.get(tool_id, {})
+    if name in user_values:
+        return ResolvedSetting(
+            tool_id,
+            name,
+            _text_of(user_values[name]),
+            SettingSource.USER,
+            False,
+            location=_user_location(user, f"tools.settings.{key}"),
+        )
+    default_table, default_setting = _table(configuration, DEFAULT_TOOL_SETTINGS)
+    if key in default_table and default_setting is not None:
+        return ResolvedSetting(
+            tool_id,
+            name,
+            _text_of(default_table[key]),
+            SettingSource.ORG_DEFAULT,
+            False,
+            origin=_entry_origin(default_setting, key),
+        )
+    if definition.default is not None:
+        return ResolvedSetting(tool_id, name, definition.default, SettingSource.DEFAULT, False)
+    return ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False)
+
+
+def resolve_tool_settings(
+    definition: ToolDefinition,
+    configuration: PolicyConfiguration,
+    user: UserSettings,
+    secret_reader: SecretReader | None = None,
+) -> ResolvedSettings:
+    """Every field of a tool's settings schema, resolved."""
+    return ResolvedSettings(
+        definition.id,
+        {
+            name: resolve_setting(definition.id, name, spec, configuration, user, secret_reader)
+            for name, spec in definition.settings_schema.properties.items()
+        },
+    )
+
+
+# --- configuration state ------------------------------------------------------------------------
+
+
+def option_problem(key: str, spec: SettingField, value: str) -> str | None:
+    """§4.5 shared option check: blank passes; otherwise the value must be offered exactly."""
+    if not value.strip():
+        return None
+    offered = (
+        tuple(v for v, _ in option_values(spec.option_source))
+        if spec.option_source.strip()
+        else spec.enum_values
+    )
+    if not offered or value in offered:
+        return None
+    shown = SECRET_MASK if spec.secret else value
+    return f"{key}: '{shown}' is not one of the offered values ({', '.join(offered)})"
+
+
+def configuration_state(
+    definition: ToolDefinition, settings: ResolvedSettings, tool: Tool | None = None
+) -> ToolConfigurationState:
+    """Required fields, then offered values, then the tool's own validation (fails closed)."""
+    values = settings.values_for_tool()
+    missing = tuple(
+        name for name in definition.settings_schema.required if not values.get(name, "").strip()
+    )
+    if missing:
+        keys = ", ".join(f"{definition.id}.{n}" for n in missing)
+        return ToolConfigurationState(False, missing, f"Required settings are missing: {keys}")
+    for name, spec in definition.settings_schema.properties.items():
+        problem = option_problem(f"{definition.id}.{name}", spec, values.get(name, ""))
+        if problem:
+            return ToolConfigurationState(False, (), problem)
+    if tool is None:
+        return CONFIGURED
+    try:
+        state = tool.validate_configuration(values)
+    except Exception as error:  # a validation that breaks must not let the tool run
+        return ToolConfigurationState(
+            False,
+            (),
+            f"{definition.id}: its settings could not be checked ({type(error).__name__})",
+        )
+    return CONFIGURED if state.is_configured else state
+
+
+# --- global switches ------------------------------------------------------------------------------
+
+
+def _managed_evidence(setting: ManagedSetting, shown: object) -> Evidence:
+    source = SOURCE_LOCKED if setting.locked else SOURCE_EDITABLE
+    return Evidence(setting.key, shown, source, setting.origin)
+
+
+def tools_enabled(
+    configuration: PolicyConfiguration, user: UserSettings
+) -> tuple[bool, tuple[Evidence, ...]]:
+    """`DataTools.EnableTools`: locked org value → user value → editable org value → on."""
+    setting = configuration.setting(ENABLE_TOOLS)
+    if setting is not None and (setting.locked or user.tools_enabled is None):
+        value = setting.value is not False
+        return value, (_managed_evidence(setting, value),)
+    if user.tools_enabled is not None:
+        where = _user_location(user, "tools.enabled")
+        return user.tools_enabled, (
+            Evidence(ENABLE_TOOLS, user.tools_enabled, SOURCE_USER, None, where),
+        )
+    return True, (Evidence(ENABLE_TOOLS, True, SOURCE_BUILT_IN),)
+
+
+def disabled_tool_ids(
+    configuration: PolicyConfiguration,
+) -> tuple[frozenset[str], ManagedSetting | None]:
+    setting = configuration.setting(DISABLED_TOOL_IDS)
+    if setting is None:
+        return frozenset(), None
+    value = setting.value
+    ids = (value,) if isinstance(value, str) else tuple(value or ())
+    return frozenset(str(i) for i in ids), setting
+
+
+# --- minimum provider confidence ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MinimumConfidence:
+    """The effective minimum of a tool or collection, with the §1.7 source text and evidence."""
+
+    level: ConfidenceLevel
+    source: str
+    evidence: tuple[Evidence, ...]
+
+
+def effective_minimum_confidence(
+    settings_ids: Sequence[str],
+    default: ConfidenceLevel,
+    configuration: PolicyConfiguration,
+    user: UserSettings,
+    default_description: str = "",
+) -> MinimumConfidence:
+    """§1.7: per settings-id the entry that counts; of several, the highest; none → the default.
+
+    Locked table: only its entries count; an unreadable one means HIGH (safe fallback).
+    Editable table: a valid user entry wins over the table's entry for the same id.
+    """
+    managed = configuration.setting(MINIMUM_CONFIDENCE_BY_TOOL_ID)
+    table: Mapping[str, object] = (
+        managed.value if managed is not None and isinstance(managed.value, Mapping) else {}
+    )
+    locked = managed is not None and managed.locked
+    found: list[tuple[ConfidenceLevel, str, Evidence]] = []
+    for ident in settings_ids:
+        user_level = (
+            None if locked else parse_confidence_level(user.minimum_provider_confidence.get(ident))
+        )
+        if user_level is not None:
+            where = _user_location(user, f"tools.minimum_provider_confidence.{ident}")
+            found.append(
+                (
+                    user_level,
+                    "stored override",
+                    Evidence(
+                        f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]",
+                        user_level.name,
+                        SOURCE_USER,
+                        None,
+                        where,
+                    ),
+                )
+            )
+            continue
+        if managed is not None and ident in table:
+            raw = table[ident]
+            level = parse_confidence_level(raw)
+            origin = _entry_origin(managed, ident)
+            source = SOURCE_LOCKED if locked else SOURCE_EDITABLE
+            key = f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]"
+            if level is None:
+                found.append(
+                    (
+                        ConfidenceLevel.HIGH,
+                        "invalid managed config; safe fallback",
+                        Evidence(key, _text_of(raw), f"{source}; unreadable, HIGH applies", origin),
+                    )
+                )
+            else:
+                found.append((level, "managed config", Evidence(key, level.name, source, origin)))
+    if not found:
+        what = default_description or SOURCE_TOOL_DEFAULT
+        return MinimumConfidence(
+            default,
+            "default fallback",
+            (
+                Evidence(
+                    f"minimum_provider_confidence[{settings_ids[0] if settings_ids else ''}]",
+                    default.name,
+                    what,
+                ),
+            ),
+        )
+    level, source, _ = max(found, key=lambda item: item[0])
+    return MinimumConfidence(level, source, tuple(e for _, _, e in found))
+
+
+# --- provider confidence ----------------------------------------------------------------------------
+
+
+def provider_confidence_under(
+    kind: ProviderKind, scheme: str, custom: Mapping[str, object] | None = None
+) -> ConfidenceLevel:
+    """A kind's level under a scheme; CUSTOM reads the organization's table (missing → UNKNOWN)."""
+    table: dict[ProviderKind, ConfidenceLevel] = {}
+    for name, raw in (custom or {}).items():
+        level = parse_confidence_level(raw)
+        if level is not None and str(name).strip().upper() in ProviderKind.__members__:
+            table[ProviderKind[str(name).strip().upper()]] = level
+    return provider_confidence(kind, scheme.strip().upper(), table)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceSchemeChoice:
+    scheme: str
+    custom: Mapping[str, object]
+    evidence: tuple[Evidence, ...]
+
+
+def confidence_scheme(
+    configuration: PolicyConfiguration, user: UserSettings
+) -> ConfidenceSchemeChoice:
+    """The scheme in force: locked org value → user choice → editable org value → TRUST_ALL."""
+    setting = configuration.setting(CONFIDENCE_SCHEME)
+    custom_table, custom_setting = _table(configuration, CUSTOM_CONFIDENCE_SCHEME)
+    evidence: list[Evidence] = []
+    if setting is not None and (setting.locked or not user.confidence_scheme):
+        scheme = _text_of(setting.value)
+        evidence.append(_managed_evidence(setting, scheme))
+    elif user.confidence_scheme:
+        scheme = user.confidence_scheme
+        where = _user_location(user, "confidence_scheme")
+        evidence.append(Evidence(CONFIDENCE_SCHEME, scheme, SOURCE_USER, None, where))
+    else:
+        scheme = ConfidenceScheme.TRUST_ALL.value
+        evidence.append(Evidence(CONFIDENCE_SCHEME, scheme, SOURCE_BUILT_IN))
+    if scheme.strip().upper() == ConfidenceScheme.CUSTOM.value and custom_setting is not None:
+        evidence.append(
+            _managed_evidence(
+                custom_setting, {str(k): _text_of(v) for k, v in custom_table.items()}
+            )
+        )
+    return ConfidenceSchemeChoice(scheme, custom_table, tuple(evidence))
