@@ -1,0 +1,525 @@
+"""Plugins → one managed configuration, every value with the plugin and line that set it.
+
+Order: organization plugins first, then local ones, each group by PRIORITY ascending (then path),
+so a later plugin wins per key. Lists and tables replace; the add-up keys of the settings table
+unite every plugin's entries. A local plugin never takes over a key or object an organization plugin
+manages. A broken organization plugin fails closed: it is replaced by its last-known-good copy when
+one is kept in the state directory, and otherwise every tool is switched off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policy.configuration import (
+    Beaten,
+    BrokenPlugin,
+    Finding,
+    ManagedSetting,
+    PolicyConfiguration,
+    Severity,
+)
+from policy.plugins import (
+    PLUGIN_FILE_NAME,
+    ConfigurationPlugin,
+    PluginLoadError,
+    PluginSetting,
+    discover_plugin_files,
+    load_plugin,
+    parse_guid,
+)
+from policy.provenance import Origin, SourceLocation
+from policy.settings_keys import setting_key
+from policy.vocabulary import PluginOrigin
+
+ENABLE_TOOLS = "DataTools.EnableTools"
+
+
+def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
+    """Organization before local, then PRIORITY ascending, then path (case-insensitive)."""
+    rank = 0 if plugin.origin is PluginOrigin.ORGANIZATION else 1
+    return rank, plugin.priority, plugin.path.casefold()
+
+
+def merge_plugins(
+    plugins: Sequence[ConfigurationPlugin],
+    broken: Sequence[BrokenPlugin] = (),
+    findings: Sequence[Finding] = (),
+) -> PolicyConfiguration:
+    """Merge loaded plugins (in any order; they are sorted here) into one PolicyConfiguration."""
+    ordered = sorted(plugins, key=plugin_order)
+    merger = _Merger()
+    for plugin in ordered:
+        merger.apply(plugin)
+    settings = merger.settings()
+    failing = [b for b in broken if not b.replaced_by_last_known_good]
+    if failing:
+        settings[ENABLE_TOOLS] = _switched_off(failing[0], settings.get(ENABLE_TOOLS))
+    return PolicyConfiguration(
+        settings=settings,
+        providers=tuple(merger.objects["LLM_PROVIDERS"].values()),
+        data_sources=tuple(merger.objects["DATA_SOURCES"].values()),
+        chat_templates=tuple(merger.objects["CHAT_TEMPLATES"].values()),
+        broken_organization_plugins=tuple(broken),
+        findings=(
+            *findings,
+            *(_broken_finding(b) for b in broken),
+            *(f for p in ordered for f in (*p.findings, *p.unused)),
+            *merger.findings,
+        ),
+        plugins=tuple(p.provenance for p in ordered),
+    )
+
+
+@dataclass
+class _Held:
+    value: Any
+    origin: Origin
+    locked: bool
+    by_organization: bool
+    entry_locations: Any
+    beaten: list[Beaten] = field(default_factory=list)
+
+
+class _Merger:
+    def __init__(self) -> None:
+        self.held: dict[str, _Held] = {}
+        self.contributions: dict[str, list[tuple[ConfigurationPlugin, PluginSetting]]] = {}
+        self.objects: dict[str, dict[str, Any]] = {
+            "LLM_PROVIDERS": {},
+            "DATA_SOURCES": {},
+            "CHAT_TEMPLATES": {},
+        }
+        self.object_owner_is_org: dict[tuple[str, str], bool] = {}
+        self.findings: list[Finding] = []
+
+    def apply(self, plugin: ConfigurationPlugin) -> None:
+        for key, setting in plugin.settings.items():
+            spec = setting_key(key)
+            if spec is not None and spec.adds_up:
+                self._contribute(plugin, setting)
+            else:
+                self._set(plugin, setting)
+        for section, items in (
+            ("LLM_PROVIDERS", plugin.providers),
+            ("DATA_SOURCES", plugin.data_sources),
+            ("CHAT_TEMPLATES", plugin.chat_templates),
+        ):
+            for item in items:
+                self._upsert(plugin, section, item)
+
+    def _set(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
+        origin = plugin.origin_at(setting.location)
+        local = plugin.origin is PluginOrigin.LOCAL
+        current = self.held.get(setting.key)
+        if current is not None and current.by_organization and local:
+            current.beaten.append(Beaten(setting.value, origin))
+            self.findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "local-override-ignored",
+                    f"local plugin {plugin.name} cannot change {setting.key}: organization plugin "
+                    f"{current.origin} manages it; the local value is ignored",
+                    setting.location,
+                )
+            )
+            return
+        beaten = [*current.beaten, Beaten(current.value, current.origin)] if current else []
+        self.held[setting.key] = _Held(
+            value=setting.value,
+            origin=origin,
+            locked=not setting.allow_user_override,
+            by_organization=not local,
+            entry_locations=setting.entry_locations,
+            beaten=beaten,
+        )
+
+    def _contribute(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
+        spec = setting_key(setting.key)
+        if spec is not None and spec.organization_only and plugin.origin is PluginOrigin.LOCAL:
+            self.findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "organization-only-setting",
+                    f"{setting.key} is honored only from organization plugins; "
+                    f"local plugin {plugin.name} is ignored here",
+                    setting.location,
+                )
+            )
+            return
+        self.contributions.setdefault(setting.key, []).append((plugin, setting))
+
+    def _upsert(self, plugin: ConfigurationPlugin, section: str, item: Any) -> None:
+        items = self.objects[section]
+        local = plugin.origin is PluginOrigin.LOCAL
+        key = (section, item.id)
+        if item.id in items and local and self.object_owner_is_org.get(key, False):
+            where = item.origin.location if item.origin else None
+            self.findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "local-override-ignored",
+                    f'local plugin {plugin.name} cannot replace CONFIG["{section}"] entry {item.id}: '
+                    f"an organization plugin owns it; the local entry is ignored",
+                    where,
+                )
+            )
+            return
+        items.pop(item.id, None)
+        items[item.id] = item
+        self.object_owner_is_org[key] = not local
+
+    def settings(self) -> dict[str, ManagedSetting]:
+        merged = {
+            key: ManagedSetting(
+                key=key,
+                value=held.value,
+                locked=held.locked,
+                origin=held.origin,
+                beaten=tuple(held.beaten),
+                entry_locations=dict(held.entry_locations),
+            )
+            for key, held in self.held.items()
+        }
+        for key, contributions in self.contributions.items():
+            merged[key] = _united(key, contributions)
+        return merged
+
+
+def _united(
+    key: str, contributions: list[tuple[ConfigurationPlugin, PluginSetting]]
+) -> ManagedSetting:
+    """An add-up key: every plugin's entries, first mention first, each with its own line."""
+    entries: dict[str, Any] = {}
+    locations: dict[str, Any] = {}
+    for _plugin, setting in contributions:
+        values = setting.value if isinstance(setting.value, tuple) else (setting.value,)
+        for value in values:
+            identity = _entry_identity(value)
+            if identity not in entries:
+                entries[identity] = value
+                locations[identity] = setting.entry_locations.get(identity, setting.location)
+    last_plugin, last = contributions[-1]
+    spec = setting_key(key)
+    return ManagedSetting(
+        key=key,
+        value=tuple(entries.values()),
+        locked=bool(spec and spec.organization_only),
+        origin=last_plugin.origin_at(last.location),
+        entry_locations=locations,
+    )
+
+
+def _entry_identity(value: Any) -> str:
+    if isinstance(value, dict) and isinstance(value.get("PluginHash"), str):
+        return str(value["PluginHash"]).strip().upper()
+    if isinstance(value, str):
+        return value.strip().upper() if re.fullmatch(r"\s*[0-9A-Fa-f]{64}\s*", value) else value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _switched_off(broken: BrokenPlugin, previous: ManagedSetting | None) -> ManagedSetting:
+    location = broken.location or SourceLocation(broken.path, 0)
+    origin = Origin(broken.plugin_id, broken.plugin_name or broken.path, location)
+    beaten: tuple[Beaten, ...] = ()
+    if previous is not None:
+        beaten = (*previous.beaten, Beaten(previous.value, previous.origin))
+    return ManagedSetting(ENABLE_TOOLS, False, True, origin, beaten)
+
+
+def _broken_finding(broken: BrokenPlugin) -> Finding:
+    name = broken.plugin_name or broken.path
+    if broken.replaced_by_last_known_good:
+        return Finding(
+            Severity.WARNING,
+            "broken-organization-plugin",
+            f"organization plugin {name} does not load ({broken.message}); "
+            "its last-known-good copy applies instead",
+            broken.location,
+        )
+    return Finding(
+        Severity.ERROR,
+        "broken-organization-plugin",
+        f"organization plugin {name} does not load ({broken.message}); every tool is switched off "
+        "(TOOLS_SWITCHED_OFF) until it loads again, since no last-known-good copy is available",
+        broken.location,
+    )
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def load_configuration(
+    org: Sequence[Path] = (),
+    local: Sequence[Path] = (),
+    state_dir: Path | None = None,
+) -> PolicyConfiguration:
+    """Load and merge plugins. Never raises for a bad plugin.
+
+    A rejected plugin becomes error findings. A broken organization plugin (or a missing
+    organization path) becomes a BrokenPlugin; with `state_dir`, its last-known-good copy stands in,
+    and every organization plugin that loads refreshes its copy there.
+    """
+    store = _LastKnownGood(state_dir) if state_dir is not None else None
+    loaded: dict[str, ConfigurationPlugin] = {}
+    broken: list[BrokenPlugin] = []
+    findings: list[Finding] = []
+
+    def admit(plugin: ConfigurationPlugin) -> None:
+        holder = loaded.get(plugin.id)
+        if holder is not None:
+            takes_over = (
+                plugin.origin is PluginOrigin.ORGANIZATION and holder.origin is PluginOrigin.LOCAL
+            )
+            kept, dropped = (plugin, holder) if takes_over else (holder, plugin)
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "duplicate-plugin-id",
+                    f"plugins {kept.path} and {dropped.path} share the ID {plugin.id}; "
+                    f"{dropped.path} is ignored",
+                    SourceLocation(dropped.path, 0),
+                )
+            )
+            if not takes_over:
+                return
+        loaded[plugin.id] = plugin
+
+    for root in org:
+        for plugin_file, error in _discover(root):
+            if error is not None:
+                broken_plugin, copies = _fail_closed(root, error, None, store)
+                broken.append(broken_plugin)
+                for copy in copies:
+                    admit(copy)
+                continue
+            try:
+                plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
+            except PluginLoadError as failure:
+                if failure.not_configuration:
+                    findings.append(_as_warning(failure))
+                    continue
+                findings.extend(failure.findings)
+                broken_plugin, copies = _fail_closed(plugin_file, failure.message, failure, store)
+                broken.append(broken_plugin)
+                for copy in copies:
+                    admit(copy)
+                continue
+            admit(plugin)
+            if store is not None:
+                findings.extend(store.save(plugin))
+
+    for root in local:
+        for plugin_file, error in _discover(root):
+            if error is not None:
+                findings.append(
+                    Finding(Severity.ERROR, "plugin-not-found", error, SourceLocation(str(root), 0))
+                )
+                continue
+            try:
+                admit(load_plugin(plugin_file, PluginOrigin.LOCAL))
+            except PluginLoadError as failure:
+                findings.extend(
+                    _as_warning(failure) if failure.not_configuration else f
+                    for f in failure.findings
+                )
+
+    return merge_plugins(list(loaded.values()), broken, findings)
+
+
+def _discover(root: Path) -> list[tuple[Path, str | None]]:
+    try:
+        files = discover_plugin_files(root)
+    except FileNotFoundError:
+        return [(root, f"{root} does not exist")]
+    except OSError as error:
+        return [(root, f"{root} cannot be read: {error.strerror or type(error).__name__}")]
+    if not files:
+        return [(root, f"{root} holds no {PLUGIN_FILE_NAME}")]
+    return [(f, None) for f in files]
+
+
+def _as_warning(failure: PluginLoadError) -> Finding:
+    first = failure.findings[0]
+    return Finding(
+        Severity.WARNING,
+        "not-a-configuration-plugin",
+        f"{first.message}; skipped (only configuration plugins are read)",
+        first.location,
+    )
+
+
+def _fail_closed(
+    path: Path,
+    message: str,
+    failure: PluginLoadError | None,
+    store: _LastKnownGood | None,
+) -> tuple[BrokenPlugin, list[ConfigurationPlugin]]:
+    plugin_id = failure.plugin_id if failure and failure.plugin_id else _id_in_text(path)
+    copies = store.restore(path, plugin_id) if store is not None else []
+    name = failure.plugin_name if failure and failure.plugin_name else ""
+    if not name and copies:
+        name = copies[0].name
+    return (
+        BrokenPlugin(
+            path=str(path),
+            message=message,
+            plugin_id=plugin_id or (copies[0].id if len(copies) == 1 else ""),
+            plugin_name=name,
+            location=failure.location if failure else SourceLocation(str(path), 0),
+            replaced_by_last_known_good=bool(copies),
+        ),
+        copies,
+    )
+
+
+def _id_in_text(path: Path) -> str:
+    """The plugin's ID read from its text, for a plugin whose Lua did not run."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    match = re.search(r"""^\s*ID\s*=\s*["']([^"']+)["']""", text, re.MULTILINE)
+    return (parse_guid(match.group(1)) or "") if match else ""
+
+
+class _LastKnownGood:
+    """Copies of organization plugins that loaded: `<state_dir>/<plugin id>/`.
+
+    Each copy lives in `<id>/<content sha256>/` (the Lua files, same relative paths) and
+    `<id>/current.json` names the live copy and the plugin file it came from. The pointer is
+    replaced atomically, so a crash leaves the previous copy in force.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def save(self, plugin: ConfigurationPlugin) -> list[Finding]:
+        try:
+            self._save(plugin)
+        except OSError as error:
+            return [
+                Finding(
+                    Severity.WARNING,
+                    "state-not-saved",
+                    f"the last-known-good copy of {plugin.name} could not be saved in {self.root}: "
+                    f"{error.strerror or type(error).__name__}",
+                    SourceLocation(plugin.path, 0),
+                )
+            ]
+        return []
+
+    def _save(self, plugin: ConfigurationPlugin) -> None:
+        source_dir = Path(plugin.path).parent
+        files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
+        relative = [_relative_inside(f, source_dir) for f in files]
+        digest = hashlib.sha256()
+        for rel, path in zip(relative, files, strict=True):
+            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        version = digest.hexdigest()
+        home = self.root / plugin.id
+        pointer = home / "current.json"
+        current = self._pointer(plugin.id)
+        if (
+            current
+            and current.get("copy") == version
+            and current.get("source") == str(Path(plugin.path).resolve())
+            and (home / version).is_dir()
+        ):
+            return
+        target = home / version
+        if not target.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=_ensure(home)))
+            for rel, path in zip(relative, files, strict=True):
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, staging / rel)
+            os.replace(staging, target)
+        entry = {
+            "copy": version,
+            "plugin_file": Path(plugin.path).name,
+            "source": str(Path(plugin.path).resolve()),
+            "name": plugin.name,
+        }
+        _write_atomically(pointer, json.dumps(entry, indent=2))
+        for old in home.iterdir():
+            if old.is_dir() and old.name != version:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def _pointer(self, plugin_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.root / plugin_id / "current.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def restore(self, path: Path, plugin_id: str) -> list[ConfigurationPlugin]:
+        """Copies standing in for `path`: by plugin id, else every copy that came from under `path`."""
+        ids = [plugin_id] if plugin_id else self._ids_from(path)
+        copies: list[ConfigurationPlugin] = []
+        for candidate in ids:
+            entry = self._pointer(candidate)
+            if entry is None:
+                continue
+            plugin_file = (
+                self.root
+                / candidate
+                / str(entry.get("copy", ""))
+                / str(entry.get("plugin_file", ""))
+            )
+            try:
+                copies.append(load_plugin(plugin_file, PluginOrigin.ORGANIZATION))
+            except PluginLoadError:
+                continue
+        return copies
+
+    def _ids_from(self, path: Path) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        wanted = path.resolve()
+        found = []
+        for home in sorted(self.root.iterdir()):
+            entry = self._pointer(home.name)
+            source = Path(str(entry.get("source", ""))) if entry else None
+            if source is not None and (source == wanted or wanted in source.parents):
+                found.append(home.name)
+        return found
+
+
+def _relative_inside(path: Path, folder: Path) -> str:
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _ensure(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+__all__ = [
+    "ENABLE_TOOLS",
+    "load_configuration",
+    "merge_plugins",
+    "plugin_order",
+]

@@ -1,0 +1,1083 @@
+"""Configuration plugins: run a plugin.lua in the sandbox and turn its globals into typed data.
+
+The rules follow AI Studio's loader (plugin-loader-spec §5–§10, §16): a problem with a required
+global, TYPE, CONFIG or CONFIG["SETTINGS"] (or a malformed
+`DataTools.MinimumProviderConfidenceByToolId`) rejects the whole plugin; a bad entry inside CONFIG is
+skipped with a warning naming file:line and the rest applies. Sections and keys toolpolicy does not
+act on are kept and reported as unused, never as errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from policy.configuration import (
+    ChatTemplateConfig,
+    DataSourceConfig,
+    Finding,
+    ProviderConfig,
+    SecretValue,
+    Severity,
+)
+from policy.lua_sandbox import LuaFunction, LuaSandboxError, LuaTable, run_plugin
+from policy.provenance import Origin, SourceLocation
+from policy.settings_keys import (
+    OVERRIDE_SUFFIX,
+    SettingKey,
+    SettingKind,
+    companion_of,
+    describe,
+    is_override_companion,
+    parse_bool,
+    parse_choice,
+    setting_key,
+    unknown_key_hint,
+)
+from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+
+PLUGIN_FILE_NAME = "plugin.lua"
+
+CATEGORIES: tuple[str, ...] = (
+    "CORE", "BUSINESS", "INDUSTRY", "UTILITY", "SOFTWARE_DEVELOPMENT", "GAMING", "EDUCATION",
+    "ENTERTAINMENT", "SOCIAL", "SHOPPING", "TRAVEL", "HEALTH", "FITNESS", "FOOD", "PARTY", "SPORTS",
+    "NEWS", "WEATHER", "MUSIC", "POLITICAL", "SCIENCE", "TECHNOLOGY", "ART", "FICTION", "WRITING",
+    "CONTENT_CREATION",
+)  # fmt: skip
+TARGET_GROUPS: tuple[str, ...] = (
+    "EVERYONE", "CHILDREN", "TEENAGERS", "STUDENTS", "ADULTS", "INDUSTRIAL_WORKERS", "OFFICE_WORKERS",
+    "BUSINESS_PROFESSIONALS", "SOFTWARE_DEVELOPERS", "SCIENTISTS", "TEACHERS", "ARTISTS",
+)  # fmt: skip
+PLUGIN_TYPES: tuple[str, ...] = ("NONE", "LANGUAGE", "ASSISTANT", "CONFIGURATION", "THEME")
+PROVIDER_HOSTS: tuple[str, ...] = (
+    "NONE",
+    "LM_STUDIO",
+    "LLAMA_CPP",
+    "WHISPER_CPP",
+    "OLLAMA",
+    "VLLM",
+)
+CAPABILITIES: tuple[str, ...] = (
+    "FUNCTION_CALLING", "CHAT_COMPLETION_API", "RESPONSES_API", "AUDIO_INPUT", "MULTIPLE_IMAGE_INPUT",
+    "SPEECH_INPUT", "VIDEO_INPUT", "OPTIONAL_REASONING", "ALWAYS_REASONING", "REASONING_BY_DEFAULT",
+)  # fmt: skip
+HF_INFERENCE_PROVIDERS: tuple[str, ...] = (
+    "CEREBRAS", "NEBIUS_AI_STUDIO", "SAMBANOVA", "NOVITA", "HYPERBOLIC", "TOGETHER_AI", "FIREWORKS",
+    "HF_INFERENCE_API",
+)  # fmt: skip
+DATA_SOURCE_AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
+AI_STUDIO_SECTIONS: tuple[str, ...] = (
+    "TRANSCRIPTION_PROVIDERS", "EMBEDDING_PROVIDERS", "PROFILES", "DOCUMENT_ANALYSIS_POLICIES",
+    "MANDATORY_INFOS", "INTRODUCTIONS",
+)  # fmt: skip
+
+_PROVIDER_KINDS = tuple(k.value for k in ProviderKind if k is not ProviderKind.NONE)
+_TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
+_HEX = "[0-9a-fA-F]"
+_DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
+_GUID = re.compile(rf"^(?:{_DASHED}|\{{{_DASHED}\}}|\({_DASHED}\)|{_HEX}{{32}})$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+_PRECHECK_ID = re.compile(r'ID = "([^"]*)"')
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSetting:
+    """One `CONFIG["SETTINGS"]` key as this plugin sets it.
+
+    `allow_user_override` is the effective choice (False on keys that cannot honor the companion);
+    `override_requested` records what the plugin asked for, so lint can point out an ignored companion.
+    """
+
+    key: str
+    value: Any
+    location: SourceLocation
+    allow_user_override: bool = False
+    override_requested: bool = False
+    override_location: SourceLocation | None = None
+    entry_locations: Mapping[str, SourceLocation] = field(default_factory=dict)
+    used_by_toolpolicy: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationPlugin:
+    """A loaded configuration plugin; `path` is its plugin.lua as given."""
+
+    id: str
+    name: str
+    path: str
+    origin: PluginOrigin
+    priority: int
+    settings: Mapping[str, PluginSetting] = field(default_factory=dict)
+    providers: tuple[ProviderConfig, ...] = ()
+    data_sources: tuple[DataSourceConfig, ...] = ()
+    chat_templates: tuple[ChatTemplateConfig, ...] = ()
+    unused: tuple[Finding, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    version: str = ""
+    description: str = ""
+    files: tuple[str, ...] = ()
+    other_sections: Mapping[str, Any] = field(default_factory=dict)
+    deployed_using_config_server: bool | None = None
+
+    def origin_at(self, location: SourceLocation) -> Origin:
+        return Origin(self.id, self.name, location)
+
+    @property
+    def provenance(self) -> Origin:
+        return Origin(self.id, self.name, SourceLocation(self.path, 0))
+
+
+class PluginLoadError(Exception):
+    """The whole plugin is rejected; every finding names file:line and what would be valid."""
+
+    def __init__(
+        self,
+        path: str,
+        findings: Iterable[Finding],
+        plugin_id: str = "",
+        plugin_name: str = "",
+        not_configuration: bool = False,
+    ) -> None:
+        self.path = path
+        self.findings = tuple(findings)
+        self.plugin_id = plugin_id
+        self.plugin_name = plugin_name
+        self.not_configuration = not_configuration
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return (
+            "; ".join(_where(f) + f.message for f in self.findings)
+            or f"{self.path}: plugin rejected"
+        )
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self.findings[0].location if self.findings else None
+
+
+def discover_plugin_files(path: Path) -> list[Path]:
+    """A plugin.lua, a plugin folder, or a folder of plugin folders (any depth), sorted.
+
+    Raises FileNotFoundError when `path` does not exist.
+    """
+    if path.is_file():
+        return [path]
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    return sorted(path.rglob(PLUGIN_FILE_NAME), key=lambda p: p.relative_to(path).parts)
+
+
+def load_plugin(plugin_file: Path, origin: PluginOrigin) -> ConfigurationPlugin:
+    """Run and validate one configuration plugin; PluginLoadError rejects it as a whole."""
+    file = str(plugin_file)
+    try:
+        result = run_plugin(plugin_file)
+    except LuaSandboxError as error:
+        finding = _error(
+            "lua-error", f"the plugin could not be run: {error.message}", error.location
+        )
+        raise PluginLoadError(file, [finding]) from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        finding = _error(
+            "unreadable", f"the plugin file cannot be read: {reason}", SourceLocation(file, 0)
+        )
+        raise PluginLoadError(file, [finding]) from None
+    return _Loader(file, origin, result.globals, result.locations, result.files).load()
+
+
+class _Loader:
+    """One plugin's validation; collects issues (rejecting), warnings and unused keys."""
+
+    def __init__(
+        self,
+        file: str,
+        origin: PluginOrigin,
+        globals_: Mapping[str, Any],
+        locations: Mapping[str, SourceLocation],
+        files: tuple[str, ...],
+    ) -> None:
+        self.file = file
+        self.origin = origin
+        self.globals = globals_
+        self.locations = locations
+        self.files = files
+        self.issues: list[Finding] = []
+        self.warnings: list[Finding] = []
+        self.unused: list[Finding] = []
+        self.plugin_id = ""
+        self.name = ""
+
+    # -- whole plugin ------------------------------------------------------------------------
+
+    def load(self) -> ConfigurationPlugin:
+        self.warnings.extend(_precheck_compatibility(self.file))
+        self.plugin_id = self._guid_global("ID")
+        self.name = self._text_global("NAME")
+        description = self._text_global("DESCRIPTION")
+        self._text_global("SUPPORT_CONTACT")
+        version = self._version()
+        self._authors()
+        self._source_url()
+        self._name_list("CATEGORIES", CATEGORIES)
+        self._name_list("TARGET_GROUPS", TARGET_GROUPS)
+        self._maintained()
+        self._deprecation_message()
+        plugin_type = self._plugin_type()
+        deployed = self._deployed_flag()
+        priority = self._priority()
+        config = self._config() if plugin_type == "CONFIGURATION" else None
+        settings_table = self._settings_table(config) if config is not None else None
+        settings: dict[str, PluginSetting] = {}
+        if settings_table is not None:
+            settings = self._settings(settings_table)
+        if self.issues or config is None:
+            raise PluginLoadError(
+                self.file,
+                self.issues,
+                self.plugin_id,
+                self.name,
+                not_configuration=plugin_type in ("LANGUAGE", "ASSISTANT")
+                and len(self.issues) == 1,
+            )
+        providers = self._objects(config, "LLM_PROVIDERS", self._provider)
+        data_sources = self._objects(config, "DATA_SOURCES", self._data_source)
+        templates = self._objects(config, "CHAT_TEMPLATES", self._chat_template)
+        other = self._other_sections(config)
+        return ConfigurationPlugin(
+            id=self.plugin_id,
+            name=self.name,
+            path=self.file,
+            origin=self.origin,
+            priority=priority,
+            settings=settings,
+            providers=tuple(providers),
+            data_sources=tuple(data_sources),
+            chat_templates=tuple(templates),
+            unused=tuple(self.unused),
+            findings=tuple(self.warnings),
+            version=version,
+            description=description,
+            files=self.files,
+            other_sections=other,
+            deployed_using_config_server=deployed,
+        )
+
+    def _at(self, name: str) -> SourceLocation:
+        return self.locations.get(name) or SourceLocation(self.file, 0)
+
+    def _issue(self, code: str, message: str, location: SourceLocation | None = None) -> None:
+        self.issues.append(_error(code, message, location or SourceLocation(self.file, 0)))
+
+    def _warn(self, code: str, message: str, location: SourceLocation | None) -> None:
+        self.warnings.append(
+            Finding(Severity.WARNING, code, message, location or SourceLocation(self.file, 0))
+        )
+
+    def _missing_or(self, name: str, wanted: str) -> None:
+        if name not in self.globals:
+            self._issue("invalid-global", f"{name} is missing; it must be {wanted}")
+        else:
+            value = self.globals[name]
+            self._issue(
+                "invalid-global",
+                f"{name} must be {wanted}, not {describe(_plain(value))}",
+                self._at(name),
+            )
+
+    # -- required globals (§5) ---------------------------------------------------------------
+
+    def _guid_global(self, name: str) -> str:
+        value = self.globals.get(name)
+        guid = parse_guid(value)
+        if guid is None:
+            self._missing_or(name, "a GUID such as 8f3b1c2e-0d4a-4c8e-9b1f-2a3c4d5e6f70")
+            return ""
+        if guid == "00000000-0000-0000-0000-000000000000":
+            self._issue(
+                "invalid-global",
+                f"{name} is the all-zero GUID of the template; generate a GUID of your own",
+                self._at(name),
+            )
+            return ""
+        return guid
+
+    def _text_global(self, name: str) -> str:
+        value = self.globals.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+        self._missing_or(name, "a non-blank string")
+        return ""
+
+    def _version(self) -> str:
+        value = self.globals.get("VERSION")
+        match = _VERSION.match(value) if isinstance(value, str) else None
+        if match and any(int(part) for part in match.groups()):
+            return str(value)
+        self._missing_or("VERSION", 'a string "MAJOR.MINOR.PATCH" other than "0.0.0", e.g. "1.0.0"')
+        return ""
+
+    def _authors(self) -> None:
+        value = self.globals.get("AUTHORS")
+        if isinstance(value, LuaTable) and any(isinstance(v, str) for v in value.sequence()):
+            return
+        self._missing_or("AUTHORS", 'a table with at least one name, e.g. { "IT department" }')
+
+    def _source_url(self) -> None:
+        value = self.globals.get("SOURCE_URL")
+        if isinstance(value, str) and _is_source_url(value.strip()):
+            return
+        self._missing_or("SOURCE_URL", "an absolute http, https or mailto address")
+
+    def _name_list(self, name: str, valid: tuple[str, ...]) -> None:
+        value = self.globals.get(name)
+        if isinstance(value, LuaTable) and any(
+            isinstance(v, str) and v in valid and v != "NONE" for v in value.sequence()
+        ):
+            return
+        self._missing_or(name, f"a table with at least one of (case-sensitive): {', '.join(valid)}")
+
+    def _maintained(self) -> None:
+        value = self.globals.get("IS_MAINTAINED")
+        if not isinstance(value, bool):
+            self._missing_or("IS_MAINTAINED", "true or false")
+        elif not value:
+            self._warn(
+                "not-maintained",
+                "IS_MAINTAINED is false: this plugin is no longer maintained",
+                self._at("IS_MAINTAINED"),
+            )
+
+    def _deprecation_message(self) -> None:
+        if not isinstance(self.globals.get("DEPRECATION_MESSAGE"), str):
+            self._missing_or("DEPRECATION_MESSAGE", 'a string (may be "")')
+
+    def _plugin_type(self) -> str:
+        value = self.globals.get("TYPE")
+        if not isinstance(value, str):
+            self._missing_or("TYPE", '"CONFIGURATION"')
+            return ""
+        if value not in PLUGIN_TYPES or value == "NONE":
+            self._issue(
+                "invalid-type",
+                f'TYPE "{value}" is not a plugin type (case-sensitive: {", ".join(PLUGIN_TYPES[1:])}); '
+                'a configuration plugin says TYPE = "CONFIGURATION"',
+                self._at("TYPE"),
+            )
+        elif value != "CONFIGURATION":
+            self._issue(
+                "not-a-configuration-plugin",
+                f'TYPE is "{value}": not a configuration plugin (TYPE = "CONFIGURATION")',
+                self._at("TYPE"),
+            )
+        return value
+
+    def _deployed_flag(self) -> bool | None:
+        value = self.globals.get("DEPLOYED_USING_CONFIG_SERVER")
+        if value is None or isinstance(value, bool):
+            return value
+        self._warn(
+            "invalid-global",
+            f"DEPLOYED_USING_CONFIG_SERVER must be true or false, not {describe(_plain(value))}; "
+            "read as not declared",
+            self._at("DEPLOYED_USING_CONFIG_SERVER"),
+        )
+        return None
+
+    def _priority(self) -> int:
+        value = self.globals.get("PRIORITY")
+        if value is None:
+            return 0
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and float(value).is_integer()
+        ):
+            return int(value)
+        self._warn(
+            "invalid-priority",
+            f"PRIORITY must be a whole number such as 100, not {describe(_plain(value))}; "
+            "read as 0, as AI Studio does",
+            self._at("PRIORITY"),
+        )
+        return 0
+
+    def _config(self) -> LuaTable | None:
+        value = self.globals.get("CONFIG")
+        if isinstance(value, LuaTable):
+            return value
+        self._missing_or("CONFIG", "a table, e.g. CONFIG = {}")
+        return None
+
+    def _settings_table(self, config: LuaTable) -> LuaTable | None:
+        value = config.get("SETTINGS")
+        if isinstance(value, LuaTable):
+            return value
+        where = config.locations.get("SETTINGS") or config.location or self._at("CONFIG")
+        if value is None:
+            self._issue(
+                "missing-settings",
+                'CONFIG["SETTINGS"] is missing; write CONFIG["SETTINGS"] = {} at least',
+                where,
+            )
+        else:
+            self._issue(
+                "missing-settings",
+                f'CONFIG["SETTINGS"] must be a table, not {describe(_plain(value))}',
+                where,
+            )
+        return None
+
+    # -- CONFIG["SETTINGS"] (§9) --------------------------------------------------------------
+
+    def _settings(self, table: LuaTable) -> dict[str, PluginSetting]:
+        settings: dict[str, PluginSetting] = {}
+        companions: dict[str, tuple[Any, SourceLocation]] = {}
+        for key, value in table.entries.items():
+            where = table.locations.get(key) or table.location or SourceLocation(self.file, 0)
+            if not isinstance(key, str):
+                self._warn(
+                    "invalid-setting",
+                    f'CONFIG["SETTINGS"] key {describe(key)} is not a setting name; skipped',
+                    where,
+                )
+            elif is_override_companion(key):
+                companions[companion_of(key)] = (value, where)
+            else:
+                parsed = self._setting(key, value, where)
+                if parsed is not None:
+                    settings[key] = parsed
+        for base, (value, where) in companions.items():
+            self._companion(settings, base, value, where)
+        return settings
+
+    def _setting(self, key: str, value: Any, where: SourceLocation) -> PluginSetting | None:
+        spec = setting_key(key)
+        if spec is None or not spec.used_by_toolpolicy:
+            reason = (
+                "an AI Studio setting toolpolicy does not use"
+                if spec
+                else f"not a setting toolpolicy knows{unknown_key_hint(key)}"
+            )
+            self.unused.append(
+                Finding(
+                    Severity.WARNING,
+                    "not-used-by-toolpolicy",
+                    f'CONFIG["SETTINGS"]["{key}"] is {reason}; kept',
+                    where,
+                )
+            )
+            entries = _entry_locations(value) if isinstance(value, LuaTable) else {}
+            return PluginSetting(
+                key, _plain(value), where, entry_locations=entries, used_by_toolpolicy=False
+            )
+        typed, entries = _SettingParser(self, spec, where).parse(value)
+        if typed is None:
+            return None
+        return PluginSetting(key, typed, where, entry_locations=entries)
+
+    def _companion(
+        self, settings: dict[str, PluginSetting], base: str, value: Any, where: SourceLocation
+    ) -> None:
+        name = base + OVERRIDE_SUFFIX
+        allow = parse_bool(value)
+        if allow is None:
+            self._warn(
+                "invalid-override",
+                f"{name} must be true or false, not {describe(_plain(value))}; the setting stays locked",
+                where,
+            )
+            allow = False
+        current = settings.get(base)
+        if current is None:
+            self._warn(
+                "override-without-setting",
+                f"{name} has no effect: {base} is not set (or was skipped) in this plugin",
+                where,
+            )
+            return
+        spec = setting_key(base)
+        honored = allow and (spec is None or spec.honors_user_override)
+        settings[base] = PluginSetting(
+            current.key,
+            current.value,
+            current.location,
+            allow_user_override=honored,
+            override_requested=allow,
+            override_location=where,
+            entry_locations=current.entry_locations,
+            used_by_toolpolicy=current.used_by_toolpolicy,
+        )
+
+    # -- configuration objects (§10) ----------------------------------------------------------
+
+    def _objects(self, config: LuaTable, section: str, parse: Any) -> list[Any]:
+        value = config.get(section)
+        if value is None:
+            return []
+        where = config.locations.get(section) or config.location
+        if not isinstance(value, LuaTable) or not value.is_sequence():
+            self._warn(
+                "invalid-section", f'CONFIG["{section}"] must be a list of tables; skipped', where
+            )
+            return []
+        objects: dict[str, Any] = {}
+        for index, entry in enumerate(value.sequence(), start=1):
+            entry_where = value.locations.get(index) or where
+            label = f'CONFIG["{section}"] entry {index}'
+            if not isinstance(entry, LuaTable):
+                self._warn("invalid-entry", f"{label} is not a table; skipped", entry_where)
+                continue
+            entry_where = entry.location or entry_where
+            problems: list[str] = []
+            parsed = parse(entry, entry_where, problems, label)
+            if parsed is None:
+                self._warn("invalid-entry", f"{label} skipped: {'; '.join(problems)}", entry_where)
+                continue
+            for problem in problems:
+                self._warn("invalid-entry-field", f"{label}: {problem}", entry_where)
+            if parsed.id in objects:
+                self._warn(
+                    "duplicate-id",
+                    f"{label} repeats Id {parsed.id}; the later entry replaces the earlier",
+                    entry_where,
+                )
+            objects[parsed.id] = parsed
+        return list(objects.values())
+
+    def _provider(
+        self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
+    ) -> ProviderConfig | None:
+        fields = _Fields(entry, problems)
+        provider_id = fields.guid("Id")
+        instance = fields.string("InstanceName", blank_ok=True)
+        kind = fields.choice("UsedLLMProvider", _PROVIDER_KINDS)
+        host = fields.choice("Host", PROVIDER_HOSTS)
+        hostname = fields.string("Hostname", blank_ok=True)
+        model = entry.get("Model")
+        model_id = display = None
+        if isinstance(model, LuaTable):
+            model_id = _Fields(model, problems, "Model.").string("Id", blank_ok=True)
+            display = _Fields(model, problems, "Model.").string("DisplayName", blank_ok=True)
+        else:
+            problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
+        if None in (provider_id, instance, kind, host, hostname, model_id, display):
+            return None
+        optional: list[str] = []
+        additional: dict[str, Any] = {"DisplayName": display}
+        allow_user_key = parse_bool(entry.get("AllowUserProvidedAPIKey")) or False
+        additional["AllowUserProvidedAPIKey"] = allow_user_key
+        hf = entry.get("HFInferenceProvider")
+        if hf is not None:
+            additional["HFInferenceProvider"] = parse_choice(hf, HF_INFERENCE_PROVIDERS) or "NONE"
+            if additional["HFInferenceProvider"] == "NONE":
+                optional.append(
+                    f"HFInferenceProvider {describe(_plain(hf))} is not one of {', '.join(HF_INFERENCE_PROVIDERS)}; read as NONE"
+                )
+        for name in ("AdditionalJsonApiParameters", "TokenizerPath"):
+            text = entry.get(name)
+            if text is not None:
+                if isinstance(text, str):
+                    additional[name] = text
+                else:
+                    optional.append(f"{name} must be a string; ignored")
+        known = {
+            "Id",
+            "InstanceName",
+            "UsedLLMProvider",
+            "Host",
+            "Hostname",
+            "Model",
+            "AllowUserProvidedAPIKey",
+            "HFInferenceProvider",
+            "AdditionalJsonApiParameters",
+            "TokenizerPath",
+            "APIKey",
+            "CapabilityOverrides",
+        }
+        additional.update({str(k): _plain(v) for k, v in entry.entries.items() if k not in known})
+        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), optional)
+        api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
+        problems.extend(optional)
+        assert provider_id and kind and host and model_id is not None and instance is not None
+        return ProviderConfig(
+            id=provider_id,
+            name=instance,
+            kind=ProviderKind(kind),
+            model=model_id,
+            host=host,
+            hostname=hostname or "",
+            capability_overrides=overrides,
+            api_key=api_key,
+            additional=additional,
+            origin=Origin(self.plugin_id, self.name, where),
+        )
+
+    def _capability_overrides(self, value: Any, problems: list[str]) -> dict[str, bool]:
+        if value is None:
+            return {}
+        if not isinstance(value, LuaTable):
+            problems.append(
+                "CapabilityOverrides must be a table of capability = true/false; ignored"
+            )
+            return {}
+        overrides: dict[str, bool] = {}
+        folded = {c.replace("_", ""): c for c in CAPABILITIES}
+        for key, flag in value.entries.items():
+            name = folded.get(str(key).replace("_", "").upper()) if isinstance(key, str) else None
+            if name is None:
+                problems.append(
+                    f"CapabilityOverrides key {describe(key)} is not one of {', '.join(CAPABILITIES)}; ignored"
+                )
+            elif not isinstance(flag, bool):
+                problems.append(
+                    f"CapabilityOverrides.{key} must be true or false, not {describe(_plain(flag))}; ignored"
+                )
+            else:
+                if name.upper() != str(key).upper():
+                    problems.append(
+                        f'CapabilityOverrides key "{key}" is read as {name}; AI Studio only knows the spelling {name}'
+                    )
+                overrides[name] = flag
+        return overrides
+
+    def _api_key(
+        self, value: Any, allow_user_key: bool, problems: list[str], owner: str
+    ) -> SecretValue | None:
+        if value is None:
+            return None
+        if allow_user_key:
+            problems.append("APIKey is ignored because AllowUserProvidedAPIKey is true")
+            return None
+        return _checked_secret(value, "APIKey", problems)
+
+    def _data_source(
+        self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
+    ) -> DataSourceConfig | None:
+        fields = _Fields(entry, problems)
+        source_id = fields.guid("Id")
+        name = fields.string("Name")
+        kind = fields.choice("Type", ("ERI_V1",))
+        hostname = fields.string("Hostname")
+        port = fields.integer("Port", 1, 65535)
+        auth = fields.choice("AuthMethod", DATA_SOURCE_AUTH_METHODS)
+        security = fields.choice("SecurityPolicy", ("ALLOW_ANY", "SELF_HOSTED"))
+        fields.string("SelectedRetrievalId")
+        fields.integer("MaxMatches", 1, 65535)
+        raw = {str(k): _plain(v) for k, v in entry.entries.items()}
+        if auth == "USERNAME_PASSWORD":
+            mode = fields.choice(
+                "UsernamePasswordMode",
+                ("SHARED_USERNAME_AND_PASSWORD", "OS_USERNAME_SHARED_PASSWORD"),
+            )
+            if mode == "SHARED_USERNAME_AND_PASSWORD":
+                fields.string("Username")
+        secret_field = {"TOKEN": "Token", "USERNAME_PASSWORD": "Password"}.get(auth or "")
+        if secret_field:
+            raw.pop(secret_field, None)
+            secret = _checked_secret(entry.get(secret_field), secret_field, problems, required=True)
+            if secret is None:
+                return None
+            raw[secret_field] = secret
+        if problems or None in (source_id, name, kind, hostname, port, auth, security):
+            return None
+        assert source_id and name and kind and security and hostname
+        raw["Hostname"] = hostname.strip().removesuffix("/")
+        return DataSourceConfig(
+            id=source_id,
+            name=name,
+            kind=kind,
+            security=DataSecurity(security),
+            raw=raw,
+            origin=Origin(self.plugin_id, self.name, where),
+        )
+
+    def _chat_template(
+        self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
+    ) -> ChatTemplateConfig | None:
+        fields = _Fields(entry, problems)
+        template_id = fields.guid("Id")
+        name = fields.string("Name", blank_ok=True)
+        fields.string("SystemPrompt", blank_ok=True)
+        tool_ids: tuple[str, ...] | None = None
+        raw_ids = entry.get("ToolIds")
+        notes: list[str] = []
+        if raw_ids is not None:
+            if not isinstance(raw_ids, LuaTable) or not raw_ids.is_sequence():
+                problems.append(
+                    'ToolIds must be a list such as { "web_search" } (or {} for no tools)'
+                )
+            else:
+                ids: dict[str, None] = {}
+                for position, item in enumerate(raw_ids.sequence(), start=1):
+                    if isinstance(item, str) and item.strip():
+                        ids[item.strip()] = None
+                    else:
+                        notes.append(
+                            f"ToolIds entry {position} ({describe(_plain(item))}) is not a tool id; skipped"
+                        )
+                tool_ids = tuple(ids)
+        if template_id is None or name is None or problems:
+            return None
+        problems.extend(notes)
+        raw = {str(k): _plain(v) for k, v in entry.entries.items() if k != "ToolIds"}
+        return ChatTemplateConfig(
+            id=template_id,
+            name=name,
+            tool_ids=tool_ids,
+            raw=raw,
+            origin=Origin(self.plugin_id, self.name, where),
+        )
+
+    def _other_sections(self, config: LuaTable) -> dict[str, Any]:
+        other: dict[str, Any] = {}
+        for key, value in config.entries.items():
+            if key in ("SETTINGS", "LLM_PROVIDERS", "DATA_SOURCES", "CHAT_TEMPLATES"):
+                continue
+            where = config.locations.get(key) or config.location
+            known = key in AI_STUDIO_SECTIONS
+            reason = (
+                "an AI Studio section toolpolicy does not use"
+                if known
+                else "not a section toolpolicy knows"
+            )
+            self.unused.append(
+                Finding(
+                    Severity.WARNING,
+                    "not-used-by-toolpolicy",
+                    f'CONFIG["{key}"] is {reason}; kept',
+                    where,
+                )
+            )
+            other[str(key)] = _plain(value)
+        return other
+
+
+class _SettingParser:
+    """Parses one used setting by its kind; entry problems become warnings (or rejecting issues)."""
+
+    def __init__(self, loader: _Loader, spec: SettingKey, where: SourceLocation) -> None:
+        self.loader = loader
+        self.spec = spec
+        self.where = where
+        self.label = f'CONFIG["SETTINGS"]["{spec.name}"]'
+
+    def _skip(self, wanted: str, value: Any) -> None:
+        message = f"{self.label} must be {wanted}, not {describe(_plain(value))}"
+        if self.spec.rejects_plugin:
+            self.loader._issue("invalid-setting", message, self.where)
+        else:
+            self.loader._warn("invalid-setting", message + "; the setting is skipped", self.where)
+
+    def _entry(self, table: LuaTable, key: Any, message: str) -> None:
+        where = table.locations.get(key) or self.where
+        if self.spec.rejects_plugin:
+            self.loader._issue("invalid-setting", f"{self.label}: {message}", where)
+        else:
+            self.loader._warn(
+                "invalid-setting-entry", f"{self.label}: {message}; entry skipped", where
+            )
+
+    def parse(self, value: Any) -> tuple[Any, dict[str, SourceLocation]]:
+        kind = self.spec.kind
+        if kind is SettingKind.BOOL:
+            flag = parse_bool(value)
+            if flag is None:
+                self._skip("true or false", value)
+            return flag, {}
+        if kind in (SettingKind.ENUM, SettingKind.LEVEL):
+            name = parse_choice(value, self.spec.choices)
+            if name is None:
+                self._skip(f"one of {', '.join(self.spec.choices)}", value)
+            return name, {}
+        if kind is SettingKind.STRING:
+            if not isinstance(value, str):
+                self._skip("a string", value)
+                return None, {}
+            return value, {}
+        if not isinstance(value, LuaTable):
+            self._skip(f"a table like {self.spec.example or '{ ... }'}", value)
+            return None, {}
+        if kind is SettingKind.STRING_SET:
+            return self._string_set(value)
+        if kind is SettingKind.COMPONENT_IDS:
+            return self._component_ids(value)
+        return self._map(value)
+
+    def _string_set(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        if not table.is_sequence():
+            self._skip(f"a list like {self.spec.example}", table)
+            return None, {}
+        items: dict[str, SourceLocation] = {}
+        for index, item in enumerate(table.sequence(), start=1):
+            if isinstance(item, str) and item.strip():
+                items.setdefault(item.strip(), table.locations.get(index) or self.where)
+            else:
+                self._entry(
+                    table,
+                    index,
+                    f"entry {index} ({describe(_plain(item))}) is not a non-blank string",
+                )
+        if self.spec.name == "DataSourceSecuritySettings.TrustedProviderIds":
+            items = {k.lower(): v for k, v in items.items()}
+        return tuple(items), items
+
+    def _component_ids(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        result: dict[str, tuple[str, ...]] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, item in table.entries.items():
+            component = parse_choice(key, self.spec.key_choices)
+            if component is None:
+                self._entry(
+                    table,
+                    key,
+                    f"{describe(key)} is not a component (e.g. CHAT, WRITER, EMAIL_ASSISTANT)",
+                )
+                continue
+            if not isinstance(item, LuaTable) or not item.is_sequence():
+                self._entry(
+                    table,
+                    key,
+                    f'the value for {component} must be a list of tool ids like {{ "web_search" }}',
+                )
+                continue
+            ids = [i.strip() for i in item.sequence() if isinstance(i, str) and i.strip()]
+            if len(ids) != len(item.sequence()):
+                self._entry(
+                    table,
+                    key,
+                    f"the list for {component} holds entries that are not tool ids; they are skipped",
+                )
+            result[component] = tuple(dict.fromkeys(ids))
+            locations[component] = table.locations.get(key) or self.where
+        return result, locations
+
+    def _map(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        spec = self.spec
+        result: dict[str, str] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, item in table.entries.items():
+            if not isinstance(key, str) or not key.strip():
+                self._entry(table, key, f"key {describe(key)} must be a non-blank string")
+                continue
+            name = key.strip()
+            if spec.kind is SettingKind.ENUM_MAP:
+                canonical = parse_choice(name, spec.key_choices)
+                if canonical is None:
+                    self._entry(table, key, f'"{name}" is not one of {", ".join(spec.key_choices)}')
+                    continue
+                name = canonical
+            if spec.name in _TOOL_SETTING_TABLES and not _is_tool_field(name):
+                self._entry(
+                    table,
+                    key,
+                    f'"{name}" must name a tool field as "<toolId>.<field>", e.g. "web_search.defaultLanguage"',
+                )
+                continue
+            if spec.kind in (SettingKind.LEVEL_MAP, SettingKind.ENUM_MAP):
+                level = parse_choice(item, spec.choices)
+                if level is None:
+                    self._entry(
+                        table,
+                        key,
+                        f'the level for "{name}" must be one of {", ".join(spec.choices)}, not {describe(_plain(item))}',
+                    )
+                    continue
+                result[name] = level
+            elif isinstance(item, str):
+                result[name] = item
+            elif isinstance(item, bool | int | float):
+                text = _scalar_text(item)
+                self.loader._warn(
+                    "ai-studio-compat",
+                    f'{self.label}["{name}"] is {describe(item)}; read as "{text}", but AI Studio skips values that are not strings — write "{text}"',
+                    table.locations.get(key) or self.where,
+                )
+                result[name] = text
+            else:
+                self._entry(
+                    table,
+                    key,
+                    f'the value for "{name}" must be a string, not {describe(_plain(item))}',
+                )
+                continue
+            locations[name] = table.locations.get(key) or self.where
+        return result, locations
+
+
+class _Fields:
+    """Reads required fields of one configuration object, collecting what is wrong."""
+
+    def __init__(self, table: LuaTable, problems: list[str], prefix: str = "") -> None:
+        self.table = table
+        self.problems = problems
+        self.prefix = prefix
+
+    def _bad(self, name: str, wanted: str) -> None:
+        value = self.table.get(name)
+        got = "missing" if value is None else f"is {describe(_plain(value))}"
+        self.problems.append(f"{self.prefix}{name} {got}; it must be {wanted}")
+
+    def guid(self, name: str) -> str | None:
+        guid = parse_guid(self.table.get(name))
+        if guid is None:
+            self._bad(name, "a GUID")
+        return guid
+
+    def string(self, name: str, blank_ok: bool = False) -> str | None:
+        value = self.table.get(name)
+        if isinstance(value, str) and (blank_ok or value.strip()):
+            return value
+        self._bad(name, "a string" if blank_ok else "a non-blank string")
+        return None
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
+        value = parse_choice(self.table.get(name), choices)
+        if value is None:
+            self._bad(name, f"one of {', '.join(choices)}")
+        return value
+
+    def integer(self, name: str, low: int, high: int) -> int | None:
+        value = self.table.get(name)
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and float(value).is_integer()
+            and low <= value <= high
+        ):
+            return int(value)
+        self._bad(name, f"a whole number from {low} to {high}")
+        return None
+
+
+def parse_guid(value: Any) -> str | None:
+    """A GUID in any of .NET's plain forms, as lower-case 8-4-4-4-12; else None."""
+    if not isinstance(value, str) or not _GUID.match(value.strip()):
+        return None
+    digits = re.sub(r"[^0-9a-fA-F]", "", value).lower()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def _checked_secret(
+    value: Any, name: str, problems: list[str], required: bool = False
+) -> SecretValue | None:
+    from policy.secrets import SecretError, configured_secret, decrypt, is_encrypted
+
+    if value is None:
+        if required:
+            problems.append(f"{name} is missing; it must be an ENC:v1: value")
+        return None
+    if not is_encrypted(value):
+        problems.append(
+            f"{name} is not an ENC:v1: value; plaintext secrets are refused (encrypt it with `policy encrypt`)"
+        )
+        return None
+    secret = configured_secret()
+    if secret is None:
+        problems.append(
+            f"{name} cannot be decrypted: no encryption secret is configured (TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
+        )
+        return None
+    try:
+        decrypt(value, secret)
+    except SecretError as error:
+        problems.append(f"{name} cannot be decrypted: {error.message}")
+        return None
+    return SecretValue(value)
+
+
+def _is_source_url(text: str) -> bool:
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        return bool(parts.netloc)
+    if parts.scheme == "mailto":
+        return bool(parts.path.strip())
+    return False
+
+
+def _is_tool_field(name: str) -> bool:
+    tool, _, field_name = name.partition(".")
+    return bool(tool.strip() and field_name.strip())
+
+
+def _scalar_text(value: bool | int | float) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """Lua data as plain Python: sequences → tuples, other tables → dicts, functions → a marker."""
+    if isinstance(value, LuaTable):
+        if value.is_sequence() and value.entries:
+            return tuple(_plain(v) for v in value.sequence())
+        return {k: _plain(v) for k, v in value.entries.items()}
+    if isinstance(value, LuaFunction):
+        where = f" defined at {value.location}" if value.location else ""
+        return f"<function{where}>"
+    return value
+
+
+def _entry_locations(table: LuaTable) -> dict[str, SourceLocation]:
+    if table.is_sequence():
+        return {
+            str(_plain(v)): table.locations[i]
+            for i, v in enumerate(table.sequence(), 1)
+            if i in table.locations
+        }
+    return {str(k): loc for k, loc in table.locations.items()}
+
+
+def _precheck_compatibility(file: str) -> list[Finding]:
+    """AI Studio refuses a plugin whose text lacks a literal `ID = "<guid>"` before Lua runs."""
+    try:
+        text = Path(file).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    match = _PRECHECK_ID.search(text)
+    if match is None:
+        reason = 'its text has no literal ID = "..." (AI Studio looks for exactly that spelling)'
+    elif parse_guid(match.group(1)) is None:
+        reason = f'the first literal ID = "..." in its text ("{match.group(1)[:40]}") is not a GUID'
+    else:
+        return []
+    line = text.count("\n", 0, match.start()) + 1 if match else 0
+    return [
+        Finding(
+            Severity.WARNING,
+            "ai-studio-compat",
+            f"AI Studio would refuse this plugin: {reason}; toolpolicy loads it",
+            SourceLocation(file, line),
+        )
+    ]
+
+
+def _error(code: str, message: str, location: SourceLocation | None = None) -> Finding:
+    return Finding(Severity.ERROR, code, message, location)
+
+
+def _where(finding: Finding) -> str:
+    return f"{finding.location}: " if finding.location else ""
+
+
+__all__ = [
+    "AI_STUDIO_SECTIONS",
+    "CAPABILITIES",
+    "CATEGORIES",
+    "PLUGIN_FILE_NAME",
+    "TARGET_GROUPS",
+    "ConfigurationPlugin",
+    "PluginLoadError",
+    "PluginSetting",
+    "discover_plugin_files",
+    "load_plugin",
+    "parse_guid",
+]
