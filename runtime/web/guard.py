@@ -1,0 +1,267 @@
+"""The prompt-injection guard: every text a tool brings in from outside passes through it.
+
+The guard never rejects content. It asks a filter (built-in or an external service) to remove
+suspicious passages; when the filter cannot run, the texts pass unchanged and the user is warned,
+because failing a request over a best-effort check would cost the user their work. Reports are
+collected per tool call: nested scopes report once, when the outermost one closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Protocol
+
+_log = logging.getLogger(__name__)
+
+MAX_LISTED_FINDINGS = 8
+"""Findings listed per filtered text; the redacted count stays exact."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSource:
+    """Where a text came from. All fields of one page share one source, so reports name the page."""
+
+    kind: str
+    label: str
+
+
+def web_content(url: str) -> GuardSource:
+    """The source of every field of a fetched web page, labelled by its final URL."""
+    return GuardSource(kind="web_content", label=url)
+
+
+def tool_content(tool_name: str) -> GuardSource:
+    """The source of text a tool brings from a data source that is not a web page."""
+    return GuardSource(kind="tool_content", label=tool_name)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardText:
+    text: str
+    source: GuardSource
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One removed passage: which rule matched, its category and a short excerpt."""
+
+    rule_id: str
+    category: str
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    """A filter's answer for one text, in the shape of the external filtering service."""
+
+    sanitized_text: str
+    findings: tuple[Finding, ...] = ()
+    redacted_count: int = 0
+
+
+class InjectionFilter(Protocol):
+    """Filters many texts in one go; answers in the same order and length, or raises."""
+
+    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRemovals:
+    """What was removed from one source across all its texts."""
+
+    source: GuardSource
+    findings: tuple[Finding, ...]
+    redacted_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class GuardCheckFailed:
+    """The filter could not run: these sources were used as they are."""
+
+    sources: tuple[GuardSource, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GuardRemovalReport:
+    """Suspicious passages were removed; `message` is for the user, `log_message` for the log."""
+
+    removals: tuple[SourceRemovals, ...]
+    message: str
+    log_message: str
+
+    @property
+    def redacted_count(self) -> int:
+        return sum(removal.redacted_count for removal in self.removals)
+
+
+GuardEvent = GuardCheckFailed | GuardRemovalReport
+GuardReporter = Callable[[GuardEvent], None]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """What one outermost scope has collected so far."""
+
+    failed: list[GuardSource] = field(default_factory=list)
+    removals: list[SourceRemovals] = field(default_factory=list)
+
+
+def check_failed_message(sources: Sequence[GuardSource]) -> str:
+    if len(sources) == 1:
+        return (
+            f"'{sources[0].label}' could not be checked for prompt injections; "
+            "its content is used as it is."
+        )
+    return (
+        f"{len(sources)} sources could not be checked for prompt injections; "
+        "their content is used as it is."
+    )
+
+
+def removal_message(removals: Sequence[SourceRemovals]) -> str:
+    if len(removals) == 1:
+        return (
+            f"Suspicious instructions were removed from '{removals[0].source.label}' "
+            "before it was used."
+        )
+    return (
+        f"Suspicious instructions were removed from {len(removals)} sources before they were used."
+    )
+
+
+def removal_log_message(removals: Sequence[SourceRemovals]) -> str:
+    passages = sum(removal.redacted_count for removal in removals)
+    return (
+        f"Detected and removed {passages} potentially dangerous passage(s) "
+        f"in {len(removals)} content source(s)."
+    )
+
+
+def _distinct(sources: Sequence[GuardSource]) -> tuple[GuardSource, ...]:
+    return tuple(dict.fromkeys(sources))
+
+
+def _merge_by_source(removals: Sequence[SourceRemovals]) -> tuple[SourceRemovals, ...]:
+    merged: dict[GuardSource, SourceRemovals] = {}
+    for removal in removals:
+        earlier = merged.get(removal.source)
+        if earlier is None:
+            merged[removal.source] = removal
+        else:
+            merged[removal.source] = SourceRemovals(
+                source=removal.source,
+                findings=earlier.findings + removal.findings,
+                redacted_count=earlier.redacted_count + removal.redacted_count,
+            )
+    return tuple(merged.values())
+
+
+class PromptInjectionGuard:
+    """Filters untrusted texts through one filter and reports to the app, once per tool call."""
+
+    def __init__(self, filter: InjectionFilter, reporter: GuardReporter | None = None) -> None:
+        self._filter = filter
+        self._reporter = reporter
+        self._pending: ContextVar[_Pending | None] = ContextVar(
+            f"toolpolicy_guard_scope_{id(self)}", default=None
+        )
+
+    async def sanitize(self, text: str, source: GuardSource) -> str:
+        """One text; a blank text comes back unchanged without asking the filter."""
+        return (await self.sanitize_many([GuardText(text, source)]))[0]
+
+    async def sanitize_many(self, texts: Sequence[GuardText]) -> list[str]:
+        """All texts of one tool call in one filter request; results in the same order."""
+        results = [item.text for item in texts]
+        positions = [index for index, item in enumerate(texts) if item.text.strip()]
+        if not positions:
+            return results
+        async with self.scope():
+            answers = await self._ask_filter([texts[index].text for index in positions])
+            if answers is None:
+                self._queue_failure(_distinct([texts[index].source for index in positions]))
+                return results
+            removals: list[SourceRemovals] = []
+            for index, answer in zip(positions, answers, strict=True):
+                results[index] = answer.sanitized_text
+                if answer.redacted_count > 0:
+                    removals.append(
+                        SourceRemovals(
+                            texts[index].source, tuple(answer.findings), answer.redacted_count
+                        )
+                    )
+            self._queue_removals(removals)
+        return results
+
+    @asynccontextmanager
+    async def scope(self) -> AsyncIterator[None]:
+        """Collect reports until the outermost scope of this task closes, then report once."""
+        if self._pending.get() is not None:
+            yield
+            return
+        pending = _Pending()
+        token = self._pending.set(pending)
+        try:
+            yield
+        finally:
+            self._pending.reset(token)
+            self._report(pending)
+
+    async def _ask_filter(self, texts: list[str]) -> list[FilterResult] | None:
+        try:
+            answers = list(await self._filter.filter_batch(texts))
+        except Exception as error:
+            _log.error(
+                "The prompt-injection filter failed for %d text(s): %s: %s",
+                len(texts),
+                type(error).__name__,
+                error,
+            )
+            return None
+        if len(answers) != len(texts):
+            _log.error(
+                "The prompt-injection filter answered %d result(s) for %d text(s).",
+                len(answers),
+                len(texts),
+            )
+            return None
+        return answers
+
+    def _queue_failure(self, sources: Sequence[GuardSource]) -> None:
+        pending = self._pending.get()
+        if pending is not None:
+            pending.failed.extend(sources)
+
+    def _queue_removals(self, removals: Sequence[SourceRemovals]) -> None:
+        pending = self._pending.get()
+        if pending is not None:
+            pending.removals.extend(removals)
+
+    def _report(self, pending: _Pending) -> None:
+        if pending.failed:
+            failed = _distinct(pending.failed)
+            self._emit(GuardCheckFailed(failed, check_failed_message(failed)))
+        if pending.removals:
+            removals = _merge_by_source(pending.removals)
+            report = GuardRemovalReport(
+                removals=removals,
+                message=removal_message(removals),
+                log_message=removal_log_message(removals),
+            )
+            _log.warning(report.log_message)
+            self._emit(report)
+
+    def _emit(self, event: GuardEvent) -> None:
+        if self._reporter is None:
+            if isinstance(event, GuardCheckFailed):
+                _log.warning(event.message)
+            return
+        try:
+            self._reporter(event)
+        except Exception as error:
+            _log.error("The prompt-injection reporter failed: %s: %s", type(error).__name__, error)

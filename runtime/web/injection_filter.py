@@ -1,0 +1,558 @@
+"""The built-in structural prompt-injection filter.
+
+It removes passages instead of rejecting a text, and puts a visible marker in their place.
+Matching runs over a *view* of the text in which JSON `\\uXXXX` escapes and HTML/XML character
+references are decoded, invisible characters are dropped and scrambled keywords are restored,
+because a model reads the text that way; removals are applied to the original text, so escapes
+outside a removed passage stay as they were. Every pattern is precompiled and linear-time.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html.entities import html5
+
+from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
+
+REMOVAL_MARKER = "[toolpolicy removed suspicious content here]"
+
+MAX_SNIPPET_CHARACTERS = 240
+MAX_DECODED_CARRIERS = 12
+"""Readable base64 or hex carriers decoded per kind and text."""
+MAX_DECODED_CHARACTERS = 12_000
+_PASSAGE_REACH = 300
+"""How far a removal extends from a hit to the sentence around it, in each direction."""
+
+_S = r"[\s*_~`>|\-]+"
+"""Word separator: whitespace plus the Markdown emphasis attackers wrap words in."""
+
+_AI = r"(?:ai|a\.i\.|llms?|language\s+models?|assistants?|ai\s+assistants?|chatbots?|agents?|ai\s+agents?|gpt|chatgpt|claude|copilot)"
+_QUALIFIER = r"(?:previous|prior|above|earlier|preceding|former|original|initial|system|developer|safety|your|my)"
+_RULE_NOUN = r"(?:instructions?|prompts?|directions|directives|guidelines|rules|guardrails|constraints|programming|context)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """A phrase rule; it only runs when one of its anchors occurs in the lowercased text."""
+
+    rule_id: str
+    category: str
+    anchors: tuple[str, ...]
+    pattern: str
+    whole_sentence: bool = True
+
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "ignore_previous_instructions",
+        "override",
+        ("ignore", "disregard", "forget", "override", "bypass", "neglect", "skip"),
+        rf"\b(?:ignore|disregard|forget|override|bypass|neglect|skip)\b{_S}"
+        rf"(?:(?:all|any|every|the|of|these|those|everything|and)\b{_S}){{0,3}}"
+        rf"{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
+    ),
+    _Rule(
+        "forget_everything",
+        "override",
+        ("forget",),
+        rf"\bforget\b{_S}(?:everything|all)\b{_S}(?:(?:you|that|have|has|been|were|was|i)\b{_S}){{0,3}}"
+        r"(?:told|said|instructed|learned|learnt|above|before|previously)\b",
+    ),
+    _Rule(
+        "stop_following_instructions",
+        "override",
+        ("follow", "obey"),
+        rf"\b(?:do{_S}not|don'?t|never|stop)\b{_S}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
+        rf"(?:(?:any|the)\b{_S})?{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
+    ),
+    _Rule(
+        "new_instructions",
+        "override",
+        ("new", "real", "actual", "true", "updated", "revised"),
+        rf"\byour{_S}(?:new|real|actual|true|updated){_S}(?:instructions|rules|task|role|goal|objective|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
+        rf"|\b(?:new|updated|revised){_S}system{_S}(?:prompt|instructions?|message)\s*:",
+    ),
+    _Rule(
+        "you_are_now",
+        "role_override",
+        ("now", "longer"),
+        rf"\byou{_S}are{_S}(?:now|no{_S}longer)\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
+        r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan\b|developer\s+mode|god\s+mode|"
+        r"free\s+(?:from|of)|not\s+bound|bound\s+by|restricted|limited|an?\s+ai\b|an?\s+assistant\b|required\s+to\s+follow)",
+    ),
+    _Rule(
+        "from_now_on",
+        "role_override",
+        ("now",),
+        rf"\bfrom{_S}now{_S}on\b[\s,]*you{_S}(?:are|will|must|shall|should)\b{_S}(?:only{_S})?"
+        r"(?:act|respond|answer|behave|ignore|pretend|roleplay|reply|obey|follow\s+my)\b",
+    ),
+    _Rule(
+        "act_as_unrestricted",
+        "role_override",
+        ("unrestricted", "unfiltered", "uncensored", "jailbroken", "evil", "dan", "pretend"),
+        rf"\b(?:act|behave|respond|roleplay)\b{_S}as{_S}(?:if{_S}you{_S}(?:are|were){_S})?(?:an?{_S})?"
+        r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b"
+        rf"|\bpretend{_S}(?:that{_S})?you{_S}(?:are|have){_S}(?:no{_S}(?:rules|restrictions|guidelines|filters)|not{_S}an{_S}ai|an?{_S}(?:unrestricted|unfiltered|evil))",
+    ),
+    _Rule(
+        "jailbreak_mode",
+        "jailbreak",
+        ("mode", "anything"),
+        rf"\b(?:enable|activate|enter|switch{_S}to)\b{_S}(?:god|dan|jailbreak|jailbroken|unrestricted){_S}mode\b"
+        rf"|\b(?:dan|jailbreak|god){_S}mode{_S}(?:enabled|activated|on)\b"
+        rf"|\bdo{_S}anything{_S}now\b",
+    ),
+    _Rule(
+        "reveal_system_prompt",
+        "exfiltration",
+        ("system", "instructions", "developer"),
+        rf"\b(?:reveal|print|repeat|output|show|display|leak|disclose|dump|tell{_S}me|give{_S}me)\b{_S}(?:me{_S})?"
+        rf"(?:your|the)\b{_S}(?:(?:full|entire|complete|hidden|secret|exact|initial|original|verbatim){_S}){{0,2}}"
+        rf"(?:system{_S}(?:prompt|message|instructions)|hidden{_S}instructions|initial{_S}instructions|original{_S}instructions|developer{_S}message|instructions{_S}above)\b",
+    ),
+    _Rule(
+        "send_conversation",
+        "exfiltration",
+        ("send", "forward", "mail", "post", "upload", "transmit", "exfiltrate", "leak"),
+        rf"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak)\b{_S}"
+        rf"(?:(?:the|this|all|your|our|my|user'?s?|entire|full|whole|complete|previous|current){_S}){{0,3}}"
+        rf"(?:conversation|chat{_S}history|chat{_S}log|previous{_S}messages|system{_S}prompt|memory|context{_S}window)\b{_S}to\b"
+        rf"|\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate)\b{_S}"
+        rf"(?:(?:the|this|all|your|our|my|user'?s?|any){_S}){{0,3}}"
+        rf"(?:api{_S}keys?|credentials|passwords?|secrets?|access{_S}tokens?|session{_S}cookies?|personal{_S}data)\b{_S}to{_S}"
+        rf"(?:https?://|[\w.+-]+@[\w-]+\.|this{_S}(?:url|address|email|endpoint|server|site)|the{_S}following{_S}(?:url|address|email|endpoint))",
+    ),
+    _Rule(
+        "message_to_ai",
+        "agent_manipulation",
+        ("ai", "a.i.", "llm", "model", "assistant", "chatbot", "agent", "gpt", "claude", "copilot"),
+        rf"\b(?:note|message|instructions?|attention|important|notice)\b{_S}(?:to|for)\b{_S}"
+        rf"(?:(?:the|any|all|every)\b{_S})?{_AI}\b\s*[:!,\-]"
+        rf"|\bif{_S}you{_S}are{_S}an?{_S}{_AI}\b(?:[\s,]+(?:reading|processing|summari[sz]ing|browsing|visiting|parsing|analy[sz]ing|crawling)\b|\s*,)"
+        rf"|\b(?:dear|hey|attention|hello|hi)\b{_S}{_AI}\b\s*[:!,]",
+    ),
+    _Rule(
+        "remember_for_future",
+        "persistence",
+        ("remember", "memori", "store", "save", "keep"),
+        rf"\b(?:remember|memori[sz]e|store|save|keep)\b{_S}(?:this|these|the{_S}following)\b{_S}(?:(?:instructions?|rules?){_S})?"
+        rf"(?:for|in|across|during)\b{_S}(?:all{_S})?(?:future|subsequent|later|every|next)\b{_S}"
+        r"(?:conversations?|sessions?|chats?|responses?|interactions?|messages?)\b"
+        rf"|\b(?:add|save|write|store)\b{_S}(?:this|the{_S}following)\b{_S}(?:(?:instruction|rule){_S})?"
+        rf"(?:to|in|into)\b{_S}your{_S}(?:memory|long{_S}term{_S}memory|persistent{_S}memory)\b",
+    ),
+    _Rule(
+        "fake_chat_delimiter",
+        "delimiter_evasion",
+        (
+            "<|",
+            "[inst]",
+            "[/inst]",
+            "<<sys>>",
+            "<</sys>>",
+            "_of_turn>",
+            "system",
+            "assistant",
+            "instruction",
+            "response",
+        ),
+        r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|"
+        r"start_header_id|end_header_id|eot_id|eom_id|fim_prefix|fim_suffix|fim_middle)\|>"
+        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>"
+        r"|^[ \t]*(?:#{1,6}[ \t]*)?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
+        r"|^[ \t]*#{1,6}[ \t]*(?:system|instruction|response)[ \t]*:[ \t]*$",
+    ),
+    _Rule(
+        "fake_role_markup",
+        "markup_evasion",
+        (
+            "<system",
+            "</system",
+            "<im_",
+            "</im_",
+            "<assistant",
+            "</assistant",
+            "<admin",
+            "</admin",
+            "<developer",
+            "</developer",
+        ),
+        r"</?(?:system[_\- ]?(?:prompt|message|instructions?)|im_start|im_end|"
+        r"assistant[_\-](?:response|message|instructions?)|admin[_\-]?(?:override|instructions?)|"
+        r"developer[_\-](?:message|instructions?))[ \t]*/?>",
+    ),
+)
+
+_COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
+    (rule, re.compile(rf"(?<![a-z0-9])(?:{rule.pattern})", re.MULTILINE)) for rule in _RULES
+)
+"""Matched against lowercased text: much faster than IGNORECASE, and the gate skips mid-word starts."""
+
+_LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
+_SPACED_KEYWORDS = re.compile(
+    r"ignore|disregard|instruction|systemprompt|jailbreak|override|forget|previous|bypass"
+)
+
+_BASE64_CANDIDATE = re.compile(
+    r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])"
+)
+_HEX_CANDIDATE = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{16,}(?![0-9A-Za-z])")
+_ESCAPED_HEX_CANDIDATE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}")
+
+_TYPO_KEYWORDS = (
+    "ignore",
+    "disregard",
+    "previous",
+    "instructions",
+    "override",
+    "bypass",
+    "system",
+    "prompt",
+    "reveal",
+    "jailbreak",
+    "forget",
+)
+_TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
+_TYPO_CANDIDATE = re.compile(
+    r"\b(?:"
+    + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}, key=len))
+    + r")\b",
+    re.IGNORECASE,
+)
+
+_ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
+_SPECIAL = re.compile(
+    r"\\u(?P<hi>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<lo>[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|\\u(?P<u>[0-9a-fA-F]{4})"
+    r"|&#[xX](?P<hex>[0-9a-fA-F]{1,6});?"
+    r"|&#(?P<dec>[0-9]{1,7});?"
+    r"|&(?P<name>[A-Za-z][A-Za-z0-9]{1,31};)"
+    rf"|(?P<invisible>[{_ZERO_WIDTH}]+)"
+    r"|(?P<joiner>[\u200c\u200d]+)"
+    r"|(?P<tags>[\U000E0000-\U000E007F]+)"
+)
+_SPECIAL_START = re.compile(rf"[\\&{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
+_INVISIBLE_DECODED = re.compile(rf"[{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_WHITESPACE = re.compile(r"\s+")
+_MIN_HIDDEN_TAG_TEXT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """Decoded text plus the way back to offsets of the original text."""
+
+    text: str
+    view_starts: tuple[int, ...]
+    original_starts: tuple[int, ...]
+    original_ends: tuple[int, ...]
+    literal: tuple[bool, ...]
+
+    def to_original(self, start: int, end: int) -> tuple[int, int]:
+        if not self.view_starts:
+            return start, end
+        first = bisect_right(self.view_starts, start) - 1
+        last = bisect_right(self.view_starts, max(end - 1, start)) - 1
+        if self.literal[first]:
+            original_start = self.original_starts[first] + start - self.view_starts[first]
+        else:
+            original_start = self.original_starts[first]
+        if self.literal[last]:
+            original_end = self.original_starts[last] + end - self.view_starts[last]
+        else:
+            original_end = self.original_ends[last]
+        return original_start, original_end
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    rule_id: str
+    category: str
+    start: int
+    end: int
+    whole_sentence: bool
+
+
+def _decode_reference(match: re.Match[str]) -> str | None:
+    """The character(s) an escape or reference stands for; None when it stands for nothing valid."""
+    try:
+        if match.group("hi") is not None:
+            high = int(match.group("hi"), 16)
+            low = int(match.group("lo"), 16)
+            return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        for group, base in (("u", 16), ("hex", 16), ("dec", 10)):
+            value = match.group(group)
+            if value is not None:
+                code = int(value, base)
+                if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+                    return None
+                return chr(code)
+    except ValueError:
+        return None
+    name = match.group("name")
+    return html5.get(name) if name is not None else None
+
+
+def _joins_ascii(text: str, start: int, end: int) -> bool:
+    """Joiners matter in emoji and some scripts; next to ASCII letters they only split keywords."""
+    before = text[start - 1] if start > 0 else ""
+    after = text[end] if end < len(text) else ""
+    return (before.isascii() and before.isalnum()) or (after.isascii() and after.isalnum())
+
+
+def _tag_text(run: str) -> str:
+    return "".join(chr(ord(c) - 0xE0000) for c in run if 0xE0020 <= ord(c) <= 0xE007E)
+
+
+def _build_view(text: str) -> tuple[_View, list[tuple[int, int]], list[_Hit]]:
+    """The decoded view, the spans to drop silently and hits found while decoding."""
+    pieces: list[str] = []
+    view_starts: list[int] = []
+    original_starts: list[int] = []
+    original_ends: list[int] = []
+    literal: list[bool] = []
+    silent: list[tuple[int, int]] = []
+    hits: list[_Hit] = []
+    view_length = 0
+    cursor = 0
+
+    def add(piece: str, start: int, end: int, is_literal: bool) -> None:
+        nonlocal view_length
+        if not piece:
+            return
+        pieces.append(piece)
+        view_starts.append(view_length)
+        original_starts.append(start)
+        original_ends.append(end)
+        literal.append(is_literal)
+        view_length += len(piece)
+
+    if _SPECIAL_START.search(text) is None:
+        return _View(text, (), (), (), ()), [], []
+    for match in _SPECIAL.finditer(text):
+        start, end = match.span()
+        if start > cursor:
+            add(text[cursor:start], cursor, start, True)
+        cursor = end
+        if match.group("joiner") is not None and not _joins_ascii(text, start, end):
+            add(match.group(0), start, end, True)
+            continue
+        if match.group("invisible") is not None or match.group("joiner") is not None:
+            silent.append((start, end))
+            continue
+        tags = match.group("tags")
+        if tags is not None:
+            silent.append((start, end))
+            hidden = _tag_text(tags)
+            if len(hidden.strip()) >= _MIN_HIDDEN_TAG_TEXT:
+                hits.append(_Hit("hidden_tag_characters", "encoding_evasion", start, end, False))
+            add(f" {hidden} ", start, end, False)
+            continue
+        decoded = _decode_reference(match)
+        if decoded is None:
+            add(match.group(0), start, end, True)
+        else:
+            add(_INVISIBLE_DECODED.sub("", decoded), start, end, False)
+    if cursor < len(text):
+        add(text[cursor:], cursor, len(text), True)
+    view = _View(
+        "".join(pieces),
+        tuple(view_starts),
+        tuple(original_starts),
+        tuple(original_ends),
+        tuple(literal),
+    )
+    return view, silent, hits
+
+
+def _unscramble(match: re.Match[str]) -> str:
+    word = match.group(0)
+    keyword = _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1]))))
+    return keyword if keyword is not None else word
+
+
+def _lowercase_same_length(text: str) -> str:
+    """Lowercase without shifting offsets (a few characters grow when lowercased)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+def _phrase_hits(view_text: str) -> list[_Hit]:
+    normalized = _TYPO_CANDIDATE.sub(_unscramble, _lowercase_same_length(view_text))
+    hits: list[_Hit] = []
+    for rule, pattern in _COMPILED_RULES:
+        if not any(anchor in normalized for anchor in rule.anchors):
+            continue
+        for match in pattern.finditer(normalized):
+            hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
+    for match in _LETTER_SPACED.finditer(normalized):
+        letters = "".join(c for c in match.group(0) if c.isalpha())
+        if _SPACED_KEYWORDS.search(letters):
+            hits.append(_Hit("letter_spaced_keyword", "evasion", *match.span(), False))
+    return hits
+
+
+def _reads_as_injection(decoded: str) -> bool:
+    view, _, hits = _build_view(decoded)
+    return bool(hits) or bool(_phrase_hits(view.text))
+
+
+def _readable(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\t\r")
+    return text if text and printable >= 0.9 * len(text) else None
+
+
+def _decode_base64(candidate: str) -> bytes | None:
+    body = candidate.rstrip("=")
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        if "-" in body or "_" in body:
+            return base64.urlsafe_b64decode(padded)
+        return base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _decode_hex(candidate: str) -> bytes | None:
+    digits = candidate.replace("\\x", "")
+    if len(digits) % 2:
+        return None
+    try:
+        return bytes.fromhex(digits)
+    except ValueError:
+        return None
+
+
+def _carrier_hits(view_text: str) -> list[_Hit]:
+    """Base64 and hex runs whose decoded text reads as an injection; the carrier is the hit."""
+    hits: list[_Hit] = []
+    kinds: list[tuple[re.Pattern[str], Callable[[str], bytes | None], str]] = [
+        (_BASE64_CANDIDATE, _decode_base64, "base64_carrier"),
+        (_HEX_CANDIDATE, _decode_hex, "hex_carrier"),
+    ]
+    if "\\x" in view_text:
+        kinds.append((_ESCAPED_HEX_CANDIDATE, _decode_hex, "hex_carrier"))
+    for pattern, decode, rule_id in kinds:
+        carriers = 0
+        characters = 0
+        for match in pattern.finditer(view_text):
+            raw = decode(match.group(0))
+            decoded = _readable(raw) if raw else None
+            if decoded is None:
+                continue
+            carriers += 1
+            characters += len(decoded)
+            if carriers > MAX_DECODED_CARRIERS or characters > MAX_DECODED_CHARACTERS:
+                break
+            if _reads_as_injection(decoded):
+                hits.append(_Hit(rule_id, "encoding_evasion", *match.span(), False))
+    return hits
+
+
+def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
+    floor = max(0, start - _PASSAGE_REACH)
+    sentence_start = floor
+    for boundary in _SENTENCE_END.finditer(text, floor, start):
+        sentence_start = boundary.end()
+    if floor > 0 and sentence_start == floor:
+        sentence_start = start
+    ceiling = min(len(text), end + _PASSAGE_REACH)
+    following = _SENTENCE_END.search(text, end, ceiling)
+    if following is not None:
+        sentence_end = following.end() if following.group(0) != "\n" else following.start()
+    else:
+        sentence_end = ceiling if ceiling == len(text) else end
+    while sentence_start < start and text[sentence_start] in " \t":
+        sentence_start += 1
+    return sentence_start, sentence_end
+
+
+def _snippet(passage: str) -> str:
+    view, _, _ = _build_view(passage)
+    text = _WHITESPACE.sub(" ", view.text).strip()
+    if len(text) <= MAX_SNIPPET_CHARACTERS:
+        return text
+    room = text[: MAX_SNIPPET_CHARACTERS - 1]
+    cut = max(room.rfind(". "), room.rfind("! "), room.rfind("? "))
+    if cut >= MAX_SNIPPET_CHARACTERS // 2:
+        return room[: cut + 1]
+    space = room.rfind(" ")
+    return (room[:space] if space > 0 else room) + "…"
+
+
+def _merge(spans: list[tuple[int, int, _Hit]]) -> list[tuple[int, int, list[_Hit]]]:
+    merged: list[tuple[int, int, list[_Hit]]] = []
+    for start, end, hit in sorted(spans, key=lambda span: (span[0], span[1])):
+        if merged and start < merged[-1][1]:
+            previous_start, previous_end, previous_hits = merged[-1]
+            merged[-1] = (previous_start, max(previous_end, end), [*previous_hits, hit])
+        else:
+            merged.append((start, end, [hit]))
+    return merged
+
+
+def _rebuild(text: str, removals: list[tuple[int, int]], silent: list[tuple[int, int]]) -> str:
+    edits = sorted(
+        [(start, end, REMOVAL_MARKER) for start, end in removals]
+        + [(start, end, "") for start, end in silent]
+    )
+    parts: list[str] = []
+    cursor = 0
+    for start, end, replacement in edits:
+        if end <= cursor:
+            continue
+        if start > cursor:
+            parts.append(text[cursor:start])
+        if replacement or start >= cursor:
+            parts.append(replacement)
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
+def scan_text(text: str) -> FilterResult:
+    """Remove suspicious passages from one text; blank text comes back unchanged."""
+    if not text.strip():
+        return FilterResult(sanitized_text=text)
+    view, silent, hits = _build_view(text)
+    view_hits = _phrase_hits(view.text) + _carrier_hits(view.text)
+    spans: list[tuple[int, int, _Hit]] = [(hit.start, hit.end, hit) for hit in hits]
+    for hit in view_hits:
+        start, end = view.to_original(hit.start, hit.end)
+        if hit.whole_sentence:
+            start, end = _sentence_around(text, start, end)
+        spans.append((start, end, hit))
+    if not spans:
+        if not silent:
+            return FilterResult(sanitized_text=text)
+        return FilterResult(sanitized_text=_rebuild(text, [], silent))
+    passages = _merge(spans)
+    findings = tuple(
+        Finding(
+            rule_id=passage_hits[0].rule_id,
+            category=passage_hits[0].category,
+            snippet=_snippet(text[start:end]),
+        )
+        for start, end, passage_hits in passages[:MAX_LISTED_FINDINGS]
+    )
+    sanitized = _rebuild(text, [(start, end) for start, end, _ in passages], silent)
+    return FilterResult(sanitized_text=sanitized, findings=findings, redacted_count=len(passages))
+
+
+class StructuralInjectionFilter:
+    """The built-in filter: no service needed; runs in-process and never fails on odd input."""
+
+    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+        return [scan_text(text) for text in texts]
