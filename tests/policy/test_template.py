@@ -1,0 +1,102 @@
+"""The reference plugin.lua: generated, committed, complete, and loadable as it stands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from policy.builtin import builtin_tools
+from policy.settings_keys import TOOLPOLICY_KEYS
+from policy.template import REFERENCE_PLUGIN_ID, reference_plugin
+from policy.vocabulary import option_values
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "plugin.lua"
+
+
+def _policy_command() -> list[str]:
+    candidate = Path(sys.executable).parent / "policy"
+    return [str(candidate)] if candidate.exists() else ["policy"]
+
+
+def test_the_committed_plugin_equals_the_generated_one() -> None:
+    assert COMMITTED.read_text(encoding="utf-8") == reference_plugin(), (
+        "plugin.lua is out of date: regenerate it with `policy template > plugin.lua`"
+    )
+
+
+def test_policy_template_prints_the_reference_plugin() -> None:
+    done = subprocess.run(
+        [*_policy_command(), "template"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == reference_plugin()
+
+
+def test_every_toolpolicy_settings_key_is_documented_with_an_example() -> None:
+    text = reference_plugin()
+    for key in TOOLPOLICY_KEYS:
+        assert f'-- CONFIG["SETTINGS"]["{key.name}"] = ' in text, key.name
+        assert f"-- {key.name} — {key.doc}" in text
+        for choice in key.choices:
+            assert choice in text
+
+
+def test_every_setting_of_every_builtin_tool_is_documented() -> None:
+    text = reference_plugin()
+    for tool in builtin_tools():
+        definition = tool.definition
+        assert f"-- {definition.id} — {tool.display_name}" in text
+        level = definition.minimum_provider_confidence.name
+        assert (
+            f'["DataTools.MinimumProviderConfidenceByToolId"]["{definition.id}"] = "{level}"'
+            in text
+        )
+        required = set(definition.settings_schema.required)
+        for name, field in definition.settings_schema.properties.items():
+            line = next(
+                (
+                    entry
+                    for entry in text.splitlines()
+                    if entry.startswith(f"--   {definition.id}.{name} (")
+                ),
+                None,
+            )
+            assert line is not None, f"{definition.id}.{name} is not documented"
+            assert ("required" if name in required else "optional") in line
+            if field.secret:
+                assert "secret" in line
+            if field.option_source:
+                values = ", ".join(v for v, _ in option_values(field.option_source))
+                assert f"Allowed values: {values}." in text
+            elif field.enum_values:
+                assert f"Allowed values: {', '.join(field.enum_values)}." in text
+
+
+def test_secrets_are_shown_as_locked_encrypted_values_only() -> None:
+    text = reference_plugin()
+    secret_lines = [line for line in text.splitlines() if '.apiKey"] = ' in line]
+    assert secret_lines
+    assert all("LockedToolSettings" in line and '"ENC:v1:..."' in line for line in secret_lines)
+
+
+def test_the_reference_plugin_loads_and_changes_nothing(tmp_path: Path) -> None:
+    from policy.plugins import load_plugin
+    from policy.vocabulary import PluginOrigin
+
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    (folder / "plugin.lua").write_text(reference_plugin(), encoding="utf-8")
+    plugin = load_plugin(folder / "plugin.lua", PluginOrigin.ORGANIZATION)
+    assert plugin.id == REFERENCE_PLUGIN_ID
+    assert dict(plugin.settings) == {}
+    assert plugin.providers == ()
+    assert [f for f in plugin.findings if f.severity.value == "error"] == []
+
+
+@pytest.mark.parametrize("line", ["ID = ", 'TYPE = "CONFIGURATION"', "CONFIG = {}"])
+def test_the_required_globals_are_set_not_commented(line: str) -> None:
+    assert any(entry.startswith(line) for entry in reference_plugin().splitlines())
