@@ -1,0 +1,327 @@
+"""The executor: one call in, one outcome out — with the right status, trace and demands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from policy.vocabulary import (
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+    ToolOutboundData,
+)
+from runtime.arguments import ArgumentReader
+from runtime.chat import Chat, MemoryChatStore
+from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
+from runtime.executor import (
+    ToolCallOutcome,
+    ToolExecutor,
+    TraceStatus,
+    invalid_call_outcome,
+    is_valid_arguments_json,
+    is_valid_function_name,
+)
+from runtime.messages import RequestedCall, Source, SourceOrigin
+from tests.runtime._scripted_adapter import EchoTool
+
+DEMANDING = ToolExecutionResult(
+    text_content="secret plans",
+    sources=(Source("Plan", "https://wiki.example/plan", SourceOrigin.TOOL),),
+    required_provider_confidence=ConfidenceLevel.HIGH,
+    required_data_security=DataSecurity.SELF_HOSTED,
+    required_outbound_data_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT,
+)
+
+
+def _chat() -> Chat:
+    return Chat.open("chat-1", MemoryChatStore())
+
+
+async def _run(
+    tool: EchoTool | None,
+    arguments: str = "{}",
+    *,
+    name: str | None = None,
+    chat: Chat | None = None,
+    executor: ToolExecutor | None = None,
+    given: frozenset[str] = frozenset(),
+) -> ToolCallOutcome:
+    runnable = [tool.runnable()] if tool else []
+    call = RequestedCall(
+        "call-1", name or (tool.definition.function.name if tool else "x"), arguments
+    )
+    return await (executor or ToolExecutor()).execute(
+        call,
+        runnable,
+        order=3,
+        provider_kind=ProviderKind.OPEN_AI,
+        provider_confidence=ConfidenceLevel.MEDIUM,
+        chat=chat or _chat(),
+        given_web_addresses=given,
+    )
+
+
+def _raise(error: BaseException) -> Any:
+    def respond(_arguments: Any) -> Any:
+        raise error
+
+    return respond
+
+
+async def test_a_successful_call_reaches_the_model_and_the_trace() -> None:
+    tool = EchoTool("lookup", lambda a: ToolExecutionResult(json_content={"hit": a["q"]}))
+    outcome = await _run(tool, '{"q": "Größe <&>", "n": 2}')
+    assert outcome.content == '{"hit":"Größe <&>"}'
+    trace = outcome.trace
+    assert (trace.order, trace.tool_id, trace.tool_name, trace.call_id) == (
+        3,
+        "lookup",
+        "Lookup",
+        "call-1",
+    )
+    assert trace.status is TraceStatus.SUCCESS and trace.was_executed
+    assert trace.arguments == {"q": "Größe <&>", "n": "2"}
+    assert trace.result == ""
+    assert trace.json_result == {"hit": "Größe <&>"}
+
+
+async def test_what_a_result_demands_reaches_the_loop() -> None:
+    outcome = await _run(EchoTool("wiki", lambda _a: DEMANDING))
+    assert outcome.required_provider_confidence is ConfidenceLevel.HIGH
+    assert outcome.required_data_security is DataSecurity.SELF_HOSTED
+    assert (
+        outcome.required_outbound_data_restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
+    )
+    assert outcome.sources == DEMANDING.sources
+    assert outcome.trace.result == "secret plans"
+
+
+async def test_the_tool_sees_the_chat_of_the_call() -> None:
+    chat = _chat()
+    chat.require_outbound_data_restriction(OutboundDataRestriction.ONLY_LINKS_FROM_CHAT, "inbox")
+    chat.add_known_web_addresses(["https://known.example/"])
+    tool = EchoTool("t", enforces=True, outbound_data=ToolOutboundData.MODEL_CHOSEN_ADDRESSES)
+    executor = ToolExecutor(
+        settings_for=lambda tool_id: {"owner": tool_id}, services={"guard": "the guard"}
+    )
+    await _run(tool, chat=chat, executor=executor, given=frozenset({"https://given.example/"}))
+    context = tool.contexts[0]
+    assert context.services["chat"] is chat
+    assert context.services["guard"] == "the guard"
+    assert context.chat_id == "chat-1"
+    assert context.outbound_restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
+    assert context.given_web_addresses == {"https://given.example/", "https://known.example/"}
+    assert context.settings == {"owner": "t"}
+    assert (context.provider_kind, context.provider_confidence) == (
+        ProviderKind.OPEN_AI,
+        ConfidenceLevel.MEDIUM,
+    )
+    assert context.call_id == "call-1"
+
+
+async def test_an_unknown_tool_is_blocked_and_named() -> None:
+    outcome = await _run(None, '{"a": 1}', name="delete_everything")
+    assert outcome.content == "Tool 'delete_everything' is not available."
+    trace = outcome.trace
+    assert trace.status is TraceStatus.BLOCKED and not trace.was_executed
+    assert trace.tool_id == trace.tool_name == "delete_everything"
+    assert trace.status_message == "Tool is not available in the current context."
+    assert trace.result == outcome.content
+    assert trace.arguments == {"a": "1"}
+
+
+async def test_the_name_must_match_exactly() -> None:
+    outcome = await _run(EchoTool("lookup"), name="Lookup")
+    assert outcome.trace.status is TraceStatus.BLOCKED
+
+
+async def test_a_blocked_call_demands_nothing() -> None:
+    tool = EchoTool("wiki", _raise(ToolExecutionBlocked("Only HIGH providers may read the wiki.")))
+    outcome = await _run(tool)
+    assert outcome.content == "Only HIGH providers may read the wiki."
+    assert outcome.trace.status is TraceStatus.BLOCKED
+    assert outcome.trace.status_message == outcome.trace.result == outcome.content
+    _assert_demands_nothing(outcome)
+
+
+async def test_a_failed_call_demands_nothing() -> None:
+    outcome = await _run(EchoTool("wiki", _raise(RuntimeError("the wiki answered 502"))))
+    assert outcome.content == "Tool execution failed: the wiki answered 502"
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert outcome.trace.status_message == outcome.trace.result == outcome.content
+    _assert_demands_nothing(outcome)
+
+
+async def test_an_argument_refusal_reaches_the_model_as_a_failure() -> None:
+    def respond(arguments: Any) -> ToolExecutionResult:
+        ArgumentReader(arguments).optional_positive_int("page", "to get the first page")
+        return ToolExecutionResult(text_content="never")
+
+    outcome = await _run(EchoTool("search", respond), '{"page": 0}')
+    assert outcome.content == (
+        "Tool execution failed: Argument 'page' must be a positive integer, but was 0. "
+        "Leave it out to get the first page."
+    )
+    assert outcome.trace.status is TraceStatus.ERROR
+
+
+@pytest.mark.parametrize("arguments", ["", "   "])
+async def test_blank_arguments_count_as_an_empty_object(arguments: str) -> None:
+    tool = EchoTool("t")
+    outcome = await _run(tool, arguments)
+    assert outcome.trace.status is TraceStatus.SUCCESS
+    assert tool.arguments == [{}]
+
+
+@pytest.mark.parametrize("arguments", ["[1]", "{broken", '"text"'])
+async def test_arguments_which_are_no_object_fail_without_running_the_tool(arguments: str) -> None:
+    tool = EchoTool("t")
+    outcome = await _run(tool, arguments)
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert outcome.content.startswith("Tool execution failed: ")
+    assert not outcome.trace.was_executed
+    assert tool.arguments == []
+
+
+async def test_sensitive_arguments_are_masked_and_never_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    tool = EchoTool("mail", sensitive=frozenset({"recipient"}))
+    outcome = await _run(tool, '{"recipient": "boss@example.com", "subject": "Hi", "n": [1]}')
+    assert outcome.trace.arguments == {"recipient": "*****", "subject": "Hi", "n": "[1]"}
+    assert "boss@example.com" not in caplog.text
+    assert "call-1" in caplog.text
+
+
+async def test_cancellation_is_never_turned_into_a_result() -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await _run(EchoTool("t", _raise(asyncio.CancelledError())))
+
+
+async def test_a_call_which_goes_too_far_is_turned_down_before_the_tool_runs() -> None:
+    chat = _chat()
+    chat.require_outbound_data_restriction(OutboundDataRestriction.ONLY_LINKS_FROM_CHAT, "mb-1")
+    tool = EchoTool("search", outbound_data=ToolOutboundData.THIRD_PARTY_QUERIES)
+    executor = ToolExecutor(mailbox_name=lambda mailbox_id: {"mb-1": "Legal inbox"}.get(mailbox_id))
+    outcome = await _run(tool, chat=chat, executor=executor)
+    assert outcome.trace.status is TraceStatus.BLOCKED
+    assert not outcome.trace.was_executed
+    assert tool.arguments == []
+    assert "'Legal inbox'" in outcome.content
+    assert "only links from the chat" in outcome.content
+    _assert_demands_nothing(outcome)
+
+
+async def test_a_mailbox_removed_since_is_not_named() -> None:
+    chat = _chat()
+    chat.require_outbound_data_restriction(OutboundDataRestriction.ONLY_CONFIGURED_SERVICES, "gone")
+    tool = EchoTool("read", outbound_data=ToolOutboundData.MODEL_CHOSEN_ADDRESSES)
+    outcome = await _run(tool, chat=chat)
+    assert "removed since" in outcome.content
+    assert "gone" not in outcome.content
+    assert "only configured services" in outcome.content
+
+
+@pytest.mark.parametrize(
+    ("data", "enforces", "runs"),
+    [
+        (ToolOutboundData.NONE, False, True),
+        (ToolOutboundData.CONFIGURED_SERVICE, False, True),
+        (ToolOutboundData.THIRD_PARTY_QUERIES, False, False),
+        (ToolOutboundData.MODEL_CHOSEN_ADDRESSES, False, False),
+        (ToolOutboundData.MODEL_CHOSEN_ADDRESSES, True, True),
+    ],
+)
+async def test_a_restricted_chat_runs_only_contained_tools(
+    data: ToolOutboundData, enforces: bool, runs: bool
+) -> None:
+    chat = _chat()
+    chat.require_outbound_data_restriction(OutboundDataRestriction.ONLY_LINKS_FROM_CHAT, "mb")
+    outcome = await _run(EchoTool("t", outbound_data=data, enforces=enforces), chat=chat)
+    assert (outcome.trace.status is TraceStatus.SUCCESS) is runs
+
+
+async def test_an_address_the_model_wrote_into_the_call_is_no_address_the_tool_returned() -> None:
+    content = (
+        "Found https://Docs.Example.com/Guide and https://other.example/page "
+        "and https://third.example/x."
+    )
+    tool = EchoTool("semantic_search", lambda _a: ToolExecutionResult(text_content=content))
+    outcome = await _run(tool, json.dumps({"query": "see HTTPS://DOCS.EXAMPLE.COM/Guide please"}))
+    assert outcome.returned_web_addresses == (
+        "https://other.example/page",
+        "https://third.example/x",
+    )
+
+
+async def test_a_failed_call_returns_no_addresses() -> None:
+    outcome = await _run(EchoTool("t", _raise(ValueError("see https://evil.example/"))))
+    assert outcome.returned_web_addresses == ()
+
+
+def test_an_invalid_call_demands_nothing_and_says_so() -> None:
+    outcome = invalid_call_outcome("call-9", 4)
+    assert outcome.content == "The tool call was invalid."
+    assert outcome.trace.tool_name == "Invalid tool call"
+    assert (outcome.trace.order, outcome.trace.call_id) == (4, "call-9")
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert outcome.trace.status_message == outcome.trace.result == outcome.content
+    _assert_demands_nothing(outcome)
+
+
+def _assert_demands_nothing(outcome: ToolCallOutcome) -> None:
+    assert outcome.required_provider_confidence is ConfidenceLevel.NONE
+    assert outcome.required_data_security is DataSecurity.NOT_SPECIFIED
+    assert outcome.required_outbound_data_restriction is None
+    assert outcome.sources == ()
+    assert outcome.returned_web_addresses == ()
+
+
+# -- names and argument JSON -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["web_search", "read-web-page_2", "a", "A" * 64])
+def test_a_function_name_follows_the_rule_of_the_providers(name: str) -> None:
+    assert is_valid_function_name(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["", " web_search", "web search", "1,2,3,4", "größe", "web_search\n", None]
+)
+def test_a_function_name_outside_the_rule_is_refused(name: str | None) -> None:
+    assert not is_valid_function_name(name)
+
+
+def test_a_function_name_has_at_most_64_characters() -> None:
+    assert is_valid_function_name("a" * 64)
+    assert not is_valid_function_name("a" * 65)
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [('{"a":1}', True), ("{}", True), ("", False), ("  ", False), ("[]", False), ("{x", False)],
+)
+def test_arguments_json_must_be_an_object(text: str, valid: bool) -> None:
+    assert is_valid_arguments_json(text) is valid
+
+
+# -- ToolExecutionResult -----------------------------------------------------------------------------
+
+
+def test_text_reaches_the_model_as_written() -> None:
+    result = ToolExecutionResult(json_content={"t": "Größe <b> & 'x' 日本"})
+    assert result.to_model_content() == '{"t":"Größe <b> & \'x\' 日本"}'
+
+
+def test_the_result_stays_valid_json() -> None:
+    value = {"t": 'say "hi"\nback\\slash'}
+    content = ToolExecutionResult(json_content=value).to_model_content()
+    assert json.loads(content) == value
+    assert '\\"hi\\"' in content and "\\n" in content and "\\\\" in content
