@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from policy.configuration import Finding, Severity
 from policy.provenance import SourceLocation
 from policy.vocabulary import (
+    CONFIGURABLE_CONFIDENCE_LEVELS,
     Component,
     ConfidenceLevel,
     ToolActivation,
     is_known_option_source,
+    parse_confidence_level,
 )
 
 
@@ -33,12 +35,14 @@ class _Frozen(BaseModel):
 
 
 def _level_by_name(value: Any) -> Any:
-    """Data files name levels ("HIGH"); code passes the enum. UNKNOWN is never a minimum."""
-    if isinstance(value, str) and value.strip().upper() in ConfidenceLevel.__members__:
-        name = value.strip().upper()
-        if name != "UNKNOWN":
-            return ConfidenceLevel[name]
-    return value
+    """Data files name levels ("HIGH", any case); code passes the enum. UNKNOWN is never a minimum."""
+    if not isinstance(value, str):
+        return value
+    level = parse_confidence_level(value)
+    if level is None:
+        allowed = ", ".join(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
+        raise ValueError(f"'{value}' is not a confidence level; expected one of {allowed}")
+    return level
 
 
 class ToolVisibility(_Frozen):
