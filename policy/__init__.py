@@ -154,7 +154,6 @@ def load_policy(
     the policy fail closed. A broken user settings file raises `UserSettingsError` (its message
     names the file and line). `tools` replaces discovery (an embedding app passing its own).
     """
-    from policy.configuration import Finding, Severity
     from policy.discovery import discover_tools
     from policy.merge import load_configuration
     from policy.registry import ToolRegistry
@@ -174,27 +173,10 @@ def load_policy(
         chosen = tuple(tools)
     registry = ToolRegistry(chosen, configuration, user)
     registration = tuple(getattr(registry, "findings", ()))
-    broken = tuple(
-        Finding(
-            Severity.ERROR,
-            "broken-organization-plugin",
-            f"organization plugin {b.plugin_name or b.path} did not load: {b.message}"
-            + (
-                " (its last known good copy applies)"
-                if b.replaced_by_last_known_good
-                else " — every tool is switched off until it loads again"
-            ),
-            b.location,
-        )
-        for b in configuration.broken_organization_plugins
-        if not any(
-            f.location == b.location and f.message == b.message for f in configuration.findings
-        )
-    )
     return Policy(
         configuration=configuration,
         user=user,
         registry=registry,
         tools=chosen,
-        findings=(*configuration.findings, *broken, *discovery_findings, *registration),
+        findings=(*configuration.findings, *discovery_findings, *registration),
     )

@@ -26,6 +26,7 @@ from policy.vocabulary import Component, ProviderKind
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig
+    from policy.plugins import ConfigurationPlugin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -218,7 +219,7 @@ def check(
         from policy.lint import lint_policy
 
         findings.extend(policy.findings)
-        findings.extend(lint_policy(policy))
+        findings.extend(lint_policy(policy, _loaded_plugins(org, local)))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
     if output_format == "table":
@@ -236,6 +237,29 @@ def check(
         _print(render_document(document, output_format))
     if errors or (strict and warnings):
         sys.exit(1)
+
+
+def _loaded_plugins(org: Sequence[Path], local: Sequence[Path]) -> list[ConfigurationPlugin]:
+    """The plugins one by one, for lint rules that look at what each plugin asked for.
+
+    Plugins that do not load are left out here: loading already reported them as errors.
+    """
+    from policy.plugins import PluginLoadError, discover_plugin_files, load_plugin
+    from policy.vocabulary import PluginOrigin
+
+    plugins: list[ConfigurationPlugin] = []
+    for roots, origin in ((org, PluginOrigin.ORGANIZATION), (local, PluginOrigin.LOCAL)):
+        for root in roots:
+            try:
+                files = discover_plugin_files(root)
+            except (OSError, PluginLoadError):
+                continue
+            for plugin_file in files:
+                try:
+                    plugins.append(load_plugin(plugin_file, origin))
+                except PluginLoadError:
+                    continue
+    return plugins
 
 
 def _finding_document(finding: Finding, *, with_code: bool) -> dict[str, Any]:

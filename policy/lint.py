@@ -7,7 +7,7 @@ the file:line of the entry it is about. Rules never change anything and never ra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
@@ -19,6 +19,7 @@ from policy.vocabulary import ProviderKind, ToolActivation, option_values
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.plugins import ConfigurationPlugin
 
 ENABLE_TOOLS = "DataTools.EnableTools"
 DISABLED = "DataTools.DisabledToolIds"
@@ -31,24 +32,34 @@ DEFAULT_IDS = "DataTools.DefaultToolIdsByComponent"
 _AI_STUDIO_UNKNOWN_KINDS = frozenset({ProviderKind.IONOS, ProviderKind.LITE_LLM})
 
 
-def lint_policy(policy: Policy) -> tuple[Finding, ...]:
-    """Every warning for a loaded policy, in rule order; duplicates of load findings left out."""
+def lint_policy(policy: Policy, plugins: Sequence[ConfigurationPlugin] = ()) -> tuple[Finding, ...]:
+    """Every warning for a loaded policy, in rule order; duplicates of load findings left out.
+
+    `plugins` (the loaded plugins, before the merge) let lint see what each plugin asked for,
+    such as an `.AllowUserOverride` the key cannot honor.
+    """
     definitions = {t.definition.id: t.definition for t in policy.tools}
-    known_ids = set(definitions) | _collection_ids(policy.registry)
-    return lint_configuration(policy.configuration, definitions, known_ids, policy.findings)
+    return lint_configuration(
+        policy.configuration,
+        definitions,
+        policy.registry.is_known,
+        policy.findings,
+        plugins,
+    )
 
 
 def lint_configuration(
     configuration: PolicyConfiguration,
     definitions: Mapping[str, ToolDefinition],
-    known_ids: Iterable[str] | None = None,
+    is_known: Callable[[str], bool] | None = None,
     already_reported: Iterable[Finding] = (),
+    plugins: Sequence[ConfigurationPlugin] = (),
 ) -> tuple[Finding, ...]:
-    known = set(known_ids) if known_ids is not None else set(definitions)
-    context = _Context(configuration, definitions, known)
+    context = _Context(configuration, definitions, is_known or definitions.__contains__)
     findings: list[Finding] = []
     for rule in _RULES:
         findings.extend(rule(context))
+    findings.extend(_override_not_honored(plugins))
     reported = {(f.location, f.message) for f in already_reported}
     return tuple(f for f in findings if (f.location, f.message) not in reported)
 
@@ -58,11 +69,11 @@ class _Context:
         self,
         configuration: PolicyConfiguration,
         definitions: Mapping[str, ToolDefinition],
-        known_ids: set[str],
+        is_known: Callable[[str], bool],
     ) -> None:
         self.configuration = configuration
         self.definitions = definitions
-        self.known_ids = known_ids
+        self.is_known = is_known
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.configuration.setting(key)
@@ -86,20 +97,11 @@ class _Context:
         return setting.origin.location
 
     def known_list(self) -> str:
-        return ", ".join(sorted(self.known_ids)) or "none"
+        return ", ".join(sorted(self.definitions)) or "none"
 
 
 def _warning(code: str, message: str, location: SourceLocation | None) -> Finding:
     return Finding(Severity.WARNING, code, message, location)
-
-
-def _collection_ids(registry: Any) -> set[str]:
-    collections = getattr(registry, "collections", None)
-    if isinstance(collections, Mapping):
-        return {str(k) for k in collections}
-    if isinstance(collections, Iterable):
-        return {str(getattr(c, "id", c)) for c in collections}
-    return set()
 
 
 def _split_tool_key(key: str) -> tuple[str, str]:
@@ -120,25 +122,25 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
         )
 
     for tool_id in c.items(DISABLED):
-        if tool_id not in c.known_ids:
+        if not c.is_known(tool_id):
             yield unknown(tool_id, DISABLED, c.where(DISABLED, tool_id))
     for tool_id in c.table(MINIMUMS):
-        if tool_id not in c.known_ids:
+        if not c.is_known(tool_id):
             yield unknown(tool_id, MINIMUMS, c.where(MINIMUMS, tool_id))
     for key in (LOCKED, DEFAULTS):
         for entry in c.table(key):
             tool_id, _ = _split_tool_key(entry)
-            if tool_id not in c.known_ids:
+            if not c.is_known(tool_id):
                 yield unknown(tool_id, f'{key}["{entry}"]', c.where(key, entry))
     for component, ids in c.table(DEFAULT_IDS).items():
         for tool_id in ids if isinstance(ids, tuple | list) else ():
-            if tool_id not in c.known_ids:
+            if not c.is_known(tool_id):
                 yield unknown(
                     tool_id, f'{DEFAULT_IDS}["{component}"]', c.where(DEFAULT_IDS, component)
                 )
     for template in c.configuration.chat_templates:
         for tool_id in template.tool_ids or ():
-            if tool_id not in c.known_ids:
+            if not c.is_known(tool_id):
                 location = template.origin.location if template.origin else None
                 yield unknown(tool_id, f"chat template '{template.name}' (ToolIds)", location)
 
@@ -229,26 +231,16 @@ def _secrets(c: _Context) -> Iterable[Finding]:
             )
 
 
-def _override_not_honored(c: _Context) -> Iterable[Finding]:
-    for key, setting in c.configuration.settings.items():
-        if not key.endswith(OVERRIDE_SUFFIX):
-            continue
-        target = SETTING_KEYS.get(key[: -len(OVERRIDE_SUFFIX)])
-        if target is not None and not target.honors_user_override and setting.value is True:
-            yield _warning(
-                "override-not-honored",
-                f"{key} = true has no effect: {target.name} is always locked",
-                setting.origin.location,
-            )
-    for key, setting in c.configuration.settings.items():
-        spec = SETTING_KEYS.get(key)
-        requested = getattr(setting, "override_requested", False)
-        if spec is not None and not spec.honors_user_override and requested:
-            yield _warning(
-                "override-not-honored",
-                f"{key}{OVERRIDE_SUFFIX} = true has no effect: {key} is always locked",
-                setting.origin.location,
-            )
+def _override_not_honored(plugins: Sequence[ConfigurationPlugin]) -> Iterable[Finding]:
+    for plugin in plugins:
+        for key, setting in plugin.settings.items():
+            if setting.override_requested and not setting.allow_user_override:
+                yield _warning(
+                    "override-not-honored",
+                    f"{key}{OVERRIDE_SUFFIX} = true has no effect: {key} is always locked "
+                    f"(plugin {plugin.name})",
+                    setting.override_location or setting.location,
+                )
 
 
 def _replaced_lists(c: _Context) -> Iterable[Finding]:
@@ -368,7 +360,6 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _unknown_datatools_keys,
     _tool_setting_values,
     _secrets,
-    _override_not_honored,
     _replaced_lists,
     _no_effect,
     _ai_studio_compatibility,
