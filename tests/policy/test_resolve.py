@@ -12,8 +12,8 @@ from policy.definitions import SettingField, SettingsSchema, ToolDefinition, Too
 from policy.provenance import Origin, SourceLocation
 from policy.resolve import (
     SecretText,
-    configuration_state,
     confidence_scheme,
+    configuration_state,
     effective_minimum_confidence,
     provider_confidence_under,
     resolve_setting,
@@ -240,10 +240,12 @@ def test_tools_are_on_unless_switched_off_and_a_lock_beats_the_user() -> None:
 
 def _minimum(
     config: PolicyConfiguration,
-    user: UserSettings = UserSettings(),
+    user: UserSettings | None = None,
     ids: tuple[str, ...] = ("demo",),
 ):  # type: ignore[no-untyped-def]
-    return effective_minimum_confidence(ids, ConfidenceLevel.VERY_LOW, config, user)
+    return effective_minimum_confidence(
+        ids, ConfidenceLevel.VERY_LOW, config, user or UserSettings()
+    )
 
 
 def test_without_entries_the_default_applies() -> None:
