@@ -1,0 +1,135 @@
+"""Client for an external prompt-injection filtering service (e.g. a model-based detector).
+
+Wire format (runtime-spec §7):
+`POST {base}/security/prompt-injection/sanitize` with `{"text": ...}` answers one result object
+`{"sanitized_text", "findings": [{"rule_id", "category", "snippet"}], "redacted_count"}`;
+`POST {base}/security/prompt-injection/sanitize-batch` with `{"texts": [...]}` answers
+`{"results": [...]}` in the same order and length. Any other answer is a failure, which the guard
+turns into a pass-through with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
+
+SINGLE_PATH = "/security/prompt-injection/sanitize"
+BATCH_PATH = "/security/prompt-injection/sanitize-batch"
+_MAX_SNIPPET_CHARACTERS = 240
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class InjectionFilterError(Exception):
+    """The filtering service could not be used; the message names the service, never the token."""
+
+
+class _WireFinding(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    rule_id: str
+    category: str
+    snippet: str = ""
+
+
+class _WireResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    sanitized_text: str
+    findings: list[_WireFinding] = Field(default_factory=list)
+    redacted_count: int = Field(default=0, ge=0)
+
+
+class _WireBatch(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    results: list[_WireResult]
+
+
+def _to_result(wire: _WireResult) -> FilterResult:
+    findings = tuple(
+        Finding(
+            rule_id=finding.rule_id,
+            category=finding.category,
+            snippet=finding.snippet[:_MAX_SNIPPET_CHARACTERS],
+        )
+        for finding in wire.findings[:MAX_LISTED_FINDINGS]
+    )
+    return FilterResult(
+        sanitized_text=wire.sanitized_text,
+        findings=findings,
+        redacted_count=max(wire.redacted_count, len(wire.findings)),
+    )
+
+
+class HttpInjectionFilter:
+    """Sends one text to the single endpoint and several to the batch endpoint, in one request."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout_single: float = 30.0,
+        timeout_batch: float = 120.0,
+    ) -> None:
+        parsed = httpx.URL(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(
+                f"The filtering service address must be an http or https URL, but it was '{base_url}'."
+            )
+        self._base_url = base_url.rstrip("/")
+        self._token = token
+        self._timeout_single = timeout_single
+        self._timeout_batch = timeout_batch
+
+    def __repr__(self) -> str:
+        return f"HttpInjectionFilter(base_url={self._base_url!r})"
+
+    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+        if not texts:
+            return []
+        if len(texts) == 1:
+            answer = await self._post(SINGLE_PATH, {"text": texts[0]}, self._timeout_single)
+            return [_to_result(self._parse(_WireResult, answer, SINGLE_PATH))]
+        answer = await self._post(BATCH_PATH, {"texts": list(texts)}, self._timeout_batch)
+        batch = self._parse(_WireBatch, answer, BATCH_PATH)
+        if len(batch.results) != len(texts):
+            raise InjectionFilterError(
+                f"The filtering service at {self._base_url} answered {len(batch.results)} "
+                f"result(s) for {len(texts)} text(s)."
+            )
+        return [_to_result(result) for result in batch.results]
+
+    async def _post(self, path: str, body: dict[str, Any], timeout: float) -> bytes:
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        url = self._base_url + path
+        try:
+            async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+                response = await client.post(url, json=body, headers=headers)
+        except httpx.TimeoutException as error:
+            raise InjectionFilterError(
+                f"The filtering service at {url} did not answer within {timeout:g} seconds."
+            ) from error
+        except httpx.HTTPError as error:
+            raise InjectionFilterError(
+                f"The filtering service at {url} could not be reached: {type(error).__name__}."
+            ) from error
+        if response.status_code != 200:
+            raise InjectionFilterError(
+                f"The filtering service at {url} answered HTTP {response.status_code} "
+                f"({response.reason_phrase or 'Unknown'})."
+            )
+        return response.content
+
+    def _parse(self, model: type[_Model], content: bytes, path: str) -> _Model:
+        try:
+            return model.model_validate_json(content)
+        except ValidationError as error:
+            raise InjectionFilterError(
+                f"The filtering service at {self._base_url}{path} sent an answer that is not "
+                f"a valid result ({error.error_count()} problem(s), first: "
+                f"{error.errors()[0]['msg']})."
+            ) from error

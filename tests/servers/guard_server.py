@@ -1,0 +1,102 @@
+"""A loopback stand-in for an external prompt-injection filtering service.
+
+It speaks the single and batch endpoints of runtime-spec §7 and removes one known phrase, so
+tests see real HTTP without depending on a detector. Modes make it fail (HTTP 500), answer a
+batch with one result too few, or demand a bearer token. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+REMOVED_PHRASE = re.compile(r"ignore previous instructions", re.IGNORECASE)
+SERVICE_MARKER = "[service removed this]"
+
+
+@dataclass
+class GuardServiceState:
+    """What the service does next and what it has seen."""
+
+    mode: str = "ok"
+    """"ok", "fail" (HTTP 500), "wrong_length" (a batch answer one short), "not_json"."""
+    token: str | None = None
+    requests: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
+
+
+def _sanitize(text: str) -> dict[str, Any]:
+    findings = [
+        {"rule_id": "test_phrase", "category": "override", "snippet": match.group(0)}
+        for match in REMOVED_PHRASE.finditer(text)
+    ]
+    return {
+        "sanitized_text": REMOVED_PHRASE.sub(SERVICE_MARKER, text),
+        "findings": findings,
+        "redacted_count": len(findings),
+    }
+
+
+def create_app(state: GuardServiceState) -> Starlette:
+    async def answer(request: Request) -> JSONResponse:
+        body = await request.json()
+        state.requests.append((request.url.path, body, request.headers.get("authorization")))
+        if (
+            state.token is not None
+            and request.headers.get("authorization") != f"Bearer {state.token}"
+        ):
+            return JSONResponse({"error": "unauthorized"}, status_code=401)
+        if state.mode == "fail":
+            return JSONResponse({"error": "scanner failed"}, status_code=500)
+        if state.mode == "not_json":
+            return JSONResponse(["not", "a", "result"])
+        if request.url.path.endswith("/sanitize"):
+            return JSONResponse(_sanitize(body["text"]))
+        results = [_sanitize(text) for text in body["texts"]]
+        if state.mode == "wrong_length":
+            results = results[:-1]
+        return JSONResponse({"results": results})
+
+    return Starlette(
+        routes=[
+            Route("/security/prompt-injection/sanitize", answer, methods=["POST"]),
+            Route("/security/prompt-injection/sanitize-batch", answer, methods=["POST"]),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RunningGuardService:
+    base_url: str
+    state: GuardServiceState
+
+
+@contextmanager
+def running_guard_service() -> Iterator[RunningGuardService]:
+    """Serve on 127.0.0.1 with a free port for the duration of the block, then stop."""
+    state = GuardServiceState()
+    config = uvicorn.Config(
+        create_app(state), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("The loopback filtering service did not start.")
+            threading.Event().wait(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield RunningGuardService(base_url=f"http://127.0.0.1:{port}", state=state)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
