@@ -1,0 +1,272 @@
+"""The user's YAML settings file: parsing with lines, writing with comments kept, never half."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from policy.configuration import ManagedSetting, PolicyConfiguration
+from policy.provenance import Origin, SourceLocation
+from policy.user_settings import (
+    UserSettingsError,
+    ignored_user_settings,
+    load_user_settings,
+    remove_tool_setting,
+    save_tool_setting,
+    set_confidence_scheme,
+    set_default_tool_ids,
+    set_minimum_provider_confidence,
+    set_tools_enabled,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user-settings.yaml"
+
+FULL = """\
+# my settings
+tools:
+  enabled: true                      # only where the organization leaves it open
+  settings:
+    web_search:
+      searxng.baseUrl: "https://searx.example.org"   # my instance
+      maxResults: 10
+  minimum_provider_confidence:
+    web_search: high
+  default_tool_ids_by_component:
+    CHAT: [web_search, read_web_page]
+    writer: []
+confidence:
+  scheme: TRUST_EUROPE
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "settings.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _org(
+    key: str, value: object, locked: bool = True, **entries: SourceLocation
+) -> PolicyConfiguration:
+    origin = Origin("id-1", "Org base", SourceLocation("org/plugin.lua", 12))
+    setting = ManagedSetting(key, value, locked, origin, entry_locations=dict(entries))
+    return PolicyConfiguration(settings={key: setting})
+
+
+def test_a_missing_file_or_no_path_says_nothing(tmp_path: Path) -> None:
+    assert load_user_settings(None).tool_settings == {}
+    empty = load_user_settings(tmp_path / "absent.yaml")
+    assert empty.tools_enabled is None and empty.confidence_scheme is None
+
+
+def test_an_empty_file_says_nothing(tmp_path: Path) -> None:
+    assert load_user_settings(_write(tmp_path, "# nothing yet\n")).tool_settings == {}
+
+
+def test_every_section_is_read_with_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, FULL)
+    user = load_user_settings(path)
+    assert user.tools_enabled is True
+    assert user.tool_settings == {
+        "web_search": {"searxng.baseUrl": "https://searx.example.org", "maxResults": "10"}
+    }
+    assert user.minimum_provider_confidence == {"web_search": "HIGH"}
+    assert user.default_tool_ids_by_component == {
+        "CHAT": ("web_search", "read_web_page"),
+        "WRITER": (),
+    }
+    assert user.confidence_scheme == "TRUST_EUROPE"
+    assert user.path == str(path)
+    assert user.locations["tools.enabled"] == SourceLocation(str(path), 3)
+    assert user.locations["tools.settings.web_search.searxng.baseUrl"].line == 6
+    assert user.locations["tools.minimum_provider_confidence.web_search"].line == 9
+    assert user.locations["tools.default_tool_ids_by_component.WRITER"].line == 12
+    assert user.locations["confidence.scheme"].line == 14
+
+
+def test_the_shipped_example_loads() -> None:
+    user = load_user_settings(EXAMPLE)
+    assert user.tool_settings["web_search"]["searxng.baseUrl"].startswith("https://")
+    assert user.confidence_scheme in {"TRUST_EUROPE", "TRUST_ALL", "TRUST_USA_EUROPE"}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [
+        ("tools:\n  enabeld: true\n", 2, 'unknown key "enabeld" under tools; valid keys: enabled'),
+        ("tool:\n  enabled: true\n", 1, 'unknown key "tool" under the top level'),
+        ("tools:\n  enabled: yes please\n", 2, "tools.enabled must be true or false"),
+        (
+            "tools:\n  minimum_provider_confidence:\n    web_search: UNKNOWN\n",
+            3,
+            "is not one of NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH",
+        ),
+        (
+            "tools:\n  default_tool_ids_by_component:\n    KITCHEN: [web_search]\n",
+            3,
+            "component: 'KITCHEN' is not one of",
+        ),
+        (
+            "tools:\n  default_tool_ids_by_component:\n    CHAT: web_search\n",
+            3,
+            "must be a list of tool ids",
+        ),
+        (
+            "tools:\n  default_tool_ids_by_component:\n    CHAT:\n      - web_search\n      - 'a b'\n",
+            5,
+            "is not a tool id",
+        ),
+        ("confidence:\n  scheme: TRUST_MARS\n", 2, "TRUST_ALL, TRUST_USA_EUROPE"),
+        ("tools:\n  settings:\n    web_search:\n      maxResults:\n", 4, 'write "" for an empty'),
+        ("tools:\n  settings:\n    'web search':\n      a: b\n", 3, "is not a tool id"),
+        ("tools:\n  settings: [1, 2]\n", 0, "tools.settings must be a mapping"),
+        ("tools: [\n", 2, "not valid YAML"),
+        ("tools:\n  enabled: true\n  enabled: false\n", 3, "not valid YAML"),
+        ("- a\n- b\n", 1, "must be a mapping"),
+    ],
+)
+def test_bad_files_name_the_line_and_what_is_valid(
+    tmp_path: Path, text: str, line: int, expected: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(UserSettingsError) as caught:
+        load_user_settings(path)
+    assert expected in caught.value.message
+    assert caught.value.location is not None
+    assert caught.value.location.file == str(path)
+    if line:
+        assert caught.value.location.line == line
+        assert str(caught.value).startswith(f"{path}:{line}: ")
+
+
+def test_saving_keeps_comments_and_order(tmp_path: Path) -> None:
+    path = _write(tmp_path, FULL)
+    save_tool_setting(path, "web_search", "defaultLanguage", "de-DE")
+    save_tool_setting(path, "web_search", "searxng.baseUrl", "https://other.example.org")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# my settings\n")
+    assert "# only where the organization leaves it open" in text
+    assert "# my instance" in text
+    assert text.index("maxResults") < text.index("defaultLanguage") < text.index("minimum_provider")
+    user = load_user_settings(path)
+    assert user.tool_settings["web_search"] == {
+        "searxng.baseUrl": "https://other.example.org",
+        "maxResults": "10",
+        "defaultLanguage": "de-DE",
+    }
+    assert user.confidence_scheme == "TRUST_EUROPE"
+
+
+def test_saving_creates_a_new_private_file(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "settings.yaml"
+    save_tool_setting(path, "read_web_page", "freeAddressChoice", "ON")
+    save_tool_setting(path, "read_web_page", "note", "")
+    assert load_user_settings(path).tool_settings == {
+        "read_web_page": {"freeAddressChoice": "ON", "note": ""}
+    }
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_every_setter_writes_what_the_loader_reads(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    set_tools_enabled(path, False)
+    set_minimum_provider_confidence(path, "web_search", "medium")
+    set_default_tool_ids(path, "chat", ["web_search", "web_search", "read_web_page"])
+    set_default_tool_ids(path, "WRITER", [])
+    set_confidence_scheme(path, "trust_europe")
+    user = load_user_settings(path)
+    assert user.tools_enabled is False
+    assert user.minimum_provider_confidence == {"web_search": "MEDIUM"}
+    assert user.default_tool_ids_by_component == {
+        "CHAT": ("web_search", "read_web_page"),
+        "WRITER": (),
+    }
+    assert user.confidence_scheme == "TRUST_EUROPE"
+
+
+def test_removing_entries_leaves_no_empty_sections(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    save_tool_setting(path, "web_search", "maxResults", "5")
+    set_confidence_scheme(path, "TRUST_ALL")
+    remove_tool_setting(path, "web_search", "maxResults")
+    set_confidence_scheme(path, None)
+    set_tools_enabled(path, None)
+    assert path.read_text(encoding="utf-8").strip() in ("", "{}")
+    assert load_user_settings(path).tool_settings == {}
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda p: set_minimum_provider_confidence(p, "web_search", "UNKNOWN"), "confidence level"),
+        (lambda p: set_minimum_provider_confidence(p, "web search", "HIGH"), "is not a tool id"),
+        (lambda p: set_default_tool_ids(p, "KITCHEN", ["web_search"]), "component"),
+        (lambda p: set_confidence_scheme(p, "TRUST_MARS"), "confidence scheme"),
+        (lambda p: save_tool_setting(p, "web_search", "", "x"), "field name"),
+        (lambda p: save_tool_setting(p, "web.search", "a", "x"), "is not a tool id"),
+    ],
+)
+def test_bad_values_are_refused_and_nothing_is_written(
+    tmp_path: Path, call: object, expected: str
+) -> None:
+    path = _write(tmp_path, FULL)
+    with pytest.raises(UserSettingsError, match=expected):
+        call(path)  # type: ignore[operator]
+    assert path.read_text(encoding="utf-8") == FULL
+
+
+def test_a_broken_file_is_not_overwritten(tmp_path: Path) -> None:
+    broken = "tools:\n  enabeld: true  # typo\n"
+    path = _write(tmp_path, broken)
+    with pytest.raises(UserSettingsError) as caught:
+        save_tool_setting(path, "web_search", "maxResults", "3")
+    assert caught.value.location == SourceLocation(str(path), 2)
+    assert path.read_text(encoding="utf-8") == broken
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.yaml"]
+
+
+def test_a_locked_tool_field_is_refused_naming_who_locks_it(tmp_path: Path) -> None:
+    path = _write(tmp_path, FULL)
+    configuration = _org(
+        "DataTools.LockedToolSettings",
+        {"web_search.searxng.baseUrl": "https://org.example"},
+        **{"web_search.searxng.baseUrl": SourceLocation("org/plugin.lua", 40)},
+    )
+    with pytest.raises(UserSettingsError) as caught:
+        save_tool_setting(path, "web_search", "searxng.baseUrl", "x", configuration)
+    assert "locked by the organization plugin Org base (org/plugin.lua:40)" in str(caught.value)
+    assert path.read_text(encoding="utf-8") == FULL
+    save_tool_setting(path, "web_search", "maxResults", "3", configuration)
+
+
+def test_locked_managed_keys_refuse_and_editable_defaults_accept(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    locked = _org("DataConfidence.ConfidenceScheme", "TRUST_ALL", locked=True)
+    with pytest.raises(
+        UserSettingsError, match=r"confidence.scheme is locked by the plugin Org base"
+    ):
+        set_confidence_scheme(path, "TRUST_EUROPE", locked)
+    assert not path.exists()
+    editable = _org("DataConfidence.ConfidenceScheme", "TRUST_ALL", locked=False)
+    set_confidence_scheme(path, "TRUST_EUROPE", editable)
+    enabled = _org("DataTools.EnableTools", True)
+    with pytest.raises(UserSettingsError, match=r"tools\.enabled is locked"):
+        set_tools_enabled(path, False, enabled)
+    minimums = _org("DataTools.MinimumProviderConfidenceByToolId", {"web_search": "LOW"})
+    with pytest.raises(UserSettingsError, match="minimum_provider_confidence is locked"):
+        set_minimum_provider_confidence(path, "web_search", "HIGH", minimums)
+
+
+def test_values_an_organization_lock_overrides_are_reported(tmp_path: Path) -> None:
+    user = load_user_settings(_write(tmp_path, FULL))
+    configuration = _org("DataTools.LockedToolSettings", {"web_search.maxResults": "3"})
+    findings = ignored_user_settings(user, configuration)
+    assert [f.code for f in findings] == ["user-setting-locked"]
+    assert "tools.settings.web_search.maxResults has no effect" in findings[0].message
+    assert findings[0].location is not None and findings[0].location.line == 7
+    scheme = _org("DataConfidence.ConfidenceScheme", "TRUST_ALL")
+    assert "confidence.scheme" in ignored_user_settings(user, scheme)[0].message
+    open_scheme = _org("DataConfidence.ConfidenceScheme", "TRUST_ALL", locked=False)
+    assert ignored_user_settings(user, open_scheme) == ()
