@@ -1,0 +1,160 @@
+"""A loopback LLM provider that speaks Chat Completions, Responses and Anthropic Messages over SSE.
+
+Tests queue what the next requests get (event lists, status codes, headers such as Retry-After,
+a stall, a connection that breaks mid-stream, a non-SSE body); the server answers the requests in
+order and records every request (path, headers, raw body) for assertions. Runs on 127.0.0.1,
+port 0, in a thread; `running_provider_server()` stops it on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer.
+
+    `events` are SSE events: a dict/list (sent as JSON data), a str (sent as the data line as
+    is), or an (event name, payload) pair. `raw` replaces the whole SSE text when given.
+    """
+
+    events: Sequence[Any] = ()
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    content_type: str = "text/event-stream"
+    raw: str | None = None
+    break_after_events: bool = False
+    stall_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class _StreamBroken(Exception):
+    """Raised inside the response stream so the server drops the connection mid-body."""
+
+
+@dataclass
+class ProviderServer:
+    port: int
+    replies: deque[Reply] = field(default_factory=deque)
+    requests: list[RecordedRequest] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def queue(self, *replies: Reply) -> None:
+        with self.lock:
+            self.replies.extend(replies)
+
+    def next_reply(self) -> Reply:
+        with self.lock:
+            if not self.replies:
+                return Reply(status=500, body='{"error":{"message":"nothing scripted"}}')
+            return self.replies.popleft()
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.json for r in self.requests]
+
+
+def sse_text(events: Sequence[Any]) -> str:
+    lines: list[str] = []
+    for event in events:
+        name = None
+        if isinstance(event, tuple):
+            name, event = event
+        data = event if isinstance(event, str) else json.dumps(event)
+        if name:
+            lines.append(f"event: {name}")
+        lines.extend(f"data: {line}" for line in data.split("\n"))
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _app(server_ref: list[ProviderServer]) -> Starlette:
+    async def endpoint(request: Request) -> Response:
+        server = server_ref[0]
+        body = await request.body()
+        with server.lock:
+            server.requests.append(RecordedRequest(request.url.path, dict(request.headers), body))
+        reply = server.next_reply()
+        if reply.stall_seconds:
+            await asyncio.sleep(reply.stall_seconds)
+        if reply.body is not None:
+            return Response(
+                reply.body,
+                status_code=reply.status,
+                headers=reply.headers,
+                media_type="application/json"
+                if reply.content_type.endswith("event-stream")
+                else reply.content_type,
+            )
+        text = reply.raw if reply.raw is not None else sse_text(reply.events)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            # Several writes, so the client reads a real stream rather than one buffer.
+            for piece in text.splitlines(keepends=True):
+                yield piece.encode()
+            if reply.break_after_events:
+                raise _StreamBroken()
+
+        return StreamingResponse(
+            chunks(), status_code=reply.status, headers=reply.headers, media_type=reply.content_type
+        )
+
+    return Starlette(routes=[Route("/v1/{path:path}", endpoint, methods=["POST"])])
+
+
+@contextmanager
+def running_provider_server() -> Iterator[ProviderServer]:
+    holder: list[ProviderServer] = []
+    config = uvicorn.Config(
+        _app(holder),
+        host="127.0.0.1",
+        port=0,
+        log_level="critical",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="provider-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("The provider server did not start.")
+        time.sleep(0.01)
+    holder.append(ProviderServer(port=server.servers[0].sockets[0].getsockname()[1]))
+    try:
+        yield holder[0]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
