@@ -1,0 +1,574 @@
+"""The installed `policy` command, run in a subprocess: JSON contracts, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy.secrets import decrypt, encrypt, generate_secret
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _policy_executable() -> str:
+    beside = Path(sys.executable).parent / "policy"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("policy")
+    assert found is not None, "the `policy` command is not installed (pip install -e .)"
+    return found
+
+
+POLICY = _policy_executable()
+
+
+def run(
+    *args: str | Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment.pop("MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET", None)
+    environment.update(env or {})
+    done = subprocess.run(
+        [POLICY, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        input=stdin,
+        check=False,
+        cwd=ROOT,
+    )
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    return done
+
+
+def run_json(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, Any]:
+    done = run(*args, "--format", "json", env=env)
+    assert done.stdout.strip(), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def write_plugin(
+    folder: Path,
+    body: str,
+    *,
+    name: str = "Base",
+    priority: int | None = None,
+    plugin_id: str | None = None,
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = textwrap.dedent(
+        f"""\
+        ID = "{plugin_id or uuid.uuid4()}"
+        TYPE = "CONFIGURATION"
+        NAME = "{name}"
+        DESCRIPTION = "Test plugin {name}"
+        VERSION = "1.0.0"
+        AUTHORS = {{ "IT" }}
+        SUPPORT_CONTACT = "it@example.org"
+        SOURCE_URL = "https://example.org/ai"
+        CATEGORIES = {{ "CORE" }}
+        TARGET_GROUPS = {{ "EVERYONE" }}
+        IS_MAINTAINED = true
+        DEPRECATION_MESSAGE = ""
+        """
+    )
+    if priority is not None:
+        header += f"PRIORITY = {priority}\n"
+    path = folder / "plugin.lua"
+    path.write_text(header + textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+PROVIDERS = """\
+CONFIG = {}
+CONFIG["LLM_PROVIDERS"] = {}
+CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {
+    ["Id"] = "11111111-1111-4111-8111-111111111111",
+    ["InstanceName"] = "Cloud GPT",
+    ["UsedLLMProvider"] = "OPEN_AI",
+    ["Host"] = "NONE",
+    ["Hostname"] = "",
+    ["Model"] = { ["Id"] = "gpt-4o", ["DisplayName"] = "GPT-4o" },
+}
+CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {
+    ["Id"] = "22222222-2222-4222-8222-222222222222",
+    ["InstanceName"] = "Own cluster",
+    ["UsedLLMProvider"] = "SELF_HOSTED",
+    ["Host"] = "VLLM",
+    ["Hostname"] = "https://llm.example.org",
+    ["Model"] = { ["Id"] = "qwen3", ["DisplayName"] = "Qwen3" },
+    ["CapabilityOverrides"] = { ["FUNCTION_CALLING"] = true },
+}
+"""
+
+BASE_SETTINGS = """\
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "search_confluence" }
+CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = {
+    ["web_search"] = "MEDIUM",
+}
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
+    ["web_search.searxng.baseUrl"] = "https://searx.example.org",
+}
+CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
+    ["web_search.defaultLanguage"] = "de-DE",
+}
+"""
+
+DEPARTMENT_SETTINGS = """\
+CONFIG = {}
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "read_web_page" }
+CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = {
+    ["web_search"] = "HIGH",
+}
+"""
+
+OPEN_AI = "11111111-1111-4111-8111-111111111111"
+SELF_HOSTED = "22222222-2222-4222-8222-222222222222"
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    folder = tmp_path / "org" / "base"
+    write_plugin(folder, PROVIDERS + BASE_SETTINGS, name="Base")
+    return folder
+
+
+@pytest.fixture
+def department(tmp_path: Path) -> Path:
+    folder = tmp_path / "org" / "department"
+    write_plugin(folder, DEPARTMENT_SETTINGS, name="Department", priority=100)
+    return folder
+
+
+# --- startup and usage --------------------------------------------------------------------------
+
+
+def test_help_lists_every_command() -> None:
+    done = run("--help")
+    assert done.returncode == 0
+    for command in (
+        "check",
+        "explain",
+        "settings",
+        "tools",
+        "diff",
+        "schema",
+        "template",
+        "encrypt",
+    ):
+        assert command in done.stdout
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    probe = textwrap.dedent(
+        """\
+        import sys
+        from policy.cli import main
+        try:
+            main(["--help"])
+        except SystemExit:
+            pass
+        heavy = {"lupa", "httpx", "pydantic", "trafilatura", "policy.registry", "policy.plugins"}
+        print(sorted(m for m in heavy if m in sys.modules))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_missing_org_path_is_a_usage_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    done = run("check", "--org", missing)
+    assert done.returncode == 2
+    assert "--org" in done.stderr and "nowhere" in done.stderr
+
+
+def test_an_unknown_tool_id_is_a_usage_error_naming_the_known_tools(base: Path) -> None:
+    done = run("explain", "web_serch", "--org", base, "--provider", OPEN_AI)
+    assert done.returncode == 2
+    assert "web_serch" in done.stderr and "web_search" in done.stderr
+
+
+def test_an_unknown_component_is_a_usage_error(base: Path) -> None:
+    done = run("explain", "web_search", "--org", base, "--component", "KITCHEN")
+    assert done.returncode == 2
+    assert "KITCHEN" in done.stderr and "CHAT" in done.stderr
+
+
+def test_an_unknown_provider_names_the_configured_ones(base: Path) -> None:
+    done = run("explain", "web_search", "--org", base, "--provider", "nope")
+    assert done.returncode == 2
+    assert "Cloud GPT" in done.stderr and OPEN_AI in done.stderr
+
+
+def test_an_unknown_option_is_a_usage_error() -> None:
+    assert run("explain", "--frobnicate").returncode == 2
+
+
+# --- check --------------------------------------------------------------------------------------
+
+
+def test_check_of_a_good_configuration_is_ok(base: Path) -> None:
+    code, document = run_json("check", "--org", base)
+    assert code == 0
+    assert document["ok"] is True
+    assert document["errors"] == []
+    assert isinstance(document["warnings"], list)
+
+
+def test_check_reports_a_lua_syntax_error_with_file_and_line(tmp_path: Path) -> None:
+    broken = write_plugin(tmp_path / "broken", 'CONFIG = {\nCONFIG["SETTINGS"] = = {}\n')
+    code, document = run_json("check", "--org", broken.parent)
+    assert code == 1
+    assert document["ok"] is False
+    assert document["errors"], document
+    error = document["errors"][0]
+    assert set(error) == {"file", "line", "message"}
+    assert error["file"].endswith("plugin.lua")
+    assert isinstance(error["line"], int) and error["line"] > 0
+
+
+def test_check_as_text_names_file_and_line(tmp_path: Path) -> None:
+    broken = write_plugin(tmp_path / "broken", 'CONFIG = {}\nCONFIG["SETTINGS"] = = {}\n')
+    done = run("check", "--org", broken.parent)
+    assert done.returncode == 1
+    assert f"{broken}:" in done.stdout
+    assert "error" in done.stdout
+
+
+def test_check_warns_about_what_probably_was_not_meant(tmp_path: Path) -> None:
+    plugin = write_plugin(
+        tmp_path / "lint",
+        PROVIDERS
+        + """\
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serch" }
+CONFIG["SETTINGS"]["DataTools.DisabledToolIds.AllowUserOverride"] = true
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
+    ["read_web_page.freeAddressChoice"] = "on",
+    ["web_search.staan.apiKey"] = "plain-text-key",
+}
+CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
+    ["read_web_page.freeAddressChoice"] = "OFF",
+}
+""",
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 0
+    by_code: dict[str, list[dict[str, Any]]] = {}
+    for warning in document["warnings"]:
+        assert set(warning) == {"file", "line", "code", "message"}
+        by_code.setdefault(warning["code"], []).append(warning)
+    assert "web_serch" in by_code["unknown-tool-id"][0]["message"]
+    assert '"on"' in by_code["value-not-allowed"][0]["message"]
+    assert "OFF, ON" in by_code["value-not-allowed"][0]["message"]
+    assert "plain-text-key" not in json.dumps(document)
+    assert by_code["plaintext-secret"]
+    assert by_code["override-not-honored"]
+    assert by_code["no-effect"]
+    for warnings in by_code.values():
+        for warning in warnings:
+            if warning["code"] != "not-used-by-toolpolicy":
+                assert warning["file"] == str(plugin), warning
+                assert warning["line"] > 0, warning
+    assert run("check", "--org", plugin.parent, "--strict").returncode == 1
+
+
+def test_check_warns_when_a_department_list_drops_base_entries(
+    base: Path, department: Path
+) -> None:
+    code, document = run_json("check", "--org", base.parent)
+    assert code == 0
+    replaced = [w for w in document["warnings"] if w["code"] == "list-replaced"]
+    assert replaced, document["warnings"]
+    assert "search_confluence" in replaced[0]["message"]
+    assert replaced[0]["file"].endswith(str(Path("department") / "plugin.lua"))
+
+
+# --- explain ------------------------------------------------------------------------------------
+
+
+def test_explain_json_contract(base: Path) -> None:
+    code, document = run_json("explain", "web_search", "--org", base, "--provider", OPEN_AI)
+    assert code == 0
+    assert set(document) == {
+        "tool",
+        "component",
+        "provider",
+        "offered",
+        "reason",
+        "message",
+        "checks",
+    }
+    assert document["tool"] == "web_search"
+    assert document["component"] == "CHAT"
+    assert document["provider"] == {
+        "id": OPEN_AI,
+        "kind": "OPEN_AI",
+        "model": "gpt-4o",
+        "confidence": "MEDIUM",
+    }
+    assert document["offered"] is True and document["reason"] == "NONE"
+    guarded = [check["check"] for check in document["checks"]]
+    assert guarded[:3] == ["TOOLS_SWITCHED_OFF", "MODEL_CANNOT_USE_TOOLS", "NOT_AVAILABLE_HERE"]
+    assert "PROVIDER_CONFIDENCE_TOO_LOW" in guarded
+    for check in document["checks"]:
+        assert set(check) == {"check", "passed", "detail", "evidence"}
+        assert check["passed"] is True
+
+
+def test_explain_names_the_plugin_line_that_blocks(base: Path) -> None:
+    code, document = run_json(
+        "explain", "search_confluence", "--org", base, "--provider", SELF_HOSTED, "--fail"
+    )
+    assert code == 1
+    assert document["offered"] is False
+    assert document["reason"] == "TOOL_SWITCHED_OFF"
+    failed = next(c for c in document["checks"] if c["check"] == "TOOL_SWITCHED_OFF")
+    assert failed["passed"] is False
+    plugin_file = str(base / "plugin.lua")
+    text = json.dumps(failed["evidence"])
+    assert plugin_file in text and "DataTools.DisabledToolIds" in text
+
+
+def test_explain_text_lists_every_check(base: Path) -> None:
+    done = run(
+        "explain", "web_search", "--org", base, "--provider-kind", "DEEP_SEEK", "--model", "x"
+    )
+    assert done.returncode == 0
+    assert "web_search in CHAT" in done.stdout
+    assert "NOT OFFERED" in done.stdout
+    assert "[FAIL]" in done.stdout and "[pass]" in done.stdout
+
+
+def test_explain_fail_exits_one_only_when_blocked(base: Path) -> None:
+    offered = run("explain", "web_search", "--org", base, "--provider", OPEN_AI, "--fail")
+    assert offered.returncode == 0
+    blocked = run(
+        "explain", "semantic_search", "--org", base, "--provider", OPEN_AI,
+        "--component", "REWRITE_ASSISTANT", "--fail",
+    )  # fmt: skip
+    assert blocked.returncode == 1
+    assert "NOT_AVAILABLE_HERE" in blocked.stdout
+    without_fail = run(
+        "explain", "semantic_search", "--org", base, "--provider", OPEN_AI,
+        "--component", "REWRITE_ASSISTANT",
+    )  # fmt: skip
+    assert without_fail.returncode == 0
+
+
+def test_explain_with_a_provider_kind_decides_by_kind(base: Path) -> None:
+    code, document = run_json(
+        "explain", "web_search", "--org", base, "--provider-kind", "self_hosted"
+    )
+    assert document["provider"]["kind"] == "SELF_HOSTED"
+    assert document["provider"]["confidence"] == "HIGH"
+    assert document["reason"] == "MODEL_CANNOT_USE_TOOLS"
+    assert code == 0
+
+
+def test_explain_all_prints_the_matrix(base: Path) -> None:
+    done = run("explain", "--org", base, "--all")
+    assert done.returncode == 0
+    for expected in ("web_search", "read_web_page", "Cloud GPT", "Own cluster", "offered"):
+        assert expected in done.stdout
+    code, document = run_json("explain", "--org", base, "--all")
+    assert code == 0
+    assert {p["id"] for p in document["providers"]} == {OPEN_AI, SELF_HOSTED}
+    assert len(document["decisions"]) == len(document["tools"]) * 2
+
+
+def test_a_broken_organization_plugin_switches_every_tool_off(base: Path, tmp_path: Path) -> None:
+    broken = write_plugin(tmp_path / "org" / "broken", "CONFIG = nil + 1\n", name="Broken")
+    code, document = run_json(
+        "explain", "web_search", "--org", base, "--org", broken.parent, "--provider", OPEN_AI
+    )
+    assert code == 0
+    assert document["reason"] == "TOOLS_SWITCHED_OFF"
+    assert str(broken) in json.dumps(document["checks"][0])
+
+
+def test_the_organization_comes_from_the_environment(base: Path) -> None:
+    code, document = run_json(
+        "explain", "web_search", "--provider", OPEN_AI, env={"TOOLPOLICY_ORG": str(base)}
+    )
+    assert code == 0
+    assert document["offered"] is True
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+def test_settings_json_contract_with_sources_and_origins(base: Path, tmp_path: Path) -> None:
+    secret = generate_secret()
+    encrypted = encrypt("tavily-secret-value", secret)
+    plugin = write_plugin(
+        tmp_path / "secret",
+        PROVIDERS
+        + f"""\
+CONFIG["SETTINGS"] = {{}}
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {{
+    ["web_search.searxng.baseUrl"] = "https://searx.example.org",
+    ["web_search.tavily.apiKey"] = "{encrypted}",
+}}
+CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {{
+    ["web_search.defaultLanguage"] = "de-DE",
+}}
+""",
+    )
+    user = tmp_path / "user.yaml"
+    user.write_text("tools:\n  settings:\n    web_search:\n      maxResults: '7'\n")
+    code, document = run_json(
+        "settings",
+        "web_search",
+        "--org",
+        plugin.parent,
+        "--user-settings",
+        user,
+        env={"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret},
+    )
+    assert code == 0
+    assert document["tool"] == "web_search"
+    rows = {row["field"]: row for row in document["settings"]}
+    for row in rows.values():
+        assert {"field", "value", "source", "locked", "origin"} <= set(row)
+    assert rows["searxng.baseUrl"]["source"] == "LOCKED"
+    assert rows["searxng.baseUrl"]["locked"] is True
+    assert rows["searxng.baseUrl"]["origin"]["file"] == str(plugin)
+    assert rows["searxng.baseUrl"]["origin"]["line"] > 0
+    assert rows["defaultLanguage"] == {
+        **rows["defaultLanguage"],
+        "value": "de-DE",
+        "source": "ORG_DEFAULT",
+        "locked": False,
+    }
+    assert rows["maxResults"]["source"] == "USER"
+    assert rows["maxResults"]["value"] == "7"
+    assert rows["tavily.apiKey"]["value"] == "*****"
+    assert rows["defaultSafeSearch"]["source"] == "UNSET"
+    assert rows["defaultSafeSearch"]["value"] is None
+    assert rows["defaultSafeSearch"]["origin"] is None
+    everything = json.dumps(document)
+    assert "tavily-secret-value" not in everything
+    assert encrypted not in everything
+
+
+def test_settings_set_keeps_comments_and_refuses_locked_fields(base: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user.yaml"
+    user.write_text(
+        "# my settings\ntools:\n  settings:\n    web_search:\n"
+        "      maxResults: '7'  # fewer is faster\n"
+    )
+    done = run(
+        "settings", "set", "web_search", "defaultSafeSearch", "STRICT",
+        "--org", base, "--user-settings", user,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = user.read_text()
+    assert "# my settings" in text and "# fewer is faster" in text
+    assert "defaultSafeSearch: STRICT" in text
+    code, document = run_json("settings", "web_search", "--org", base, "--user-settings", user)
+    rows = {row["field"]: row for row in document["settings"]}
+    assert rows["defaultSafeSearch"]["value"] == "STRICT"
+    assert rows["defaultSafeSearch"]["source"] == "USER"
+
+    locked = run(
+        "settings", "set", "web_search", "searxng.baseUrl", "https://other.example.org",
+        "--org", base, "--user-settings", user,
+    )  # fmt: skip
+    assert locked.returncode == 1
+    assert "locked" in locked.stderr and "Base" in locked.stderr
+    assert str(base / "plugin.lua") in locked.stderr
+    assert "other.example.org" not in user.read_text()
+
+
+def test_settings_set_validates_the_value_against_the_choices(base: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user.yaml"
+    done = run(
+        "settings", "set", "web_search", "defaultSafeSearch", "strict",
+        "--org", base, "--user-settings", user,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "OFF, MODERATE, STRICT" in done.stderr
+    assert not user.exists() or "strict" not in user.read_text()
+    unknown = run(
+        "settings", "set", "web_search", "colour", "blue", "--org", base, "--user-settings", user
+    )
+    assert unknown.returncode == 2
+    assert "defaultSafeSearch" in unknown.stderr
+
+
+def test_settings_set_needs_a_user_settings_file(base: Path) -> None:
+    done = run("settings", "set", "web_search", "defaultSafeSearch", "STRICT", "--org", base)
+    assert done.returncode == 2
+    assert "--user-settings" in done.stderr
+
+
+# --- tools, diff --------------------------------------------------------------------------------
+
+
+def test_tools_lists_the_catalog_with_state(base: Path) -> None:
+    code, document = run_json("tools", "--org", base, "--component", "CHAT")
+    assert code == 0
+    rows = {row["id"]: row for row in document["tools"]}
+    assert "semantic_search" not in rows
+    assert rows["search_confluence"]["active"] is False
+    assert rows["web_search"]["active"] is True
+    assert rows["web_search"]["configured"] is True
+    assert rows["web_search"]["minimum_confidence"] == "MEDIUM"
+    assert str(base / "plugin.lua") in rows["web_search"]["minimum_confidence_source"]
+    code, everything = run_json("tools", "--org", base)
+    assert "semantic_search" in {row["id"] for row in everything["tools"]}
+
+
+def test_diff_lists_every_changed_decision(base: Path, department: Path, tmp_path: Path) -> None:
+    code, document = run_json(
+        "diff", "--org", base, "--against-org", base, "--against-org", department,
+        "--component", "CHAT",
+    )  # fmt: skip
+    assert code == 0
+    changes = {(c["tool"], c["provider"]): c for c in document["changes"]}
+    web = changes[("web_search", OPEN_AI)]
+    assert web["old"]["reason"] == "NONE"
+    assert web["new"]["reason"] == "PROVIDER_CONFIDENCE_TOO_LOW"
+    assert changes[("read_web_page", OPEN_AI)]["new"]["reason"] == "TOOL_SWITCHED_OFF"
+    assert all(c["component"] == "CHAT" for c in document["changes"])
+    assert document["changed"] == len(document["changes"])
+    unchanged = run("diff", "--org", base, "--against-org", base, "--fail")
+    assert unchanged.returncode == 0 and "no decision changes" in unchanged.stdout
+    changed = run("diff", "--org", base, "--against-org", department, "--fail")
+    assert changed.returncode == 1
+
+
+# --- encrypt ------------------------------------------------------------------------------------
+
+
+def test_encrypt_produces_a_value_the_loader_can_decrypt() -> None:
+    secret = generate_secret()
+    done = run("encrypt", stdin="s3cr3t\n", env={"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret})
+    assert done.returncode == 0, done.stderr
+    value = done.stdout.strip()
+    assert value.startswith("ENC:v1:")
+    assert decrypt(value, secret) == "s3cr3t"
+    assert "s3cr3t" not in done.stdout + done.stderr
+
+
+def test_encrypt_without_a_secret_says_what_to_set() -> None:
+    done = run("encrypt", stdin="s3cr3t\n")
+    assert done.returncode == 1
+    assert "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET" in done.stderr
+    assert "s3cr3t" not in done.stderr
