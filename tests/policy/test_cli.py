@@ -482,6 +482,7 @@ def test_settings_set_keeps_comments_and_refuses_locked_fields(base: Path, tmp_p
     assert "# my settings" in text and "# fewer is faster" in text
     assert "defaultSafeSearch: STRICT" in text
     code, document = run_json("settings", "web_search", "--org", base, "--user-settings", user)
+    assert code == 0
     rows = {row["field"]: row for row in document["settings"]}
     assert rows["defaultSafeSearch"]["value"] == "STRICT"
     assert rows["defaultSafeSearch"]["source"] == "USER"
@@ -532,6 +533,7 @@ def test_tools_lists_the_catalog_with_state(base: Path) -> None:
     assert rows["web_search"]["minimum_confidence"] == "MEDIUM"
     assert str(base / "plugin.lua") in rows["web_search"]["minimum_confidence_source"]
     code, everything = run_json("tools", "--org", base)
+    assert code == 0
     assert "semantic_search" in {row["id"] for row in everything["tools"]}
 
 
