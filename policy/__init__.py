@@ -157,7 +157,7 @@ def load_policy(
     from policy.discovery import discover_tools
     from policy.merge import load_configuration
     from policy.registry import ToolRegistry
-    from policy.user_settings import load_user_settings
+    from policy.user_settings import ignored_user_settings, load_user_settings
 
     configuration = load_configuration(
         [Path(p) for p in org],
@@ -178,5 +178,10 @@ def load_policy(
         user=user,
         registry=registry,
         tools=chosen,
-        findings=(*configuration.findings, *discovery_findings, *registration),
+        findings=(
+            *configuration.findings,
+            *ignored_user_settings(user, configuration),
+            *discovery_findings,
+            *registration,
+        ),
     )

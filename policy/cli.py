@@ -214,7 +214,10 @@ def check(
     except Exception as error:
         if not type(error).__module__.startswith("policy."):
             raise
-        findings.append(Finding(Severity.ERROR, "load-failed", str(error), None))
+        message = str(getattr(error, "message", "") or error)
+        findings.append(
+            Finding(Severity.ERROR, "load-failed", message, getattr(error, "location", None))
+        )
     else:
         from policy.lint import lint_policy
 
@@ -522,7 +525,7 @@ def settings_set(
         if usage:
             raise click.BadParameter(message, param_hint=usage)
         raise click.ClickException(message)
-    save_tool_setting(user_settings, tool_id, field, value)
+    save_tool_setting(user_settings, tool_id, field, value, policy.configuration)
     _print(f"saved {tool_id}.{field} = {value!r} in {user_settings}")
 
 
