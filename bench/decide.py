@@ -165,6 +165,28 @@ def median_ms(action: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+async def _one_request(
+    registry: ToolRegistry, ids: Sequence[str], provider: ProviderConfig
+) -> None:
+    for tool_id in ids:
+        registry.offer_decision(tool_id, provider, Component.CHAT)
+    await registry.runnable_tools(ids, provider, Component.CHAT)
+
+
+async def _measure(
+    registry: ToolRegistry, ids: Sequence[str], provider: ProviderConfig, repeats: int
+) -> tuple[float, float]:
+    start = time.perf_counter()
+    await _one_request(registry, ids, provider)
+    first = (time.perf_counter() - start) * 1000
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        await _one_request(registry, ids, provider)
+        times.append((time.perf_counter() - start) * 1000)
+    return first, statistics.median(times)
+
+
 def bench_decisions(tool_counts: Sequence[int], plugin_counts: Sequence[int], repeats: int) -> None:
     provider = ProviderConfig(id="p1", name="Cloud", kind=ProviderKind.OPEN_AI, model="gpt-4o")
     print("1. all offer decisions + runnable tools for one request (after load)")
@@ -180,23 +202,7 @@ def bench_decisions(tool_counts: Sequence[int], plugin_counts: Sequence[int], re
                 configuration = load_configuration([root])
             registry = ToolRegistry(tools, configuration, UserSettings())
 
-            async def one_request(registry: ToolRegistry = registry) -> None:
-                for tool_id in ids:
-                    registry.offer_decision(tool_id, provider, Component.CHAT)
-                await registry.runnable_tools(ids, provider, Component.CHAT)
-
-            async def measure() -> tuple[float, float]:
-                start = time.perf_counter()
-                await one_request()
-                first = (time.perf_counter() - start) * 1000
-                times = []
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    await one_request()
-                    times.append((time.perf_counter() - start) * 1000)
-                return first, statistics.median(times)
-
-            first, median = asyncio.run(measure())
+            first, median = asyncio.run(_measure(registry, ids, provider, repeats))
             print(f"   {tool_count:>6} {plugin_count:>8} {first:>10.3f} {median:>10.3f}")
 
 
