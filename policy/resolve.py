@@ -468,7 +468,7 @@ def confidence_scheme(
         evidence.append(_managed_evidence(setting, scheme))
     elif user.confidence_scheme:
         scheme = user.confidence_scheme
-        where = _user_location(user, "confidence_scheme")
+        where = _user_location(user, "confidence.scheme")
         evidence.append(Evidence(CONFIDENCE_SCHEME, scheme, SOURCE_USER, None, where))
     else:
         scheme = ConfidenceScheme.TRUST_ALL.value
