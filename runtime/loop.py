@@ -20,6 +20,7 @@ from runtime.chat import Chat, ensure_provider_allowed
 from runtime.executor import (
     INVALID_CALL_MESSAGE,
     RunnableTools,
+    ToolCallOutcome,
     ToolExecutor,
     ToolInvocationTrace,
     TraceStatus,
@@ -27,7 +28,7 @@ from runtime.executor import (
     invalid_call_outcome,
     redacted_call_arguments,
 )
-from runtime.messages import UNKNOWN_USAGE, Round, RoundCompleted, Source, Usage
+from runtime.messages import UNKNOWN_USAGE, RequestedCall, Round, RoundCompleted, Source, Usage
 from runtime.sources import merge_sources
 
 _log = logging.getLogger(__name__)
@@ -152,12 +153,36 @@ class ToolCallingLoop(Protocol):
 
 @dataclass(slots=True)
 class _State:
+    """What one streaming call has gathered so far."""
+
     calls: int = 0
     result_characters: int = 0
     sources: list[Source] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     has_spoken: bool = False
     usage: Usage = UNKNOWN_USAGE
+
+    def say(self, text: str) -> TextDeltaEvent:
+        self.text.append(text)
+        return TextDeltaEvent(text)
+
+    def notice(self, notice: str) -> list[LoopEvent]:
+        """A fixed notice, set apart from text already shown, and the end of the stream."""
+        events: list[LoopEvent] = []
+        if self.has_spoken:
+            events.append(self.say(ROUND_SEPARATOR))
+        events.append(self.say(notice))
+        events.append(self.final())
+        return events
+
+    def final(self, *, interrupted: bool = False) -> FinalAnswer:
+        return FinalAnswer("".join(self.text), tuple(self.sources), self.usage, interrupted)
+
+
+@dataclass(slots=True)
+class _RoundOutcome:
+    completed: Round | None = None
+    spoke: bool = False
 
 
 class SequentialToolCallingLoop:
@@ -179,132 +204,134 @@ class SequentialToolCallingLoop:
                 context.provider_trusted,
             )
             instruction = self.limits.final_answer_instruction(state.calls, state.result_characters)
-            final_required = instruction is not None
-            passes_on_usage, first_round = first_round, False
+            outcome = _RoundOutcome()
+            async for delta in _stream_round(adapter, instruction, first_round, state, outcome):
+                yield delta
+            first_round = False
 
-            completed: Round | None = None
-            round_spoke = False
-            async for event in adapter.execute_round(instruction, not final_required):
-                if isinstance(event, RoundCompleted):
-                    completed = event.round
-                    continue
-                if passes_on_usage and event.usage.is_known:
-                    state.usage = _combine(state.usage, event.usage)
-                if event.sources:
-                    state.sources = merge_sources(state.sources, event.sources)
-                if event.content.strip():
-                    if not round_spoke and state.has_spoken:
-                        yield self._say(state, ROUND_SEPARATOR)
-                    round_spoke = state.has_spoken = True
-                if event.content:
-                    yield self._say(state, event.content)
-
-            if completed is None:
-                yield self._final(state, interrupted=True)
+            ending = _ending(state, outcome, instruction is not None, context)
+            if ending is not None or outcome.completed is None:
+                for event in ending or ():
+                    yield event
                 return
-            if passes_on_usage and not state.usage.is_known and completed.usage.is_known:
-                state.usage = completed.usage
-
-            answered = round_spoke or bool(completed.text_output.strip())
-            state.sources = merge_sources(state.sources, completed.sources)
-
-            if any(not call.call_id.strip() for call in completed.calls):
-                state.calls += 1
-                yield ToolCallFinished(invalid_call_outcome("", state.calls).trace)
-                for notice in self._notice(state, INVALID_CALL_MESSAGE):
-                    yield notice
-                yield self._final(state)
-                return
-
-            if final_required:
-                if not answered:
-                    for notice in self._notice(state, NO_ANSWER_AFTER_LIMIT):
-                        yield notice
-                yield self._final(state)
-                return
-
-            if not completed.calls:
-                if answered:
-                    yield self._final(state)
-                    return
-                if state.calls > 0:
-                    for notice in self._notice(state, NO_ANSWER_AFTER_TOOL_CALL):
-                        yield notice
-                    yield self._final(state)
-                    return
-                _log.error(
-                    "Provider %r (model %r) answered the first round with neither text nor calls.",
-                    context.provider_name,
-                    context.model,
-                )
-                raise InvalidToolCallingResponse(context.provider_name)
-
             adapter.record_assistant_turn()
-            for call in completed.calls:
-                if not call.is_valid:
-                    state.calls += 1
-                    outcome = invalid_call_outcome(call.call_id, state.calls)
-                    state.result_characters += len(outcome.content)
-                    yield ToolCallFinished(outcome.trace)
-                    adapter.record_tool_result(call.call_id, outcome.content, is_error=True)
-                    continue
+            for call in outcome.completed.calls:
+                async for event in self._answer_call(adapter, context, state, call):
+                    yield event
 
-                over_budget = self.limits.final_answer_instruction(
-                    state.calls, state.result_characters
-                )
-                if over_budget is not None:
-                    adapter.record_tool_result(call.call_id, over_budget, is_error=False)
-                    continue
+    async def _answer_call(
+        self,
+        adapter: ToolCallingAdapter,
+        context: LoopContext,
+        state: _State,
+        call: RequestedCall,
+    ) -> AsyncIterator[LoopEvent]:
+        """Answer one call of a round: invalid, over the budget, or run through the executor."""
+        if not call.is_valid:
+            state.calls += 1
+            invalid = invalid_call_outcome(call.call_id, state.calls)
+            state.result_characters += len(invalid.content)
+            yield ToolCallFinished(invalid.trace)
+            adapter.record_tool_result(call.call_id, invalid.content, is_error=True)
+            return
 
-                state.calls += 1
-                found = find_runnable(context.runnable_tools, call.tool_name)
-                yield ToolCallStarted(
-                    call_id=call.call_id,
-                    tool_name=call.tool_name,
-                    display_name=found[1].display_name if found else call.tool_name,
-                    arguments=redacted_call_arguments(call, context.runnable_tools),
-                )
-                outcome = await context.executor.execute(
-                    call,
-                    context.runnable_tools,
-                    order=state.calls,
-                    provider_kind=context.provider_kind,
-                    provider_confidence=context.provider_confidence,
-                    chat=context.chat,
-                    given_web_addresses=frozenset(context.given_web_addresses),
-                )
-                state.result_characters += len(outcome.content)
-                chat = context.chat
-                chat.require_provider_confidence(outcome.required_provider_confidence)
-                chat.require_data_security(outcome.required_data_security)
-                chat.require_outbound_data_restriction(outcome.required_outbound_data_restriction)
-                if outcome.returned_web_addresses:
-                    chat.add_known_web_addresses(outcome.returned_web_addresses)
-                    context.given_web_addresses.update(outcome.returned_web_addresses)
-                state.sources = merge_sources(state.sources, outcome.sources)
-                yield ToolCallFinished(outcome.trace)
-                adapter.record_tool_result(
-                    call.call_id,
-                    outcome.content,
-                    is_error=outcome.trace.status is not TraceStatus.SUCCESS,
-                )
+        over_budget = self.limits.final_answer_instruction(state.calls, state.result_characters)
+        if over_budget is not None:
+            adapter.record_tool_result(call.call_id, over_budget, is_error=False)
+            return
 
-    @staticmethod
-    def _say(state: _State, text: str) -> TextDeltaEvent:
-        state.text.append(text)
-        return TextDeltaEvent(text)
+        state.calls += 1
+        found = find_runnable(context.runnable_tools, call.tool_name)
+        yield ToolCallStarted(
+            call_id=call.call_id,
+            tool_name=call.tool_name,
+            display_name=found[1].display_name if found else call.tool_name,
+            arguments=redacted_call_arguments(call, context.runnable_tools),
+        )
+        outcome = await context.executor.execute(
+            call,
+            context.runnable_tools,
+            order=state.calls,
+            provider_kind=context.provider_kind,
+            provider_confidence=context.provider_confidence,
+            chat=context.chat,
+            given_web_addresses=frozenset(context.given_web_addresses),
+        )
+        state.result_characters += len(outcome.content)
+        _apply_demands(context, outcome)
+        state.sources = merge_sources(state.sources, outcome.sources)
+        yield ToolCallFinished(outcome.trace)
+        adapter.record_tool_result(
+            call.call_id, outcome.content, is_error=outcome.trace.status is not TraceStatus.SUCCESS
+        )
 
-    def _notice(self, state: _State, notice: str) -> list[TextDeltaEvent]:
-        """A fixed notice as the last text, set apart from text already shown."""
-        events: list[TextDeltaEvent] = []
-        if state.has_spoken:
-            events.append(self._say(state, ROUND_SEPARATOR))
-        events.append(self._say(state, notice))
-        return events
 
-    @staticmethod
-    def _final(state: _State, *, interrupted: bool = False) -> FinalAnswer:
-        return FinalAnswer("".join(state.text), tuple(state.sources), state.usage, interrupted)
+async def _stream_round(
+    adapter: ToolCallingAdapter,
+    instruction: str | None,
+    passes_on_usage: bool,
+    state: _State,
+    outcome: _RoundOutcome,
+) -> AsyncIterator[TextDeltaEvent]:
+    """Stream one round's text live; only the first round's usage describes the conversation."""
+    async for event in adapter.execute_round(instruction, instruction is None):
+        if isinstance(event, RoundCompleted):
+            outcome.completed = event.round
+            continue
+        if passes_on_usage and event.usage.is_known:
+            state.usage = _combine(state.usage, event.usage)
+        if event.sources:
+            state.sources = merge_sources(state.sources, event.sources)
+        if event.content.strip():
+            if not outcome.spoke and state.has_spoken:
+                yield state.say(ROUND_SEPARATOR)
+            outcome.spoke = state.has_spoken = True
+        if event.content:
+            yield state.say(event.content)
+    completed = outcome.completed
+    if passes_on_usage and completed and not state.usage.is_known and completed.usage.is_known:
+        state.usage = completed.usage
+
+
+def _ending(
+    state: _State, outcome: _RoundOutcome, final_required: bool, context: LoopContext
+) -> list[LoopEvent] | None:
+    """The last events when this round ends the stream, or None when its calls are to be run."""
+    completed = outcome.completed
+    if completed is None:
+        return [state.final(interrupted=True)]
+    answered = outcome.spoke or bool(completed.text_output.strip())
+    state.sources = merge_sources(state.sources, completed.sources)
+
+    if any(not call.call_id.strip() for call in completed.calls):
+        state.calls += 1
+        trace = invalid_call_outcome("", state.calls).trace
+        return [ToolCallFinished(trace), *state.notice(INVALID_CALL_MESSAGE)]
+    if final_required:
+        return [state.final()] if answered else state.notice(NO_ANSWER_AFTER_LIMIT)
+    if completed.calls:
+        return None
+    if answered:
+        return [state.final()]
+    if state.calls > 0:
+        return state.notice(NO_ANSWER_AFTER_TOOL_CALL)
+    _log.error(
+        "Provider %r (model %r) answered the first round with neither text nor calls.",
+        context.provider_name,
+        context.model,
+    )
+    raise InvalidToolCallingResponse(context.provider_name)
+
+
+def _apply_demands(context: LoopContext, outcome: ToolCallOutcome) -> None:
+    """What a result brought into the chat tightens it, and its addresses count as given."""
+    chat = context.chat
+    chat.require_provider_confidence(outcome.required_provider_confidence)
+    chat.require_data_security(outcome.required_data_security)
+    chat.require_outbound_data_restriction(outcome.required_outbound_data_restriction)
+    if outcome.returned_web_addresses:
+        chat.add_known_web_addresses(outcome.returned_web_addresses)
+        context.given_web_addresses.update(outcome.returned_web_addresses)
 
 
 def _combine(held: Usage, arriving: Usage) -> Usage:
