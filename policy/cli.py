@@ -347,6 +347,11 @@ def explain(
             header, rows = matrix_table(matrix)
             _print(f"Tools offered in {chosen_component.value}:\n")
             _print(render_table(header, rows))
+            if matrix.context_tool_ids:
+                _print(
+                    "\n(context): offers itself when the chat gives it something to do "
+                    "(e.g. data sources); never selected."
+                )
         else:
             _print(render_document(matrix_document(matrix), output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())

@@ -17,7 +17,7 @@ from typing import Any
 
 from policy.configuration import ProviderConfig, SecretValue
 from policy.provenance import Origin, SourceLocation
-from policy.vocabulary import Component, ConfidenceLevel, ToolOfferBlockReason
+from policy.vocabulary import Component, ConfidenceLevel, ToolActivation, ToolOfferBlockReason
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -176,6 +176,9 @@ class Matrix:
     providers: tuple[ProviderConfig, ...]
     tool_ids: tuple[str, ...]
     decisions: Mapping[tuple[str, str], Any]
+    context_tool_ids: frozenset[str] = frozenset()
+    """Tools that offer themselves from the chat's context (semantic_search): "offered" there
+    means "offered whenever the chat gives them something to do"."""
 
     def decision(self, tool_id: str, provider_id: str) -> Any:
         return self.decisions[(tool_id, provider_id)]
@@ -192,7 +195,12 @@ def build_matrix(
         for tool_id in tool_ids
         for provider in providers
     }
-    return Matrix(component, tuple(providers), tuple(tool_ids), decisions)
+    context = frozenset(
+        tool_id
+        for tool_id in tool_ids
+        if registry.definition(tool_id).activation is ToolActivation.CONTEXT
+    )
+    return Matrix(component, tuple(providers), tuple(tool_ids), decisions, context)
 
 
 def matrix_document(matrix: Matrix) -> dict[str, Any]:
@@ -216,7 +224,7 @@ def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:
     header = ["tool", *(f"{p.name or p.id}\n{p.kind.value}" for p in matrix.providers)]
     rows = [
         [
-            tool_id,
+            f"{tool_id} (context)" if tool_id in matrix.context_tool_ids else tool_id,
             *(_cell(matrix.decision(tool_id, provider.id)) for provider in matrix.providers),
         ]
         for tool_id in matrix.tool_ids
