@@ -462,12 +462,31 @@ def _status_error(response: httpx.Response, url: httpx.URL) -> WebRetrievalError
     )
 
 
-def _parse_url(url: str) -> httpx.URL:
+def _refuse_unreadable_literal(url: str, options: RetrievalOptions) -> None:
+    """A URL httpx cannot read (e.g. `0177.0.0.1`) still gets its block reason when it names an IP."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url.strip()).hostname or ""
+    except ValueError:
+        return
+    literal = parse_host_literal(host)
+    if literal is None or options.target_chosen_by_user:
+        return
+    address_class = (options.classify_address or classify_ip)(connectable_ip(literal))
+    if address_class is AddressClass.NEVER_ALLOWED:
+        raise _blocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
+    if address_class is AddressClass.NON_PUBLIC:
+        raise _blocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
+
+
+def _parse_url(url: str, options: RetrievalOptions) -> httpx.URL:
     import httpx
 
     try:
         parsed = httpx.URL(url.strip())
     except (httpx.InvalidURL, ValueError, TypeError) as error:
+        _refuse_unreadable_literal(url, options)
         raise WebRetrievalError(f"The address could not be read as a URL: {error}") from error
     if parsed.scheme.lower() not in ("http", "https"):
         raise _blocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
@@ -484,7 +503,7 @@ async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
 
     if not options.timeout_seconds > 0:
         raise ValueError(f"timeout_seconds must be positive, but was {options.timeout_seconds}.")
-    requested = _parse_url(url)
+    requested = _parse_url(url, options)
     try:
         async with asyncio.timeout(options.timeout_seconds):
             fetched = await _fetch(requested, options)
