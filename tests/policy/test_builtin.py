@@ -1,0 +1,243 @@
+"""The four built-in tools as the policy sees them (runtime-spec §6.7-6.10, policy-spec §5.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.builtin import (
+    BUILTIN_DEFINITIONS,
+    EXTRA_WIKI_BASE_URL,
+    READ_WEB_PAGE,
+    SEARCH_CONFLUENCE,
+    SEMANTIC_SEARCH,
+    WEB_SEARCH,
+    ReadWebPageTool,
+    SearchConfluenceTool,
+    WebSearchTool,
+    builtin_tools,
+    is_free_address_choice_on,
+    parse_allowed_private_hosts,
+    read_web_page_instructions,
+)
+from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
+from policy.definitions import validate_definition
+from policy.provenance import Origin, SourceLocation
+from policy.registry import ToolRegistry
+from policy.tools import ResolutionContext, Tool
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    OutboundDataRestriction,
+    ProviderKind,
+    ToolActivation,
+    ToolOfferBlockReason,
+    ToolOutboundData,
+    option_values,
+)
+
+ORG = Origin("org", "Organization", SourceLocation("org/plugin.lua", 1))
+SEARXNG = {"searxng.baseUrl": "https://search.example"}
+
+
+def _context(settings: dict[str, str], **kwargs: object) -> ResolutionContext:
+    return ResolutionContext(
+        component=Component.CHAT,
+        provider_kind=ProviderKind.OPEN_AI,
+        provider_confidence=ConfidenceLevel.MEDIUM,
+        settings=settings,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_every_builtin_definition_is_valid_and_follows_the_naming_convention() -> None:
+    assert set(BUILTIN_DEFINITIONS) == {
+        WEB_SEARCH,
+        READ_WEB_PAGE,
+        SEARCH_CONFLUENCE,
+        SEMANTIC_SEARCH,
+    }
+    for tool in builtin_tools():
+        assert isinstance(tool, Tool)
+        definition = tool.definition
+        assert validate_definition(definition) is None
+        assert definition.id == definition.implementation_key == definition.function.name
+        parameters = definition.function.parameters
+        assert parameters["type"] == "object" and parameters["additionalProperties"] is False
+        assert set(parameters["required"]) <= set(parameters["properties"])
+
+
+def test_minimum_confidences_and_activation_are_as_shipped() -> None:
+    levels = {i: d.minimum_provider_confidence for i, d in BUILTIN_DEFINITIONS.items()}
+    assert levels == {
+        WEB_SEARCH: ConfidenceLevel.VERY_LOW,
+        READ_WEB_PAGE: ConfidenceLevel.VERY_LOW,
+        SEARCH_CONFLUENCE: ConfidenceLevel.HIGH,
+        SEMANTIC_SEARCH: ConfidenceLevel.NONE,
+    }
+    semantic = BUILTIN_DEFINITIONS[SEMANTIC_SEARCH]
+    assert semantic.activation is ToolActivation.CONTEXT
+    assert semantic.visible_in.chat and not semantic.visible_in.assistants
+
+
+def test_the_documented_setting_names_exist_with_their_defaults() -> None:
+    web = BUILTIN_DEFINITIONS[WEB_SEARCH].settings_schema
+    assert web.required == ("defaultLanguage",)
+    assert web.properties["staan.apiKey"].secret and web.properties["tavily.apiKey"].secret
+    assert web.properties["backendStrategy"].default == "FAILOVER"
+    assert web.properties["maxResults"].default == "5"
+    assert web.properties["staan.market"].enum_values == ("de-de", "en-us", "fr-fr")
+    page = BUILTIN_DEFINITIONS[READ_WEB_PAGE].settings_schema.properties
+    assert page["freeAddressChoice"].option_source == "free_address_choice"
+    assert page["freeAddressChoice"].default == "OFF"
+    assert [v for v, _ in option_values("free_address_choice")] == ["OFF", "ON"]
+    wiki = BUILTIN_DEFINITIONS[SEARCH_CONFLUENCE].settings_schema
+    assert wiki.required == ("baseUrl",)
+    assert wiki.properties["timeoutSeconds"].default == "30"
+
+
+def test_where_each_tool_sends_data() -> None:
+    web, page, wiki, semantic = builtin_tools()
+    assert web.outbound_data is ToolOutboundData.THIRD_PARTY_QUERIES
+    assert page.outbound_data is ToolOutboundData.MODEL_CHOSEN_ADDRESSES
+    assert page.enforces_outbound_data_restriction
+    assert wiki.outbound_data is ToolOutboundData.CONFIGURED_SERVICE
+    assert semantic.outbound_data is ToolOutboundData.CONFIGURED_SERVICE
+
+
+# --- web_search validation ----------------------------------------------------------------------
+
+
+def test_web_search_needs_a_backend() -> None:
+    assert WebSearchTool().validate_configuration(SEARXNG).is_configured
+    state = WebSearchTool().validate_configuration({})
+    assert not state.is_configured and "no search backend" in state.message
+    assert WebSearchTool().validate_configuration({"tavily.apiKey": "k"}).is_configured
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"maxResults": "21"}, "web_search.maxResults: '21' is not valid"),
+        ({"maxResults": "-1"}, "from 1 to 20"),
+        ({"pageTimeoutSeconds": "soon"}, "web_search.pageTimeoutSeconds"),
+        (
+            {"maxTotalContentCharacters": "50000", "minContentCharactersPerResult": "3000"},
+            "must be at least 20 × minContentCharactersPerResult",
+        ),
+        ({"searxng.baseUrl": "ftp://search"}, "web_search.searxng.baseUrl"),
+        ({"backendStrategy": "SPECIFIC"}, "SPECIFIC needs primaryBackend"),
+    ],
+)
+def test_web_search_refuses_bad_settings_naming_the_key(
+    settings: dict[str, str], expected: str
+) -> None:
+    state = WebSearchTool().validate_configuration({**SEARXNG, **settings})
+    assert not state.is_configured
+    assert expected in state.message
+
+
+# --- read_web_page ------------------------------------------------------------------------------
+
+
+def test_allowed_private_hosts_are_host_names_only() -> None:
+    assert parse_allowed_private_hosts("wiki.corp; *.intra\nHost.Example,") == (
+        "wiki.corp",
+        "*.intra",
+        "host.example",
+    )
+    with pytest.raises(ValueError, match="without scheme or path"):
+        parse_allowed_private_hosts("https://wiki.corp")
+    with pytest.raises(ValueError, match="Allowed private host 'bad host' is not valid"):
+        parse_allowed_private_hosts("bad host")
+    state = ReadWebPageTool().validate_configuration({"allowedPrivateHosts": "wiki/path"})
+    assert not state.is_configured and "read_web_page.allowedPrivateHosts" in state.message
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [("ON", True), (" on ", True), ("OFF", False), ("", False), ("1", False), ("ON, OFF", False)],
+)
+def test_free_address_choice_is_read_strictly_by_name(value: str, on: bool) -> None:
+    assert is_free_address_choice_on({"freeAddressChoice": value}) is on
+    assert is_free_address_choice_on({}) is False
+
+
+async def test_read_web_page_words_its_instructions_for_the_setting() -> None:
+    tool = ReadWebPageTool()
+    off = await tool.resolve_instructions(_context({}))
+    on = await tool.resolve_instructions(_context({"freeAddressChoice": "ON"}))
+    assert "word for word" in off and "refuses every other URL" in off
+    assert "choose one yourself" in on and "word for word" not in on
+    for text in (off, on):
+        assert "Never put personal or confidential information" in text
+        assert "untrusted working material" in text
+    assert off == BUILTIN_DEFINITIONS[READ_WEB_PAGE].system_prompt_instructions
+    restricted = read_web_page_instructions(False, OutboundDataRestriction.ONLY_CONFIGURED_SERVICES)
+    assert "only pages of the configured wiki" in restricted
+
+
+async def test_read_web_page_offers_nothing_under_only_configured_services_without_a_wiki() -> None:
+    tool = ReadWebPageTool()
+    strict = OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
+    assert await tool.resolve_function(_context({}, outbound_restriction=strict)) is None
+    with_wiki = _context(
+        {}, outbound_restriction=strict, extras={EXTRA_WIKI_BASE_URL: "https://w/"}
+    )
+    assert await tool.resolve_function(with_wiki) is tool.definition.function
+    links = _context({}, outbound_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT)
+    assert await tool.resolve_function(links) is tool.definition.function
+
+
+async def test_the_registry_tells_read_web_page_about_the_configured_wiki() -> None:
+    user = UserSettings(tool_settings={SEARCH_CONFLUENCE: {"baseUrl": "https://wiki.example/"}})
+    registry = ToolRegistry(
+        builtin_tools(), PolicyConfiguration(), user, secret_reader=lambda t, f: None
+    )
+    provider = ProviderConfig("local", "Local", ProviderKind.SELF_HOSTED, "llama-3.3-70b")
+    runnable = await registry.runnable_tools(
+        [READ_WEB_PAGE],
+        provider,
+        Component.CHAT,
+        outbound_restriction=OutboundDataRestriction.ONLY_CONFIGURED_SERVICES,
+    )
+    assert runnable.tool_ids == (READ_WEB_PAGE,)
+    assert "only pages of the configured wiki" in runnable.instructions
+
+
+# --- search_confluence --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://wiki.example/", "expected an absolute HTTPS address"),
+        ("https://user:pw@wiki.example/", "must not contain a user name or password"),
+        ("https://wiki.example/?x=1", "must not contain a query or fragment"),
+        ("https://wiki.example/#top", "must not contain a query or fragment"),
+    ],
+)
+def test_search_confluence_needs_a_plain_https_base_address(url: str, expected: str) -> None:
+    state = SearchConfluenceTool().validate_configuration({"baseUrl": url})
+    assert not state.is_configured and expected in state.message
+    assert "pw" not in state.message or "password" in state.message
+
+
+def test_search_confluence_is_offered_to_high_confidence_providers_only_even_when_lowered() -> None:
+    table = ManagedSetting(
+        "DataTools.MinimumProviderConfidenceByToolId", {SEARCH_CONFLUENCE: "LOW"}, True, ORG
+    )
+    user = UserSettings(tool_settings={SEARCH_CONFLUENCE: {"baseUrl": "https://wiki.example/"}})
+    registry = ToolRegistry(
+        builtin_tools(),
+        PolicyConfiguration(settings={table.key: table}),
+        user,
+        secret_reader=lambda t, f: None,
+    )
+    openai = ProviderConfig("oa", "OpenAI", ProviderKind.OPEN_AI, "gpt-4o")
+    local = ProviderConfig("local", "Local", ProviderKind.SELF_HOSTED, "qwen3-32b")
+    assert (
+        registry.offer_block_reason(SEARCH_CONFLUENCE, openai)
+        is ToolOfferBlockReason.PROVIDER_CONFIDENCE_TOO_LOW
+    )
+    assert registry.effective_minimum_confidence(SEARCH_CONFLUENCE).level is ConfidenceLevel.HIGH
+    assert registry.offer_block_reason(SEARCH_CONFLUENCE, local) is ToolOfferBlockReason.NONE
