@@ -225,26 +225,28 @@ class ToolExecutor:
         if refusal is not None:
             return run.blocked(refusal, traced_arguments, was_executed=False)
 
-        context = ToolExecutionContext(
-            definition=definition,
-            call_id=call.call_id,
-            settings=self._settings_for(definition.id),
-            provider_kind=provider_kind,
-            provider_confidence=provider_confidence,
-            chat_id=chat.id,
-            outbound_restriction=chat.outbound_restriction,
-            given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
-            services={**self._services, "chat": chat},
-        )
         try:
+            context = ToolExecutionContext(
+                definition=definition,
+                call_id=call.call_id,
+                settings=self._settings_for(definition.id),
+                provider_kind=provider_kind,
+                provider_confidence=provider_confidence,
+                chat_id=chat.id,
+                outbound_restriction=chat.outbound_restriction,
+                given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
+                services={**self._services, "chat": chat},
+            )
             result = await tool.execute(arguments, context)
+            if not isinstance(result, ToolExecutionResult):
+                raise TypeError(f"the tool returned {type(result).__name__}, not a result")
+            return run.succeeded(result, traced_arguments, arguments)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
             return run.blocked(str(blocked), traced_arguments, was_executed=True)
         except Exception as error:
             _log.warning("Tool %s (id %r) failed: %s", call.tool_name, call.call_id, error)
             return run.failed(f"{FAILURE_PREFIX}{error}", traced_arguments)
-        return run.succeeded(result, traced_arguments, arguments)
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
         content = f"Tool '{call.tool_name}' is not available."

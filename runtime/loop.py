@@ -145,6 +145,16 @@ class LoopContext:
     """Listed in DataSourceSecuritySettings.TrustedProviderIds (counts for data security only)."""
 
 
+def web_addresses_given_in(*texts: str) -> set[str]:
+    """Request keys of the addresses written in the system prompt and user messages.
+
+    The starting point of `LoopContext.given_web_addresses`.
+    """
+    from runtime.web.addresses import find_web_addresses
+
+    return {key for text in texts for key in find_web_addresses(text)}
+
+
 class ToolCallingLoop(Protocol):
     def run(self, adapter: ToolCallingAdapter, context: LoopContext) -> AsyncIterator[LoopEvent]:
         """Drive the adapter to a final answer, yielding events an app can render."""

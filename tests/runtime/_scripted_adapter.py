@@ -112,8 +112,7 @@ class EchoTool(DefinedTool):
     ) -> ToolExecutionResult:
         self.contexts.append(context)
         self.arguments.append(arguments)
-        result = self._respond(arguments)
-        assert isinstance(result, ToolExecutionResult)
+        result: ToolExecutionResult = self._respond(arguments)
         return result
 
     def runnable(self) -> tuple[ToolDefinition, EchoTool]:

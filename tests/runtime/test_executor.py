@@ -158,6 +158,23 @@ async def test_a_failed_call_demands_nothing() -> None:
     _assert_demands_nothing(outcome)
 
 
+async def test_settings_which_cannot_be_loaded_fail_the_call_only() -> None:
+    def broken(_tool_id: str) -> dict[str, str]:
+        raise LookupError("the secret store is locked")
+
+    tool = EchoTool("t")
+    outcome = await _run(tool, executor=ToolExecutor(settings_for=broken))
+    assert outcome.content == "Tool execution failed: the secret store is locked"
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert tool.arguments == []
+
+
+async def test_a_tool_which_returns_no_result_fails() -> None:
+    outcome = await _run(EchoTool("t", lambda _a: "plain text"))
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert outcome.content == "Tool execution failed: the tool returned str, not a result"
+
+
 async def test_an_argument_refusal_reaches_the_model_as_a_failure() -> None:
     def respond(arguments: Any) -> ToolExecutionResult:
         ArgumentReader(arguments).optional_positive_int("page", "to get the first page")

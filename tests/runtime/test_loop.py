@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 
 from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction, ProviderKind
+from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ChatRequirementError, MemoryChatStore
 from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
 from runtime.executor import ToolExecutor, TraceStatus
@@ -21,9 +22,11 @@ from runtime.loop import (
     SequentialToolCallingLoop,
     TextDeltaEvent,
     ToolCallFinished,
+    ToolCallingLoop,
     ToolCallStarted,
+    web_addresses_given_in,
 )
-from runtime.messages import Source, SourceOrigin, Usage
+from runtime.messages import RoundCompleted, Source, SourceOrigin, Usage
 from tests.runtime._scripted_adapter import EchoTool, ScriptedAdapter, call, completed, text
 
 NO_FINAL_ANSWER = (
@@ -453,3 +456,31 @@ async def test_what_a_tool_returned_is_known_to_the_chat_afterwards() -> None:
     assert "https://found.example/report" in chat.known_web_addresses
     assert "https://found.example/report" not in seen[0]
     assert "https://found.example/report" in seen[1]
+
+
+def test_the_addresses_given_at_the_start_are_read_from_the_prompt_and_messages() -> None:
+    given = web_addresses_given_in(
+        "Use https://Docs.Example.com/a.", "and <https://b.example/x#top>"
+    )
+    assert given == {"https://docs.example.com/a", "https://b.example/x"}
+
+
+async def test_another_loop_drives_the_same_adapter() -> None:
+    class TextOnlyLoop:
+        """A stand-in harness: one round without tools, its text as the answer."""
+
+        async def run(
+            self, adapter: ToolCallingAdapter, context: LoopContext
+        ) -> AsyncIterator[LoopEvent]:
+            shown = []
+            async for event in adapter.execute_round("Answer briefly.", False):
+                if not isinstance(event, RoundCompleted):
+                    shown.append(event.content)
+                    yield TextDeltaEvent(event.content)
+            yield FinalAnswer("".join(shown), (), Usage())
+
+    loop: ToolCallingLoop = TextOnlyLoop()
+    adapter = ScriptedAdapter([[text("Short."), completed("Short.")]])
+    events = [event async for event in loop.run(adapter, _context())]
+    assert _final(events).text == "Short."
+    assert adapter.requests == [("Answer briefly.", False)]
