@@ -1,0 +1,274 @@
+"""Lint rules of `policy check`: each warns about one thing, at the line that causes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from policy.builtin import builtin_tools
+from policy.configuration import (
+    Beaten,
+    ChatTemplateConfig,
+    Finding,
+    ManagedSetting,
+    PolicyConfiguration,
+    ProviderConfig,
+    Severity,
+)
+from policy.lint import lint_configuration
+from policy.plugins import ConfigurationPlugin, PluginSetting
+from policy.provenance import Origin, SourceLocation
+from policy.secrets import encrypt, generate_secret
+from policy.vocabulary import PluginOrigin, ProviderKind
+
+DEFINITIONS = {tool.definition.id: tool.definition for tool in builtin_tools()}
+BASE = Origin("b", "Base", SourceLocation("/org/base/plugin.lua", 10))
+DEPT = Origin("d", "Department", SourceLocation("/org/dept/plugin.lua", 20))
+
+
+def managed(
+    key: str,
+    value: Any,
+    *,
+    origin: Origin = BASE,
+    locked: bool = True,
+    beaten: tuple[Beaten, ...] = (),
+    entries: Mapping[str, int] | None = None,
+) -> ManagedSetting:
+    locations = {
+        name: SourceLocation(origin.location.file, line) for name, line in (entries or {}).items()
+    }
+    return ManagedSetting(key, value, locked, origin, beaten, locations)
+
+
+def lint(*settings: ManagedSetting, **extra: Any) -> list[Finding]:
+    configuration = PolicyConfiguration(settings={s.key: s for s in settings}, **extra)
+    return list(lint_configuration(configuration, DEFINITIONS))
+
+
+def codes(findings: list[Finding]) -> list[str]:
+    return [f.code for f in findings]
+
+
+def test_a_sensible_configuration_has_no_warnings() -> None:
+    findings = lint(
+        managed("DataTools.DisabledToolIds", ("search_confluence",)),
+        managed("DataTools.MinimumProviderConfidenceByToolId", {"web_search": "MEDIUM"}),
+        managed(
+            "DataTools.LockedToolSettings",
+            {"web_search.searxng.baseUrl": "https://searx.example.org"},
+        ),
+        managed("DataTools.DefaultToolSettings", {"read_web_page.freeAddressChoice": "ON"}),
+    )
+    assert findings == []
+
+
+def test_every_warning_is_a_warning() -> None:
+    findings = lint(managed("DataTools.DisabledToolIds", ("nope",)))
+    assert findings and all(f.severity is Severity.WARNING for f in findings)
+
+
+def test_unknown_tool_ids_are_named_at_their_entry() -> None:
+    findings = lint(
+        managed("DataTools.DisabledToolIds", ("web_serch",), entries={"web_serch": 12}),
+        managed("DataTools.MinimumProviderConfidenceByToolId", {"raed_web_page": "HIGH"}),
+        managed("DataTools.DefaultToolSettings", {"confluence.baseUrl": "https://w"}),
+        chat_templates=(ChatTemplateConfig("t", "Research", ("websearch",), origin=DEPT),),
+    )
+    unknown = [f for f in findings if f.code == "unknown-tool-id"]
+    assert [f.location for f in unknown] == [
+        SourceLocation("/org/base/plugin.lua", 12),
+        BASE.location,
+        BASE.location,
+        DEPT.location,
+    ]
+    assert "'web_serch'" in unknown[0].message and "web_search" in unknown[0].message
+    assert "Research" in unknown[3].message
+
+
+def test_a_collection_id_the_registry_knows_is_not_unknown() -> None:
+    configuration = PolicyConfiguration(
+        settings={"DataTools.DisabledToolIds": managed("DataTools.DisabledToolIds", ("mailboxes",))}
+    )
+    found = lint_configuration(
+        configuration, DEFINITIONS, lambda i: i in {*DEFINITIONS, "mailboxes"}
+    )
+    assert found == ()
+
+
+def test_unknown_datatools_keys_suggest_the_right_spelling() -> None:
+    findings = lint(managed("DataTools.disabledToolIds", ("web_search",)))
+    assert codes(findings) == ["unknown-datatools-key"]
+    assert '"DataTools.DisabledToolIds"' in findings[0].message
+
+
+def test_a_field_the_tool_does_not_have() -> None:
+    findings = lint(managed("DataTools.DefaultToolSettings", {"web_search.colour": "blue"}))
+    assert codes(findings) == ["unknown-tool-setting"]
+    assert "searxng.baseUrl" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("entry", "value", "hint"),
+    [
+        ("read_web_page.freeAddressChoice", "on", 'did you mean "ON"'),
+        ("web_search.defaultSafeSearch", "MEDIUM", "OFF, MODERATE, STRICT"),
+        ("web_search.defaultLanguage", "german", "de-DE"),
+    ],
+)
+def test_values_outside_a_fields_choices(entry: str, value: str, hint: str) -> None:
+    findings = lint(managed("DataTools.LockedToolSettings", {entry: value}, entries={entry: 33}))
+    assert codes(findings) == ["value-not-allowed"]
+    assert hint in findings[0].message
+    assert findings[0].location == SourceLocation("/org/base/plugin.lua", 33)
+
+
+def test_an_empty_value_is_always_allowed() -> None:
+    assert (
+        lint(managed("DataTools.DefaultToolSettings", {"web_search.defaultSafeSearch": ""})) == []
+    )
+
+
+def test_plaintext_secrets_are_flagged_without_repeating_them() -> None:
+    findings = lint(
+        managed("DataTools.LockedToolSettings", {"web_search.tavily.apiKey": "tvly-123456"})
+    )
+    assert codes(findings) == ["plaintext-secret"]
+    assert "tvly-123456" not in findings[0].message
+    assert "policy encrypt" in findings[0].message
+
+
+def test_an_encrypted_locked_secret_is_fine() -> None:
+    value = encrypt("tvly-123456", generate_secret())
+    assert lint(managed("DataTools.LockedToolSettings", {"web_search.tavily.apiKey": value})) == []
+
+
+def test_a_secret_in_the_defaults_is_never_used() -> None:
+    value = encrypt("tvly-123456", generate_secret())
+    findings = lint(managed("DataTools.DefaultToolSettings", {"web_search.tavily.apiKey": value}))
+    assert codes(findings) == ["secret-in-defaults"]
+
+
+def test_a_plaintext_provider_key_is_flagged() -> None:
+    provider = ProviderConfig(
+        "p", "Cloud", ProviderKind.OPEN_AI, "gpt-4o", additional={"APIKey": "sk-abc"}, origin=BASE
+    )
+    findings = lint(providers=(provider,))
+    assert codes(findings) == ["plaintext-secret"]
+    assert "sk-abc" not in findings[0].message
+
+
+def test_an_override_companion_the_key_cannot_honor() -> None:
+    where = SourceLocation("/org/base/plugin.lua", 7)
+    plugin = ConfigurationPlugin(
+        id="b",
+        name="Base",
+        path="/org/base/plugin.lua",
+        origin=PluginOrigin.ORGANIZATION,
+        priority=0,
+        settings={
+            "DataTools.DisabledToolIds": PluginSetting(
+                "DataTools.DisabledToolIds",
+                ("web_search",),
+                SourceLocation("/org/base/plugin.lua", 6),
+                allow_user_override=False,
+                override_requested=True,
+                override_location=where,
+            ),
+            "DataTools.EnableTools": PluginSetting(
+                "DataTools.EnableTools",
+                True,
+                SourceLocation("/org/base/plugin.lua", 8),
+                allow_user_override=True,
+                override_requested=True,
+            ),
+        },
+    )
+    found = lint_configuration(PolicyConfiguration(), DEFINITIONS, plugins=[plugin])
+    assert [(f.code, f.location) for f in found] == [("override-not-honored", where)]
+    assert "always locked" in found[0].message
+
+
+def test_a_department_list_that_drops_base_entries() -> None:
+    findings = lint(
+        managed(
+            "DataTools.DisabledToolIds",
+            ("read_web_page",),
+            origin=DEPT,
+            beaten=(Beaten(("search_confluence", "read_web_page"), BASE),),
+        )
+    )
+    assert codes(findings) == ["list-replaced"]
+    message = findings[0].message
+    assert "search_confluence" in message and "Base" in message and "Department" in message
+    assert findings[0].location == DEPT.location
+
+
+def test_a_department_list_that_keeps_every_base_entry_is_fine() -> None:
+    findings = lint(
+        managed(
+            "DataTools.DisabledToolIds",
+            ("search_confluence", "read_web_page"),
+            origin=DEPT,
+            beaten=(Beaten(("search_confluence",), BASE),),
+        )
+    )
+    assert findings == []
+
+
+def test_a_default_hidden_by_a_lock_has_no_effect() -> None:
+    findings = lint(
+        managed("DataTools.LockedToolSettings", {"read_web_page.freeAddressChoice": "OFF"}),
+        managed(
+            "DataTools.DefaultToolSettings",
+            {"read_web_page.freeAddressChoice": "ON"},
+            origin=DEPT,
+        ),
+    )
+    assert codes(findings) == ["no-effect"]
+    assert findings[0].location == DEPT.location
+
+
+def test_settings_of_a_disabled_tool_have_no_effect() -> None:
+    findings = lint(
+        managed("DataTools.DisabledToolIds", ("search_confluence",)),
+        managed("DataTools.MinimumProviderConfidenceByToolId", {"search_confluence": "HIGH"}),
+    )
+    assert codes(findings) == ["no-effect"]
+
+
+def test_tool_settings_have_no_effect_while_tools_are_off() -> None:
+    findings = lint(
+        managed("DataTools.EnableTools", False),
+        managed("DataTools.DisabledToolIds", ("web_search",)),
+    )
+    assert codes(findings) == ["no-effect"]
+    assert "DataTools.EnableTools" in findings[0].message
+
+
+def test_a_context_tool_in_a_selection_has_no_effect() -> None:
+    findings = lint(
+        managed("DataTools.DefaultToolIdsByComponent", {"CHAT": ("semantic_search",)}),
+        chat_templates=(ChatTemplateConfig("t", "Docs", ("semantic_search",), origin=DEPT),),
+    )
+    assert codes(findings) == ["no-effect", "no-effect", "ai-studio-compatibility"]
+
+
+def test_ai_studio_compatibility_warnings() -> None:
+    provider = ProviderConfig("p", "Hosted", ProviderKind.IONOS, "m", origin=DEPT)
+    findings = lint(
+        managed("DataTools.MinimumProviderConfidenceByToolId", {"web_search": "LOW"}, locked=False),
+        providers=(provider,),
+    )
+    assert codes(findings) == ["ai-studio-compatibility", "ai-studio-compatibility"]
+    assert "IONOS" in findings[1].message
+
+
+def test_findings_loading_already_reported_are_left_out() -> None:
+    configuration = PolicyConfiguration(
+        settings={"DataTools.DisabledToolIds": managed("DataTools.DisabledToolIds", ("nope",))}
+    )
+    first = lint_configuration(configuration, DEFINITIONS)
+    assert lint_configuration(configuration, DEFINITIONS, already_reported=first) == ()
