@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.messages import Source, SourceOrigin
 from runtime.sources import (
@@ -126,3 +128,13 @@ def test_the_export_puts_one_heading_of_its_own_above_the_groups() -> None:
 def test_a_web_source_keeps_its_anchor_in_the_export() -> None:
     exported = render_sources_export([Source("Doc", "https://e.com/a#part", TOOL)])
     assert exported.endswith("(https://e.com/a#part)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80), st.text(max_size=40))
+def test_any_address_and_title_render_without_an_error(url: str, title: str) -> None:
+    key = source_key(url)
+    assert "\n" not in key and "\r" not in key
+    line = render_sources_markdown([Source(title, url, TOOL)])
+    assert line.startswith("## Sources used by tools\n- [1] [")
+    assert line.count("\n") == 1
