@@ -173,16 +173,15 @@ def host_profile_for(provider: ProviderConfig, *, wire_api: WireApi | None = Non
                 f"{where}: {profile.name} speaks only the {profile.wire_api} API, not {wire_api}.",
                 provider=provider.name,
             )
-        profile = OPENAI_CHAT_COMPLETIONS
-    if base_url:
-        profile = dataclasses.replace(profile, base_url=base_url)
+        profile = dataclasses.replace(OPENAI_CHAT_COMPLETIONS, base_url=profile.base_url)
     return profile
 
 
 def _profile_for_kind(provider: ProviderConfig, where: str, base_url: str) -> HostProfile:
     kind = provider.kind
     if kind in _CLOUD_HOSTS:
-        return _CLOUD_HOSTS[kind]
+        cloud = _CLOUD_HOSTS[kind]
+        return dataclasses.replace(cloud, base_url=base_url) if base_url else cloud
     if kind in _ADDRESSED_HOSTS:
         name, env, needs_key = _ADDRESSED_HOSTS[kind]
         if not base_url:

@@ -1,0 +1,385 @@
+"""Host profiles, client creation from policy provider entries, HTTP errors and retries."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from policy.configuration import ProviderConfig
+from policy.vocabulary import ProviderKind
+from runtime.adapters.anthropic import AnthropicAdapter
+from runtime.adapters.chat_completions import ChatCompletionsAdapter
+from runtime.adapters.responses import ResponsesAdapter
+from runtime.providers import (
+    OPENAI_CHAT_COMPLETIONS,
+    ProviderAuthError,
+    ProviderConfigurationError,
+    ProviderModelNotFound,
+    ProviderProtocolError,
+    ProviderRateLimited,
+    ProviderRequestRejected,
+    ProviderUnavailable,
+    RetryPolicy,
+    Timeouts,
+    create_adapter,
+    create_client,
+    host_profile_for,
+)
+from tests.servers.provider_scripts import chat_text, chat_usage
+from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_testkit import API_KEY, client_for, conversation, run_round
+
+KEY_ERROR_BODY = '{"error":{"message":"Incorrect API key provided: ' + API_KEY + '"}}'
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[ProviderServer]:
+    with running_provider_server() as server:
+        yield server
+
+
+@pytest.fixture
+def server(_server: ProviderServer) -> ProviderServer:
+    _server.replies.clear()
+    _server.requests.clear()
+    return _server
+
+
+def _provider(kind: ProviderKind, host: str = "", hostname: str = "") -> ProviderConfig:
+    return ProviderConfig(
+        id="0d4f3a1e-0000-4000-8000-000000000001",
+        name="Team LLM",
+        kind=kind,
+        model="m",
+        host=host,
+        hostname=hostname,
+    )
+
+
+async def _run(server: ProviderServer, **client_kwargs: object) -> list[str]:
+    client = client_for(OPENAI_CHAT_COMPLETIONS, server.base_url, **client_kwargs)  # type: ignore[arg-type]
+    try:
+        adapter = ChatCompletionsAdapter(client, conversation(), "m")
+        outcome = await run_round(adapter)
+        return [outcome.text]
+    finally:
+        await client.aclose()
+
+
+# -- host profiles -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "wire_api", "strict", "parallel", "base_url"),
+    [
+        (ProviderKind.OPEN_AI, "responses", True, True, "https://api.openai.com/v1"),
+        (ProviderKind.ANTHROPIC, "anthropic", True, True, "https://api.anthropic.com/v1"),
+        (ProviderKind.GROQ, "chat_completions", False, True, "https://api.groq.com/openai/v1"),
+        (ProviderKind.MISTRAL, "chat_completions", False, True, "https://api.mistral.ai/v1"),
+        (ProviderKind.OPEN_ROUTER, "chat_completions", False, True, "https://openrouter.ai/api/v1"),
+        (
+            ProviderKind.HUGGINGFACE,
+            "chat_completions",
+            False,
+            False,
+            "https://router.huggingface.co/v1",
+        ),
+        (ProviderKind.DEEP_SEEK, "chat_completions", False, True, "https://api.deepseek.com/v1"),
+        (ProviderKind.X, "chat_completions", False, True, "https://api.x.ai/v1"),
+        (
+            ProviderKind.FIREWORKS,
+            "chat_completions",
+            False,
+            True,
+            "https://api.fireworks.ai/inference/v1",
+        ),
+    ],
+)
+def test_each_cloud_host_has_its_profile(
+    kind: ProviderKind, wire_api: str, strict: bool, parallel: bool, base_url: str
+) -> None:
+    profile = host_profile_for(_provider(kind))
+    assert profile.wire_api == wire_api
+    assert profile.enforces_strict_tool_schemas is strict
+    assert profile.accepts_parallel_tool_calls is parallel
+    assert profile.base_url == base_url
+
+
+def test_only_chat_completions_may_make_up_call_ids() -> None:
+    assert not host_profile_for(_provider(ProviderKind.GROQ)).requires_call_ids
+    assert host_profile_for(_provider(ProviderKind.OPEN_AI)).requires_call_ids
+    assert host_profile_for(_provider(ProviderKind.ANTHROPIC)).requires_call_ids
+
+
+def test_openai_can_take_the_chat_completions_path() -> None:
+    profile = host_profile_for(_provider(ProviderKind.OPEN_AI), wire_api="chat_completions")
+    assert profile.wire_api == "chat_completions" and profile.enforces_strict_tool_schemas
+    assert profile.endpoint_url == "https://api.openai.com/v1/chat/completions"
+
+
+def test_other_hosts_speak_only_their_own_api() -> None:
+    with pytest.raises(ProviderConfigurationError, match="speaks only the chat_completions API"):
+        host_profile_for(_provider(ProviderKind.GROQ), wire_api="responses")
+
+
+@pytest.mark.parametrize(
+    ("host", "hostname", "base_url"),
+    [
+        ("OLLAMA", "http://localhost:11434", "http://localhost:11434/v1"),
+        ("lm_studio", "http://10.0.0.5:1234/", "http://10.0.0.5:1234/v1"),
+        ("VLLM", "https://vllm.example.org/v1", "https://vllm.example.org/v1"),
+        ("LLAMA_CPP", " http://127.0.0.1:8080 ", "http://127.0.0.1:8080/v1"),
+    ],
+)
+def test_a_self_hosted_server_is_found_by_its_hostname(
+    host: str, hostname: str, base_url: str
+) -> None:
+    profile = host_profile_for(_provider(ProviderKind.SELF_HOSTED, host, hostname))
+    assert profile.base_url == base_url
+    assert profile.wire_api == "chat_completions"
+    assert not profile.enforces_strict_tool_schemas
+    assert not profile.requires_api_key
+
+
+def test_a_self_hosted_entry_without_a_chat_server_is_refused() -> None:
+    with pytest.raises(
+        ProviderConfigurationError, match="Host 'WHISPER_CPP' cannot serve chat"
+    ) as caught:
+        host_profile_for(_provider(ProviderKind.SELF_HOSTED, "WHISPER_CPP", "http://x"))
+    assert "OLLAMA" in str(caught.value)
+
+
+def test_a_self_hosted_entry_without_a_hostname_is_refused() -> None:
+    with pytest.raises(ProviderConfigurationError, match="needs Hostname"):
+        host_profile_for(_provider(ProviderKind.SELF_HOSTED, "OLLAMA", ""))
+
+
+def test_litellm_needs_the_address_of_its_proxy() -> None:
+    with pytest.raises(
+        ProviderConfigurationError, match="provider 'Team LLM': LiteLLM has no default address"
+    ):
+        host_profile_for(_provider(ProviderKind.LITE_LLM))
+    profile = host_profile_for(_provider(ProviderKind.LITE_LLM, hostname="https://litellm.corp/v1"))
+    assert profile.endpoint_url == "https://litellm.corp/v1/chat/completions"
+
+
+def test_a_hostname_which_is_no_web_address_is_refused_with_an_example() -> None:
+    with pytest.raises(ProviderConfigurationError, match="'ftp://x' is not an http\\(s\\) address"):
+        host_profile_for(_provider(ProviderKind.GROQ, hostname="ftp://x"))
+    with pytest.raises(ProviderConfigurationError) as caught:
+        host_profile_for(_provider(ProviderKind.GROQ, hostname="https://user:hunter2@h/v1"))
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_kind_without_profile_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(
+        ProviderConfigurationError, match="UsedLLMProvider NONE has no host profile"
+    ):
+        host_profile_for(_provider(ProviderKind.NONE))
+
+
+# -- clients from provider entries ---------------------------------------------------------------
+
+
+def test_the_key_comes_from_the_caller_or_the_environment() -> None:
+    provider = _provider(ProviderKind.MISTRAL)
+    from_env = create_client(provider, environ={"MISTRAL_API_KEY": "env-key-123"})
+    assert from_env._headers["Authorization"] == "Bearer env-key-123"
+    given = create_client(provider, "caller-key-456", environ={"MISTRAL_API_KEY": "env-key-123"})
+    assert given._headers["Authorization"] == "Bearer caller-key-456"
+
+
+def test_a_missing_key_names_where_it_could_come_from() -> None:
+    with pytest.raises(ProviderConfigurationError, match="pass api_key or set ANTHROPIC_API_KEY"):
+        create_client(_provider(ProviderKind.ANTHROPIC), environ={})
+
+
+def test_a_self_hosted_server_needs_no_key() -> None:
+    client = create_client(
+        _provider(ProviderKind.SELF_HOSTED, "OLLAMA", "http://localhost:11434"), environ={}
+    )
+    assert "Authorization" not in client._headers
+
+
+def test_the_key_never_shows_in_the_client_repr() -> None:
+    client = create_client(_provider(ProviderKind.GROQ), "gsk_secret_value_1234", environ={})
+    assert "gsk_secret" not in repr(client)
+
+
+async def test_create_adapter_picks_the_adapter_of_the_wire_api(server: ProviderServer) -> None:
+    cases = [
+        (ProviderKind.OPEN_AI, ResponsesAdapter),
+        (ProviderKind.ANTHROPIC, AnthropicAdapter),
+        (ProviderKind.GROQ, ChatCompletionsAdapter),
+    ]
+    for kind, adapter_type in cases:
+        client = create_client(_provider(kind, hostname=server.base_url), "k-123456", environ={})
+        assert isinstance(create_adapter(client, conversation(), "m"), adapter_type)
+        await client.aclose()
+
+
+async def test_a_client_from_a_provider_entry_talks_to_its_host(server: ProviderServer) -> None:
+    server.queue(Reply([*chat_text("Hi"), chat_usage(12)]))
+    provider = _provider(ProviderKind.SELF_HOSTED, "VLLM", server.base_url)
+    async with create_client(provider, environ={}) as client:
+        outcome = await run_round(create_adapter(client, conversation(), "qwen"))
+    assert outcome.text == "Hi"
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert "authorization" not in server.requests[0].headers
+
+
+# -- HTTP errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_refused_credentials_say_to_check_the_key_and_never_show_it(
+    server: ProviderServer, status: int
+) -> None:
+    server.queue(Reply(status=status, body=KEY_ERROR_BODY))
+    with pytest.raises(ProviderAuthError) as caught:
+        await _run(server)
+    message = str(caught.value)
+    assert f"HTTP {status}" in message and "Check the API key" in message
+    assert "Incorrect API key provided: *****" in message
+    assert API_KEY not in message
+    assert len(server.requests) == 1
+
+
+async def test_an_unknown_model_says_to_check_the_model_id(server: ProviderServer) -> None:
+    server.queue(Reply(status=404, body='{"error":{"message":"model gpt-9 does not exist"}}'))
+    with pytest.raises(ProviderModelNotFound, match="Check the model id") as caught:
+        await _run(server)
+    assert "model gpt-9 does not exist" in str(caught.value)
+    assert caught.value.status_code == 404
+
+
+async def test_a_rejected_request_passes_on_what_the_host_said(server: ProviderServer) -> None:
+    server.queue(Reply(status=400, body='{"error":"parallel_tool_calls is not supported"}'))
+    with pytest.raises(ProviderRequestRejected, match="parallel_tool_calls is not supported"):
+        await _run(server)
+    assert len(server.requests) == 1
+
+
+async def test_a_rate_limit_is_retried_after_the_time_the_host_asks_for(
+    server: ProviderServer,
+) -> None:
+    server.queue(
+        Reply(status=429, headers={"Retry-After": "0"}, body="{}"),
+        Reply(status=429, headers={"Retry-After": "0"}, body="{}"),
+        Reply(chat_text("finally")),
+    )
+    assert await _run(server) == ["finally"]
+    assert len(server.requests) == 3
+
+
+async def test_retries_are_bounded(server: ProviderServer) -> None:
+    server.queue(*[Reply(status=429, headers={"Retry-After": "0"}, body="{}")] * 4)
+    with pytest.raises(ProviderRateLimited, match="HTTP 429"):
+        await _run(server)
+    assert len(server.requests) == 3
+
+
+async def test_a_retry_after_beyond_the_cap_fails_at_once(server: ProviderServer) -> None:
+    server.queue(
+        Reply(status=429, headers={"Retry-After": "3600"}, body="{}"), Reply(chat_text("x"))
+    )
+    with pytest.raises(ProviderRateLimited, match="wait 3600 s") as caught:
+        await _run(server)
+    assert caught.value.retry_after_seconds == 3600
+    assert len(server.requests) == 1
+
+
+async def test_a_retry_after_as_a_date_is_understood(server: ProviderServer) -> None:
+    server.queue(
+        Reply(status=429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, body="{}"),
+        Reply(chat_text("ok")),
+    )
+    assert await _run(server) == ["ok"]
+
+
+async def test_a_server_error_is_retried_with_backoff(server: ProviderServer) -> None:
+    server.queue(
+        Reply(status=503, body="overloaded"), Reply(status=502, body=""), Reply(chat_text("up"))
+    )
+    assert await _run(server) == ["up"]
+    assert len(server.requests) == 3
+
+
+async def test_a_lasting_server_error_says_to_try_later(server: ProviderServer) -> None:
+    server.queue(*[Reply(status=500, body='{"message":"internal"}')] * 3)
+    with pytest.raises(
+        ProviderUnavailable, match=r"HTTP 500\)\. Try again later\. The host said: internal"
+    ):
+        await _run(server)
+
+
+async def test_a_timeout_before_the_answer_is_retried(server: ProviderServer) -> None:
+    server.queue(Reply(chat_text("late"), stall_seconds=1.0), Reply(chat_text("fast")))
+    assert await _run(server, timeouts=Timeouts(read_seconds=0.2)) == ["fast"]
+
+
+async def test_lasting_timeouts_end_in_a_clear_error(server: ProviderServer) -> None:
+    server.queue(*[Reply(chat_text("late"), stall_seconds=1.0)] * 2)
+    with pytest.raises(ProviderUnavailable, match="did not answer in time"):
+        await _run(
+            server,
+            timeouts=Timeouts(read_seconds=0.2),
+            retry=RetryPolicy(max_attempts=2, initial_backoff_seconds=0),
+        )
+
+
+async def test_a_refused_connection_is_a_clear_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = client_for(OPENAI_CHAT_COMPLETIONS, f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(ProviderUnavailable, match="refused the connection"):
+        await run_round(ChatCompletionsAdapter(client, conversation(), "m"))
+    await client.aclose()
+
+
+async def test_a_connection_broken_during_the_answer_is_not_retried(server: ProviderServer) -> None:
+    server.queue(
+        Reply(chat_text("Half an ans"), break_after_events=True), Reply(chat_text("again"))
+    )
+    client = client_for(OPENAI_CHAT_COMPLETIONS, server.base_url)
+    deltas: list[str] = []
+    with pytest.raises(ProviderUnavailable, match="broke off while the answer was streaming"):
+        async for event in ChatCompletionsAdapter(client, conversation(), "m").execute_round(
+            None, True
+        ):
+            deltas.append(getattr(event, "content", ""))
+    await client.aclose()
+    assert "".join(deltas) == "Half an ans"
+    assert len(server.requests) == 1
+
+
+async def test_an_answer_which_is_no_event_stream_is_a_protocol_error(
+    server: ProviderServer,
+) -> None:
+    server.queue(Reply(body='{"choices":[]}', content_type="application/json"))
+    with pytest.raises(ProviderProtocolError, match="instead of a server-sent event stream"):
+        await _run(server)
+
+
+async def test_malformed_event_lines_are_skipped(server: ProviderServer) -> None:
+    raw = (
+        ": keep-alive comment\n\n"
+        "this line has no colon\n\n"
+        'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+        "data: {not json\n\n"
+        "retry: abc\n"
+        'data: {"choices":[{"index":0,"delta":{"content":"lo"}}]}\r\n\r\n'
+        "data: [DONE]\n\n"
+    )
+    server.queue(Reply(raw=raw))
+    assert await _run(server) == ["Hello"]
+
+
+def test_a_hostname_replaces_the_default_address_of_a_cloud_host() -> None:
+    provider = _provider(ProviderKind.OPEN_AI, hostname="https://gateway.corp/openai/v1/")
+    assert host_profile_for(provider).endpoint_url == "https://gateway.corp/openai/v1/responses"
+    chat = host_profile_for(provider, wire_api="chat_completions")
+    assert chat.endpoint_url == "https://gateway.corp/openai/v1/chat/completions"
