@@ -77,10 +77,26 @@ class _DefaultSubcommandGroup(click.Group):
 
 # --- shared options ---------------------------------------------------------------------------
 
-_COMPONENT = click.Choice([c.value for c in Component], case_sensitive=False)
-_PROVIDER_KIND = click.Choice(
-    [k.value for k in ProviderKind if k.value != "NONE"], case_sensitive=False
-)
+
+class _NameChoice(click.ParamType[str, Any]):
+    """An enum member name in any case; a wrong one is answered with the canonical spellings."""
+
+    def __init__(self, label: str, names: Sequence[str]) -> None:
+        self.name = label
+        self.names = tuple(names)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return self.name.upper().replace(" ", "_")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        wanted = str(value).strip().upper()
+        if wanted in self.names:
+            return wanted
+        self.fail(f"'{value}' is not a {self.name}. Valid: {', '.join(self.names)}", param, ctx)
+
+
+_COMPONENT = _NameChoice("component", [c.value for c in Component])
+_PROVIDER_KIND = _NameChoice("provider kind", [k.value for k in ProviderKind if k.value != "NONE"])
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 
 
