@@ -370,6 +370,12 @@ class _Loader:
                 'a configuration plugin says TYPE = "CONFIGURATION"',
                 self._at("TYPE"),
             )
+        elif value == "THEME":
+            self._issue(
+                "invalid-type",
+                'TYPE "THEME" is not supported yet; a configuration plugin says TYPE = "CONFIGURATION"',
+                self._at("TYPE"),
+            )
         elif value != "CONFIGURATION":
             self._issue(
                 "not-a-configuration-plugin",
