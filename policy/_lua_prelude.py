@@ -1,0 +1,532 @@
+"""The Lua side of the sandbox: the plugin's environment, tracking, budget and result encoding.
+
+This chunk runs first in a fresh Lua state with the full standard library. It keeps the dangerous
+parts (debug, io, os, package, load of binary chunks) in its own locals and hands the plugin only
+an allow-listed environment. Everything the plugin can touch is either a copy or a wrapper, so
+changing it never reaches this code.
+
+Chunk names are `=@<n>` (n = index into the file list kept by Python); error messages therefore
+start with `@<n>:<line>:`, which Python maps back to the real file.
+"""
+
+PRELUDE = r"""
+local instructions, max_values, max_depth, read_module = ...
+local sethook, getinfo = debug.sethook, debug.getinfo
+local error, type, next, select, tostring = error, type, next, select, tostring
+local rawget, rawset, rawlen, rawequal = rawget, rawset, rawlen, rawequal
+local setmetatable, getmetatable, pcall, xpcall, load = setmetatable, getmetatable, pcall, xpcall, load
+local co_create, co_resume, co_running, co_close = coroutine.create, coroutine.resume, coroutine.running, coroutine.close
+local s_format, s_find, s_gsub, s_match = string.format, string.find, string.gsub, string.match
+local t_concat, t_pack, t_unpack = table.concat, table.pack, table.unpack
+local math_type, huge = math.type, math.huge
+local collect = collectgarbage
+
+local HOOK_EVERY = 1000
+local main_thread = co_running()
+local state = {budget = instructions // HOOK_EVERY + 1, hook_count = HOOK_EVERY}
+local chunk_of = {}          -- chunk name -> file index
+local constructors = {}      -- constructor number -> {file, line, code, line, ...}
+local threads = setmetatable({}, {__mode = "k"})
+
+local function plugin_location(level)
+  while true do
+    local info = getinfo(level, "Sl")
+    if info == nil then return nil end
+    local file = chunk_of[info.source]
+    if file ~= nil and info.currentline > 0 then return file, info.currentline end
+    level = level + 1
+  end
+end
+
+local function encode_location(file, line)
+  if file == nil then return nil end
+  return (file << 32) | line
+end
+
+-- Instruction budget ------------------------------------------------------------------------
+local hook
+hook = function()
+  local left = state.budget
+  if left > 0 then state.budget = left - 1 return end
+  if state.exhausted_file == nil then
+    local file, line = plugin_location(2)
+    state.exhausted_file, state.exhausted_line = file or -1, line or 0
+    state.hook_count = 1
+    sethook(main_thread, hook, "", 1)
+    for thread in next, threads do sethook(thread, hook, "", 1) end
+    local current = co_running()
+    sethook(current, hook, "", 1)
+  end
+  error("instruction budget exhausted", 0)
+end
+
+-- Tracked tables ----------------------------------------------------------------------------
+local backing = setmetatable({}, {__mode = "k"})      -- proxy -> real table
+local made_by = setmetatable({}, {__mode = "k"})      -- proxy -> constructor number
+local bracket_keys = setmetatable({}, {__mode = "k"}) -- proxy -> runtime keys of [expr] fields
+local assigned = setmetatable({}, {__mode = "k"})     -- proxy -> key -> location
+local assigned_order = setmetatable({}, {__mode = "k"})
+local user_meta = setmetatable({}, {__mode = "k"})
+local base = {}              -- the sandbox's own globals
+local removed = {}           -- sandbox globals the plugin set to nil
+local globals_table = {}     -- globals the plugin defined
+local G                      -- the plugin's _G / _ENV
+
+local last_closed              -- the table whose constructor finished last
+local line_fixes = {}          -- file -> {[line Lua reports] = line the statement starts}
+
+local function record(proxy, key, value)
+  local log = assigned[proxy]
+  if log == nil then
+    log = {}
+    assigned[proxy] = log
+    assigned_order[proxy] = {}
+  end
+  if value == nil then
+    log[key] = nil
+  else
+    if log[key] == nil then
+      local order = assigned_order[proxy]
+      order[#order + 1] = key
+    end
+    local file, line = plugin_location(2)
+    if file == nil then
+      log[key] = 0
+    else
+      if value == last_closed then
+        local info = constructors[made_by[value]]
+        if info[1] == file and info[2] < line then line = info[2] end
+      else
+        local fixes = line_fixes[file]
+        local first = fixes and fixes[line]
+        if first ~= nil then line = first end
+      end
+      log[key] = (file << 32) | line
+    end
+  end
+end
+
+local function check_key(key)
+  if key == nil then error("index is nil", 0) end
+  if key ~= key then error("index is NaN", 0) end
+end
+
+local function tracked_set(proxy, key, value)
+  check_key(key)
+  local real = backing[proxy]
+  real[key] = value
+  if proxy == G then removed[key] = (value == nil) or nil end
+  record(proxy, key, value)
+end
+
+local proxy_meta = {}
+proxy_meta.__index = function(proxy, key)
+  local value = backing[proxy][key]
+  if value ~= nil then return value end
+  if proxy == G and not removed[key] then
+    value = base[key]
+    if value ~= nil then return value end
+  end
+  local meta = user_meta[proxy]
+  if meta ~= nil then
+    local handler = rawget(meta, "__index")
+    if type(handler) == "function" then return handler(proxy, key) end
+    if handler ~= nil then return handler[key] end
+  end
+  return nil
+end
+proxy_meta.__newindex = function(proxy, key, value)
+  local meta = user_meta[proxy]
+  if meta ~= nil and backing[proxy][key] == nil then
+    local handler = rawget(meta, "__newindex")
+    if type(handler) == "function" then return handler(proxy, key, value) end
+    if handler ~= nil then handler[key] = value return end
+  end
+  check_key(key)
+  backing[proxy][key] = value
+  if proxy == G then removed[key] = (value == nil) or nil end
+  record(proxy, key, value)
+end
+proxy_meta.__len = function(proxy) return #backing[proxy] end
+local function plugin_next(t, key)
+  local real = backing[t]
+  if real ~= nil then return next(real, key) end
+  return next(t, key)
+end
+proxy_meta.__pairs = function(proxy) return plugin_next, proxy, nil end
+proxy_meta.__metatable = false
+
+local function wrap(real, number)
+  local proxy = setmetatable({}, proxy_meta)
+  backing[proxy] = real
+  made_by[proxy] = number
+  return proxy
+end
+
+local key_stack, key_top = {}, 0
+local function open_constructor() return key_top end
+local function push_key(key) key_top = key_top + 1 key_stack[key_top] = key return key end
+local function close_constructor(height, number, real)
+  local proxy = wrap(real, number)
+  if key_top > height then
+    local keys = {}
+    for i = height + 1, key_top do keys[i - height] = key_stack[i] key_stack[i] = nil end
+    bracket_keys[proxy] = keys
+    key_top = height
+  end
+  last_closed = proxy
+  return proxy
+end
+
+-- The plugin's environment --------------------------------------------------------------------
+local function copy(library, without)
+  local result = {}
+  for name, value in next, library do
+    if name ~= without then result[name] = value end
+  end
+  return result
+end
+
+local function readonly(target, what)
+  return setmetatable({}, {
+    __index = target,
+    __newindex = function() error(what .. " is read-only", 2) end,
+    __metatable = false,
+  })
+end
+
+local string_copy = copy(string, "dump")
+getmetatable("").__index = string_copy
+local string_view = readonly({__index = string_copy}, "the string metatable")
+
+local function plugin_rawget(t, key)
+  local real = backing[t]
+  if real == nil then return rawget(t, key) end
+  local value = rawget(real, key)
+  if value == nil and t == G and not removed[key] then value = base[key] end
+  return value
+end
+
+local function plugin_rawset(t, key, value)
+  if backing[t] == nil then return rawset(t, key, value) end
+  tracked_set(t, key, value)
+  return t
+end
+
+local function plugin_rawlen(v)
+  local real = backing[v]
+  return rawlen(real or v)
+end
+
+local function plugin_setmetatable(t, meta)
+  if backing[t] == nil then return setmetatable(t, meta) end
+  if meta ~= nil and type(meta) ~= "table" then
+    error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
+  end
+  local current = user_meta[t]
+  if current ~= nil and rawget(current, "__metatable") ~= nil then
+    error("cannot change a protected metatable", 2)
+  end
+  user_meta[t] = meta
+  return t
+end
+
+local function plugin_getmetatable(v)
+  if backing[v] ~= nil then
+    local meta = user_meta[v]
+    if meta ~= nil then
+      local protected = rawget(meta, "__metatable")
+      if protected ~= nil then return protected end
+    end
+    return meta
+  end
+  if type(v) == "string" then return string_view end
+  return getmetatable(v)
+end
+
+local function plugin_load(chunk, _, _, ...)
+  local env = G
+  if select("#", ...) > 0 then env = ... end
+  return load(chunk, "=(load)", "t", env)
+end
+
+local function plugin_create(f)
+  local thread = co_create(f)
+  threads[thread] = true
+  sethook(thread, hook, "", state.hook_count)
+  return thread
+end
+
+local function plugin_wrap(f)
+  local thread = plugin_create(f)
+  return function(...)
+    local result = t_pack(co_resume(thread, ...))
+    if result[1] then return t_unpack(result, 2, result.n) end
+    co_close(thread)
+    error(result[2], 0)
+  end
+end
+
+local function register(file, table_source)
+  local list, fixes = load(table_source, "=constructors", "t", {})()
+  local offset = #constructors
+  for i = 1, #list do constructors[offset + i] = list[i] end
+  line_fixes[file] = fixes
+  chunk_of["=@" .. file] = file
+end
+
+local loaded, loading = {}, {}
+local function plugin_require(name)
+  if type(name) ~= "string" then
+    error("bad argument #1 to 'require' (string expected, got " .. type(name) .. ")", 2)
+  end
+  local cached = loaded[name]
+  if cached ~= nil then return cached end
+  if loading[name] then error("module '" .. name .. "' requires itself (circular require)", 2) end
+  local file, source, table_source = read_module(name)
+  if file == nil then error(source, 2) end
+  local chunk, problem = load(source, "=@" .. file, "t", G)
+  if chunk == nil then error(problem, 0) end
+  register(file, table_source)
+  loading[name] = true
+  local result = chunk(close_constructor, open_constructor, push_key, name)
+  loading[name] = nil
+  if result == nil then result = true end
+  loaded[name] = result
+  return result
+end
+
+for _, name in next, {"assert", "error", "ipairs", "pairs", "pcall", "select", "tonumber",
+                      "tostring", "type", "xpcall", "rawequal"} do
+  base[name] = _G[name]
+end
+base.next = plugin_next
+base.rawget, base.rawset, base.rawlen = plugin_rawget, plugin_rawset, plugin_rawlen
+base.setmetatable, base.getmetatable = plugin_setmetatable, plugin_getmetatable
+base.load, base.require = plugin_load, plugin_require
+base.print = function() end
+base.collectgarbage = function() return 0 end
+base._VERSION = _VERSION
+base.string = string_copy
+base.table = copy(table)
+base.math = copy(math)
+base.utf8 = copy(utf8)
+local coroutine_copy = copy(coroutine)
+coroutine_copy.create, coroutine_copy.wrap = plugin_create, plugin_wrap
+base.coroutine = coroutine_copy
+
+G = setmetatable({}, proxy_meta)
+backing[G] = globals_table
+base._G = G
+
+-- Running -----------------------------------------------------------------------------------
+local function message_handler(message)
+  if type(message) ~= "string" then
+    message = "error raised with a " .. type(message) .. " value"
+  end
+  if s_find(message, "^@%d+:%d+: ") == nil then
+    local file, line = plugin_location(2)
+    if file ~= nil then message = "@" .. file .. ":" .. line .. ": " .. message end
+  end
+  return message
+end
+
+local control = {}
+control.state = state
+control.hook = hook
+control.hook_every = HOOK_EVERY
+
+function control.compile(source, file)
+  local chunk, problem = load(source, "=@" .. file, "t", G)
+  if chunk == nil then return nil, problem end
+  return chunk
+end
+
+function control.run(chunk, file, table_source)
+  register(file, table_source)
+  return xpcall(chunk, message_handler, close_constructor, open_constructor, push_key)
+end
+
+-- Result encoding (JSON text) -----------------------------------------------------------------
+local escapes = {['"'] = '\\"', ["\\"] = "\\\\"}
+for byte = 0, 31 do escapes[string.char(byte)] = s_format("\\u%04x", byte) end
+escapes["\127"] = "\\u007f"
+
+local function quote(s) return '"' .. s_gsub(s, '[%c"\\]', escapes) .. '"' end
+
+local function number_text(n)
+  if math_type(n) == "integer" then return s_format("%d", n) end
+  if n ~= n then return "NaN" end
+  if n == huge then return "Infinity" end
+  if n == -huge then return "-Infinity" end
+  local text = s_format("%.17g", n)
+  if s_find(text, "[%.eEn]") == nil then text = text .. ".0" end
+  return text
+end
+
+local scalar_key = {string = true, number = true}
+
+local function ordered_entries(t)
+  local real = backing[t] or t
+  local keys, locations, seen = {}, {}, {}
+  local count = 0
+  while real[count + 1] ~= nil do
+    count = count + 1
+    keys[count] = count
+    seen[count] = true
+  end
+  local order = {}
+  local number = made_by[t]
+  if number ~= nil then
+    local info = constructors[number]
+    local file, runtime_keys = info[1], bracket_keys[t]
+    local position, bracket = 0, 0
+    local last_positional_line
+    for i = 3, #info, 2 do
+      local code, line = info[i], info[i + 1]
+      local location = (file << 32) | line
+      if code == 0 then
+        position = position + 1
+        last_positional_line = (i == #info - 1) and location or nil
+      else
+        local key = code
+        if code == 1 then
+          bracket = bracket + 1
+          key = runtime_keys and runtime_keys[bracket]
+        end
+        if key ~= nil then
+          locations[key] = location
+          order[#order + 1] = key
+        end
+      end
+    end
+    position = 0
+    for i = 3, #info, 2 do
+      if info[i] == 0 then
+        position = position + 1
+        locations[position] = (file << 32) | info[i + 1]
+      end
+    end
+    if last_positional_line ~= nil then
+      for index = position + 1, count do locations[index] = last_positional_line end
+    end
+  end
+  local log = assigned[t]
+  if log ~= nil then
+    for _, key in next, assigned_order[t] do
+      local location = log[key]
+      if location ~= nil then
+        locations[key] = location
+        order[#order + 1] = key
+      end
+    end
+  end
+  for _, key in next, order do
+    if not seen[key] and real[key] ~= nil then
+      count = count + 1
+      keys[count] = key
+      seen[key] = true
+    end
+  end
+  for key in next, real do
+    if not seen[key] then
+      count = count + 1
+      keys[count] = key
+      seen[key] = true
+    end
+  end
+  return keys, count, locations, real
+end
+
+local function constructor_location(t)
+  local number = made_by[t]
+  if number == nil then return nil end
+  local info = constructors[number]
+  return (info[1] << 32) | info[2]
+end
+
+function control.encode()
+  collect("stop")
+  sethook()
+  local out, n = {}, 0
+  local values = 0
+    local on_path = {}
+  local path = {}
+  local failure
+
+  local function fail(message, location)
+    failure = {message, location}
+    error(failure, 0)
+  end
+
+  local function path_text()
+    local parts = {}
+    for i = 1, #path do
+      local key = path[i]
+      if i == 1 then parts[i] = tostring(key)
+      elseif type(key) == "string" then parts[i] = '["' .. key .. '"]'
+      else parts[i] = "[" .. tostring(key) .. "]" end
+    end
+    return t_concat(parts)
+  end
+
+  local encode_value
+  local function encode_table(t, depth, location)
+    if on_path[t] then fail(path_text() .. " contains itself; configuration values must form a tree", location) end
+    if depth > max_depth then
+      fail(path_text() .. " nests tables deeper than " .. max_depth .. " levels", location)
+    end
+    on_path[t] = true
+    local keys, count, locations, real = ordered_entries(t)
+    local where = constructor_location(t)
+    n = n + 1 out[n] = '{"c":' .. (where and s_format("%d", where) or "null") .. ',"t":['
+    local first = true
+    for i = 1, count do
+      local key = keys[i]
+      local value = real[key]
+      if scalar_key[type(key)] and (type(value) ~= "thread" and type(value) ~= "userdata") then
+        if not first then n = n + 1 out[n] = "," end
+        first = false
+        local entry_location = locations[key]
+        path[#path + 1] = key
+        n = n + 1
+        out[n] = "[" .. (type(key) == "string" and quote(key) or type(key) == "number" and number_text(key) or tostring(key)) .. ","
+        encode_value(value, depth + 1, entry_location or location)
+        n = n + 1 out[n] = "," .. (entry_location and s_format("%d", entry_location) or "null") .. "]"
+        path[#path] = nil
+      end
+    end
+    n = n + 1 out[n] = "]}"
+    on_path[t] = nil
+  end
+
+  encode_value = function(value, depth, location)
+    values = values + 1
+    if values > max_values then
+      fail("the plugin's globals hold more than " .. max_values .. " values", location)
+    end
+    local kind = type(value)
+    if kind == "string" then n = n + 1 out[n] = quote(value)
+    elseif kind == "number" then n = n + 1 out[n] = number_text(value)
+    elseif kind == "boolean" then n = n + 1 out[n] = value and "true" or "false"
+    elseif kind == "table" then encode_table(value, depth, location)
+    elseif kind == "function" then
+      local info = getinfo(value, "S")
+      local file = chunk_of[info.source]
+      n = n + 1
+      out[n] = '{"f":' .. (file and s_format("%d", (file << 32) | info.linedefined) or "null") .. "}"
+    else
+      n = n + 1 out[n] = "null"
+    end
+  end
+
+  local ok, problem = pcall(encode_table, G, 0, nil)
+  if not ok then
+    if problem == failure then return nil, failure[1], failure[2] end
+    return nil, tostring(problem), nil
+  end
+  return t_concat(out, "", 1, n)
+end
+
+return control
+"""

@@ -1,0 +1,248 @@
+"""Source rewriting that lets the sandbox know on which line every table field was written.
+
+Lua gives no runtime hook for table constructors, so each constructor `{...}` is wrapped in a call
+to a tracking helper, and each bracketed key `[expr]` in a constructor in a key-recording helper.
+Edits never add or remove line breaks, so Lua's own line numbers stay those of the file. The
+static part (which field of which constructor sits on which line) is emitted as a small Lua chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+CTOR_HELPER = "__tp_C"
+OPEN_HELPER = "__tp_O"
+KEY_HELPER = "__tp_K"
+
+_KEYWORDS = frozenset(
+    {
+        *("and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto"),
+        *("if", "in", "local", "nil", "not", "or", "repeat", "return", "then", "true"),
+        *("until", "while"),
+    }
+)
+_BLOCK_OPENERS = frozenset({"function", "if", "do", "repeat"})
+_BLOCK_CLOSERS = frozenset({"end", "until"})
+
+_TOKEN = re.compile(
+    r"""
+      --\[(?P<lcomment>=*)\[
+    | --[^\n]*
+    | \[(?P<lstring>=*)\[
+    | (?P<string>"(?:[^"\\\n]|\\(?:z\s*|[\s\S]))*"|'(?:[^'\\\n]|\\(?:z\s*|[\s\S]))*')
+    | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<number>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*)
+    | (?P<op>==|~=|<=|>=|::|\.\.\.?|[{}\[\]();,=])
+    """,
+    re.VERBOSE,
+)
+
+# Token kinds used below.
+_NAME, _KEYWORD, _STRING, _OP, _OTHER = "name", "keyword", "string", "op", "other"
+
+NO_CONSTRUCTORS = "return {},{}"
+FIELD_POSITIONAL = 0
+FIELD_BRACKET = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedChunk:
+    """A chunk ready for the sandbox: rewritten text plus the constructor table (as Lua source).
+
+    `source` is None when the text could not be tokenized; the sandbox then compiles the original
+    text, which yields Lua's own syntax error message. `constructors_lua` returns two tables: per
+    constructor `{file, line, field code, field line, ...}` (code 0 = positional, 1 = `[expr]`,
+    or the field name), and `{[last line] = first line}` for statements whose multi-line long
+    string makes Lua report the line where the string ends.
+    """
+
+    source: str | None
+    constructors_lua: str
+    constructor_count: int
+
+
+@dataclass(slots=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Frame:
+    opener: str
+    token_index: int
+    constructor: int = 0
+    at_field_start: bool = False
+    fields: list[str] | None = None
+    is_key: bool = False
+    call_form: bool = False
+
+
+def normalize_newlines(text: str) -> str:
+    """Lua counts CR, LF and CRLF as one line break each; Python counts only LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _tokenize(text: str) -> list[_Token] | None:
+    tokens: list[_Token] = []
+    pos = 0
+    length = len(text)
+    search = _TOKEN.search
+    while pos < length:
+        match = search(text, pos)
+        if match is None:
+            break
+        start, end = match.span()
+        group = match.lastgroup
+        if group == "lcomment" or group == "lstring":
+            closer = "]" + (match.group(group) or "") + "]"
+            close_at = text.find(closer, end)
+            if close_at < 0:
+                return None
+            end = close_at + len(closer)
+            if group == "lstring":
+                tokens.append(_Token(_STRING, "long", start, end))
+        elif group == "string":
+            tokens.append(_Token(_STRING, "", start, end))
+        elif group == "name":
+            word = match.group(group)
+            tokens.append(_Token(_KEYWORD if word in _KEYWORDS else _NAME, word, start, end))
+        elif group == "number":
+            tokens.append(_Token(_OTHER, "", start, end))
+        elif group == "op":
+            tokens.append(_Token(_OP, match.group(group), start, end))
+        pos = end
+    return tokens
+
+
+def stack_has_brackets(stack: list[_Frame]) -> bool:
+    return any(frame.opener != "block" for frame in stack)
+
+
+def _is_call_prefix(token: _Token | None) -> bool:
+    """Whether a `{` after this token is a call argument (`f{...}`) rather than an expression."""
+    if token is None:
+        return False
+    if token.kind in (_NAME, _STRING):
+        return True
+    return token.kind == _OP and token.text in (")", "]", "}")
+
+
+@lru_cache(maxsize=64)
+def prepare_chunk(text: str, file_index: int, first_constructor: int) -> PreparedChunk:
+    """Rewrite `text` (already newline-normalized); constructors are numbered from `first_constructor`."""
+    tokens = _tokenize(text)
+    if tokens is None:
+        return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+    edits: list[tuple[int, str]] = []
+    constructors: list[str] = []
+    stack: list[_Frame] = []
+    line = 1
+    line_pos = 0
+    previous: _Token | None = None
+    line_fixes: list[str] = []
+
+    def line_at(pos: int) -> int:
+        nonlocal line, line_pos
+        line += text.count("\n", line_pos, pos)
+        line_pos = pos
+        return line
+
+    for index, token in enumerate(tokens):
+        top = stack[-1] if stack else None
+        if top is not None and top.opener == "{" and top.at_field_start:
+            top.at_field_start = False
+            if not (token.kind == _OP and token.text in ("}", ",", ";")):
+                fields = top.fields
+                assert fields is not None
+                field_line = line_at(token.start)
+                if token.kind == _OP and token.text == "[":
+                    fields.append(f"{FIELD_BRACKET},{field_line}")
+                elif (
+                    token.kind == _NAME
+                    and index + 1 < len(tokens)
+                    and tokens[index + 1].kind == _OP
+                    and tokens[index + 1].text == "="
+                ):
+                    fields.append(f'"{token.text}",{field_line}')
+                else:
+                    fields.append(f"{FIELD_POSITIONAL},{field_line}")
+                if token.kind == _OP and token.text == "[":
+                    stack.append(_Frame("[", index, is_key=True))
+                    edits.append((token.end, f"{KEY_HELPER}("))
+                    previous = token
+                    continue
+        if token.kind == _OP:
+            op = token.text
+            if op == "{":
+                number = first_constructor + len(constructors) + 1
+                constructors.append("")
+                call_form = _is_call_prefix(previous)
+                stack.append(
+                    _Frame(
+                        "{",
+                        index,
+                        constructor=number,
+                        at_field_start=True,
+                        fields=[],
+                        call_form=call_form,
+                    )
+                )
+                ctor_line = line_at(token.start)
+                constructors[-1] = f"{file_index},{ctor_line}"
+                prefix = "(" if call_form else ""
+                edits.append((token.start, f"{prefix}{CTOR_HELPER}({OPEN_HELPER}(),{number},"))
+            elif op in ("(", "["):
+                stack.append(_Frame(op, index))
+            elif op in ("}", ")", "]"):
+                expected = {"}": "{", ")": "(", "]": "["}[op]
+                if not stack or stack[-1].opener != expected:
+                    return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+                frame = stack.pop()
+                if op == "}":
+                    fields = frame.fields or []
+                    slot = frame.constructor - first_constructor - 1
+                    constructors[slot] = ",".join([constructors[slot], *fields])
+                    edits.append((token.end, "))" if frame.call_form else ")"))
+                elif frame.is_key:
+                    edits.append((token.start, ")"))
+            elif op in (",", ";") and top is not None and top.opener == "{":
+                top.at_field_start = True
+        elif token.kind == _STRING and token.text == "long" and not stack_has_brackets(stack):
+            first = line_at(token.start)
+            last = first + text.count("\n", token.start, token.end)
+            if last > first:
+                line_fixes.append(f"[{last}]={first}")
+        elif token.kind == _KEYWORD:
+            if token.text in _BLOCK_OPENERS:
+                stack.append(_Frame("block", index))
+            elif token.text in _BLOCK_CLOSERS:
+                if not stack or stack[-1].opener != "block":
+                    return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+                stack.pop()
+        previous = token
+
+    if stack:
+        return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+    pieces: list[str] = [
+        f"local {CTOR_HELPER},{OPEN_HELPER},{KEY_HELPER}=...;return(function(...) "
+    ]
+    cursor = 0
+    for pos, insert in sorted(edits, key=lambda edit: edit[0]):
+        pieces.append(text[cursor:pos])
+        pieces.append(insert)
+        cursor = pos
+    pieces.append(text[cursor:])
+    pieces.append("\nend)(select(4,...))")
+    table = (
+        "return {"
+        + ",".join("{" + entry + "}" for entry in constructors)
+        + "},{"
+        + ",".join(line_fixes)
+        + "}"
+    )
+    return PreparedChunk("".join(pieces), table, len(constructors))

@@ -1,0 +1,422 @@
+"""Run a configuration plugin's Lua in a sandbox and hand back plain data with source lines.
+
+Each run gets a fresh Lua 5.4 state inside a forked child process: the child enforces a memory
+cap (lupa's allocator limit) and an instruction budget (a count hook that `pcall` cannot swallow
+and that covers coroutines); the parent kills the child at a wall-clock cap, which also stops
+C-level bombs such as pathological patterns. The plugin sees only an allow-listed environment;
+`require(name)` loads `<plugin folder>/<name>.lua` and nothing else. Every global, table entry and
+table remembers the file and line that set it.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+from policy._lua_rewrite import NO_CONSTRUCTORS, PreparedChunk, normalize_newlines, prepare_chunk
+from policy.provenance import SourceLocation
+
+__all__ = [
+    "LuaFunction",
+    "LuaRunResult",
+    "LuaSandboxError",
+    "LuaScalar",
+    "LuaTable",
+    "LuaValue",
+    "SandboxLimits",
+    "run_plugin",
+    "run_plugin_source",
+]
+
+LuaScalar: TypeAlias = str | int | float | bool
+ErrorKind = Literal["read", "syntax", "runtime", "limit", "result"]
+
+_POSITION = re.compile(r"^@(\d+):(\d+): ?(.*)\Z", re.DOTALL)
+_FORBIDDEN_IN_MODULE_NAME = ("..", "/", "\\", "\0", ":")
+
+
+@dataclass(frozen=True, slots=True)
+class LuaFunction:
+    """A function value the plugin stored (e.g. a helper); only where it was defined survives."""
+
+    location: SourceLocation | None
+
+
+@dataclass(frozen=True, slots=True)
+class LuaTable:
+    """A Lua table as read-only data, with the place each entry was written."""
+
+    entries: Mapping[LuaScalar, LuaValue]
+    locations: Mapping[LuaScalar, SourceLocation] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    location: SourceLocation | None = None
+
+    def is_sequence(self) -> bool:
+        """Keys are exactly 1..n; the empty table counts as a sequence."""
+        count = len(self.entries)
+        return all(type(key) is int and 1 <= key <= count for key in self.entries)
+
+    def sequence(self) -> list[LuaValue]:
+        """The contiguous array part from index 1 (how AI Studio reads lists)."""
+        items: list[LuaValue] = []
+        index = 1
+        while index in self.entries:
+            items.append(self.entries[index])
+            index += 1
+        return items
+
+    def get(self, key: LuaScalar, default: LuaValue | None = None) -> LuaValue | None:
+        return self.entries.get(key, default)
+
+
+LuaValue: TypeAlias = LuaScalar | LuaTable | LuaFunction
+
+
+@dataclass(frozen=True, slots=True)
+class LuaRunResult:
+    """The globals a plugin defined (the sandbox's own are left out) and where each was set."""
+
+    globals: Mapping[str, LuaValue]
+    locations: Mapping[str, SourceLocation]
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """Caps for one plugin run.
+
+    `instructions` counts Lua VM instructions (a 900-line configuration plugin needs well under
+    100,000); `max_values` and `max_depth` bound the data handed back to Python.
+    """
+
+    memory_bytes: int = 64 * 1024 * 1024
+    instructions: int = 50_000_000
+    wall_seconds: float = 5.0
+    max_values: int = 200_000
+    max_depth: int = 100
+
+
+class LuaSandboxError(Exception):
+    """A plugin could not be run; str() is `file:line: message` (or `file: message`)."""
+
+    message: str
+    location: SourceLocation | None
+    kind: ErrorKind
+
+    def __init__(
+        self, message: str, location: SourceLocation | None, kind: ErrorKind = "runtime"
+    ) -> None:
+        self.message = message
+        self.location = location
+        self.kind = kind
+        super().__init__(f"{location}: {message}" if location is not None else message)
+
+
+def run_plugin(plugin_file: Path, limits: SandboxLimits = SandboxLimits()) -> LuaRunResult:
+    """Run `plugin_file` (UTF-8 Lua); modules it requires come from the same folder."""
+    file_name = str(plugin_file)
+    source = _read_source(plugin_file, file_name, limits)
+    return run_plugin_source(source, file_name, plugin_file.parent, limits)
+
+
+def run_plugin_source(
+    source: str,
+    file_name: str,
+    plugin_dir: Path | None,
+    limits: SandboxLimits = SandboxLimits(),
+) -> LuaRunResult:
+    """Run Lua text as if it were the file `file_name`; without `plugin_dir`, `require` finds nothing."""
+    _check_limits(limits)
+    from lupa import lua54
+
+    from policy import _lua_fork
+
+    text = normalize_newlines(source.removeprefix("\ufeff"))
+    prepared = prepare_chunk(text, 0, 0)
+
+    def job() -> bytes:
+        return pickle.dumps(_run_in_lua(lua54, text, prepared, file_name, plugin_dir, limits))
+
+    outcome = _lua_fork.run_in_child(job, limits.wall_seconds)
+    where = SourceLocation(file_name, 0)
+    if outcome.timed_out:
+        raise LuaSandboxError(
+            f"stopped after the wall-clock cap of {limits.wall_seconds:g} s; the plugin never "
+            "finished (an endless pattern match or string operation?)",
+            where,
+            "limit",
+        )
+    if outcome.payload is None:
+        raise LuaSandboxError(
+            f"the sandbox process ended without a result ({outcome.death}); the plugin probably "
+            "exhausted a process limit",
+            where,
+            "limit",
+        )
+    reply = pickle.loads(outcome.payload)
+    files: list[str] = reply[-1]
+    if reply[0] == "error":
+        _, message, file_index, line, kind, _files = reply
+        raise LuaSandboxError(message, _location(files, file_index, line), kind)
+    return _decode_result(reply[1], files)
+
+
+def _check_limits(limits: SandboxLimits) -> None:
+    for name in ("memory_bytes", "instructions", "wall_seconds", "max_values", "max_depth"):
+        value = getattr(limits, name)
+        if not value > 0:
+            raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
+
+
+def _read_source(path: Path, file_name: str, limits: SandboxLimits) -> str:
+    where = SourceLocation(file_name, 0)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise LuaSandboxError("the file does not exist", where, "read") from None
+    except IsADirectoryError:
+        raise LuaSandboxError("this is a folder, not a Lua file", where, "read") from None
+    except OSError as error:
+        raise LuaSandboxError(f"cannot read the file: {error.strerror}", where, "read") from None
+    if len(raw) > limits.memory_bytes:
+        raise LuaSandboxError(
+            f"the file has {len(raw)} bytes, more than the memory cap of {limits.memory_bytes}",
+            where,
+            "read",
+        )
+    return _decode_utf8(raw, file_name)
+
+
+def _decode_utf8(raw: bytes, file_name: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise LuaSandboxError(
+            f"not valid UTF-8 (byte 0x{raw[error.start]:02x}); save the file as UTF-8",
+            SourceLocation(file_name, line),
+            "read",
+        ) from None
+
+
+# --- child side ------------------------------------------------------------------------------
+
+
+def _run_in_lua(
+    lua54: Any,
+    text: str,
+    prepared: PreparedChunk,
+    file_name: str,
+    plugin_dir: Path | None,
+    limits: SandboxLimits,
+) -> tuple[Any, ...]:
+    """Runs in the forked child; returns ("ok", json, files) or ("error", ..., files)."""
+    from policy._lua_prelude import PRELUDE
+
+    files = [file_name]
+    reader = _ModuleReader(plugin_dir, files, prepared.constructor_count, limits)
+    lua = lua54.LuaRuntime(
+        max_memory=limits.memory_bytes,
+        encoding=None,
+        register_eval=False,
+        register_builtins=False,
+        unpack_returned_tuples=True,
+    )
+    sethook = lua.globals().debug.sethook
+
+    def fail(message: str, file_index: int, line: int, kind: ErrorKind) -> tuple[Any, ...]:
+        return ("error", message, file_index, line, kind, files)
+
+    try:
+        control = lua.execute(
+            PRELUDE.encode(), limits.instructions, limits.max_values, limits.max_depth, reader
+        )
+        chunk, problem = _compile(control, prepared.source or text)
+        if chunk is None and prepared.source is not None:
+            chunk, problem = _compile(control, text)
+            constructors = NO_CONSTRUCTORS.encode()
+        else:
+            constructors = prepared.constructors_lua.encode()
+        if chunk is None:
+            return fail(*_split_position(_text(problem)), "syntax")
+        sethook(control.hook, b"", control.hook_every)
+        try:
+            outcome = control.run(chunk, 0, constructors)
+            ok, message = (
+                (outcome[0], outcome[1]) if isinstance(outcome, tuple) else (outcome, None)
+            )
+        except lua54.LuaError as error:
+            ok, message = False, error.args[0] if error.args else b""
+        finally:
+            sethook()
+        state = control.state
+        if state[b"exhausted_file"] is not None:
+            return fail(
+                f"stopped after the instruction budget of {limits.instructions:,} Lua "
+                "instructions; the plugin never finished (an endless loop?)",
+                max(int(state[b"exhausted_file"]), 0),
+                int(state[b"exhausted_line"]),
+                "limit",
+            )
+        if not ok:
+            message_text = _text(message)
+            if message_text.endswith("not enough memory"):
+                return fail(
+                    f"the plugin needed more memory than the cap of {limits.memory_bytes:,} bytes",
+                    0,
+                    0,
+                    "limit",
+                )
+            return fail(*_split_position(message_text), "runtime")
+        encoded = control.encode()
+        if isinstance(encoded, tuple):
+            _, problem, location = encoded
+            file_index, line = _unpack_location(location)
+            return fail(_text(problem), file_index, line, "result")
+        return ("ok", encoded, files)
+    except lua54.LuaMemoryError:
+        return fail(
+            f"the plugin needed more memory than the cap of {limits.memory_bytes:,} bytes",
+            0,
+            0,
+            "limit",
+        )
+    except lua54.LuaError as error:
+        return fail(*_split_position(_text(error.args[0] if error.args else b"")), "runtime")
+
+
+def _compile(control: Any, source: str) -> tuple[Any, Any]:
+    outcome = control.compile(source.encode(), 0)
+    if isinstance(outcome, tuple):
+        return None, outcome[1]
+    return outcome, None
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _split_position(message: str) -> tuple[str, int, int]:
+    match = _POSITION.match(message)
+    if match is None:
+        return message, 0, 0
+    return match.group(3), int(match.group(1)), int(match.group(2))
+
+
+def _unpack_location(location: int | None) -> tuple[int, int]:
+    if location is None:
+        return 0, 0
+    return location >> 32, location & 0xFFFFFFFF
+
+
+class _ModuleReader:
+    """Called by the sandbox's `require`: finds, reads and rewrites `<plugin dir>/<name>.lua`."""
+
+    def __init__(
+        self,
+        plugin_dir: Path | None,
+        files: list[str],
+        first_constructor: int,
+        limits: SandboxLimits,
+    ) -> None:
+        self._plugin_dir = plugin_dir
+        self._files = files
+        self._next_constructor = first_constructor
+        self._limits = limits
+
+    def __call__(self, raw_name: bytes) -> tuple[Any, ...]:
+        try:
+            return self._read(raw_name.decode("utf-8", "replace"))
+        except LuaSandboxError as error:
+            return (None, error.message.encode())
+        except Exception as error:  # a module problem must become a Lua error, never a crash
+            return (None, f"module could not be read: {error}".encode())
+
+    def _read(self, name: str) -> tuple[Any, ...]:
+        if not name or any(part in name for part in _FORBIDDEN_IN_MODULE_NAME):
+            return (
+                None,
+                f"module name {name!r} is not allowed: require loads only a file next to the "
+                "plugin, so the name may not be empty or contain '..', '/', '\\' or ':'".encode(),
+            )
+        if self._plugin_dir is None:
+            return (None, f"module '{name}' not found: this plugin has no folder".encode())
+        path = self._plugin_dir / f"{name}.lua"
+        resolved = path.resolve()
+        if resolved.parent != self._plugin_dir.resolve():
+            return (
+                None,
+                f"module '{name}' not found: {path} points outside the plugin folder".encode(),
+            )
+        if not resolved.is_file():
+            return (None, f"module '{name}' not found: {path} does not exist".encode())
+        file_name = str(path)
+        text = _read_source(resolved, file_name, self._limits)
+        file_index = len(self._files)
+        self._files.append(file_name)
+        text = normalize_newlines(text.removeprefix("\ufeff"))
+        prepared = prepare_chunk(text, file_index, self._next_constructor)
+        self._next_constructor += prepared.constructor_count
+        if prepared.source is None:
+            return (file_index, text.encode(), NO_CONSTRUCTORS.encode())
+        return (file_index, prepared.source.encode(), prepared.constructors_lua.encode())
+
+
+# --- parent side -----------------------------------------------------------------------------
+
+
+def _location(files: list[str], file_index: int, line: int) -> SourceLocation:
+    name = files[file_index] if 0 <= file_index < len(files) else files[0]
+    return SourceLocation(name, line)
+
+
+def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
+    root = json.loads(encoded.decode("utf-8", "replace"))
+    cache: dict[int, SourceLocation] = {}
+
+    def location(packed: int | None) -> SourceLocation | None:
+        if packed is None:
+            return None
+        known = cache.get(packed)
+        if known is None:
+            known = _location(files, packed >> 32, packed & 0xFFFFFFFF)
+            cache[packed] = known
+        return known
+
+    def value(node: Any) -> LuaValue:
+        if isinstance(node, dict):
+            if "t" in node:
+                return table(node)
+            return LuaFunction(location(node["f"]))
+        return node  # type: ignore[no-any-return]
+
+    def table(node: dict[str, Any]) -> LuaTable:
+        entries: dict[LuaScalar, LuaValue] = {}
+        locations: dict[LuaScalar, SourceLocation] = {}
+        for key, item, packed in node["t"]:
+            entries[key] = value(item)
+            where = location(packed)
+            if where is not None:
+                locations[key] = where
+        return LuaTable(MappingProxyType(entries), MappingProxyType(locations), location(node["c"]))
+
+    globals_: dict[str, LuaValue] = {}
+    global_locations: dict[str, SourceLocation] = {}
+    for key, item, packed in root["t"]:
+        if isinstance(key, str):
+            globals_[key] = value(item)
+            where = location(packed)
+            if where is not None:
+                global_locations[key] = where
+    return LuaRunResult(
+        MappingProxyType(globals_), MappingProxyType(global_locations), tuple(files)
+    )
