@@ -59,7 +59,7 @@ from policy.resolve import (
     resolve_tool_settings,
     tools_enabled,
 )
-from policy.tools import ResolutionContext, Tool, ToolConfigurationState
+from policy.tools import DefinedTool, ResolutionContext, Tool, ToolConfigurationState
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -118,6 +118,8 @@ class _ToolFacts:
     state: ToolConfigurationState
     configured_check: Check
     minimum: MinimumConfidence
+    untailored: bool
+    """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,14 @@ class _ProviderFacts:
 
 def _warning(code: str, message: str) -> Finding:
     return Finding(Severity.WARNING, code, message)
+
+
+def _is_untailored(tool: Tool) -> bool:
+    kind = type(tool)
+    return (
+        getattr(kind, "resolve_function", None) is DefinedTool.resolve_function
+        and getattr(kind, "resolve_instructions", None) is DefinedTool.resolve_instructions
+    )
 
 
 def _safely_available(tool: Tool) -> bool:
@@ -183,6 +193,7 @@ class ToolRegistry:
         )
         self._decisions: dict[tuple[Any, ...], OfferDecision] = {}
         self._providers: dict[tuple[Any, ...], _ProviderFacts] = {}
+        self._provider_objects: dict[int, tuple[ProviderConfig | None, _ProviderFacts]] = {}
         self._candidates: dict[Component, tuple[_ToolFacts, ...]] = {}
         self._confidence_checks: dict[tuple[str, ConfidenceLevel], Check] = {}
 
@@ -448,9 +459,18 @@ class ToolRegistry:
             state=state,
             configured_check=configured_check,
             minimum=minimum,
+            untailored=_is_untailored(tool),
         )
 
     def _provider_facts(self, provider: ProviderConfig | None) -> _ProviderFacts:
+        seen = self._provider_objects.get(id(provider))
+        if seen is not None and seen[0] is provider:
+            return seen[1]
+        facts = self._provider_facts_by_value(provider)
+        self._provider_objects[id(provider)] = (provider, facts)
+        return facts
+
+    def _provider_facts_by_value(self, provider: ProviderConfig | None) -> _ProviderFacts:
         key: tuple[Any, ...] = (
             ()
             if provider is None
@@ -530,14 +550,23 @@ class ToolRegistry:
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
     ) -> OfferDecision:
         """Every check of §1.8 in order, with evidence; the reason is the first failure."""
-        provider_facts = self._provider_facts(provider)
-        key = (tool_id, provider_facts.summary, component, outbound_restriction)
+        return self._decision(
+            tool_id, self._provider_facts(provider), component, outbound_restriction
+        )
+
+    def _decision(
+        self,
+        tool_id: str,
+        provider: _ProviderFacts,
+        component: Component,
+        restriction: OutboundDataRestriction,
+    ) -> OfferDecision:
+        key = (tool_id, provider.summary, component, restriction)
         cached = self._decisions.get(key)
-        if cached is not None:
-            return cached
-        decision = self._decide(tool_id, provider_facts, component, outbound_restriction)
-        self._decisions[key] = decision
-        return decision
+        if cached is None:
+            cached = self._decide(tool_id, provider, component, restriction)
+            self._decisions[key] = cached
+        return cached
 
     def offer_block_reason(
         self,
@@ -647,9 +676,7 @@ class ToolRegistry:
             if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
         ]
         decisions = tuple(
-            self.offer_decision(
-                f.definition.id, provider, component, outbound_restriction=outbound_restriction
-            )
+            self._decision(f.definition.id, provider_facts, component, outbound_restriction)
             for f in candidates
         )
         shared_extras = {**self._base_extras, **(extras or {})}
@@ -657,6 +684,9 @@ class ToolRegistry:
         left_out: list[tuple[str, str]] = []
         for facts, decision in zip(candidates, decisions, strict=True):
             if not decision.offered:
+                continue
+            if facts.untailored:
+                offered.append(RunnableTool(facts.definition, facts.tool))
                 continue
             context = ResolutionContext(
                 component=component,
@@ -744,14 +774,11 @@ class ToolRegistry:
     @staticmethod
     def tool_instructions(offered: Sequence[ToolDefinition]) -> str:
         """§1.11: one section per offered tool with non-empty instructions, under one header."""
-        sections: list[str] = []
+        sections: dict[str, None] = {}
         for definition in offered:
             text = definition.system_prompt_instructions.strip()
-            if not text:
-                continue
-            section = f"## Tool `{definition.function.name}`\n{text}"
-            if section not in sections:
-                sections.append(section)
+            if text:
+                sections[f"## Tool `{definition.function.name}`\n{text}"] = None
         if not sections:
             return ""
         return f"{TOOL_POLICY_HEADER}\n{TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
