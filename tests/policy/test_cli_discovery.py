@@ -1,0 +1,144 @@
+"""Tool discovery: entry points of group `toolpolicy.tools`, loaded lazily, built-ins as fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from policy.builtin import builtin_tools
+from policy.discovery import ENTRY_POINT_GROUP, discover_tools
+
+BUILTIN_IDS = {tool.definition.id for tool in builtin_tools()}
+
+ACME_MODULE = """\
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+from policy.vocabulary import ConfidenceLevel
+
+
+def _tool(tool_id):
+    return DefinedTool(
+        ToolDefinition(
+            id=tool_id,
+            implementation_key=tool_id,
+            minimum_provider_confidence=ConfidenceLevel.MEDIUM,
+            function=ToolFunction(name=tool_id, description_for_llm="Searches ACME."),
+        ),
+        display_name="ACME search",
+    )
+
+
+def create_tool():
+    return _tool("acme_search")
+
+
+def create_duplicate():
+    return _tool("acme_search")
+
+
+def create_broken():
+    raise RuntimeError("the ACME licence server is down")
+
+
+def create_nothing():
+    return 42
+"""
+
+ENTRY_POINTS = f"""\
+[{ENTRY_POINT_GROUP}]
+acme_search = acme_tools:create_tool
+acme_zz_duplicate = acme_tools:create_duplicate
+acme_broken = acme_tools:create_broken
+acme_nothing = acme_tools:create_nothing
+"""
+
+
+@pytest.fixture
+def acme_package(tmp_path: Path) -> Path:
+    """A third-party tool distribution, installed the way pip lays one out (module + dist-info)."""
+    (tmp_path / "acme_tools.py").write_text(ACME_MODULE, encoding="utf-8")
+    info = tmp_path / "acme_tools-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tools\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS, encoding="utf-8")
+    return tmp_path
+
+
+def test_without_entry_points_the_builtins_stand_alone() -> None:
+    found = discover_tools(use_entry_points=False)
+    assert set(found.ids) == BUILTIN_IDS
+    assert found.findings == ()
+
+
+def test_the_builtins_are_always_there() -> None:
+    assert set(discover_tools().ids) >= BUILTIN_IDS
+
+
+def test_a_third_party_tool_package_is_found(
+    acme_package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(acme_package))
+    found = discover_tools()
+    assert "acme_search" in found.ids
+    assert found.ids.count("acme_search") == 1
+    assert set(found.ids) >= BUILTIN_IDS
+    messages = {f.code: [] for f in found.findings}
+    for finding in found.findings:
+        messages[finding.code].append(finding.message)
+    failed = " ".join(messages["tool-entry-point-failed"])
+    assert "acme_broken" in failed and "licence server is down" in failed
+    assert "acme_nothing" in failed and "not a tool" in failed
+    assert any("acme_zz_duplicate" in m for m in messages["duplicate-tool-id"])
+    assert all(f.severity.value == "warning" for f in found.findings)
+
+
+def test_a_broken_builtin_entry_point_falls_back_to_the_policy_definition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = tmp_path / "shadow-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nweb_search = no_such_module_anywhere:create_tool\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = discover_tools()
+    assert set(found.ids) >= BUILTIN_IDS
+    assert any("aaa_web_search" in f.message and "left out" in f.message for f in found.findings)
+
+
+def test_the_cli_explains_a_third_party_tool(acme_package: Path) -> None:
+    policy = Path(sys.executable).parent / "policy"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(acme_package), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    done = subprocess.run(
+        [
+            str(policy) if policy.exists() else "policy",
+            "explain",
+            "acme_search",
+            "--provider-kind",
+            "MISTRAL",
+            "--model",
+            "mistral-large-latest",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr
+    document = json.loads(done.stdout)
+    assert document["tool"] == "acme_search"
+    assert document["offered"] is True
+    confidence = next(c for c in document["checks"] if c["check"] == "PROVIDER_CONFIDENCE_TOO_LOW")
+    assert confidence["passed"] is True
+    assert "MEDIUM" in confidence["detail"]
