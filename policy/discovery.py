@@ -64,8 +64,6 @@ def discover_tools(
                     f"{problem}{detail}",
                 )
             )
-            if stand_in is not None:
-                found.setdefault(stand_in.definition.id, stand_in)
             continue
         tool_id = tool.definition.id
         if tool_id in found:
