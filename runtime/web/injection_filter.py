@@ -164,7 +164,7 @@ _RULES: tuple[_Rule, ...] = (
         ),
         r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|"
         r"start_header_id|end_header_id|eot_id|eom_id|fim_prefix|fim_suffix|fim_middle)\|>"
-        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>"
+        r"|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>"
         r"|^[ \t]*(?:#{1,6}[ \t]*)?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
         r"|^[ \t]*#{1,6}[ \t]*(?:system|instruction|response)[ \t]*:[ \t]*$",
     ),
@@ -253,6 +253,14 @@ class _View:
     original_starts: tuple[int, ...]
     original_ends: tuple[int, ...]
     literal: tuple[bool, ...]
+
+    def inside_one_decoded_run(self, start: int, end: int) -> bool:
+        """True when a view span stems from one decoded run, e.g. text hidden in tag characters."""
+        if not self.view_starts:
+            return False
+        first = bisect_right(self.view_starts, start) - 1
+        last = bisect_right(self.view_starts, max(end - 1, start)) - 1
+        return first == last and not self.literal[first]
 
     def to_original(self, start: int, end: int) -> tuple[int, int]:
         if not self.view_starts:
@@ -505,12 +513,12 @@ def _merge(spans: list[tuple[int, int, _Hit]]) -> list[tuple[int, int, list[_Hit
 
 def _rebuild(text: str, removals: list[tuple[int, int]], silent: list[tuple[int, int]]) -> str:
     edits = sorted(
-        [(start, end, REMOVAL_MARKER) for start, end in removals]
-        + [(start, end, "") for start, end in silent]
+        [(start, 0, end, REMOVAL_MARKER) for start, end in removals]
+        + [(start, 1, end, "") for start, end in silent]
     )
     parts: list[str] = []
     cursor = 0
-    for start, end, replacement in edits:
+    for start, _, end, replacement in edits:
         if end <= cursor:
             continue
         if start > cursor:
@@ -530,8 +538,9 @@ def scan_text(text: str) -> FilterResult:
     view_hits = _phrase_hits(view.text) + _carrier_hits(view.text)
     spans: list[tuple[int, int, _Hit]] = [(hit.start, hit.end, hit) for hit in hits]
     for hit in view_hits:
+        hidden_carrier = view.inside_one_decoded_run(hit.start, hit.end)
         start, end = view.to_original(hit.start, hit.end)
-        if hit.whole_sentence:
+        if hit.whole_sentence and not hidden_carrier:
             start, end = _sentence_around(text, start, end)
         spans.append((start, end, hit))
     if not spans:
