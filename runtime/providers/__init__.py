@@ -22,6 +22,7 @@ from runtime.providers.hosts import (
     WireApi,
     host_profile_for,
 )
+from runtime.providers.parameters import additional_api_parameters
 
 __all__ = [
     "ANTHROPIC",
@@ -40,6 +41,7 @@ __all__ = [
     "RetryPolicy",
     "Timeouts",
     "WireApi",
+    "additional_api_parameters",
     "create_adapter",
     "create_client",
     "host_profile_for",

@@ -23,6 +23,7 @@ from runtime.providers import (
     ProviderUnavailable,
     RetryPolicy,
     Timeouts,
+    additional_api_parameters,
     create_adapter,
     create_client,
     host_profile_for,
@@ -383,3 +384,44 @@ def test_a_hostname_replaces_the_default_address_of_a_cloud_host() -> None:
     assert host_profile_for(provider).endpoint_url == "https://gateway.corp/openai/v1/responses"
     chat = host_profile_for(provider, wire_api="chat_completions")
     assert chat.endpoint_url == "https://gateway.corp/openai/v1/chat/completions"
+
+
+# -- additional API parameters -------------------------------------------------------------------
+
+
+def _with_parameters(text: object) -> ProviderConfig:
+    provider = _provider(ProviderKind.GROQ)
+    return ProviderConfig(
+        id=provider.id,
+        name=provider.name,
+        kind=provider.kind,
+        model="m",
+        additional={"AdditionalJsonApiParameters": text},
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"temperature": 0.2, "top_p": 0.9', {"temperature": 0.2, "top_p": 0.9}),
+        ('{"reasoning": {"effort": "low"}}', {"reasoning": {"effort": "low"}}),
+        ('"max_tokens": 100,', {"max_tokens": 100}),
+        ("  ", {}),
+        (None, {}),
+    ],
+)
+def test_additional_parameters_are_read_as_ai_studio_writes_them(
+    text: object, expected: dict[str, object]
+) -> None:
+    assert additional_api_parameters(_with_parameters(text)) == expected
+
+
+def test_additional_parameters_which_are_no_json_are_refused_with_an_example() -> None:
+    with pytest.raises(
+        ProviderConfigurationError,
+        match="provider 'Team LLM': AdditionalJsonApiParameters is no valid JSON",
+    ) as caught:
+        additional_api_parameters(_with_parameters('"temperature": 0.2 "top_p"'))
+    assert '"temperature": 0.2, "top_p": 0.9' in str(caught.value)
+    with pytest.raises(ProviderConfigurationError, match="must be JSON object members"):
+        additional_api_parameters(_with_parameters("[1, 2]"))

@@ -1,0 +1,43 @@
+"""The provider's `AdditionalJsonApiParameters`, read into the fields merged into each request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from policy.configuration import ProviderConfig
+from runtime.providers.errors import ProviderConfigurationError
+
+_FIELD = "AdditionalJsonApiParameters"
+
+
+def additional_api_parameters(provider: ProviderConfig) -> dict[str, Any]:
+    """The extra top-level request fields an administrator configured for this provider.
+
+    AI Studio stores them as the members of a JSON object without its braces
+    (`"temperature": 0.2, "top_p": 0.9`); a complete object is accepted too. Empty means none.
+    """
+    text = provider.additional.get(_FIELD)
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    stripped = text.strip().rstrip(",")
+    complete = stripped[0] in "{["
+    candidate = stripped if complete else "{" + stripped + "}"
+    try:
+        parsed = json.loads(candidate)
+    except (ValueError, RecursionError) as error:
+        where = f"provider '{provider.name or provider.id}'"
+        position = getattr(error, "colno", None)
+        at = f" near character {position - (0 if complete else 1)}" if position else ""
+        raise ProviderConfigurationError(
+            f"{where}: {_FIELD} is no valid JSON{at}; write object members such as "
+            '"temperature": 0.2, "top_p": 0.9',
+            provider=provider.name,
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ProviderConfigurationError(
+            f"provider '{provider.name or provider.id}': {_FIELD} must be JSON object members "
+            'such as "temperature": 0.2',
+            provider=provider.name,
+        )
+    return parsed
