@@ -6,6 +6,7 @@ evidence it looked at (setting key, value, and who set it). Its `reason` is the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from policy.definitions import ToolDefinition
@@ -110,6 +111,10 @@ class RunnableTool:
 
     definition: ToolDefinition
     tool: Tool
+
+    def __iter__(self) -> Iterator[ToolDefinition | Tool]:
+        """Unpacks as `definition, tool`."""
+        return iter((self.definition, self.tool))
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,7 @@ from policy.vocabulary import (
 )
 
 _log = logging.getLogger(__name__)
+TRUSTED_PROVIDER_IDS = "DataSourceSecuritySettings.TrustedProviderIds"
 _R = ToolOfferBlockReason
 IMPLEMENTATIONS_SOURCE = "tool implementations"
 
@@ -981,6 +982,39 @@ class ToolRegistry:
         return effective_minimum_confidence(
             (tool_id,), ConfidenceLevel.NONE, self.configuration, self.user
         )
+
+    def minimum_confidence_entries_after_choice(
+        self, entries: Mapping[str, str], tool_id: str, level: ConfidenceLevel
+    ) -> dict[str, str]:
+        """The user's `MinimumProviderConfidenceByToolId` after choosing `level` for a tool (§1.7).
+
+        The choice is stored under the collection id and the entries of its tools are removed;
+        choosing the collection's own default removes the override altogether.
+        """
+        collection_id = self.collection_id(tool_id)
+        settings_ids = set(self._settings_ids(tool_id)) | {collection_id}
+        chosen = {k: v for k, v in entries.items() if k not in settings_ids}
+        collection = self._collections.get(collection_id)
+        facts = self._facts.get(tool_id)
+        if collection is not None:
+            default = collection.definition.minimum_provider_confidence
+        elif facts is not None:
+            default = facts.definition.minimum_provider_confidence
+        else:
+            default = ConfidenceLevel.NONE
+        if level is not default:
+            chosen[collection_id] = level.name
+        return chosen
+
+    def is_trusted_provider(self, provider: ProviderConfig | None) -> bool:
+        """In `DataSourceSecuritySettings.TrustedProviderIds` (case-insensitive). Counts only for
+        data-source security, never as confidence."""
+        if provider is None:
+            return False
+        setting = self.configuration.setting(TRUSTED_PROVIDER_IDS)
+        value = setting.value if setting is not None else ()
+        ids = (value,) if isinstance(value, str) else tuple(value or ())
+        return provider.id.casefold() in {str(i).casefold() for i in ids}
 
     def provider_confidence(self, provider: ProviderConfig | None) -> ConfidenceLevel:
         return self._provider_facts(provider).confidence

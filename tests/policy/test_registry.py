@@ -597,3 +597,32 @@ def test_settings_carry_their_source_and_a_registry_keeps_secrets_out_of_finding
     assert "plaintext-key" not in registry.findings[0].message
     decision = registry.offer_decision("demo", SELF_HOSTED)
     assert "plaintext-key" not in repr(decision)
+
+
+def test_choosing_a_level_for_one_tool_chooses_it_for_its_whole_collection() -> None:
+    registry = _registry(*_mail_tools(), FakeTool("alone"), collections=(MAILBOXES,))
+    entries = {"read_mail": "HIGH", "count_mails": "LOW", "alone": "LOW"}
+    chosen = registry.minimum_confidence_entries_after_choice(
+        entries, "search_mails", ConfidenceLevel.MEDIUM
+    )
+    assert chosen == {"mailboxes": "MEDIUM", "alone": "LOW"}
+    back = registry.minimum_confidence_entries_after_choice(
+        chosen, "read_mail", ConfidenceLevel.VERY_LOW
+    )
+    assert back == {"alone": "LOW"}
+    single = registry.minimum_confidence_entries_after_choice({}, "alone", ConfidenceLevel.HIGH)
+    assert single == {"alone": "HIGH"}
+
+
+def test_trusted_providers_are_matched_case_insensitively_and_bring_no_confidence() -> None:
+    trusted = _setting("DataSourceSecuritySettings.TrustedProviderIds", ("OA",))
+    registry = _registry(FakeTool("demo", minimum=ConfidenceLevel.HIGH), settings=(trusted,))
+    assert registry.is_trusted_provider(OPEN_AI) and not registry.is_trusted_provider(SELF_HOSTED)
+    assert registry.offer_block_reason("demo", OPEN_AI) is R.PROVIDER_CONFIDENCE_TOO_LOW
+
+
+async def test_a_runnable_tool_unpacks_as_definition_and_tool() -> None:
+    tool = FakeTool("demo")
+    runnable = await _registry(tool).runnable_tools(["demo"], SELF_HOSTED, Component.CHAT)
+    [(definition, implementation)] = runnable.tools
+    assert definition.id == "demo" and implementation is tool
