@@ -579,11 +579,12 @@ def tools(
                 t["activation"],
                 "yes" if t["active"] else "no",
                 "yes" if t["configured"] else f"no: {t['configuration_message']}",
-                f"{t['minimum_confidence']} ({t['minimum_confidence_source']})",
+                t["minimum_confidence"],
+                t["minimum_confidence_set_at"] or t["minimum_confidence_source"],
             ]
             for t in document["tools"]
         ]
-        header = ["id", "name", "activation", "active", "configured", "minimum confidence"]
+        header = ["id", "name", "activation", "active", "configured", "minimum", "set at"]
         _print(render_table(header, rows))
     else:
         _print(render_document(document, output_format))

@@ -440,15 +440,18 @@ def tools_document(policy: Any, component: Component | None) -> dict[str, Any]:
                 "configuration_message": state.message,
                 "missing_required_fields": list(state.missing_required_fields),
                 "minimum_confidence": ConfidenceLevel(minimum.level).name,
-                "minimum_confidence_source": _minimum_source_text(minimum),
+                "minimum_confidence_source": str(minimum.source),
+                "minimum_confidence_set_at": _minimum_set_at(minimum),
                 "minimum_confidence_evidence": [evidence_document(e) for e in minimum.evidence],
             }
         )
     return {"component": component.value if component else None, "tools": rows}
 
 
-def _minimum_source_text(minimum: Any) -> str:
-    origins = [
-        evidence_text(e).split(" — ", 1)[-1] for e in minimum.evidence if e.origin or e.location
-    ]
-    return f"{minimum.source}: {'; '.join(origins)}" if origins else str(minimum.source)
+def _minimum_set_at(minimum: Any) -> str | None:
+    """file:line of the entry that decided the minimum (the user's file or a plugin), if any."""
+    for evidence in minimum.evidence:
+        location = evidence.origin.location if evidence.origin else evidence.location
+        if location is not None:
+            return str(location)
+    return None

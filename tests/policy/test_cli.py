@@ -538,7 +538,8 @@ def test_tools_lists_the_catalog_with_state(base: Path) -> None:
     assert rows["web_search"]["active"] is True
     assert rows["web_search"]["configured"] is True
     assert rows["web_search"]["minimum_confidence"] == "MEDIUM"
-    assert str(base / "plugin.lua") in rows["web_search"]["minimum_confidence_source"]
+    assert rows["web_search"]["minimum_confidence_set_at"].startswith(str(base / "plugin.lua"))
+    assert rows["read_web_page"]["minimum_confidence_set_at"] is None
     code, everything = run_json("tools", "--org", base)
     assert code == 0
     assert "semantic_search" in {row["id"] for row in everything["tools"]}
