@@ -250,6 +250,7 @@ class DecisionChange:
     new_reason: ToolOfferBlockReason
     old_message: str
     new_message: str
+    provider_name: str = ""
 
 
 def diff_decisions(
@@ -276,6 +277,7 @@ def diff_decisions(
                             new.reason,
                             old.message,
                             new.message,
+                            provider.name,
                         )
                     )
     return tuple(changes)
@@ -288,6 +290,7 @@ def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
             {
                 "tool": c.tool_id,
                 "provider": c.provider_id,
+                "provider_name": c.provider_name,
                 "component": c.component.value,
                 "old": {
                     "offered": c.old_reason is ToolOfferBlockReason.NONE,
@@ -308,7 +311,13 @@ def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
 def diff_table(changes: Sequence[DecisionChange]) -> tuple[list[str], list[list[str]]]:
     header = ["tool", "provider", "component", "old", "new"]
     rows = [
-        [c.tool_id, c.provider_id, c.component.value, _reason(c.old_reason), _reason(c.new_reason)]
+        [
+            c.tool_id,
+            c.provider_name or c.provider_id,
+            c.component.value,
+            _reason(c.old_reason),
+            _reason(c.new_reason),
+        ]
         for c in changes
     ]
     return header, rows
