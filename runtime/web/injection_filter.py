@@ -122,7 +122,7 @@ _RULES: tuple[_Rule, ...] = (
         ("send", "forward", "mail", "post", "upload", "transmit", "exfiltrate", "leak"),
         rf"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak)\b{_S}"
         rf"(?:(?:the|this|all|your|our|my|user'?s?|entire|full|whole|complete|previous|current){_S}){{0,3}}"
-        rf"(?:conversation|chat{_S}history|chat{_S}log|previous{_S}messages|system{_S}prompt|memory|context{_S}window)\b{_S}to\b"
+        rf"(?:conversation|chat(?:{_S}(?:history|log|transcript))?|previous{_S}messages|system{_S}prompt|memory|context{_S}window)\b{_S}to\b"
         rf"|\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate)\b{_S}"
         rf"(?:(?:the|this|all|your|our|my|user'?s?|any){_S}){{0,3}}"
         rf"(?:api{_S}keys?|credentials|passwords?|secrets?|access{_S}tokens?|session{_S}cookies?|personal{_S}data)\b{_S}to{_S}"
