@@ -36,12 +36,20 @@ def is_json_object(text: str) -> bool:
         return False
 
 
+class RawJson(str):
+    """JSON text placed into a request body as is (serialized once, resent every round)."""
+
+    __slots__ = ()
+
+
 def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable[str]) -> bytes:
     """`fields` plus `array_key` whose elements are already JSON text (kept byte for byte)."""
-    head = dumps(dict(fields))
-    array = "[" + ",".join(items_json) + "]"
+    plain = {k: v for k, v in fields.items() if not isinstance(v, RawJson)}
+    members = [dumps(k) + ":" + v for k, v in fields.items() if isinstance(v, RawJson)]
+    members.append(dumps(array_key) + ":[" + ",".join(items_json) + "]")
+    head = dumps(plain)
     separator = "," if len(head) > 2 else ""
-    return (head[:-1] + separator + dumps(array_key) + ":" + array + "}").encode()
+    return (head[:-1] + separator + ",".join(members) + "}").encode()
 
 
 def usage_from(payload: Any, input_key: str, output_key: str) -> Usage:

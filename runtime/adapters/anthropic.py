@@ -234,7 +234,8 @@ class AnthropicAdapter:
             "stream": True,
             **extras,
         }
-        self._tools = [anthropic_tool(t) for t in conversation.tools]
+        tools = [anthropic_tool(t) for t in conversation.tools]
+        self._tools = _wire.RawJson(_wire.dumps(tools)) if tools else None
         self._recorded_json: list[str] = []
         self._recorded_texts: list[str] = []
         self._pending_results: list[dict[str, Any]] = []
@@ -245,7 +246,7 @@ class AnthropicAdapter:
         prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
         if prompt:
             fields["system"] = prompt
-        if include_tools and self._tools:
+        if include_tools and self._tools is not None:
             fields["tools"] = self._tools
         return _wire.request_body(
             fields, "messages", [*self._conversation_json, *self._recorded_json]

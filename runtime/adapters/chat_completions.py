@@ -118,6 +118,12 @@ class ChatCompletionAccumulator:
             found = _wire.usage_from(chunk["usage"], "prompt_tokens", "completion_tokens")
             if found.is_known and found != self.usage:
                 self.usage = usage = found
+        elif "x_groq" in chunk and isinstance(chunk["x_groq"], dict):
+            found = _wire.usage_from(
+                chunk["x_groq"].get("usage"), "prompt_tokens", "completion_tokens"
+            )
+            if found.is_known and found != self.usage:
+                self.usage = usage = found
         sources = self._new_sources(chunk)
         text = ""
         choices = chunk.get("choices")
@@ -272,10 +278,11 @@ class ChatCompletionsAdapter:
         if max_output_tokens is not None:
             self._fields[profile.max_tokens_field] = max_output_tokens
         self._fields.update(_wire.without_reserved(extra_body, _RESERVED, "Chat Completions"))
-        self._tools = [
+        tools = [
             chat_completions_tool(t, profile.enforces_strict_tool_schemas)
             for t in conversation.tools
         ]
+        self._tools = _wire.RawJson(_wire.dumps(tools)) if tools else None
         self._ask_for_sequential_calls = profile.accepts_parallel_tool_calls
         self._recorded_json: list[str] = []
         self._recorded_texts: list[str] = []
@@ -284,7 +291,7 @@ class ChatCompletionsAdapter:
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
         """The JSON body of the next round (exposed for inspection and benchmarks)."""
         fields = dict(self._fields)
-        if include_tools and self._tools:
+        if include_tools and self._tools is not None:
             fields["tools"] = self._tools
             if self._ask_for_sequential_calls:
                 fields["parallel_tool_calls"] = False

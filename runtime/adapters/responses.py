@@ -218,14 +218,14 @@ class ResponsesAdapter:
             for t in (hosted if isinstance(hosted, list) else [])
             if not (isinstance(t, dict) and t.get("type") in local_names)
         ]
-        self._tools = [*native, *local]
+        self._tools = _wire.RawJson(_wire.dumps([*native, *local]))
         self._recorded_json: list[str] = []
         self._recorded_texts: list[str] = []
         self._last: StreamedResponse | None = None
 
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
         fields = dict(self._fields)
-        fields["tools"] = self._tools if include_tools else []
+        fields["tools"] = self._tools if include_tools else _wire.RawJson("[]")
         prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
         head = [_wire.dumps({"role": "system", "content": prompt})] if prompt else []
         return _wire.request_body(

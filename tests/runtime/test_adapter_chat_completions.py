@@ -460,3 +460,19 @@ def test_sources_of_the_provider_travel_with_their_line() -> None:
     assert again is not None and again.sources == ()
     message = accumulator.build()
     assert message is not None and len(message.sources) == 1
+
+
+def test_groq_usage_is_read_from_its_own_field() -> None:
+    accumulator = ChatCompletionAccumulator()
+    chunk = chat_chunk({}, x_groq={"usage": {"prompt_tokens": 88, "completion_tokens": 3}})
+    delta = accumulator.feed(json.dumps(chunk))
+    assert delta is not None and delta.usage.input_tokens == 88
+
+
+def test_a_usage_repeated_on_every_line_is_passed_on_once() -> None:
+    accumulator = ChatCompletionAccumulator()
+    usage = {"prompt_tokens": 50, "completion_tokens": 1}
+    first = accumulator.feed(json.dumps(chat_chunk({"content": "a"}, usage=usage)))
+    second = accumulator.feed(json.dumps(chat_chunk({"content": "b"}, usage=usage)))
+    assert first is not None and first.usage.input_tokens == 50
+    assert second is not None and not second.usage.is_known
