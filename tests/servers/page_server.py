@@ -58,6 +58,8 @@ TEXT_WITH_BOM_AND_CRLF = (
 class PageServerState:
     stopping: threading.Event = field(default_factory=threading.Event)
     paths: list[str] = field(default_factory=list)
+    site: dict[str, bytes] = field(default_factory=dict)
+    """Extra HTML pages served under /site/{name} (the benchmark's page set)."""
 
 
 async def _until_stopped(state: PageServerState, limit_seconds: float = 30.0) -> None:
@@ -91,8 +93,6 @@ def build_app(state: PageServerState) -> Starlette:
     async def big(request: Request) -> Response:
         size = int(request.query_params.get("size", str(5 * MIB + 1)))
         chunk = b"<p>" + b"x" * 65530 + b"</p>"
-        if request.query_params.get("length") == "1":
-            return Response((chunk * (size // len(chunk) + 1))[:size], media_type="text/html")
 
         async def stream() -> AsyncIterator[bytes]:
             left = size
@@ -101,7 +101,10 @@ def build_app(state: PageServerState) -> Starlette:
                 left -= len(part)
                 yield part
 
-        return StreamingResponse(stream(), media_type="text/html")
+        declared = (
+            {"Content-Length": str(size)} if request.query_params.get("length") == "1" else {}
+        )
+        return StreamingResponse(stream(), media_type="text/html", headers=declared)
 
     async def gzip_bomb(request: Request) -> Response:
         return html(gzip_bomb_body(), **{"Content-Encoding": "gzip"})
@@ -168,6 +171,12 @@ def build_app(state: PageServerState) -> Starlette:
     async def headers(request: Request) -> Response:
         return Response(json.dumps(dict(request.headers)), media_type="application/json")
 
+    async def site_page(request: Request) -> Response:
+        body = state.site.get(request.path_params["name"])
+        if body is None:
+            return Response(b"", status_code=404)
+        return Response(body, media_type="text/html; charset=utf-8")
+
     def recorded(endpoint: Endpoint) -> Endpoint:
         async def answer(request: Request) -> Response:
             state.paths.append(request.url.path)
@@ -195,6 +204,7 @@ def build_app(state: PageServerState) -> Starlette:
         "/cookie/set": cookie_set,
         "/cookie/check": cookie_check,
         "/headers": headers,
+        "/site/{name}": site_page,
     }
     return Starlette(routes=[Route(path, recorded(endpoint)) for path, endpoint in routes.items()])
 
@@ -219,10 +229,13 @@ class PageServer:
 
 @contextmanager
 def running_page_server(
-    *, certfile: Path | None = None, keyfile: Path | None = None
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    site: dict[str, bytes] | None = None,
 ) -> Iterator[PageServer]:
     """Serve the app on 127.0.0.1 (HTTPS when a certificate is given) until the block ends."""
-    state = PageServerState()
+    state = PageServerState(site=dict(site or {}))
     config = uvicorn.Config(
         build_app(state),
         host="127.0.0.1",
