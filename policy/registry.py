@@ -120,11 +120,14 @@ class _ToolFacts:
     configured_check: Check
     minimum: MinimumConfidence
     untailored: bool
+    visibility_evidence: tuple[Evidence, ...]
     """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _ProviderFacts:
+    key: tuple[Any, ...]
+    """Everything about the provider a decision depends on (the decision cache key)."""
     summary: ProviderSummary | None
     availability: ToolCallingAvailability
     capability_check: Check
@@ -133,6 +136,17 @@ class _ProviderFacts:
 
 def _warning(code: str, message: str) -> Finding:
     return Finding(Severity.WARNING, code, message)
+
+
+def _visibility_evidence(definition: ToolDefinition) -> tuple[Evidence, ...]:
+    shown = definition.visible_in
+    value: dict[str, object] = {"chat": shown.chat, "assistants": shown.assistants}
+    if shown.allowed_components or shown.denied_components:
+        value = {
+            "allowed_components": [str(c) for c in shown.allowed_components],
+            "denied_components": [str(c) for c in shown.denied_components],
+        }
+    return (Evidence("visible_in", value, "tool definition"),)
 
 
 def _is_untailored(tool: Tool) -> bool:
@@ -461,6 +475,7 @@ class ToolRegistry:
             configured_check=configured_check,
             minimum=minimum,
             untailored=_is_untailored(tool),
+            visibility_evidence=_visibility_evidence(definition),
         )
 
     def _provider_facts(self, provider: ProviderConfig | None) -> _ProviderFacts:
@@ -509,7 +524,7 @@ class ToolRegistry:
             "The model can call tools." if availability.is_available else availability.message,
             evidence,
         )
-        facts = _ProviderFacts(summary, availability, check, confidence)
+        facts = _ProviderFacts(key, summary, availability, check, confidence)
         self._providers[key] = facts
         return facts
 
@@ -562,7 +577,7 @@ class ToolRegistry:
         component: Component,
         restriction: OutboundDataRestriction,
     ) -> OfferDecision:
-        key = (tool_id, provider.summary, component, restriction)
+        key = (tool_id, provider.key, component, restriction)
         cached = self._decisions.get(key)
         if cached is None:
             cached = self._decide(tool_id, provider, component, restriction)
@@ -612,6 +627,7 @@ class ToolRegistry:
                 f"It is meant for {component.value}."
                 if visible
                 else f"It is not meant for {component.value}.",
+                facts.visibility_evidence,
             )
             outbound_ok = is_outbound_data_allowed(
                 restriction, facts.tool.outbound_data, facts.tool.enforces_outbound_data_restriction

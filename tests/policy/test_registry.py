@@ -626,3 +626,17 @@ async def test_a_runnable_tool_unpacks_as_definition_and_tool() -> None:
     runnable = await _registry(tool).runnable_tools(["demo"], SELF_HOSTED, Component.CHAT)
     [(definition, implementation)] = runnable.tools
     assert definition.id == "demo" and implementation is tool
+
+
+def test_a_capability_override_is_part_of_what_a_decision_depends_on() -> None:
+    registry = _registry(FakeTool("demo"))
+    same_but_without_tools = ProviderConfig(
+        "oa",
+        "OpenAI",
+        ProviderKind.OPEN_AI,
+        "gpt-4o",
+        capability_overrides={"FUNCTION_CALLING": False},
+    )
+    assert registry.offer_block_reason("demo", OPEN_AI) is R.NONE
+    assert registry.offer_block_reason("demo", same_but_without_tools) is R.MODEL_CANNOT_USE_TOOLS
+    assert registry.offer_block_reason("demo", OPEN_AI) is R.NONE
