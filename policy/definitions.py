@@ -450,3 +450,9 @@ def load_definitions_file(path: Path) -> tuple[list[ToolDefinition], list[Findin
             )
         ]
     return definitions_from_data(data, name)
+
+
+def definition_source_from_file(path: Path) -> tuple[DefinitionSource, list[Finding]]:
+    """A file's valid definitions as a registry source named after the file, plus its findings."""
+    definitions, findings = load_definitions_file(path)
+    return DefinitionSource(str(path), tuple(definitions)), findings

@@ -14,6 +14,7 @@ from policy.definitions import (
     ToolDefinition,
     ToolFunction,
     ToolVisibility,
+    definition_source_from_file,
     definitions_from_data,
     is_valid_function_name,
     is_visible_in,
@@ -281,3 +282,11 @@ def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
     _, findings = load_definitions_file(tmp_path / "absent.yaml")
     assert findings[0].code == "unreadable-definitions-file"
     assert "absent.yaml" in findings[0].message
+
+
+def test_a_file_becomes_a_registry_source_named_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([_GOOD]), "utf-8")
+    source, findings = definition_source_from_file(path)
+    assert findings == [] and source.name == str(path)
+    assert [d.id for d in source.definitions] == ["ticket_search"]

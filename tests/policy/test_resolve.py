@@ -7,7 +7,8 @@ from collections.abc import Mapping
 import pytest
 
 from policy import secrets
-from policy.configuration import ManagedSetting, PolicyConfiguration, UserSettings
+from policy.capabilities import can_use_tools
+from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
 from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
 from policy.provenance import Origin, SourceLocation
 from policy.resolve import (
@@ -326,3 +327,60 @@ def test_the_scheme_in_force_locked_then_user_then_editable_then_trust_all() -> 
     editable = _config(_managed(key, "TRUST_USA", locked=False))
     assert confidence_scheme(editable, user).scheme == "TRUST_EUROPE"
     assert confidence_scheme(editable, UserSettings()).scheme == "TRUST_USA"
+
+
+# --- tool-calling capability (§7) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "model", "capable"),
+    [
+        (ProviderKind.OPEN_AI, "gpt-4o-mini", True),
+        (ProviderKind.OPEN_AI, "o3", True),
+        (ProviderKind.OPEN_AI, "o1-mini", False),
+        (ProviderKind.OPEN_AI, "gpt-4o-audio-preview", False),
+        (ProviderKind.ANTHROPIC, "claude-sonnet-4-5", True),
+        (ProviderKind.ANTHROPIC, "claude-3-5-haiku-latest", True),
+        (ProviderKind.MISTRAL, "mistral-large-latest", True),
+        (ProviderKind.PERPLEXITY, "sonar-pro", False),
+        (ProviderKind.OPEN_ROUTER, "openai/gpt-4.1", True),
+        (ProviderKind.GROQ, "llama-3.3-70b-versatile", True),
+        (ProviderKind.SELF_HOSTED, "my-own-finetune", False),
+        (ProviderKind.SELF_HOSTED, "Qwen3-32B", True),
+    ],
+)
+def test_the_model_table_decides_without_an_override(
+    kind: ProviderKind, model: str, capable: bool
+) -> None:
+    provider = ProviderConfig("p", "Provider", kind, model)
+    assert can_use_tools(provider).is_available is capable
+
+
+def test_an_override_always_wins_and_names_what_to_do_otherwise() -> None:
+    on = ProviderConfig(
+        "p",
+        "Mine",
+        ProviderKind.SELF_HOSTED,
+        "my-own",
+        capability_overrides={"FunctionCalling": True},
+    )
+    assert can_use_tools(on).is_available
+    off = ProviderConfig(
+        "p",
+        "Mine",
+        ProviderKind.OPEN_AI,
+        "gpt-4o",
+        capability_overrides={"FUNCTION_CALLING": False},
+    )
+    refusal = can_use_tools(off)
+    assert not refusal.is_available
+    assert "gpt-4o" in refusal.message and "FUNCTION_CALLING" in refusal.message
+    other = ProviderConfig(
+        "p", "Mine", ProviderKind.OPEN_AI, "gpt-4o", capability_overrides={"VISION": False}
+    )
+    assert can_use_tools(other).is_available
+
+
+def test_no_provider_asks_for_one() -> None:
+    assert can_use_tools(None).message == "Please select an LLM provider."
+    assert not can_use_tools(ProviderConfig("p", "P", ProviderKind.NONE, "gpt-4o")).is_available
