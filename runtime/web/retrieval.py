@@ -182,7 +182,7 @@ async def _resolve(host: str, options: RetrievalOptions) -> tuple[IPAddress, ...
     resolver = options.resolver or system_resolver
     try:
         found = await resolver(host)
-    except OSError as error:
+    except (OSError, UnicodeError) as error:
         detail = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise WebRetrievalError(f"The host '{host}' could not be resolved: {detail}") from error
     addresses = tuple(dict.fromkeys(connectable_ip(a) for a in found))
@@ -191,15 +191,11 @@ async def _resolve(host: str, options: RetrievalOptions) -> tuple[IPAddress, ...
     return addresses
 
 
-def _blocked(reason: WebPageAccessBlockReason) -> WebPageAccessBlocked:
-    return WebPageAccessBlocked(reason)
-
-
 async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target:
     """Everything that must hold before a byte goes to this hop's target (runtime-spec §6.2)."""
     scheme = url.scheme.lower()
     if scheme not in ("http", "https"):
-        raise _blocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
     raw_host = url.raw_host.decode("ascii", "replace")
     host = canonical_host(raw_host)
     if host is None:
@@ -207,27 +203,27 @@ async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target
             f"The address '{redact_url_for_log(str(url))}' has no valid host name."
         )
     if options.is_target_allowed is not None and not options.is_target_allowed(str(url)):
-        raise _blocked(WebPageAccessBlockReason.TARGET_NOT_ALLOWED)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.TARGET_NOT_ALLOWED)
     port = url.port or (443 if scheme == "https" else 80)
     if not options.target_chosen_by_user and is_local_host_name(host):
-        raise _blocked(WebPageAccessBlockReason.LOCAL_HOST_NAME)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.LOCAL_HOST_NAME)
     addresses = await _resolve(raw_host, options)
     if options.target_chosen_by_user:
         return _Target(raw_host, port, addresses, non_public=False)
     classify = options.classify_address or classify_ip
     classes = {classify(address) for address in addresses}
     if AddressClass.NEVER_ALLOWED in classes:
-        raise _blocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
     non_public = AddressClass.NON_PUBLIC in classes
     if non_public:
         if options.public_targets_only or not is_host_allowed(host, options.allowed_private_hosts):
-            raise _blocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
+            raise WebPageAccessBlocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
         if options.provider_confidence < ConfidenceLevel.HIGH:
             if options.on_private_host_provider_block is not None:
                 await options.on_private_host_provider_block(
                     redact_url_for_log(str(url)), options.provider_confidence
                 )
-            raise _blocked(WebPageAccessBlockReason.INSUFFICIENT_PROVIDER_CONFIDENCE)
+            raise WebPageAccessBlocked(WebPageAccessBlockReason.INSUFFICIENT_PROVIDER_CONFIDENCE)
     return _Target(raw_host, port, addresses, non_public)
 
 
@@ -475,9 +471,9 @@ def _refuse_unreadable_literal(url: str, options: RetrievalOptions) -> None:
         return
     address_class = (options.classify_address or classify_ip)(connectable_ip(literal))
     if address_class is AddressClass.NEVER_ALLOWED:
-        raise _blocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
     if address_class is AddressClass.NON_PUBLIC:
-        raise _blocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
 
 
 def _parse_url(url: str, options: RetrievalOptions) -> httpx.URL:
@@ -489,7 +485,7 @@ def _parse_url(url: str, options: RetrievalOptions) -> httpx.URL:
         _refuse_unreadable_literal(url, options)
         raise WebRetrievalError(f"The address could not be read as a URL: {error}") from error
     if parsed.scheme.lower() not in ("http", "https"):
-        raise _blocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
+        raise WebPageAccessBlocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
     return parsed
 
 
