@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -973,7 +974,7 @@ def parse_guid(value: Any) -> str | None:
 def _checked_secret(
     value: Any, name: str, problems: list[str], required: bool = False
 ) -> SecretValue | None:
-    from policy.secrets import SecretError, configured_secret, decrypt, is_encrypted
+    from policy.secrets import configured_secret, is_encrypted
 
     if value is None:
         if required:
@@ -981,21 +982,35 @@ def _checked_secret(
         return None
     if not is_encrypted(value):
         problems.append(
-            f"{name} is not an ENC:v1: value; plaintext secrets are refused (encrypt it with `policy encrypt`)"
+            f"{name} is not an ENC:v1: value; plaintext secrets are refused "
+            "(encrypt it with `policy encrypt`)"
         )
         return None
     secret = configured_secret()
     if secret is None:
         problems.append(
-            f"{name} cannot be decrypted: no encryption secret is configured (TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
+            f"{name} cannot be decrypted: no encryption secret is configured "
+            "(TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
         )
         return None
+    problem = _decryption_problem(value, secret)
+    if problem is not None:
+        problems.append(f"{name} cannot be decrypted: {problem}")
+        return None
+    return SecretValue(value)
+
+
+@lru_cache(maxsize=256)
+def _decryption_problem(value: str, secret: str) -> str | None:
+    """Why `value` does not decrypt (None = it does). Cached: key derivation costs ~10 ms and a
+    configuration is reloaded often; only the verdict is kept, never the plaintext."""
+    from policy.secrets import SecretError, decrypt
+
     try:
         decrypt(value, secret)
     except SecretError as error:
-        problems.append(f"{name} cannot be decrypted: {error.message}")
-        return None
-    return SecretValue(value)
+        return error.message
+    return None
 
 
 def _is_source_url(text: str) -> bool:
