@@ -784,3 +784,34 @@ async def test_https_refuses_a_certificate_nobody_vouches_for(
 ) -> None:
     error = await failed(tls_page_server.url("/page.html", "public.test"), options())
     assert "certificate" in str(error).lower()
+
+
+async def test_a_gzip_bomb_never_inflates_in_memory(
+    page_server: PageServer, guard: SocketGuard
+) -> None:
+    # 64 MiB of zeros arrive as ~64 KiB; decoding all of one network chunk at once would need
+    # tens of MiB before the cap could even count them.
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        error = await failed(page_server.url("/gzip-bomb", "public.test"), options())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "too large" in str(error)
+    assert peak < 12 * MIB
+
+
+async def test_a_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="timeout_seconds must be positive, but was 0"):
+        await retrieve("https://example.com/", RetrievalOptions(timeout_seconds=0))
+
+
+def test_a_refusal_carries_its_reason_and_a_message_naming_no_address() -> None:
+    refusal = WebPageAccessBlocked(Reason.TARGET_NOT_ALLOWED)
+    assert refusal.reason is Reason.TARGET_NOT_ALLOWED
+    assert refusal.message == str(refusal)
+    assert "http" not in refusal.message
+    custom = WebPageAccessBlocked(Reason.UNSPECIFIED, "Confluence redirected the search outside.")
+    assert str(custom) == "Confluence redirected the search outside."
