@@ -685,3 +685,30 @@ def test_discovery_finds_plugins_at_any_depth_in_a_stable_order(tmp_path: Path) 
 def test_an_unreadable_plugin_file_is_rejected(tmp_path: Path) -> None:
     error = rejected(tmp_path / "absent" / "plugin.lua")
     assert error.findings[0].location is not None
+
+
+def test_odd_but_tolerated_input_only_warns(tmp_path: Path) -> None:
+    extra = "\n".join(
+        [
+            'CONFIG["SETTINGS"][1] = "stray"',
+            'CONFIG["CHAT_TEMPLATES"] = { "not a table" }',
+            provider(extra='["HFInferenceProvider"] = "MOON",'),
+        ]
+    )
+    path = write_plugin(tmp_path, extra=extra, DEPLOYED_USING_CONFIG_SERVER='"yes"')
+    plugin = load_plugin(path, ORG)
+    assert plugin.deployed_using_config_server is None
+    assert plugin.providers[0].additional["HFInferenceProvider"] == "NONE"
+    assert plugin.chat_templates == ()
+    by_code = {f.code: f for f in plugin.findings}
+    assert set(by_code) == {
+        "invalid-global",
+        "invalid-setting",
+        "invalid-entry",
+        "invalid-entry-field",
+    }
+    assert "read as not declared" in by_code["invalid-global"].message
+    assert "is not a setting name" in by_code["invalid-setting"].message
+    assert 'CONFIG["CHAT_TEMPLATES"] entry 1 is not a table' in by_code["invalid-entry"].message
+    assert "HFInferenceProvider" in by_code["invalid-entry-field"].message
+    assert all(f.severity is Severity.WARNING and f.location is not None for f in plugin.findings)
