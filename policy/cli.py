@@ -725,3 +725,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 err=True,
             )
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

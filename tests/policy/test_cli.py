@@ -582,3 +582,13 @@ def test_encrypt_without_a_secret_says_what_to_set() -> None:
     assert done.returncode == 1
     assert "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET" in done.stderr
     assert "s3cr3t" not in done.stderr
+
+
+def test_yaml_output_carries_the_same_document_as_json(base: Path) -> None:
+    from ruamel.yaml import YAML
+
+    arguments = ("explain", "search_confluence", "--org", base, "--provider", SELF_HOSTED)
+    _code, as_json = run_json(*arguments)
+    done = run(*arguments, "--format", "yaml")
+    assert done.returncode == 0
+    assert json.loads(json.dumps(YAML(typ="safe").load(done.stdout))) == as_json

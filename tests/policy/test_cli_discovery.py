@@ -145,3 +145,60 @@ def test_the_cli_explains_a_third_party_tool(acme_package: Path) -> None:
     confidence = next(c for c in document["checks"] if c["check"] == "PROVIDER_CONFIDENCE_TOO_LOW")
     assert confidence["passed"] is True
     assert "MEDIUM" in confidence["detail"]
+
+
+FAULTY_MODULE = """\
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+
+
+class FaultyTool(DefinedTool):
+    @property
+    def display_name(self):
+        raise RuntimeError("display name service unavailable")
+
+
+def create_tool():
+    definition = ToolDefinition(
+        id="faulty", implementation_key="faulty", function=ToolFunction(name="faulty")
+    )
+    return FaultyTool(definition)
+"""
+
+
+@pytest.fixture
+def faulty_package(tmp_path: Path) -> Path:
+    """A third-party tool that breaks in a way nobody planned for."""
+    (tmp_path / "faulty_tools.py").write_text(FAULTY_MODULE, encoding="utf-8")
+    info = tmp_path / "faulty_tools-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty-tools\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nfaulty = faulty_tools:create_tool\n"
+    )
+    return tmp_path
+
+
+def _run_with(package: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    policy = Path(sys.executable).parent / "policy"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment["PYTHONPATH"] = str(package)
+    return subprocess.run(
+        [str(policy) if policy.exists() else "policy", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+
+
+def test_an_unexpected_failure_shows_no_traceback_unless_debugging(faulty_package: Path) -> None:
+    arguments = ("explain", "--all", "--provider-kind", "OPEN_AI", "--model", "gpt-4o")
+    plain = _run_with(faulty_package, *arguments)
+    assert plain.returncode == 1
+    assert "Traceback" not in plain.stderr
+    assert "display name service unavailable" in plain.stderr
+    assert "--debug" in plain.stderr
+    debugging = _run_with(faulty_package, "--debug", *arguments)
+    assert debugging.returncode == 1
+    assert "Traceback" in debugging.stderr
