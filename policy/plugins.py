@@ -1038,7 +1038,7 @@ def _scalar_text(value: bool | int | float) -> str:
 def _plain(value: Any) -> Any:
     """Lua data as plain Python: sequences → tuples, other tables → dicts, functions → a marker."""
     if isinstance(value, LuaTable):
-        if value.is_sequence() and value.entries:
+        if value.is_sequence():
             return tuple(_plain(v) for v in value.sequence())
         return {k: _plain(v) for k, v in value.entries.items()}
     if isinstance(value, LuaFunction):

@@ -408,3 +408,12 @@ def test_local_plugins_leave_no_copies(tmp_path: Path) -> None:
     state = tmp_path / "state"
     load_configuration(local=[_plugin(tmp_path / "l", G1)], state_dir=state)
     assert not state.exists() or list(state.iterdir()) == []
+
+
+def test_an_empty_add_up_contribution_adds_nothing(tmp_path: Path) -> None:
+    a = _plugin(tmp_path / "a", G1, _setting("DataApp.EnabledPreviewFeatures", "{}"))
+    b = _plugin(tmp_path / "b", G2, _setting("DataApp.EnabledPreviewFeatures", '{ "PRE_X" }'), 1)
+    assert load_configuration(org=[a]).settings["DataApp.EnabledPreviewFeatures"].value == ()
+    assert load_configuration(org=[a, b]).settings["DataApp.EnabledPreviewFeatures"].value == (
+        "PRE_X",
+    )
