@@ -223,22 +223,17 @@ def check(
     """
     from policy.configuration import Finding, Severity
     from policy.explain import render_document
+    from policy.lint import lint_policy
+    from policy.user_settings import UserSettingsError
 
     findings: list[Finding] = []
     try:
         policy = _load(org, local, user_settings, state_dir)
-    except Exception as error:
-        if not type(error).__module__.startswith("policy."):
-            raise
-        message = str(getattr(error, "message", "") or error)
-        findings.append(
-            Finding(Severity.ERROR, "load-failed", message, getattr(error, "location", None))
-        )
-    else:
-        from policy.lint import lint_policy
-
-        findings.extend(policy.findings)
-        findings.extend(lint_policy(policy, _loaded_plugins(org, local)))
+    except UserSettingsError as error:
+        findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
+        policy = _load(org, local, None, state_dir)
+    findings.extend(policy.findings)
+    findings.extend(lint_policy(policy, _loaded_plugins(org, local)))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
     if output_format == "table":

@@ -592,3 +592,17 @@ def test_yaml_output_carries_the_same_document_as_json(base: Path) -> None:
     done = run(*arguments, "--format", "yaml")
     assert done.returncode == 0
     assert json.loads(json.dumps(YAML(typ="safe").load(done.stdout))) == as_json
+
+
+def test_a_bad_user_settings_file_is_reported_with_its_line(base: Path, tmp_path: Path) -> None:
+    user = tmp_path / "settings.yaml"
+    user.write_text("tools:\n  enabled: maybe\n", encoding="utf-8")
+    code, document = run_json("check", "--org", base, "--user-settings", user)
+    assert code == 1
+    assert document["errors"] == [
+        {"file": str(user), "line": 2, "message": document["errors"][0]["message"]}
+    ]
+    assert "maybe" in document["errors"][0]["message"]
+    explained = run("explain", "web_search", "--org", base, "--user-settings", user)
+    assert explained.returncode == 1
+    assert f"{user}:2" in explained.stderr
