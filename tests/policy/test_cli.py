@@ -606,3 +606,25 @@ def test_a_bad_user_settings_file_is_reported_with_its_line(base: Path, tmp_path
     explained = run("explain", "web_search", "--org", base, "--user-settings", user)
     assert explained.returncode == 1
     assert f"{user}:2" in explained.stderr
+
+
+def test_explain_asks_which_provider_when_several_are_configured(base: Path) -> None:
+    done = run("explain", "web_search", "--org", base)
+    assert done.returncode == 2
+    assert (
+        "--provider" in done.stderr and "Cloud GPT" in done.stderr and "Own cluster" in done.stderr
+    )
+
+
+def test_the_matrix_needs_providers(tmp_path: Path) -> None:
+    plugin = write_plugin(tmp_path / "bare", 'CONFIG = {}\nCONFIG["SETTINGS"] = {}\n')
+    done = run("explain", "--all", "--org", plugin.parent)
+    assert done.returncode == 2
+    assert "--provider-kind" in done.stderr
+    by_kind = run("explain", "--all", "--org", plugin.parent, "--provider-kind", "SELF_HOSTED")
+    assert by_kind.returncode == 0
+    assert "MODEL_CANNOT_USE_TOOLS" in by_kind.stdout
+
+
+def test_explain_all_fail_exits_one_when_any_tool_is_blocked(base: Path) -> None:
+    assert run("explain", "--all", "--org", base, "--fail").returncode == 1
