@@ -55,12 +55,13 @@ def lint_configuration(
     already_reported: Iterable[Finding] = (),
     plugins: Sequence[ConfigurationPlugin] = (),
 ) -> tuple[Finding, ...]:
-    context = _Context(configuration, definitions, is_known or definitions.__contains__)
+    earlier = tuple(already_reported)
+    context = _Context(configuration, definitions, is_known or definitions.__contains__, earlier)
     findings: list[Finding] = []
     for rule in _RULES:
         findings.extend(rule(context))
     findings.extend(_override_not_honored(plugins))
-    reported = {(f.location, f.message) for f in already_reported}
+    reported = {(f.location, f.message) for f in earlier}
     return tuple(f for f in findings if (f.location, f.message) not in reported)
 
 
@@ -70,10 +71,16 @@ class _Context:
         configuration: PolicyConfiguration,
         definitions: Mapping[str, ToolDefinition],
         is_known: Callable[[str], bool],
+        reported: tuple[Finding, ...] = (),
     ) -> None:
         self.configuration = configuration
         self.definitions = definitions
         self.is_known = is_known
+        self.reported = reported
+
+    def already_said(self, location: SourceLocation | None, mentioning: str) -> bool:
+        """Loading already reported this place (e.g. an unknown key); lint adds nothing."""
+        return any(f.location == location and mentioning in f.message for f in self.reported)
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.configuration.setting(key)
@@ -148,7 +155,11 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
 def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
     for key, setting in c.configuration.settings.items():
         base = key[: -len(OVERRIDE_SUFFIX)] if key.endswith(OVERRIDE_SUFFIX) else key
-        if base.startswith("DataTools.") and base not in SETTING_KEYS:
+        if (
+            base.startswith("DataTools.")
+            and base not in SETTING_KEYS
+            and not c.already_said(setting.origin.location, key)
+        ):
             known = ", ".join(k for k in SETTING_KEYS if k.startswith("DataTools."))
             yield _warning(
                 "unknown-datatools-key",

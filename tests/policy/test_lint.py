@@ -272,3 +272,15 @@ def test_findings_loading_already_reported_are_left_out() -> None:
     )
     first = lint_configuration(configuration, DEFINITIONS)
     assert lint_configuration(configuration, DEFINITIONS, already_reported=first) == ()
+
+
+def test_an_unknown_key_loading_already_reported_is_not_reported_twice() -> None:
+    setting = managed("DataTools.disabledToolIds", ("web_search",))
+    loaded = Finding(
+        Severity.WARNING,
+        "not-used-by-toolpolicy",
+        'CONFIG["SETTINGS"]["DataTools.disabledToolIds"] is not a setting toolpolicy knows',
+        BASE.location,
+    )
+    configuration = PolicyConfiguration(settings={setting.key: setting})
+    assert lint_configuration(configuration, DEFINITIONS, already_reported=[loaded]) == ()
