@@ -86,28 +86,33 @@ CONFIG["LLM_PROVIDERS"] = {}
 -- plugin's others), so repeat the entries you want to keep.
 CONFIG["SETTINGS"] = {}
 
--- DataTools.EnableTools — Switches tool calling on or off for everyone; off blocks every tool (TOOLS_SWITCHED_OFF).
+-- DataTools.EnableTools — Switches tool calling on or off for everyone; off blocks every tool
+-- (TOOLS_SWITCHED_OFF).
 -- Default: true.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataTools.EnableTools"] = false
 -- CONFIG["SETTINGS"]["DataTools.EnableTools.AllowUserOverride"] = true
 
--- DataTools.DisabledToolIds — Tool or collection ids that are switched off; unknown ids are harmless. Always locked.
+-- DataTools.DisabledToolIds — Tool or collection ids that are switched off; unknown ids are
+-- harmless. Always locked.
 -- Default: {}.
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }
 
--- DataTools.MinimumProviderConfidenceByToolId — Per tool or collection id, the lowest provider confidence the tool may be offered to. A malformed table rejects the whole plugin.
+-- DataTools.MinimumProviderConfidenceByToolId — Per tool or collection id, the lowest provider
+-- confidence the tool may be offered to. A malformed table rejects the whole plugin.
 -- Allowed values: NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = { ["web_search"] = "VERY_LOW", ["search_confluence"] = "HIGH" }
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId.AllowUserOverride"] = true
 
--- DataTools.LockedToolSettings — Tool settings users cannot change, keyed "<toolId>.<field>"; the only place for secrets (ENC:v1: values). Always locked.
+-- DataTools.LockedToolSettings — Tool settings users cannot change, keyed "<toolId>.<field>";
+-- the only place for secrets (ENC:v1: values). Always locked.
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = { ["search_confluence.baseUrl"] = "https://wiki.example.org/" }
 
--- DataTools.DefaultToolSettings — Pre-filled tool settings keyed "<toolId>.<field>"; a value the user saves wins. Already defaults by nature, so the companion key has nothing to add.
+-- DataTools.DefaultToolSettings — Pre-filled tool settings keyed "<toolId>.<field>"; a value
+-- the user saves wins. Already defaults by nature, so the companion key has nothing to add.
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = { ["web_search.defaultLanguage"] = "de-DE" }
 
@@ -117,44 +122,53 @@ CONFIG["SETTINGS"] = {}
 -- CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent.AllowUserOverride"] = true
 
 -- DataConfidence.ConfidenceScheme — Which table maps a provider kind to its confidence level.
--- Allowed values: TRUST_ALL, TRUST_USA_EUROPE, TRUST_USA, TRUST_EUROPE, TRUST_ASIA, LOCAL_TRUST_ONLY, CUSTOM.
+-- Allowed values: TRUST_ALL, TRUST_USA_EUROPE, TRUST_USA, TRUST_EUROPE, TRUST_ASIA,
+-- LOCAL_TRUST_ONLY, CUSTOM.
 -- Default: TRUST_ALL.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataConfidence.ConfidenceScheme"] = "TRUST_EUROPE"
 -- CONFIG["SETTINGS"]["DataConfidence.ConfidenceScheme.AllowUserOverride"] = true
 
--- DataConfidence.CustomConfidenceScheme — Provider kind → confidence level, used when the scheme is CUSTOM (missing kind = UNKNOWN).
+-- DataConfidence.CustomConfidenceScheme — Provider kind → confidence level, used when the
+-- scheme is CUSTOM (missing kind = UNKNOWN).
 -- Allowed values: NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH.
--- Allowed keys: OPEN_AI, ANTHROPIC, MISTRAL, SELF_HOSTED, FIREWORKS, GROQ, GOOGLE, X, HELMHOLTZ, GWDG, DEEP_SEEK, ALIBABA_CLOUD, HUGGINGFACE, PERPLEXITY, OPEN_ROUTER, HETZNER, IONOS, LITE_LLM.
+-- Allowed keys: OPEN_AI, ANTHROPIC, MISTRAL, SELF_HOSTED, FIREWORKS, GROQ, GOOGLE, X,
+-- HELMHOLTZ, GWDG, DEEP_SEEK, ALIBABA_CLOUD, HUGGINGFACE, PERPLEXITY, OPEN_ROUTER, HETZNER,
+-- IONOS, LITE_LLM.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataConfidence.CustomConfidenceScheme"] = { ["OPEN_AI"] = "MEDIUM", ["SELF_HOSTED"] = "HIGH" }
 -- CONFIG["SETTINGS"]["DataConfidence.CustomConfidenceScheme.AllowUserOverride"] = true
 
--- DataConfidence.EnforceGlobalMinimumConfidence — Whether GlobalMinimumConfidence applies to every component.
+-- DataConfidence.EnforceGlobalMinimumConfidence — Whether GlobalMinimumConfidence applies to
+-- every component.
 -- Default: false.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataConfidence.EnforceGlobalMinimumConfidence"] = true
 -- CONFIG["SETTINGS"]["DataConfidence.EnforceGlobalMinimumConfidence.AllowUserOverride"] = true
 
--- DataConfidence.GlobalMinimumConfidence — The lowest provider confidence any component may use (when enforced).
+-- DataConfidence.GlobalMinimumConfidence — The lowest provider confidence any component may
+-- use (when enforced).
 -- Allowed values: NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH.
 -- Default: NONE.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataConfidence.GlobalMinimumConfidence"] = "MEDIUM"
 -- CONFIG["SETTINGS"]["DataConfidence.GlobalMinimumConfidence.AllowUserOverride"] = true
 
--- DataSourceSecuritySettings.TrustedProviderIds — Provider instance ids treated like self-hosted for data-source security only (never a confidence boost). Always locked.
+-- DataSourceSecuritySettings.TrustedProviderIds — Provider instance ids treated like self-
+-- hosted for data-source security only (never a confidence boost). Always locked.
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataSourceSecuritySettings.TrustedProviderIds"] = { "00000000-0000-0000-0000-000000000001" }
 
--- DataChat.PreselectedDataSourcesRetrievalMode — Who searches a chat's data sources: the model via semantic_search, or every message.
+-- DataChat.PreselectedDataSourcesRetrievalMode — Who searches a chat's data sources: the model
+-- via semantic_search, or every message.
 -- Allowed values: SEMANTIC_SEARCH, EVERY_MESSAGE.
 -- Default: SEMANTIC_SEARCH.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode"] = "EVERY_MESSAGE"
 -- CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode.AllowUserOverride"] = true
 
--- DataMailboxes.MinimumOutboundDataRestriction — The loosest outbound-data restriction a mailbox may have.
+-- DataMailboxes.MinimumOutboundDataRestriction — The loosest outbound-data restriction a
+-- mailbox may have.
 -- Allowed values: ONLY_CONFIGURED_SERVICES, ONLY_LINKS_FROM_CHAT, UNRESTRICTED.
 -- Default: UNRESTRICTED.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
@@ -171,6 +185,11 @@ CONFIG["SETTINGS"] = {}
 -- "<toolId>.<field>"; every value is a string. Where a field offers a choice, the value
 -- must be one of the allowed values exactly (case matters).
 -- Minimum provider confidence levels: NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH.
+--
+-- The per-field lines below assign into these tables, so create them first:
+-- CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] or {}
+-- CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] or {}
+-- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] or {}
 
 -- read_web_page — Read web page
 --   Shown in: the chat and the assistants; offered when selected.
@@ -220,7 +239,8 @@ CONFIG["SETTINGS"] = {}
 --   web_search.defaultLanguage (string, required)
 --     Language of results when the model names none: an IETF tag such as de-DE, or 'all'
 --     for any language.
---     Allowed values: all, en-US, en-GB, zh-CN, hi-IN, es-ES, fr-FR, de-DE, de-AT, de-CH, ja-JP, ru-RU, pt-BR, it-IT, ko-KR, nl-NL, pl-PL, tr-TR, ar-SA, sv-SE.
+--     Allowed values: all, en-US, en-GB, zh-CN, hi-IN, es-ES, fr-FR, de-DE, de-AT, de-CH,
+--     ja-JP, ru-RU, pt-BR, it-IT, ko-KR, nl-NL, pl-PL, tr-TR, ar-SA, sv-SE.
 --     Default: all.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["web_search.defaultLanguage"] = "all"
 --   web_search.defaultSafeSearch (string, optional)

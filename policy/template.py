@@ -168,11 +168,11 @@ def _settings_intro() -> str:
 
 
 def _setting_key(key: SettingKey) -> str:
-    lines = _comment(f"{key.name} — {key.doc}")
+    lines = _comment(_wrap(f"{key.name} — {key.doc}", 92))
     if key.choices:
-        lines.extend(_comment("Allowed values: " + ", ".join(key.choices) + "."))
+        lines.extend(_comment(_wrap("Allowed values: " + ", ".join(key.choices) + ".", 92)))
     if key.key_choices and len(key.key_choices) <= 24:
-        lines.extend(_comment("Allowed keys: " + ", ".join(key.key_choices) + "."))
+        lines.extend(_comment(_wrap("Allowed keys: " + ", ".join(key.key_choices) + ".", 92)))
     if key.default is not None:
         lines.extend(_comment(f"Default: {_lua_default(key.default)}."))
     lines.extend(
@@ -211,6 +211,16 @@ def _tool_settings(tools: Sequence[Tool]) -> str:
         '-- "<toolId>.<field>"; every value is a string. Where a field offers a choice, the value',
         "-- must be one of the allowed values exactly (case matters).",
         f"-- Minimum provider confidence levels: {levels}.",
+        "--",
+        "-- The per-field lines below assign into these tables, so create them first:",
+        *(
+            f'-- CONFIG["SETTINGS"]["{table}"] = CONFIG["SETTINGS"]["{table}"] or {{}}'
+            for table in (
+                "DataTools.LockedToolSettings",
+                "DataTools.DefaultToolSettings",
+                "DataTools.MinimumProviderConfidenceByToolId",
+            )
+        ),
         "",
     ]
     for tool in tools:
@@ -282,9 +292,12 @@ def _field_lines(tool_id: str, name: str, field: object, required: bool) -> list
     if field.option_source.strip():
         offered = option_values(field.option_source)
         values = ", ".join(value for value, _label in offered)
-        lines.append(f"--     Allowed values: {values}.")
+        lines.extend(
+            f"--     {line}" for line in _wrap(f"Allowed values: {values}.", 86).splitlines()
+        )
     elif field.enum_values:
-        lines.append(f"--     Allowed values: {', '.join(field.enum_values)}.")
+        allowed = f"Allowed values: {', '.join(field.enum_values)}."
+        lines.extend(f"--     {line}" for line in _wrap(allowed, 86).splitlines())
     lines.append(f"--     Default: {field.default if field.default not in (None, '') else 'none'}.")
     table = "LockedToolSettings" if field.secret else "DefaultToolSettings"
     lines.append(
