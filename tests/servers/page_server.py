@@ -96,7 +96,7 @@ def build_app(state: PageServerState) -> Starlette:
 
         async def stream() -> AsyncIterator[bytes]:
             left = size
-            while left > 0:
+            while left > 0 and not await request.is_disconnected():
                 part = chunk[: min(left, len(chunk))]
                 left -= len(part)
                 yield part
