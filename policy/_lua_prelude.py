@@ -61,12 +61,14 @@ hook = function()
 end
 
 -- Tracked tables ----------------------------------------------------------------------------
-local backing = setmetatable({}, {__mode = "k"})      -- proxy -> real table
-local made_by = setmetatable({}, {__mode = "k"})      -- proxy -> constructor number
-local bracket_keys = setmetatable({}, {__mode = "k"}) -- proxy -> runtime keys of [expr] fields
-local assigned = setmetatable({}, {__mode = "k"})     -- proxy -> key -> location
-local assigned_order = setmetatable({}, {__mode = "k"})
-local user_meta = setmetatable({}, {__mode = "k"})
+-- A proxy is an empty table (so every read and write reaches its metamethods) that keeps its
+-- bookkeeping under private keys no plugin can name; `next` and `pairs` only ever show the real
+-- table, and `rawget` is wrapped.
+local REAL, MADE_BY, KEYS, LOG, ORDER, META = {}, {}, {}, {}, {}, {}
+local function field(t, key)
+  if type(t) == "table" then return rawget(t, key) end
+  return nil
+end
 local base = {}              -- the sandbox's own globals
 local removed = {}           -- sandbox globals the plugin set to nil
 local globals_table = {}     -- globals the plugin defined
@@ -76,17 +78,17 @@ local last_closed              -- the table whose constructor finished last
 local line_fixes = {}          -- file -> {[line Lua reports] = line the statement starts}
 
 local function record(proxy, key, value)
-  local log = assigned[proxy]
+  local log = rawget(proxy, LOG)
   if log == nil then
     log = {}
-    assigned[proxy] = log
-    assigned_order[proxy] = {}
+    rawset(proxy, LOG, log)
+    rawset(proxy, ORDER, {})
   end
   if value == nil then
     log[key] = nil
   else
     if log[key] == nil then
-      local order = assigned_order[proxy]
+      local order = rawget(proxy, ORDER)
       order[#order + 1] = key
     end
     local file, line = plugin_location(2)
@@ -94,7 +96,7 @@ local function record(proxy, key, value)
       log[key] = 0
     else
       if value == last_closed then
-        local info = constructors[made_by[value]]
+        local info = constructors[rawget(value, MADE_BY)]
         if info[1] == file and info[2] < line then line = info[2] end
       else
         local fixes = line_fixes[file]
@@ -113,7 +115,7 @@ end
 
 local function tracked_set(proxy, key, value)
   check_key(key)
-  local real = backing[proxy]
+  local real = rawget(proxy, REAL)
   real[key] = value
   if proxy == G then removed[key] = (value == nil) or nil end
   record(proxy, key, value)
@@ -121,13 +123,13 @@ end
 
 local proxy_meta = {}
 proxy_meta.__index = function(proxy, key)
-  local value = backing[proxy][key]
+  local value = rawget(proxy, REAL)[key]
   if value ~= nil then return value end
   if proxy == G and not removed[key] then
     value = base[key]
     if value ~= nil then return value end
   end
-  local meta = user_meta[proxy]
+  local meta = rawget(proxy, META)
   if meta ~= nil then
     local handler = rawget(meta, "__index")
     if type(handler) == "function" then return handler(proxy, key) end
@@ -136,20 +138,20 @@ proxy_meta.__index = function(proxy, key)
   return nil
 end
 proxy_meta.__newindex = function(proxy, key, value)
-  local meta = user_meta[proxy]
-  if meta ~= nil and backing[proxy][key] == nil then
+  local meta = rawget(proxy, META)
+  if meta ~= nil and rawget(proxy, REAL)[key] == nil then
     local handler = rawget(meta, "__newindex")
     if type(handler) == "function" then return handler(proxy, key, value) end
     if handler ~= nil then handler[key] = value return end
   end
   check_key(key)
-  backing[proxy][key] = value
+  rawget(proxy, REAL)[key] = value
   if proxy == G then removed[key] = (value == nil) or nil end
   record(proxy, key, value)
 end
-proxy_meta.__len = function(proxy) return #backing[proxy] end
+proxy_meta.__len = function(proxy) return #rawget(proxy, REAL) end
 local function plugin_next(t, key)
-  local real = backing[t]
+  local real = field(t, REAL)
   if real ~= nil then return next(real, key) end
   return next(t, key)
 end
@@ -158,8 +160,8 @@ proxy_meta.__metatable = false
 
 local function wrap(real, number)
   local proxy = setmetatable({}, proxy_meta)
-  backing[proxy] = real
-  made_by[proxy] = number
+  rawset(proxy, REAL, real)
+  rawset(proxy, MADE_BY, number)
   return proxy
 end
 
@@ -171,7 +173,7 @@ local function close_constructor(height, number, real)
   if key_top > height then
     local keys = {}
     for i = height + 1, key_top do keys[i - height] = key_stack[i] key_stack[i] = nil end
-    bracket_keys[proxy] = keys
+    rawset(proxy, KEYS, keys)
     key_top = height
   end
   last_closed = proxy
@@ -200,7 +202,7 @@ getmetatable("").__index = string_copy
 local string_view = readonly({__index = string_copy}, "the string metatable")
 
 local function plugin_rawget(t, key)
-  local real = backing[t]
+  local real = field(t, REAL)
   if real == nil then return rawget(t, key) end
   local value = rawget(real, key)
   if value == nil and t == G and not removed[key] then value = base[key] end
@@ -208,32 +210,31 @@ local function plugin_rawget(t, key)
 end
 
 local function plugin_rawset(t, key, value)
-  if backing[t] == nil then return rawset(t, key, value) end
+  if field(t, REAL) == nil then return rawset(t, key, value) end
   tracked_set(t, key, value)
   return t
 end
 
 local function plugin_rawlen(v)
-  local real = backing[v]
-  return rawlen(real or v)
+  return rawlen(field(v, REAL) or v)
 end
 
 local function plugin_setmetatable(t, meta)
-  if backing[t] == nil then return setmetatable(t, meta) end
+  if field(t, REAL) == nil then return setmetatable(t, meta) end
   if meta ~= nil and type(meta) ~= "table" then
     error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
   end
-  local current = user_meta[t]
+  local current = rawget(t, META)
   if current ~= nil and rawget(current, "__metatable") ~= nil then
     error("cannot change a protected metatable", 2)
   end
-  user_meta[t] = meta
+  rawset(t, META, meta)
   return t
 end
 
 local function plugin_getmetatable(v)
-  if backing[v] ~= nil then
-    local meta = user_meta[v]
+  if field(v, REAL) ~= nil then
+    local meta = rawget(v, META)
     if meta ~= nil then
       local protected = rawget(meta, "__metatable")
       if protected ~= nil then return protected end
@@ -248,6 +249,15 @@ local function plugin_load(chunk, _, _, ...)
   local env = G
   if select("#", ...) > 0 then env = ... end
   return load(chunk, "=(load)", "t", env)
+end
+
+-- A budget error raised inside the count hook runs the message handler with hooks switched off,
+-- so a plugin's handler must not run once the budget is gone.
+local function plugin_xpcall(f, handler, ...)
+  return xpcall(f, function(message)
+    if state.exhausted_file ~= nil then return message end
+    return handler(message)
+  end, ...)
 end
 
 local function plugin_create(f)
@@ -297,10 +307,10 @@ local function plugin_require(name)
 end
 
 for _, name in next, {"assert", "error", "ipairs", "pairs", "pcall", "select", "tonumber",
-                      "tostring", "type", "xpcall", "rawequal"} do
+                      "tostring", "type", "rawequal"} do
   base[name] = _G[name]
 end
-base.next = plugin_next
+base.next, base.xpcall = plugin_next, plugin_xpcall
 base.rawget, base.rawset, base.rawlen = plugin_rawget, plugin_rawset, plugin_rawlen
 base.setmetatable, base.getmetatable = plugin_setmetatable, plugin_getmetatable
 base.load, base.require = plugin_load, plugin_require
@@ -316,7 +326,7 @@ coroutine_copy.create, coroutine_copy.wrap = plugin_create, plugin_wrap
 base.coroutine = coroutine_copy
 
 G = setmetatable({}, proxy_meta)
-backing[G] = globals_table
+rawset(G, REAL, globals_table)
 base._G = G
 
 -- Running -----------------------------------------------------------------------------------
@@ -336,10 +346,9 @@ control.state = state
 control.hook = hook
 control.hook_every = HOOK_EVERY
 
-function control.compile(source, file)
-  local chunk, problem = load(source, "=@" .. file, "t", G)
-  if chunk == nil then return nil, problem end
-  return chunk
+-- Only bytecode compiled by the sandbox itself (from the plugin's text) comes through here.
+function control.load_compiled(bytecode)
+  return load(bytecode, nil, "b", G)
 end
 
 function control.run(chunk, file, table_source)
@@ -367,7 +376,7 @@ end
 local scalar_key = {string = true, number = true}
 
 local function ordered_entries(t)
-  local real = backing[t] or t
+  local real = field(t, REAL) or t
   local keys, locations, seen = {}, {}, {}
   local count = 0
   while real[count + 1] ~= nil do
@@ -376,10 +385,10 @@ local function ordered_entries(t)
     seen[count] = true
   end
   local order = {}
-  local number = made_by[t]
+  local number = field(t, MADE_BY)
   if number ~= nil then
     local info = constructors[number]
-    local file, runtime_keys = info[1], bracket_keys[t]
+    local file, runtime_keys = info[1], field(t, KEYS)
     local position, bracket = 0, 0
     local last_positional_line
     for i = 3, #info, 2 do
@@ -411,9 +420,9 @@ local function ordered_entries(t)
       for index = position + 1, count do locations[index] = last_positional_line end
     end
   end
-  local log = assigned[t]
+  local log = field(t, LOG)
   if log ~= nil then
-    for _, key in next, assigned_order[t] do
+    for _, key in next, field(t, ORDER) do
       local location = log[key]
       if location ~= nil then
         locations[key] = location
@@ -439,85 +448,89 @@ local function ordered_entries(t)
 end
 
 local function constructor_location(t)
-  local number = made_by[t]
+  local number = field(t, MADE_BY)
   if number == nil then return nil end
   local info = constructors[number]
   return (info[1] << 32) | info[2]
 end
 
+-- Shape: a table is `[constructor location, key, value, location, key, value, location, ...]`,
+-- a function is `{"f": location}`; locations are `file << 32 | line` or null.
 function control.encode()
   collect("stop")
   sethook()
   local out, n = {}, 0
   local values = 0
-    local on_path = {}
+  local on_path = {}
   local path = {}
   local failure
 
-  local function fail(message, location)
-    failure = {message, location}
+  local function fail(message, location, depth)
+    local parts = {}
+    for i = 1, depth do
+      local key = path[i]
+      if i == 1 then parts[#parts + 1] = tostring(key)
+      elseif i > 4 and i < depth - 1 then
+        if i == 5 then parts[#parts + 1] = "..." end
+      elseif type(key) == "string" then parts[#parts + 1] = '["' .. key .. '"]'
+      else parts[#parts + 1] = "[" .. tostring(key) .. "]" end
+    end
+    failure = {t_concat(parts) .. message, location}
     error(failure, 0)
   end
 
-  local function path_text()
-    local parts = {}
-    for i = 1, #path do
-      local key = path[i]
-      if i == 1 then parts[i] = tostring(key)
-      elseif type(key) == "string" then parts[i] = '["' .. key .. '"]'
-      else parts[i] = "[" .. tostring(key) .. "]" end
-    end
-    return t_concat(parts)
-  end
-
-  local encode_value
-  local function encode_table(t, depth, location)
-    if on_path[t] then fail(path_text() .. " contains itself; configuration values must form a tree", location) end
-    if depth > max_depth then
-      fail(path_text() .. " nests tables deeper than " .. max_depth .. " levels", location)
-    end
-    on_path[t] = true
-    local keys, count, locations, real = ordered_entries(t)
-    local where = constructor_location(t)
-    n = n + 1 out[n] = '{"c":' .. (where and s_format("%d", where) or "null") .. ',"t":['
-    local first = true
-    for i = 1, count do
-      local key = keys[i]
-      local value = real[key]
-      if scalar_key[type(key)] and (type(value) ~= "thread" and type(value) ~= "userdata") then
-        if not first then n = n + 1 out[n] = "," end
-        first = false
-        local entry_location = locations[key]
-        path[#path + 1] = key
-        n = n + 1
-        out[n] = "[" .. (type(key) == "string" and quote(key) or type(key) == "number" and number_text(key) or tostring(key)) .. ","
-        encode_value(value, depth + 1, entry_location or location)
-        n = n + 1 out[n] = "," .. (entry_location and s_format("%d", entry_location) or "null") .. "]"
-        path[#path] = nil
-      end
-    end
-    n = n + 1 out[n] = "]}"
-    on_path[t] = nil
-  end
-
-  encode_value = function(value, depth, location)
+  local encode_table
+  local function encode_value(value, depth, location)
     values = values + 1
     if values > max_values then
-      fail("the plugin's globals hold more than " .. max_values .. " values", location)
+      fail(" is one value too many: the plugin's globals may hold at most " .. max_values .. " values", location, depth)
     end
     local kind = type(value)
-    if kind == "string" then n = n + 1 out[n] = quote(value)
+    if kind == "string" then
+      n = n + 1
+      if s_find(value, '[%c"\\]') == nil then out[n] = '"' .. value .. '"' else out[n] = quote(value) end
     elseif kind == "number" then n = n + 1 out[n] = number_text(value)
     elseif kind == "boolean" then n = n + 1 out[n] = value and "true" or "false"
     elseif kind == "table" then encode_table(value, depth, location)
     elseif kind == "function" then
-      local info = getinfo(value, "S")
-      local file = chunk_of[info.source]
+      local file = chunk_of[getinfo(value, "S").source]
       n = n + 1
-      out[n] = '{"f":' .. (file and s_format("%d", (file << 32) | info.linedefined) or "null") .. "}"
+      if file == nil then out[n] = '{"f":null}'
+      else out[n] = '{"f":' .. ((file << 32) | getinfo(value, "S").linedefined) .. "}" end
     else
       n = n + 1 out[n] = "null"
     end
+  end
+
+  encode_table = function(t, depth, location)
+    if on_path[t] then fail(" contains itself; configuration values must form a tree", location, depth) end
+    if depth > max_depth then
+      fail(" nests tables deeper than " .. max_depth .. " levels", location, depth)
+    end
+    on_path[t] = true
+    local keys, count, locations, real = ordered_entries(t)
+    local where = constructor_location(t)
+    n = n + 1
+    if where == nil then out[n] = "[null" else out[n] = "[" .. where end
+    local inner = depth + 1
+    for i = 1, count do
+      local key = keys[i]
+      local value = real[key]
+      local key_kind, value_kind = type(key), type(value)
+      if (key_kind == "string" or key_kind == "number") and value_kind ~= "thread" and value_kind ~= "userdata" then
+        local entry_location = locations[key]
+        path[inner] = key
+        n = n + 1
+        if key_kind == "number" then out[n] = "," .. number_text(key) .. ","
+        elseif s_find(key, '[%c"\\]') == nil then out[n] = ',"' .. key .. '",'
+        else out[n] = "," .. quote(key) .. "," end
+        encode_value(value, inner, entry_location or location)
+        n = n + 1
+        if entry_location == nil then out[n] = ",null" else out[n] = "," .. entry_location end
+      end
+    end
+    n = n + 1 out[n] = "]"
+    on_path[t] = nil
   end
 
   local ok, problem = pcall(encode_table, G, 0, nil)

@@ -19,7 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
-from policy._lua_rewrite import NO_CONSTRUCTORS, PreparedChunk, normalize_newlines, prepare_chunk
+from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
+from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
 from policy.provenance import SourceLocation
 
 __all__ = [
@@ -134,17 +135,17 @@ def run_plugin_source(
 ) -> LuaRunResult:
     """Run Lua text as if it were the file `file_name`; without `plugin_dir`, `require` finds nothing."""
     _check_limits(limits)
-    from lupa import lua54
+    from lupa import lua54  # noqa: F401  (imported here, before the worker is forked)
 
-    from policy import _lua_fork
+    from policy import _lua_worker
 
     text = normalize_newlines(source.removeprefix("\ufeff"))
-    prepared = prepare_chunk(text, 0, 0)
-
-    def job() -> bytes:
-        return pickle.dumps(_run_in_lua(lua54, text, prepared, file_name, plugin_dir, limits))
-
-    outcome = _lua_fork.run_in_child(job, limits.wall_seconds)
+    compiled = compile_chunk(text, 0, 0)
+    if compiled.bytecode is None:
+        message, _, line = _split_position(compiled.problem or "")
+        raise LuaSandboxError(message, SourceLocation(file_name, line), "syntax")
+    request = pickle.dumps((compiled, prelude_bytecode(), file_name, plugin_dir, limits))
+    outcome = _lua_worker.run_job(_serve_request, request, limits.wall_seconds)
     where = SourceLocation(file_name, 0)
     if outcome.timed_out:
         raise LuaSandboxError(
@@ -153,14 +154,14 @@ def run_plugin_source(
             where,
             "limit",
         )
-    if outcome.payload is None:
+    if outcome.reply is None:
         raise LuaSandboxError(
             f"the sandbox process ended without a result ({outcome.death}); the plugin probably "
             "exhausted a process limit",
             where,
             "limit",
         )
-    reply = pickle.loads(outcome.payload)
+    reply = pickle.loads(outcome.reply)
     files: list[str] = reply[-1]
     if reply[0] == "error":
         _, message, file_index, line, kind, _files = reply
@@ -209,19 +210,29 @@ def _decode_utf8(raw: bytes, file_name: str) -> str:
 # --- child side ------------------------------------------------------------------------------
 
 
+def _serve_request(request: bytes) -> bytes:
+    """The worker's side of one run: unpickle the job, run it, pickle the reply."""
+    from lupa import lua54
+
+    compiled, prelude, file_name, plugin_dir, limits = pickle.loads(request)
+    try:
+        reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, limits)
+    except Exception as error:  # the worker must always answer
+        reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
+    return pickle.dumps(reply)
+
+
 def _run_in_lua(
     lua54: Any,
-    text: str,
-    prepared: PreparedChunk,
+    compiled: CompiledChunk,
+    prelude: bytes,
     file_name: str,
     plugin_dir: Path | None,
     limits: SandboxLimits,
 ) -> tuple[Any, ...]:
     """Runs in the forked child; returns ("ok", json, files) or ("error", ..., files)."""
-    from policy._lua_prelude import PRELUDE
-
     files = [file_name]
-    reader = _ModuleReader(plugin_dir, files, prepared.constructor_count, limits)
+    reader = _ModuleReader(plugin_dir, files, compiled.constructor_count, limits)
     lua = lua54.LuaRuntime(
         max_memory=limits.memory_bytes,
         encoding=None,
@@ -229,26 +240,19 @@ def _run_in_lua(
         register_builtins=False,
         unpack_returned_tuples=True,
     )
-    sethook = lua.globals().debug.sethook
+    runtime_globals = lua.globals()
+    sethook = runtime_globals.debug.sethook
 
     def fail(message: str, file_index: int, line: int, kind: ErrorKind) -> tuple[Any, ...]:
         return ("error", message, file_index, line, kind, files)
 
     try:
-        control = lua.execute(
-            PRELUDE.encode(), limits.instructions, limits.max_values, limits.max_depth, reader
-        )
-        chunk, problem = _compile(control, prepared.source or text)
-        if chunk is None and prepared.source is not None:
-            chunk, problem = _compile(control, text)
-            constructors = NO_CONSTRUCTORS.encode()
-        else:
-            constructors = prepared.constructors_lua.encode()
-        if chunk is None:
-            return fail(*_split_position(_text(problem)), "syntax")
+        setup = runtime_globals.load(prelude, b"=sandbox", b"b")
+        control = setup(limits.instructions, limits.max_values, limits.max_depth, reader)
+        chunk = control.load_compiled(compiled.bytecode)
         sethook(control.hook, b"", control.hook_every)
         try:
-            outcome = control.run(chunk, 0, constructors)
+            outcome = control.run(chunk, 0, compiled.constructors_lua)
             ok, message = (
                 (outcome[0], outcome[1]) if isinstance(outcome, tuple) else (outcome, None)
             )
@@ -290,13 +294,6 @@ def _run_in_lua(
         )
     except lua54.LuaError as error:
         return fail(*_split_position(_text(error.args[0] if error.args else b"")), "runtime")
-
-
-def _compile(control: Any, source: str) -> tuple[Any, Any]:
-    outcome = control.compile(source.encode(), 0)
-    if isinstance(outcome, tuple):
-        return None, outcome[1]
-    return outcome, None
 
 
 def _text(value: object) -> str:
@@ -380,6 +377,7 @@ def _location(files: list[str], file_index: int, line: int) -> SourceLocation:
 
 
 def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
+    """Builds the result from the sandbox's JSON (shape described in `_lua_prelude`)."""
     root = json.loads(encoded.decode("utf-8", "replace"))
     cache: dict[int, SourceLocation] = {}
 
@@ -388,35 +386,33 @@ def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
             return None
         known = cache.get(packed)
         if known is None:
-            known = _location(files, packed >> 32, packed & 0xFFFFFFFF)
-            cache[packed] = known
+            known = cache[packed] = _location(files, packed >> 32, packed & 0xFFFFFFFF)
         return known
 
-    def value(node: Any) -> LuaValue:
-        if isinstance(node, dict):
-            if "t" in node:
-                return table(node)
+    def convert(node: Any) -> LuaValue:
+        if type(node) is list:
+            return table(node)
+        if type(node) is dict:
             return LuaFunction(location(node["f"]))
         return node  # type: ignore[no-any-return]
 
-    def table(node: dict[str, Any]) -> LuaTable:
-        entries: dict[LuaScalar, LuaValue] = {}
-        locations: dict[LuaScalar, SourceLocation] = {}
-        for key, item, packed in node["t"]:
-            entries[key] = value(item)
-            where = location(packed)
-            if where is not None:
-                locations[key] = where
-        return LuaTable(MappingProxyType(entries), MappingProxyType(locations), location(node["c"]))
+    def table(node: list[Any]) -> LuaTable:
+        keys = node[1::3]
+        entries = dict(zip(keys, [convert(item) for item in node[2::3]], strict=True))
+        locations = {
+            key: location(packed)
+            for key, packed in zip(keys, node[3::3], strict=True)
+            if packed is not None
+        }
+        return LuaTable(
+            MappingProxyType(entries),
+            MappingProxyType(locations),  # type: ignore[arg-type]
+            location(node[0]),
+        )
 
-    globals_: dict[str, LuaValue] = {}
-    global_locations: dict[str, SourceLocation] = {}
-    for key, item, packed in root["t"]:
-        if isinstance(key, str):
-            globals_[key] = value(item)
-            where = location(packed)
-            if where is not None:
-                global_locations[key] = where
+    top = table(root)
+    globals_ = {key: item for key, item in top.entries.items() if isinstance(key, str)}
+    global_locations = {key: where for key, where in top.locations.items() if isinstance(key, str)}
     return LuaRunResult(
         MappingProxyType(globals_), MappingProxyType(global_locations), tuple(files)
     )

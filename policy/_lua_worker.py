@@ -1,0 +1,207 @@
+"""A forked worker process that runs sandbox jobs and is killed when one overruns its wall clock.
+
+Only a separate process can stop C code that never returns (a pathological `string.find`
+pattern runs inside one C call, out of reach of Lua's instruction hooks). Forking per job costs
+several milliseconds in a process that has loaded a web stack, so one worker is forked on first
+use and reused: every job still gets a fresh Lua state there, and a job that overruns its wall
+clock takes the worker down with it (the next job forks a new one). The worker ends when the
+parent closes its end of the pipe, at exit at the latest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import math
+import os
+import resource
+import select
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_HEADER = struct.Struct("!Q")
+_READ_SIZE = 1 << 20
+Handler = Callable[[bytes], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """The reply, or why there is none (the wall clock ran out, or the worker died)."""
+
+    reply: bytes | None
+    timed_out: bool = False
+    death: str = ""
+
+
+@dataclass(slots=True)
+class _Worker:
+    pid: int
+    to_worker: int
+    from_worker: int
+    handler: Handler
+
+
+_lock = threading.Lock()
+_worker: _Worker | None = None
+
+
+def run_job(handler: Handler, request: bytes, wall_seconds: float) -> JobOutcome:
+    """Have the worker compute `handler(request)` within `wall_seconds`."""
+    global _worker
+    with _lock:
+        worker = _worker
+        if worker is None or worker.handler is not handler:
+            _worker = None
+            if worker is not None:
+                _stop(worker)
+            worker = _worker = _start(handler)
+        try:
+            _write_frame(worker.to_worker, _HEADER.pack(math.ceil(wall_seconds)) + request)
+            reply, timed_out = _read_frame(worker.from_worker, time.monotonic() + wall_seconds)
+        except OSError:
+            reply, timed_out = None, False
+        if reply is not None:
+            return JobOutcome(reply)
+        _worker = None
+        if timed_out:
+            _kill(worker)
+            return JobOutcome(None, timed_out=True)
+        return JobOutcome(None, death=_kill(worker))
+
+
+def shutdown() -> None:
+    """End the worker (tests and embedding apps that want no child process left)."""
+    global _worker
+    with _lock:
+        if _worker is not None:
+            _stop(_worker)
+            _worker = None
+
+
+def _start(handler: Handler) -> _Worker:
+    request_read, request_write = os.pipe()
+    reply_read, reply_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(request_write)
+        os.close(reply_read)
+        _serve(handler, request_read, reply_write)
+    os.close(request_read)
+    os.close(reply_write)
+    return _Worker(pid, request_write, reply_read, handler)
+
+
+def _serve(handler: Handler, requests: int, replies: int) -> None:
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.disable()
+        while True:
+            try:
+                frame, _ = _read_frame(requests, None)
+            except OSError:
+                break
+            if frame is None:
+                break
+            (wall_seconds,) = _HEADER.unpack_from(frame)
+            _limit_cpu(wall_seconds)
+            _write_frame(replies, handler(frame[_HEADER.size :]))
+    except BaseException:
+        status = 70
+    finally:
+        os._exit(status)
+
+
+def _limit_cpu(wall_seconds: int) -> None:
+    """A backstop should the parent die mid-job: the kernel stops a worker that keeps spinning."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    seconds = math.ceil(usage.ru_utime + usage.ru_stime) + wall_seconds + 2
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        seconds = min(seconds, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, hard))
+
+
+def _write_frame(fd: int, payload: bytes) -> None:
+    view = memoryview(_HEADER.pack(len(payload)) + payload)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_frame(fd: int, deadline: float | None) -> tuple[bytes | None, bool]:
+    """Returns (frame, timed_out); frame is None when the other side closed the pipe."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    buffer = bytearray()
+    expected: int | None = None
+    while expected is None or len(buffer) < expected:
+        if deadline is None:
+            timeout_ms = None
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, True
+            timeout_ms = max(1, math.ceil(remaining * 1000))
+        if not poller.poll(timeout_ms):
+            continue
+        chunk = os.read(fd, _READ_SIZE if expected is None else expected - len(buffer))
+        if not chunk:
+            return None, False
+        buffer += chunk
+        if expected is None and len(buffer) >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(buffer)
+            expected = _HEADER.size + length
+    return bytes(buffer[_HEADER.size :]), False
+
+
+def _kill(worker: _Worker) -> str:
+    """Kill and reap the worker; describes how it ended."""
+    for fd in (worker.to_worker, worker.from_worker):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(worker.pid, signal.SIGKILL)
+    try:
+        _, status = os.waitpid(worker.pid, 0)
+    except ChildProcessError:
+        return "already reaped"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGKILL:
+            return "killed"
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _stop(worker: _Worker) -> None:
+    """Let the worker finish on its own (it reads end-of-file), then reap it."""
+    for fd in (worker.to_worker, worker.from_worker):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(worker.pid, 0)
+
+
+def _forget_in_child() -> None:
+    """A process forked from ours must neither talk to nor keep alive our worker."""
+    global _worker, _lock
+    _lock = threading.Lock()
+    if _worker is not None:
+        for fd in (_worker.to_worker, _worker.from_worker):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _worker = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(shutdown)
