@@ -42,16 +42,18 @@ if TYPE_CHECKING:
         ProviderConfig,
         UserSettings,
     )
-    from policy.decision import OfferDecision
+    from policy.decision import Check, Evidence, OfferDecision
     from policy.registry import ToolRegistry
     from policy.tools import Tool
 
 __all__ = [
+    "Check",
     "Component",
     "ConfidenceLevel",
     "ConfidenceScheme",
     "DataSecurity",
     "DataSourceRetrievalMode",
+    "Evidence",
     "Finding",
     "OfferDecision",
     "Policy",
@@ -73,6 +75,8 @@ _LAZY = {
     "ProviderConfig": "policy.configuration",
     "UserSettings": "policy.configuration",
     "OfferDecision": "policy.decision",
+    "Check": "policy.decision",
+    "Evidence": "policy.decision",
     "ToolRegistry": "policy.registry",
     "Tool": "policy.tools",
 }
