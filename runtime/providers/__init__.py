@@ -22,7 +22,7 @@ from runtime.providers.hosts import (
     WireApi,
     host_profile_for,
 )
-from runtime.providers.parameters import additional_api_parameters
+from runtime.providers.parameters import additional_api_parameters, request_model
 
 __all__ = [
     "ANTHROPIC",
@@ -45,4 +45,5 @@ __all__ = [
     "create_adapter",
     "create_client",
     "host_profile_for",
+    "request_model",
 ]

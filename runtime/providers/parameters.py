@@ -1,4 +1,4 @@
-"""The provider's `AdditionalJsonApiParameters`, read into the fields merged into each request."""
+"""What a provider entry adds to each request: its additional API parameters and model id."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from policy.configuration import ProviderConfig
+from policy.vocabulary import ProviderKind
 from runtime.providers.errors import ProviderConfigurationError
 
 _FIELD = "AdditionalJsonApiParameters"
@@ -41,3 +42,28 @@ def additional_api_parameters(provider: ProviderConfig) -> dict[str, Any]:
             provider=provider.name,
         )
     return parsed
+
+
+# Hugging Face's router picks the inference provider from a suffix of the model id.
+_HF_ROUTER_SUFFIXES = {
+    "CEREBRAS": "cerebras",
+    "NEBIUS_AI_STUDIO": "nebius",
+    "SAMBANOVA": "sambanova",
+    "NOVITA": "novita",
+    "HYPERBOLIC": "hyperbolic",
+    "TOGETHER_AI": "together",
+    "FIREWORKS": "fireworks-ai",
+    "HF_INFERENCE_API": "hf-inference",
+}
+
+
+def request_model(provider: ProviderConfig) -> str:
+    """The model id to send: Hugging Face entries with an `HFInferenceProvider` get its suffix."""
+    model = provider.model
+    if provider.kind is not ProviderKind.HUGGINGFACE:
+        return model
+    chosen = provider.additional.get("HFInferenceProvider")
+    suffix = _HF_ROUTER_SUFFIXES.get(chosen) if isinstance(chosen, str) else None
+    if suffix is None or ":" in model:
+        return model
+    return f"{model}:{suffix}"

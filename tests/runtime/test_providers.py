@@ -27,6 +27,7 @@ from runtime.providers import (
     create_adapter,
     create_client,
     host_profile_for,
+    request_model,
 )
 from tests.servers.provider_scripts import chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
@@ -425,3 +426,27 @@ def test_additional_parameters_which_are_no_json_are_refused_with_an_example() -
     assert '"temperature": 0.2, "top_p": 0.9' in str(caught.value)
     with pytest.raises(ProviderConfigurationError, match="must be JSON object members"):
         additional_api_parameters(_with_parameters("[1, 2]"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "chosen", "model", "expected"),
+    [
+        (
+            ProviderKind.HUGGINGFACE,
+            "NOVITA",
+            "meta-llama/Llama-3.3-70B-Instruct",
+            "meta-llama/Llama-3.3-70B-Instruct:novita",
+        ),
+        (ProviderKind.HUGGINGFACE, "TOGETHER_AI", "m", "m:together"),
+        (ProviderKind.HUGGINGFACE, "NONE", "m", "m"),
+        (ProviderKind.HUGGINGFACE, "NOVITA", "m:cerebras", "m:cerebras"),
+        (ProviderKind.GROQ, "NOVITA", "m", "m"),
+    ],
+)
+def test_hugging_face_routes_to_the_chosen_inference_provider(
+    kind: ProviderKind, chosen: str, model: str, expected: str
+) -> None:
+    provider = ProviderConfig(
+        id="x", name="HF", kind=kind, model=model, additional={"HFInferenceProvider": chosen}
+    )
+    assert request_model(provider) == expected
