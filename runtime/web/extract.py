@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -112,6 +113,9 @@ def is_code_running_url(value: str) -> bool:
     Browsers ignore whitespace and control characters inside a scheme and decode character
     references before reading it, so `java&#9;script:` and `JaVa\\nScript:` count too.
     """
+    if "&" not in value:
+        colon = value.find(":")
+        return colon >= 0 and _SCHEME_NOISE.sub("", value[: colon + 1]).lower() in _CODE_SCHEMES
     decoded = value
     for _ in range(3):
         unescaped = html_entities.unescape(decoded)
@@ -232,9 +236,21 @@ def _is_hidden(element: Any, hidden_classes: frozenset[str], hidden_ids: frozens
 # --- cleaning ---------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=64)
+def _origin(base: str) -> str:
+    parts = urlsplit(base)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _absolute(value: str, base: str) -> str | None:
-    joined = urljoin(base, value.strip())
-    return joined if urlsplit(joined).scheme in ("http", "https") else None
+    """`value` resolved against `base` when the result is an http(s) URL, else None."""
+    value = value.strip()
+    if value.startswith(("https://", "http://")):
+        return value
+    if value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return _origin(base) + value
+    joined = urljoin(base, value)
+    return joined if joined.startswith(("https://", "http://")) else None
 
 
 def _base_url(document: Any, final_url: str) -> str:
@@ -348,12 +364,12 @@ def _normalize_markdown(markdown: str) -> str:
     return _EXCESS_BLANK_LINES.sub("\n\n", markdown).strip()
 
 
-def _with_trafilatura(document: Any, final_url: str) -> str:
+def _with_trafilatura(document: Any) -> str:
     import trafilatura
 
+    # No `url`: links are already absolute, and trafilatura would resolve each one again.
     markdown = trafilatura.extract(
         document,
-        url=final_url or None,
         output_format="markdown",
         include_links=True,
         include_tables=True,
@@ -682,7 +698,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
         meta_first("application-name"),
     )
     outline = _outline(root)
-    markdown = _normalize_markdown(_with_trafilatura(document, final_url))
+    markdown = _normalize_markdown(_with_trafilatura(document))
     if not markdown:
         markdown = _normalize_markdown(_with_markdownify(root))
     return ExtractedPage(

@@ -36,14 +36,33 @@ _QUALIFIER = r"(?:previous|prior|above|earlier|preceding|former|original|initial
 _RULE_NOUN = r"(?:instructions?|prompts?|directions|directives|guidelines|rules|guardrails|constraints|programming|context)"
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_QUALIFIER_WORDS = _words(
+    "previous prior above earlier preceding former original initial system developer safety your my"
+)
+_RULE_NOUN_WORDS = _words(
+    "instruction instructions prompt prompts directions directives guidelines rules guardrails "
+    "constraints programming context"
+)
+_AI_WORDS = _words(
+    "ai llm llms language assistant assistants chatbot chatbots agent agents gpt chatgpt claude "
+    "copilot"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """A phrase rule; it only runs when one of its anchors occurs in the lowercased text."""
+    """A phrase rule. It runs only when the text holds a word of each of its `words` groups, or
+    one of its `markers` verbatim: cheap set lookups that spare ordinary text most regex passes."""
 
     rule_id: str
     category: str
-    anchors: tuple[str, ...]
     pattern: str
+    words: tuple[frozenset[str], ...] = ()
+    markers: tuple[str, ...] = ()
     whole_sentence: bool = True
 
 
@@ -51,75 +70,84 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "ignore_previous_instructions",
         "override",
-        ("ignore", "disregard", "forget", "override", "bypass", "neglect", "skip"),
         rf"\b(?:ignore|disregard|forget|override|bypass|neglect|skip)\b{_S}"
         rf"(?:(?:all|any|every|the|of|these|those|everything|and)\b{_S}){{0,3}}"
         rf"{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
+        words=(
+            _words("ignore disregard forget override bypass neglect skip"),
+            _QUALIFIER_WORDS,
+            _RULE_NOUN_WORDS,
+        ),
     ),
     _Rule(
         "forget_everything",
         "override",
-        ("forget",),
         rf"\bforget\b{_S}(?:everything|all)\b{_S}(?:(?:you|that|have|has|been|were|was|i)\b{_S}){{0,3}}"
         r"(?:told|said|instructed|learned|learnt|above|before|previously)\b",
+        words=(_words("forget"), _words("everything all")),
     ),
     _Rule(
         "stop_following_instructions",
         "override",
-        ("follow", "obey"),
         rf"\b(?:do{_S}not|don'?t|never|stop)\b{_S}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
         rf"(?:(?:any|the)\b{_S})?{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
+        words=(_words("follow following obey obeying"), _QUALIFIER_WORDS, _RULE_NOUN_WORDS),
     ),
     _Rule(
         "new_instructions",
         "override",
-        ("new", "real", "actual", "true", "updated", "revised"),
         rf"\byour{_S}(?:new|real|actual|true|updated){_S}(?:instructions|rules|task|role|goal|objective|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
         rf"|\b(?:new|updated|revised){_S}system{_S}(?:prompt|instructions?|message)\s*:",
+        words=(
+            _words("new real actual true updated revised"),
+            _words("your system"),
+        ),
     ),
     _Rule(
         "you_are_now",
         "role_override",
-        ("now", "longer"),
         rf"\byou{_S}are{_S}(?:now|no{_S}longer)\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan\b|developer\s+mode|god\s+mode|"
         r"free\s+(?:from|of)|not\s+bound|bound\s+by|restricted|limited|an?\s+ai\b|an?\s+assistant\b|required\s+to\s+follow)",
+        words=(_words("you"), _words("are"), _words("now longer")),
     ),
     _Rule(
         "from_now_on",
         "role_override",
-        ("now",),
         rf"\bfrom{_S}now{_S}on\b[\s,]*you{_S}(?:are|will|must|shall|should)\b{_S}(?:only{_S})?"
         r"(?:act|respond|answer|behave|ignore|pretend|roleplay|reply|obey|follow\s+my)\b",
+        words=(_words("from"), _words("now"), _words("you")),
     ),
     _Rule(
         "act_as_unrestricted",
         "role_override",
-        ("unrestricted", "unfiltered", "uncensored", "jailbroken", "evil", "dan", "pretend"),
         rf"\b(?:act|behave|respond|roleplay)\b{_S}as{_S}(?:if{_S}you{_S}(?:are|were){_S})?(?:an?{_S})?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b"
         rf"|\bpretend{_S}(?:that{_S})?you{_S}(?:are|have){_S}(?:no{_S}(?:rules|restrictions|guidelines|filters)|not{_S}an{_S}ai|an?{_S}(?:unrestricted|unfiltered|evil))",
+        words=(_words("unrestricted unfiltered uncensored jailbroken evil dan pretend"),),
     ),
     _Rule(
         "jailbreak_mode",
         "jailbreak",
-        ("mode", "anything"),
         rf"\b(?:enable|activate|enter|switch{_S}to)\b{_S}(?:god|dan|jailbreak|jailbroken|unrestricted){_S}mode\b"
         rf"|\b(?:dan|jailbreak|god){_S}mode{_S}(?:enabled|activated|on)\b"
         rf"|\bdo{_S}anything{_S}now\b",
+        words=(_words("mode anything"), _words("god dan jailbreak jailbroken unrestricted now")),
     ),
     _Rule(
         "reveal_system_prompt",
         "exfiltration",
-        ("system", "instructions", "developer"),
         rf"\b(?:reveal|print|repeat|output|show|display|leak|disclose|dump|tell{_S}me|give{_S}me)\b{_S}(?:me{_S})?"
         rf"(?:your|the)\b{_S}(?:(?:full|entire|complete|hidden|secret|exact|initial|original|verbatim){_S}){{0,2}}"
         rf"(?:system{_S}(?:prompt|message|instructions)|hidden{_S}instructions|initial{_S}instructions|original{_S}instructions|developer{_S}message|instructions{_S}above)\b",
+        words=(
+            _words("reveal print repeat output show display leak disclose dump tell give"),
+            _words("system hidden initial original developer instructions"),
+        ),
     ),
     _Rule(
         "send_conversation",
         "exfiltration",
-        ("send", "forward", "mail", "post", "upload", "transmit", "exfiltrate", "leak"),
         rf"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak)\b{_S}"
         rf"(?:(?:the|this|all|your|our|my|user'?s?|entire|full|whole|complete|previous|current){_S}){{0,3}}"
         rf"(?:conversation|chat(?:{_S}(?:history|log|transcript))?|previous{_S}messages|system{_S}prompt|memory|context{_S}window)\b{_S}to\b"
@@ -127,51 +155,65 @@ _RULES: tuple[_Rule, ...] = (
         rf"(?:(?:the|this|all|your|our|my|user'?s?|any){_S}){{0,3}}"
         rf"(?:api{_S}keys?|credentials|passwords?|secrets?|access{_S}tokens?|session{_S}cookies?|personal{_S}data)\b{_S}to{_S}"
         rf"(?:https?://|[\w.+-]+@[\w-]+\.|this{_S}(?:url|address|email|endpoint|server|site)|the{_S}following{_S}(?:url|address|email|endpoint))",
+        words=(
+            _words("send forward email mail post upload transmit exfiltrate leak"),
+            _words(
+                "conversation chat previous system memory context api key keys credentials "
+                "password passwords secret secrets access session personal"
+            ),
+        ),
     ),
     _Rule(
         "message_to_ai",
         "agent_manipulation",
-        ("ai", "a.i.", "llm", "model", "assistant", "chatbot", "agent", "gpt", "claude", "copilot"),
         rf"\b(?:note|message|instructions?|attention|important|notice)\b{_S}(?:to|for)\b{_S}"
         rf"(?:(?:the|any|all|every)\b{_S})?{_AI}\b\s*[:!,\-]"
         rf"|\bif{_S}you{_S}are{_S}an?{_S}{_AI}\b(?:[\s,]+(?:reading|processing|summari[sz]ing|browsing|visiting|parsing|analy[sz]ing|crawling)\b|\s*,)"
         rf"|\b(?:dear|hey|attention|hello|hi)\b{_S}{_AI}\b\s*[:!,]",
+        words=(
+            _AI_WORDS | _words("model models"),
+            _words(
+                "note message instruction instructions attention important notice if dear hey "
+                "hello hi"
+            ),
+        ),
     ),
     _Rule(
         "remember_for_future",
         "persistence",
-        ("remember", "memori", "store", "save", "keep"),
         rf"\b(?:remember|memori[sz]e|store|save|keep)\b{_S}(?:this|these|the{_S}following)\b{_S}(?:(?:instructions?|rules?){_S})?"
         rf"(?:for|in|across|during)\b{_S}(?:all{_S})?(?:future|subsequent|later|every|next)\b{_S}"
         r"(?:conversations?|sessions?|chats?|responses?|interactions?|messages?)\b"
         rf"|\b(?:add|save|write|store)\b{_S}(?:this|the{_S}following)\b{_S}(?:(?:instruction|rule){_S})?"
         rf"(?:to|in|into)\b{_S}your{_S}(?:memory|long{_S}term{_S}memory|persistent{_S}memory)\b",
+        words=(
+            _words("remember memorize memorise store save keep add write"),
+            _words("future subsequent later every next memory"),
+        ),
     ),
     _Rule(
         "fake_chat_delimiter",
         "delimiter_evasion",
-        (
-            "<|",
-            "[inst]",
-            "[/inst]",
-            "<<sys>>",
-            "<</sys>>",
-            "_of_turn>",
-            "system",
-            "assistant",
-            "instruction",
-            "response",
-        ),
         r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|"
         r"start_header_id|end_header_id|eot_id|eom_id|fim_prefix|fim_suffix|fim_middle)\|>"
-        r"|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>"
-        r"|^[ \t]*(?:#{1,6}[ \t]*)?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
+        r"|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>",
+        markers=("<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "_of_turn>"),
+    ),
+    _Rule(
+        "fake_chat_delimiter",
+        "delimiter_evasion",
+        r"^[ \t]*(?:#{1,6}[ \t]*)?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
         r"|^[ \t]*#{1,6}[ \t]*(?:system|instruction|response)[ \t]*:[ \t]*$",
+        words=(_words("system assistant instruction response"),),
+        markers=(":",),
     ),
     _Rule(
         "fake_role_markup",
         "markup_evasion",
-        (
+        r"</?(?:system[_\- ]?(?:prompt|message|instructions?)|im_start|im_end|"
+        r"assistant[_\-](?:response|message|instructions?)|admin[_\-]?(?:override|instructions?)|"
+        r"developer[_\-](?:message|instructions?))[ \t]*/?>",
+        markers=(
             "<system",
             "</system",
             "<im_",
@@ -183,9 +225,6 @@ _RULES: tuple[_Rule, ...] = (
             "<developer",
             "</developer",
         ),
-        r"</?(?:system[_\- ]?(?:prompt|message|instructions?)|im_start|im_end|"
-        r"assistant[_\-](?:response|message|instructions?)|admin[_\-]?(?:override|instructions?)|"
-        r"developer[_\-](?:message|instructions?))[ \t]*/?>",
     ),
 )
 
@@ -193,6 +232,7 @@ _COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
     (rule, re.compile(rf"(?<![a-z0-9])(?:{rule.pattern})", re.MULTILINE)) for rule in _RULES
 )
 """Matched against lowercased text: much faster than IGNORECASE, and the gate skips mid-word starts."""
+_WORD = re.compile(r"[a-z]+")
 
 _LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
 _SPACED_KEYWORDS = re.compile(
@@ -220,11 +260,11 @@ _TYPO_KEYWORDS = (
 )
 _TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
 _TYPO_CANDIDATE = re.compile(
-    r"\b(?:"
-    + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}, key=len))
-    + r")\b",
-    re.IGNORECASE,
+    rf"(?<![a-z])(?=[{''.join(sorted({kw[0] for kw in _TYPO_KEYWORDS}))}])(?:"
+    + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}))
+    + r")(?![a-z])"
 )
+"""Words shaped like a keyword (same first and last letter and length); run on lowercased text."""
 
 _ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _SPECIAL = re.compile(
@@ -242,6 +282,12 @@ _INVISIBLE_DECODED = re.compile(rf"[{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E00
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _WHITESPACE = re.compile(r"\s+")
 _MIN_HIDDEN_TAG_TEXT = 8
+
+
+def _rule_applies(rule: _Rule, words: frozenset[str], text: str) -> bool:
+    if any(group.isdisjoint(words) for group in rule.words):
+        return False
+    return not rule.markers or any(marker in text for marker in rule.markers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,9 +441,10 @@ def _lowercase_same_length(text: str) -> str:
 
 def _phrase_hits(view_text: str) -> list[_Hit]:
     normalized = _TYPO_CANDIDATE.sub(_unscramble, _lowercase_same_length(view_text))
+    words = frozenset(_WORD.findall(normalized))
     hits: list[_Hit] = []
     for rule, pattern in _COMPILED_RULES:
-        if not any(anchor in normalized for anchor in rule.anchors):
+        if not _rule_applies(rule, words, normalized):
             continue
         for match in pattern.finditer(normalized):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
