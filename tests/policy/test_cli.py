@@ -628,3 +628,15 @@ def test_the_matrix_needs_providers(tmp_path: Path) -> None:
 
 def test_explain_all_fail_exits_one_when_any_tool_is_blocked(base: Path) -> None:
     assert run("explain", "--all", "--org", base, "--fail").returncode == 1
+
+
+def test_settings_set_refuses_secrets(base: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user.yaml"
+    done = run(
+        "settings", "set", "web_search", "tavily.apiKey", "tvly-123",
+        "--org", base, "--user-settings", user,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "keyring" in done.stderr
+    assert "tvly-123" not in done.stderr
+    assert not user.exists()

@@ -202,3 +202,27 @@ def test_an_unexpected_failure_shows_no_traceback_unless_debugging(faulty_packag
     debugging = _run_with(faulty_package, "--debug", *arguments)
     assert debugging.returncode == 1
     assert "Traceback" in debugging.stderr
+
+
+def test_a_lazily_attached_command_is_listed_and_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from policy import cli
+
+    (tmp_path / "hello_ext.py").write_text(
+        "import click\n\n\n@click.command()\ndef hello():\n    '''Say hello.'''\n"
+        "    click.echo('hello from an extension')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli._LAZY_COMMANDS, "hello", "hello_ext:hello")
+    monkeypatch.setitem(cli._LAZY_COMMANDS, "ghost", "no_such_extension_module:ghost")
+    runner = CliRunner()
+    listing = runner.invoke(cli.cli, ["--help"])
+    assert "hello" in listing.output and "Say hello." in listing.output
+    assert "ghost" not in listing.output
+    ran = runner.invoke(cli.cli, ["hello"])
+    assert ran.exit_code == 0 and ran.output == "hello from an extension\n"
+    assert runner.invoke(cli.cli, ["ghost"]).exit_code == 2
