@@ -1,0 +1,113 @@
+"""What the built-in tools share: services from the context, retrieval options, page content.
+
+Test and embedding hooks (a resolver, an address classifier, a TLS context) reach a tool only as
+a `RetrievalOverrides` object in `ToolExecutionContext.services`, never through settings or model
+arguments, so nothing a model writes can change how addresses are checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from runtime.execution import ToolExecutionBlocked, ToolExecutionContext
+
+if TYPE_CHECKING:
+    from runtime.web.extract import ExtractedPage
+    from runtime.web.guard import PromptInjectionGuard
+    from runtime.web.retrieval import (
+        AddressClassifier,
+        Resolver,
+        RetrievalOptions,
+        RetrievedWebPage,
+        WebPageAccessBlocked,
+    )
+
+GUARD_SERVICE = "guard"
+"""`services[...]` key of the app's `PromptInjectionGuard`; absent → the built-in filter."""
+RETRIEVAL_OVERRIDES_SERVICE = "retrieval_overrides"
+"""`services[...]` key of a `RetrievalOverrides` (tests route fake public names to loopback)."""
+WIKI_BASE_URL_SERVICE = "wiki_base_url"
+"""`services[...]` key of the configured Confluence base URL, for read_web_page's restrictions."""
+DATA_SOURCES_SERVICE = "data_sources"
+"""`services[...]` key of the chat's searchable data sources (semantic_search)."""
+
+SMALL_PAGE_CHARACTERS = 500
+"""Extracted HTML shorter than this is probably incomplete (runtime-spec §6.7, §6.8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalOverrides:
+    """Replacements for how retrieval resolves, classifies and verifies; code only, never data."""
+
+    resolver: Resolver | None = None
+    classify_address: AddressClassifier | None = None
+    ssl_context: ssl.SSLContext | None = None
+
+
+def retrieval_options(context: ToolExecutionContext, **fields: Any) -> RetrievalOptions:
+    """Options for one retrieval, with the app's overrides (if any) applied on top."""
+    from runtime.web.retrieval import RetrievalOptions
+
+    options = RetrievalOptions(**fields)
+    overrides = context.services.get(RETRIEVAL_OVERRIDES_SERVICE)
+    if not isinstance(overrides, RetrievalOverrides):
+        return options
+    return replace(
+        options,
+        resolver=overrides.resolver or options.resolver,
+        classify_address=overrides.classify_address or options.classify_address,
+        ssl_context=overrides.ssl_context or options.ssl_context,
+    )
+
+
+_default_guard: PromptInjectionGuard | None = None
+
+
+def guard_of(context: ToolExecutionContext) -> PromptInjectionGuard:
+    """The app's guard, or one over the built-in structural filter when the app gave none."""
+    from runtime.web.guard import PromptInjectionGuard
+
+    given = context.services.get(GUARD_SERVICE)
+    if isinstance(given, PromptInjectionGuard):
+        return given
+    global _default_guard
+    if _default_guard is None:
+        from runtime.web.injection_filter import StructuralInjectionFilter
+
+        _default_guard = PromptInjectionGuard(StructuralInjectionFilter())
+    return _default_guard
+
+
+def blocked(error: WebPageAccessBlocked) -> ToolExecutionBlocked:
+    """A retrieval refusal as a BLOCKED call; the refusal texts name no address."""
+    return ToolExecutionBlocked(error.message)
+
+
+@dataclass(frozen=True, slots=True)
+class PageContent:
+    """A retrieved page as the model may see it, before truncation and filtering."""
+
+    markdown: str
+    is_html: bool
+    extracted: ExtractedPage | None
+
+
+async def page_content(page: RetrievedWebPage) -> PageContent:
+    """HTML gets its main content extracted (off the event loop); a text document stays as sent."""
+    from runtime.web.retrieval import ContentKind
+
+    if page.content_kind is ContentKind.TEXT_DOCUMENT:
+        return PageContent(page.body_text, is_html=False, extracted=None)
+    from runtime.web.extract import extract_page
+
+    extracted = await asyncio.to_thread(extract_page, page.body_text, page.final_url)
+    return PageContent(extracted.markdown, is_html=True, extracted=extracted)
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC with a Z, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

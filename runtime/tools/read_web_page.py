@@ -1,0 +1,232 @@
+"""read_web_page: load one address the chat may read, as metadata plus Markdown (or text as sent).
+
+Before a byte is sent, two rules decide whether the address may be read at all: the chat's
+outbound-data restriction (after a mailbox was read) and, with free address choice OFF, whether
+the address was given to the model word for word (system prompt, user messages and their
+attachments, tool results — compared by request key). Refusals never repeat the address, so a
+made-up address carrying data leaves no second trace. The rest is the SSRF-safe retrieval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from policy.builtin import (
+    ARG_URL,
+    READ_WEB_PAGE,
+    READ_WEB_PAGE_NUMBERS,
+    RWP_ALLOWED_PRIVATE_HOSTS,
+    RWP_MAX_CONTENT_CHARACTERS,
+    RWP_TIMEOUT_SECONDS,
+    ReadWebPageTool,
+    is_free_address_choice_on,
+    read_integer_setting,
+)
+from policy.vocabulary import OutboundDataRestriction
+from runtime.arguments import ArgumentError, ArgumentReader
+from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
+from runtime.messages import Source, SourceOrigin
+from runtime.tools._common import (
+    SMALL_PAGE_CHARACTERS,
+    WIKI_BASE_URL_SERVICE,
+    iso_utc,
+    page_content,
+)
+
+FREE_ADDRESS_CHOICE_REFUSAL = (
+    "Free address choice is off, so only web pages whose address stands word for word in the "
+    "chat can be read: in the system prompt, in a message of the user or a document attached to "
+    "it, or in the result of a tool. The requested address is none of them. If the page is "
+    "needed, the user can write its address into the chat."
+)
+ONLY_LINKS_FROM_CHAT_REFUSAL = (
+    "This chat read a mailbox, so only addresses given in the chat and pages of the configured "
+    "wiki can be read. The requested address is neither. If the page is needed, the user can "
+    "write its address into the chat."
+)
+ONLY_CONFIGURED_SERVICES_REFUSAL = (
+    "This chat read a mailbox, so only pages of the configured wiki can be read. The requested "
+    "address is not one of them."
+)
+REDIRECT_OUT_OF_BOUNDS_REFUSAL = (
+    "The page redirected to an address this chat may not read, so it was not loaded."
+)
+
+EMPTY_TEXT_WARNING = "The response was empty."
+EMPTY_PAGE_WARNING = (
+    "No readable static page content was extracted. The page may require JavaScript, "
+    "authentication, or browser cookies."
+)
+SMALL_PAGE_WARNING = (
+    "Only a small amount of readable page content was extracted; the result may be incomplete."
+)
+
+_NUMBERS = {setting.name: setting for setting in READ_WEB_PAGE_NUMBERS}
+
+
+def read_url(arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """The url argument and its request key; anything but an absolute http(s) URL is refused."""
+    from runtime.web.addresses import request_key
+
+    url = ArgumentReader(arguments).read_string(ARG_URL)
+    key = request_key(url)
+    if key is None:
+        raise ArgumentError(ARG_URL, f"Argument '{ARG_URL}' must be a valid HTTP or HTTPS URL.")
+    return url, key
+
+
+def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] | None:
+    from runtime.tools.search_confluence import within_wiki
+
+    base = context.services.get(WIKI_BASE_URL_SERVICE)
+    if not isinstance(base, str) or not base.strip():
+        return None
+    wiki = base.strip()
+    return lambda url: within_wiki(url, wiki)
+
+
+def target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[[str], bool] | None:
+    """Refuses what the chat's restriction and free address choice forbid; else the redirect rule.
+
+    Returns the check every hop must pass (the wiki only, when only the wiki makes the address
+    readable), or None when any hop the retrieval allows may be followed.
+    """
+    given = key in context.given_web_addresses
+    in_wiki = _within_wiki_check(context)
+    is_wiki_page = in_wiki is not None and in_wiki(url)
+    restriction = context.outbound_restriction
+    rule: Callable[[str], bool] | None = None
+    if restriction is OutboundDataRestriction.UNRESTRICTED:
+        pass
+    elif restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT:
+        if not (given or is_wiki_page):
+            raise ToolExecutionBlocked(ONLY_LINKS_FROM_CHAT_REFUSAL)
+        rule = None if given else in_wiki
+    else:
+        if not is_wiki_page:
+            raise ToolExecutionBlocked(ONLY_CONFIGURED_SERVICES_REFUSAL)
+        rule = in_wiki
+    if not is_free_address_choice_on(context.settings) and not given:
+        raise ToolExecutionBlocked(FREE_ADDRESS_CHOICE_REFUSAL)
+    return rule
+
+
+def _allowed_private_hosts(settings: Mapping[str, str]) -> tuple[str, ...]:
+    from runtime.web.addresses import parse_allowed_private_hosts
+
+    try:
+        return parse_allowed_private_hosts(settings.get(RWP_ALLOWED_PRIVATE_HOSTS, ""))
+    except ValueError as error:
+        raise ValueError(
+            f"The setting {READ_WEB_PAGE}.{RWP_ALLOWED_PRIVATE_HOSTS} is not valid: {error}"
+        ) from error
+
+
+class ReadWebPageExecutableTool(ReadWebPageTool):
+    """The policy-side read_web_page plus its execution."""
+
+    @property
+    def sensitive_trace_argument_names(self) -> frozenset[str]:
+        return frozenset()
+
+    @property
+    def returns_untrusted_external_content(self) -> bool:
+        return True
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult:
+        from runtime.tools._common import blocked, guard_of, retrieval_options
+        from runtime.web.retrieval import (
+            WebPageAccessBlocked,
+            WebPageAccessBlockReason,
+            retrieve,
+        )
+        from runtime.web.sanitize import WebPageModelContent, sanitize_page
+        from runtime.web.truncate import truncate_markdown
+
+        url, key = read_url(arguments)
+        rule = target_rule(url, key, context)
+        settings = context.settings
+        options = retrieval_options(
+            context,
+            timeout_seconds=read_integer_setting(settings, _NUMBERS[RWP_TIMEOUT_SECONDS]),
+            provider_confidence=context.provider_confidence,
+            allowed_private_hosts=_allowed_private_hosts(settings),
+            is_target_allowed=rule,
+        )
+        try:
+            page = await retrieve(url, options)
+        except WebPageAccessBlocked as error:
+            if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
+                raise ToolExecutionBlocked(REDIRECT_OUT_OF_BOUNDS_REFUSAL) from error
+            raise blocked(error) from error
+        content = await page_content(page)
+        limit = read_integer_setting(settings, _NUMBERS[RWP_MAX_CONTENT_CHARACTERS])
+        markdown = truncate_markdown(content.markdown, limit)
+        truncated = markdown != content.markdown
+        warnings: list[str] = []
+        if not content.markdown.strip():
+            warnings.append(EMPTY_PAGE_WARNING if content.is_html else EMPTY_TEXT_WARNING)
+        elif content.is_html and len(content.markdown) < SMALL_PAGE_CHARACTERS:
+            warnings.append(SMALL_PAGE_WARNING)
+        if truncated:
+            warnings.append(
+                f"The extracted page content was truncated from {len(content.markdown)} to "
+                f"{len(markdown)} characters."
+            )
+        model = (
+            WebPageModelContent.from_page(content.extracted, markdown)
+            if content.extracted is not None
+            else WebPageModelContent(markdown=markdown)
+        )
+        clean = await sanitize_page(guard_of(context), model, page.final_url)
+        status = (
+            "empty response"
+            if not clean.markdown.strip()
+            else "partial"
+            if truncated or SMALL_PAGE_WARNING in warnings
+            else "complete"
+        )
+        page_json: dict[str, Any] = {"text_content": clean.markdown}
+        if clean.title:
+            page_json["title"] = clean.title
+        if clean.description:
+            page_json["description"] = clean.description
+        if clean.authors:
+            page_json["authors"] = list(clean.authors)
+        metadata: dict[str, Any] = {}
+        for name, value in (
+            ("language", clean.language),
+            ("published_time", clean.published_time),
+            ("modified_time", clean.modified_time),
+            ("media_type", page.media_type),
+        ):
+            if value:
+                metadata[name] = value
+        metadata["warnings"] = warnings
+        if truncated:
+            metadata["original_content_characters"] = len(content.markdown)
+            metadata["returned_content_characters"] = len(markdown)
+        sources = (
+            (Source(clean.title or page.final_url, page.final_url, SourceOrigin.TOOL),)
+            if clean.markdown.strip()
+            else ()
+        )
+        return ToolExecutionResult(
+            json_content={
+                "url": url,
+                "status": status,
+                "retrieved_at_utc": iso_utc(page.retrieved_at_utc),
+                "content": page_json,
+                "metadata": metadata,
+            },
+            sources=sources,
+            required_provider_confidence=page.required_provider_confidence,
+        )
+
+
+def create_tool() -> ReadWebPageExecutableTool:
+    """The entry point `toolpolicy.tools: read_web_page`."""
+    return ReadWebPageExecutableTool()

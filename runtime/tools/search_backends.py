@@ -1,0 +1,391 @@
+"""Search services behind one small interface, and the strategies that ask them.
+
+A backend turns a `SearchRequest` into ranked hits. The dispatcher decides which backends to ask
+(FAILOVER: the preferred one, then the others until one has hits; PARALLEL: all at once;
+SPECIFIC: only the preferred one), merges their hits round-robin by rank, and reports what went
+wrong as notes the model can read. SearXNG is the backend shipped; another one only has to
+implement `SearchBackend`.
+
+The backends are services an administrator configured, so they are reached directly (not through
+the public-only page retrieval); error texts never show more of their address than its redacted
+form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
+from runtime.arguments import ArgumentError
+from runtime.web.addresses import redact_url_for_log, request_key
+
+if TYPE_CHECKING:
+    import httpx
+
+SEARXNG_MAX_PAGE = 20
+SEARXNG_MAX_RESPONSE_BYTES = 1024 * 1024
+
+BACKEND_LABELS: dict[WebSearchBackend, str] = {
+    WebSearchBackend.SEARXNG: "SearXNG",
+    WebSearchBackend.STAAN: "Staan",
+    WebSearchBackend.TAVILY: "Tavily",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One search as every backend gets it; `language` is an IETF tag or "all"."""
+
+    query: str
+    language: str = "all"
+    time_range: str | None = None
+    page: int = 1
+    limit: int = 5
+    safe_search: SafeSearch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result as the search service ranked it; every text is untrusted."""
+
+    url: str
+    title: str = ""
+    snippet: str = ""
+    published_date: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendAnswer:
+    hits: tuple[SearchHit, ...]
+    notes: tuple[str, ...] = ()
+
+
+class SearchBackendError(Exception):
+    """A backend could not answer; the message is safe to show the model and the log."""
+
+
+class SearchBackend(Protocol):
+    """What the dispatcher needs of a search service."""
+
+    @property
+    def kind(self) -> WebSearchBackend: ...
+
+    @property
+    def max_page(self) -> int: ...
+
+    @property
+    def filters_safe_search(self) -> bool: ...
+
+    async def search(self, request: SearchRequest) -> BackendAnswer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A merged hit: the address to read (fragment removed), its first hit and who found it."""
+
+    url: str
+    hit: SearchHit
+    rank: int
+    backends: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchResult:
+    candidates: tuple[Candidate, ...]
+    backends: tuple[str, ...]
+    """Labels of the backends that answered, in the order they were asked."""
+    notes: tuple[str, ...] = ()
+
+
+# --- SearXNG ------------------------------------------------------------------------------------
+
+_SAFE_SEARCH_LEVELS = {SafeSearch.OFF: "0", SafeSearch.MODERATE: "1", SafeSearch.STRICT: "2"}
+
+
+def searxng_search_endpoint(base_url: str) -> str:
+    """`<base>/search`, whether or not the setting already ends in `/search`."""
+    base = base_url.strip().rstrip("/")
+    base = base.removesuffix("/search").rstrip("/")
+    return f"{base}/search"
+
+
+@dataclass(frozen=True, slots=True)
+class SearxngBackend:
+    """A SearXNG instance with the JSON output format enabled (`search.formats: [html, json]`)."""
+
+    base_url: str
+    timeout_seconds: float
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> WebSearchBackend:
+        return WebSearchBackend.SEARXNG
+
+    @property
+    def max_page(self) -> int:
+        return SEARXNG_MAX_PAGE
+
+    @property
+    def filters_safe_search(self) -> bool:
+        return True
+
+    def parameters(self, request: SearchRequest) -> dict[str, str]:
+        params = {
+            "q": request.query,
+            "format": "json",
+            "language": request.language or "all",
+            "pageno": str(request.page),
+        }
+        if request.time_range:
+            params["time_range"] = request.time_range
+        if request.safe_search is not None:
+            params["safesearch"] = _SAFE_SEARCH_LEVELS[request.safe_search]
+        return params
+
+    async def search(self, request: SearchRequest) -> BackendAnswer:
+        import httpx
+
+        endpoint = searxng_search_endpoint(self.base_url)
+        shown = redact_url_for_log(endpoint)
+        try:
+            async with (
+                httpx.AsyncClient(
+                    transport=self.transport,
+                    timeout=self.timeout_seconds,
+                    follow_redirects=False,
+                    trust_env=False,
+                    headers={"Accept": "application/json"},
+                ) as client,
+                client.stream("GET", endpoint, params=self.parameters(request)) as response,
+            ):
+                _check_status(response, shown)
+                body = await _read_capped(response, SEARXNG_MAX_RESPONSE_BYTES)
+        except httpx.TimeoutException as error:
+            raise SearchBackendError(
+                f"SearXNG at '{shown}' did not answer within {self.timeout_seconds:g} seconds."
+            ) from error
+        except httpx.HTTPError as error:
+            raise SearchBackendError(
+                f"SearXNG at '{shown}' could not be reached: {type(error).__name__}."
+            ) from error
+        return _searxng_answer(body)
+
+
+def _check_status(response: httpx.Response, shown: str) -> None:
+    code = response.status_code
+    if code == 429:
+        raise SearchBackendError(
+            "SearXNG refused the search with HTTP 429 (too many requests). Try again later; the "
+            "administrator can relax the instance's limiter for this client."
+        )
+    if code in (401, 403):
+        raise SearchBackendError(
+            f"SearXNG refused access with HTTP {code}. The instance may require a sign-in, block "
+            "this client, or have the JSON format switched off (enable 'json' under "
+            "search.formats in its settings.yml)."
+        )
+    if 300 <= code < 400:
+        raise SearchBackendError(
+            f"SearXNG at '{shown}' redirected the search (HTTP {code}). Set searxng.baseUrl to the "
+            "address the instance answers on."
+        )
+    if not 200 <= code < 300:
+        raise SearchBackendError(f"SearXNG answered HTTP {code} for '{shown}'.")
+    media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise SearchBackendError(
+            f"SearXNG answered with '{media_type or 'no content type'}' instead of JSON. Enable "
+            "the JSON format of the instance (add 'json' to search.formats in its settings.yml)."
+        )
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    declared = response.headers.get("Content-Length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body.extend(chunk)
+        if len(body) > limit:
+            raise _too_large(limit)
+    return bytes(body)
+
+
+def _too_large(limit: int) -> SearchBackendError:
+    return SearchBackendError(
+        f"SearXNG answered with more than {limit} bytes; the answer was dropped."
+    )
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _searxng_answer(body: bytes) -> BackendAnswer:
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise SearchBackendError("SearXNG answered with JSON that could not be read.") from error
+    if not isinstance(document, dict) or not isinstance(document.get("results", []), list):
+        raise SearchBackendError("SearXNG answered without a list of results.")
+    scored: list[tuple[float, int, SearchHit]] = []
+    for position, item in enumerate(document.get("results", [])):
+        if not isinstance(item, dict) or not _text(item.get("url")):
+            continue
+        score = item.get("score")
+        numeric = (
+            float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        )
+        hit = SearchHit(
+            url=_text(item.get("url")),
+            title=_text(item.get("title")),
+            snippet=_text(item.get("content")),
+            published_date=_text(item.get("publishedDate")),
+        )
+        scored.append((numeric if numeric is not None else float("-inf"), position, hit))
+    if any(score != float("-inf") for score, _, _ in scored):
+        scored.sort(key=lambda entry: (-entry[0], entry[1]))
+    notes = tuple(
+        f"SearXNG: the engine '{_text(entry[0])}' did not respond ({_text(entry[1]) or 'no reason given'})."
+        for entry in document.get("unresponsive_engines", []) or []
+        if isinstance(entry, list | tuple) and len(entry) >= 2
+    )
+    return BackendAnswer(tuple(hit for _, _, hit in scored), notes)
+
+
+# --- the dispatcher -----------------------------------------------------------------------------
+
+
+def _order(
+    backends: Sequence[SearchBackend],
+    strategy: WebSearchBackendStrategy,
+    primary: WebSearchBackend | None,
+    notes: list[str],
+) -> list[SearchBackend]:
+    ordered = sorted(backends, key=lambda b: list(WebSearchBackend).index(b.kind))
+    chosen = next((b for b in ordered if b.kind is primary), None)
+    if primary is not None and chosen is None:
+        notes.append(
+            f"The preferred search service {BACKEND_LABELS[primary]} is not configured, so the "
+            "others were asked."
+        )
+        return ordered
+    if chosen is None:
+        return ordered
+    if strategy is WebSearchBackendStrategy.SPECIFIC:
+        return [chosen]
+    return [chosen, *(b for b in ordered if b is not chosen)]
+
+
+def eligible_backends(
+    backends: Sequence[SearchBackend],
+    strategy: WebSearchBackendStrategy,
+    primary: WebSearchBackend | None,
+    request: SearchRequest,
+    notes: list[str],
+) -> list[SearchBackend]:
+    """The backends to ask, in order; refuses a page no backend has with the last page there is."""
+    ordered = _order(backends, strategy, primary, notes)
+    if request.safe_search in (SafeSearch.MODERATE, SafeSearch.STRICT):
+        ordered = [b for b in ordered if b.filters_safe_search]
+        if not ordered:
+            raise SearchBackendError(
+                "Safe search is on, but none of the configured search services can filter results."
+            )
+    last_page = max((b.max_page for b in ordered), default=1)
+    if request.page > last_page:
+        raise ArgumentError(
+            "page",
+            f"Argument 'page' must be at most {last_page}, the last page the search offers, but "
+            f"was {request.page}. Leave it out to get the first page.",
+        )
+    return [b for b in ordered if b.max_page >= request.page]
+
+
+async def _ask(
+    backend: SearchBackend, request: SearchRequest, timeout_seconds: float
+) -> BackendAnswer:
+    label = BACKEND_LABELS[backend.kind]
+    try:
+        async with asyncio.timeout(timeout_seconds):
+            return await backend.search(request)
+    except TimeoutError as error:
+        raise SearchBackendError(
+            f"{label} did not answer within {timeout_seconds:g} seconds."
+        ) from error
+
+
+def merge_answers(
+    answers: Sequence[tuple[str, BackendAnswer]], limit: int
+) -> tuple[Candidate, ...]:
+    """Round-robin by rank; hits naming the same address become one candidate; then the limit."""
+    merged: dict[str, Candidate] = {}
+    longest = max((len(answer.hits) for _, answer in answers), default=0)
+    for position in range(longest):
+        for label, answer in answers:
+            if position >= len(answer.hits):
+                continue
+            hit = answer.hits[position]
+            key = request_key(hit.url)
+            if key is None:
+                continue
+            found = merged.get(key)
+            if found is None:
+                merged[key] = Candidate(key, hit, len(merged) + 1, (label,))
+            elif label not in found.backends:
+                merged[key] = Candidate(key, found.hit, found.rank, (*found.backends, label))
+    return tuple(merged.values())[:limit]
+
+
+async def dispatch(
+    backends: Sequence[SearchBackend],
+    strategy: WebSearchBackendStrategy,
+    primary: WebSearchBackend | None,
+    request: SearchRequest,
+    timeout_seconds: float,
+) -> DispatchResult:
+    """Ask the backends the strategy names and merge what they found."""
+    notes: list[str] = []
+    ordered = eligible_backends(backends, strategy, primary, request, notes)
+    answered: list[tuple[str, BackendAnswer]] = []
+    failures = 0
+    if strategy is WebSearchBackendStrategy.PARALLEL:
+        outcomes = await asyncio.gather(
+            *(_ask(b, request, timeout_seconds) for b in ordered), return_exceptions=True
+        )
+        pairs = list(zip(ordered, outcomes, strict=True))
+    else:
+        pairs = []
+        for backend in ordered:
+            try:
+                outcome: BackendAnswer | BaseException = await _ask(
+                    backend, request, timeout_seconds
+                )
+            except SearchBackendError as error:
+                outcome = error
+            pairs.append((backend, outcome))
+            if isinstance(outcome, BackendAnswer) and outcome.hits:
+                break
+    for backend, outcome in pairs:
+        label = BACKEND_LABELS[backend.kind]
+        if isinstance(outcome, SearchBackendError):
+            failures += 1
+            notes.append(f"{label} could not be asked: {outcome}")
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            answered.append((label, outcome))
+            notes.extend(outcome.notes)
+    if failures and not answered:
+        raise SearchBackendError(
+            "None of the configured search services could be asked. " + " ".join(notes)
+        )
+    return DispatchResult(
+        candidates=merge_answers(answered, request.limit),
+        backends=tuple(label for label, _ in answered),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,222 @@
+"""search_confluence: search the configured Confluence Data Center wiki through its search page.
+
+The model supplies a phrase and optionally a space key — never a URL or CQL. Both end up inside a
+CQL string literal (backslash escaped first, then the quote) and every parameter is
+percent-encoded, so no query text can leave its string or add a parameter. Every hop, redirects
+included, must stay below the base URL; a redirect to the login page is reported as a missing
+sign-in. Wiki content is internal: the provider must be High-confidence, checked again before
+each search, and the result raises the chat's requirement to High.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from policy.builtin import (
+    ARG_QUERY,
+    ARG_SPACE_KEY,
+    CONFLUENCE_MAX_QUERY_CHARACTERS,
+    CONFLUENCE_MAX_SPACE_KEY_CHARACTERS,
+    SC_BASE_URL,
+    SEARCH_CONFLUENCE,
+    SEARCH_CONFLUENCE_NUMBERS,
+    SearchConfluenceTool,
+    normalize_confluence_base_url,
+    read_integer_setting,
+)
+from policy.vocabulary import ConfidenceLevel
+from runtime.arguments import ArgumentError, echo
+from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
+from runtime.messages import Source, SourceOrigin
+
+CONTENT_LIMIT = 30_000
+CONFIDENCE_REFUSAL = "Searching your company's wiki requires a High-confidence provider."
+REDIRECT_REFUSAL = "Confluence redirected the search outside the configured wiki."
+LOGIN_PAGE_ERROR = (
+    "Confluence answered with its login page instead of search results, so the wiki was not "
+    "searched. Check in a browser that you are signed in to the wiki and may search it."
+)
+EMPTY_RESULT_ERROR = "Confluence returned a search page without readable results."
+_QUERY_REFUSAL = (
+    f"Argument '{ARG_QUERY}' must contain 1 to {CONFLUENCE_MAX_QUERY_CHARACTERS} characters "
+    "without control characters."
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _has_control_character(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def read_query(arguments: Mapping[str, Any]) -> str:
+    value = arguments.get(ARG_QUERY)
+    if value is None:
+        raise ArgumentError(ARG_QUERY, f"Missing required argument '{ARG_QUERY}'.")
+    if not isinstance(value, str):
+        raise ArgumentError(ARG_QUERY, f"{_QUERY_REFUSAL} It was {echo(value)}.")
+    query = value.strip()
+    if not 1 <= len(query) <= CONFLUENCE_MAX_QUERY_CHARACTERS or _has_control_character(query):
+        raise ArgumentError(ARG_QUERY, _QUERY_REFUSAL)
+    return query
+
+
+def read_space_key(arguments: Mapping[str, Any]) -> str | None:
+    """An optional space key; blank means the whole wiki."""
+    value = arguments.get(ARG_SPACE_KEY)
+    if value is None:
+        return None
+    refusal = (
+        f"Argument '{ARG_SPACE_KEY}' must be a space key of at most "
+        f"{CONFLUENCE_MAX_SPACE_KEY_CHARACTERS} characters without control characters, but was "
+        f"{echo(value)}. Leave it out to search the whole wiki."
+    )
+    if not isinstance(value, str):
+        raise ArgumentError(ARG_SPACE_KEY, refusal)
+    key = value.strip()
+    if len(key) > CONFLUENCE_MAX_SPACE_KEY_CHARACTERS or _has_control_character(key):
+        raise ArgumentError(ARG_SPACE_KEY, refusal)
+    return key or None
+
+
+def _cql_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def search_cql(query: str, space_key: str | None) -> str:
+    """`siteSearch ~ "<q>"`, plus ` and space="<key>"`: what the wiki's own search box sends."""
+    cql = f"siteSearch ~ {_cql_string(query)}"
+    if space_key:
+        cql += f" and space={_cql_string(space_key)}"
+    return cql
+
+
+def search_url(base_url: str, query: str, space_key: str | None) -> str:
+    """The search page address; every parameter value is percent-encoded whole."""
+    cql = quote(search_cql(query, space_key), safe="")
+    return f"{base_url}dosearchsite.action?cql={cql}&queryString={quote(query, safe='')}"
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower().rstrip(".")
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    return scheme, host, port or _DEFAULT_PORTS[scheme]
+
+
+def within_wiki(url: str, base_url: str) -> bool:
+    """Same scheme, host and port as the base, and a path that starts with the base path.
+
+    Paths are compared decoded, and any `..` segment (also `%2e%2e` or after a backslash) is
+    outside, since a server may resolve it above the base path.
+    """
+    origin, base_origin = _origin(url), _origin(base_url)
+    if origin is None or origin != base_origin:
+        return False
+    base_path = unquote(urlsplit(normalize_confluence_base_url(base_url)).path)
+    path = unquote(urlsplit(url.strip()).path)
+    if ".." in re.split(r"[/\\]", path):
+        return False
+    return path.startswith(base_path)
+
+
+def is_login_page(url: str) -> bool:
+    """The address Confluence sends an unsigned visitor to, not a search for those words."""
+    parts = urlsplit(url)
+    if parts.path.lower().endswith("/login.action"):
+        return True
+    return any(name.lower() == "os_destination" for name, _ in parse_qsl(parts.query, True))
+
+
+def configured_base_url(tool: SearchConfluenceTool, settings: Mapping[str, str]) -> str:
+    base = settings.get(SC_BASE_URL, "").strip()
+    if not base:
+        raise ValueError(
+            f"The setting {SEARCH_CONFLUENCE}.{SC_BASE_URL} is empty; the administrator has to "
+            "set the HTTPS address of the wiki."
+        )
+    state = tool.validate_configuration(settings)
+    if not state.is_configured:
+        raise ValueError(state.message)
+    return normalize_confluence_base_url(base)
+
+
+class SearchConfluenceExecutableTool(SearchConfluenceTool):
+    """The policy-side search_confluence plus its execution."""
+
+    @property
+    def sensitive_trace_argument_names(self) -> frozenset[str]:
+        return frozenset({ARG_QUERY})
+
+    @property
+    def returns_untrusted_external_content(self) -> bool:
+        return True
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult:
+        from runtime.tools._common import blocked, guard_of, page_content, retrieval_options
+        from runtime.web.retrieval import (
+            WebPageAccessBlocked,
+            WebPageAccessBlockReason,
+            retrieve,
+        )
+        from runtime.web.sanitize import WebPageModelContent, sanitize_page
+        from runtime.web.truncate import truncate_markdown
+
+        if context.provider_confidence < ConfidenceLevel.HIGH:
+            raise ToolExecutionBlocked(CONFIDENCE_REFUSAL)
+        query = read_query(arguments)
+        space_key = read_space_key(arguments)
+        base = configured_base_url(self, context.settings)
+        url = search_url(base, query, space_key)
+        options = retrieval_options(
+            context,
+            timeout_seconds=read_integer_setting(context.settings, SEARCH_CONFLUENCE_NUMBERS[0]),
+            provider_confidence=context.provider_confidence,
+            allowed_private_hosts=(urlsplit(base).hostname or "",),
+            is_target_allowed=lambda hop: within_wiki(hop, base),
+        )
+        try:
+            page = await retrieve(url, options)
+        except WebPageAccessBlocked as error:
+            if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
+                raise ToolExecutionBlocked(REDIRECT_REFUSAL) from error
+            raise blocked(error) from error
+        if is_login_page(page.final_url):
+            raise RuntimeError(LOGIN_PAGE_ERROR)
+        content = await page_content(page)
+        if not content.markdown.strip():
+            raise RuntimeError(EMPTY_RESULT_ERROR)
+        markdown = truncate_markdown(content.markdown, CONTENT_LIMIT)
+        model = (
+            WebPageModelContent.from_page(content.extracted, markdown)
+            if content.extracted is not None
+            else WebPageModelContent(markdown=markdown)
+        )
+        clean = await sanitize_page(guard_of(context), model, page.final_url)
+        return ToolExecutionResult(
+            json_content={
+                "search_url": page.final_url,
+                "title": clean.title,
+                "text_content": clean.markdown,
+            },
+            sources=(
+                Source(f"Confluence search for “{query}”", page.final_url, SourceOrigin.TOOL),
+            ),
+            required_provider_confidence=ConfidenceLevel.HIGH,
+        )
+
+
+def create_tool() -> SearchConfluenceExecutableTool:
+    """The entry point `toolpolicy.tools: search_confluence`."""
+    return SearchConfluenceExecutableTool()
