@@ -56,13 +56,22 @@ class HostProfile:
         return self.wire_api != "chat_completions"
 
 
-def _compatible(name: str, base_url: str, api_key_env: str, **flags: bool) -> HostProfile:
+def _compatible(
+    name: str,
+    base_url: str,
+    api_key_env: str,
+    *,
+    accepts_parallel_tool_calls: bool = True,
+    requires_api_key: bool = True,
+) -> HostProfile:
+    """A Chat Completions host that does not bind tool calls to the schema."""
     return HostProfile(
         name=name,
         wire_api="chat_completions",
         base_url=base_url,
         api_key_env=api_key_env,
-        **flags,  # type: ignore[arg-type]
+        accepts_parallel_tool_calls=accepts_parallel_tool_calls,
+        requires_api_key=requires_api_key,
     )
 
 
