@@ -83,9 +83,8 @@ def test_the_example_department_overrides_the_base() -> None:
     assert configuration.settings["DataTools.DisabledToolIds"].value == ()
     scheme = configuration.settings["DataConfidence.ConfidenceScheme"]
     assert scheme.value == "TRUST_EUROPE" and not scheme.locked and scheme.beaten == ()
-    defaults = configuration.settings["DataTools.DefaultToolIdsByComponent"]
-    assert not defaults.locked
-    assert defaults.value == {"CHAT": ("web_search", "read_web_page", "search_confluence")}
+    mode = configuration.settings["DataChat.PreselectedDataSourcesRetrievalMode"]
+    assert mode.value == "SEMANTIC_SEARCH" and not mode.locked
     locked = configuration.settings["DataTools.LockedToolSettings"]
     assert locked.value["search_confluence.baseUrl"] == "https://wiki.research.example.org/"
     assert locked.entry_locations["search_confluence.baseUrl"].line == line_of(

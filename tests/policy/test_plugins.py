@@ -117,9 +117,6 @@ def test_a_real_ai_studio_plugin_loads(secret: str) -> None:
         "web_search.backendStrategy": "FAILOVER",
     }
     assert s["DataTools.DefaultToolSettings"].value["web_search.defaultLanguage"] == "de-DE"
-    assert s["DataTools.DefaultToolIdsByComponent"].value == {
-        "CHAT": ("web_search", "read_web_page")
-    }
     assert s["DataConfidence.ConfidenceScheme"].value == "TRUST_EUROPE"
     assert s["DataConfidence.ConfidenceScheme"].allow_user_override is True
     assert s["DataConfidence.EnforceGlobalMinimumConfidence"].value is True

@@ -77,8 +77,3 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
     ["web_search.defaultSafeSearch"] = "MODERATE",
     ["web_search.maxResults"] = "8",
 }
-
--- New chats start with web search and page reading selected.
-CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent"] = {
-    ["CHAT"] = { "web_search", "read_web_page" },
-}

@@ -46,8 +46,7 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
     ["web_search.maxResults"] = "8",
 }
 
--- Research chats also search the wiki by default.
-CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent"] = {
-    ["CHAT"] = { "web_search", "read_web_page", "search_confluence" },
-}
-CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent.AllowUserOverride"] = true
+-- Research chats let the model search their data sources (semantic_search); a user may switch
+-- their own chats to searching with every message instead (an editable default).
+CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode"] = "SEMANTIC_SEARCH"
+CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode.AllowUserOverride"] = true

@@ -234,6 +234,3 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
     ["web_search.defaultLanguage"] = "de-DE",
     ["read_web_page.freeAddressChoice"] = "OFF",
 }
-CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent"] = {
-    ["CHAT"] = { "web_search", "read_web_page" },
-}
