@@ -52,7 +52,11 @@ class _PolicyGroup(click.Group):
         module_name, _, attribute = _LAZY_COMMANDS[cmd_name].partition(":")
         if not _module_exists(_LAZY_COMMANDS[cmd_name]):
             return None
-        loaded = getattr(importlib.import_module(module_name), attribute, None)
+        try:
+            loaded = getattr(importlib.import_module(module_name), attribute, None)
+        except Exception as error:  # a broken extension must not take the other commands down
+            click.echo(f"warning: command '{cmd_name}' is unavailable: {error}", err=True)
+            return None
         return loaded if isinstance(loaded, click.Command) else None
 
 

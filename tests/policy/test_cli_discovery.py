@@ -218,11 +218,15 @@ def test_a_lazily_attached_command_is_listed_and_runs(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(cli._LAZY_COMMANDS, "hello", "hello_ext:hello")
+    (tmp_path / "broken_ext.py").write_text("raise ImportError('half installed')\n")
     monkeypatch.setitem(cli._LAZY_COMMANDS, "ghost", "no_such_extension_module:ghost")
+    monkeypatch.setitem(cli._LAZY_COMMANDS, "broken", "broken_ext:broken")
     runner = CliRunner()
     listing = runner.invoke(cli.cli, ["--help"])
     assert "hello" in listing.output and "Say hello." in listing.output
     assert "ghost" not in listing.output
+    assert listing.exit_code == 0
+    assert "broken" not in listing.stdout
     ran = runner.invoke(cli.cli, ["hello"])
     assert ran.exit_code == 0 and ran.output == "hello from an extension\n"
     assert runner.invoke(cli.cli, ["ghost"]).exit_code == 2
