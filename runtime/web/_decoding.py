@@ -18,6 +18,10 @@ class UnsupportedContentEncoding(ValueError):
     """The server compressed the body in a way we did not offer."""
 
 
+class BodyDecodingError(ValueError):
+    """The body is not what its Content-Encoding says."""
+
+
 class _Decoder(Protocol):
     def feed(self, data: bytes) -> Iterator[bytes]: ...
 
@@ -36,8 +40,7 @@ class _ZlibDecoder:
         if not self._started and self._raw_fallback:
             self._started = True
             try:
-                probe = zlib.decompressobj(zlib.MAX_WBITS)
-                probe.decompress(data[:2])
+                zlib.decompressobj(zlib.MAX_WBITS).decompress(data[:2])
             except zlib.error:
                 self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
         yield from self._drain(data)
@@ -47,7 +50,10 @@ class _ZlibDecoder:
         while True:
             if self._inflater.eof:
                 return
-            piece = self._inflater.decompress(pending, PIECE_SIZE)
+            try:
+                piece = self._inflater.decompress(pending, PIECE_SIZE)
+            except zlib.error as error:
+                raise BodyDecodingError(str(error)) from error
             if piece:
                 yield piece
             pending = self._inflater.unconsumed_tail
@@ -56,7 +62,10 @@ class _ZlibDecoder:
 
     def finish(self) -> Iterator[bytes]:
         yield from self._drain(b"")
-        rest = self._inflater.flush(PIECE_SIZE)
+        try:
+            rest = self._inflater.flush(PIECE_SIZE)
+        except zlib.error as error:
+            raise BodyDecodingError(str(error)) from error
         if rest:
             yield rest
 
@@ -70,10 +79,19 @@ class _BrotliDecoder:
     def feed(self, data: bytes) -> Iterator[bytes]:
         # The limit is a soft one (brotli rounds it up to its own buffer size), and output can stay
         # pending after all input was taken, so ask with empty input until nothing more comes.
-        piece: bytes = self._decompressor.process(data, output_buffer_limit=PIECE_SIZE)
+        piece = self._process(data)
         while piece:
             yield piece
-            piece = self._decompressor.process(b"", output_buffer_limit=PIECE_SIZE)
+            piece = self._process(b"")
+
+    def _process(self, data: bytes) -> bytes:
+        import brotli
+
+        try:
+            piece: bytes = self._decompressor.process(data, output_buffer_limit=PIECE_SIZE)
+        except brotli.error as error:
+            raise BodyDecodingError(str(error)) from error
+        return piece
 
     def finish(self) -> Iterator[bytes]:
         return iter(())

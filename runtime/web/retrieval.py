@@ -334,7 +334,7 @@ def _too_large(max_bytes: int) -> WebRetrievalError:
 
 async def _read_capped_body(response: httpx.Response, max_bytes: int) -> bytes:
     """The decoded body, aborting as soon as it passes the cap (compressed or not)."""
-    from runtime.web._decoding import BodyDecoder, UnsupportedContentEncoding
+    from runtime.web._decoding import BodyDecoder, BodyDecodingError, UnsupportedContentEncoding
 
     declared = response.headers.get("Content-Length", "").strip()
     if declared.isdigit() and int(declared) > max_bytes:
@@ -354,13 +354,11 @@ async def _read_capped_body(response: httpx.Response, max_bytes: int) -> bytes:
             if len(body) > max_bytes:
                 raise _too_large(max_bytes)
 
-    import zlib
-
     try:
         async for raw in response.aiter_raw():
             take(decoder.feed(raw))
         take(decoder.finish())
-    except (zlib.error, OSError) as error:
+    except BodyDecodingError as error:
         raise WebRetrievalError(
             f"Loading the web page failed: the compressed response could not be decoded ({error})."
         ) from error

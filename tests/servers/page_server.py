@@ -117,10 +117,10 @@ def build_app(state: PageServerState) -> Starlette:
             "deflate": zlib.compress,
             "br": brotli.compress,
             "zstd": lambda data: data,
-            "broken": lambda data: b"this is not gzip at all",
+            "broken-gzip": lambda data: b"this is not gzip at all",
+            "broken-br": lambda data: b"\xff\xff this is not brotli",
         }[encoding](body)
-        if encoding == "broken":
-            encoding = "gzip"
+        encoding = encoding.removeprefix("broken-")
         return html(packed, **{"Content-Encoding": encoding})
 
     async def text_bom(request: Request) -> Response:

@@ -576,10 +576,11 @@ async def test_compressed_pages_are_decompressed(
     assert "compressed page body" in page.body_text
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
 async def test_a_body_which_is_not_what_its_encoding_says_is_an_error(
-    page_server: PageServer, guard: SocketGuard
+    encoding: str, page_server: PageServer, guard: SocketGuard
 ) -> None:
-    error = await failed(page_server.url("/encoded/broken", "public.test"), options())
+    error = await failed(page_server.url(f"/encoded/broken-{encoding}", "public.test"), options())
     assert str(error).startswith(
         "Loading the web page failed: the compressed response could not be decoded"
     )
