@@ -13,7 +13,7 @@ import base64
 import binascii
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from html.entities import html5
 
@@ -242,7 +242,8 @@ _SPACED_KEYWORDS = re.compile(
 _BASE64_CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])"
 )
-_HEX_CANDIDATE = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{16,}(?![0-9A-Za-z])")
+_HEX_DIGITS = re.compile(r"(?:[0-9A-Fa-f]{2}){8,}")
+_HEX_PART = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{16,}(?![0-9A-Za-z])")
 _ESCAPED_HEX_CANDIDATE = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){8,}")
 
 _TYPO_KEYWORDS = (
@@ -259,12 +260,6 @@ _TYPO_KEYWORDS = (
     "forget",
 )
 _TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
-_TYPO_CANDIDATE = re.compile(
-    rf"(?<![a-z])(?=[{''.join(sorted({kw[0] for kw in _TYPO_KEYWORDS}))}])(?:"
-    + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}))
-    + r")(?![a-z])"
-)
-"""Words shaped like a keyword (same first and last letter and length); run on lowercased text."""
 
 _ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _SPECIAL = re.compile(
@@ -425,12 +420,6 @@ def _build_view(text: str) -> tuple[_View, list[tuple[int, int]], list[_Hit]]:
     return view, silent, hits
 
 
-def _unscramble(match: re.Match[str]) -> str:
-    word = match.group(0)
-    keyword = _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1]))))
-    return keyword if keyword is not None else word
-
-
 def _lowercase_same_length(text: str) -> str:
     """Lowercase without shifting offsets (a few characters grow when lowercased)."""
     lowered = text.lower()
@@ -439,9 +428,27 @@ def _lowercase_same_length(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
+def _unscrambled(lowered: str) -> tuple[str, frozenset[str]]:
+    """The text with keyword-shaped scrambles ("ignroe") read as the keyword, and its words."""
+    words = frozenset(_WORD.findall(lowered))
+    scrambles = {
+        word: keyword
+        for word in words
+        if 5 <= len(word) <= 12
+        and (
+            keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1]))))
+        )
+        and keyword != word
+    }
+    if not scrambles:
+        return lowered, words
+    pattern = re.compile(rf"(?<![a-z])(?:{'|'.join(scrambles)})(?![a-z])")
+    normalized = pattern.sub(lambda match: scrambles[match.group(0)], lowered)
+    return normalized, words | frozenset(scrambles.values())
+
+
 def _phrase_hits(view_text: str) -> list[_Hit]:
-    normalized = _TYPO_CANDIDATE.sub(_unscramble, _lowercase_same_length(view_text))
-    words = frozenset(_WORD.findall(normalized))
+    normalized, words = _unscrambled(_lowercase_same_length(view_text))
     hits: list[_Hit] = []
     for rule, pattern in _COMPILED_RULES:
         if not _rule_applies(rule, words, normalized):
@@ -490,29 +497,43 @@ def _decode_hex(candidate: str) -> bytes | None:
         return None
 
 
+def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(kind, start, end, digits) of every base64 or hex run, found in one pass."""
+    for match in _BASE64_CANDIDATE.finditer(view_text):
+        token = match.group(0)
+        start = match.start()
+        if token[:2] in ("0x", "0X"):
+            token, start = token[2:], start + 2
+        if _HEX_DIGITS.fullmatch(token):
+            yield "hex_carrier", start, match.end(), token
+            continue
+        yield "base64_carrier", match.start(), match.end(), match.group(0)
+        for part in _HEX_PART.finditer(token):
+            yield "hex_carrier", start + part.start(), start + part.end(), part.group(0)
+    if "\\x" in view_text:
+        for match in _ESCAPED_HEX_CANDIDATE.finditer(view_text):
+            yield "hex_carrier", match.start(), match.end(), match.group(0)
+
+
 def _carrier_hits(view_text: str) -> list[_Hit]:
     """Base64 and hex runs whose decoded text reads as an injection; the carrier is the hit."""
     hits: list[_Hit] = []
-    kinds: list[tuple[re.Pattern[str], Callable[[str], bytes | None], str]] = [
-        (_BASE64_CANDIDATE, _decode_base64, "base64_carrier"),
-        (_HEX_CANDIDATE, _decode_hex, "hex_carrier"),
-    ]
-    if "\\x" in view_text:
-        kinds.append((_ESCAPED_HEX_CANDIDATE, _decode_hex, "hex_carrier"))
-    for pattern, decode, rule_id in kinds:
-        carriers = 0
-        characters = 0
-        for match in pattern.finditer(view_text):
-            raw = decode(match.group(0))
-            decoded = _readable(raw) if raw else None
-            if decoded is None:
-                continue
-            carriers += 1
-            characters += len(decoded)
-            if carriers > MAX_DECODED_CARRIERS or characters > MAX_DECODED_CHARACTERS:
-                break
-            if _reads_as_injection(decoded):
-                hits.append(_Hit(rule_id, "encoding_evasion", *match.span(), False))
+    carriers = {"base64_carrier": 0, "hex_carrier": 0}
+    characters = {"base64_carrier": 0, "hex_carrier": 0}
+    for kind, start, end, digits in _carrier_candidates(view_text):
+        if carriers[kind] >= MAX_DECODED_CARRIERS:
+            continue
+        raw = _decode_base64(digits) if kind == "base64_carrier" else _decode_hex(digits)
+        decoded = _readable(raw) if raw else None
+        if decoded is None:
+            continue
+        carriers[kind] += 1
+        characters[kind] += len(decoded)
+        if characters[kind] > MAX_DECODED_CHARACTERS:
+            carriers[kind] = MAX_DECODED_CARRIERS
+            continue
+        if _reads_as_injection(decoded):
+            hits.append(_Hit(kind, "encoding_evasion", start, end, False))
     return hits
 
 
