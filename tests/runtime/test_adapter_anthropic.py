@@ -140,6 +140,9 @@ async def test_the_turn_goes_back_unchanged_and_all_results_in_one_message(
         },
         {"type": "tool_result", "tool_use_id": "toolu_2", "content": "found"},
     ]
+    texts = adapter.recorded_request_texts
+    assert [json.loads(t) for t in texts[:5]] == messages[1]["content"]
+    assert texts[5:] == ("Tool execution failed: boom", "found")
 
 
 async def test_the_request_shape_and_headers(server: ProviderServer) -> None:
