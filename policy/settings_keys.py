@@ -127,7 +127,7 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
     SettingKey(
         "DataTools.DefaultToolIdsByComponent",
         SettingKind.COMPONENT_IDS,
-        "Per component name, the tool ids selected by default (toolpolicy only: AI Studio keeps this as a user setting).",
+        "Per component name, the tool ids selected by default.",
         key_choices=_COMPONENTS,
         example='{ ["CHAT"] = { "web_search", "read_web_page" } }',
     ),
