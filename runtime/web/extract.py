@@ -194,6 +194,7 @@ def _hidden_selectors(style_sheets: Iterable[str]) -> tuple[frozenset[str], froz
 
 _SIMPLE_SELECTOR = re.compile(r"[.#][A-Za-z_][\w\-]*")
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_CSS_BRACE = re.compile(r"[{}]")
 
 
 def _top_level_rules(sheet: str) -> Iterator[tuple[str, str]]:
@@ -201,13 +202,14 @@ def _top_level_rules(sheet: str) -> Iterator[tuple[str, str]]:
     depth = 0
     start = 0
     selector = ""
-    for index, char in enumerate(sheet):
-        if char == "{":
+    for brace in _CSS_BRACE.finditer(sheet):
+        index = brace.start()
+        if brace.group(0) == "{":
             if depth == 0:
                 selector = sheet[start:index]
                 start = index + 1
             depth += 1
-        elif char == "}" and depth > 0:
+        elif depth > 0:
             depth -= 1
             if depth == 0:
                 if not selector.lstrip().startswith("@"):

@@ -18,6 +18,7 @@ from runtime.web.guard import (
     GuardRemovalReport,
     GuardSource,
     GuardText,
+    InjectionFilter,
     PromptInjectionGuard,
     tool_content,
     web_content,
@@ -55,9 +56,9 @@ class ShortFilter:
         return [FilterResult(sanitized_text="") for _ in texts[1:]]
 
 
-def make_guard(filter_: object) -> tuple[PromptInjectionGuard, list[GuardEvent]]:
+def make_guard(filter_: InjectionFilter) -> tuple[PromptInjectionGuard, list[GuardEvent]]:
     events: list[GuardEvent] = []
-    return PromptInjectionGuard(filter_, events.append), events  # type: ignore[arg-type]
+    return PromptInjectionGuard(filter_, events.append), events
 
 
 async def test_a_blank_text_comes_back_without_asking_the_filter() -> None:
