@@ -359,10 +359,12 @@ def _drop_page_furniture(body: Any) -> None:
 # --- conversion -------------------------------------------------------------------------------
 
 _EXCESS_BLANK_LINES = re.compile(r"\n{3,}")
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _normalize_markdown(markdown: str) -> str:
     markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    markdown = _CONTROL_CHARACTERS.sub("", markdown)
     return _EXCESS_BLANK_LINES.sub("\n\n", markdown).strip()
 
 

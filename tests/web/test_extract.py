@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.web.extract import (
     MAX_AUTHORS,
@@ -237,6 +239,56 @@ def test_an_empty_page_gives_empty_fields(html: str) -> None:
     extracted = extract_page(html, URL)
     assert extracted.markdown == ""
     assert extracted.title == ""
+    assert extracted.final_url == URL
+
+
+def test_control_characters_do_not_reach_the_markdown() -> None:
+    paragraph = (
+        "<p>A bell\x07 rings and a vertical\x0b tab hides in this longer paragraph text.</p>"
+    )
+    markdown = extract_page(page(article(paragraph)), URL).markdown
+    assert "A bell rings and a vertical" in markdown
+    assert "\x07" not in markdown
+    assert "\x0b" not in markdown
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<p>",
+                "</p>",
+                "<div hidden>",
+                "</div>",
+                "<a href='java&#9;script:x'>",
+                "</a>",
+                "<script>",
+                "<style>",
+                ".x{display:none}",
+                "<img src=x>",
+                "<table><tr><td>",
+                "<main>",
+                "</main>",
+                "<!--",
+                "-->",
+                "text ",
+                "&#0;",
+                "\x00",
+                "\ud800",
+                "<base href=/>",
+                "<meta name=author content='https://x'>",
+                "<h1>",
+                "</h1>",
+                '{"@type":"Article"}',
+            ]
+        ),
+        max_size=40,
+    )
+)
+def test_any_markup_is_extracted_without_error(parts: list[str]) -> None:
+    extracted = extract_page("".join(parts), URL)
+    assert "javascript" not in extracted.markdown.lower()
     assert extracted.final_url == URL
 
 
