@@ -10,7 +10,9 @@ turns into a pass-through with a warning.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, TypeVar
 
 import httpx
@@ -45,6 +47,12 @@ class _WireResult(BaseModel):
 class _WireBatch(BaseModel):
     model_config = ConfigDict(extra="ignore")
     results: list[_WireResult]
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """Built once: loading the trust store costs far more than the request to a local service."""
+    return httpx.create_ssl_context()
 
 
 def _to_result(wire: _WireResult) -> FilterResult:
@@ -107,7 +115,9 @@ class HttpInjectionFilter:
             headers["Authorization"] = f"Bearer {self._token}"
         url = self._base_url + path
         try:
-            async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            async with httpx.AsyncClient(
+                timeout=timeout, trust_env=False, verify=_tls_context()
+            ) as client:
                 response = await client.post(url, json=body, headers=headers)
         except httpx.TimeoutException as error:
             raise InjectionFilterError(
