@@ -99,7 +99,9 @@ class GuardRemovalReport:
         return sum(removal.redacted_count for removal in self.removals)
 
 
+GuardReport = GuardRemovalReport
 GuardEvent = GuardCheckFailed | GuardRemovalReport
+"""What the reporter receives; an app shows warnings, and an alert with all removals if it wants."""
 GuardReporter = Callable[[GuardEvent], None]
 
 
