@@ -25,7 +25,7 @@ local HOOK_EVERY = 1000
 local main_thread = co_running()
 local state = {budget = instructions // HOOK_EVERY + 1, hook_count = HOOK_EVERY}
 local chunk_of = {}          -- chunk name -> file index
-local constructors = {}      -- constructor number -> {file, line, code, line, ...}
+local constructors = {}      -- constructor number -> {file, line, closing line, code, line, ...}
 local threads = setmetatable({}, {__mode = "k"})
 
 local function plugin_location(level)
@@ -69,6 +69,10 @@ local function field(t, key)
   if type(t) == "table" then return rawget(t, key) end
   return nil
 end
+-- A plugin's metatable is usually a plugin table itself, so a proxy.
+local function meta_field(meta, name)
+  return rawget(rawget(meta, REAL) or meta, name)
+end
 local base = {}              -- the sandbox's own globals
 local removed = {}           -- sandbox globals the plugin set to nil
 local globals_table = {}     -- globals the plugin defined
@@ -97,7 +101,8 @@ local function record(proxy, key, value)
     else
       if value == last_closed then
         local info = constructors[rawget(value, MADE_BY)]
-        if info[1] == file and info[2] < line then line = info[2] end
+        -- `X = {` ... `}`: Lua reports the line of `}`; the statement starts at `{`.
+        if info[1] == file and info[3] == line then line = info[2] end
       else
         local fixes = line_fixes[file]
         local first = fixes and fixes[line]
@@ -131,7 +136,7 @@ proxy_meta.__index = function(proxy, key)
   end
   local meta = rawget(proxy, META)
   if meta ~= nil then
-    local handler = rawget(meta, "__index")
+    local handler = meta_field(meta, "__index")
     if type(handler) == "function" then return handler(proxy, key) end
     if handler ~= nil then return handler[key] end
   end
@@ -140,7 +145,7 @@ end
 proxy_meta.__newindex = function(proxy, key, value)
   local meta = rawget(proxy, META)
   if meta ~= nil and rawget(proxy, REAL)[key] == nil then
-    local handler = rawget(meta, "__newindex")
+    local handler = meta_field(meta, "__newindex")
     if type(handler) == "function" then return handler(proxy, key, value) end
     if handler ~= nil then handler[key] = value return end
   end
@@ -210,6 +215,7 @@ local function plugin_rawget(t, key)
 end
 
 local function plugin_rawset(t, key, value)
+  if t == string_view then error("the string metatable is read-only", 2) end
   if field(t, REAL) == nil then return rawset(t, key, value) end
   tracked_set(t, key, value)
   return t
@@ -225,7 +231,7 @@ local function plugin_setmetatable(t, meta)
     error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
   end
   local current = rawget(t, META)
-  if current ~= nil and rawget(current, "__metatable") ~= nil then
+  if current ~= nil and meta_field(current, "__metatable") ~= nil then
     error("cannot change a protected metatable", 2)
   end
   rawset(t, META, meta)
@@ -236,7 +242,7 @@ local function plugin_getmetatable(v)
   if field(v, REAL) ~= nil then
     local meta = rawget(v, META)
     if meta ~= nil then
-      local protected = rawget(meta, "__metatable")
+      local protected = meta_field(meta, "__metatable")
       if protected ~= nil then return protected end
     end
     return meta
@@ -391,7 +397,7 @@ local function ordered_entries(t)
     local file, runtime_keys = info[1], field(t, KEYS)
     local position, bracket = 0, 0
     local last_positional_line
-    for i = 3, #info, 2 do
+    for i = 4, #info, 2 do
       local code, line = info[i], info[i + 1]
       local location = (file << 32) | line
       if code == 0 then
@@ -410,7 +416,7 @@ local function ordered_entries(t)
       end
     end
     position = 0
-    for i = 3, #info, 2 do
+    for i = 4, #info, 2 do
       if info[i] == 0 then
         position = position + 1
         locations[position] = (file << 32) | info[i + 1]

@@ -53,7 +53,7 @@ class PreparedChunk:
 
     `source` is None when the text could not be tokenized; the sandbox then compiles the original
     text, which yields Lua's own syntax error message. `constructors_lua` returns two tables: per
-    constructor `{file, line, field code, field line, ...}` (code 0 = positional, 1 = `[expr]`,
+    constructor `{file, line, closing line, field code, field line, ...}` (code 0 = positional, 1 = `[expr]`,
     or the field name), and `{[last line] = first line}` for statements whose multi-line long
     string makes Lua report the line where the string ends.
     """
@@ -206,7 +206,8 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 if op == "}":
                     fields = frame.fields or []
                     slot = frame.constructor - first_constructor - 1
-                    constructors[slot] = ",".join([constructors[slot], *fields])
+                    close_line = str(line_at(token.start))
+                    constructors[slot] = ",".join([constructors[slot], close_line, *fields])
                     edits.append((token.end, "))" if frame.call_form else ")"))
                 elif frame.is_key:
                     edits.append((token.start, ")"))

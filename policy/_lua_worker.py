@@ -88,12 +88,19 @@ def _start(handler: Handler) -> _Worker:
     reply_read, reply_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(request_write)
-        os.close(reply_read)
+        _close_all_but(request_read, reply_write)
         _serve(handler, request_read, reply_write)
     os.close(request_read)
     os.close(reply_write)
     return _Worker(pid, request_write, reply_read, handler)
+
+
+def _close_all_but(first: int, second: int) -> None:
+    """The worker keeps only its pipes and stdio: no inherited socket or file stays open in it."""
+    low, high = sorted((first, second))
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
 
 
 def _serve(handler: Handler, requests: int, replies: int) -> None:

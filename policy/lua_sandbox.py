@@ -33,6 +33,7 @@ __all__ = [
     "SandboxLimits",
     "run_plugin",
     "run_plugin_source",
+    "stop_sandbox_worker",
 ]
 
 LuaScalar: TypeAlias = str | int | float | bool
@@ -167,6 +168,13 @@ def run_plugin_source(
         _, message, file_index, line, kind, _files = reply
         raise LuaSandboxError(message, _location(files, file_index, line), kind)
     return _decode_result(reply[1], files)
+
+
+def stop_sandbox_worker() -> None:
+    """End the sandbox's worker process now rather than at exit (it is restarted on demand)."""
+    from policy import _lua_worker
+
+    _lua_worker.shutdown()
 
 
 def _check_limits(limits: SandboxLimits) -> None:

@@ -1,0 +1,3 @@
+-- A table that contains itself.
+LOOP = {}
+LOOP.self = LOOP

@@ -1,0 +1,2 @@
+-- A giant format width.
+X = string.format("%99999999d", 1)

@@ -1,0 +1,3 @@
+-- An endless loop.
+X = 1
+while true do end

@@ -1,0 +1,3 @@
+-- A message handler that never returns.
+xpcall(function() while true do end end, function() while true do end end)
+X = "escaped"

@@ -1,0 +1,2 @@
+-- string.rep memory bomb.
+X = string.rep("x", 1 << 30)

@@ -1,0 +1,2 @@
+-- require outside the plugin folder.
+require("../secret")

@@ -1,0 +1,2 @@
+-- require with a path separator.
+require("sub/module")

@@ -1,0 +1,2 @@
+-- rawset on the string metatable.
+rawset(getmetatable(""), "__index", {})

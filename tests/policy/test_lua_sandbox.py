@@ -1,0 +1,425 @@
+"""The Lua sandbox: plain data with source lines for normal plugins, refusals for attacks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy.lua_sandbox import (
+    LuaFunction,
+    LuaRunResult,
+    LuaSandboxError,
+    LuaTable,
+    SandboxLimits,
+    run_plugin,
+    run_plugin_source,
+    stop_sandbox_worker,
+)
+from policy.provenance import SourceLocation
+
+FIXTURES = Path(__file__).parent / "lua_fixtures"
+# Small caps keep the attack tests quick; the defaults are far larger.
+FAST = SandboxLimits(instructions=2_000_000, wall_seconds=1.0, memory_bytes=32 * 1024 * 1024)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_worker_left() -> Iterator[None]:
+    yield
+    stop_sandbox_worker()
+
+
+@pytest.fixture
+def org(tmp_path: Path) -> Path:
+    folder = tmp_path / "org"
+    shutil.copytree(FIXTURES / "org", folder)
+    return folder
+
+
+def _table(value: object) -> LuaTable:
+    assert isinstance(value, LuaTable), value
+    return value
+
+
+def _run(source: str, plugin_dir: Path | None = None) -> LuaRunResult:
+    return run_plugin_source(source, "plugin.lua", plugin_dir, FAST)
+
+
+# --- normal plugins ---------------------------------------------------------------------------
+
+
+def test_globals_of_a_typical_plugin(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    plugin = str(org / "plugin.lua")
+    icon = str(org / "icon.lua")
+    assert result.files == (plugin, icon)
+    assert result.globals["ID"] == "43065dbc-78d0-45b7-92be-f14c2926e2dc"
+    assert result.globals["ICON_SVG"] == result.globals["SVG"]
+    assert str(result.globals["SVG"]).startswith("<svg")
+    assert result.globals["IS_MAINTAINED"] is True
+    assert result.globals["GREETING"] == "Grüße aus Köln ✓"
+    assert _table(result.globals["AUTHORS"]).sequence() == ["IT"]
+    assert "print" not in result.globals and "string" not in result.globals
+    assert list(result.globals)[:4] == ["SVG", "ID", "ICON_SVG", "NAME"]
+
+
+def test_integers_stay_integers_and_floats_stay_floats(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    assert type(result.globals["PRIORITY"]) is int and result.globals["PRIORITY"] == 100
+    assert type(result.globals["TEMPERATURE"]) is float
+    assert type(result.globals["WHOLE_FLOAT"]) is float and result.globals["WHOLE_FLOAT"] == 2.0
+
+
+def test_each_global_remembers_its_file_and_line(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    plugin = str(org / "plugin.lua")
+    assert result.locations["ID"] == SourceLocation(plugin, 2)
+    assert result.locations["NAME"] == SourceLocation(plugin, 4)
+    assert result.locations["SUPPORT_CONTACT"] == SourceLocation(plugin, 4)
+    assert result.locations["PRIORITY"] == SourceLocation(plugin, 6)
+    assert result.locations["HELPER"] == SourceLocation(plugin, 33)
+    # A multi-line long string counts from the line where the statement starts.
+    assert result.locations["SVG"] == SourceLocation(str(org / "icon.lua"), 1)
+
+
+def test_constructor_fields_and_assignments_keep_their_own_lines(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    plugin = str(org / "plugin.lua")
+    config = _table(result.globals["CONFIG"])
+    providers = _table(config.get("LLM_PROVIDERS"))
+    assert providers.locations[1] == SourceLocation(plugin, 12)
+    provider = _table(providers.get(1))
+    assert provider.location == SourceLocation(plugin, 12)
+    assert provider.locations["Id"] == SourceLocation(plugin, 13)
+    assert provider.locations["UsedLLMProvider"] == SourceLocation(plugin, 13)
+    assert provider.locations["Hostname"] == SourceLocation(plugin, 14)
+    model = _table(provider.get("Model"))
+    assert model.entries == {"Id": "llama3", "DisplayName": "Llama 3"}
+    assert model.location == SourceLocation(plugin, 15)
+
+    settings = _table(config.get("SETTINGS"))
+    assert settings.locations["DataTools.DisabledToolIds"] == SourceLocation(plugin, 19)
+    disabled = _table(settings.get("DataTools.DisabledToolIds"))
+    assert disabled.sequence() == ["web_search", "read_web_page", "semantic_search"]
+    assert [disabled.locations[i].line for i in (1, 2, 3)] == [20, 21, 27]
+    locked = _table(settings.get("DataTools.LockedToolSettings"))
+    assert locked.locations["search_confluence.baseUrl"] == SourceLocation(plugin, 24)
+    assert locked.locations["maxResults"] == SourceLocation(plugin, 25)
+
+
+def test_a_reassignment_moves_the_location_but_not_the_order(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    settings = _table(_table(result.globals["CONFIG"]).get("SETTINGS"))
+    assert settings.get("DataTools.EnableTools") is False
+    assert settings.locations["DataTools.EnableTools"].line == 28
+    assert list(settings.entries) == [
+        "DataTools.EnableTools",
+        "DataTools.DisabledToolIds",
+        "DataTools.LockedToolSettings",
+    ]
+
+
+def test_functions_carry_where_they_were_defined(org: Path) -> None:
+    result = run_plugin(org / "plugin.lua")
+    helper = result.globals["HELPER"]
+    assert helper == LuaFunction(SourceLocation(str(org / "plugin.lua"), 30))
+    assert _run("P = print").globals["P"] == LuaFunction(None)
+
+
+def test_entry_order_is_array_part_then_assignment_order() -> None:
+    result = _run('T = { z = 1, "a", [10] = 2, "b", y = 3 }\nT.x = 4\nT[3] = "c"\nT.z = nil')
+    table = _table(result.globals["T"])
+    assert list(table.entries) == [1, 2, 3, 10, "y", "x"]
+    assert table.locations[3] == SourceLocation("plugin.lua", 3)
+    assert table.locations["x"] == SourceLocation("plugin.lua", 2)
+    assert not table.is_sequence()
+    assert table.sequence() == ["a", "b", "c"]
+
+
+def test_sequences_and_lookups() -> None:
+    result = _run('L = {"a", "b"}\nE = {}\nM = {k = "v"}')
+    assert _table(result.globals["L"]).is_sequence()
+    assert _table(result.globals["E"]).is_sequence()
+    assert _table(result.globals["E"]).sequence() == []
+    assert _table(result.globals["M"]).get("k") == "v"
+    assert _table(result.globals["M"]).get("missing", "default") == "default"
+
+
+def test_computed_bracket_keys_get_their_field_lines() -> None:
+    source = 'local prefix = "Data"\nT = {\n  [prefix .. ".A"] = 1,\n  [prefix .. ".B"] = {\n    2,\n  },\n}'
+    table = _table(_run(source).globals["T"])
+    assert table.entries["Data.A"] == 1
+    assert table.locations["Data.A"].line == 3
+    assert table.locations["Data.B"].line == 4
+    assert _table(table.entries["Data.B"]).locations[1].line == 5
+
+
+def test_tables_built_by_helper_functions_and_loops() -> None:
+    source = (
+        "local function provider(name)\n"
+        "  return { Name = name }\n"
+        "end\n"
+        "LIST = {}\n"
+        'for _, name in ipairs({"a", "b"}) do\n'
+        "  LIST[#LIST + 1] = provider(name)\n"
+        "end\n"
+        "COUNT = 0\n"
+        "for _ in pairs(LIST[1]) do COUNT = COUNT + 1 end\n"
+        "FIRST = next(LIST)\n"
+        'JOINED = table.concat({"x", "y"}, ",")\n'
+    )
+    result = _run(source)
+    items = _table(result.globals["LIST"])
+    assert [_table(item).get("Name") for item in items.sequence()] == ["a", "b"]
+    assert items.locations[2].line == 6
+    assert _table(items.get(1)).locations["Name"].line == 2
+    assert result.globals["COUNT"] == 1
+    assert result.globals["FIRST"] == 1
+    assert result.globals["JOINED"] == "x,y"
+
+
+def test_function_call_with_a_table_argument_and_load_of_text() -> None:
+    source = (
+        "local function wrap(t) return t end\n"
+        'W = wrap{ a = 1 }\nS = wrap"text"\nL = load("return 1 + 1")()\nload("LOADED = true")()'
+    )
+    result = _run(source)
+    assert _table(result.globals["W"]).entries == {"a": 1}
+    assert result.globals["S"] == "text"
+    assert result.globals["L"] == 2
+    assert result.globals["LOADED"] is True
+
+
+def test_globals_set_to_nil_are_absent_and_overridden_builtins_are_kept() -> None:
+    result = _run("A = 1\nA = nil\nprint = 42\nB = type(print)")
+    assert "A" not in result.globals
+    assert result.globals["print"] == 42
+    assert result.globals["B"] == "number"
+
+
+def test_user_metatables_on_plugin_tables_work() -> None:
+    source = (
+        "local defaults = { Port = 443 }\n"
+        "local t = setmetatable({}, { __index = defaults })\n"
+        "PORT = t.Port\n"
+        "PROTECTED = getmetatable(setmetatable({}, { __metatable = 'locked' }))\n"
+    )
+    result = _run(source)
+    assert result.globals["PORT"] == 443
+    assert result.globals["PROTECTED"] == "locked"
+
+
+def test_strings_with_quotes_escapes_and_odd_numbers_survive() -> None:
+    result = _run(
+        'S = "a\\"b\\\\c\\n\\0d"\nK = { ["q\\"k"] = -0.5, [2.5] = 1e300 }\nBIG = 9007199254740993'
+    )
+    assert result.globals["S"] == 'a"b\\c\n\x00d'
+    assert _table(result.globals["K"]).entries == {'q"k': -0.5, 2.5: 1e300}
+    assert result.globals["BIG"] == 9007199254740993
+
+
+def test_crlf_line_endings_keep_line_numbers() -> None:
+    result = _run("A = 1\r\nB = {\r\n  x = 1,\r\n}\r\n")
+    assert result.locations["B"].line == 2
+    assert _table(result.globals["B"]).locations["x"].line == 3
+
+
+# --- errors that name the file and line --------------------------------------------------------
+
+
+def test_syntax_error_names_file_and_line() -> None:
+    with pytest.raises(LuaSandboxError) as caught:
+        _run("A = {1, 2\nB = 3")
+    assert caught.value.kind == "syntax"
+    assert caught.value.location == SourceLocation("plugin.lua", 2)
+    assert str(caught.value).startswith("plugin.lua:2: ")
+    assert "'}' expected" in caught.value.message
+
+
+def test_runtime_error_names_file_and_line() -> None:
+    with pytest.raises(LuaSandboxError) as caught:
+        _run("A = 1\nB = nil + 1")
+    assert caught.value.kind == "runtime"
+    assert str(caught.value).startswith("plugin.lua:2: attempt to perform arithmetic")
+
+
+def test_errors_without_position_get_the_plugin_line() -> None:
+    with pytest.raises(LuaSandboxError, match=r"^plugin\.lua:2: error raised with a table value"):
+        _run("A = 1\nerror({})")
+    with pytest.raises(LuaSandboxError, match=r"^plugin\.lua:1: plain"):
+        _run('error("plain", 0)')
+
+
+def test_error_inside_a_required_module_names_the_module(org: Path) -> None:
+    (org / "icon.lua").write_text("SVG = 1\nlocal x = nil .. 'a'\n", encoding="utf-8")
+    with pytest.raises(LuaSandboxError) as caught:
+        run_plugin(org / "plugin.lua")
+    assert caught.value.location == SourceLocation(str(org / "icon.lua"), 2)
+
+
+def test_syntax_error_in_a_required_module_names_the_module(org: Path) -> None:
+    (org / "icon.lua").write_text("SVG = {\n", encoding="utf-8")
+    with pytest.raises(LuaSandboxError) as caught:
+        run_plugin(org / "plugin.lua")
+    assert caught.value.location is not None
+    assert caught.value.location.file == str(org / "icon.lua")
+
+
+def test_missing_module_is_refused_at_the_require_line(org: Path) -> None:
+    (org / "icon.lua").unlink()
+    with pytest.raises(LuaSandboxError) as caught:
+        run_plugin(org / "plugin.lua")
+    assert caught.value.location == SourceLocation(str(org / "plugin.lua"), 1)
+    assert "module 'icon' not found" in caught.value.message
+
+
+def test_require_without_a_plugin_folder_finds_nothing() -> None:
+    with pytest.raises(LuaSandboxError, match="module 'icon' not found: this plugin has no folder"):
+        _run('require("icon")')
+
+
+def test_a_module_is_run_once_and_a_circular_require_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "counter.lua").write_text("RUNS = (RUNS or 0) + 1\nreturn RUNS", encoding="utf-8")
+    result = _run('A = require("counter")\nB = require("counter")', tmp_path)
+    assert (result.globals["A"], result.globals["B"], result.globals["RUNS"]) == (1, 1, 1)
+    (tmp_path / "self.lua").write_text('require("self")', encoding="utf-8")
+    with pytest.raises(LuaSandboxError, match="requires itself"):
+        _run('require("self")', tmp_path)
+
+
+def test_missing_file_unreadable_encoding_and_folders_are_read_errors(tmp_path: Path) -> None:
+    with pytest.raises(LuaSandboxError, match="does not exist") as caught:
+        run_plugin(tmp_path / "plugin.lua")
+    assert caught.value.kind == "read"
+    bad = tmp_path / "bad.lua"
+    bad.write_bytes(b'A = 1\nB = "\xff"\n')
+    with pytest.raises(LuaSandboxError, match=r"bad\.lua:2: not valid UTF-8 \(byte 0xff\)"):
+        run_plugin(bad)
+    with pytest.raises(LuaSandboxError, match="folder"):
+        run_plugin(tmp_path)
+
+
+def test_bad_limits_are_rejected_with_the_argument_name() -> None:
+    with pytest.raises(ValueError, match=r"SandboxLimits\.wall_seconds must be positive"):
+        run_plugin_source("A = 1", "plugin.lua", None, SandboxLimits(wall_seconds=0))
+
+
+def test_too_many_values_are_refused() -> None:
+    limits = SandboxLimits(max_values=50)
+    with pytest.raises(LuaSandboxError) as caught:
+        run_plugin_source("T = {}\nfor i = 1, 100 do T[i] = i end", "plugin.lua", None, limits)
+    assert caught.value.kind == "result"
+    assert "at most 50 values" in caught.value.message
+
+
+def test_error_string_without_line() -> None:
+    error = LuaSandboxError("boom", SourceLocation("plugin.lua", 0))
+    assert str(error) == "plugin.lua: boom"
+    assert str(LuaSandboxError("boom", None)) == "boom"
+
+
+# --- attacks ------------------------------------------------------------------------------------
+
+# attack file -> (what the message says, the line it names or None when only the file is known)
+ATTACKS: dict[str, tuple[str, int | None]] = {
+    "dofile.lua": ("global 'dofile'", 3),
+    "string_dump.lua": ("field 'dump'", 3),
+    "binary_chunk.lua": ("binary chunk", 3),
+    "require_parent.lua": ("'../secret' is not allowed", 2),
+    "require_separator.lua": ("'sub/module' is not allowed", 2),
+    "string_metatable.lua": ("string metatable is read-only", 3),
+    "string_metatable_rawset.lua": ("string metatable is read-only", 2),
+    "loop.lua": ("instruction budget", 3),
+    "loop_in_pcall.lua": ("instruction budget", None),
+    "loop_in_coroutine.lua": ("instruction budget", 2),
+    "loop_in_wrap.lua": ("instruction budget", None),
+    "loop_in_handler.lua": ("instruction budget", 2),
+    "rep_bomb.lua": ("memory", None),
+    "concat_bomb.lua": ("memory", None),
+    "table_concat_bomb.lua": ("", None),
+    "pattern_bomb.lua": ("wall-clock cap", None),
+    "format_width.lua": ("invalid conversion", 2),
+    "deep_nesting.lua": ("nests tables deeper than 100 levels", 3),
+    "cycle.lua": ('LOOP["self"] contains itself', 3),
+}
+
+
+def _snapshot(folder: Path) -> set[Path]:
+    return set(folder.rglob("*"))
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_attack_is_refused_naming_the_file(
+    attack: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (tmp_path / "secret.lua").write_text('SECRET = "outside"', encoding="utf-8")
+    shutil.copy(FIXTURES / "attacks" / attack, folder / "plugin.lua")
+    monkeypatch.chdir(tmp_path)
+    before = _snapshot(tmp_path)
+    with pytest.raises(LuaSandboxError) as caught:
+        run_plugin(folder / "plugin.lua", FAST)
+    fragment, line = ATTACKS[attack]
+    error = caught.value
+    assert error.location is not None
+    assert error.location.file == str(folder / "plugin.lua")
+    assert str(error).startswith(str(folder / "plugin.lua"))
+    assert fragment in error.message
+    if line is not None:
+        assert error.location.line == line
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_symlink_out_of_the_plugin_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (tmp_path / "secret.lua").write_text('SECRET = "outside"', encoding="utf-8")
+    os.symlink(tmp_path / "secret.lua", folder / "icon.lua")
+    (folder / "plugin.lua").write_text('require("icon")', encoding="utf-8")
+    with pytest.raises(LuaSandboxError, match="points outside the plugin folder") as caught:
+        run_plugin(folder / "plugin.lua", FAST)
+    assert caught.value.location == SourceLocation(str(folder / "plugin.lua"), 1)
+
+
+@pytest.mark.parametrize(
+    "name", ["io", "os", "debug", "package", "python", "dofile", "loadfile", "warn"]
+)
+def test_removed_globals_are_absent(name: str) -> None:
+    assert _run(f"KIND = type({name})").globals["KIND"] == "nil"
+    with pytest.raises(LuaSandboxError, match=rf"^plugin\.lua:2: .*'{name}'"):
+        _run(f"A = 1\n{name}.x()")
+
+
+def test_escape_attempts_find_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    stop_sandbox_worker()  # the next worker inherits the captured stdout
+    result = run_plugin(FIXTURES / "attacks" / "escape_attempts.lua", FAST)
+    assert "IO" not in result.globals
+    assert result.globals["OS_VIA_FALLBACK"] == "fallback:os"
+    assert result.globals["STRING_META"] is True
+    assert result.globals["LOADED"] == "string"
+    assert result.globals["GC"] == 0
+    assert "PRINTED" not in result.globals
+    stop_sandbox_worker()
+    assert "hello" not in capfd.readouterr().out
+
+
+def test_string_methods_still_work_after_a_refused_tampering() -> None:
+    with pytest.raises(LuaSandboxError):
+        _run('getmetatable("").__index = {}')
+    assert _run('X = ("abc"):upper()').globals["X"] == "ABC"
+
+
+def test_the_sandbox_recovers_after_a_wall_clock_kill() -> None:
+    with pytest.raises(LuaSandboxError, match="wall-clock cap"):
+        run_plugin(FIXTURES / "attacks" / "pattern_bomb.lua", SandboxLimits(wall_seconds=0.5))
+    assert _run("A = 1").globals["A"] == 1
+
+
+def test_each_run_gets_a_fresh_state() -> None:
+    _run("LEAK = 1\nstring.leak = 1")
+    result = _run("A = LEAK\nB = string.leak")
+    assert "A" not in result.globals and "B" not in result.globals
