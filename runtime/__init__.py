@@ -1,5 +1,151 @@
-"""toolpolicy's runtime: provider adapters, the tool-calling loop, the executor and built-in tools."""
+"""toolpolicy's runtime: provider adapters, the tool-calling loop, the executor and built-in tools.
+
+An app answers each user message with one call:
+
+    >>> from policy import load_policy
+    >>> from runtime import ChatRuntime, Chat, ChatMessage, Role, FinalAnswer
+    >>> policy = load_policy(org=["examples/organization"])
+    >>> assistant = ChatRuntime(policy)
+    >>> chat = Chat.open("chat-1")
+    >>> async for event in assistant.respond(chat, policy.providers[0],
+    ...                                      [ChatMessage(Role.USER, "What time is it?")]):
+    ...     ...
+
+Importing this package is cheap: every name below loads its module on first use.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.chat import (
+        Chat,
+        ChatRecord,
+        ChatRequirementError,
+        ChatStore,
+        MemoryChatStore,
+        SqliteChatStore,
+    )
+    from runtime.execution import (
+        ExecutableTool,
+        ToolExecutionBlocked,
+        ToolExecutionContext,
+        ToolExecutionResult,
+    )
+    from runtime.executor import ToolExecutor, ToolInvocationTrace, TraceStatus
+    from runtime.loop import (
+        FinalAnswer,
+        InvalidToolCallingResponse,
+        LoopEvent,
+        LoopLimits,
+        SequentialToolCallingLoop,
+        TextDeltaEvent,
+        ToolCallFinished,
+        ToolCallingLoop,
+        ToolCallStarted,
+    )
+    from runtime.messages import ChatMessage, Role, Source, SourceOrigin, Usage
+    from runtime.providers import (
+        ProviderClient,
+        ProviderError,
+        RetryPolicy,
+        Timeouts,
+        create_client,
+    )
+    from runtime.session import ChatRuntime, ResponseEvent, ToolsOffered, respond
+    from runtime.tools import builtin_executable_tools
+
+_LAZY: dict[str, str] = {
+    "Chat": "runtime.chat",
+    "ChatRecord": "runtime.chat",
+    "ChatRequirementError": "runtime.chat",
+    "ChatStore": "runtime.chat",
+    "MemoryChatStore": "runtime.chat",
+    "SqliteChatStore": "runtime.chat",
+    "ExecutableTool": "runtime.execution",
+    "ToolExecutionBlocked": "runtime.execution",
+    "ToolExecutionContext": "runtime.execution",
+    "ToolExecutionResult": "runtime.execution",
+    "ToolExecutor": "runtime.executor",
+    "ToolInvocationTrace": "runtime.executor",
+    "TraceStatus": "runtime.executor",
+    "FinalAnswer": "runtime.loop",
+    "InvalidToolCallingResponse": "runtime.loop",
+    "LoopEvent": "runtime.loop",
+    "LoopLimits": "runtime.loop",
+    "SequentialToolCallingLoop": "runtime.loop",
+    "TextDeltaEvent": "runtime.loop",
+    "ToolCallFinished": "runtime.loop",
+    "ToolCallStarted": "runtime.loop",
+    "ToolCallingLoop": "runtime.loop",
+    "ChatMessage": "runtime.messages",
+    "Role": "runtime.messages",
+    "Source": "runtime.messages",
+    "SourceOrigin": "runtime.messages",
+    "Usage": "runtime.messages",
+    "ProviderClient": "runtime.providers",
+    "ProviderError": "runtime.providers",
+    "RetryPolicy": "runtime.providers",
+    "Timeouts": "runtime.providers",
+    "create_client": "runtime.providers",
+    "ChatRuntime": "runtime.session",
+    "ResponseEvent": "runtime.session",
+    "ToolsOffered": "runtime.session",
+    "respond": "runtime.session",
+    "builtin_executable_tools": "runtime.tools",
+}
+
+__all__ = [
+    "Chat",
+    "ChatMessage",
+    "ChatRecord",
+    "ChatRequirementError",
+    "ChatRuntime",
+    "ChatStore",
+    "ExecutableTool",
+    "FinalAnswer",
+    "InvalidToolCallingResponse",
+    "LoopEvent",
+    "LoopLimits",
+    "MemoryChatStore",
+    "ProviderClient",
+    "ProviderError",
+    "ResponseEvent",
+    "RetryPolicy",
+    "Role",
+    "SequentialToolCallingLoop",
+    "Source",
+    "SourceOrigin",
+    "SqliteChatStore",
+    "TextDeltaEvent",
+    "Timeouts",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolCallingLoop",
+    "ToolExecutionBlocked",
+    "ToolExecutionContext",
+    "ToolExecutionResult",
+    "ToolExecutor",
+    "ToolInvocationTrace",
+    "ToolsOffered",
+    "TraceStatus",
+    "Usage",
+    "builtin_executable_tools",
+    "create_client",
+    "respond",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,281 @@
+"""The one call an app makes per user message: policy + chat + provider in, answer events out.
+
+`ChatRuntime` is built once per configuration change (it keeps the loaded policy, the app's shared
+services and each tool's resolved settings); `respond` then, for one user message, refuses a
+provider the chat rules out, asks the registry what may run, starts a fresh adapter, runs the loop
+and streams its events. Nothing here decides on its own: the registry decides, the loop acts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from policy.vocabulary import Component, DataSourceRetrievalMode
+from runtime.loop import LoopEvent
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import ProviderConfig
+    from policy.decision import RunnableTools
+    from policy.definitions import ToolDefinition
+    from runtime.chat import Chat
+    from runtime.execution import ExecutableTool
+    from runtime.loop import LoopLimits, ToolCallingLoop
+    from runtime.messages import ChatMessage
+    from runtime.providers.client import ProviderClient
+    from runtime.tools.semantic_search import SearchableDataSource
+
+_log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsOffered:
+    """The first event of every response: what this request offers the model, and what not.
+
+    `left_out` pairs a tool id with why a tool that passed the policy's checks offers nothing now
+    (it had nothing to offer, its resolution failed, or the app registered no way to run it).
+    """
+
+    tool_ids: tuple[str, ...]
+    left_out: tuple[tuple[str, str], ...] = ()
+
+
+ResponseEvent = ToolsOffered | LoopEvent
+"""What `respond` yields: `ToolsOffered` first, then the loop's events, `FinalAnswer` last."""
+
+
+class ChatRuntime:
+    """Everything an app keeps between user messages; `respond` is the call per message.
+
+    `services` are shared objects tools may use (e.g. "guard" for a prompt-injection guard);
+    `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
+    the mailbox behind an outbound-data restriction. Build a new one when the policy changes.
+    """
+
+    __slots__ = (
+        "_data_sources",
+        "_limits",
+        "_loop",
+        "_mailbox_name",
+        "_services",
+        "_settings",
+        "policy",
+    )
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        services: Mapping[str, Any] | None = None,
+        data_sources: Sequence[SearchableDataSource] = (),
+        mailbox_name: Callable[[str], str | None] | None = None,
+        loop: ToolCallingLoop | None = None,
+        limits: LoopLimits | None = None,
+    ) -> None:
+        self.policy = policy
+        self._data_sources = tuple(data_sources)
+        self._mailbox_name = mailbox_name
+        self._loop = loop
+        self._limits = limits
+        self._settings: dict[str, Mapping[str, str]] = {}
+        self._services = self._shared_services(services or {})
+
+    def _shared_services(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The app's services plus what the built-in tools need from the configuration."""
+        from policy.builtin import SC_BASE_URL, SEARCH_CONFLUENCE
+        from runtime.tools._common import DATA_SOURCES_SERVICE, WIKI_BASE_URL_SERVICE
+
+        services: dict[str, Any] = {}
+        if SEARCH_CONFLUENCE in self.policy.registry.tool_ids:
+            wiki = self._tool_settings(SEARCH_CONFLUENCE).get(SC_BASE_URL, "").strip()
+            if wiki:
+                services[WIKI_BASE_URL_SERVICE] = wiki
+        if self._data_sources:
+            services[DATA_SOURCES_SERVICE] = self._data_sources
+        services.update(given)
+        return services
+
+    def _tool_settings(self, tool_id: str) -> Mapping[str, str]:
+        """A tool's resolved setting values, worked out once per configuration."""
+        cached = self._settings.get(tool_id)
+        if cached is None:
+            cached = self.policy.registry.settings(tool_id).values_for_tool()
+            self._settings[tool_id] = cached
+        return cached
+
+    async def respond(
+        self,
+        chat: Chat,
+        provider: ProviderConfig,
+        messages: Sequence[ChatMessage],
+        *,
+        component: Component = Component.CHAT,
+        selected_tool_ids: Iterable[str] | None = None,
+        system_prompt: str = "",
+        client: ProviderClient | None = None,
+        api_key: str | None = None,
+        retrieval_mode: DataSourceRetrievalMode | None = None,
+        max_output_tokens: int | None = None,
+    ) -> AsyncIterator[ResponseEvent]:
+        """Answer the last of `messages` (the conversation so far, the user's message last).
+
+        Yields `ToolsOffered` first, then the loop's events; the last one is a `FinalAnswer`.
+        `selected_tool_ids` None means the component's default selection. Without `client`, one
+        is made from the provider entry (`api_key`, else the host's environment variable) and
+        closed at the end; pass your own to keep its connections between messages.
+
+        Raises `ChatRequirementError` before any request when the chat rules the provider out
+        (also between rounds, once a tool result tightened the chat), a `ProviderError` when the
+        provider fails, `InvalidToolCallingResponse` when its first round says nothing at all.
+        """
+        from runtime.chat import ensure_provider_allowed
+        from runtime.executor import ToolExecutor
+        from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
+        from runtime.messages import Conversation, Role
+        from runtime.providers import (
+            additional_api_parameters,
+            create_adapter,
+            create_client,
+            request_model,
+        )
+
+        registry = self.policy.registry
+        confidence = registry.provider_confidence(provider)
+        trusted = registry.is_trusted_provider(provider)
+        ensure_provider_allowed(chat, provider.kind, confidence, trusted)
+
+        offered = await self._runnable_tools(
+            chat, provider, component, selected_tool_ids, retrieval_mode
+        )
+        runnable, left_out = _executable(offered)
+        yield ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
+
+        prompt = _effective_system_prompt(system_prompt, offered.instructions)
+        conversation = Conversation(
+            system_prompt=prompt, messages=list(messages), tools=[d for d, _ in runnable]
+        )
+        context = LoopContext(
+            chat=chat,
+            runnable_tools=runnable,
+            executor=ToolExecutor(self._tool_settings, self._services, self._mailbox_name),
+            provider_kind=provider.kind,
+            provider_confidence=confidence,
+            provider_name=provider.name or provider.id,
+            model=provider.model,
+            given_web_addresses=web_addresses_given_in(
+                prompt, *(m.content for m in messages if m.role is Role.USER)
+            ),
+            provider_trusted=trusted,
+        )
+        owned = client is None
+        active = client if client is not None else create_client(provider, api_key)
+        try:
+            adapter = create_adapter(
+                active,
+                conversation,
+                request_model(provider),
+                max_output_tokens=max_output_tokens,
+                extra_body=additional_api_parameters(provider),
+            )
+            loop = self._loop or SequentialToolCallingLoop(self._limits)
+            async for event in loop.run(adapter, context):
+                yield event
+        finally:
+            if owned:
+                await active.aclose()
+
+    async def _runnable_tools(
+        self,
+        chat: Chat,
+        provider: ProviderConfig,
+        component: Component,
+        selected_tool_ids: Iterable[str] | None,
+        retrieval_mode: DataSourceRetrievalMode | None,
+    ) -> RunnableTools:
+        from policy.builtin import EXTRA_DATA_SOURCES
+
+        registry = self.policy.registry
+        selection = (
+            registry.default_tool_ids(component)
+            if selected_tool_ids is None
+            else tuple(selected_tool_ids)
+        )
+        mode = retrieval_mode or registry.preselected_retrieval_mode()[0]
+        extras: dict[str, object] = {}
+        if self._data_sources:
+            from runtime.tools.semantic_search import offered_data_sources
+
+            extras[EXTRA_DATA_SOURCES] = offered_data_sources(
+                self._data_sources, provider.kind, registry.provider_confidence(provider)
+            )
+        return await registry.runnable_tools(
+            selection,
+            provider,
+            component,
+            outbound_restriction=chat.outbound_restriction,
+            retrieval_mode=mode,
+            chat_id=chat.id,
+            extras=extras,
+        )
+
+
+def _executable(
+    offered: RunnableTools,
+) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
+    """The offered tools that can run; a definition without an implementation is left out."""
+    from runtime.execution import ExecutableTool
+
+    runnable: list[tuple[ToolDefinition, ExecutableTool]] = []
+    left_out = list(offered.left_out)
+    for entry in offered.tools:
+        if isinstance(entry.tool, ExecutableTool):
+            runnable.append((entry.definition, entry.tool))
+        else:
+            _log.warning(
+                "Tool '%s' is allowed but has no implementation that can run; it is not offered.",
+                entry.definition.id,
+            )
+            left_out.append((entry.definition.id, "no implementation that can run is registered"))
+    return tuple(runnable), tuple(left_out)
+
+
+def _effective_system_prompt(system_prompt: str, tool_instructions: str) -> str:
+    """The app's prompt with the tool-usage block appended (either may be empty)."""
+    parts = [p for p in (system_prompt.strip(), tool_instructions) if p]
+    return SYSTEM_PROMPT_SEPARATOR.join(parts)
+
+
+async def respond(
+    policy: Policy,
+    chat: Chat,
+    provider: ProviderConfig,
+    messages: Sequence[ChatMessage],
+    *,
+    component: Component = Component.CHAT,
+    selected_tool_ids: Iterable[str] | None = None,
+    system_prompt: str = "",
+    client: ProviderClient | None = None,
+    api_key: str | None = None,
+    services: Mapping[str, Any] | None = None,
+) -> AsyncIterator[ResponseEvent]:
+    """`ChatRuntime(policy, services=services).respond(...)` for an app that answers one message.
+
+    An app answering many messages keeps one `ChatRuntime` instead (settings resolved once).
+    """
+    runtime = ChatRuntime(policy, services=services)
+    async for event in runtime.respond(
+        chat,
+        provider,
+        messages,
+        component=component,
+        selected_tool_ids=selected_tool_ids,
+        system_prompt=system_prompt,
+        client=client,
+        api_key=api_key,
+    ):
+        yield event
