@@ -226,7 +226,13 @@ local function plugin_rawlen(v)
 end
 
 local function plugin_setmetatable(t, meta)
-  if field(t, REAL) == nil then return setmetatable(t, meta) end
+  if field(t, REAL) == nil then
+    -- Lua runs finalizers with hooks switched off, out of the budget's reach.
+    if type(meta) == "table" and rawget(meta, "__gc") ~= nil then
+      error("finalizers (__gc) are not available in configuration plugins", 2)
+    end
+    return setmetatable(t, meta)
+  end
   if meta ~= nil and type(meta) ~= "table" then
     error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
   end

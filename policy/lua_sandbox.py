@@ -11,6 +11,7 @@ table remembers the file and line that set it.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 from collections.abc import Mapping
@@ -136,6 +137,13 @@ def run_plugin_source(
 ) -> LuaRunResult:
     """Run Lua text as if it were the file `file_name`; without `plugin_dir`, `require` finds nothing."""
     _check_limits(limits)
+    if not hasattr(os, "fork"):
+        raise LuaSandboxError(
+            "cannot run Lua plugins here: the sandbox needs fork() (Linux or macOS) to enforce "
+            "its wall-clock cap",
+            SourceLocation(file_name, 0),
+            "limit",
+        )
     from lupa import lua54  # noqa: F401  (imported here, before the worker is forked)
 
     from policy import _lua_worker
@@ -342,7 +350,7 @@ class _ModuleReader:
         try:
             return self._read(raw_name.decode("utf-8", "replace"))
         except LuaSandboxError as error:
-            return (None, error.message.encode())
+            return (None, str(error).encode())
         except Exception as error:  # a module problem must become a Lua error, never a crash
             return (None, f"module could not be read: {error}".encode())
 

@@ -344,6 +344,7 @@ ATTACKS: dict[str, tuple[str, int | None]] = {
     "format_width.lua": ("invalid conversion", 2),
     "deep_nesting.lua": ("nests tables deeper than 100 levels", 3),
     "cycle.lua": ('LOOP["self"] contains itself', 3),
+    "finalizer_loop.lua": ("finalizers (__gc) are not available", 3),
 }
 
 
@@ -423,3 +424,10 @@ def test_each_run_gets_a_fresh_state() -> None:
     _run("LEAK = 1\nstring.leak = 1")
     result = _run("A = LEAK\nB = string.leak")
     assert "A" not in result.globals and "B" not in result.globals
+
+
+def test_a_module_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    (tmp_path / "icon.lua").write_bytes(b'SVG = "\xff"')
+    with pytest.raises(LuaSandboxError, match=r"icon\.lua:1: not valid UTF-8") as caught:
+        _run('require("icon")', tmp_path)
+    assert caught.value.location == SourceLocation("plugin.lua", 1)
