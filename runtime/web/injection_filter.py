@@ -70,14 +70,22 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "ignore_previous_instructions",
         "override",
-        rf"\b(?:ignore|disregard|forget|override|bypass|neglect|skip)\b{_S}"
+        rf"\b(?:ignore|disregard|forget|override|bypass|neglect)\b{_S}"
         rf"(?:(?:all|any|every|the|of|these|those|everything|and)\b{_S}){{0,3}}"
         rf"{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
         words=(
-            _words("ignore disregard forget override bypass neglect skip"),
+            _words("ignore disregard forget override bypass neglect"),
             _QUALIFIER_WORDS,
             _RULE_NOUN_WORDS,
         ),
+    ),
+    _Rule(
+        "ignore_the_above",
+        "override",
+        rf"\b(?:ignore|disregard|forget)\b{_S}(?:(?:all|everything|anything|the|of){_S}){{0,2}}"
+        rf"(?:(?:written|said|stated|text){_S})?(?:above|before|prior|previously)\b"
+        r"(?=\s*(?:and\b|then\b|[,.;:!]|$))",
+        words=(_words("ignore disregard forget"), _words("above before prior previously")),
     ),
     _Rule(
         "forget_everything",
@@ -96,7 +104,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "new_instructions",
         "override",
-        rf"\byour{_S}(?:new|real|actual|true|updated){_S}(?:instructions|rules|task|role|goal|objective|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
+        rf"\byour{_S}(?:new|real|actual|true|updated){_S}(?:instructions|rules|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
         rf"|\b(?:new|updated|revised){_S}system{_S}(?:prompt|instructions?|message)\s*:",
         words=(
             _words("new real actual true updated revised"),
@@ -106,16 +114,20 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "you_are_now",
         "role_override",
-        rf"\byou{_S}are{_S}(?:now|no{_S}longer)\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
+        rf"\byou{_S}are{_S}now\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan\b|developer\s+mode|god\s+mode|"
-        r"free\s+(?:from|of)|not\s+bound|bound\s+by|restricted|limited|an?\s+ai\b|an?\s+assistant\b|required\s+to\s+follow)",
+        r"free\s+(?:from|of)\s+(?:all\s+|any\s+|your\s+)?(?:rules|restrictions|guidelines|filters|constraints)|not\s+bound)"
+        rf"|\byou{_S}are{_S}no{_S}longer\b{_S}(?:an?{_S}(?:ai|assistant|language{_S}model)\b|"
+        rf"(?:bound|restricted|limited){_S}by{_S}(?:your|any|the)?{_S}?(?:rules|guidelines|instructions|policies|restrictions|programming)|"
+        rf"required{_S}to{_S}follow{_S}(?:your|the|any){_S}(?:rules|guidelines|instructions|policies))",
         words=(_words("you"), _words("are"), _words("now longer")),
     ),
     _Rule(
         "from_now_on",
         "role_override",
         rf"\bfrom{_S}now{_S}on\b[\s,]*you{_S}(?:are|will|must|shall|should)\b{_S}(?:only{_S})?"
-        r"(?:act|respond|answer|behave|ignore|pretend|roleplay|reply|obey|follow\s+my)\b",
+        r"(?:act|behave|ignore|disregard|pretend|roleplay|obey|follow\s+my|"
+        r"(?:respond|answer|reply|speak|talk)\s+(?:only\s+)?(?:as|like)\b)",
         words=(_words("from"), _words("now"), _words("you")),
     ),
     _Rule(
@@ -138,8 +150,10 @@ _RULES: tuple[_Rule, ...] = (
         "reveal_system_prompt",
         "exfiltration",
         rf"\b(?:reveal|print|repeat|output|show|display|leak|disclose|dump|tell{_S}me|give{_S}me)\b{_S}(?:me{_S})?"
-        rf"(?:your|the)\b{_S}(?:(?:full|entire|complete|hidden|secret|exact|initial|original|verbatim){_S}){{0,2}}"
-        rf"(?:system{_S}(?:prompt|message|instructions)|hidden{_S}instructions|initial{_S}instructions|original{_S}instructions|developer{_S}message|instructions{_S}above)\b",
+        rf"(?:your{_S}(?:(?:full|entire|complete|hidden|secret|exact|initial|original|verbatim){_S}){{0,2}}"
+        rf"(?:system{_S}(?:prompt|message|instructions)|instructions|developer{_S}message)"
+        rf"|the{_S}(?:(?:full|entire|complete|exact){_S})?(?:hidden|secret|initial|original|verbatim){_S}"
+        rf"(?:system{_S}(?:prompt|message)|instructions|developer{_S}message))\b",
         words=(
             _words("reveal print repeat output show display leak disclose dump tell give"),
             _words("system hidden initial original developer instructions"),
@@ -149,12 +163,12 @@ _RULES: tuple[_Rule, ...] = (
         "send_conversation",
         "exfiltration",
         rf"\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate|leak)\b{_S}"
-        rf"(?:(?:the|this|all|your|our|my|user'?s?|entire|full|whole|complete|previous|current){_S}){{0,3}}"
-        rf"(?:conversation|chat(?:{_S}(?:history|log|transcript))?|previous{_S}messages|system{_S}prompt|memory|context{_S}window)\b{_S}to\b"
-        rf"|\b(?:send|forward|email|e-mail|post|upload|transmit|exfiltrate)\b{_S}"
-        rf"(?:(?:the|this|all|your|our|my|user'?s?|any){_S}){{0,3}}"
-        rf"(?:api{_S}keys?|credentials|passwords?|secrets?|access{_S}tokens?|session{_S}cookies?|personal{_S}data)\b{_S}to{_S}"
-        rf"(?:https?://|[\w.+-]+@[\w-]+\.|this{_S}(?:url|address|email|endpoint|server|site)|the{_S}following{_S}(?:url|address|email|endpoint))",
+        rf"(?:(?:the|this|all|your|our|my|user'?s?|any|entire|full|whole|complete|previous|current){_S}){{0,3}}"
+        rf"(?:conversation|chat(?:{_S}(?:history|log|transcript))?|previous{_S}messages|system{_S}prompt|memory|context{_S}window|"
+        rf"api{_S}keys?|credentials|passwords?|secrets?|access{_S}tokens?|session{_S}cookies?|personal{_S}data)\b{_S}to{_S}"
+        rf"(?:https?://|[\w.+-]+@[\w-]+\.|me\b|us\b|this{_S}(?:url|address|email|endpoint|server|site)|the{_S}following{_S}(?:url|address|email|endpoint))"
+        rf"|\b(?:exfiltrate|leak)\b{_S}(?:(?:the|this|all|your|our|my|user'?s?|entire|full|whole|complete|previous|current){_S}){{0,3}}"
+        rf"(?:conversation|chat{_S}history|previous{_S}messages|system{_S}prompt|context{_S}window)\b",
         words=(
             _words("send forward email mail post upload transmit exfiltrate leak"),
             _words(
