@@ -468,19 +468,21 @@ async def test_a_slow_page_times_out_on_its_own(
     assert document["retrieval_timed_out"] is False
 
 
-async def test_the_overall_timeout_cuts_off_what_is_still_loading(
+async def test_four_pages_load_at_once_and_the_overall_timeout_cuts_off_the_rest(
     searxng: SearxngServer, page_server: PageServer
 ) -> None:
     searxng.state.results = [
         hit(page(page_server, "/site/solar"), "Solar", "s"),
-        hit(page(page_server, "/slow?n=2"), "Slow", "slow snippet"),
+        *(hit(page(page_server, f"/slow?n={n}"), "Slow", "slow snippet") for n in range(5)),
     ]
+    slow_before = page_server.state.paths.count("/slow")
     document = body(
         await run(
             searxng, {"query": "x"}, allPagesRetrievalTimeoutSeconds="1", pageTimeoutSeconds="30"
         )
     )
-    solar, slow = document["results"]
+    solar, slow, *_ = document["results"]
+    assert page_server.state.paths.count("/slow") - slow_before == 4, "at most 4 pages at once"
     assert document["retrieval_timed_out"] is True
     assert solar["page"]["status"] == "complete"
     assert slow["page"]["status"] == "snippet only"
