@@ -30,8 +30,14 @@ class GuardSource:
 
 
 def web_content(url: str) -> GuardSource:
-    """The source of every field of a fetched web page, labelled by its final URL."""
-    return GuardSource(kind="web_content", label=url)
+    """The source of every field of a fetched web page, labelled by its final URL.
+
+    The label is shown to the user and may reach traces, so user info and parameter values
+    (possibly tokens) are masked; the page stays recognizable by host and path.
+    """
+    from runtime.web.addresses import redact_url_for_log
+
+    return GuardSource(kind="web_content", label=redact_url_for_log(url))
 
 
 def tool_content(tool_name: str) -> GuardSource:
@@ -261,7 +267,12 @@ class PromptInjectionGuard:
     def _emit(self, event: GuardEvent) -> None:
         if self._reporter is None:
             if isinstance(event, GuardCheckFailed):
-                _log.warning(event.message)
+                # Counts only: a label may be a URL carrying a token, and logs must not hold it.
+                _log.warning(
+                    "%d source(s) could not be checked for prompt injections and were used as "
+                    "they are.",
+                    len(event.sources),
+                )
             return
         try:
             self._reporter(event)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runtime.web.addresses import redact_url_for_log
 from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
 
 SINGLE_PATH = "/security/prompt-injection/sanitize"
@@ -87,12 +88,13 @@ class HttpInjectionFilter:
                 f"The filtering service address must be an http or https URL, but it was '{base_url}'."
             )
         self._base_url = base_url.rstrip("/")
+        self._shown_url = redact_url_for_log(self._base_url)
         self._token = token
         self._timeout_single = timeout_single
         self._timeout_batch = timeout_batch
 
     def __repr__(self) -> str:
-        return f"HttpInjectionFilter(base_url={self._base_url!r})"
+        return f"HttpInjectionFilter(base_url={self._shown_url!r})"
 
     async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
         if not texts:
@@ -104,7 +106,7 @@ class HttpInjectionFilter:
         batch = self._parse(_WireBatch, answer, BATCH_PATH)
         if len(batch.results) != len(texts):
             raise InjectionFilterError(
-                f"The filtering service at {self._base_url} answered {len(batch.results)} "
+                f"The filtering service at {self._shown_url} answered {len(batch.results)} "
                 f"result(s) for {len(texts)} text(s)."
             )
         return [_to_result(result) for result in batch.results]
@@ -114,6 +116,7 @@ class HttpInjectionFilter:
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         url = self._base_url + path
+        shown = self._shown_url + path
         try:
             async with httpx.AsyncClient(
                 timeout=timeout, trust_env=False, verify=_tls_context()
@@ -121,15 +124,15 @@ class HttpInjectionFilter:
                 response = await client.post(url, json=body, headers=headers)
         except httpx.TimeoutException as error:
             raise InjectionFilterError(
-                f"The filtering service at {url} did not answer within {timeout:g} seconds."
+                f"The filtering service at {shown} did not answer within {timeout:g} seconds."
             ) from error
         except httpx.HTTPError as error:
             raise InjectionFilterError(
-                f"The filtering service at {url} could not be reached: {type(error).__name__}."
+                f"The filtering service at {shown} could not be reached: {type(error).__name__}."
             ) from error
         if response.status_code != 200:
             raise InjectionFilterError(
-                f"The filtering service at {url} answered HTTP {response.status_code} "
+                f"The filtering service at {shown} answered HTTP {response.status_code} "
                 f"({response.reason_phrase or 'Unknown'})."
             )
         return response.content
@@ -139,7 +142,7 @@ class HttpInjectionFilter:
             return model.model_validate_json(content)
         except ValidationError as error:
             raise InjectionFilterError(
-                f"The filtering service at {self._base_url}{path} sent an answer that is not "
+                f"The filtering service at {self._shown_url}{path} sent an answer that is not "
                 f"a valid result ({error.error_count()} problem(s), first: "
                 f"{error.errors()[0]['msg']})."
             ) from error

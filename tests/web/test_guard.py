@@ -210,9 +210,12 @@ async def test_without_a_reporter_a_failure_is_still_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     guard = PromptInjectionGuard(BrokenFilter(RuntimeError("x")))
+    source = web_content("https://intra.example/page?token=s3cr3t")
     with caplog.at_level(logging.WARNING, logger="runtime.web.guard"):
+        assert await guard.sanitize("text", source) == "text"
         assert await guard.sanitize("text", tool_content("search_confluence")) == "text"
-    assert "'search_confluence' could not be checked" in caplog.text
+    assert "1 source(s) could not be checked" in caplog.text
+    assert "s3cr3t" not in caplog.text
 
 
 # --- the HTTP client against the loopback service -------------------------------------------
@@ -319,6 +322,28 @@ async def test_an_unreachable_service_passes_through_with_a_warning() -> None:
     guard, events = make_guard(filter_)
     assert await guard.sanitize(INJECTION, PAGE_A) == INJECTION
     assert [type(event) for event in events] == [GuardCheckFailed]
+
+
+async def test_credentials_in_the_service_address_never_reach_errors(
+    service: RunningGuardService,
+) -> None:
+    address = service.base_url.replace("http://", "http://user:hunter2@") + "?key=abc123"
+    service.state.mode = "fail"
+    filter_ = HttpInjectionFilter(address)
+    with pytest.raises(InjectionFilterError) as refusal:
+        await filter_.filter_batch(["x"])
+    assert "hunter2" not in str(refusal.value)
+    assert "abc123" not in str(refusal.value)
+    assert "hunter2" not in repr(filter_)
+
+
+def test_a_page_source_names_the_page_without_its_secrets() -> None:
+    source = web_content("https://user:pw@intra.example/page?token=s3cr3t#part")
+    assert source.kind == "web_content"
+    assert source.label.startswith("https://intra.example/page?token=")
+    assert "s3cr3t" not in source.label
+    assert "pw" not in source.label
+    assert web_content("https://a.example/x") == web_content("https://a.example/x")
 
 
 def test_a_service_address_that_is_no_web_address_is_refused() -> None:
