@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ class GuardServiceState:
     """What the service does next and what it has seen."""
 
     mode: str = "ok"
-    """"ok", "fail" (HTTP 500), "wrong_length" (a batch answer one short), "not_json"."""
+    """One of "ok", "fail" (HTTP 500), "wrong_length" (a batch answer one short), "not_json"."""
     token: str | None = None
     requests: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
 
@@ -91,10 +92,11 @@ def running_guard_service() -> Iterator[RunningGuardService]:
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
+        deadline = time.monotonic() + 10
         while not server.started:
-            if not thread.is_alive():
+            if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("The loopback filtering service did not start.")
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
         port = server.servers[0].sockets[0].getsockname()[1]
         yield RunningGuardService(base_url=f"http://127.0.0.1:{port}", state=state)
     finally:
