@@ -640,3 +640,29 @@ def test_settings_set_refuses_secrets(base: Path, tmp_path: Path) -> None:
     assert "keyring" in done.stderr
     assert "tvly-123" not in done.stderr
     assert not user.exists()
+
+
+def test_explain_never_shows_a_secret(tmp_path: Path) -> None:
+    secret = generate_secret()
+    encrypted = encrypt("tavily-secret-value", secret)
+    plugin = write_plugin(
+        tmp_path / "secret",
+        PROVIDERS
+        + f"""\
+CONFIG["SETTINGS"] = {{}}
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {{
+    ["web_search.tavily.apiKey"] = "{encrypted}",
+}}
+""",
+    )
+    env = {"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret}
+    for output_format in ("table", "json", "yaml"):
+        done = run(
+            "explain", "web_search", "--org", plugin.parent, "--provider", OPEN_AI,
+            "--format", output_format, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0
+        assert "tavily.apiKey" in done.stdout
+        assert "tavily-secret-value" not in done.stdout + done.stderr
+        assert encrypted not in done.stdout + done.stderr
+        assert secret not in done.stdout + done.stderr
