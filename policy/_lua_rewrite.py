@@ -74,7 +74,6 @@ class _Token:
 @dataclass(slots=True)
 class _Frame:
     opener: str
-    token_index: int
     constructor: int = 0
     at_field_start: bool = False
     fields: list[str] | None = None
@@ -119,7 +118,7 @@ def _tokenize(text: str) -> list[_Token] | None:
     return tokens
 
 
-def stack_has_brackets(stack: list[_Frame]) -> bool:
+def _stack_has_brackets(stack: list[_Frame]) -> bool:
     return any(frame.opener != "block" for frame in stack)
 
 
@@ -172,7 +171,7 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 else:
                     fields.append(f"{FIELD_POSITIONAL},{field_line}")
                 if token.kind == _OP and token.text == "[":
-                    stack.append(_Frame("[", index, is_key=True))
+                    stack.append(_Frame("[", is_key=True))
                     edits.append((token.end, f"{KEY_HELPER}("))
                     previous = token
                     continue
@@ -185,7 +184,6 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 stack.append(
                     _Frame(
                         "{",
-                        index,
                         constructor=number,
                         at_field_start=True,
                         fields=[],
@@ -197,7 +195,7 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 prefix = "(" if call_form else ""
                 edits.append((token.start, f"{prefix}{CTOR_HELPER}({OPEN_HELPER}(),{number},"))
             elif op in ("(", "["):
-                stack.append(_Frame(op, index))
+                stack.append(_Frame(op))
             elif op in ("}", ")", "]"):
                 expected = {"}": "{", ")": "(", "]": "["}[op]
                 if not stack or stack[-1].opener != expected:
@@ -213,14 +211,14 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                     edits.append((token.start, ")"))
             elif op in (",", ";") and top is not None and top.opener == "{":
                 top.at_field_start = True
-        elif token.kind == _STRING and token.text == "long" and not stack_has_brackets(stack):
+        elif token.kind == _STRING and token.text == "long" and not _stack_has_brackets(stack):
             first = line_at(token.start)
             last = first + text.count("\n", token.start, token.end)
             if last > first:
                 line_fixes.append(f"[{last}]={first}")
         elif token.kind == _KEYWORD:
             if token.text in _BLOCK_OPENERS:
-                stack.append(_Frame("block", index))
+                stack.append(_Frame("block"))
             elif token.text in _BLOCK_CLOSERS:
                 if not stack or stack[-1].opener != "block":
                     return PreparedChunk(None, NO_CONSTRUCTORS, 0)

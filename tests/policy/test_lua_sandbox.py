@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policy.lua_sandbox import (
     LuaFunction,
@@ -431,3 +433,138 @@ def test_a_module_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     with pytest.raises(LuaSandboxError, match=r"icon\.lua:1: not valid UTF-8") as caught:
         _run('require("icon")', tmp_path)
     assert caught.value.location == SourceLocation("plugin.lua", 1)
+
+
+# --- the source rewrite keeps data and lines exact -------------------------------------------------
+
+
+def test_constructors_with_function_bodies_strings_and_comments() -> None:
+    source = (
+        "T = {\n"
+        "  f = function(a, b) local x, y = 1, 2; if a then do return x end end return y end,\n"
+        "  \"a{b}\", '}', [[ { ]], [==[ ]] } ]==],\n"
+        "  -- a comment with { and }\n"
+        "  --[[ a long comment\n"
+        "  with { ]] after = 1;\n"
+        "  nested = { repeat_ = (function() repeat local z = 1 until true return 2 end)() },\n"
+        "}\n"
+        "local obj = { m = function(self, t) return t end }\n"
+        "M = obj:m{ k = 1 }\n"
+        "local function three() return 7, 8, 9 end\n"
+        "MULTI = { 1,\n  three() }\n"
+    )
+    result = _run(source)
+    table = _table(result.globals["T"])
+    assert isinstance(table.get("f"), LuaFunction)
+    assert table.sequence() == ["a{b}", "}", " { ", " ]] } "]
+    assert [table.locations[i].line for i in (1, 2, 3, 4)] == [3, 3, 3, 3]
+    assert table.locations["f"].line == 2
+    assert table.locations["after"].line == 6
+    assert _table(table.get("nested")).entries == {"repeat_": 2}
+    assert table.locations["nested"].line == 7
+    assert _table(result.globals["M"]).entries == {"k": 1}
+    multi = _table(result.globals["MULTI"])
+    assert multi.sequence() == [1, 7, 8, 9]
+    assert [multi.locations[i].line for i in (1, 2, 3, 4)] == [12, 13, 13, 13]
+
+
+_IDENTIFIERS = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda name: (
+        name
+        not in {"and", "do", "end", "for", "if", "in", "nil", "not", "or", "then", "true", "until"}
+    )
+)
+_TEXT = st.text(alphabet=st.sampled_from(list("ab{}[]\"'\\-=, ;ä✓")), max_size=8)
+_SCALARS = st.one_of(
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: not x.is_integer()),
+    st.booleans(),
+    _TEXT,
+)
+
+
+def _lua_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _lua_scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _lua_string(value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+_Field = tuple[str, object, object]  # (form, key, value); value may be a nested list of fields
+
+
+@st.composite
+def _fields(draw: st.DrawFn, depth: int = 0) -> list[_Field]:
+    names = draw(st.lists(_IDENTIFIERS, max_size=4, unique=True))
+    strings = draw(
+        st.lists(_TEXT, max_size=3, unique=True).map(lambda xs: [x for x in xs if x not in names])
+    )
+    values = st.one_of(_SCALARS, _fields(depth + 1)) if depth < 3 else _SCALARS
+    fields: list[_Field] = [("name", name, draw(values)) for name in names]
+    fields += [("string", text, draw(values)) for text in strings]
+    fields += [("number", 100 + i, draw(values)) for i in range(draw(st.integers(0, 2)))]
+    fields += [("positional", None, draw(values)) for _ in range(draw(st.integers(0, 4)))]
+    return draw(st.permutations(fields))
+
+
+def _render(
+    fields: list[_Field], out: list[str], line: int, gaps: st.DrawFn
+) -> tuple[int, dict[object, object], dict[object, int]]:
+    """Writes a constructor; returns the line after it, the expected data and field lines."""
+    data: dict[object, object] = {}
+    lines: dict[object, int] = {}
+    position = 0
+    out.append("{")
+    for form, key, value in fields:
+        gap = gaps(st.sampled_from([" ", "\n  ", " -- note {\n  ", " --[[ {\n ]] "]))
+        out.append(gap)
+        line += gap.count("\n")
+        if form == "positional":
+            position += 1
+            key = position
+        elif form == "name":
+            out.append(f"{key} = ")
+        elif form == "string":
+            out.append(f"[{_lua_string(str(key))}] = ")
+        else:
+            out.append(f"[{key}] = ")
+        lines[key] = line
+        if isinstance(value, list):
+            line, nested, nested_lines = _render(value, out, line, gaps)
+            data[key] = (nested, nested_lines)
+        else:
+            out.append(_lua_scalar(value))
+            data[key] = value
+        out.append(gaps(st.sampled_from([",", ";"])))
+    out.append("}")
+    return line, data, lines
+
+
+def _assert_same(table: LuaTable, data: dict[object, object], lines: dict[object, int]) -> None:
+    assert set(table.entries) == set(data)
+    for key, expected in data.items():
+        assert table.locations[key].line == lines[key], key  # type: ignore[index]
+        actual = table.entries[key]  # type: ignore[index]
+        if isinstance(expected, tuple):
+            _assert_same(_table(actual), *expected)
+        else:
+            assert actual == expected and type(actual) is type(expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fields=_fields(), data=st.data())
+def test_any_constructor_layout_keeps_values_and_field_lines(
+    fields: list[_Field], data: st.DataObject
+) -> None:
+    out: list[str] = ["\n\nT = "]
+    _, expected, lines = _render(fields, out, 3, data.draw)
+    result = _run("".join(out))
+    assert result.locations["T"].line == 3
+    _assert_same(_table(result.globals["T"]), expected, lines)
