@@ -69,7 +69,6 @@ _NOISE_TAGS = (
     "frame",
     "frameset",
     "applet",
-    "math",
 )
 _NOISE_ROLES = frozenset({"navigation", "dialog", "alertdialog"})
 _NOISE_TOKENS = frozenset(
@@ -227,8 +226,8 @@ def _is_hidden(element: Any, hidden_classes: frozenset[str], hidden_ids: frozens
         return True
     if (element.get("role") or "").strip().lower() in _NOISE_ROLES:
         return True
-    classes = set((element.get("class") or "").lower().split())
-    if classes & (_HIDING_TOKENS | hidden_classes):
+    classes = (element.get("class") or "").lower().split()
+    if any(token in _HIDING_TOKENS or token in hidden_classes for token in classes):
         return True
     if (element.get("id") or "").lower() in hidden_ids:
         return True
