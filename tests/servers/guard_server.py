@@ -7,6 +7,7 @@ batch with one result too few, or demand a bearer token. Every request is record
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import time
@@ -30,7 +31,9 @@ class GuardServiceState:
     """What the service does next and what it has seen."""
 
     mode: str = "ok"
-    """One of "ok", "fail" (HTTP 500), "wrong_length" (a batch answer one short), "not_json"."""
+    """One of "ok", "fail" (HTTP 500), "wrong_length" (a batch answer one short), "not_json",
+    "slow" (answers after `delay_seconds`)."""
+    delay_seconds: float = 1.0
     token: str | None = None
     requests: list[tuple[str, dict[str, Any], str | None]] = field(default_factory=list)
 
@@ -56,6 +59,8 @@ def create_app(state: GuardServiceState) -> Starlette:
             and request.headers.get("authorization") != f"Bearer {state.token}"
         ):
             return JSONResponse({"error": "unauthorized"}, status_code=401)
+        if state.mode == "slow":
+            await asyncio.sleep(state.delay_seconds)
         if state.mode == "fail":
             return JSONResponse({"error": "scanner failed"}, status_code=500)
         if state.mode == "not_json":

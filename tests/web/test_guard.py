@@ -312,6 +312,19 @@ async def test_an_answer_that_is_no_result_is_a_failure(service: RunningGuardSer
         await HttpInjectionFilter(service.base_url).filter_batch(["x", "y"])
 
 
+async def test_a_service_slower_than_its_timeout_passes_through_with_a_warning(
+    service: RunningGuardService,
+) -> None:
+    service.state.mode = "slow"
+    service.state.delay_seconds = 1.0
+    filter_ = HttpInjectionFilter(service.base_url, timeout_single=0.1, timeout_batch=0.1)
+    with pytest.raises(InjectionFilterError, match=re.escape("did not answer within 0.1 seconds")):
+        await filter_.filter_batch(["x", "y"])
+    guard, events = make_guard(filter_)
+    assert await guard.sanitize(INJECTION, PAGE_A) == INJECTION
+    assert [type(event) for event in events] == [GuardCheckFailed]
+
+
 async def test_an_unreachable_service_passes_through_with_a_warning() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

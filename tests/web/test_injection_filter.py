@@ -254,6 +254,28 @@ def test_snippets_are_short() -> None:
     assert len(snippet) <= MAX_SNIPPET_CHARACTERS
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a " * 100_000,
+        "a." * 100_000,
+        "A" * 200_000,
+        "&#" * 100_000,
+        "\\u" * 100_000,
+        "i g " * 50_000,
+        "0" * 200_001,
+        "ignore " * 30_000,
+        "ignore all the " * 10_000 + "x",
+        "<|" * 100_000,
+        "\u200b" * 100_000,
+    ],
+)
+def test_pathological_input_is_scanned_in_one_go(text: str) -> None:
+    """Linear-time patterns: these finish quickly; a backtracking pattern would hang here."""
+    result = scan_text(text)
+    assert result.sanitized_text.count(REMOVAL_MARKER) == result.redacted_count
+
+
 def test_blank_text_comes_back_unchanged() -> None:
     assert scan_text("  \n\t").sanitized_text == "  \n\t"
 
