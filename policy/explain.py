@@ -13,11 +13,23 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.configuration import ProviderConfig, SecretValue
+from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
-from policy.vocabulary import Component, ConfidenceLevel, ToolActivation, ToolOfferBlockReason
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    SettingSource,
+    ToolActivation,
+    ToolOfferBlockReason,
+)
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.registry import ToolRegistry
+    from policy.resolve import MinimumConfidence, ResolvedSetting
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -56,27 +68,15 @@ def origin_document(origin: Origin | None) -> dict[str, Any] | None:
     }
 
 
-def provider_document(provider: ProviderConfig | None, confidence: Any) -> dict[str, Any]:
-    if provider is None:
-        return {"id": None, "kind": None, "model": None, "confidence": to_document(confidence)}
-    return {
-        "id": provider.id,
-        "kind": provider.kind.value,
-        "model": provider.model,
-        "confidence": to_document(confidence),
-    }
-
-
 # --- single decisions -------------------------------------------------------------------------
 
 
-def decision_document(decision: Any) -> dict[str, Any]:
+def decision_document(decision: OfferDecision) -> dict[str, Any]:
     """The JSON contract of `policy explain TOOL_ID`."""
-    provider = getattr(decision, "provider", None)
     return {
         "tool": decision.tool_id,
-        "component": to_document(decision.component),
-        "provider": _decision_provider(provider),
+        "component": decision.component.value,
+        "provider": _decision_provider(decision.provider),
         "offered": decision.reason is ToolOfferBlockReason.NONE,
         "reason": decision.reason.value,
         "message": decision.message,
@@ -92,24 +92,25 @@ def decision_document(decision: Any) -> dict[str, Any]:
     }
 
 
-def _decision_provider(provider: Any) -> dict[str, Any]:
+def _decision_provider(provider: ProviderSummary | None) -> dict[str, Any]:
     if provider is None:
         return {"id": None, "kind": None, "model": None, "confidence": None}
-    document = to_document(provider)
-    if not isinstance(document, dict):
-        return {"id": str(document), "kind": None, "model": None, "confidence": None}
-    return {key: document.get(key) for key in ("id", "kind", "model", "confidence")}
+    return {
+        "id": provider.id,
+        "kind": provider.kind.value,
+        "model": provider.model,
+        "confidence": provider.confidence.name,
+    }
 
 
-def evidence_document(evidence: Any) -> Any:
-    return to_document(evidence)
+def evidence_document(evidence: Evidence) -> dict[str, Any]:
+    document: dict[str, Any] = to_document(evidence)
+    return document
 
 
-def evidence_text(evidence: Any) -> str:
+def evidence_text(evidence: Evidence) -> str:
     """One line: the setting looked at, its value, and who set it (plugin and file:line)."""
     document = evidence_document(evidence)
-    if not isinstance(document, dict):
-        return str(document)
     parts = [str(document.get("key") or "")]
     if "value" in document:
         parts.append(f"= {_value_text(document['value'])}")
@@ -138,7 +139,7 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def decision_text(decision: Any) -> str:
+def decision_text(decision: OfferDecision) -> str:
     """What `policy explain TOOL_ID` prints: the verdict, then every check in order."""
     document = decision_document(decision)
     provider = document["provider"]
@@ -175,17 +176,17 @@ class Matrix:
     component: Component
     providers: tuple[ProviderConfig, ...]
     tool_ids: tuple[str, ...]
-    decisions: Mapping[tuple[str, str], Any]
+    decisions: Mapping[tuple[str, str], OfferDecision]
     context_tool_ids: frozenset[str] = frozenset()
     """Tools that offer themselves from the chat's context (semantic_search): "offered" there
     means "offered whenever the chat gives them something to do"."""
 
-    def decision(self, tool_id: str, provider_id: str) -> Any:
+    def decision(self, tool_id: str, provider_id: str) -> OfferDecision:
         return self.decisions[(tool_id, provider_id)]
 
 
 def build_matrix(
-    registry: Any,
+    registry: ToolRegistry,
     tool_ids: Sequence[str],
     providers: Sequence[ProviderConfig],
     component: Component,
@@ -232,7 +233,7 @@ def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _cell(decision: Any) -> str:
+def _cell(decision: OfferDecision) -> str:
     return "offered" if decision.reason is ToolOfferBlockReason.NONE else decision.reason.value
 
 
@@ -254,8 +255,8 @@ class DecisionChange:
 
 
 def diff_decisions(
-    old_registry: Any,
-    new_registry: Any,
+    old_registry: ToolRegistry,
+    new_registry: ToolRegistry,
     tool_ids: Sequence[str],
     providers: Sequence[ProviderConfig],
     components: Sequence[Component],
@@ -356,7 +357,7 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 # --- settings and the catalog -----------------------------------------------------------------
 
 
-def settings_document(policy: Any, tool_id: str) -> dict[str, Any]:
+def settings_document(policy: Policy, tool_id: str) -> dict[str, Any]:
     """The JSON contract of `policy settings TOOL_ID`; secret values are masked."""
     resolved = policy.registry.settings(tool_id)
     return {
@@ -365,7 +366,7 @@ def settings_document(policy: Any, tool_id: str) -> dict[str, Any]:
     }
 
 
-def _setting_row(setting: Any, policy: Any) -> dict[str, Any]:
+def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     value: Any = setting.value
     if setting.secret and value is not None:
         value = SECRET_MASK
@@ -378,24 +379,24 @@ def _setting_row(setting: Any, policy: Any) -> dict[str, Any]:
         "locked": bool(setting.locked),
         "origin": _setting_origin(setting, policy),
     }
-    if getattr(setting, "note", ""):
+    if setting.note:
         row["note"] = setting.note
     return row
 
 
-def _setting_origin(setting: Any, policy: Any) -> dict[str, Any] | None:
+def _setting_origin(setting: ResolvedSetting, policy: Policy) -> dict[str, Any] | None:
     if setting.origin is not None:
         return origin_document(setting.origin)
     location = setting.location
     if location is not None:
         return {"plugin": None, "file": location.file, "line": location.line}
-    if setting.source.value == "USER" and getattr(policy.user, "path", None):
+    if setting.source is SettingSource.USER and policy.user.path:
         return {"plugin": None, "file": policy.user.path, "line": 0}
     return None
 
 
 def settable_field_problem(
-    policy: Any, tool_id: str, field: str, value: str
+    policy: Policy, tool_id: str, field: str, value: str
 ) -> tuple[str | None, str] | None:
     """Why `policy settings set` must refuse: (argument at fault or None, message); None = fine."""
     from policy.resolve import option_problem
@@ -430,7 +431,7 @@ def settable_field_problem(
     return None
 
 
-def tools_document(policy: Any, component: Component | None) -> dict[str, Any]:
+def tools_document(policy: Policy, component: Component | None) -> dict[str, Any]:
     """The catalog (`policy tools`): per entry its state and where its minimum comes from."""
     registry = policy.registry
     activation = {t.definition.id: t.definition.activation.value for t in policy.tools}
@@ -457,7 +458,7 @@ def tools_document(policy: Any, component: Component | None) -> dict[str, Any]:
     return {"component": component.value if component else None, "tools": rows}
 
 
-def _minimum_set_at(minimum: Any) -> str | None:
+def _minimum_set_at(minimum: MinimumConfidence) -> str | None:
     """file:line of the entry that decided the minimum (the user's file or a plugin), if any."""
     for evidence in minimum.evidence:
         location = evidence.origin.location if evidence.origin else evidence.location
