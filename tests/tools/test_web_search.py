@@ -415,6 +415,7 @@ async def test_a_page_after_the_last_is_refused_with_the_last_page(
         ({"forced_status": 429}, "HTTP 429"),
         ({"forced_status": 401}, "HTTP 401"),
         ({"forced_status": 502}, "HTTP 502"),
+        ({"forced_status": 302}, "Set searxng.baseUrl to the address"),
         ({"oversized": True}, "more than 1048576 bytes"),
     ],
 )
