@@ -376,7 +376,7 @@ def explain(
         provider = _single_provider(policy, provider_id, provider_kind, model)
         decision = policy.offer_decision(tool_id, provider, chosen_component)
         if output_format == "table":
-            _print(decision_text(decision))
+            _print(decision_text(decision, provider.name))
         else:
             _print(render_document(decision_document(decision), output_format))
         blocked = decision.reason is not ToolOfferBlockReason.NONE

@@ -139,13 +139,13 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def decision_text(decision: OfferDecision) -> str:
+def decision_text(decision: OfferDecision, provider_name: str = "") -> str:
     """What `policy explain TOOL_ID` prints: the verdict, then every check in order."""
     document = decision_document(decision)
     provider = document["provider"]
     provider_text = (
-        f"{provider['id']} ({provider['kind']}, model {provider['model'] or '-'}, "
-        f"confidence {provider['confidence']})"
+        f"{provider_name or provider['id']} ({provider['kind']}, model "
+        f"{provider['model'] or '-'}, confidence {provider['confidence']})"
         if provider["id"] is not None or provider["kind"] is not None
         else "no provider"
     )
