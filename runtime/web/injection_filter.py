@@ -249,9 +249,20 @@ _COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
 _WORD = re.compile(r"[a-z]+")
 
 _LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
-_SPACED_KEYWORDS = re.compile(
-    r"ignore|disregard|instruction|systemprompt|jailbreak|override|forget|previous|bypass"
+_SPACED_KEYWORD_LIST = (
+    "ignore",
+    "disregard",
+    "instruction",
+    "systemprompt",
+    "jailbreak",
+    "override",
+    "forget",
+    "previous",
+    "bypass",
 )
+_SPACED_KEYWORDS = re.compile("|".join(_SPACED_KEYWORD_LIST))
+_SPACED_LETTERS = tuple(frozenset(keyword) for keyword in _SPACED_KEYWORD_LIST)
+"""A letter-spaced keyword shows each of its letters as a one-letter word: a cheap precondition."""
 
 _BASE64_CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])"
@@ -469,6 +480,8 @@ def _phrase_hits(view_text: str) -> list[_Hit]:
             continue
         for match in pattern.finditer(normalized):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
+    if not any(letters <= words for letters in _SPACED_LETTERS):
+        return hits
     for match in _LETTER_SPACED.finditer(normalized):
         letters = "".join(c for c in match.group(0) if c.isalpha())
         if _SPACED_KEYWORDS.search(letters):
