@@ -53,18 +53,26 @@ _worker: _Worker | None = None
 def run_job(handler: Handler, request: bytes, wall_seconds: float) -> JobOutcome:
     """Have the worker compute `handler(request)` within `wall_seconds`."""
     global _worker
+    frame = _HEADER.pack(math.ceil(wall_seconds)) + request
     with _lock:
-        worker = _worker
-        if worker is None or worker.handler is not handler:
-            _worker = None
-            if worker is not None:
-                _stop(worker)
-            worker = _worker = _start(handler)
+        worker = _ready_worker(handler)
         try:
-            _write_frame(worker.to_worker, _HEADER.pack(math.ceil(wall_seconds)) + request)
+            try:
+                _write_frame(worker.to_worker, frame)
+            except OSError:
+                # The worker died between jobs (e.g. the OOM killer): that is not this job's fault.
+                _kill(worker)
+                _worker = None
+                worker = _ready_worker(handler)
+                _write_frame(worker.to_worker, frame)
             reply, timed_out = _read_frame(worker.from_worker, time.monotonic() + wall_seconds)
         except OSError:
             reply, timed_out = None, False
+        except BaseException:
+            # Interrupted mid-job: its late reply must never be read as the next job's.
+            _kill(worker)
+            _worker = None
+            raise
         if reply is not None:
             return JobOutcome(reply)
         _worker = None
@@ -72,6 +80,18 @@ def run_job(handler: Handler, request: bytes, wall_seconds: float) -> JobOutcome
             _kill(worker)
             return JobOutcome(None, timed_out=True)
         return JobOutcome(None, death=_kill(worker))
+
+
+def _ready_worker(handler: Handler) -> _Worker:
+    global _worker
+    worker = _worker
+    if worker is not None and worker.handler is handler and not _has_exited(worker):
+        return worker
+    _worker = None
+    if worker is not None:
+        _stop(worker)
+    _worker = _start(handler)
+    return _worker
 
 
 def shutdown() -> None:
@@ -167,6 +187,15 @@ def _read_frame(fd: int, deadline: float | None) -> tuple[bytes | None, bool]:
             (length,) = _HEADER.unpack_from(buffer)
             expected = _HEADER.size + length
     return bytes(buffer[_HEADER.size :]), False
+
+
+def _has_exited(worker: _Worker) -> bool:
+    """Reaps a worker that died between jobs, so the next job does not write into a corpse."""
+    try:
+        pid, _ = os.waitpid(worker.pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return pid != 0
 
 
 def _kill(worker: _Worker) -> str:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import signal
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policy._lua_worker import run_job, shutdown
 from policy.lua_sandbox import (
     LuaFunction,
     LuaRunResult,
@@ -515,7 +518,7 @@ def _fields(draw: st.DrawFn, depth: int = 0) -> list[_Field]:
 
 
 def _render(
-    fields: list[_Field], out: list[str], line: int, gaps: st.DrawFn
+    fields: list[_Field], out: list[str], line: int, gaps: Callable[[st.SearchStrategy[str]], str]
 ) -> tuple[int, dict[object, object], dict[object, int]]:
     """Writes a constructor; returns the line after it, the expected data and field lines."""
     data: dict[object, object] = {}
@@ -568,3 +571,48 @@ def test_any_constructor_layout_keeps_values_and_field_lines(
     result = _run("".join(out))
     assert result.locations["T"].line == 3
     _assert_same(_table(result.globals["T"]), expected, lines)
+
+
+# --- the worker process -------------------------------------------------------------------------
+
+
+def _pid_handler(request: bytes) -> bytes:
+    if request == b"sleep":
+        time.sleep(30)
+    if request == b"die":
+        os._exit(3)
+    return str(os.getpid()).encode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_worker_is_reused_replaced_after_a_timeout_and_gone_after_shutdown() -> None:
+    first = int(run_job(_pid_handler, b"pid", 5).reply or b"0")
+    assert first != os.getpid()
+    assert int(run_job(_pid_handler, b"pid", 5).reply or b"0") == first
+    outcome = run_job(_pid_handler, b"sleep", 0.2)
+    assert outcome.timed_out and outcome.reply is None
+    assert not _alive(first)
+    second = int(run_job(_pid_handler, b"pid", 5).reply or b"0")
+    assert second not in (0, first)
+    shutdown()
+    assert not _alive(second)
+
+
+def test_a_worker_that_dies_is_reported_and_one_killed_between_jobs_is_replaced() -> None:
+    outcome = run_job(_pid_handler, b"die", 5)
+    assert outcome.reply is None and outcome.death == "exit status 3"
+    pid = int(run_job(_pid_handler, b"pid", 5).reply or b"0")
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(1000):  # until the kernel has made it a zombie
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            break
+        time.sleep(0.005)
+    assert int(run_job(_pid_handler, b"pid", 5).reply or b"0") not in (0, pid)
+    shutdown()
