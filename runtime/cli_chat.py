@@ -1,0 +1,401 @@
+"""`policy chat`: a real conversation through the policy and the runtime, from the terminal.
+
+The same call an app makes (`ChatRuntime.respond`) per line the user types; the answer streams
+to stdout, tool calls and notices go to stderr (or everything as JSON lines with --format json).
+Attached to the `policy` command lazily (policy/cli.py), so `policy --help` never imports this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.util
+import json
+import sys
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from policy.vocabulary import Component
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import ProviderConfig
+    from policy.tools import Tool
+    from runtime.chat import Chat
+    from runtime.messages import ChatMessage
+    from runtime.session import ResponseEvent
+
+API_KEY_ENV = "TOOLPOLICY_API_KEY"
+TOOLS_FACTORY = "create_tools"
+_QUIT = frozenset({"exit", "quit", ":q"})
+
+
+@click.command()
+@click.argument("message", required=False)
+@click.option(
+    "--org",
+    "org",
+    multiple=True,
+    envvar="TOOLPOLICY_ORG",
+    type=click.Path(exists=True, path_type=Path),
+    help="Organization plugin (a plugin.lua, a plugin folder or a folder of them). Repeatable. "
+    "[env: TOOLPOLICY_ORG]",
+)
+@click.option(
+    "--local",
+    "local",
+    multiple=True,
+    envvar="TOOLPOLICY_LOCAL",
+    type=click.Path(exists=True, path_type=Path),
+    help="Local plugin. Repeatable. [env: TOOLPOLICY_LOCAL]",
+)
+@click.option(
+    "--user-settings",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TOOLPOLICY_USER_SETTINGS",
+    help="The user's settings YAML file. [env: TOOLPOLICY_USER_SETTINGS]",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="TOOLPOLICY_STATE_DIR",
+    help="Last-known-good copies of organization plugins. [env: TOOLPOLICY_STATE_DIR]",
+)
+@click.option(
+    "--provider", "provider_id", help="A configured provider, by id or name (InstanceName)."
+)
+@click.option(
+    "--base-url",
+    envvar="TOOLPOLICY_BASE_URL",
+    help="Send the provider's requests here instead (a gateway, a local server), e.g. "
+    "http://localhost:8000/v1. [env: TOOLPOLICY_BASE_URL]",
+)
+@click.option(
+    "--tool",
+    "tool_ids",
+    multiple=True,
+    help="Select a tool (repeatable). Without it, the component's default selection.",
+)
+@click.option(
+    "--tools-file",
+    "tools_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"A Python file whose {TOOLS_FACTORY}() returns the app's own tools, registered next "
+    "to the installed ones. Repeatable.",
+)
+@click.option(
+    "--component",
+    type=click.Choice([c.value for c in Component], case_sensitive=False),
+    metavar="COMPONENT",
+    default=Component.CHAT.value,
+    show_default=True,
+    help="The part of the app the conversation happens in.",
+)
+@click.option("--system", "system_prompt", default="", help="The system prompt.")
+@click.option(
+    "--chat-id",
+    help="Continue this chat's requirements (what earlier tool results demanded). "
+    "Default: a new chat.",
+)
+@click.option(
+    "--chat-db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TOOLPOLICY_CHAT_DB",
+    help="SQLite file with chat requirements. [env: TOOLPOLICY_CHAT_DB, default: the user's "
+    "data folder]",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="text: the answer on stdout, tool calls on stderr. json: one JSON object per event.",
+)
+def chat(
+    message: str | None,
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    provider_id: str | None,
+    base_url: str | None,
+    tool_ids: tuple[str, ...],
+    tools_files: tuple[Path, ...],
+    component: str,
+    system_prompt: str,
+    chat_id: str | None,
+    chat_db: Path | None,
+    output_format: str,
+) -> None:
+    """Chat with a configured provider under the organization's tool policy.
+
+    With MESSAGE, answer that one message; without, read one message per line from stdin until
+    end of input (or "exit"). The API key comes from TOOLPOLICY_API_KEY, else the host's own
+    variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); it is never taken from the command line.
+
+    Exit codes: 0 answered, 1 refused or failed (the reason on stderr), 2 usage.
+    """
+    from runtime.chat import ChatRequirementError, ChatStoreError
+    from runtime.loop import InvalidToolCallingResponse
+    from runtime.providers.errors import ProviderError
+
+    policy = _load_policy(org, local, user_settings, state_dir, tools_files)
+    for finding in policy.errors:
+        where = f"{finding.location}: " if finding.location is not None else ""
+        click.echo(f"{where}error: {finding.message}", err=True)
+    provider = _chosen_provider(policy, provider_id, base_url)
+    selection = tool_ids or None
+    if chat_id is not None and not chat_id.strip():
+        raise click.BadParameter("a chat id must not be blank.", param_hint="--chat-id")
+    json_lines = output_format.lower() == "json"
+    try:
+        conversation = _open_chat(chat_id, chat_db)
+        if not json_lines:
+            click.echo(f"chat {conversation.id} with {provider.name or provider.id}", err=True)
+        lines = [message] if message is not None else _typed_lines()
+        asyncio.run(
+            _converse(
+                policy,
+                conversation,
+                provider,
+                lines,
+                component=Component(component.upper()),
+                selection=selection,
+                system_prompt=system_prompt,
+                json_lines=json_lines,
+            )
+        )
+    except (
+        ChatRequirementError,
+        ProviderError,
+        InvalidToolCallingResponse,
+        ChatStoreError,
+    ) as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _load_policy(
+    org: Sequence[Path],
+    local: Sequence[Path],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    tools_files: Sequence[Path],
+) -> Policy:
+    from policy import load_policy
+    from policy.discovery import discover_tools
+    from policy.user_settings import UserSettingsError
+
+    tools: list[Tool] = list(discover_tools().tools)
+    for path in tools_files:
+        tools.extend(_tools_from_file(path))
+    try:
+        return load_policy(org, local, user_settings, state_dir=state_dir, tools=tools)
+    except UserSettingsError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _tools_from_file(path: Path) -> list[Tool]:
+    """The tools `create_tools()` of a Python file returns; anything else is a usage error."""
+    from policy.tools import Tool
+
+    spec = importlib.util.spec_from_file_location(f"_toolpolicy_tools_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise click.BadParameter(f"'{path}' is not a Python file.", param_hint="--tools-file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise click.BadParameter(
+            f"'{path}' failed to import: {type(error).__name__}: {error}",
+            param_hint="--tools-file",
+        ) from None
+    factory = getattr(module, TOOLS_FACTORY, None)
+    if not callable(factory):
+        raise click.BadParameter(
+            f"'{path}' defines no {TOOLS_FACTORY}() returning its tools.", param_hint="--tools-file"
+        )
+    made = list(factory())
+    wrong = [type(t).__name__ for t in made if not isinstance(t, Tool)]
+    if wrong:
+        raise click.BadParameter(
+            f"{TOOLS_FACTORY}() in '{path}' returned objects that are no tools: "
+            f"{', '.join(wrong)}.",
+            param_hint="--tools-file",
+        )
+    return made
+
+
+def _chosen_provider(
+    policy: Policy, provider_id: str | None, base_url: str | None
+) -> ProviderConfig:
+    listed = ", ".join(f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers) or "none"
+    if provider_id:
+        provider = policy.provider(provider_id)
+        if provider is None:
+            raise click.BadParameter(
+                f"no configured provider '{provider_id}'. Configured: {listed}",
+                param_hint="--provider",
+            )
+    elif len(policy.providers) == 1:
+        provider = policy.providers[0]
+    else:
+        raise click.UsageError(f"choose a provider with --provider ID. Configured: {listed}")
+    if base_url:
+        provider = dataclasses.replace(provider, hostname=base_url.strip())
+    return provider
+
+
+def _open_chat(chat_id: str | None, chat_db: Path | None) -> Chat:
+    from runtime.chat import Chat, SqliteChatStore, default_chat_database_path
+
+    store = SqliteChatStore(chat_db if chat_db is not None else default_chat_database_path())
+    return Chat.open(chat_id or str(uuid.uuid4()), store)
+
+
+def _typed_lines() -> Iterator[str]:
+    """One message per line of stdin; a prompt only when a person is typing."""
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            click.echo("you> ", nl=False, err=True)
+        line = sys.stdin.readline()
+        if not line:
+            return
+        text = line.strip()
+        if text.lower() in _QUIT:
+            return
+        if text:
+            yield text
+
+
+async def _converse(
+    policy: Policy,
+    chat: Chat,
+    provider: ProviderConfig,
+    lines: Iterable[str],
+    *,
+    component: Component,
+    selection: tuple[str, ...] | None,
+    system_prompt: str,
+    json_lines: bool,
+) -> None:
+    from runtime.loop import FinalAnswer
+    from runtime.messages import ChatMessage, Role
+    from runtime.providers import create_client
+    from runtime.session import ChatRuntime
+
+    assistant = ChatRuntime(policy)
+    history: list[ChatMessage] = []
+    client = create_client(provider, _api_key(provider))
+    try:
+        for line in lines:
+            history.append(ChatMessage(Role.USER, line))
+            answer = ""
+            async for event in assistant.respond(
+                chat,
+                provider,
+                list(history),
+                component=component,
+                selected_tool_ids=selection,
+                system_prompt=system_prompt,
+                client=client,
+            ):
+                _show(event, json_lines)
+                if isinstance(event, FinalAnswer):
+                    answer = event.text
+            history.append(ChatMessage(Role.ASSISTANT, answer))
+    finally:
+        await client.aclose()
+
+
+def _api_key(provider: ProviderConfig) -> str | None:
+    """TOOLPOLICY_API_KEY, else None (the client then reads the host's own variable)."""
+    import os
+
+    from runtime.providers import host_profile_for
+
+    given = os.environ.get(API_KEY_ENV, "").strip()
+    profile = host_profile_for(provider)
+    if given or not profile.requires_api_key:
+        return given or None
+    if not profile.api_key_env or not os.environ.get(profile.api_key_env, "").strip():
+        also = f" or {profile.api_key_env}" if profile.api_key_env else ""
+        raise click.ClickException(
+            f"provider '{provider.name or provider.id}' ({profile.name}) needs an API key: set "
+            f"{API_KEY_ENV}{also}."
+        )
+    return None
+
+
+def _show(event: ResponseEvent, json_lines: bool) -> None:
+    if json_lines:
+        click.echo(json.dumps(event_document(event), ensure_ascii=False))
+        return
+    from runtime.loop import FinalAnswer, TextDeltaEvent, ToolCallFinished, ToolCallStarted
+    from runtime.session import ToolsOffered
+
+    if isinstance(event, TextDeltaEvent):
+        click.echo(event.text, nl=False)
+        sys.stdout.flush()
+    elif isinstance(event, ToolsOffered):
+        offered = ", ".join(event.tool_ids) or "none"
+        click.echo(f"[tools offered: {offered}]", err=True)
+    elif isinstance(event, ToolCallStarted):
+        shown = ", ".join(f"{k}={v}" for k, v in event.arguments.items())
+        click.echo(f"\n[tool {event.display_name}({shown})]", err=True)
+    elif isinstance(event, ToolCallFinished):
+        trace = event.trace
+        detail = f": {trace.status_message}" if trace.status_message else ""
+        click.echo(f"[tool {trace.tool_name}: {trace.status.value}{detail}]", err=True)
+    elif isinstance(event, FinalAnswer):
+        click.echo("")
+        for source in event.sources:
+            click.echo(f"  source: {source.title} <{source.url}>")
+        if event.interrupted:
+            click.echo("[the answer was interrupted]", err=True)
+
+
+def event_document(event: ResponseEvent) -> dict[str, Any]:
+    """One event as plain JSON data (what --format json prints per line)."""
+    from runtime.loop import FinalAnswer, TextDeltaEvent, ToolCallFinished, ToolCallStarted
+    from runtime.session import ToolsOffered
+
+    if isinstance(event, ToolsOffered):
+        return {
+            "event": "tools_offered",
+            "tool_ids": list(event.tool_ids),
+            "left_out": [{"tool_id": t, "why": w} for t, w in event.left_out],
+        }
+    if isinstance(event, TextDeltaEvent):
+        return {"event": "text", "text": event.text}
+    if isinstance(event, ToolCallStarted):
+        return {
+            "event": "tool_call_started",
+            "call_id": event.call_id,
+            "tool": event.tool_name,
+            "arguments": dict(event.arguments),
+        }
+    if isinstance(event, ToolCallFinished):
+        trace = event.trace
+        return {
+            "event": "tool_call_finished",
+            "call_id": trace.call_id,
+            "tool": trace.tool_id,
+            "status": trace.status.value,
+            "status_message": trace.status_message,
+        }
+    if isinstance(event, FinalAnswer):
+        return {
+            "event": "final_answer",
+            "text": event.text,
+            "sources": [{"title": s.title, "url": s.url} for s in event.sources],
+            "input_tokens": event.usage.input_tokens,
+            "interrupted": event.interrupted,
+        }
+    raise TypeError(f"unknown event {type(event).__name__}")

@@ -1,0 +1,187 @@
+"""`policy chat` run as a user runs it: a subprocess against the loopback provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from policy.vocabulary import ConfidenceLevel
+from runtime.chat import ChatRecord, SqliteChatStore
+from tests.e2e._kit import API_KEY, ORGANIZATION, ROOT
+from tests.servers.provider_scripts import chat_call, chat_text
+from tests.servers.provider_server import ProviderServer, Reply
+
+CLOCK_TOOL = ROOT / "examples" / "clock_tool.py"
+
+
+def _policy_chat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TOOLPOLICY_") and "API_KEY" not in k
+    }
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "policy.cli", "chat", "--org", str(ORGANIZATION), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_a_conversation_with_a_tool_call_prints_every_event(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(
+        Reply([chat_call(0, "call_1", "calculator", '{"expression":"6 * 7"}')]),
+        Reply(chat_text("It is ", "42.")),
+    )
+    done = _policy_chat(
+        "What is 6 * 7?",
+        "--provider",
+        "Example Corp vLLM",
+        "--base-url",
+        server.base_url,
+        "--tools-file",
+        str(CLOCK_TOOL),
+        "--tool",
+        "calculator",
+        "--chat-db",
+        str(tmp_path / "chats.sqlite3"),
+        "--format",
+        "json",
+    )
+
+    assert done.returncode == 0, done.stderr
+    events = _events(done.stdout)
+    assert [e["event"] for e in events] == [
+        "tools_offered",
+        "tool_call_started",
+        "tool_call_finished",
+        "text",
+        "text",
+        "final_answer",
+    ]
+    assert events[0]["tool_ids"] == ["calculator"]
+    assert events[1]["arguments"] == {"expression": "6 * 7"}
+    assert events[2]["status"] == "SUCCESS"
+    assert events[-1]["text"] == "It is 42."
+    assert server.bodies[1]["messages"][-1]["content"] == '{"expression":"6 * 7","result":42}'
+    assert "Traceback" not in done.stderr
+
+
+def test_text_mode_reads_messages_from_stdin_and_keeps_the_history(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(Reply(chat_text("Hello!")), Reply(chat_text("Still here.")))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policy.cli",
+            "chat",
+            "--org",
+            str(ORGANIZATION),
+            "--provider",
+            "79cb8e25-0940-4280-964a-0a57c61d6ee7",
+            "--base-url",
+            server.base_url,
+            "--chat-db",
+            str(tmp_path / "chats.sqlite3"),
+        ],
+        input="Hi\n\nAre you there?\nexit\nnever sent\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=ROOT,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello!\nStill here.\n"
+    assert "with Example Corp vLLM" in done.stderr
+    assert len(server.requests) == 2
+    second = server.bodies[1]["messages"]
+    assert [(m["role"], m["content"]) for m in second] == [
+        ("user", "Hi"),
+        ("assistant", "Hello!"),
+        ("user", "Are you there?"),
+    ]
+
+
+def test_a_chat_that_demands_more_refuses_the_provider_without_sending(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    database = tmp_path / "chats.sqlite3"
+    SqliteChatStore(database).save(
+        ChatRecord("tightened", required_provider_confidence=ConfidenceLevel.HIGH)
+    )
+    done = _policy_chat(
+        "Summarize the plan.",
+        "--provider",
+        "OpenAI GPT-4.1",
+        "--base-url",
+        server.base_url,
+        "--chat-id",
+        "tightened",
+        "--chat-db",
+        str(database),
+        env={"TOOLPOLICY_API_KEY": API_KEY},
+    )
+
+    assert done.returncode == 1
+    assert "requires a provider with confidence HIGH" in done.stderr
+    assert "has LOW" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert server.requests == []
+
+
+def test_a_provider_failure_is_one_clear_line_without_the_key(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(Reply(status=401, body=f'{{"error":{{"message":"bad key {API_KEY}"}}}}'))
+    done = _policy_chat(
+        "Hi",
+        "--provider",
+        "OpenAI GPT-4.1",
+        "--base-url",
+        server.base_url,
+        "--chat-db",
+        str(tmp_path / "chats.sqlite3"),
+        env={"TOOLPOLICY_API_KEY": API_KEY},
+    )
+
+    assert done.returncode == 1
+    assert "refused the credentials (HTTP 401)" in done.stderr
+    assert API_KEY not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_usage_errors_name_what_would_be_valid(tmp_path: Path) -> None:
+    unknown = _policy_chat("Hi", "--provider", "nope")
+    assert unknown.returncode == 2
+    assert "no configured provider 'nope'" in unknown.stderr
+    assert "Example Corp vLLM" in unknown.stderr
+
+    not_tools = tmp_path / "tools.py"
+    not_tools.write_text("def create_tools():\n    return [42]\n")
+    bad_file = _policy_chat("Hi", "--provider", "Example Corp vLLM", "--tools-file", str(not_tools))
+    assert bad_file.returncode == 2
+    assert "returned objects that are no tools: int" in bad_file.stderr
+
+    no_key = _policy_chat("Hi", "--provider", "OpenAI GPT-4.1", "--chat-db", str(tmp_path / "c.db"))
+    assert no_key.returncode == 1
+    assert "needs an API key: set TOOLPOLICY_API_KEY or OPENAI_API_KEY" in no_key.stderr
