@@ -607,6 +607,11 @@ def tools(
     help="Local plugins of the NEW configuration (repeatable).",
 )
 @click.option(
+    "--against-user-settings",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="User settings of the NEW side (default: the same as --user-settings).",
+)
+@click.option(
     "--component",
     "components",
     multiple=True,
@@ -622,12 +627,14 @@ def diff(
     output_format: str,
     against_org: tuple[Path, ...],
     against_local: tuple[Path, ...],
+    against_user_settings: Path | None,
     components: tuple[str, ...],
     fail: bool,
 ) -> None:
     """Every (tool, provider, component) decision that changes from --org to --against-org.
 
-    The same user settings apply to both sides; providers are those of either side.
+    Both sides use the same user settings unless --against-user-settings names other ones;
+    providers are those of either side.
     """
     from policy.explain import (
         diff_decisions,
@@ -637,12 +644,17 @@ def diff(
         render_table,
     )
 
-    if not against_org and not against_local:
+    if not against_org and not against_local and against_user_settings is None:
         raise click.UsageError(
-            "name the new configuration with --against-org (and --against-local)"
+            "name the new side with --against-org, --against-local or --against-user-settings"
         )
     old = _load(org, local, user_settings, state_dir)
-    new = _load(against_org, against_local, user_settings, None)
+    new = _load(
+        against_org or org,
+        against_local or (() if against_org else local),
+        against_user_settings or user_settings,
+        None,
+    )
     providers = {p.id: p for p in (*old.providers, *new.providers)}
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
     chosen = [_component(c) for c in components] or list(Component)

@@ -666,3 +666,35 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {{
         assert "tavily-secret-value" not in done.stdout + done.stderr
         assert encrypted not in done.stdout + done.stderr
         assert secret not in done.stdout + done.stderr
+
+
+def test_diff_against_other_user_settings(tmp_path: Path) -> None:
+    plugin = write_plugin(
+        tmp_path / "editable",
+        PROVIDERS
+        + """\
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataConfidence.ConfidenceScheme"] = "TRUST_EUROPE"
+CONFIG["SETTINGS"]["DataConfidence.ConfidenceScheme.AllowUserOverride"] = true
+CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = { ["read_web_page"] = "MEDIUM" }
+""",
+    )
+    user = tmp_path / "user.yaml"
+    user.write_text("confidence:\n  scheme: TRUST_ALL\n", encoding="utf-8")
+    code, document = run_json(
+        "diff", "--org", plugin.parent, "--against-user-settings", user, "--component", "CHAT"
+    )
+    assert code == 0
+    changes = {(c["tool"], c["provider"]): c for c in document["changes"]}
+    change = changes[("read_web_page", OPEN_AI)]
+    assert (change["old"]["reason"], change["new"]["reason"]) == (
+        "PROVIDER_CONFIDENCE_TOO_LOW",
+        "NONE",
+    )
+    assert all(provider == OPEN_AI for _tool, provider in changes)
+
+
+def test_diff_needs_a_new_side(base: Path) -> None:
+    done = run("diff", "--org", base)
+    assert done.returncode == 2
+    assert "--against-org" in done.stderr
