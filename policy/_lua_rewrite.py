@@ -31,7 +31,7 @@ _TOKEN = re.compile(
       --\[(?P<lcomment>=*)\[
     | --[^\n]*
     | \[(?P<lstring>=*)\[
-    | (?P<string>"(?:[^"\\\n]|\\(?:z\s*|[\s\S]))*"|'(?:[^'\\\n]|\\(?:z\s*|[\s\S]))*')
+    | (?P<quote>["'])
     | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
     | (?P<number>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*)
     | (?P<op>==|~=|<=|>=|::|\.\.\.?|[{}\[\]();,=])
@@ -86,6 +86,25 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+_STRING_STOP = {'"': re.compile(r'["\\\n]'), "'": re.compile(r"['\\\n]")}
+_SPACE = re.compile(r"\s*")
+
+
+def _short_string_end(text: str, pos: int, quote: str) -> int | None:
+    """End of a quoted string whose body starts at `pos`; a plain loop, linear on any input."""
+    stop = _STRING_STOP[quote].search
+    while True:
+        match = stop(text, pos)
+        if match is None or match.group() == "\n":
+            return None
+        if match.group() == quote:
+            return match.end()
+        pos = match.end() + 1  # the escaped character
+        if text.startswith("z", match.end()):
+            space = _SPACE.match(text, pos)
+            pos = space.end() if space else pos
+
+
 def _tokenize(text: str) -> list[_Token] | None:
     tokens: list[_Token] = []
     pos = 0
@@ -105,7 +124,11 @@ def _tokenize(text: str) -> list[_Token] | None:
             end = close_at + len(closer)
             if group == "lstring":
                 tokens.append(_Token(_STRING, "long", start, end))
-        elif group == "string":
+        elif group == "quote":
+            string_end = _short_string_end(text, end, match.group(group))
+            if string_end is None:
+                return None
+            end = string_end
             tokens.append(_Token(_STRING, "", start, end))
         elif group == "name":
             word = match.group(group)
