@@ -359,6 +359,10 @@ def _web_search_definition() -> ToolDefinition:
     )
 
 
+SUPPORTED_WEB_SEARCH_BACKENDS = frozenset({WebSearchBackend.SEARXNG})
+"""Backends the runtime can ask; the others are accepted for AI Studio compatibility only."""
+
+
 def web_search_backends_configured(settings: Mapping[str, str]) -> tuple[WebSearchBackend, ...]:
     """Backends with what they need to answer, in the enum's order."""
     needed = {
@@ -677,10 +681,17 @@ class WebSearchTool(_BuiltinTool):
                 f"{WEB_SEARCH}.{WS_MAX_TOTAL_CONTENT_CHARACTERS} ({budget[0]}) must be at least "
                 f"{WEB_SEARCH_MAX_LIMIT} × {WS_MIN_CONTENT_CHARACTERS_PER_RESULT} ({budget[1]})"
             )
-        if not web_search_backends_configured(settings):
+        configured = web_search_backends_configured(settings)
+        if not configured:
             return _not_configured(
                 f"{WEB_SEARCH}: no search backend is configured; set {WS_SEARXNG_BASE_URL}, "
                 f"{WS_STAAN_API_KEY} or {WS_TAVILY_API_KEY}"
+            )
+        if not set(configured) & SUPPORTED_WEB_SEARCH_BACKENDS:
+            return _not_configured(
+                f"{WEB_SEARCH}: this version of toolpolicy can only ask SearXNG "
+                f"({WS_SEARXNG_BASE_URL}); Staan and Tavily are accepted in the configuration "
+                "for AI Studio compatibility but cannot be asked yet"
             )
         base = settings.get(WS_SEARXNG_BASE_URL, "").strip()
         if base:
