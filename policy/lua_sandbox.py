@@ -154,7 +154,10 @@ def run_plugin_source(
     if compiled.bytecode is None:
         message, _, line = _split_position(compiled.problem or "")
         raise LuaSandboxError(message, SourceLocation(file_name, line), "syntax")
-    request = pickle.dumps((compiled, prelude_bytecode(), file_name, plugin_dir, limits))
+    # The worker keeps the working directory it was forked with, so it gets absolute paths.
+    folder = None if plugin_dir is None else _absolute(plugin_dir, file_name)
+    job = (compiled, prelude_bytecode(), file_name, plugin_dir, folder, limits)
+    request = pickle.dumps(job)
     outcome = _lua_worker.run_job(_serve_request, request, limits.wall_seconds)
     where = SourceLocation(file_name, 0)
     if outcome.timed_out:
@@ -181,9 +184,22 @@ def run_plugin_source(
 
 def stop_sandbox_worker() -> None:
     """End the sandbox's worker process now rather than at exit (it is restarted on demand)."""
+    if not hasattr(os, "fork"):
+        return
     from policy import _lua_worker
 
     _lua_worker.shutdown()
+
+
+def _absolute(plugin_dir: Path, file_name: str) -> Path:
+    try:
+        return plugin_dir.absolute()
+    except OSError as error:
+        raise LuaSandboxError(
+            f"cannot locate the plugin folder: {error.strerror}",
+            SourceLocation(file_name, 0),
+            "read",
+        ) from None
 
 
 def _check_limits(limits: SandboxLimits) -> None:
@@ -231,9 +247,9 @@ def _serve_request(request: bytes) -> bytes:
     """The worker's side of one run: unpickle the job, run it, pickle the reply."""
     from lupa import lua54
 
-    compiled, prelude, file_name, plugin_dir, limits = pickle.loads(request)
+    compiled, prelude, file_name, plugin_dir, folder, limits = pickle.loads(request)
     try:
-        reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, limits)
+        reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
     except Exception as error:  # the worker must always answer
         reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
     return pickle.dumps(reply)
@@ -245,11 +261,12 @@ def _run_in_lua(
     prelude: bytes,
     file_name: str,
     plugin_dir: Path | None,
+    folder: Path | None,
     limits: SandboxLimits,
 ) -> tuple[Any, ...]:
-    """Runs in the forked child; returns ("ok", json, files) or ("error", ..., files)."""
+    """Runs in the worker; returns ("ok", json, files) or ("error", ..., files)."""
     files = [file_name]
-    reader = _ModuleReader(plugin_dir, files, compiled.constructor_count, limits)
+    reader = _ModuleReader(plugin_dir, folder, files, compiled.constructor_count, limits)
     lua = lua54.LuaRuntime(
         max_memory=limits.memory_bytes,
         encoding=None,
@@ -338,11 +355,13 @@ class _ModuleReader:
     def __init__(
         self,
         plugin_dir: Path | None,
+        folder: Path | None,
         files: list[str],
         first_constructor: int,
         limits: SandboxLimits,
     ) -> None:
         self._plugin_dir = plugin_dir
+        self._folder = folder
         self._files = files
         self._next_constructor = first_constructor
         self._limits = limits
@@ -362,11 +381,11 @@ class _ModuleReader:
                 f"module name {name!r} is not allowed: require loads only a file next to the "
                 "plugin, so the name may not be empty or contain '..', '/', '\\' or ':'".encode(),
             )
-        if self._plugin_dir is None:
+        if self._plugin_dir is None or self._folder is None:
             return (None, f"module '{name}' not found: this plugin has no folder".encode())
         path = self._plugin_dir / f"{name}.lua"
-        resolved = path.resolve()
-        if resolved.parent != self._plugin_dir.resolve():
+        resolved = (self._folder / f"{name}.lua").resolve()
+        if resolved.parent != self._folder.resolve():
             return (
                 None,
                 f"module '{name}' not found: {path} points outside the plugin folder".encode(),

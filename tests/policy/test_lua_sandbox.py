@@ -71,6 +71,16 @@ def test_globals_of_a_typical_plugin(org: Path) -> None:
     assert list(result.globals)[:4] == ["SVG", "ID", "ICON_SVG", "NAME"]
 
 
+def test_relative_paths_follow_the_callers_working_directory(
+    org: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _run("A = 1")  # the worker exists before the working directory changes
+    monkeypatch.chdir(org.parent)
+    result = run_plugin(Path("org") / "plugin.lua")
+    assert result.files == (str(Path("org/plugin.lua")), str(Path("org/icon.lua")))
+    assert result.locations["SVG"] == SourceLocation(str(Path("org/icon.lua")), 1)
+
+
 def test_integers_stay_integers_and_floats_stay_floats(org: Path) -> None:
     result = run_plugin(org / "plugin.lua")
     assert type(result.globals["PRIORITY"]) is int and result.globals["PRIORITY"] == 100
