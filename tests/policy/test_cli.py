@@ -465,6 +465,7 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {{
     }
     assert rows["maxResults"]["source"] == "USER"
     assert rows["maxResults"]["value"] == "7"
+    assert rows["maxResults"]["origin"] == {"plugin": None, "file": str(user), "line": 4}
     assert rows["tavily.apiKey"]["value"] == "*****"
     assert rows["defaultSafeSearch"]["source"] == "UNSET"
     assert rows["defaultSafeSearch"]["value"] is None
