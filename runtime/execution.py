@@ -31,6 +31,8 @@ class ToolExecutionResult:
     required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
     required_data_security: DataSecurity = DataSecurity.NOT_SPECIFIED
     required_outbound_data_restriction: OutboundDataRestriction | None = None
+    outbound_data_source_id: str = ""
+    """The mailbox/data source whose content caused the restriction (named in later refusals)."""
 
     def to_model_content(self) -> str:
         """Compact JSON with non-ASCII kept literal, else the text."""

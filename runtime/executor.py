@@ -79,6 +79,7 @@ class ToolCallOutcome:
     required_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
     required_data_security: DataSecurity = DataSecurity.NOT_SPECIFIED
     required_outbound_data_restriction: OutboundDataRestriction | None = None
+    outbound_data_source_id: str = ""
     sources: tuple[Source, ...] = ()
     returned_web_addresses: tuple[str, ...] = ()
     """Request keys of addresses in a successful result that the call's arguments did not name."""
@@ -357,6 +358,7 @@ class _Run:
             required_provider_confidence=result.required_provider_confidence,
             required_data_security=result.required_data_security,
             required_outbound_data_restriction=result.required_outbound_data_restriction,
+            outbound_data_source_id=result.outbound_data_source_id,
             sources=tuple(result.sources),
             returned_web_addresses=returned_web_addresses(content, raw_arguments),
         )

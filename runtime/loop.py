@@ -338,7 +338,9 @@ def _apply_demands(context: LoopContext, outcome: ToolCallOutcome) -> None:
     chat = context.chat
     chat.require_provider_confidence(outcome.required_provider_confidence)
     chat.require_data_security(outcome.required_data_security)
-    chat.require_outbound_data_restriction(outcome.required_outbound_data_restriction)
+    chat.require_outbound_data_restriction(
+        outcome.required_outbound_data_restriction, outcome.outbound_data_source_id
+    )
     if outcome.returned_web_addresses:
         chat.add_known_web_addresses(outcome.returned_web_addresses)
         context.given_web_addresses.update(outcome.returned_web_addresses)

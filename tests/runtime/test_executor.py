@@ -342,3 +342,25 @@ def test_the_result_stays_valid_json() -> None:
     content = ToolExecutionResult(json_content=value).to_model_content()
     assert json.loads(content) == value
     assert '\\"hi\\"' in content and "\\n" in content and "\\\\" in content
+
+
+async def test_the_mailbox_a_result_names_is_named_in_later_refusals() -> None:
+    from runtime.loop import LoopContext, _apply_demands
+
+    mailbox_result = ToolExecutionResult(
+        text_content="mail",
+        required_outbound_data_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT,
+        outbound_data_source_id="mb-7",
+    )
+    chat = _chat()
+    outcome = await _run(EchoTool("read_mail", lambda _a: mailbox_result), chat=chat)
+    assert outcome.outbound_data_source_id == "mb-7"
+    _apply_demands(
+        LoopContext(chat, [], ToolExecutor(), ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH),
+        outcome,
+    )
+    assert chat.outbound_mailbox_id == "mb-7"
+    search = EchoTool("search", outbound_data=ToolOutboundData.THIRD_PARTY_QUERIES)
+    executor = ToolExecutor(mailbox_name=lambda mailbox_id: {"mb-7": "HR inbox"}.get(mailbox_id))
+    refused = await _run(search, chat=chat, executor=executor)
+    assert refused.trace.status is TraceStatus.BLOCKED and "'HR inbox'" in refused.content
