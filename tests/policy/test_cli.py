@@ -699,3 +699,26 @@ def test_diff_needs_a_new_side(base: Path) -> None:
     done = run("diff", "--org", base)
     assert done.returncode == 2
     assert "--against-org" in done.stderr
+
+
+def test_several_organization_paths_come_from_the_environment(base: Path, department: Path) -> None:
+    code, document = run_json(
+        "check", env={"TOOLPOLICY_ORG": os.pathsep.join([str(base), str(department)])}
+    )
+    assert code == 0
+    assert any(w["code"] == "list-replaced" for w in document["warnings"])
+
+
+def test_a_local_plugin_never_overrides_the_organization(base: Path, tmp_path: Path) -> None:
+    local = write_plugin(
+        tmp_path / "local",
+        'CONFIG = {}\nCONFIG["SETTINGS"] = {}\n'
+        'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = {}\n',
+        name="Mine",
+    )
+    code, document = run_json(
+        "explain", "search_confluence", "--provider", SELF_HOSTED,
+        env={"TOOLPOLICY_ORG": str(base), "TOOLPOLICY_LOCAL": str(local.parent)},
+    )  # fmt: skip
+    assert code == 0
+    assert document["reason"] == "TOOL_SWITCHED_OFF"
