@@ -77,7 +77,7 @@ def _case_insensitive(name: str) -> str:
 
 
 def _escape(character: str) -> str:
-    return "\\" + character if character in r".^$*+?()[]{}|\-/" else character
+    return "\\" + character if character in ".^$*+?()[]{}|\\" else character
 
 
 def _setting_schema(key: SettingKey, tools: Sequence[Tool]) -> dict[str, Any]:
