@@ -61,6 +61,7 @@ hook = function()
 end
 
 -- Tracked tables ----------------------------------------------------------------------------
+-- (Comparisons with plugin values use rawequal: a plugin's __eq must never run in here.)
 -- A proxy is an empty table (so every read and write reaches its metamethods) that keeps its
 -- bookkeeping under private keys no plugin can name; `next` and `pairs` only ever show the real
 -- table, and `rawget` is wrapped.
@@ -99,7 +100,7 @@ local function record(proxy, key, value)
     if file == nil then
       log[key] = 0
     else
-      if value == last_closed then
+      if rawequal(value, last_closed) then
         local info = constructors[rawget(value, MADE_BY)]
         -- `X = {` ... `}`: Lua reports the line of `}`; the statement starts at `{`.
         if info[1] == file and info[3] == line then line = info[2] end
@@ -122,7 +123,7 @@ local function tracked_set(proxy, key, value)
   check_key(key)
   local real = rawget(proxy, REAL)
   real[key] = value
-  if proxy == G then removed[key] = (value == nil) or nil end
+  if rawequal(proxy, G) then removed[key] = (value == nil) or nil end
   record(proxy, key, value)
 end
 
@@ -130,7 +131,7 @@ local proxy_meta = {}
 proxy_meta.__index = function(proxy, key)
   local value = rawget(proxy, REAL)[key]
   if value ~= nil then return value end
-  if proxy == G and not removed[key] then
+  if rawequal(proxy, G) and not removed[key] then
     value = base[key]
     if value ~= nil then return value end
   end
@@ -151,7 +152,7 @@ proxy_meta.__newindex = function(proxy, key, value)
   end
   check_key(key)
   rawget(proxy, REAL)[key] = value
-  if proxy == G then removed[key] = (value == nil) or nil end
+  if rawequal(proxy, G) then removed[key] = (value == nil) or nil end
   record(proxy, key, value)
 end
 proxy_meta.__len = function(proxy) return #rawget(proxy, REAL) end
@@ -210,12 +211,12 @@ local function plugin_rawget(t, key)
   local real = field(t, REAL)
   if real == nil then return rawget(t, key) end
   local value = rawget(real, key)
-  if value == nil and t == G and not removed[key] then value = base[key] end
+  if value == nil and rawequal(t, G) and not removed[key] then value = base[key] end
   return value
 end
 
 local function plugin_rawset(t, key, value)
-  if t == string_view then error("the string metatable is read-only", 2) end
+  if rawequal(t, string_view) then error("the string metatable is read-only", 2) end
   if field(t, REAL) == nil then return rawset(t, key, value) end
   tracked_set(t, key, value)
   return t
@@ -227,6 +228,7 @@ end
 
 local function plugin_setmetatable(t, meta)
   if field(t, REAL) == nil then
+    meta = field(meta, REAL) or meta  -- Lua reads metamethods raw, so hand it the real table
     -- Lua runs finalizers with hooks switched off, out of the budget's reach.
     if type(meta) == "table" and rawget(meta, "__gc") ~= nil then
       error("finalizers (__gc) are not available in configuration plugins", 2)
@@ -387,11 +389,12 @@ end
 
 local scalar_key = {string = true, number = true}
 
+-- Raw reads only: a metatable the plugin gave a plain table must not run once the hook is off.
 local function ordered_entries(t)
   local real = field(t, REAL) or t
   local keys, locations, seen = {}, {}, {}
   local count = 0
-  while real[count + 1] ~= nil do
+  while rawget(real, count + 1) ~= nil do
     count = count + 1
     keys[count] = count
     seen[count] = true
@@ -443,7 +446,7 @@ local function ordered_entries(t)
     end
   end
   for _, key in next, order do
-    if not seen[key] and real[key] ~= nil then
+    if not seen[key] and rawget(real, key) ~= nil then
       count = count + 1
       keys[count] = key
       seen[key] = true
@@ -527,7 +530,7 @@ function control.encode()
     local inner = depth + 1
     for i = 1, count do
       local key = keys[i]
-      local value = real[key]
+      local value = rawget(real, key)
       local key_kind, value_kind = type(key), type(value)
       if (key_kind == "string" or key_kind == "number") and value_kind ~= "thread" and value_kind ~= "userdata" then
         local entry_location = locations[key]
@@ -547,7 +550,7 @@ function control.encode()
 
   local ok, problem = pcall(encode_table, G, 0, nil)
   if not ok then
-    if problem == failure then return nil, failure[1], failure[2] end
+    if rawequal(problem, failure) then return nil, failure[1], failure[2] end
     return nil, tostring(problem), nil
   end
   return t_concat(out, "", 1, n)

@@ -626,3 +626,17 @@ def test_a_worker_that_dies_is_reported_and_one_killed_between_jobs_is_replaced(
         time.sleep(0.005)
     assert int(run_job(_pid_handler, b"pid", 5).reply or b"0") not in (0, pid)
     shutdown()
+
+
+def test_plain_tables_with_plugin_metatables_are_read_raw() -> None:
+    source = (
+        "local meta = { __index = function() while true do end end, __len = function() return 9 end }\n"
+        "T = setmetatable(table.pack(1, 2), meta)\n"
+        "LENGTH = #T\n"
+        "E = setmetatable({}, { __eq = function() while true do end end })\n"
+        "X = T\n"
+    )
+    result = _run(source)
+    assert result.globals["LENGTH"] == 9
+    assert _table(result.globals["T"]).entries == {1: 1, 2: 2, "n": 2}
+    assert _table(result.globals["X"]).entries == {1: 1, 2: 2, "n": 2}
