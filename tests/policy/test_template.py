@@ -127,3 +127,13 @@ def test_every_single_line_settings_example_is_valid_when_uncommented(tmp_path: 
     assert "DataTools.DisabledToolIds" in plugin.settings
     locked = plugin.settings["DataTools.DefaultToolSettings"].value
     assert locked["read_web_page.freeAddressChoice"] == "OFF"
+
+
+def test_policy_check_finds_nothing_to_say_about_the_reference_plugin() -> None:
+    done = subprocess.run(
+        [*_policy_command(), "check", "--org", str(COMMITTED), "--format", "json", "--strict"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
