@@ -78,7 +78,6 @@ class _Frame:
     at_field_start: bool = False
     fields: list[str] | None = None
     is_key: bool = False
-    call_form: bool = False
 
 
 def normalize_newlines(text: str) -> str:
@@ -86,6 +85,10 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# Between constructors only `{` matters, plus whatever could hide one (strings, comments).
+_OUTSIDE = re.compile(
+    r"""--\[(?P<lcomment>=*)\[|--[^\n]*|\[(?P<lstring>=*)\[|(?P<quote>["'])|(?P<open>\{)"""
+)
 _STRING_STOP = {'"': re.compile(r'["\\\n]'), "'": re.compile(r"['\\\n]")}
 _SPACE = re.compile(r"\s*")
 
@@ -106,12 +109,13 @@ def _short_string_end(text: str, pos: int, quote: str) -> int | None:
 
 
 def _tokenize(text: str) -> list[_Token] | None:
+    """Tokens inside table constructors, plus the long strings between them."""
     tokens: list[_Token] = []
     pos = 0
     length = len(text)
-    search = _TOKEN.search
+    depth = 0
     while pos < length:
-        match = search(text, pos)
+        match = (_TOKEN if depth else _OUTSIDE).search(text, pos)
         if match is None:
             break
         start, end = match.span()
@@ -136,22 +140,23 @@ def _tokenize(text: str) -> list[_Token] | None:
         elif group == "number":
             tokens.append(_Token(_OTHER, "", start, end))
         elif group == "op":
-            tokens.append(_Token(_OP, match.group(group), start, end))
+            op = match.group(group)
+            tokens.append(_Token(_OP, op, start, end))
+            if op == "{":
+                depth += 1
+            elif op == "}":
+                depth -= 1
+                if depth < 0:
+                    return None
+        elif group == "open":
+            tokens.append(_Token(_OP, "{", start, end))
+            depth = 1
         pos = end
     return tokens
 
 
 def _stack_has_brackets(stack: list[_Frame]) -> bool:
     return any(frame.opener != "block" for frame in stack)
-
-
-def _is_call_prefix(token: _Token | None) -> bool:
-    """Whether a `{` after this token is a call argument (`f{...}`) rather than an expression."""
-    if token is None:
-        return False
-    if token.kind in (_NAME, _STRING):
-        return True
-    return token.kind == _OP and token.text in (")", "]", "}")
 
 
 @lru_cache(maxsize=64)
@@ -165,7 +170,6 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
     stack: list[_Frame] = []
     line = 1
     line_pos = 0
-    previous: _Token | None = None
     line_fixes: list[str] = []
 
     def line_at(pos: int) -> int:
@@ -196,27 +200,25 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 if token.kind == _OP and token.text == "[":
                     stack.append(_Frame("[", is_key=True))
                     edits.append((token.end, f"{KEY_HELPER}("))
-                    previous = token
                     continue
         if token.kind == _OP:
             op = token.text
             if op == "{":
                 number = first_constructor + len(constructors) + 1
                 constructors.append("")
-                call_form = _is_call_prefix(previous)
                 stack.append(
                     _Frame(
                         "{",
                         constructor=number,
                         at_field_start=True,
                         fields=[],
-                        call_form=call_form,
                     )
                 )
                 ctor_line = line_at(token.start)
                 constructors[-1] = f"{file_index},{ctor_line}"
-                prefix = "(" if call_form else ""
-                edits.append((token.start, f"{prefix}{CTOR_HELPER}({OPEN_HELPER}(),{number},"))
+                # `(helper(...))` is valid both as an expression and as the argument of
+                # `f{...}`, so the constructor's context never needs to be known.
+                edits.append((token.start, f"({CTOR_HELPER}({OPEN_HELPER}(),{number},"))
             elif op in ("(", "["):
                 stack.append(_Frame(op))
             elif op in ("}", ")", "]"):
@@ -229,7 +231,7 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                     slot = frame.constructor - first_constructor - 1
                     close_line = str(line_at(token.start))
                     constructors[slot] = ",".join([constructors[slot], close_line, *fields])
-                    edits.append((token.end, "))" if frame.call_form else ")"))
+                    edits.append((token.end, "))"))
                 elif frame.is_key:
                     edits.append((token.start, ")"))
             elif op in (",", ";") and top is not None and top.opener == "{":
@@ -246,7 +248,6 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 if not stack or stack[-1].opener != "block":
                     return PreparedChunk(None, NO_CONSTRUCTORS, 0)
                 stack.pop()
-        previous = token
 
     if stack:
         return PreparedChunk(None, NO_CONSTRUCTORS, 0)
