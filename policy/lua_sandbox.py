@@ -122,6 +122,9 @@ class LuaSandboxError(Exception):
         self.kind = kind
         super().__init__(f"{location}: {message}" if location is not None else message)
 
+    def __reduce__(self) -> tuple[type[LuaSandboxError], tuple[str, SourceLocation | None, str]]:
+        return (type(self), (self.message, self.location, self.kind))
+
 
 def run_plugin(plugin_file: Path, limits: SandboxLimits = SandboxLimits()) -> LuaRunResult:
     """Run `plugin_file` (UTF-8 Lua); modules it requires come from the same folder."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import time
@@ -330,10 +331,12 @@ def test_too_many_values_are_refused() -> None:
     assert "at most 50 values" in caught.value.message
 
 
-def test_error_string_without_line() -> None:
-    error = LuaSandboxError("boom", SourceLocation("plugin.lua", 0))
+def test_error_string_without_line_and_pickling() -> None:
+    error = LuaSandboxError("boom", SourceLocation("plugin.lua", 0), "limit")
     assert str(error) == "plugin.lua: boom"
     assert str(LuaSandboxError("boom", None)) == "boom"
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.location, copy.kind) == ("plugin.lua: boom", error.location, "limit")
 
 
 # --- attacks ------------------------------------------------------------------------------------
