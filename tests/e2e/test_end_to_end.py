@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from policy import Policy
+from policy import Policy, load_policy
 from policy.configuration import ProviderConfig
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
 from policy.vocabulary import ConfidenceLevel
 from runtime import (
     Chat,
@@ -30,6 +32,7 @@ from tests.e2e._kit import (
     API_KEY,
     NOTES_URL,
     OPENAI_ID,
+    ORGANIZATION,
     VLLM_ID,
     InternalNotesTool,
     anthropic_provider,
@@ -388,3 +391,40 @@ async def test_a_tool_the_organization_switched_off_is_not_offered(
 
     assert events[0].tool_ids == ("calculator",)
     assert [t["name"] for t in server.bodies[0]["tools"]] == ["calculator"]
+
+
+async def test_a_broken_organization_plugin_offers_no_tools_but_the_chat_goes_on(
+    example_tools: Any, server: ProviderServer, chat: Chat, tmp_path: Any
+) -> None:
+    broken = tmp_path / "broken" / "plugin.lua"
+    broken.parent.mkdir()
+    broken.write_text('ID = "x"\nCONFIG = {\n')
+    policy = load_policy(org=[ORGANIZATION, broken], tools=list(example_tools.create_tools()))
+    assert policy.configuration.fails_closed
+    server.queue(Reply(chat_text("Hi without tools.")))
+    provider = organization_provider(policy, VLLM_ID, server)
+    events = await _run(policy, chat, provider)
+
+    assert events[0].tool_ids == ()
+    assert "tools" not in server.bodies[0]
+    assert _final(events).text == "Hi without tools."
+
+
+async def test_a_definition_without_an_implementation_is_left_out_with_the_reason(
+    example_tools: Any, server: ProviderServer, chat: Chat
+) -> None:
+    data_only = DefinedTool(
+        ToolDefinition(
+            id="lookup_order",
+            implementation_key="lookup_order",
+            function=ToolFunction(name="lookup_order", description_for_llm="Find an order."),
+        )
+    )
+    policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), data_only])
+    server.queue(Reply(chat_text("ok")))
+    provider = organization_provider(policy, VLLM_ID, server)
+    events = await _run(policy, chat, provider, selected=("lookup_order", "calculator"))
+
+    assert events[0].tool_ids == ("calculator",)
+    assert ("lookup_order", "no implementation that can run is registered") in events[0].left_out
+    assert [t["function"]["name"] for t in server.bodies[0]["tools"]] == ["calculator"]
