@@ -129,9 +129,10 @@ class ChatRuntime:
         is made from the provider entry (`api_key`, else the host's environment variable) and
         closed at the end; pass your own to keep its connections between messages.
 
-        Raises `ChatRequirementError` before any request when the chat rules the provider out
-        (also between rounds, once a tool result tightened the chat), a `ProviderError` when the
-        provider fails, `InvalidToolCallingResponse` when its first round says nothing at all.
+        Raises `ValueError` when the last message is not the user's; `ChatRequirementError`
+        before any request when the chat rules the provider out (also between rounds, once a
+        tool result tightened the chat); a `ProviderError` when the provider fails;
+        `InvalidToolCallingResponse` when its first round says nothing at all.
         """
         from runtime.chat import ensure_provider_allowed
         from runtime.executor import ToolExecutor
@@ -144,6 +145,12 @@ class ChatRuntime:
             request_model,
         )
 
+        if not messages or messages[-1].role is not Role.USER:
+            last = f", the last from {messages[-1].role.value}" if messages else ""
+            raise ValueError(
+                "respond() answers a user message: pass the conversation so far with the user's "
+                f"message last; got {len(messages)} message(s){last}."
+            )
         registry = self.policy.registry
         confidence = registry.provider_confidence(provider)
         trusted = registry.is_trusted_provider(provider)

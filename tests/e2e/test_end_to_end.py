@@ -428,3 +428,24 @@ async def test_a_definition_without_an_implementation_is_left_out_with_the_reaso
     assert events[0].tool_ids == ("calculator",)
     assert ("lookup_order", "no implementation that can run is registered") in events[0].left_out
     assert [t["function"]["name"] for t in server.bodies[0]["tools"]] == ["calculator"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ([], "; got 0 message(s)."),
+        (
+            [QUESTION, ChatMessage(Role.ASSISTANT, "63")],
+            "; got 2 message(s), the last from assistant.",
+        ),
+    ],
+)
+async def test_respond_needs_the_users_message_last(
+    policy: Policy, chat: Chat, server: ProviderServer, messages: list[ChatMessage], says: str
+) -> None:
+    provider = organization_provider(policy, VLLM_ID, server)
+    with pytest.raises(ValueError, match="the user's message last") as refused:
+        async for _ in ChatRuntime(policy).respond(chat, provider, messages):
+            pass
+    assert says in str(refused.value)
+    assert server.requests == []
