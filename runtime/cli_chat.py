@@ -139,7 +139,7 @@ def chat(
     end of input (or "exit"). The API key comes from TOOLPOLICY_API_KEY, else the host's own
     variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); it is never taken from the command line.
 
-    Exit codes: 0 answered, 1 refused or failed (the reason on stderr), 2 usage.
+    Exit codes: 0 answered, 1 refused or failed (the reason on stderr), 2 usage, 130 Ctrl+C.
     """
     from runtime.chat import ChatRequirementError, ChatStoreError
     from runtime.loop import InvalidToolCallingResponse
@@ -178,6 +178,9 @@ def chat(
         ChatStoreError,
     ) as error:
         raise click.ClickException(str(error)) from None
+    except KeyboardInterrupt:
+        click.echo("", err=True)
+        sys.exit(130)
 
 
 def _load_policy(
