@@ -64,7 +64,7 @@ class _PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
 
 
 _TIMEOUTS = (httpcore.TimeoutException,)
-_FAILURES = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol)
+_FAILURES = (httpcore.NetworkError, httpcore.UnsupportedProtocol)
 
 
 class _MappedErrors:
@@ -78,6 +78,9 @@ class _MappedErrors:
     ) -> None:
         if isinstance(error, _TIMEOUTS):
             raise httpx.TimeoutException(str(error)) from error
+        if isinstance(error, httpcore.ProtocolError):
+            # The detail quotes the server's bytes; it must not reach the model or the user.
+            raise httpx.RemoteProtocolError("The server's answer is not valid HTTP.") from error
         if isinstance(error, _FAILURES):
             raise httpx.TransportError(str(error) or type(error).__name__) from error
 

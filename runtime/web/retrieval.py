@@ -13,7 +13,8 @@ import codecs
 import re
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -342,8 +343,10 @@ async def _read_capped_body(response: httpx.Response, max_bytes: int) -> bytes:
     try:
         decoder = BodyDecoder(response.headers.get("Content-Encoding", ""))
     except UnsupportedContentEncoding as error:
+        coding = str(error)
+        shown = f"'{coding}'" if _CODING_TOKEN.fullmatch(coding) else "(not a plain name)"
         raise WebRetrievalError(
-            f"Loading the web page failed: the server used the content encoding '{error}', "
+            f"Loading the web page failed: the server used the content encoding {shown}, "
             "which is not supported (gzip, deflate and br are)."
         ) from error
     body = bytearray()
@@ -374,6 +377,44 @@ class _Fetched:
     non_public: bool
 
 
+def _request(url: httpx.URL, cookies: httpx.Cookies) -> httpx.Request:
+    """One GET with the browser headers, this origin's cookies and Basic auth from user info.
+
+    Sent straight to the pinned transport: httpx's client would log every URL in full (user info
+    and parameter values included) at INFO.
+    """
+    import httpx
+
+    request = httpx.Request("GET", url, headers=_HEADERS, cookies=cookies)
+    if url.userinfo:
+        request = next(httpx.BasicAuth(url.username, url.password).sync_auth_flow(request))
+    return request
+
+
+@asynccontextmanager
+async def _sent(
+    transport: httpx.AsyncBaseTransport, request: httpx.Request
+) -> AsyncIterator[httpx.Response]:
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+_MEDIA_TYPE_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}/[a-z0-9][a-z0-9.+-]{0,50}")
+_CODING_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}")
+
+
+def _shown_media_type(content_type: str) -> str:
+    """The media type quoted if it is a plain token, since the server wrote it for the model."""
+    media_type = media_type_of(content_type)
+    if _MEDIA_TYPE_TOKEN.fullmatch(media_type):
+        return f"'{media_type}'"
+    return "(a content type that is not a plain media type)"
+
+
 async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
     """The redirect loop: validate, connect bound, follow Location by hand, read the final body."""
     import httpx
@@ -387,18 +428,8 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
         target = await _validate_target(current, options)
         non_public = non_public or target.non_public
         transport = PinnedTransport(target.host, target.port, target.addresses, options.ssl_context)
-        async with (
-            httpx.AsyncClient(
-                transport=transport,
-                cookies=cookies,
-                headers=_HEADERS,
-                follow_redirects=False,
-                trust_env=False,
-                timeout=None,
-            ) as client,
-            client.stream("GET", current) as response,
-        ):
-            cookies.update(client.cookies)
+        async with transport, _sent(transport, _request(current, cookies)) as response:
+            cookies.extract_cookies(response)
             if 300 <= response.status_code < 400:
                 location = response.headers.get("Location")
                 if not location:
@@ -416,7 +447,7 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
             kind = classify_content_type(content_type)
             if kind is None:
                 raise WebRetrievalError(
-                    f"Unsupported content type '{media_type_of(content_type)}'. "
+                    f"Unsupported content type {_shown_media_type(content_type)}. "
                     "Only HTML pages and text documents are supported."
                 )
             body = await _read_capped_body(response, options.max_bytes)
@@ -435,20 +466,19 @@ def _redirect_target(current: httpx.URL, location: str) -> httpx.URL:
         return current.join(location.strip())
     except (httpx.InvalidURL, ValueError) as error:
         raise WebRetrievalError(
-            f"Loading the web page failed: the server redirected to an address that could not be "
-            f"read ({error})."
+            "Loading the web page failed: the server redirected to an address that could not be "
+            "read."
         ) from error
 
 
 def _status_error(response: httpx.Response, url: httpx.URL) -> WebRetrievalError:
+    """The standard phrase of the status: the server's own reason phrase could address the model."""
     from http import HTTPStatus
 
-    reason = response.reason_phrase
-    if not reason:
-        try:
-            reason = HTTPStatus(response.status_code).phrase
-        except ValueError:
-            reason = "Unknown"
+    try:
+        reason = HTTPStatus(response.status_code).phrase
+    except ValueError:
+        reason = "Unknown"
     return WebRetrievalError(
         f"Loading the web page failed: The server returned HTTP {response.status_code} ({reason}) "
         f"for '{redact_url_for_log(str(url))}'.",
@@ -508,6 +538,10 @@ async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
     except httpx.HTTPError as error:
         if isinstance(error.__cause__, WebPageAccessBlocked):
             raise error.__cause__ from None
+        if isinstance(error, httpx.ProtocolError):
+            raise WebRetrievalError(
+                "Loading the web page failed: the server's answer is not valid HTTP."
+            ) from error
         detail = str(error) or type(error).__name__
         raise WebRetrievalError(f"Loading the web page failed: {detail}") from error
     media_type = media_type_of(fetched.content_type)

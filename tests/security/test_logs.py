@@ -1,0 +1,51 @@
+"""Nothing a retrieval logs carries user info or parameter values (tokens, a Confluence query).
+
+httpcore's own DEBUG trace (raw response headers) is a library switch an app turns on for
+debugging; it is left out here and named in the README.
+
+search_confluence masks its query in traces, and runtime-spec §6.8 masks parameter values in
+logged URLs; httpx's own request log line must not undo that.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import pytest
+
+from runtime.web.retrieval import retrieve
+from tests.security._kit import options
+from tests.security._raw_server import answer, raw_server, redirect
+
+
+async def test_no_log_record_shows_user_info_or_parameter_values(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    routes = {
+        "/start?token=tok-SECRET-1": redirect("/next?cql=siteSearch%20~%20%22salary%20list%22"),
+        "/next?cql=siteSearch%20~%20%22salary%20list%22": answer(b"<p>hello</p>"),
+    }
+    caplog.set_level(logging.DEBUG)
+    async with raw_server(routes) as server:
+        url = f"http://alice:pa55word@public.test:{server.port}/start?token=tok-SECRET-1"
+        page = await retrieve(url, options())
+    assert "hello" in page.body_text
+    logged = "\n".join(
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno >= logging.INFO or record.name.startswith("runtime")
+    )
+    for secret in ("pa55word", "alice", "tok-SECRET-1", "salary"):
+        assert secret not in logged
+
+
+async def test_user_info_still_signs_in_with_basic_auth() -> None:
+    routes = {"/private": answer(b"<p>signed in</p>")}
+    async with raw_server(routes) as server:
+        page = await retrieve(f"http://bob:s3cret@public.test:{server.port}/private", options())
+    assert "signed in" in page.body_text
+    expected = base64.b64encode(b"bob:s3cret")
+    assert b"authorization: basic " + expected in server.heads[0].lower().replace(
+        expected.lower(), expected
+    )
