@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -211,7 +211,7 @@ class ToolExecutor:
             return self._unknown_tool(call, order)
         definition, tool = found
         sensitive = tool.sensitive_trace_argument_names
-        run = _Run(call, order, definition, tool.display_name)
+        run = _Run(call, order, definition, tool.display_name, _SecretMask())
 
         try:
             arguments = _parse_arguments(call.arguments_json)
@@ -227,10 +227,12 @@ class ToolExecutor:
             return run.blocked(refusal, traced_arguments, was_executed=False)
 
         try:
+            settings = self._settings_for(definition.id)
+            run = replace(run, secrets=_SecretMask.of(definition, settings))
             context = ToolExecutionContext(
                 definition=definition,
                 call_id=call.call_id,
-                settings=self._settings_for(definition.id),
+                settings=_MaskedSettings(settings, run.secrets),
                 provider_kind=provider_kind,
                 provider_confidence=provider_confidence,
                 chat_id=chat.id,
@@ -246,7 +248,12 @@ class ToolExecutor:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
             return run.blocked(str(blocked), traced_arguments, was_executed=True)
         except Exception as error:
-            _log.warning("Tool %s (id %r) failed: %s", call.tool_name, call.call_id, error)
+            _log.warning(
+                "Tool %s (id %r) failed: %s",
+                call.tool_name,
+                call.call_id,
+                run.secrets.text(str(error)),
+            )
             return run.failed(f"{FAILURE_PREFIX}{error}", traced_arguments)
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
@@ -290,6 +297,90 @@ class ToolExecutor:
 
 
 @dataclass(frozen=True, slots=True)
+class _SecretMask:
+    """Replaces a tool's secret setting values wherever a tool lets them slip into what it returns.
+
+    Tools need their secrets in plain text, so the executor is the last place that can stop an
+    upstream error quoting an API key, or a URL carrying it, on its way to the model, the trace or
+    the log. Percent-encoded and JSON-escaped spellings count as the secret too.
+    """
+
+    names: frozenset[str] = frozenset()
+    spellings: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, definition: ToolDefinition, settings: Mapping[str, str]) -> _SecretMask:
+        from urllib.parse import quote, quote_plus
+
+        properties = definition.settings_schema.properties
+        names = frozenset(name for name, spec in properties.items() if spec.secret)
+        values = {settings[n] for n in names if isinstance(settings.get(n), str) and settings[n]}
+        spellings = {
+            form
+            for value in values
+            for form in (
+                value,
+                quote(value, safe=""),
+                quote_plus(value),
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+            )
+        }
+        return cls(names, tuple(sorted(spellings, key=len, reverse=True)))
+
+    def text(self, text: str) -> str:
+        for spelling in self.spellings:
+            text = text.replace(spelling, REDACTED)
+        return text
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(item) for item in value]
+        return value
+
+    def result(self, result: ToolExecutionResult) -> ToolExecutionResult:
+        if not self.spellings:
+            return result
+        return replace(
+            result,
+            text_content=None if result.text_content is None else self.text(result.text_content),
+            json_content=self.value(result.json_content),
+            sources=tuple(
+                Source(self.text(s.title), self.text(s.url), s.origin) for s in result.sources
+            ),
+        )
+
+
+class _MaskedSettings(Mapping[str, str]):
+    """A tool's settings as given, whose printed form masks the secret ones (a context's repr)."""
+
+    __slots__ = ("_mask", "_values")
+
+    def __init__(self, values: Mapping[str, str], mask: _SecretMask) -> None:
+        self._values = dict(values)
+        self._mask = mask
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        shown = {k: REDACTED if k in self._mask.names else v for k, v in self._values.items()}
+        return repr(shown)
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True, slots=True)
 class _Run:
     """One call's fixed parts, so each ending only states what differs."""
 
@@ -297,6 +388,7 @@ class _Run:
     order: int
     definition: ToolDefinition
     display_name: str
+    secrets: _SecretMask
 
     def _trace(
         self,
@@ -324,6 +416,7 @@ class _Run:
     def blocked(
         self, message: str, arguments: Mapping[str, str], *, was_executed: bool
     ) -> ToolCallOutcome:
+        message = self.secrets.text(message)
         trace = self._trace(
             TraceStatus.BLOCKED, message, arguments, was_executed=was_executed, result=message
         )
@@ -332,6 +425,7 @@ class _Run:
     def failed(
         self, message: str, arguments: Mapping[str, str], *, was_executed: bool = True
     ) -> ToolCallOutcome:
+        message = self.secrets.text(message)
         trace = self._trace(
             TraceStatus.ERROR, message, arguments, was_executed=was_executed, result=message
         )
@@ -343,6 +437,7 @@ class _Run:
         arguments: Mapping[str, str],
         raw_arguments: Mapping[str, Any],
     ) -> ToolCallOutcome:
+        result = self.secrets.result(result)
         content = result.to_model_content()
         trace = self._trace(
             TraceStatus.SUCCESS,
