@@ -9,7 +9,9 @@ kept for all conversations, and reports the median process CPU time per round:
 
 - ours, translation only: request build + stream parse + recording over the recorded payloads,
   no I/O (what the adapter itself costs);
-- ours, end to end: `ChatRuntime.respond` (registry, adapter, loop, executor, tool, httpx);
+- ours, `ChatRuntime.respond` without I/O: the same payloads from memory, plus the registry,
+  the loop, the executor and the tool (everything of ours per user message);
+- ours, end to end: `ChatRuntime.respond` over httpx to the server (the ratios use this one);
 - LiteLLM: `litellm.acompletion(stream=True)` twice per conversation, chunks assembled with
   `stream_chunk_builder` (translation only: the tool call is answered by hand);
 - pydantic-ai: an `Agent` with one tool, streamed (`event_stream_handler`).
@@ -222,26 +224,28 @@ def _our_setup(base_url: str) -> tuple[Any, Any, Any]:
     return ChatRuntime(policy), dataclasses.replace(provider, hostname=base_url), policy
 
 
-def measure_translation(count: int) -> dict[str, float]:
-    """Request build + stream parse + recording over the recorded payloads, no I/O.
-
-    The adapter runs as in a request; only the client's `stream` hands back the recorded
-    payloads from memory instead of reading them from a socket.
-    """
-    from runtime.adapters.chat_completions import ChatCompletionsAdapter
-    from runtime.messages import ChatMessage, Conversation, Role, RoundCompleted
+def _recorded_client(provider: Any) -> Any:
+    """A client whose `stream` hands back the recorded payloads from memory (no socket)."""
     from runtime.providers import ProviderClient, host_profile_for
 
     first, second = recorded_rounds()
-    _, provider, _ = _our_setup("http://127.0.0.1:9/v1")
-    definition = _bench_tool().definition
 
     class RecordedClient(ProviderClient):
         async def stream(self, body: Any) -> Any:
             for data in second if _TOOL_RESULT.search(body) else first:
                 yield data
 
-    client = RecordedClient(host_profile_for(provider))
+    return RecordedClient(host_profile_for(provider))
+
+
+def measure_translation(count: int) -> dict[str, float]:
+    """Request build + stream parse + recording over the recorded payloads, no I/O."""
+    from runtime.adapters.chat_completions import ChatCompletionsAdapter
+    from runtime.messages import ChatMessage, Conversation, Role, RoundCompleted
+
+    _, provider, _ = _our_setup("http://127.0.0.1:9/v1")
+    client = _recorded_client(provider)
+    definition = _bench_tool().definition
     question = [ChatMessage(Role.USER, "What is 6 * 7?")]
 
     async def conversation() -> None:
@@ -257,16 +261,17 @@ def measure_translation(count: int) -> dict[str, float]:
     return _summary(asyncio.run(_cpu_per_round(conversation, count)))
 
 
-def measure_ours(base_url: str, count: int) -> dict[str, float]:
+def measure_ours(count: int, base_url: str | None = None) -> dict[str, float]:
+    """`ChatRuntime.respond` per conversation; over httpx to `base_url`, else from memory."""
     from runtime import Chat, ChatMessage, FinalAnswer, MemoryChatStore, Role
     from runtime.providers import create_client
 
-    assistant, provider, _ = _our_setup(base_url)
+    assistant, provider, _ = _our_setup(base_url or "http://127.0.0.1:9/v1")
     question = [ChatMessage(Role.USER, "What is 6 * 7?")]
     store = MemoryChatStore()
 
     async def run() -> list[float]:
-        client = create_client(provider)
+        client = create_client(provider) if base_url else _recorded_client(provider)
         number = 0
 
         async def conversation() -> None:
@@ -462,9 +467,10 @@ def main() -> None:
     print(f"CPU per round, median over {count} two-round conversations (after {WARMUP} warm-up)\n")
     import_ms = measure_import_ms()
     translation = measure_translation(count * 5)
+    in_memory = measure_ours(count * 5)
     server = _Server()
     try:
-        ours = measure_ours(server.base_url, count)
+        ours = measure_ours(count, server.base_url)
         peers: dict[str, dict[str, float] | str] = {}
         if not args.no_peers:
             python, why = _peers_python()
@@ -475,6 +481,7 @@ def main() -> None:
 
     rows = [
         ("ours: translation only (no I/O)", translation),
+        ("ours: ChatRuntime.respond (no I/O)", in_memory),
         ("ours: ChatRuntime.respond end to end", ours),
     ]
     print(f"{'contender':<40} {'median µs':>10} {'p90 µs':>10} {'ours ×less':>11}")
