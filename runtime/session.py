@@ -162,7 +162,12 @@ class ChatRuntime:
         runnable, left_out = _executable(offered)
         yield ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
 
-        prompt = _effective_system_prompt(system_prompt, offered.instructions)
+        instructions = (
+            offered.instructions
+            if len(runnable) == len(offered.tools)
+            else registry.tool_instructions([d for d, _ in runnable])
+        )
+        prompt = _effective_system_prompt(system_prompt, instructions)
         conversation = Conversation(
             system_prompt=prompt, messages=list(messages), tools=[d for d, _ in runnable]
         )

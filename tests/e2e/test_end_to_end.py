@@ -418,6 +418,7 @@ async def test_a_definition_without_an_implementation_is_left_out_with_the_reaso
             id="lookup_order",
             implementation_key="lookup_order",
             function=ToolFunction(name="lookup_order", description_for_llm="Find an order."),
+            system_prompt_instructions="Look orders up before answering about them.",
         )
     )
     policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), data_only])
@@ -428,6 +429,7 @@ async def test_a_definition_without_an_implementation_is_left_out_with_the_reaso
     assert events[0].tool_ids == ("calculator",)
     assert ("lookup_order", "no implementation that can run is registered") in events[0].left_out
     assert [t["function"]["name"] for t in server.bodies[0]["tools"]] == ["calculator"]
+    assert "lookup_order" not in server.bodies[0]["messages"][0]["content"]
 
 
 @pytest.mark.parametrize(
