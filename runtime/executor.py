@@ -470,7 +470,10 @@ def returned_web_addresses(content: str, arguments: Mapping[str, Any]) -> tuple[
     found = find_web_addresses(content)
     if not found:
         return ()
-    argument_text = "\n".join(_argument_texts(arguments))
+    texts = _argument_texts(arguments)
+    # A JSON result writes an echoed argument escaped; those spellings are the model's own too.
+    escaped = [json.dumps(t, ensure_ascii=ascii)[1:-1] for t in texts for ascii in (False, True)]
+    argument_text = "\n".join([*texts, *escaped])
     named_in_arguments = set(find_web_addresses(argument_text))
     lowered = argument_text.lower()
     return tuple(
