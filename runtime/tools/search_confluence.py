@@ -116,15 +116,16 @@ def _origin(url: str) -> tuple[str, str, int] | None:
 def within_wiki(url: str, base_url: str) -> bool:
     """Same scheme, host and port as the base, and a path that starts with the base path.
 
-    Paths are compared decoded, and any `..` segment (also `%2e%2e` or after a backslash) is
-    outside, since a server may resolve it above the base path.
+    Paths are compared decoded, and any `..` segment (also `%2e%2e`, after a backslash, or with a
+    path parameter as in `..;x`, which Tomcat reads as `..`) is outside, since a server may
+    resolve it above the base path.
     """
     origin, base_origin = _origin(url), _origin(base_url)
     if origin is None or origin != base_origin:
         return False
     base_path = unquote(urlsplit(normalize_confluence_base_url(base_url)).path)
     path = unquote(urlsplit(url.strip()).path)
-    if ".." in re.split(r"[/\\]", path):
+    if any(segment.split(";", 1)[0] == ".." for segment in re.split(r"[/\\]", path)):
         return False
     return path.startswith(base_path)
 
