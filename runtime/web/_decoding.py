@@ -29,12 +29,20 @@ class _Decoder(Protocol):
 
 
 class _ZlibDecoder:
-    """gzip or zlib-wrapped deflate; a raw deflate stream is detected on the first bytes."""
+    """gzip or zlib-wrapped deflate; a raw deflate stream is detected on the first bytes.
 
-    def __init__(self, wbits: int, raw_fallback: bool) -> None:
+    A gzip body may hold several members one after the other (RFC 1952); each is read in turn, as
+    browsers do. Bytes after the last member that start no member are ignored.
+    """
+
+    def __init__(self, wbits: int, raw_fallback: bool, *, members: bool = False) -> None:
+        self._wbits = wbits
         self._inflater = zlib.decompressobj(wbits)
         self._raw_fallback = raw_fallback
+        self._members = members
         self._started = False
+        self._later_member = False
+        self._ended = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if not self._started and self._raw_fallback:
@@ -45,23 +53,44 @@ class _ZlibDecoder:
                 self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
         yield from self._drain(data)
 
+    def _next_member(self, pending: bytes) -> bytes | None:
+        """The input of the member after a finished one, or None when the body is over."""
+        if not self._members:
+            return None
+        pending = self._inflater.unused_data + pending
+        if pending:
+            self._inflater = zlib.decompressobj(self._wbits)
+            self._later_member = True
+        return pending
+
     def _drain(self, data: bytes) -> Iterator[bytes]:
         pending = data
-        while True:
+        while not self._ended:
             if self._inflater.eof:
-                return
+                following = self._next_member(pending)
+                if not following:
+                    return
+                pending = following
+            fresh = self._later_member and not self._inflater.eof
             try:
                 piece = self._inflater.decompress(pending, PIECE_SIZE)
             except zlib.error as error:
+                if fresh:
+                    self._ended = True
+                    return
                 raise BodyDecodingError(str(error)) from error
             if piece:
+                self._later_member = False
                 yield piece
             pending = self._inflater.unconsumed_tail
-            if not pending and len(piece) < PIECE_SIZE:
+            more_members = self._members and self._inflater.eof and self._inflater.unused_data
+            if not pending and len(piece) < PIECE_SIZE and not more_members:
                 return
 
     def finish(self) -> Iterator[bytes]:
         yield from self._drain(b"")
+        if self._ended:
+            return
         try:
             rest = self._inflater.flush(PIECE_SIZE)
         except zlib.error as error:
@@ -108,7 +137,7 @@ class _IdentityDecoder:
 
 def _decoder_for(encoding: str) -> _Decoder:
     if encoding in ("gzip", "x-gzip"):
-        return _ZlibDecoder(zlib.MAX_WBITS | 16, raw_fallback=False)
+        return _ZlibDecoder(zlib.MAX_WBITS | 16, raw_fallback=False, members=True)
     if encoding == "deflate":
         return _ZlibDecoder(zlib.MAX_WBITS, raw_fallback=True)
     if encoding == "br":
