@@ -57,3 +57,36 @@ class RecordingGuard:
                 return await inner.filter_batch(texts)
 
         self.guard = PromptInjectionGuard(_Recording(), self.events.append)
+
+
+class StandIn:
+    """A resolver whose answers stand for other networks while the test serves them on loopback.
+
+    An address handed out for a name is classified as the table says for that answer; 127.0.0.1
+    written into a URL stays the loopback address it is.
+    """
+
+    def __init__(self, table: dict[str, tuple[list[str], AddressClass]]) -> None:
+        self._table = table
+        self._handed_out: list[tuple[IPAddress, AddressClass]] = []
+
+    async def __call__(self, host: str) -> Sequence[IPAddress]:
+        entry = self._table.get(host.lower().rstrip("."))
+        if entry is None:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        addresses, kind = entry
+        answer = [ipaddress.ip_address(a) for a in addresses]
+        self._handed_out = [(a, kind) for a in answer]
+        return answer
+
+    def classify(self, ip: IPAddress) -> AddressClass:
+        for position, (address, kind) in enumerate(self._handed_out):
+            if address == ip and str(ip) == LOOPBACK:
+                del self._handed_out[position]
+                return kind
+        return classify_ip(ip)
+
+    def options(self, **fields: Any) -> RetrievalOptions:
+        fields.setdefault("timeout_seconds", 5)
+        fields.setdefault("provider_confidence", ConfidenceLevel.HIGH)
+        return RetrievalOptions(resolver=self, classify_address=self.classify, **fields)
