@@ -28,7 +28,7 @@ def answer(
     if "Content-Length" not in extra:
         extra["Content-Length"] = str(len(body))
     lines += [f"{name}: {value}" for name, value in extra.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
 
 
 def redirect(location: str, status: str = "302 Found") -> bytes:
