@@ -394,7 +394,8 @@ class WebSearchExecutableTool(WebSearchTool):
     ) -> ToolExecutionResult:
         from runtime.sources import merge_sources
         from runtime.tools._common import guard_of
-        from runtime.web.sanitize import sanitize_pages
+        from runtime.web.guard import GuardText, tool_content
+        from runtime.web.sanitize import sanitize_pages_and_texts
 
         args = read_arguments(arguments)
         options = read_settings(context.settings)
@@ -418,7 +419,10 @@ class WebSearchExecutableTool(WebSearchTool):
         reads = await read_pages(found.candidates, context, options)
         entries = _apply_budget(_entries(found.candidates, reads), options)
         pairs = [_model_content(entry) for entry in entries]
-        cleaned = await sanitize_pages(guard_of(context), pairs)
+        # A search service's notes quote what its engines said: outside text like the hits.
+        all_notes = [*notes, *found.notes]
+        note_texts = [GuardText(note, tool_content(self.definition.id)) for note in all_notes]
+        cleaned, clean_notes = await sanitize_pages_and_texts(guard_of(context), pairs, note_texts)
         results = [
             _result_json(entry, clean) for entry, clean in zip(entries, cleaned, strict=True)
         ]
@@ -442,9 +446,8 @@ class WebSearchExecutableTool(WebSearchTool):
             "retrieval_timed_out": any(r.outcome is PageOutcome.RETRIEVAL_TIMED_OUT for r in reads),
             "results": results,
         }
-        all_notes = [*notes, *found.notes]
-        if all_notes:
-            document["notes"] = all_notes
+        if clean_notes:
+            document["notes"] = clean_notes
         diagnostic = _diagnostic(len(found.candidates), results)
         if diagnostic:
             document["diagnostic"] = diagnostic

@@ -61,14 +61,25 @@ async def sanitize_pages(
     Fields are sent in the order markdown, title, description, language, published time,
     modified time, then each author, page after page, and rebuilt by position.
     """
-    texts = [
+    cleaned, _ = await sanitize_pages_and_texts(guard, pages, ())
+    return cleaned
+
+
+async def sanitize_pages_and_texts(
+    guard: PromptInjectionGuard,
+    pages: Sequence[tuple[WebPageModelContent, str]],
+    texts: Sequence[GuardText],
+) -> tuple[list[WebPageModelContent], list[str]]:
+    """`sanitize_pages` plus other outside texts of the same call (e.g. a search service's notes),
+    still in ONE guard batch."""
+    page_texts = [
         GuardText(text, web_content(final_url))
         for content, final_url in pages
         for text in _fields(content)
     ]
-    if not texts:
-        return []
-    filtered = await guard.sanitize_many(texts)
+    if not page_texts and not texts:
+        return [], []
+    filtered = await guard.sanitize_many([*page_texts, *texts])
     rebuilt: list[WebPageModelContent] = []
     position = 0
     for content, _ in pages:
@@ -88,7 +99,7 @@ async def sanitize_pages(
                 modified_time=modified,
             )
         )
-    return rebuilt
+    return rebuilt, filtered[position:]
 
 
 async def sanitize_page(
