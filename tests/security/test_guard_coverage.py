@@ -15,11 +15,11 @@ from policy.builtin import BUILTIN_DEFINITIONS, READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.execution import ToolExecutionContext
 from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE, RetrievalOverrides
+from runtime.tools.read_web_page import create_tool as read_web_page_tool
+from runtime.tools.web_search import create_tool as web_search_tool
 from runtime.web.addresses import AddressClass
 from tests.security._kit import INJECTION, RecordingGuard, loopback_is, loopback_resolver
 from tests.security._raw_server import answer, raw_server
-from runtime.tools.read_web_page import create_tool as read_web_page_tool
-from runtime.tools.web_search import create_tool as web_search_tool
 from tests.servers.searxng_server import SearxngServer, hit, running_searxng
 
 MARKER = "removed suspicious content"
