@@ -1,15 +1,18 @@
 """Small pieces every adapter needs: compact JSON, request bodies from pre-serialized parts,
-reading untrusted stream payloads, and the additional API parameters an adapter may not give up.
+reading untrusted stream payloads, streaming one round, and the additional API parameters an
+adapter may not give up.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeGuard
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Protocol, TypeGuard
 
-from runtime.messages import UNKNOWN_USAGE, Usage
+from runtime.messages import UNKNOWN_USAGE, ChatMessage, TextDelta, Usage
+from runtime.providers.client import ProviderClient
+from runtime.providers.errors import ProviderUnavailable
 
 _log = logging.getLogger("runtime.adapters")
 
@@ -30,6 +33,7 @@ def loads_payload(data: str) -> Any:
 
 
 def is_json_object(text: str) -> bool:
+    """Whether `text` parses as a JSON object (the only shape tool arguments may have)."""
     try:
         return isinstance(json.loads(text), dict)
     except (ValueError, RecursionError):
@@ -40,6 +44,16 @@ class RawJson(str):
     """JSON text placed into a request body as is (serialized once, resent every round)."""
 
     __slots__ = ()
+
+
+def messages_json(messages: Iterable[ChatMessage]) -> list[str]:
+    """Each message as a `{"role", "content"}` object, serialized once per streaming call."""
+    return [dumps({"role": m.role.value, "content": m.content}) for m in messages]
+
+
+def system_message_json(prompt: str) -> list[str]:
+    """The leading system message of an OpenAI-style request, or nothing when there is no prompt."""
+    return [dumps({"role": "system", "content": prompt})] if prompt else []
 
 
 def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable[str]) -> bytes:
@@ -53,18 +67,20 @@ def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable
 
 
 def usage_from(payload: Any, input_key: str, output_key: str) -> Usage:
+    """The token counts under the two keys; counts that are no non-negative integer are unknown."""
     if not isinstance(payload, dict):
         return UNKNOWN_USAGE
     given_in = payload.get(input_key)
     given_out = payload.get(output_key)
-    input_tokens = given_in if _is_count(given_in) else None
-    output_tokens = given_out if _is_count(given_out) else None
+    input_tokens = given_in if is_count(given_in) else None
+    output_tokens = given_out if is_count(given_out) else None
     if input_tokens is None and output_tokens is None:
         return UNKNOWN_USAGE
     return Usage(input_tokens, output_tokens)
 
 
-def _is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
+    """A token count: a non-negative integer that is not a boolean."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -112,8 +128,35 @@ def text_of(value: Any) -> str:
 
 
 def is_index(value: Any) -> TypeGuard[int]:
+    """An integer position that is not a boolean (JSON `true` parses as a Python int)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def non_blank(value: Any) -> str | None:
+    """`value` if it is a string with more than white space, else None."""
     return value if isinstance(value, str) and value.strip() else None
+
+
+class StreamAccumulator(Protocol):
+    """What each adapter's accumulator offers the shared streaming step."""
+
+    error: str | None
+
+    def feed(self, data: str) -> TextDelta | None: ...
+
+
+async def stream_deltas(
+    client: ProviderClient, body: bytes, accumulator: StreamAccumulator
+) -> AsyncIterator[TextDelta]:
+    """Send `body` and pass on what the user should see; an error the host reports ends the
+    round at once as ProviderUnavailable, with any secret redacted."""
+    async for data in client.stream(body):
+        delta = accumulator.feed(data)
+        if delta is not None:
+            yield delta
+        if accumulator.error is not None:
+            raise ProviderUnavailable(
+                f"{client.provider_name} reported an error during the answer: "
+                f"{client.redact(accumulator.error)}",
+                provider=client.provider_name,
+            )

@@ -27,13 +27,13 @@ from runtime.messages import (
     Usage,
 )
 from runtime.providers.client import ProviderClient
-from runtime.providers.errors import ProviderUnavailable
 from runtime.schema import anthropic_tool
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
 _RESERVED = frozenset({"model", "messages", "system", "stream", "tools", "tool_choice"})
+_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class _BlockBuilder:
@@ -130,8 +130,8 @@ class AnthropicAccumulator:
         usage = message.get("usage")
         if not isinstance(usage, dict):
             return None
-        counts = [usage.get(k) for k in _INPUT_KEYS]
-        known = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
+        counts = (usage.get(k) for k in _INPUT_KEYS)
+        known = [c for c in counts if _wire.is_count(c)]
         if not known:
             return None
         self.usage = Usage(input_tokens=sum(known))
@@ -182,9 +182,6 @@ class AnthropicAccumulator:
         return StreamedMessage(tuple(blocks), unparsable, self.usage)
 
 
-_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
 def round_of(message: StreamedMessage) -> Round:
     """Text of the text blocks; calls of the tool_use blocks with an id and a name."""
     text: list[str] = []
@@ -219,11 +216,9 @@ class AnthropicAdapter:
         system_parts = [conversation.system_prompt] if conversation.system_prompt else []
         system_parts += [m.content for m in conversation.messages if m.role is Role.SYSTEM]
         self._system_prompt = "\n\n".join(system_parts)
-        self._conversation_json = [
-            _wire.dumps({"role": m.role.value, "content": m.content})
-            for m in conversation.messages
-            if m.role is not Role.SYSTEM
-        ]
+        self._conversation_json = _wire.messages_json(
+            m for m in conversation.messages if m.role is not Role.SYSTEM
+        )
         extras = _wire.without_reserved(extra_body, _RESERVED, "Anthropic Messages")
         max_tokens = extras.pop("max_tokens", None)
         if max_tokens is None:
@@ -266,16 +261,8 @@ class AnthropicAdapter:
         self._last = None
         body = self.request_body(final_response_instruction, include_tools)
         accumulator = AnthropicAccumulator()
-        async for data in self._client.stream(body):
-            delta = accumulator.feed(data)
-            if delta is not None:
-                yield delta
-            if accumulator.error is not None:
-                raise ProviderUnavailable(
-                    f"{self._client.provider_name} reported an error during the answer: "
-                    f"{self._client.redact(accumulator.error)}",
-                    provider=self._client.provider_name,
-                )
+        async for delta in _wire.stream_deltas(self._client, body, accumulator):
+            yield delta
         message = accumulator.build()
         if message is None:
             _log.warning("%s: the stream ended before the message did.", self._client.provider_name)

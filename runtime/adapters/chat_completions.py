@@ -28,7 +28,6 @@ from runtime.messages import (
     Usage,
 )
 from runtime.providers.client import ProviderClient
-from runtime.providers.errors import ProviderUnavailable
 from runtime.schema import chat_completions_tool
 
 _log = logging.getLogger(__name__)
@@ -268,9 +267,7 @@ class ChatCompletionsAdapter:
         profile = client.profile
         self._client = client
         self._system_prompt = conversation.system_prompt
-        self._conversation_json = [
-            _wire.dumps({"role": m.role.value, "content": m.content}) for m in conversation.messages
-        ]
+        self._conversation_json = _wire.messages_json(conversation.messages)
         self._tool_names = {t.function.name: t.function.name for t in conversation.tools}
         self._fields: dict[str, Any] = {"model": model, "stream": True}
         if profile.asks_for_stream_usage:
@@ -296,7 +293,7 @@ class ChatCompletionsAdapter:
             if self._ask_for_sequential_calls:
                 fields["parallel_tool_calls"] = False
         prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
-        head = [_wire.dumps({"role": "system", "content": prompt})] if prompt else []
+        head = _wire.system_message_json(prompt)
         return _wire.request_body(
             fields, "messages", [*head, *self._conversation_json, *self._recorded_json]
         )
@@ -307,16 +304,8 @@ class ChatCompletionsAdapter:
         self._last_turn = None
         body = self.request_body(final_response_instruction, include_tools)
         accumulator = ChatCompletionAccumulator()
-        async for data in self._client.stream(body):
-            delta = accumulator.feed(data)
-            if delta is not None:
-                yield delta
-        if accumulator.error is not None:
-            raise ProviderUnavailable(
-                f"{self._client.provider_name} reported an error during the answer: "
-                f"{self._client.redact(accumulator.error)}",
-                provider=self._client.provider_name,
-            )
+        async for delta in _wire.stream_deltas(self._client, body, accumulator):
+            yield delta
         message = accumulator.build()
         if message is None:
             _log.warning("%s: the stream ended without a message.", self._client.provider_name)

@@ -26,7 +26,6 @@ from runtime.messages import (
     Usage,
 )
 from runtime.providers.client import ProviderClient
-from runtime.providers.errors import ProviderUnavailable
 from runtime.schema import responses_tool
 
 _log = logging.getLogger(__name__)
@@ -201,9 +200,7 @@ class ResponsesAdapter:
     ) -> None:
         self._client = client
         self._system_prompt = conversation.system_prompt
-        self._conversation_json = [
-            _wire.dumps({"role": m.role.value, "content": m.content}) for m in conversation.messages
-        ]
+        self._conversation_json = _wire.messages_json(conversation.messages)
         extras = dict(extra_body or {})
         hosted = extras.get("tools")
         self._fields: dict[str, Any] = {"model": model, "stream": True, "store": False}
@@ -227,7 +224,7 @@ class ResponsesAdapter:
         fields = dict(self._fields)
         fields["tools"] = self._tools if include_tools else _wire.RawJson("[]")
         prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
-        head = [_wire.dumps({"role": "system", "content": prompt})] if prompt else []
+        head = _wire.system_message_json(prompt)
         return _wire.request_body(
             fields, "input", [*head, *self._conversation_json, *self._recorded_json]
         )
@@ -238,16 +235,8 @@ class ResponsesAdapter:
         self._last = None
         body = self.request_body(final_response_instruction, include_tools)
         accumulator = ResponsesAccumulator()
-        async for data in self._client.stream(body):
-            delta = accumulator.feed(data)
-            if delta is not None:
-                yield delta
-            if accumulator.error is not None:
-                raise ProviderUnavailable(
-                    f"{self._client.provider_name} reported an error during the answer: "
-                    f"{self._client.redact(accumulator.error)}",
-                    provider=self._client.provider_name,
-                )
+        async for delta in _wire.stream_deltas(self._client, body, accumulator):
+            yield delta
         response = accumulator.build()
         if response is None:
             _log.warning("%s: the stream ended without a response.", self._client.provider_name)

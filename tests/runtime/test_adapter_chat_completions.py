@@ -319,6 +319,20 @@ async def test_an_error_in_the_stream_is_a_provider_error_without_the_key(
     assert "sk-test" not in str(caught.value)
 
 
+async def test_nothing_after_an_error_in_the_stream_reaches_the_user(
+    server: ProviderServer,
+) -> None:
+    """Like the other adapters: the round ends at the host's error, later chunks are not shown."""
+    server.queue(
+        Reply([*chat_text("Partial"), {"error": {"message": "overloaded"}}, *chat_text(" more")])
+    )
+    shown: list[str] = []
+    with pytest.raises(ProviderUnavailable, match="overloaded"):
+        async for event in _adapter(server).execute_round(None, True):
+            shown.append(getattr(event, "content", ""))
+    assert "".join(shown) == "Partial"
+
+
 # -- accumulator ---------------------------------------------------------------------------------
 
 
