@@ -115,13 +115,25 @@ class HttpInjectionFilter:
         headers = {"Accept": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        url = self._base_url + path
+        url = httpx.URL(self._base_url + path)
         shown = self._shown_url + path
+        request = httpx.Request(
+            "POST",
+            url,
+            json=body,
+            headers=headers,
+            extensions={"timeout": httpx.Timeout(timeout).as_dict()},
+        )
+        if url.userinfo and not self._token:
+            request = next(httpx.BasicAuth(url.username, url.password).sync_auth_flow(request))
         try:
-            async with httpx.AsyncClient(
-                timeout=timeout, trust_env=False, verify=_tls_context()
-            ) as client:
-                response = await client.post(url, json=body, headers=headers)
+            # Straight to a transport: httpx's client logs each URL in full, credentials included.
+            async with httpx.AsyncHTTPTransport(verify=_tls_context()) as transport:
+                response = await transport.handle_async_request(request)
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
         except httpx.TimeoutException as error:
             raise InjectionFilterError(
                 f"The filtering service at {shown} did not answer within {timeout:g} seconds."
