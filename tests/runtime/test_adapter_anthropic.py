@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,23 +20,10 @@ from tests.servers.provider_scripts import (
     message_start,
     text_delta,
 )
-from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import client_for, conversation, run_round, web_search_tool
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds/+==" * 3
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[ProviderServer]:
-    with running_provider_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: ProviderServer) -> ProviderServer:
-    _server.replies.clear()
-    _server.requests.clear()
-    return _server
 
 
 def _adapter(server: ProviderServer, **kwargs: object) -> AnthropicAdapter:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,7 +13,7 @@ from runtime.messages import SourceOrigin
 from runtime.providers import OPENAI_CHAT_COMPLETIONS, HostProfile, ProviderUnavailable
 from runtime.providers.hosts import _CLOUD_HOSTS
 from tests.servers.provider_scripts import chat_call, chat_chunk, chat_text, chat_usage
-from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import (
     client_for,
     conversation,
@@ -24,19 +23,6 @@ from tests.servers.provider_testkit import (
 
 GROQ = _CLOUD_HOSTS[ProviderKind.GROQ]
 HUGGING_FACE = _CLOUD_HOSTS[ProviderKind.HUGGINGFACE]
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[ProviderServer]:
-    with running_provider_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: ProviderServer) -> ProviderServer:
-    _server.replies.clear()
-    _server.requests.clear()
-    return _server
 
 
 def _adapter(

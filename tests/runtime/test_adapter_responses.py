@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,7 +16,7 @@ from tests.servers.provider_scripts import (
     responses_message,
     responses_text,
 )
-from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import client_for, conversation, run_round, web_search_tool
 
 # Written the way the API writes it: spacing, escapes and key order we would never produce.
@@ -25,19 +24,6 @@ REASONING_ITEM = (
     '{ "id" : "rs_1", "type": "reasoning", "summary": [],'
     ' "encrypted_content": "gAAAA\\u002b\\/x==", "note": "\\u00e9t\\u00e9" }'
 )
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[ProviderServer]:
-    with running_provider_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: ProviderServer) -> ProviderServer:
-    _server.replies.clear()
-    _server.requests.clear()
-    return _server
 
 
 def _adapter(server: ProviderServer, **kwargs: object) -> ResponsesAdapter:

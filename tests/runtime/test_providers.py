@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -30,23 +29,10 @@ from runtime.providers import (
     request_model,
 )
 from tests.servers.provider_scripts import chat_text, chat_usage
-from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import API_KEY, client_for, conversation, run_round
 
 KEY_ERROR_BODY = '{"error":{"message":"Incorrect API key provided: ' + API_KEY + '"}}'
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[ProviderServer]:
-    with running_provider_server() as server:
-        yield server
-
-
-@pytest.fixture
-def server(_server: ProviderServer) -> ProviderServer:
-    _server.replies.clear()
-    _server.requests.clear()
-    return _server
 
 
 def _provider(kind: ProviderKind, host: str = "", hostname: str = "") -> ProviderConfig:

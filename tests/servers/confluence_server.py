@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.servers.searxng_server import RunningApp, running_app
+from tests.servers.loopback import RunningApp, running_app
 
 
 @dataclass

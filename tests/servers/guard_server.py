@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from tests.servers.loopback import running_app
 
 REMOVED_PHRASE = re.compile(r"ignore previous instructions", re.IGNORECASE)
 SERVICE_MARKER = "[service removed this]"
@@ -90,20 +89,5 @@ class RunningGuardService:
 def running_guard_service() -> Iterator[RunningGuardService]:
     """Serve on 127.0.0.1 with a free port for the duration of the block, then stop."""
     state = GuardServiceState()
-    config = uvicorn.Config(
-        create_app(state), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("The loopback filtering service did not start.")
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield RunningGuardService(base_url=f"http://127.0.0.1:{port}", state=state)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with running_app(create_app(state)) as app:
+        yield RunningGuardService(base_url=app.url(), state=state)

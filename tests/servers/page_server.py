@@ -20,11 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import brotli
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.servers.loopback import running_app
 
 MIB = 1024 * 1024
 
@@ -239,29 +240,8 @@ def running_page_server(
 ) -> Iterator[PageServer]:
     """Serve the app on 127.0.0.1 (HTTPS when a certificate is given) until the block ends."""
     state = PageServerState(site=dict(site or {}))
-    config = uvicorn.Config(
-        build_app(state),
-        host="127.0.0.1",
-        port=0,
-        log_level="critical",
-        lifespan="off",
-        access_log=False,
-        ssl_certfile=str(certfile) if certfile else None,
-        ssl_keyfile=str(keyfile) if keyfile else None,
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="page-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("The page server did not start.")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield PageServer(port=port, state=state, scheme="https" if certfile else "http")
-    finally:
-        state.stopping.set()
-        server.should_exit = True
-        thread.join(timeout=10)
+    with running_app(build_app(state), certfile=certfile, keyfile=keyfile) as app:
+        try:
+            yield PageServer(port=app.port, state=state, scheme=app.scheme)
+        finally:
+            state.stopping.set()

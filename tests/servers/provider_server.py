@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.servers.loopback import running_app
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,12 @@ class ProviderServer:
     def queue(self, *replies: Reply) -> None:
         with self.lock:
             self.replies.extend(replies)
+
+    def reset(self) -> None:
+        """Forget scripted replies and recorded requests (a fresh start for the next test)."""
+        with self.lock:
+            self.replies.clear()
+            self.requests.clear()
 
     def next_reply(self) -> Reply:
         with self.lock:
@@ -135,26 +141,6 @@ def _app(server_ref: list[ProviderServer]) -> Starlette:
 @contextmanager
 def running_provider_server() -> Iterator[ProviderServer]:
     holder: list[ProviderServer] = []
-    config = uvicorn.Config(
-        _app(holder),
-        host="127.0.0.1",
-        port=0,
-        log_level="critical",
-        lifespan="off",
-        access_log=False,
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="provider-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("The provider server did not start.")
-        time.sleep(0.01)
-    holder.append(ProviderServer(port=server.servers[0].sockets[0].getsockname()[1]))
-    try:
+    with running_app(_app(holder)) as app:
+        holder.append(ProviderServer(port=app.port))
         yield holder[0]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

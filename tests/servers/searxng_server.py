@@ -3,25 +3,22 @@
 Tests set the results (per query or for any query), unresponsive engines, or a failure mode
 (a forced status, an HTML answer, an oversized answer); every request's parameters are recorded.
 As in SearXNG, a format other than json is refused with 403 unless the test switches JSON off.
-`running_app` serves any Starlette app on 127.0.0.1, port 0, and stops it when the block ends.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from tests.servers.loopback import RunningApp, running_app
 
 
 @dataclass
@@ -72,47 +69,6 @@ def build_app(state: SearxngState) -> Starlette:
         return Response(json.dumps(body), media_type="application/json")
 
     return Starlette(routes=[Route("/search", search)])
-
-
-@dataclass
-class RunningApp:
-    port: int
-    scheme: str
-
-    def url(self, path: str = "", host: str = "127.0.0.1") -> str:
-        return f"{self.scheme}://{host}:{self.port}{path}"
-
-
-@contextmanager
-def running_app(
-    app: Starlette, *, certfile: Path | None = None, keyfile: Path | None = None
-) -> Iterator[RunningApp]:
-    """Serve `app` on 127.0.0.1 (HTTPS with a certificate) in a thread until the block ends."""
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="critical",
-        lifespan="off",
-        access_log=False,
-        ssl_certfile=str(certfile) if certfile else None,
-        ssl_keyfile=str(keyfile) if keyfile else None,
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="test-app-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("The loopback server did not start.")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield RunningApp(port=port, scheme="https" if certfile else "http")
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @dataclass

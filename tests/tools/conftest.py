@@ -8,13 +8,11 @@ Model URLs are never allowed to reach loopback, so tests use names (`public.test
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import socket
 import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +27,7 @@ from runtime.web.injection_filter import StructuralInjectionFilter
 from tests.servers.confluence_server import ConfluenceServer, running_confluence
 from tests.servers.page_server import PageServer, running_page_server
 from tests.servers.searxng_server import SearxngServer, running_searxng
+from tests.servers.tls import TlsFiles, self_signed
 
 LOOPBACK = "127.0.0.1"
 NAMES: dict[str, str] = {
@@ -113,54 +112,10 @@ def make_context(
     )
 
 
-@dataclass(frozen=True)
-class TlsFiles:
-    certfile: Path
-    keyfile: Path
-
-    def client_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.certfile))
-
-
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     """A self-signed certificate for the test names (wiki.corp.test, public.test)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "wiki.corp.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("wiki.corp.test"), x509.DNSName("public.test")]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tools-tls")
-    files = TlsFiles(folder / "cert.pem", folder / "key.pem")
-    files.certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    files.keyfile.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return files
+    return self_signed(tmp_path_factory.mktemp("tools-tls"), ["wiki.corp.test", "public.test"])
 
 
 def article(title: str, paragraph: str, *, og_title: str = "", author: str = "") -> bytes:

@@ -30,7 +30,8 @@ from runtime.tools.search_confluence import (
 from runtime.web.addresses import AddressClass
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.servers.confluence_server import ConfluenceServer
-from tests.tools.conftest import TlsFiles, make_context, overrides
+from tests.servers.tls import TlsFiles
+from tests.tools.conftest import make_context, overrides
 
 WIKI = "wiki.corp.test"
 BASE = "https://wiki.example.test/confluence/"

@@ -5,18 +5,16 @@ The guard is opt-in (tests ask for `socket_guard`), so other web tests are not a
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import socket
-import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.servers.page_server import PageServer, running_page_server
+from tests.servers.tls import TlsFiles, self_signed
 
 
 @dataclass
@@ -82,51 +80,10 @@ def page_server() -> Iterator[PageServer]:
         yield server
 
 
-@dataclass(frozen=True)
-class TlsFiles:
-    certfile: Path
-    keyfile: Path
-
-    def client_context(self) -> ssl.SSLContext:
-        """A verifying client context that trusts only the test certificate."""
-        return ssl.create_default_context(cafile=str(self.certfile))
-
-
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     """A self-signed certificate for `public.test` (and nothing else)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "public.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("public.test")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    certfile = folder / "cert.pem"
-    keyfile = folder / "key.pem"
-    certfile.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    keyfile.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return TlsFiles(certfile, keyfile)
+    return self_signed(tmp_path_factory.mktemp("tls"), ["public.test"])
 
 
 @pytest.fixture(scope="module")

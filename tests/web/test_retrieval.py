@@ -30,7 +30,8 @@ from runtime.web.retrieval import (
     retrieve,
 )
 from tests.servers.page_server import MIB, PageServer
-from tests.web.conftest import SocketGuard, TlsFiles
+from tests.servers.tls import TlsFiles
+from tests.web.conftest import SocketGuard
 
 Reason = WebPageAccessBlockReason
 LOOPBACK = "127.0.0.1"
