@@ -403,14 +403,19 @@ async def _sent(
         await response.aclose()
 
 
-_MEDIA_TYPE_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}/[a-z0-9][a-z0-9.+-]{0,50}")
+_MEDIA_TYPE_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}/[a-z0-9][a-z0-9.+_-]{0,100}")
 _CODING_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}")
+
+
+def _is_plain_media_type(media_type: str) -> bool:
+    """`type/subtype` tokens, or none at all (HTML); the media type is shown to the model."""
+    return not media_type or _MEDIA_TYPE_TOKEN.fullmatch(media_type) is not None
 
 
 def _shown_media_type(content_type: str) -> str:
     """The media type quoted if it is a plain token, since the server wrote it for the model."""
     media_type = media_type_of(content_type)
-    if _MEDIA_TYPE_TOKEN.fullmatch(media_type):
+    if media_type and _is_plain_media_type(media_type):
         return f"'{media_type}'"
     return "(a content type that is not a plain media type)"
 
@@ -445,7 +450,7 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
                 raise _status_error(response, current)
             content_type = response.headers.get("Content-Type", "")
             kind = classify_content_type(content_type)
-            if kind is None:
+            if kind is None or not _is_plain_media_type(media_type_of(content_type)):
                 raise WebRetrievalError(
                     f"Unsupported content type {_shown_media_type(content_type)}. "
                     "Only HTML pages and text documents are supported."

@@ -8,9 +8,11 @@ line, not an unreadable redirect target.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from policy.builtin import WEB_SEARCH
+from policy.builtin import READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.execution import ToolExecutionContext
 from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE, RetrievalOverrides
@@ -104,3 +106,24 @@ async def test_web_search_reason_carries_no_content_type_to_the_model() -> None:
     [entry] = result.json_content["results"]
     assert entry["page"]["status"] == "snippet only"
     assert "ignore" not in entry["page"]["reason"].lower()
+
+
+async def test_a_text_type_with_words_in_it_never_reaches_the_result() -> None:
+    from runtime.tools.read_web_page import create_tool as read_web_page_tool
+
+    routes = {
+        "/words": answer(b"plain words", content_type=f"text/{INJECTION}"),
+        "/words-nul": answer(b"a\x00b", content_type=f"text/{INJECTION}"),
+    }
+    guard = RecordingGuard()
+    settings = {"freeAddressChoice": "ON"}
+    async with raw_server(routes) as server:
+        for path in routes:
+            try:
+                result = await read_web_page_tool().execute(
+                    {"url": server.url(path)}, _context(READ_WEB_PAGE, settings, guard)
+                )
+                shown = json.dumps(result.json_content)
+            except WebRetrievalError as error:
+                shown = str(error)
+            assert "ignore" not in shown.lower()
