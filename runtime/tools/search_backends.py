@@ -158,7 +158,7 @@ class SearxngBackend:
                     timeout=self.timeout_seconds,
                     follow_redirects=False,
                     trust_env=False,
-                    headers={"Accept": "application/json"},
+                    headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate, br"},
                 ) as client,
                 client.stream("GET", endpoint, params=self.parameters(request)) as response,
             ):
@@ -204,14 +204,28 @@ def _check_status(response: httpx.Response, shown: str) -> None:
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The decoded answer, counted in small decompressed pieces (a gzip bomb never inflates)."""
+    from runtime.web._decoding import BodyDecoder, BodyDecodingError, UnsupportedContentEncoding
+
     declared = response.headers.get("Content-Length", "").strip()
     if declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
     body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body.extend(chunk)
-        if len(body) > limit:
-            raise _too_large(limit)
+    try:
+        decoder = BodyDecoder(response.headers.get("Content-Encoding", ""))
+        async for chunk in response.aiter_raw():
+            for piece in decoder.feed(chunk):
+                body.extend(piece)
+                if len(body) > limit:
+                    raise _too_large(limit)
+        for piece in decoder.finish():
+            body.extend(piece)
+            if len(body) > limit:
+                raise _too_large(limit)
+    except (UnsupportedContentEncoding, BodyDecodingError) as error:
+        raise SearchBackendError(
+            "SearXNG answered with a compressed body that could not be decoded."
+        ) from error
     return bytes(body)
 
 
