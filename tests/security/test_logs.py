@@ -49,3 +49,24 @@ async def test_user_info_still_signs_in_with_basic_auth() -> None:
     assert b"authorization: basic " + expected in server.heads[0].lower().replace(
         expected.lower(), expected
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "route"),
+    [
+        ("/missing?token=tok-SECRET-2&flag", answer(b"", status="404 Not Found")),
+        ("/loop?token=tok-SECRET-2&flag", redirect("/loop?token=tok-SECRET-2&flag")),
+        ("/redirect-nowhere?token=tok-SECRET-2&flag", answer(b"", status="302 Found")),
+        ("/binary?token=tok-SECRET-2&flag", answer(b"%PDF", content_type="application/pdf")),
+    ],
+)
+async def test_errors_mask_user_info_and_parameter_values(path: str, route: bytes) -> None:
+    from runtime.web.retrieval import WebRetrievalError
+
+    async with raw_server({path: route}) as server:
+        url = f"http://carol:hunter22@public.test:{server.port}{path}"
+        with pytest.raises(WebRetrievalError) as caught:
+            await retrieve(url, options())
+    message = str(caught.value)
+    assert "tok-SECRET-2" not in message and "hunter22" not in message and "carol" not in message
+    assert "flag" not in message
