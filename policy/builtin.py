@@ -21,7 +21,7 @@ from policy.definitions import (
     ToolFunction,
     ToolVisibility,
 )
-from policy.tools import CONFIGURED, ResolutionContext, ToolConfigurationState
+from policy.tools import CONFIGURED, DefinedTool, ResolutionContext, ToolConfigurationState
 from policy.vocabulary import (
     ANY_LANGUAGE,
     ConfidenceLevel,
@@ -626,47 +626,13 @@ BUILTIN_DEFINITIONS: Mapping[str, ToolDefinition] = {
 # --- the policy-side tools ----------------------------------------------------------------------
 
 
-class _BuiltinTool:
-    """What the four tools share: a fixed definition, always available, untailored by default."""
+class WebSearchTool(DefinedTool):
+    """web_search as the policy sees it: its settings are checked, its definition offered as is."""
 
-    _id: str = ""
-    _display_name: str = ""
-    _outbound: ToolOutboundData = ToolOutboundData.MODEL_CHOSEN_ADDRESSES
-    _enforces: bool = False
-
-    @property
-    def definition(self) -> ToolDefinition:
-        return BUILTIN_DEFINITIONS[self._id]
-
-    @property
-    def display_name(self) -> str:
-        return self._display_name
-
-    @property
-    def outbound_data(self) -> ToolOutboundData:
-        return self._outbound
-
-    @property
-    def enforces_outbound_data_restriction(self) -> bool:
-        return self._enforces
-
-    def is_available(self) -> bool:
-        return True
-
-    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        return CONFIGURED
-
-    async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:
-        return self.definition.function
-
-    async def resolve_instructions(self, context: ResolutionContext) -> str:
-        return self.definition.system_prompt_instructions
-
-
-class WebSearchTool(_BuiltinTool):
-    _id = WEB_SEARCH
-    _display_name = "Web search"
-    _outbound = ToolOutboundData.THIRD_PARTY_QUERIES
+    def __init__(self) -> None:
+        super().__init__(
+            BUILTIN_DEFINITIONS[WEB_SEARCH], "Web search", ToolOutboundData.THIRD_PARTY_QUERIES
+        )
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
         problem = _check_integers(WEB_SEARCH, settings, WEB_SEARCH_NUMBERS)
@@ -710,11 +676,16 @@ class WebSearchTool(_BuiltinTool):
         return CONFIGURED
 
 
-class ReadWebPageTool(_BuiltinTool):
-    _id = READ_WEB_PAGE
-    _display_name = "Read web page"
-    _outbound = ToolOutboundData.MODEL_CHOSEN_ADDRESSES
-    _enforces = True
+class ReadWebPageTool(DefinedTool):
+    """read_web_page as the policy sees it: offered and instructed by the outbound restriction."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            BUILTIN_DEFINITIONS[READ_WEB_PAGE],
+            "Read web page",
+            ToolOutboundData.MODEL_CHOSEN_ADDRESSES,
+            enforces_outbound_data_restriction=True,
+        )
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
         problem = _check_integers(READ_WEB_PAGE, settings, READ_WEB_PAGE_NUMBERS)
@@ -742,12 +713,18 @@ class ReadWebPageTool(_BuiltinTool):
         )
 
 
-class SearchConfluenceTool(_BuiltinTool):
-    _id = SEARCH_CONFLUENCE
-    _display_name = "Search Confluence"
-    _outbound = ToolOutboundData.CONFIGURED_SERVICE
+class SearchConfluenceTool(DefinedTool):
+    """search_confluence as the policy sees it: HIGH confidence at least, an HTTPS wiki address."""
+
     minimum_confidence_floor = ConfidenceLevel.HIGH
     """Wiki content never reaches a provider below HIGH, whatever the settings lower it to."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            BUILTIN_DEFINITIONS[SEARCH_CONFLUENCE],
+            "Search Confluence",
+            ToolOutboundData.CONFIGURED_SERVICE,
+        )
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
         problem = _check_integers(SEARCH_CONFLUENCE, settings, SEARCH_CONFLUENCE_NUMBERS)
@@ -763,10 +740,15 @@ class SearchConfluenceTool(_BuiltinTool):
         return CONFIGURED
 
 
-class SemanticSearchTool(_BuiltinTool):
-    _id = SEMANTIC_SEARCH
-    _display_name = "Search data sources"
-    _outbound = ToolOutboundData.CONFIGURED_SERVICE
+class SemanticSearchTool(DefinedTool):
+    """semantic_search as the policy sees it: offered with the chat's data sources only."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            BUILTIN_DEFINITIONS[SEMANTIC_SEARCH],
+            "Search data sources",
+            ToolOutboundData.CONFIGURED_SERVICE,
+        )
 
     @staticmethod
     def offered_sources(context: ResolutionContext) -> tuple[OfferedDataSource, ...]:
