@@ -23,8 +23,8 @@ if TYPE_CHECKING:
         Resolver,
         RetrievalOptions,
         RetrievedWebPage,
-        WebPageAccessBlocked,
     )
+    from runtime.web.sanitize import WebPageModelContent
 
 GUARD_SERVICE = "guard"
 """`services[...]` key of the app's `PromptInjectionGuard`; absent → the built-in filter."""
@@ -82,9 +82,20 @@ def guard_of(context: ToolExecutionContext) -> PromptInjectionGuard:
     return _default_guard
 
 
-def blocked(error: WebPageAccessBlocked) -> ToolExecutionBlocked:
-    """A retrieval refusal as a BLOCKED call; the refusal texts name no address."""
-    return ToolExecutionBlocked(error.message)
+async def retrieve_page(
+    url: str, options: RetrievalOptions, out_of_bounds_refusal: str
+) -> RetrievedWebPage:
+    """The page, or a BLOCKED call: a redirect the tool's target rule rejects is refused with
+    `out_of_bounds_refusal`, any other refusal with retrieval's own text (neither names an address).
+    """
+    from runtime.web.retrieval import WebPageAccessBlocked, WebPageAccessBlockReason, retrieve
+
+    try:
+        return await retrieve(url, options)
+    except WebPageAccessBlocked as error:
+        if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
+            raise ToolExecutionBlocked(out_of_bounds_refusal) from error
+        raise ToolExecutionBlocked(error.message) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +117,21 @@ async def page_content(page: RetrievedWebPage) -> PageContent:
 
     extracted = await asyncio.to_thread(extract_page, page.body_text, page.final_url)
     return PageContent(extracted.markdown, is_html=True, extracted=extracted)
+
+
+async def sanitized_page(
+    context: ToolExecutionContext, content: PageContent, markdown: str, final_url: str
+) -> WebPageModelContent:
+    """The page as the model may see it: `markdown` (the cut content) plus, for HTML, the
+    extracted title, description and dates, all through the context's injection guard."""
+    from runtime.web.sanitize import WebPageModelContent, sanitize_page
+
+    model = (
+        WebPageModelContent.from_page(content.extracted, markdown)
+        if content.extracted is not None
+        else WebPageModelContent(markdown=markdown)
+    )
+    return await sanitize_page(guard_of(context), model, final_url)
 
 
 def iso_utc(moment: datetime) -> str:

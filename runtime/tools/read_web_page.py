@@ -32,6 +32,9 @@ from runtime.tools._common import (
     WIKI_BASE_URL_SERVICE,
     iso_utc,
     page_content,
+    retrieval_options,
+    retrieve_page,
+    sanitized_page,
 )
 
 FREE_ADDRESS_CHOICE_REFUSAL = (
@@ -137,13 +140,6 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult:
-        from runtime.tools._common import blocked, guard_of, retrieval_options
-        from runtime.web.retrieval import (
-            WebPageAccessBlocked,
-            WebPageAccessBlockReason,
-            retrieve,
-        )
-        from runtime.web.sanitize import WebPageModelContent, sanitize_page
         from runtime.web.truncate import truncate_markdown
 
         url, key = read_url(arguments)
@@ -156,12 +152,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
             allowed_private_hosts=_allowed_private_hosts(settings),
             is_target_allowed=rule,
         )
-        try:
-            page = await retrieve(url, options)
-        except WebPageAccessBlocked as error:
-            if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
-                raise ToolExecutionBlocked(REDIRECT_OUT_OF_BOUNDS_REFUSAL) from error
-            raise blocked(error) from error
+        page = await retrieve_page(url, options, REDIRECT_OUT_OF_BOUNDS_REFUSAL)
         content = await page_content(page)
         limit = read_integer_setting(settings, _NUMBERS[RWP_MAX_CONTENT_CHARACTERS])
         markdown = truncate_markdown(content.markdown, limit)
@@ -176,12 +167,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
                 f"The extracted page content was truncated from {len(content.markdown)} to "
                 f"{len(markdown)} characters."
             )
-        model = (
-            WebPageModelContent.from_page(content.extracted, markdown)
-            if content.extracted is not None
-            else WebPageModelContent(markdown=markdown)
-        )
-        clean = await sanitize_page(guard_of(context), model, page.final_url)
+        clean = await sanitized_page(context, content, markdown, page.final_url)
         status = (
             "empty response"
             if not clean.markdown.strip()

@@ -32,6 +32,7 @@ from policy.vocabulary import ConfidenceLevel
 from runtime.arguments import ArgumentError, echo
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
+from runtime.tools._common import page_content, retrieval_options, retrieve_page, sanitized_page
 
 CONTENT_LIMIT = 30_000
 CONFIDENCE_REFUSAL = "Searching your company's wiki requires a High-confidence provider."
@@ -165,13 +166,6 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult:
-        from runtime.tools._common import blocked, guard_of, page_content, retrieval_options
-        from runtime.web.retrieval import (
-            WebPageAccessBlocked,
-            WebPageAccessBlockReason,
-            retrieve,
-        )
-        from runtime.web.sanitize import WebPageModelContent, sanitize_page
         from runtime.web.truncate import truncate_markdown
 
         if context.provider_confidence < ConfidenceLevel.HIGH:
@@ -187,24 +181,14 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             allowed_private_hosts=(urlsplit(base).hostname or "",),
             is_target_allowed=lambda hop: within_wiki(hop, base),
         )
-        try:
-            page = await retrieve(url, options)
-        except WebPageAccessBlocked as error:
-            if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
-                raise ToolExecutionBlocked(REDIRECT_REFUSAL) from error
-            raise blocked(error) from error
+        page = await retrieve_page(url, options, REDIRECT_REFUSAL)
         if is_login_page(page.final_url):
             raise RuntimeError(LOGIN_PAGE_ERROR)
         content = await page_content(page)
         if not content.markdown.strip():
             raise RuntimeError(EMPTY_RESULT_ERROR)
         markdown = truncate_markdown(content.markdown, CONTENT_LIMIT)
-        model = (
-            WebPageModelContent.from_page(content.extracted, markdown)
-            if content.extracted is not None
-            else WebPageModelContent(markdown=markdown)
-        )
-        clean = await sanitize_page(guard_of(context), model, page.final_url)
+        clean = await sanitized_page(context, content, markdown, page.final_url)
         return ToolExecutionResult(
             json_content={
                 "search_url": page.final_url,

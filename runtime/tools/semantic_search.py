@@ -38,7 +38,7 @@ from policy.vocabulary import ConfidenceLevel, DataSecurity, ProviderKind
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
-from runtime.tools._common import DATA_SOURCES_SERVICE
+from runtime.tools._common import DATA_SOURCES_SERVICE, guard_of
 
 _log = logging.getLogger(__name__)
 
@@ -324,7 +324,6 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult:
         from runtime.sources import merge_sources
-        from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
 
         given = context.services.get(DATA_SOURCES_SERVICE, ())

@@ -44,7 +44,13 @@ from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend, WebSea
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
-from runtime.tools._common import SMALL_PAGE_CHARACTERS, PageContent, page_content
+from runtime.tools._common import (
+    SMALL_PAGE_CHARACTERS,
+    PageContent,
+    guard_of,
+    page_content,
+    retrieval_options,
+)
 from runtime.tools.search_backends import (
     BACKEND_LABELS,
     Candidate,
@@ -184,7 +190,6 @@ async def _read_page(
     options: WebSearchSettings,
     slots: asyncio.Semaphore,
 ) -> _Read:
-    from runtime.tools._common import retrieval_options
     from runtime.web.retrieval import (
         WebPageAccessBlocked,
         WebRetrievalError,
@@ -393,7 +398,6 @@ class WebSearchExecutableTool(WebSearchTool):
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult:
         from runtime.sources import merge_sources
-        from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
         from runtime.web.sanitize import sanitize_pages_and_texts
 
