@@ -246,15 +246,18 @@ class ToolExecutor:
             return run.succeeded(result, traced_arguments, arguments)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
-            return run.blocked(str(blocked), traced_arguments, was_executed=True)
+            traced = _traced_message(str(blocked), blocked, arguments, sensitive)
+            return run.blocked(str(blocked), traced_arguments, was_executed=True, traced=traced)
         except Exception as error:
+            message = f"{FAILURE_PREFIX}{error}"
+            traced = _traced_message(message, error, arguments, sensitive)
             _log.warning(
                 "Tool %s (id %r) failed: %s",
                 call.tool_name,
                 call.call_id,
-                run.secrets.text(str(error)),
+                run.secrets.text(traced.removeprefix(FAILURE_PREFIX)),
             )
-            return run.failed(f"{FAILURE_PREFIX}{error}", traced_arguments)
+            return run.failed(message, traced_arguments, traced=traced)
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
         content = f"Tool '{call.tool_name}' is not available."
@@ -294,6 +297,27 @@ class ToolExecutor:
             f"Tool '{tool.display_name}' was not run: {read}, which allows sending data to "
             f"{level}, and this tool {sends}."
         )
+
+
+def _traced_message(
+    message: str, error: BaseException, arguments: Mapping[str, Any], sensitive: frozenset[str]
+) -> str:
+    """A failure as the trace and log show it: the values of sensitive arguments masked.
+
+    The model keeps the full message (it wrote the value and corrects itself from it). A refusal
+    of a sensitive argument may quote it in any spelling, so its text is replaced as a whole.
+    """
+    from runtime.arguments import ArgumentError
+
+    if isinstance(error, ArgumentError) and error.argument in sensitive:
+        prefix = FAILURE_PREFIX if message.startswith(FAILURE_PREFIX) else ""
+        return f"{prefix}Argument '{error.argument}' was refused; its value is not shown."
+    for name in sensitive:
+        value = arguments.get(name)
+        if isinstance(value, str) and value.strip():
+            for spelling in (value, json.dumps(value, ensure_ascii=False)[1:-1]):
+                message = message.replace(spelling, REDACTED)
+    return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,20 +438,33 @@ class _Run:
         )
 
     def blocked(
-        self, message: str, arguments: Mapping[str, str], *, was_executed: bool
+        self,
+        message: str,
+        arguments: Mapping[str, str],
+        *,
+        was_executed: bool,
+        traced: str | None = None,
     ) -> ToolCallOutcome:
+        """`traced` is the message as the trace shows it (sensitive arguments masked)."""
         message = self.secrets.text(message)
+        shown = message if traced is None else self.secrets.text(traced)
         trace = self._trace(
-            TraceStatus.BLOCKED, message, arguments, was_executed=was_executed, result=message
+            TraceStatus.BLOCKED, shown, arguments, was_executed=was_executed, result=shown
         )
         return ToolCallOutcome(message, trace)
 
     def failed(
-        self, message: str, arguments: Mapping[str, str], *, was_executed: bool = True
+        self,
+        message: str,
+        arguments: Mapping[str, str],
+        *,
+        was_executed: bool = True,
+        traced: str | None = None,
     ) -> ToolCallOutcome:
         message = self.secrets.text(message)
+        shown = message if traced is None else self.secrets.text(traced)
         trace = self._trace(
-            TraceStatus.ERROR, message, arguments, was_executed=was_executed, result=message
+            TraceStatus.ERROR, shown, arguments, was_executed=was_executed, result=shown
         )
         return ToolCallOutcome(message, trace)
 
