@@ -3,7 +3,6 @@ collections (§1.5-1.7) and availability (§1.4), with small test tools."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from policy.definitions import (
 )
 from policy.provenance import Origin, SourceLocation
 from policy.registry import ToolRegistry, UnknownToolError
-from policy.tools import ResolutionContext, ToolConfigurationState
+from policy.tools import DefinedTool, ResolutionContext
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -56,7 +55,7 @@ NO_TOOLS = ProviderConfig(
 )
 
 
-class FakeTool:
+class FakeTool(DefinedTool):
     """A tool whose every answer the test decides; it records what it was asked."""
 
     def __init__(
@@ -76,62 +75,41 @@ class FakeTool:
         enforces: bool = False,
         display_name: str | None = None,
         key: str | None = None,
+        schema: SettingsSchema | None = None,
     ) -> None:
-        self._definition = ToolDefinition(
+        definition = ToolDefinition(
             id=tool_id,
             implementation_key=key if key is not None else tool_id,
             visible_in=visible or ToolVisibility(),
             activation=activation,
             minimum_provider_confidence=minimum,
             system_prompt_instructions=instructions,
-            settings_schema=SettingsSchema(
-                properties={n: SettingField() for n in required}, required=required
-            ),
+            settings_schema=schema
+            or SettingsSchema(properties={n: SettingField() for n in required}, required=required),
             function=ToolFunction(name=name or tool_id, description_for_llm=f"{tool_id} does it"),
         )
+        super().__init__(definition, display_name, outbound, enforces)
         self._available = available
         self._function = function
         self._instructions = tailored_instructions
-        self._outbound = outbound
-        self._enforces = enforces
-        self._display_name = display_name or tool_id
         self.asked: list[ResolutionContext] = []
-
-    @property
-    def definition(self) -> ToolDefinition:
-        return self._definition
-
-    @property
-    def display_name(self) -> str:
-        return self._display_name
-
-    @property
-    def outbound_data(self) -> ToolOutboundData:
-        return self._outbound
-
-    @property
-    def enforces_outbound_data_restriction(self) -> bool:
-        return self._enforces
 
     def is_available(self) -> bool:
         return self._available
-
-    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        return ToolConfigurationState(True)
 
     async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:
         self.asked.append(context)
         if isinstance(self._function, Exception):
             raise self._function
         if self._function == "registered":
-            return self._definition.function
+            return self.definition.function
         return self._function  # type: ignore[no-any-return]
 
     async def resolve_instructions(self, context: ResolutionContext) -> str:
         if isinstance(self._instructions, Exception):
             raise self._instructions
         if self._instructions == "registered":
-            return self._definition.system_prompt_instructions
+            return self.definition.system_prompt_instructions
         return str(self._instructions)
 
 
@@ -572,15 +550,10 @@ def test_the_app_settings_list_shows_context_tools_but_component_catalogs_do_not
 
 
 def test_settings_carry_their_source_and_a_registry_keeps_secrets_out_of_findings() -> None:
-    tool = FakeTool("demo")
-    secret_definition = tool.definition.model_copy(
-        update={
-            "settings_schema": SettingsSchema(
-                properties={"key": SettingField(secret=True), "url": SettingField()}
-            )
-        }
+    tool = FakeTool(
+        "demo",
+        schema=SettingsSchema(properties={"key": SettingField(secret=True), "url": SettingField()}),
     )
-    tool._definition = secret_definition
     configuration = PolicyConfiguration(
         settings={
             "DataTools.LockedToolSettings": _setting(
