@@ -220,14 +220,22 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
 def _trim_candidate(candidate: str) -> str:
-    """Drop the punctuation and unbalanced closing brackets prose and Markdown put after a URL."""
-    while candidate:
-        last = candidate[-1]
-        unbalanced = last in _CLOSERS and candidate.count(last) > candidate.count(_CLOSERS[last])
+    """Drop the punctuation and unbalanced closing brackets prose and Markdown put after a URL.
+
+    Bracket counts are taken once and updated while trimming, so a page ending a URL in a long
+    run of `)` costs linear time (this runs on every tool result).
+    """
+    counts = {ch: candidate.count(ch) for pair in _CLOSERS.items() for ch in pair}
+    end = len(candidate)
+    while end:
+        last = candidate[end - 1]
+        unbalanced = last in _CLOSERS and counts[last] > counts[_CLOSERS[last]]
         if last not in _TRAILING_PUNCTUATION and not unbalanced:
             break
-        candidate = candidate[:-1]
-    return candidate
+        if last in counts:
+            counts[last] -= 1
+        end -= 1
+    return candidate[:end]
 
 
 def _candidates(text: str) -> Iterable[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from runtime.execution import ToolExecutionResult
 from runtime.executor import ToolExecutor, TraceStatus
-from runtime.web.addresses import request_key
+from runtime.web.addresses import find_web_addresses, request_key
 from tests.runtime._scripted_adapter import EchoTool
 from tests.security._chat import executor_call
 
@@ -60,3 +60,13 @@ async def test_a_refusal_never_repeats_the_address() -> None:
     assert outcome.trace.status is TraceStatus.BLOCKED
     assert outcome.content == outcome.trace.status_message == FREE_ADDRESS_CHOICE_REFUSAL
     assert "evil.test" not in outcome.trace.result
+
+
+@pytest.mark.parametrize("closer", [")", "]", "}"])
+def test_a_long_run_of_closing_brackets_after_an_address_is_trimmed(closer: str) -> None:
+    """This runs on every tool result; the old trimming recounted per character (quadratic)."""
+    text = "see http://docs.test/page" + closer * 200_000 + " and http://docs.test/b_(x)"
+    assert find_web_addresses(text) == [
+        request_key("http://docs.test/page"),
+        request_key("http://docs.test/b_(x)"),
+    ]
