@@ -151,19 +151,25 @@ class SearxngBackend:
 
         endpoint = searxng_search_endpoint(self.base_url)
         shown = redact_url_for_log(endpoint)
+        url = httpx.URL(endpoint).copy_merge_params(self.parameters(request))
+        outgoing = httpx.Request(
+            "GET",
+            url,
+            headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate, br"},
+            extensions={"timeout": httpx.Timeout(self.timeout_seconds).as_dict()},
+        )
+        if url.userinfo:
+            outgoing = next(httpx.BasicAuth(url.username, url.password).sync_auth_flow(outgoing))
+        # Straight to a transport: httpx's client logs every URL in full (credentials, the query).
+        transport = self.transport or httpx.AsyncHTTPTransport(trust_env=False)
         try:
-            async with (
-                httpx.AsyncClient(
-                    transport=self.transport,
-                    timeout=self.timeout_seconds,
-                    follow_redirects=False,
-                    trust_env=False,
-                    headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate, br"},
-                ) as client,
-                client.stream("GET", endpoint, params=self.parameters(request)) as response,
-            ):
-                _check_status(response, shown)
-                body = await _read_capped(response, SEARXNG_MAX_RESPONSE_BYTES)
+            async with transport:
+                response = await transport.handle_async_request(outgoing)
+                try:
+                    _check_status(response, shown)
+                    body = await _read_capped(response, SEARXNG_MAX_RESPONSE_BYTES)
+                finally:
+                    await response.aclose()
         except httpx.TimeoutException as error:
             raise SearchBackendError(
                 f"SearXNG at '{shown}' did not answer within {self.timeout_seconds:g} seconds."
