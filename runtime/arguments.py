@@ -53,7 +53,8 @@ def _choices_text(allowed: Sequence[str]) -> str:
     return ", ".join(allowed)
 
 
-def _has_control_character(text: str) -> bool:
+def has_control_character(text: str) -> bool:
+    """Whether `text` holds a control character (line breaks and tabs included)."""
     return any(unicodedata.category(ch) == "Cc" for ch in text)
 
 
@@ -240,7 +241,7 @@ def _line_problem(name: str, text: str, max_characters: int) -> str | None:
             f"Argument '{name}' must be at most {max_characters} characters long, "
             f"but had {len(text)}."
         )
-    if _has_control_character(text):
+    if has_control_character(text):
         return (
             f"Argument '{name}' must not contain control characters such as line breaks. "
             "Write it as a single line."

@@ -11,7 +11,6 @@ each search, and the result raises the chat's requirement to High.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -29,7 +28,7 @@ from policy.builtin import (
     read_integer_setting,
 )
 from policy.vocabulary import ConfidenceLevel
-from runtime.arguments import ArgumentError, echo
+from runtime.arguments import ArgumentError, echo, has_control_character
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
 from runtime.tools._common import page_content, retrieval_options, retrieve_page, sanitized_page
@@ -49,18 +48,15 @@ _QUERY_REFUSAL = (
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _has_control_character(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" for ch in text)
-
-
 def read_query(arguments: Mapping[str, Any]) -> str:
+    """The search words: one trimmed line of bounded length, refused in the model's terms."""
     value = arguments.get(ARG_QUERY)
     if value is None:
         raise ArgumentError(ARG_QUERY, f"Missing required argument '{ARG_QUERY}'.")
     if not isinstance(value, str):
         raise ArgumentError(ARG_QUERY, f"{_QUERY_REFUSAL} It was {echo(value)}.")
     query = value.strip()
-    if not 1 <= len(query) <= CONFLUENCE_MAX_QUERY_CHARACTERS or _has_control_character(query):
+    if not 1 <= len(query) <= CONFLUENCE_MAX_QUERY_CHARACTERS or has_control_character(query):
         raise ArgumentError(ARG_QUERY, _QUERY_REFUSAL)
     return query
 
@@ -78,7 +74,7 @@ def read_space_key(arguments: Mapping[str, Any]) -> str | None:
     if not isinstance(value, str):
         raise ArgumentError(ARG_SPACE_KEY, refusal)
     key = value.strip()
-    if len(key) > CONFLUENCE_MAX_SPACE_KEY_CHARACTERS or _has_control_character(key):
+    if len(key) > CONFLUENCE_MAX_SPACE_KEY_CHARACTERS or has_control_character(key):
         raise ArgumentError(ARG_SPACE_KEY, refusal)
     return key or None
 
@@ -140,6 +136,7 @@ def is_login_page(url: str) -> bool:
 
 
 def configured_base_url(tool: SearchConfluenceTool, settings: Mapping[str, str]) -> str:
+    """The wiki's normalized base URL; a missing or invalid setting is a configuration error."""
     base = settings.get(SC_BASE_URL, "").strip()
     if not base:
         raise ValueError(
