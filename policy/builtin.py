@@ -570,6 +570,7 @@ def semantic_search_description(sources: Sequence[OfferedDataSource]) -> str:
 
 
 def semantic_search_parameters(source_ids: Sequence[str]) -> dict[str, Any]:
+    """semantic_search's parameters; with `source_ids`, the ids a model may name are listed."""
     items: dict[str, Any] = {"type": "string"}
     if source_ids:
         items["enum"] = list(source_ids)

@@ -69,6 +69,8 @@ class SettingField(_Frozen):
 
 
 class SettingsSchema(_Frozen):
+    """The settings a tool takes (JSON Schema object shape): fields by name, and required ones."""
+
     type: str = "object"
     properties: dict[str, SettingField] = Field(default_factory=dict)
     required: tuple[str, ...] = ()
@@ -84,6 +86,9 @@ class ToolFunction(_Frozen):
 
 
 class ToolDefinition(_Frozen):
+    """Everything the policy knows of a tool before it runs: where it shows, how it is activated,
+    its settings, instructions, minimum provider confidence and the function the model sees."""
+
     schema_version: int = 1
     id: str
     implementation_key: str

@@ -31,6 +31,8 @@ OVERRIDE_SUFFIX = ".AllowUserOverride"
 
 
 class SettingKind(StrEnum):
+    """What values a key takes, which decides how it is parsed and checked."""
+
     BOOL = "bool"
     ENUM = "enum"
     LEVEL = "level"
@@ -315,12 +317,16 @@ SETTING_KEYS: Mapping[str, SettingKey] = {k.name: k for k in (*_TOOLPOLICY_KEYS,
 TOOLPOLICY_KEYS: tuple[SettingKey, ...] = _TOOLPOLICY_KEYS
 """The keys toolpolicy acts on, in documentation order."""
 
+_KEYS_BY_FOLDED_NAME = {k.lower(): k for k in SETTING_KEYS}
+
 
 def setting_key(name: str) -> SettingKey | None:
+    """The known key of that exact name, or None."""
     return SETTING_KEYS.get(name)
 
 
 def is_override_companion(name: str) -> bool:
+    """Whether `name` is a `<key>.AllowUserOverride` companion entry."""
     return name.endswith(OVERRIDE_SUFFIX) and len(name) > len(OVERRIDE_SUFFIX)
 
 
@@ -331,8 +337,7 @@ def companion_of(name: str) -> str:
 
 def unknown_key_hint(name: str) -> str:
     """A near-miss suggestion for an unknown key (case slips are the common typo)."""
-    folded = {k.lower(): k for k in SETTING_KEYS}
-    match = folded.get(name.lower())
+    match = _KEYS_BY_FOLDED_NAME.get(name.lower())
     return f' (did you mean "{match}"? keys are case-sensitive)' if match else ""
 
 

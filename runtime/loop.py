@@ -97,6 +97,8 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
+    """A call ended (ran, failed, was refused or invalid); the trace says which and how long."""
+
     trace: ToolInvocationTrace
 
 
@@ -156,6 +158,8 @@ def web_addresses_given_in(*texts: str) -> set[str]:
 
 
 class ToolCallingLoop(Protocol):
+    """The shared loop as an app can swap it (tests drive scripted adapters through it)."""
+
     def run(self, adapter: ToolCallingAdapter, context: LoopContext) -> AsyncIterator[LoopEvent]:
         """Drive the adapter to a final answer, yielding events an app can render."""
         ...

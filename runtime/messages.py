@@ -8,6 +8,8 @@ from typing import Any
 
 
 class SourceOrigin(StrEnum):
+    """Who brought a source: the provider itself, a tool, or the chat's data sources."""
+
     LLM = "LLM"
     TOOL = "TOOL"
     RAG = "RAG"
@@ -68,6 +70,8 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class RoundCompleted:
+    """The last event of a round: what the whole response brought."""
+
     round: Round
 
 
@@ -76,6 +80,8 @@ AdapterEvent = TextDelta | RoundCompleted
 
 
 class Role(StrEnum):
+    """Author of a conversation message, spelled as every wire API spells it."""
+
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"

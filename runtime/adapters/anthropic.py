@@ -83,6 +83,8 @@ class _BlockBuilder:
 
 @dataclass(frozen=True, slots=True)
 class StreamedMessage:
+    """The assistant message of one round: its content blocks in order, as they go back."""
+
     blocks: tuple[dict[str, Any], ...]
     unparsable_arguments: Mapping[str, str]
     """Raw argument text of tool_use blocks (by id) that never formed a JSON object."""

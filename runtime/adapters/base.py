@@ -14,6 +14,8 @@ from runtime.messages import AdapterEvent
 
 @runtime_checkable
 class ToolCallingAdapter(Protocol):
+    """One wire API's side of the loop: send a round, stream it, and record what goes back."""
+
     def execute_round(
         self, final_response_instruction: str | None, include_tools: bool
     ) -> AsyncIterator[AdapterEvent]:

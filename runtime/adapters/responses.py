@@ -47,6 +47,8 @@ class OutputItem:
 
 @dataclass(frozen=True, slots=True)
 class StreamedResponse:
+    """One round's response: its output items in order, the API's output_text, and usage."""
+
     output: tuple[OutputItem, ...]
     output_text: str
     usage: Usage

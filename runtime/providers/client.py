@@ -54,6 +54,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
+    """How long one request may take to connect, to send, and between two pieces of stream."""
+
     connect_seconds: float = 10.0
     read_seconds: float = 120.0
     """Longest silence between two pieces of the stream (reasoning models think quietly)."""

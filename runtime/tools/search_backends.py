@@ -60,6 +60,8 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class BackendAnswer:
+    """One backend's hits in its order, and notes for the model (e.g. engines that failed)."""
+
     hits: tuple[SearchHit, ...]
     notes: tuple[str, ...] = ()
 
@@ -95,6 +97,8 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class DispatchResult:
+    """The merged candidates of all backends asked, with who answered and their notes."""
+
     candidates: tuple[Candidate, ...]
     backends: tuple[str, ...]
     """Labels of the backends that answered, in the order they were asked."""

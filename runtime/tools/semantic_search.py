@@ -193,6 +193,8 @@ def data_sources_from_configuration(
 
 @dataclass(frozen=True, slots=True)
 class SemanticSearchRequest:
+    """The model's arguments, checked: what to search, in which offered sources, which page."""
+
     query: str
     sources: tuple[SearchableDataSource, ...]
     page: int

@@ -72,6 +72,8 @@ _NUMBERS = {setting.name: setting for setting in WEB_SEARCH_NUMBERS}
 
 
 class PageOutcome(StrEnum):
+    """What became of reading one result page; it decides the page's note and the result's flags."""
+
     RETRIEVED = "RETRIEVED"
     NO_READABLE_CONTENT = "NO_READABLE_CONTENT"
     BLOCKED = "BLOCKED"
@@ -82,6 +84,8 @@ class PageOutcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class WebSearchArguments:
+    """The model's arguments, checked; None means left out (the settings decide)."""
+
     query: str
     language: str | None
     time_range: str | None
@@ -115,6 +119,8 @@ def read_arguments(arguments: Mapping[str, Any]) -> WebSearchArguments:
 
 @dataclass(frozen=True, slots=True)
 class WebSearchSettings:
+    """The tool's settings, read once per call."""
+
     max_results: int
     search_timeout: int
     page_timeout: int
@@ -137,6 +143,8 @@ def _member(kind: type[_E], text: str) -> _E | None:
 
 
 def read_settings(settings: Mapping[str, str]) -> WebSearchSettings:
+    """The tool's settings as values (blank numbers take their default, large ones their maximum)."""
+
     def number(name: str) -> int:
         return read_integer_setting(settings, _NUMBERS[name])
 
