@@ -181,12 +181,23 @@ def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = T
     schemes = ("https",) if https_only else ("http", "https")
     if parts.scheme.lower() not in schemes or not parts.hostname:
         wanted = "an absolute HTTPS address" if https_only else "an absolute HTTP or HTTPS address"
-        return f"{key}: '{text}' is not valid; expected {wanted}"
+        return f"{key}: '{_without_user_info(text)}' is not valid; expected {wanted}"
     if parts.username is not None or parts.password is not None:
         return f"{key}: the address must not contain a user name or password"
     if not allow_query and (parts.query or parts.fragment):
         return f"{key}: the address must not contain a query or fragment"
     return None
+
+
+def _without_user_info(text: str) -> str:
+    """The address as an administrator may see it in output: a password never is."""
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "*****@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"
 
 
 def is_free_address_choice_on(settings: Mapping[str, str]) -> bool:
