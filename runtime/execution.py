@@ -49,7 +49,7 @@ class ToolExecutionContext:
 
     definition: ToolDefinition
     call_id: str
-    settings: Mapping[str, str]
+    settings: Mapping[str, str] = field(repr=False)
     provider_kind: ProviderKind
     provider_confidence: ConfidenceLevel
     chat_id: str = ""
