@@ -1,1 +1,33 @@
-"""adapters."""
+"""One adapter per wire API (Chat Completions, Responses, Anthropic Messages), each translating
+one streaming call's conversation to and from the shared message model.
+
+The adapter classes load on first use, so a process that speaks one API never imports the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from runtime.adapters.base import ToolCallingAdapter
+
+if TYPE_CHECKING:
+    from runtime.adapters.anthropic import AnthropicAdapter
+    from runtime.adapters.chat_completions import ChatCompletionsAdapter
+    from runtime.adapters.responses import ResponsesAdapter
+
+_MODULE_OF = {
+    "AnthropicAdapter": "runtime.adapters.anthropic",
+    "ChatCompletionsAdapter": "runtime.adapters.chat_completions",
+    "ResponsesAdapter": "runtime.adapters.responses",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime.adapters' has no attribute '{name}'")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["AnthropicAdapter", "ChatCompletionsAdapter", "ResponsesAdapter", "ToolCallingAdapter"]

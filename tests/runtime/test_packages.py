@@ -1,0 +1,35 @@
+"""The runtime packages' public names: every name a package lists in `__all__` can be imported."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("package", ["runtime.adapters", "runtime.providers", "runtime.tools"])
+def test_every_listed_name_can_be_imported(package: str) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+def test_importing_the_adapters_package_loads_no_adapter() -> None:
+    code = (
+        "import sys, runtime.adapters\n"
+        "print(sorted(m for m in sys.modules if m.startswith('runtime.adapters.')))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.strip() == "['runtime.adapters.base']"
+
+
+def test_an_unknown_adapter_name_is_an_attribute_error() -> None:
+    import runtime.adapters
+
+    with pytest.raises(AttributeError, match="GeminiAdapter"):
+        _ = runtime.adapters.GeminiAdapter  # type: ignore[attr-defined]
