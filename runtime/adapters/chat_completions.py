@@ -112,17 +112,7 @@ class ChatCompletionAccumulator:
         if "error" in chunk and "choices" not in chunk:
             self.error = _wire.error_message(chunk["error"]) or "unknown error"
             return None
-        usage = UNKNOWN_USAGE
-        if "usage" in chunk:
-            found = _wire.usage_from(chunk["usage"], "prompt_tokens", "completion_tokens")
-            if found.is_known and found != self.usage:
-                self.usage = usage = found
-        elif "x_groq" in chunk and isinstance(chunk["x_groq"], dict):
-            found = _wire.usage_from(
-                chunk["x_groq"].get("usage"), "prompt_tokens", "completion_tokens"
-            )
-            if found.is_known and found != self.usage:
-                self.usage = usage = found
+        usage = self._new_usage(chunk)
         sources = self._new_sources(chunk)
         text = ""
         choices = chunk.get("choices")
@@ -136,6 +126,20 @@ class ChatCompletionAccumulator:
         if text or usage.is_known or sources:
             return TextDelta(text, tuple(sources), usage)
         return None
+
+    def _new_usage(self, chunk: dict[str, Any]) -> Usage:
+        """The usage this chunk reports (Groq nests it under `x_groq`) if it is news, else unknown."""
+        if "usage" in chunk:
+            payload = chunk["usage"]
+        elif isinstance(chunk.get("x_groq"), dict):
+            payload = chunk["x_groq"].get("usage")
+        else:
+            return UNKNOWN_USAGE
+        found = _wire.usage_from(payload, "prompt_tokens", "completion_tokens")
+        if not found.is_known or found == self.usage:
+            return UNKNOWN_USAGE
+        self.usage = found
+        return found
 
     def _read_delta(self, delta: dict[str, Any]) -> str:
         reasoning = delta.get("reasoning_content")
