@@ -294,13 +294,16 @@ def load_configuration(
                 return
         loaded[plugin.id] = plugin
 
+    def stand_in(path: Path, message: str, failure: PluginLoadError | None) -> None:
+        broken_plugin, copies = _fail_closed(path, message, failure, store)
+        broken.append(broken_plugin)
+        for copy in copies:
+            admit(copy)
+
     for root in org:
         for plugin_file, error in _discover(root):
             if error is not None:
-                broken_plugin, copies = _fail_closed(root, error, None, store)
-                broken.append(broken_plugin)
-                for copy in copies:
-                    admit(copy)
+                stand_in(root, error, None)
                 continue
             try:
                 plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
@@ -309,10 +312,7 @@ def load_configuration(
                     findings.append(_as_warning(failure))
                     continue
                 findings.extend(failure.findings)
-                broken_plugin, copies = _fail_closed(plugin_file, failure.message, failure, store)
-                broken.append(broken_plugin)
-                for copy in copies:
-                    admit(copy)
+                stand_in(plugin_file, failure.message, failure)
                 continue
             admit(plugin)
             if store is not None:
@@ -328,10 +328,10 @@ def load_configuration(
             try:
                 admit(load_plugin(plugin_file, PluginOrigin.LOCAL))
             except PluginLoadError as failure:
-                findings.extend(
-                    _as_warning(failure) if failure.not_configuration else f
-                    for f in failure.findings
-                )
+                if failure.not_configuration:
+                    findings.append(_as_warning(failure))
+                else:
+                    findings.extend(failure.findings)
 
     return merge_plugins(list(loaded.values()), broken, findings)
 
