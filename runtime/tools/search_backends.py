@@ -3,19 +3,19 @@
 A backend turns a `SearchRequest` into ranked hits. The dispatcher decides which backends to ask
 (FAILOVER: the preferred one, then the others until one has hits; PARALLEL: all at once;
 SPECIFIC: only the preferred one), merges their hits round-robin by rank, and reports what went
-wrong as notes the model can read. SearXNG is the backend shipped; another one only has to
-implement `SearchBackend`.
+wrong as notes the model can read. SearXNG lives here; Tavily (`tavily_backend`) and Staan
+(`staan_backend`) implement `SearchBackend` in their own modules with the exchange helpers below.
 
 The backends are services an administrator configured, so they are reached directly (not through
 the public-only page retrieval); error texts never show more of their address than its redacted
-form.
+form, and never an API key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     import httpx
 
 SEARXNG_MAX_PAGE = 20
-SEARXNG_MAX_RESPONSE_BYTES = 1024 * 1024
+MAX_RESPONSE_BYTES = 1024 * 1024
+"""Every search service's answer is dropped beyond this many decoded bytes."""
+SEARXNG_MAX_RESPONSE_BYTES = MAX_RESPONSE_BYTES
 
 BACKEND_LABELS: dict[WebSearchBackend, str] = {
     WebSearchBackend.SEARXNG: "SearXNG",
@@ -156,33 +158,122 @@ class SearxngBackend:
         endpoint = searxng_search_endpoint(self.base_url)
         shown = redact_url_for_log(endpoint)
         url = httpx.URL(endpoint).copy_merge_params(self.parameters(request))
-        outgoing = httpx.Request(
-            "GET",
-            url,
-            headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate, br"},
-            extensions={"timeout": httpx.Timeout(self.timeout_seconds).as_dict()},
-        )
+        outgoing = outgoing_request("GET", url, self.timeout_seconds)
         if url.userinfo:
             outgoing = next(httpx.BasicAuth(url.username, url.password).sync_auth_flow(outgoing))
-        # Straight to a transport: httpx's client logs every URL in full (credentials, the query).
-        transport = self.transport or httpx.AsyncHTTPTransport(trust_env=False)
-        try:
-            async with transport:
-                response = await transport.handle_async_request(outgoing)
-                try:
-                    _check_status(response, shown)
-                    body = await _read_capped(response, SEARXNG_MAX_RESPONSE_BYTES)
-                finally:
-                    await response.aclose()
-        except httpx.TimeoutException as error:
-            raise SearchBackendError(
-                f"SearXNG at '{shown}' did not answer within {self.timeout_seconds:g} seconds."
-            ) from error
-        except httpx.HTTPError as error:
-            raise SearchBackendError(
-                f"SearXNG at '{shown}' could not be reached: {type(error).__name__}."
-            ) from error
+        body = await exchange(
+            outgoing,
+            label="SearXNG",
+            shown=shown,
+            timeout_seconds=self.timeout_seconds,
+            transport=self.transport,
+            check_status=lambda response: _check_status(response, shown),
+        )
         return _searxng_answer(body)
+
+
+# --- what every backend's exchange shares -------------------------------------------------------
+
+
+def outgoing_request(
+    method: str,
+    url: httpx.URL | str,
+    timeout_seconds: float,
+    *,
+    headers: Mapping[str, str] | None = None,
+    json_body: Mapping[str, Any] | None = None,
+) -> httpx.Request:
+    """A request that asks for JSON in the codings `read_capped` can decode in small pieces."""
+    import httpx
+
+    return httpx.Request(
+        method,
+        url,
+        headers={
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip, deflate, br",
+            **(headers or {}),
+        },
+        json=json_body,
+        extensions={"timeout": httpx.Timeout(timeout_seconds).as_dict()},
+    )
+
+
+async def exchange(
+    outgoing: httpx.Request,
+    *,
+    label: str,
+    shown: str,
+    timeout_seconds: float,
+    transport: httpx.AsyncBaseTransport | None,
+    check_status: Callable[[httpx.Response], None],
+) -> bytes:
+    """Send one request and read the answer under `MAX_RESPONSE_BYTES`.
+
+    Straight to a transport: httpx's client logs every URL in full (credentials, the query), and
+    the request line is all a transport's debug log shows, never a header or the body.
+    """
+    import httpx
+
+    transport = transport or httpx.AsyncHTTPTransport(trust_env=False)
+    try:
+        async with transport:
+            response = await transport.handle_async_request(outgoing)
+            try:
+                check_status(response)
+                return await read_capped(response, MAX_RESPONSE_BYTES, label)
+            finally:
+                await response.aclose()
+    except httpx.TimeoutException as error:
+        raise SearchBackendError(
+            f"{label} at '{shown}' did not answer within {timeout_seconds:g} seconds."
+        ) from error
+    except httpx.HTTPError as error:
+        raise SearchBackendError(
+            f"{label} at '{shown}' could not be reached: {type(error).__name__}."
+        ) from error
+
+
+def require_json(response: httpx.Response, label: str, hint: str = "") -> None:
+    """Refuse an answer that does not say it is JSON (an error page, a captive portal)."""
+    media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise SearchBackendError(
+            f"{label} answered with '{media_type or 'no content type'}' instead of JSON.{hint}"
+        )
+
+
+def json_object(body: bytes, label: str) -> dict[str, Any]:
+    """The answer as a JSON object; anything else is the service's fault, said in one line."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise SearchBackendError(f"{label} answered with JSON that could not be read.") from error
+    if not isinstance(document, dict):
+        raise SearchBackendError(f"{label} answered without a list of results.")
+    return document
+
+
+def text_field(value: Any) -> str:
+    """A string field trimmed, anything else (missing, a number, a list) as empty."""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def score_of(value: Any) -> float | None:
+    """A numeric relevance score, or None (booleans are not scores)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def ranked_hits(scored: Sequence[tuple[float | None, SearchHit]]) -> tuple[SearchHit, ...]:
+    """Highest score first when the service gave scores, otherwise its own order; ties keep it."""
+    if all(score is None for score, _ in scored):
+        return tuple(hit for _, hit in scored)
+    keys = [
+        (-(score if score is not None else float("-inf")), i) for i, (score, _) in enumerate(scored)
+    ]
+    return tuple(scored[i][1] for _, i in sorted(keys))
 
 
 def _check_status(response: httpx.Response, shown: str) -> None:
@@ -205,21 +296,21 @@ def _check_status(response: httpx.Response, shown: str) -> None:
         )
     if not 200 <= code < 300:
         raise SearchBackendError(f"SearXNG answered HTTP {code} for '{shown}'.")
-    media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-    if media_type != "application/json" and not media_type.endswith("+json"):
-        raise SearchBackendError(
-            f"SearXNG answered with '{media_type or 'no content type'}' instead of JSON. Enable "
-            "the JSON format of the instance (add 'json' to search.formats in its settings.yml)."
-        )
+    require_json(
+        response,
+        "SearXNG",
+        " Enable the JSON format of the instance (add 'json' to search.formats in its "
+        "settings.yml).",
+    )
 
 
-async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+async def read_capped(response: httpx.Response, limit: int, label: str) -> bytes:
     """The decoded answer, counted in small decompressed pieces (a gzip bomb never inflates)."""
     from runtime.web._decoding import BodyDecoder, BodyDecodingError, UnsupportedContentEncoding
 
     declared = response.headers.get("Content-Length", "").strip()
     if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
+        raise _too_large(limit, label)
     body = bytearray()
     try:
         decoder = BodyDecoder(response.headers.get("Content-Encoding", ""))
@@ -227,58 +318,50 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
             for piece in decoder.feed(chunk):
                 body.extend(piece)
                 if len(body) > limit:
-                    raise _too_large(limit)
+                    raise _too_large(limit, label)
         for piece in decoder.finish():
             body.extend(piece)
             if len(body) > limit:
-                raise _too_large(limit)
+                raise _too_large(limit, label)
     except (UnsupportedContentEncoding, BodyDecodingError) as error:
         raise SearchBackendError(
-            "SearXNG answered with a compressed body that could not be decoded."
+            f"{label} answered with a compressed body that could not be decoded."
         ) from error
     return bytes(body)
 
 
-def _too_large(limit: int) -> SearchBackendError:
+def _too_large(limit: int, label: str) -> SearchBackendError:
     return SearchBackendError(
-        f"SearXNG answered with more than {limit} bytes; the answer was dropped."
+        f"{label} answered with more than {limit} bytes; the answer was dropped."
     )
-
-
-def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _searxng_answer(body: bytes) -> BackendAnswer:
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as error:
-        raise SearchBackendError("SearXNG answered with JSON that could not be read.") from error
-    if not isinstance(document, dict) or not isinstance(document.get("results", []), list):
+    document = json_object(body, "SearXNG")
+    results = document.get("results", [])
+    if not isinstance(results, list):
         raise SearchBackendError("SearXNG answered without a list of results.")
-    scored: list[tuple[float, int, SearchHit]] = []
-    for position, item in enumerate(document.get("results", [])):
-        if not isinstance(item, dict) or not _text(item.get("url")):
-            continue
-        score = item.get("score")
-        numeric = (
-            float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+    scored = [
+        (
+            score_of(item.get("score")),
+            SearchHit(
+                url=text_field(item.get("url")),
+                title=text_field(item.get("title")),
+                snippet=text_field(item.get("content")),
+                published_date=text_field(item.get("publishedDate")),
+            ),
         )
-        hit = SearchHit(
-            url=_text(item.get("url")),
-            title=_text(item.get("title")),
-            snippet=_text(item.get("content")),
-            published_date=_text(item.get("publishedDate")),
-        )
-        scored.append((numeric if numeric is not None else float("-inf"), position, hit))
-    if any(score != float("-inf") for score, _, _ in scored):
-        scored.sort(key=lambda entry: (-entry[0], entry[1]))
+        for item in results
+        if isinstance(item, dict) and text_field(item.get("url"))
+    ]
+    engines = document.get("unresponsive_engines")
     notes = tuple(
-        f"SearXNG: the engine '{_text(entry[0])}' did not respond ({_text(entry[1]) or 'no reason given'})."
-        for entry in document.get("unresponsive_engines", []) or []
+        f"SearXNG: the engine '{text_field(entry[0])}' did not respond "
+        f"({text_field(entry[1]) or 'no reason given'})."
+        for entry in (engines if isinstance(engines, list) else [])
         if isinstance(entry, list | tuple) and len(entry) >= 2
     )
-    return BackendAnswer(tuple(hit for _, _, hit in scored), notes)
+    return BackendAnswer(ranked_hits(scored), notes)
 
 
 # --- the dispatcher -----------------------------------------------------------------------------
