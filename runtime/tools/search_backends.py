@@ -243,6 +243,36 @@ def require_json(response: httpx.Response, label: str, hint: str = "") -> None:
         )
 
 
+def bearer_header(api_key: str, label: str, setting: str) -> dict[str, str]:
+    """`Authorization: Bearer <key>`; a key a header cannot carry is refused without quoting it."""
+    key = api_key.strip()
+    if not key or not all("!" <= character <= "~" for character in key):
+        raise SearchBackendError(
+            f"The {label} API key ({setting}) is empty or holds spaces or characters outside "
+            "printable ASCII, so it cannot be sent. Copy the key again without extra characters."
+        )
+    return {"Authorization": f"Bearer {key}"}
+
+
+def check_api_status(response: httpx.Response, label: str, hints: Mapping[int, str]) -> None:
+    """An API-key service's status: the service's own hints first, then the common cases."""
+    code = response.status_code
+    if code in hints:
+        raise SearchBackendError(f"{label} refused the search with HTTP {code}. {hints[code]}")
+    if 300 <= code < 400:
+        raise SearchBackendError(
+            f"{label} redirected the search (HTTP {code}); its API address may have changed."
+        )
+    if code >= 500:
+        raise SearchBackendError(
+            f"{label} had a server error (HTTP {code}). Try again later or use another search "
+            "service."
+        )
+    if not 200 <= code < 300:
+        raise SearchBackendError(f"{label} refused the search with HTTP {code}.")
+    require_json(response, label)
+
+
 def json_object(body: bytes, label: str) -> dict[str, Any]:
     """The answer as a JSON object; anything else is the service's fault, said in one line."""
     try:

@@ -36,6 +36,10 @@ from policy.builtin import (
     WS_PRIMARY_BACKEND,
     WS_SEARCH_TIMEOUT_SECONDS,
     WS_SEARXNG_BASE_URL,
+    WS_STAAN_API_KEY,
+    WS_STAAN_MARKET,
+    WS_TAVILY_API_KEY,
+    WS_TAVILY_SEARCH_DEPTH,
     WebSearchTool,
     read_integer_setting,
     web_search_backends_configured,
@@ -52,7 +56,6 @@ from runtime.tools._common import (
     retrieval_options,
 )
 from runtime.tools.search_backends import (
-    BACKEND_LABELS,
     Candidate,
     SearchBackend,
     SearchBackendError,
@@ -60,6 +63,8 @@ from runtime.tools.search_backends import (
     SearxngBackend,
     dispatch,
 )
+from runtime.tools.staan_backend import STAAN_SEARCH_URL, StaanBackend
+from runtime.tools.tavily_backend import TAVILY_SEARCH_URL, TavilyBackend
 
 if TYPE_CHECKING:
     from runtime.web.retrieval import RetrievedWebPage
@@ -69,6 +74,18 @@ MAX_PARALLEL_PAGES = 4
 SNIPPET_MAX_CHARACTERS = 1000
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}", re.ASCII)
 _NUMBERS = {setting.name: setting for setting in WEB_SEARCH_NUMBERS}
+
+SEARCH_ENDPOINTS_SERVICE = "search_endpoints"
+"""`services[...]` key of a `SearchEndpoints` (tests, a company proxy); absent → the services'."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchEndpoints:
+    """Where Tavily and Staan are asked. Code only: neither settings nor model arguments reach it,
+    so nothing a model writes can send an API key elsewhere."""
+
+    tavily: str = TAVILY_SEARCH_URL
+    staan: str = STAAN_SEARCH_URL
 
 
 class PageOutcome(StrEnum):
@@ -165,20 +182,34 @@ def read_settings(settings: Mapping[str, str]) -> WebSearchSettings:
 
 
 def configured_backends(
-    settings: Mapping[str, str], options: WebSearchSettings
-) -> tuple[list[SearchBackend], list[str]]:
-    """The backends this version can ask, plus notes on configured ones it cannot."""
+    settings: Mapping[str, str],
+    options: WebSearchSettings,
+    endpoints: SearchEndpoints = SearchEndpoints(),
+) -> list[SearchBackend]:
+    """A backend for every service with what it needs (an address or an API key)."""
     backends: list[SearchBackend] = []
-    notes: list[str] = []
     for kind in web_search_backends_configured(settings):
         if kind is WebSearchBackend.SEARXNG:
             backends.append(SearxngBackend(options.searxng_base_url, options.search_timeout))
-        else:
-            notes.append(
-                f"{BACKEND_LABELS[kind]} is configured, but this version of toolpolicy cannot ask "
-                "it yet."
+        elif kind is WebSearchBackend.TAVILY:
+            backends.append(
+                TavilyBackend(
+                    settings.get(WS_TAVILY_API_KEY, ""),
+                    options.search_timeout,
+                    search_depth=settings.get(WS_TAVILY_SEARCH_DEPTH, ""),
+                    endpoint=endpoints.tavily,
+                )
             )
-    return backends, notes
+        else:
+            backends.append(
+                StaanBackend(
+                    settings.get(WS_STAAN_API_KEY, ""),
+                    options.search_timeout,
+                    market=settings.get(WS_STAAN_MARKET, ""),
+                    endpoint=endpoints.staan,
+                )
+            )
+    return backends
 
 
 # --- reading the result pages -------------------------------------------------------------------
@@ -411,11 +442,14 @@ class WebSearchExecutableTool(WebSearchTool):
 
         args = read_arguments(arguments)
         options = read_settings(context.settings)
-        backends, notes = configured_backends(context.settings, options)
+        given = context.services.get(SEARCH_ENDPOINTS_SERVICE)
+        endpoints = given if isinstance(given, SearchEndpoints) else SearchEndpoints()
+        backends = configured_backends(context.settings, options, endpoints)
         if not backends:
             raise SearchBackendError(
-                "No search service this version can ask is configured; the administrator has to "
-                f"set web_search.{WS_SEARXNG_BASE_URL}."
+                "No search service is configured; the administrator has to set "
+                f"web_search.{WS_SEARXNG_BASE_URL}, web_search.{WS_STAAN_API_KEY} or "
+                f"web_search.{WS_TAVILY_API_KEY}."
             )
         request = SearchRequest(
             query=args.query,
@@ -432,8 +466,7 @@ class WebSearchExecutableTool(WebSearchTool):
         entries = _apply_budget(_entries(found.candidates, reads), options)
         pairs = [_model_content(entry) for entry in entries]
         # A search service's notes quote what its engines said: outside text like the hits.
-        all_notes = [*notes, *found.notes]
-        note_texts = [GuardText(note, tool_content(self.definition.id)) for note in all_notes]
+        note_texts = [GuardText(note, tool_content(self.definition.id)) for note in found.notes]
         cleaned, clean_notes = await sanitize_pages_and_texts(guard_of(context), pairs, note_texts)
         results = [
             _result_json(entry, clean) for entry, clean in zip(entries, cleaned, strict=True)

@@ -24,7 +24,7 @@ from runtime.tools.search_backends import (
     dispatch,
     searxng_search_endpoint,
 )
-from runtime.tools.web_search import create_tool, read_arguments
+from runtime.tools.web_search import SearchEndpoints, create_tool, read_arguments
 from runtime.web.addresses import AddressClass
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.servers.page_server import PageServer
@@ -441,15 +441,36 @@ async def test_an_unreachable_searxng_is_named_without_its_query_string() -> Non
     assert "abc" not in str(failed.value)
 
 
-async def test_a_backend_this_version_cannot_ask_is_named(searxng: SearxngServer) -> None:
-    context = make_context(WEB_SEARCH, {"staan.apiKey": "k", "defaultLanguage": "all"})
-    with pytest.raises(SearchBackendError, match=r"searxng\.baseUrl"):
+async def test_no_configured_backend_names_every_setting_that_would_configure_one() -> None:
+    context = make_context(WEB_SEARCH, {"defaultLanguage": "all"})
+    with pytest.raises(SearchBackendError) as failed:
         await create_tool().execute({"query": "x"}, context)
-    document = body(await run(searxng, {"query": "x"}, **{"tavily.apiKey": "secret-key"}))
-    assert document["notes"] == [
-        "Tavily is configured, but this version of toolpolicy cannot ask it yet."
-    ]
-    assert "secret-key" not in json.dumps(document)
+    for key in ("searxng.baseUrl", "staan.apiKey", "tavily.apiKey"):
+        assert key in str(failed.value)
+
+
+async def test_a_configured_api_key_backend_is_asked_and_never_named_unaskable(
+    searxng: SearxngServer,
+) -> None:
+    searxng.state.results = [hit("https://public.test/solar", "Solar", "About solar.")]
+    closed = SearchEndpoints(tavily="http://127.0.0.1:9/search", staan="http://127.0.0.1:9/x")
+    services: dict[str, Any] = {
+        "retrieval_overrides": overrides(AddressClass.PUBLIC),
+        "search_endpoints": closed,
+    }
+    keys = {"tavily.apiKey": "secret-key", "staan.apiKey": "other-key"}
+    context = make_context(WEB_SEARCH, settings(searxng, **keys), services=services)
+    document = body(await create_tool().execute({"query": "x"}, context))
+    assert document["backends"] == ["SearXNG"] and "notes" not in document
+    only_staan = make_context(
+        WEB_SEARCH, {"staan.apiKey": "other-key", "defaultLanguage": "all"}, services=services
+    )
+    with pytest.raises(SearchBackendError) as failed:
+        await create_tool().execute({"query": "x"}, only_staan)
+    assert "Staan could not be asked: Staan at 'http://127.0.0.1:9/x' could not be reached" in (
+        str(failed.value)
+    )
+    assert "other-key" not in str(failed.value) and "cannot ask" not in str(failed.value)
 
 
 # --- page timeouts ------------------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""Staan: the European search index of Ecosia and Qwant, asked with `POST /v2/search/web`.
+
+Staan searches one market at a time (this tool offers de-de, en-us and fr-fr, as AI Studio does),
+serves ten hits per page up to an offset of 30 (four pages), and filters neither by time nor for
+explicit content; the dispatcher therefore leaves Staan out while safe search is on, and a time
+range is reported as not applied. The key travels only in the Authorization header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from policy.builtin import STAAN_MARKETS, WS_STAAN_API_KEY
+from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
+from runtime.tools.search_backends import (
+    BackendAnswer,
+    SearchBackendError,
+    SearchHit,
+    SearchRequest,
+    bearer_header,
+    check_api_status,
+    exchange,
+    json_object,
+    outgoing_request,
+    text_field,
+)
+from runtime.web.addresses import redact_url_for_log
+
+if TYPE_CHECKING:
+    import httpx
+
+STAAN_SEARCH_URL = "https://api.staan.ai/v2/search/web"
+STAAN_RESULTS_PER_PAGE = 10
+STAAN_MAX_PAGE = 4
+STAAN_MAX_QUERY_CHARACTERS = 400
+STAAN_DEFAULT_MARKET = "en-us"
+"""Staan's own default is fr-fr; the widest index answers an unset market better."""
+
+_LABEL = "Staan"
+_MARKET_BY_LANGUAGE = {"de": "de-de", "en": "en-us", "fr": "fr-fr"}
+_ALTERED_QUERY_SHOWN = 400
+_STATUS_HINTS: dict[int, str] = {
+    400: "Staan did not accept the parameters of the search.",
+    401: f"Staan refused the API key; check that web_search.{WS_STAAN_API_KEY} is complete and "
+    "still active.",
+    402: "The Staan account has no searches left: the free requests are used up and paid usage "
+    "has to be set up to continue.",
+    403: f"Staan refused the API key; check that web_search.{WS_STAAN_API_KEY} is complete and "
+    "still active.",
+    429: "Staan rate-limits this API key. Wait a moment before searching again.",
+}
+
+
+def staan_market(language: str) -> str | None:
+    """The market for a language tag by its primary subtag (de-AT → de-de), or None."""
+    return _MARKET_BY_LANGUAGE.get(language.strip().split("-", 1)[0].lower())
+
+
+@dataclass(frozen=True, slots=True)
+class StaanBackend:
+    """Staan's web search API; `endpoint` and `transport` are for code (tests, a proxy), never data."""
+
+    api_key: str = field(repr=False)
+    timeout_seconds: float
+    market: str = STAAN_DEFAULT_MARKET
+    endpoint: str = STAAN_SEARCH_URL
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> WebSearchBackend:
+        return WebSearchBackend.STAAN
+
+    @property
+    def max_page(self) -> int:
+        return STAAN_MAX_PAGE
+
+    @property
+    def filters_safe_search(self) -> bool:
+        return False
+
+    def body(self, request: SearchRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The JSON body for one search, and notes on what could not be asked as requested.
+
+        No result count is sent: Staan fixes it at ten and refuses any other value.
+        """
+        configured = self.market.strip().lower()
+        fallback = configured if configured in STAAN_MARKETS else STAAN_DEFAULT_MARKET
+        notes: list[str] = []
+        wanted = (request.language or ANY_LANGUAGE).strip()
+        if wanted.lower() == ANY_LANGUAGE:
+            market = fallback
+            notes.append(
+                f"Staan searches one market at a time, not all languages, so it searched the "
+                f"'{market}' market."
+            )
+        else:
+            market = staan_market(wanted) or fallback
+            if staan_market(wanted) is None:
+                notes.append(
+                    f"Staan has no market for the language '{wanted}', so it searched the "
+                    f"'{market}' market; the results may be in another language."
+                )
+        if request.time_range:
+            notes.append(
+                "Staan cannot restrict a search to a period, so these results are not limited "
+                f"to the last {request.time_range}."
+            )
+        body: dict[str, Any] = {"q": request.query, "market": market}
+        if request.page > 1:
+            body["offset"] = (request.page - 1) * STAAN_RESULTS_PER_PAGE
+        return body, tuple(notes)
+
+    async def search(self, request: SearchRequest) -> BackendAnswer:
+        if len(request.query) > STAAN_MAX_QUERY_CHARACTERS:
+            # Shortening it here would search for something else than was asked.
+            raise SearchBackendError(
+                f"Staan accepts a search query of at most {STAAN_MAX_QUERY_CHARACTERS} "
+                f"characters, but this one has {len(request.query)}. Search again with a "
+                "shorter query."
+            )
+        if request.page > STAAN_MAX_PAGE:
+            raise SearchBackendError(
+                f"Staan serves at most {STAAN_MAX_PAGE} pages of results, not page {request.page}."
+            )
+        headers = bearer_header(self.api_key, _LABEL, f"web_search.{WS_STAAN_API_KEY}")
+        body, notes = self.body(request)
+        outgoing = outgoing_request(
+            "POST", self.endpoint, self.timeout_seconds, headers=headers, json_body=body
+        )
+        answer = await exchange(
+            outgoing,
+            label=_LABEL,
+            shown=redact_url_for_log(self.endpoint),
+            timeout_seconds=self.timeout_seconds,
+            transport=self.transport,
+            check_status=lambda response: check_api_status(response, _LABEL, _STATUS_HINTS),
+        )
+        hits, altered = staan_answer(answer)
+        if altered and altered != request.query:
+            notes = (*notes, f"Staan corrected the query and searched for '{altered}' instead.")
+        return BackendAnswer(hits, notes)
+
+
+def staan_answer(body: bytes) -> tuple[tuple[SearchHit, ...], str]:
+    """Staan's `web.results` in its order, and the query it ran instead of ours (if any)."""
+    document = json_object(body, _LABEL)
+    web = document.get("web", {})
+    results = web.get("results", []) if isinstance(web, dict) else None
+    if not isinstance(results, list):
+        raise SearchBackendError("Staan answered without a list of results.")
+    hits = tuple(
+        SearchHit(
+            url=text_field(item.get("url")),
+            title=text_field(item.get("title")),
+            snippet=text_field(item.get("snippet")),
+            published_date=text_field(item.get("published_date")),
+        )
+        for item in results
+        if isinstance(item, dict) and text_field(item.get("url"))
+    )
+    query = document.get("query")
+    altered = text_field(query.get("altered_query")) if isinstance(query, dict) else ""
+    return hits, altered[:_ALTERED_QUERY_SHOWN]
