@@ -562,7 +562,7 @@ def _shortened(text: str, limit: int = DATA_SOURCE_DESCRIPTION_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def semantic_search_description(sources: Sequence[OfferedDataSource]) -> str:
+def _semantic_search_description(sources: Sequence[OfferedDataSource]) -> str:
     """The base description plus one line per offered data source, in offer order."""
     lines = [
         _SEMANTIC_SEARCH_DESCRIPTION,
@@ -580,7 +580,7 @@ def semantic_search_description(sources: Sequence[OfferedDataSource]) -> str:
     return "\n".join(lines)
 
 
-def semantic_search_parameters(source_ids: Sequence[str]) -> dict[str, Any]:
+def _semantic_search_parameters(source_ids: Sequence[str]) -> dict[str, Any]:
     """semantic_search's parameters; with `source_ids`, the ids a model may name are listed."""
     items: dict[str, Any] = {"type": "string"}
     if source_ids:
@@ -619,7 +619,7 @@ def _semantic_search_definition() -> ToolDefinition:
         function=ToolFunction(
             name=SEMANTIC_SEARCH,
             description_for_llm=_SEMANTIC_SEARCH_DESCRIPTION,
-            parameters=semantic_search_parameters(()),
+            parameters=_semantic_search_parameters(()),
         ),
     )
 
@@ -782,8 +782,8 @@ class SemanticSearchTool(DefinedTool):
         registered = self.definition.function
         return registered.model_copy(
             update={
-                "description_for_llm": semantic_search_description(sources),
-                "parameters": semantic_search_parameters([s.id for s in sources]),
+                "description_for_llm": _semantic_search_description(sources),
+                "parameters": _semantic_search_parameters([s.id for s in sources]),
             }
         )
 

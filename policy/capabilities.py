@@ -149,7 +149,7 @@ def _model_key(model: str) -> str:
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
-def model_calls_tools(kind: ProviderKind, model: str) -> bool:
+def _model_calls_tools(kind: ProviderKind, model: str) -> bool:
     """What the built-in table says about a model (overrides not considered)."""
     key = _model_key(model)
     if not key or _EXCLUDED.search(key):
@@ -158,7 +158,7 @@ def model_calls_tools(kind: ProviderKind, model: str) -> bool:
     return any(key.startswith(family) for family in families)
 
 
-def function_calling_override(provider: ProviderConfig) -> bool | None:
+def _function_calling_override(provider: ProviderConfig) -> bool | None:
     """The user's or plugin's explicit FUNCTION_CALLING capability, if any."""
     for key in _OVERRIDE_KEYS:
         value = provider.capability_overrides.get(key)
@@ -171,8 +171,10 @@ def can_use_tools(provider: ProviderConfig | None) -> ToolCallingAvailability:
     """§7: provider selected, then override, then the model table."""
     if provider is None or provider.kind is ProviderKind.NONE:
         return NO_PROVIDER
-    override = function_calling_override(provider)
-    capable = override if override is not None else model_calls_tools(provider.kind, provider.model)
+    override = _function_calling_override(provider)
+    capable = (
+        override if override is not None else _model_calls_tools(provider.kind, provider.model)
+    )
     if capable:
         return AVAILABLE
     return ToolCallingAvailability(

@@ -17,7 +17,7 @@ def _skip_space(text: str, at: int) -> int:
     return match.end() if match else at
 
 
-def member_start(text: str, at: int, key: str) -> int | None:
+def _member_start(text: str, at: int, key: str) -> int | None:
     """Start of the value of `key` in the object beginning at `at` (None if absent)."""
     at = _skip_space(text, at)
     if text[at] != "{":
@@ -35,7 +35,7 @@ def member_start(text: str, at: int, key: str) -> int | None:
     return None
 
 
-def element_texts(text: str, at: int) -> list[str]:
+def _element_texts(text: str, at: int) -> list[str]:
     """The exact text of each element of the array beginning at `at`."""
     at = _skip_space(text, at)
     if text[at] != "[":
@@ -51,23 +51,24 @@ def element_texts(text: str, at: int) -> list[str]:
     return found
 
 
-def value_text(text: str, path: tuple[str, ...]) -> str | None:
-    """The exact text of the value reached by following object keys `path` from the root."""
+def _path_start(text: str, path: tuple[str, ...]) -> int | None:
+    """Where the value reached by following object keys `path` from the root starts."""
     at: int | None = 0
     for key in path:
-        at = member_start(text, at, key) if at is not None else None
-        if at is None:
-            return None
-    assert at is not None
+        at = _member_start(text, at, key) if at is not None else None
+    return at
+
+
+def value_text(text: str, path: tuple[str, ...]) -> str | None:
+    """The exact text of the value reached by following object keys `path` from the root."""
+    at = _path_start(text, path)
+    if at is None:
+        return None
     _, end = _decode_at(text, at)
     return text[at:end]
 
 
 def array_element_texts(text: str, path: tuple[str, ...]) -> list[str] | None:
-    at: int | None = 0
-    for key in path:
-        at = member_start(text, at, key) if at is not None else None
-        if at is None:
-            return None
-    assert at is not None
-    return element_texts(text, at)
+    """The exact text of each element of the array reached by `path` (None if it is absent)."""
+    at = _path_start(text, path)
+    return _element_texts(text, at) if at is not None else None

@@ -68,7 +68,7 @@ SMALL_PAGE_WARNING = (
 _NUMBERS = {setting.name: setting for setting in READ_WEB_PAGE_NUMBERS}
 
 
-def read_url(arguments: Mapping[str, Any]) -> tuple[str, str]:
+def _read_url(arguments: Mapping[str, Any]) -> tuple[str, str]:
     """The url argument and its request key; anything but an absolute http(s) URL is refused."""
     from runtime.web.addresses import request_key
 
@@ -89,7 +89,7 @@ def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] |
     return lambda url: within_wiki(url, wiki)
 
 
-def target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[[str], bool] | None:
+def _target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[[str], bool] | None:
     """Refuses what the chat's restriction and free address choice forbid; else the redirect rule.
 
     Returns the check every hop must pass (the wiki only, when only the wiki makes the address
@@ -142,8 +142,8 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
     ) -> ToolExecutionResult:
         from runtime.web.truncate import truncate_markdown
 
-        url, key = read_url(arguments)
-        rule = target_rule(url, key, context)
+        url, key = _read_url(arguments)
+        rule = _target_rule(url, key, context)
         settings = context.settings
         options = retrieval_options(
             context,

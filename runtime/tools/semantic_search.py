@@ -140,7 +140,7 @@ class SearchableDataSource:
         return self.security is not DataSecurity.SELF_HOSTED or kind is ProviderKind.SELF_HOSTED
 
 
-def usable_data_sources(
+def _usable_data_sources(
     sources: Sequence[SearchableDataSource], kind: ProviderKind, confidence: ConfidenceLevel
 ) -> tuple[SearchableDataSource, ...]:
     """The data sources this provider may search, by number then id (a stable offer)."""
@@ -152,7 +152,7 @@ def offered_data_sources(
     sources: Sequence[SearchableDataSource], kind: ProviderKind, confidence: ConfidenceLevel
 ) -> tuple[OfferedDataSource, ...]:
     """What to put into `ResolutionContext.extras["data_sources"]` for a request."""
-    return tuple(s.offer for s in usable_data_sources(sources, kind, confidence))
+    return tuple(s.offer for s in _usable_data_sources(sources, kind, confidence))
 
 
 def data_sources_from_configuration(
@@ -334,7 +334,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             if isinstance(given, Sequence)
             else []
         )
-        offered = usable_data_sources(
+        offered = _usable_data_sources(
             candidates, context.provider_kind, context.provider_confidence
         )
         if not offered:
