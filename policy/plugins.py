@@ -71,6 +71,11 @@ HF_INFERENCE_PROVIDERS: tuple[str, ...] = (
     "HF_INFERENCE_API",
 )  # fmt: skip
 DATA_SOURCE_AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
+AI_STUDIO_PROVIDER_KINDS: tuple[str, ...] = (
+    "OPEN_AI", "ANTHROPIC", "MISTRAL", "GOOGLE", "X", "DEEP_SEEK", "ALIBABA_CLOUD", "PERPLEXITY",
+    "OPEN_ROUTER", "HETZNER", "FIREWORKS", "GROQ", "HUGGINGFACE", "SELF_HOSTED", "HELMHOLTZ", "GWDG",
+)  # fmt: skip
+"""The UsedLLMProvider names AI Studio knows; toolpolicy's other provider kinds are extensions."""
 AI_STUDIO_SECTIONS: tuple[str, ...] = (
     "TRANSCRIPTION_PROVIDERS", "EMBEDDING_PROVIDERS", "PROFILES", "DOCUMENT_ANALYSIS_POLICIES",
     "MANDATORY_INFOS", "INTRODUCTIONS",
@@ -467,11 +472,16 @@ class _Loader:
     def _setting(self, key: str, value: Any, where: SourceLocation) -> PluginSetting | None:
         spec = setting_key(key)
         if spec is None or not spec.used_by_toolpolicy:
-            reason = (
-                "an AI Studio setting toolpolicy does not use"
-                if spec
-                else f"not a setting toolpolicy knows{unknown_key_hint(key)}"
-            )
+            if spec is None:
+                reason = f"not a setting toolpolicy knows{unknown_key_hint(key)}"
+            elif spec.replaced_by:
+                reason = (
+                    "a retired AI Studio setting that neither toolpolicy nor current AI Studio "
+                    f"reads; write {spec.replaced_by} instead (DefaultToolSettings when users may "
+                    "change it)"
+                )
+            else:
+                reason = "an AI Studio setting toolpolicy does not use"
             self.unused.append(
                 Finding(
                     Severity.WARNING,
@@ -609,10 +619,18 @@ class _Loader:
             "CapabilityOverrides",
         }
         additional.update({str(k): _plain(v) for k, v in entry.entries.items() if k not in known})
-        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), optional)
+        compat: list[str] = []
+        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), optional, compat)
         api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
         problems.extend(optional)
         assert provider_id and kind and host and model_id is not None and instance is not None
+        if kind not in AI_STUDIO_PROVIDER_KINDS:
+            compat.append(
+                f'UsedLLMProvider "{kind}" is a toolpolicy provider kind AI Studio does not know; '
+                "AI Studio skips this entry"
+            )
+        for note in compat:
+            self._warn("ai-studio-compat", f"{label}: {note}", where)
         return ProviderConfig(
             id=provider_id,
             name=instance,
@@ -626,7 +644,9 @@ class _Loader:
             origin=Origin(self.plugin_id, self.name, where),
         )
 
-    def _capability_overrides(self, value: Any, problems: list[str]) -> dict[str, bool]:
+    def _capability_overrides(
+        self, value: Any, problems: list[str], compat: list[str]
+    ) -> dict[str, bool]:
         if value is None:
             return {}
         if not isinstance(value, LuaTable):
@@ -648,8 +668,9 @@ class _Loader:
                 )
             else:
                 if name.upper() != str(key).upper():
-                    problems.append(
-                        f'CapabilityOverrides key "{key}" is read as {name}; AI Studio only knows the spelling {name}'
+                    compat.append(
+                        f'CapabilityOverrides key "{key}" is read as {name}; AI Studio only knows '
+                        f"the spelling {name} and ignores this key"
                     )
                 overrides[name] = flag
         return overrides
@@ -880,6 +901,13 @@ class _SettingParser:
                     self._entry(table, key, f'"{name}" is not one of {", ".join(spec.key_choices)}')
                     continue
                 name = canonical
+                if spec.key_choices == _PROVIDER_KINDS and name not in AI_STUDIO_PROVIDER_KINDS:
+                    self.loader._warn(
+                        "ai-studio-compat",
+                        f'{self.label}["{name}"]: {name} is a toolpolicy provider kind AI Studio '
+                        "does not know; AI Studio drops this entry",
+                        table.locations.get(key) or self.where,
+                    )
             if spec.name in _TOOL_SETTING_TABLES and not _is_tool_field(name):
                 self._entry(
                     table,
@@ -1090,6 +1118,7 @@ def _where(finding: Finding) -> str:
 
 
 __all__ = [
+    "AI_STUDIO_PROVIDER_KINDS",
     "AI_STUDIO_SECTIONS",
     "CAPABILITIES",
     "CATEGORIES",

@@ -56,6 +56,7 @@ class SettingKey:
     entries are kept and united instead of the later plugin replacing the earlier.
     `rejects_plugin`: a malformed value rejects the whole plugin instead of skipping the key.
     `choices` are the accepted (upper-case) names of an enum/level value, `key_choices` of a map key.
+    `replaced_by` names what to write instead of a key AI Studio has retired (shown in the notice).
     """
 
     name: str
@@ -66,6 +67,7 @@ class SettingKey:
     used_by_toolpolicy: bool = True
     rejects_plugin: bool = False
     organization_only: bool = False
+    replaced_by: str = ""
     choices: tuple[str, ...] = ()
     key_choices: tuple[str, ...] = ()
     default: Any = None
@@ -231,7 +233,7 @@ _AI_STUDIO_KEYS: tuple[SettingKey, ...] = (
             ("ShortcutVoiceRecording", _S),
             ("HttpClientTimeoutSeconds", _I),
             ("ExternalHttpCustomRootCertificatesEnabled", _B),
-            ("ExternalHttpCustomRootCertificatesBundlePath", _S),
+            ("ExternalHttpCustomRootCertificateBundlePath", _S),
             ("PreselectedProvider", _G),
             ("PreselectedProfile", _G),
             ("UseTranscriptionProvider", _G),
@@ -308,6 +310,32 @@ _AI_STUDIO_KEYS: tuple[SettingKey, ...] = (
             ("PreselectedProvider", _G),
             ("ResultFileFormat", _E),
         )
+    ),
+    *(
+        _ai_studio(f"DataVisualBriefing.{n}", k)
+        for n, k in (
+            ("PreselectedProvider", _G),
+            ("PreselectedProfile", _G),
+            ("PreselectedTargetLanguage", _E),
+            ("PreselectedOtherLanguage", _S),
+            ("PreselectedAudienceProfile", _E),
+            ("PreselectedAudienceAgeGroup", _E),
+            ("PreselectedAudienceOrganizationalLevel", _E),
+            ("PreselectedAudienceExpertise", _E),
+            ("ShowSourceReferences", _B),
+            ("OptimizeImages", _B),
+            ("MinimumProviderConfidence", SettingKind.LEVEL),
+        )
+    ),
+    _ai_studio(
+        "DataTools.WebSearchBaseUrl",
+        _S,
+        replaced_by='DataTools.LockedToolSettings["web_search.searxng.baseUrl"]',
+    ),
+    _ai_studio(
+        "DataTools.ReadWebPageAllowedPrivateHosts",
+        _S,
+        replaced_by='DataTools.LockedToolSettings["read_web_page.allowedPrivateHosts"]',
     ),
 )
 
