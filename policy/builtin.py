@@ -370,8 +370,10 @@ def _web_search_definition() -> ToolDefinition:
     )
 
 
-SUPPORTED_WEB_SEARCH_BACKENDS = frozenset({WebSearchBackend.SEARXNG})
-"""Backends the runtime can ask; the others are accepted for AI Studio compatibility only."""
+SUPPORTED_WEB_SEARCH_BACKENDS = frozenset(
+    {WebSearchBackend.SEARXNG, WebSearchBackend.STAAN, WebSearchBackend.TAVILY}
+)
+"""Backends the runtime can ask; a vocabulary member outside it would configure nothing."""
 
 
 def web_search_backends_configured(settings: Mapping[str, str]) -> tuple[WebSearchBackend, ...]:
@@ -666,10 +668,10 @@ class WebSearchTool(DefinedTool):
                 f"{WS_STAAN_API_KEY} or {WS_TAVILY_API_KEY}"
             )
         if not set(configured) & SUPPORTED_WEB_SEARCH_BACKENDS:
+            askable = ", ".join(sorted(b.value for b in SUPPORTED_WEB_SEARCH_BACKENDS))
             return _not_configured(
-                f"{WEB_SEARCH}: this version of toolpolicy can only ask SearXNG "
-                f"({WS_SEARXNG_BASE_URL}); Staan and Tavily are accepted in the configuration "
-                "for AI Studio compatibility but cannot be asked yet"
+                f"{WEB_SEARCH}: this version of toolpolicy can only ask {askable}; configure one "
+                "of them"
             )
         base = settings.get(WS_SEARXNG_BASE_URL, "").strip()
         if base:
