@@ -539,11 +539,12 @@ class _Loader:
         if value is None:
             return []
         where = config.locations.get(section) or config.location
-        if not isinstance(value, LuaTable) or not value.is_sequence():
+        if not isinstance(value, LuaTable):
             self._warn(
                 "invalid-section", f'CONFIG["{section}"] must be a list of tables; skipped', where
             )
             return []
+        self._warn_beyond_sequence(value, f'CONFIG["{section}"]', where)
         objects: dict[str, Any] = {}
         for index, entry in enumerate(value.sequence(), start=1):
             entry_where = value.locations.get(index) or where
@@ -567,6 +568,20 @@ class _Loader:
                 )
             objects[parsed.id] = parsed
         return list(objects.values())
+
+    def _warn_beyond_sequence(
+        self, table: LuaTable, label: str, where: SourceLocation | None
+    ) -> None:
+        """AI Studio reads only the array part 1..n of a list; say which other keys it never sees."""
+        length = len(table.sequence())
+        for key in table.entries:
+            if not (type(key) is int and 1 <= key <= length):
+                self._warn(
+                    "invalid-entry",
+                    f"{label}[{describe(key)}] is outside the list 1..{length} (AI Studio reads "
+                    "only consecutive entries from 1, e.g. via [#list+1]); ignored",
+                    table.locations.get(key) or where,
+                )
 
     def _provider(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
