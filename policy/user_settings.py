@@ -260,17 +260,28 @@ def _parse(doc: Any, file: str) -> UserSettings:
     confidence = reader.mapping(top.get("confidence"), "confidence", _CONFIDENCE_KEYS)
     if "tools" in top:
         reader.locations["tools"] = reader.at(top, "tools")
+    return UserSettings(
+        tools_enabled=_tools_enabled(reader, tools),
+        tool_settings=_tool_settings(reader, tools),
+        minimum_provider_confidence=_minimums(reader, tools),
+        default_tool_ids_by_component=_default_tool_ids(reader, tools),
+        confidence_scheme=_scheme(reader, confidence),
+        path=file,
+        locations=reader.locations,
+    )
 
-    enabled: bool | None = None
-    if "enabled" in tools:
-        value = tools["enabled"]
-        if not isinstance(value, bool):
-            raise reader.fail(
-                f"tools.enabled must be true or false, not {value!r}", tools, "enabled"
-            )
-        enabled = value
-        reader.locations["tools.enabled"] = reader.at(tools, "enabled")
 
+def _tools_enabled(reader: _Reader, tools: Mapping[str, Any]) -> bool | None:
+    if "enabled" not in tools:
+        return None
+    value = tools["enabled"]
+    if not isinstance(value, bool):
+        raise reader.fail(f"tools.enabled must be true or false, not {value!r}", tools, "enabled")
+    reader.locations["tools.enabled"] = reader.at(tools, "enabled")
+    return value
+
+
+def _tool_settings(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     tool_settings: dict[str, dict[str, str]] = {}
     settings = reader.mapping(tools.get("settings"), "tools.settings", None)
     for tool_id, fields in settings.items():
@@ -283,7 +294,10 @@ def _parse(doc: Any, file: str) -> UserSettings:
                 raise reader.fail(f"{dotted}: a field name has no spaces", field_map, field)
             tool_settings[tool_id][field] = _setting_text(reader, field_map, field, value, dotted)
             reader.locations[dotted] = reader.at(field_map, field)
+    return tool_settings
 
+
+def _minimums(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, str]:
     minimums: dict[str, str] = {}
     levels = reader.mapping(
         tools.get("minimum_provider_confidence"), "tools.minimum_provider_confidence", None
@@ -293,7 +307,10 @@ def _parse(doc: Any, file: str) -> UserSettings:
         _check_tool_id(tool_id, "tool id", reader.at(levels, tool_id))
         minimums[tool_id] = _canonical(level, LEVEL_NAMES, dotted, reader.at(levels, tool_id))
         reader.locations[dotted] = reader.at(levels, tool_id)
+    return minimums
 
+
+def _default_tool_ids(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     defaults: dict[str, tuple[str, ...]] = {}
     by_component = reader.mapping(
         tools.get("default_tool_ids_by_component"), "tools.default_tool_ids_by_component", None
@@ -310,22 +327,15 @@ def _parse(doc: Any, file: str) -> UserSettings:
             _check_tool_id(tool_id, f"{dotted} entry", reader.at(ids, index))
         defaults[name] = tuple(dict.fromkeys(ids))
         reader.locations[dotted] = where
+    return defaults
 
-    scheme: str | None = None
-    if "scheme" in confidence:
-        where = reader.at(confidence, "scheme")
-        scheme = _canonical(confidence["scheme"], SCHEME_NAMES, "confidence.scheme", where)
-        reader.locations["confidence.scheme"] = where
 
-    return UserSettings(
-        tools_enabled=enabled,
-        tool_settings=tool_settings,
-        minimum_provider_confidence=minimums,
-        default_tool_ids_by_component=defaults,
-        confidence_scheme=scheme,
-        path=file,
-        locations=reader.locations,
-    )
+def _scheme(reader: _Reader, confidence: Mapping[str, Any]) -> str | None:
+    if "scheme" not in confidence:
+        return None
+    where = reader.at(confidence, "scheme")
+    reader.locations["confidence.scheme"] = where
+    return _canonical(confidence["scheme"], SCHEME_NAMES, "confidence.scheme", where)
 
 
 def _setting_text(reader: _Reader, node: Any, key: str, value: Any, dotted: str) -> str:
