@@ -639,11 +639,6 @@ class _Loader:
         api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
         problems.extend(optional)
         assert provider_id and kind and host and model_id is not None and instance is not None
-        if kind not in AI_STUDIO_PROVIDER_KINDS:
-            compat.append(
-                f'UsedLLMProvider "{kind}" is a toolpolicy provider kind AI Studio does not know; '
-                "AI Studio skips this entry"
-            )
         for note in compat:
             self._warn("ai-studio-compat", f"{label}: {note}", where)
         return ProviderConfig(
