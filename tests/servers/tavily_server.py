@@ -1,12 +1,13 @@
 """A loopback Tavily: `POST /search` answers like the real API, scripted per test.
 
 Tests set the results, or a failure mode (a forced status, an HTML answer, unreadable JSON, an
-answer without results, an oversized or a gzip-compressed answer). Every request's headers and
+answer without results, an oversized or a gzip-compressed answer, a slow answer). Every request's headers and
 JSON body are recorded, so tests can check where the API key travelled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ class TavilyState:
     without_results: bool = False
     oversized: bool = False
     gzipped: bool = False
+    delay_seconds: float = 0.0
     requests: list[TavilyRequest] = field(default_factory=list)
 
     def reset(self) -> None:
@@ -71,6 +73,8 @@ def build_app(state: TavilyState) -> Starlette:
                 body=json.loads(raw) if raw else {},
             )
         )
+        if state.delay_seconds:
+            await asyncio.sleep(state.delay_seconds)
         if state.forced_status is not None:
             detail = {"detail": {"error": "refused by the test"}}
             return Response(json.dumps(detail), state.forced_status, media_type="application/json")

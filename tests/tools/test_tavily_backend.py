@@ -367,6 +367,15 @@ async def test_an_unreachable_tavily_is_named() -> None:
     )
 
 
+async def test_a_slow_tavily_is_named_with_the_timeout(tavily: TavilyServer) -> None:
+    tavily.state.delay_seconds = 1.0
+    with pytest.raises(SearchBackendError) as failed:
+        await TavilyBackend(KEY, 0.1, endpoint=tavily.endpoint).search(SearchRequest("x"))
+    assert str(failed.value) == (
+        f"Tavily at '{tavily.endpoint}' did not answer within 0.1 seconds."
+    )
+
+
 @pytest.mark.parametrize("bad_key", ["tvly key", "tvly-\nInjected: yes", "tvly-ключ", "   "])
 async def test_a_key_a_header_cannot_carry_is_refused_unquoted(
     tavily: TavilyServer, bad_key: str
