@@ -224,7 +224,10 @@ def test_the_merged_view_keeps_origins_and_lines() -> None:
     custom = configuration.setting("DataConfidence.CustomConfidenceScheme")
     assert custom is not None
     assert custom.entry_locations["GWDG"].line == line_of(SHAPES, '["GWDG"] = "HIGH"')
-    assert [p.id for p in configuration.providers][0] == PROVIDER_A
+    assert [p.id for p in configuration.providers] == [
+        PROVIDER_A,
+        "ab12cd34-0002-4a00-8000-0000000000a2",
+    ]
     assert len(configuration.data_sources) == 3 and len(configuration.chat_templates) == 2
 
 
