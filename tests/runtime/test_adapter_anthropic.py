@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -21,19 +22,17 @@ from tests.servers.provider_scripts import (
     text_delta,
 )
 from tests.servers.provider_server import ProviderServer, Reply
-from tests.servers.provider_testkit import client_for, conversation, run_round, web_search_tool
+from tests.servers.provider_testkit import (
+    adapter_for,
+    client_for,
+    run_round,
+)
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds/+==" * 3
 
 
-def _adapter(server: ProviderServer, **kwargs: object) -> AnthropicAdapter:
-    tools = kwargs.pop("tools", (web_search_tool(),))
-    return AnthropicAdapter(
-        client_for(ANTHROPIC, server.base_url),
-        conversation(*tools),  # type: ignore[arg-type]
-        "claude-test",
-        **kwargs,  # type: ignore[arg-type]
-    )
+def _adapter(server: ProviderServer, **options: Any) -> AnthropicAdapter:
+    return adapter_for(AnthropicAdapter, ANTHROPIC, server.base_url, "claude-test", **options)
 
 
 def _thinking_and_two_calls() -> list[object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -15,8 +16,7 @@ from runtime.providers.hosts import _CLOUD_HOSTS
 from tests.servers.provider_scripts import chat_call, chat_chunk, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import (
-    client_for,
-    conversation,
+    adapter_for,
     run_round,
     web_search_tool,
 )
@@ -26,15 +26,9 @@ HUGGING_FACE = _CLOUD_HOSTS[ProviderKind.HUGGINGFACE]
 
 
 def _adapter(
-    server: ProviderServer, profile: HostProfile = GROQ, **kwargs: object
+    server: ProviderServer, profile: HostProfile = GROQ, **options: Any
 ) -> ChatCompletionsAdapter:
-    tools = kwargs.pop("tools", (web_search_tool(),))
-    return ChatCompletionsAdapter(
-        client_for(profile, server.base_url),
-        conversation(*tools),  # type: ignore[arg-type]
-        "test-model",
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return adapter_for(ChatCompletionsAdapter, profile, server.base_url, "test-model", **options)
 
 
 def _call_round(name: str, arguments: str, call_id: str | None = "call_1") -> Reply:

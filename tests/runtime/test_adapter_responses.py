@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,10 @@ from tests.servers.provider_scripts import (
     responses_text,
 )
 from tests.servers.provider_server import ProviderServer, Reply
-from tests.servers.provider_testkit import client_for, conversation, run_round, web_search_tool
+from tests.servers.provider_testkit import (
+    adapter_for,
+    run_round,
+)
 
 # Written the way the API writes it: spacing, escapes and key order we would never produce.
 REASONING_ITEM = (
@@ -26,14 +30,8 @@ REASONING_ITEM = (
 )
 
 
-def _adapter(server: ProviderServer, **kwargs: object) -> ResponsesAdapter:
-    tools = kwargs.pop("tools", (web_search_tool(),))
-    return ResponsesAdapter(
-        client_for(OPENAI_RESPONSES, server.base_url),
-        conversation(*tools),  # type: ignore[arg-type]
-        "gpt-test",
-        **kwargs,  # type: ignore[arg-type]
-    )
+def _adapter(server: ProviderServer, **options: Any) -> ResponsesAdapter:
+    return adapter_for(ResponsesAdapter, OPENAI_RESPONSES, server.base_url, "gpt-test", **options)
 
 
 def _completed_raw(items_json: list[str], input_tokens: int | None = None) -> str:

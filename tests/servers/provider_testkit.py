@@ -4,10 +4,14 @@ server, and a way to run one round to its end."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from policy.definitions import ToolDefinition, ToolFunction
+from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.base import ToolCallingAdapter
+from runtime.adapters.chat_completions import ChatCompletionsAdapter
+from runtime.adapters.responses import ResponsesAdapter
 from runtime.messages import ChatMessage, Conversation, Role, Round, RoundCompleted, TextDelta
 from runtime.providers import HostProfile, ProviderClient, RetryPolicy, Timeouts
 from runtime.schema import ParameterSchemaBuilder
@@ -62,6 +66,30 @@ def client_for(
         retry=retry,
         timeouts=timeouts,
         provider_name="Test provider",
+    )
+
+
+_Adapter = TypeVar("_Adapter", ChatCompletionsAdapter, ResponsesAdapter, AnthropicAdapter)
+
+
+def adapter_for(
+    adapter_class: type[_Adapter],
+    profile: HostProfile,
+    base_url: str,
+    model: str,
+    *,
+    tools: Sequence[ToolDefinition] | None = None,
+    max_output_tokens: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> _Adapter:
+    """An adapter on the loopback server for the standard conversation (web_search on offer)."""
+    offered = (web_search_tool(),) if tools is None else tools
+    return adapter_class(
+        client_for(profile, base_url),
+        conversation(*offered),
+        model,
+        max_output_tokens=max_output_tokens,
+        extra_body=extra_body,
     )
 
 
