@@ -709,12 +709,12 @@ class _Loader:
         fields.string("SelectedRetrievalId")
         fields.integer("MaxMatches", 1, 65535)
         raw = {str(k): _plain(v) for k, v in entry.entries.items()}
-        if auth == "USERNAME_PASSWORD":
+        if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
             mode = fields.choice(
                 "UsernamePasswordMode",
                 ("SHARED_USERNAME_AND_PASSWORD", "OS_USERNAME_SHARED_PASSWORD"),
             )
-            if mode == "SHARED_USERNAME_AND_PASSWORD":
+            if mode == "SHARED_USERNAME_AND_PASSWORD" and auth == "USERNAME_PASSWORD":
                 fields.string("Username")
         secret_field = {"TOKEN": "Token", "USERNAME_PASSWORD": "Password"}.get(auth or "")
         if secret_field:

@@ -386,3 +386,40 @@ def test_a_capability_spelling_ai_studio_ignores_warns(tmp_path: Path) -> None:
     (finding,) = plugin.findings
     assert finding.code == "ai-studio-compat"
     assert '"VideoInput" is read as VIDEO_INPUT' in finding.message
+
+
+@pytest.mark.parametrize("mode", ["USER_MANAGED", "SHARED"])
+def test_a_bad_username_password_mode_rejects_the_entry_whatever_the_auth_method(
+    tmp_path: Path, mode: str
+) -> None:
+    path = write(
+        tmp_path,
+        'CONFIG["DATA_SOURCES"] = { {\n'
+        '  ["Id"] = "5d3c4d5e-6f70-4182-93a4-b5c6d7e8f901", ["Name"] = "Wiki",\n'
+        '  ["Type"] = "ERI_V1", ["Hostname"] = "https://eri.example.org", ["Port"] = 443,\n'
+        '  ["AuthMethod"] = "NONE", ["SecurityPolicy"] = "SELF_HOSTED",\n'
+        '  ["SelectedRetrievalId"] = "r1", ["MaxMatches"] = 10,\n'
+        f'  ["UsernamePasswordMode"] = "{mode}",\n'
+        "} }\n",
+    )
+    plugin = load_plugin(path, ORG)
+    assert plugin.data_sources == ()
+    (finding,) = plugin.findings
+    assert finding.code == "invalid-entry"
+    assert f'UsernamePasswordMode is "{mode}"' in finding.message
+    assert "SHARED_USERNAME_AND_PASSWORD" in finding.message
+
+
+def test_a_valid_username_password_mode_next_to_a_token_is_accepted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'CONFIG["DATA_SOURCES"] = { {\n'
+        '  ["Id"] = "6d3c4d5e-6f70-4182-93a4-b5c6d7e8f901", ["Name"] = "Wiki",\n'
+        '  ["Type"] = "ERI_V1", ["Hostname"] = "https://eri.example.org", ["Port"] = 443,\n'
+        '  ["AuthMethod"] = "NONE", ["SecurityPolicy"] = "SELF_HOSTED",\n'
+        '  ["SelectedRetrievalId"] = "r1", ["MaxMatches"] = 10,\n'
+        '  ["UsernamePasswordMode"] = "shared_username_and_password",\n'
+        "} }\n",
+    )
+    plugin = load_plugin(path, ORG)
+    assert [d.name for d in plugin.data_sources] == ["Wiki"] and plugin.findings == ()
