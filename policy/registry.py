@@ -149,6 +149,32 @@ def _visibility_evidence(definition: ToolDefinition) -> tuple[Evidence, ...]:
     return (Evidence("visible_in", value, "tool definition"),)
 
 
+def _collection_id_problem(
+    collection_id: str, tools: Mapping[str, ToolDefinition], registered: Mapping[str, object]
+) -> str:
+    """Why a collection cannot be registered under this ID ("" when it can)."""
+    if not collection_id.strip():
+        return "its ID is empty"
+    if collection_id in tools:
+        return "a tool already has this ID"
+    if collection_id in registered:
+        return "the ID is already registered"
+    return ""
+
+
+def _member_problem(
+    tool_id: str, tools: Mapping[str, ToolDefinition], collection_of: Mapping[str, str]
+) -> str:
+    """Why a tool cannot join a collection ("" when it can)."""
+    if tool_id not in tools:
+        return "it is not registered"
+    if tools[tool_id].activation is not ToolActivation.SELECTION:
+        return "nobody selects the tool (it offers itself from the chat)"
+    if tool_id in collection_of:
+        return f"it already belongs to collection '{collection_of[tool_id]}'"
+    return ""
+
+
 def _is_untailored(tool: Tool) -> bool:
     kind = type(tool)
     return (
@@ -299,28 +325,13 @@ class ToolRegistry:
         collection_of: dict[str, str] = {}
         for declared in collections:
             prefix = f"Skipping tool collection '{declared.id}'"
-            if not declared.id.strip():
-                findings.append(_warning("invalid-collection", f"{prefix}: its ID is empty"))
-                continue
-            if declared.id in by_id:
-                findings.append(
-                    _warning("invalid-collection", f"{prefix}: a tool already has this ID")
-                )
-                continue
-            if declared.id in registered:
-                findings.append(
-                    _warning("invalid-collection", f"{prefix}: the ID is already registered")
-                )
+            problem = _collection_id_problem(declared.id, by_id, registered)
+            if problem:
+                findings.append(_warning("invalid-collection", f"{prefix}: {problem}"))
                 continue
             members: list[str] = []
             for tool_id in dict.fromkeys(declared.tool_ids):
-                why = ""
-                if tool_id not in by_id:
-                    why = "it is not registered"
-                elif by_id[tool_id].activation is not ToolActivation.SELECTION:
-                    why = "nobody selects the tool (it offers itself from the chat)"
-                elif tool_id in collection_of:
-                    why = f"it already belongs to collection '{collection_of[tool_id]}'"
+                why = _member_problem(tool_id, by_id, collection_of)
                 if why:
                     findings.append(
                         _warning(
