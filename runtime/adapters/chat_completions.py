@@ -272,7 +272,7 @@ class ChatCompletionsAdapter:
         self._client = client
         self._system_prompt = conversation.system_prompt
         self._conversation_json = _wire.messages_json(conversation.messages)
-        self._tool_names = {t.function.name: t.function.name for t in conversation.tools}
+        self._tool_names = frozenset(t.function.name for t in conversation.tools)
         self._fields: dict[str, Any] = {"model": model, "stream": True}
         if profile.asks_for_stream_usage:
             self._fields["stream_options"] = {"include_usage": True}
@@ -362,11 +362,10 @@ class ChatCompletionsAdapter:
 
     def _normalized_name(self, returned: str | None) -> tuple[str, bool]:
         name = (returned or "").strip()
-        canonical = self._tool_names.get(name)
-        if canonical is not None:
-            if canonical != returned:
+        if name in self._tool_names:
+            if name != returned:
                 _log.warning("A tool call named its function with surrounding whitespace.")
-            return canonical, True
+            return name, True
         return name, is_valid_function_name(name)
 
     def record_assistant_turn(self) -> None:
