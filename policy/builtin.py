@@ -189,15 +189,13 @@ def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = T
     return None
 
 
+_USER_INFO = re.compile(r"[^/@]*@")
+
+
 def _without_user_info(text: str) -> str:
-    """The address as an administrator may see it in output: a password never is."""
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        return text
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "*****@" + authority.rpartition("@")[2]
-    return f"{scheme}{sep}{authority}{slash}{path}"
+    """The address as an administrator may see it in output: a password never is, however the
+    address is malformed (no `//`, one slash), so every run of text up to an `@` is masked."""
+    return _USER_INFO.sub("*****@", text)
 
 
 def is_free_address_choice_on(settings: Mapping[str, str]) -> bool:

@@ -246,10 +246,17 @@ def test_search_confluence_is_offered_to_high_confidence_providers_only_even_whe
     assert registry.offer_block_reason(SEARCH_CONFLUENCE, local) is ToolOfferBlockReason.NONE
 
 
-def test_a_refused_address_setting_never_shows_its_password() -> None:
-    state = SearchConfluenceTool().validate_configuration(
-        {"baseUrl": "http://alice:pa55@wiki.example.org/"}
-    )
+@pytest.mark.parametrize(
+    "address",
+    [
+        "http://alice:pa55@wiki.example.org/",
+        "alice:pa55@wiki.example.org/",
+        "https:/alice:pa55@wiki.example.org/",
+        "ftp://alice:pa55@wiki.example.org/",
+    ],
+)
+def test_a_refused_address_setting_never_shows_its_password(address: str) -> None:
+    state = SearchConfluenceTool().validate_configuration({"baseUrl": address})
     assert not state.is_configured
     assert "pa55" not in state.message and "alice" not in state.message
     assert "*****@wiki.example.org" in state.message
