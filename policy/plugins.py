@@ -983,9 +983,10 @@ class _Fields:
         return None
 
     def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
-        value = parse_choice(self.table.get(name), choices)
+        given = self.table.get(name)
+        value = parse_choice(given, choices)
         if value is None:
-            self._bad(name, f"one of {', '.join(choices)}")
+            self._bad(name, f"one of {', '.join(choices)}{_near_choice(given, choices)}")
         return value
 
     def integer(self, name: str, low: int, high: int) -> int | None:
@@ -1049,6 +1050,17 @@ def _decryption_problem(value: str, secret: str) -> str | None:
     except SecretError as error:
         return error.message
     return None
+
+
+def _near_choice(value: Any, choices: tuple[str, ...]) -> str:
+    """A hint for a name that differs from a valid one only in underscores (LLAMACPP → LLAMA_CPP)."""
+    if not isinstance(value, str):
+        return ""
+    squeezed = value.strip().upper().replace("_", "")
+    for choice in choices:
+        if choice.replace("_", "") == squeezed:
+            return f" (did you mean {choice}?)"
+    return ""
 
 
 def _is_source_url(text: str) -> bool:

@@ -423,3 +423,21 @@ def test_a_valid_username_password_mode_next_to_a_token_is_accepted(tmp_path: Pa
     )
     plugin = load_plugin(path, ORG)
     assert [d.name for d in plugin.data_sources] == ["Wiki"] and plugin.findings == ()
+
+
+def test_the_host_spelling_from_ai_studio_comments_gets_a_hint(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'CONFIG["LLM_PROVIDERS"] = { {\n'
+        '  ["Id"] = "7d3c4d5e-6f70-4182-93a4-b5c6d7e8f901", ["InstanceName"] = "llama",\n'
+        '  ["UsedLLMProvider"] = "SELF_HOSTED", ["Host"] = "LLAMACPP", ["Hostname"] = "",\n'
+        '  ["Model"] = { ["Id"] = "m", ["DisplayName"] = "M" },\n'
+        "} }\n",
+    )
+    plugin = load_plugin(path, ORG)
+    assert plugin.providers == ()
+    (finding,) = plugin.findings
+    assert finding.code == "invalid-entry" and finding.location is not None
+    assert finding.location.line == line_of(path, 'CONFIG["LLM_PROVIDERS"]')
+    assert 'Host is "LLAMACPP"' in finding.message
+    assert "(did you mean LLAMA_CPP?)" in finding.message
