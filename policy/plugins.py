@@ -603,7 +603,13 @@ class _Loader:
             return None
         optional: list[str] = []
         additional: dict[str, Any] = {"DisplayName": display}
-        allow_user_key = parse_bool(entry.get("AllowUserProvidedAPIKey")) or False
+        allow_raw = entry.get("AllowUserProvidedAPIKey")
+        allow_user_key = allow_raw is True
+        if allow_raw is not None and not isinstance(allow_raw, bool):
+            optional.append(
+                f"AllowUserProvidedAPIKey must be true or false, not {describe(_plain(allow_raw))}; "
+                "read as false, as AI Studio does"
+            )
         additional["AllowUserProvidedAPIKey"] = allow_user_key
         hf = entry.get("HFInferenceProvider")
         if hf is not None:

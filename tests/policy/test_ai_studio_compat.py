@@ -441,3 +441,23 @@ def test_the_host_spelling_from_ai_studio_comments_gets_a_hint(tmp_path: Path) -
     assert finding.location.line == line_of(path, 'CONFIG["LLM_PROVIDERS"]')
     assert 'Host is "LLAMACPP"' in finding.message
     assert "(did you mean LLAMA_CPP?)" in finding.message
+
+
+def test_allow_user_provided_api_key_counts_only_as_a_lua_bool(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'CONFIG["LLM_PROVIDERS"] = { {\n'
+        '  ["Id"] = "8d3c4d5e-6f70-4182-93a4-b5c6d7e8f901", ["InstanceName"] = "cloud",\n'
+        '  ["UsedLLMProvider"] = "OPEN_AI", ["Host"] = "NONE", ["Hostname"] = "",\n'
+        '  ["AllowUserProvidedAPIKey"] = "true",\n'
+        '  ["APIKey"] = "ENC:v1:W4iK51uTFQArtXfXBeqCX1dWxIjOSFnzfuCb0qBJrbkb1HmRnWAr6DOpcoH212wH",\n'
+        '  ["Model"] = { ["Id"] = "gpt-4o", ["DisplayName"] = "GPT-4o" },\n'
+        "} }\n",
+    )
+    plugin = load_plugin(path, ORG)
+    (provider,) = plugin.providers
+    assert provider.additional["AllowUserProvidedAPIKey"] is False
+    assert reveal(provider.api_key) == "sk-shapes-provider"
+    (finding,) = plugin.findings
+    assert finding.code == "invalid-entry-field"
+    assert 'AllowUserProvidedAPIKey must be true or false, not "true"' in finding.message
