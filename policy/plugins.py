@@ -786,6 +786,9 @@ class _Loader:
                 continue
             where = config.locations.get(key) or config.location
             known = key in AI_STUDIO_SECTIONS
+            other[str(key)] = _plain(value)
+            if known and isinstance(value, LuaTable) and not value.entries:
+                continue
             reason = (
                 "an AI Studio section toolpolicy does not use"
                 if known
@@ -799,7 +802,6 @@ class _Loader:
                     where,
                 )
             )
-            other[str(key)] = _plain(value)
         return other
 
 

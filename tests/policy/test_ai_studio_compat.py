@@ -461,3 +461,35 @@ def test_allow_user_provided_api_key_counts_only_as_a_lua_bool(tmp_path: Path) -
     (finding,) = plugin.findings
     assert finding.code == "invalid-entry-field"
     assert 'AllowUserProvidedAPIKey must be true or false, not "true"' in finding.message
+
+
+def test_the_template_with_its_placeholders_filled_in_loads_without_any_notice(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "icon.lua").write_text('SVG = [[<svg viewBox="0 0 1 1"/>]]\n', encoding="utf-8")
+    path = write(
+        tmp_path,
+        "ICON_SVG = SVG\n"
+        "PRIORITY = 0\n"
+        "DEPLOYED_USING_CONFIG_SERVER = false\n"
+        'CONFIG["LLM_PROVIDERS"] = {}\n'
+        'CONFIG["TRANSCRIPTION_PROVIDERS"] = {}\n'
+        'CONFIG["EMBEDDING_PROVIDERS"] = {}\n'
+        'CONFIG["DATA_SOURCES"] = {}\n'
+        'CONFIG["CHAT_TEMPLATES"] = {}\n'
+        'CONFIG["INTRODUCTIONS"] = {}\n'
+        'CONFIG["MANDATORY_INFOS"] = {}\n'
+        'CONFIG["DOCUMENT_ANALYSIS_POLICIES"] = {}\n'
+        'CONFIG["PROFILES"] = {}\n',
+    )
+    path.write_text('require("icon")\n' + path.read_text(encoding="utf-8"), encoding="utf-8")
+    plugin = load_plugin(path, ORG)
+    assert plugin.findings == () and plugin.unused == ()
+    assert plugin.other_sections["PROFILES"] == ()
+    assert plugin.deployed_using_config_server is False
+
+
+def test_a_filled_ai_studio_section_is_still_reported_as_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, 'CONFIG["PROFILES"] = { { ["Id"] = "x", ["Name"] = "P" } }\n')
+    (finding,) = load_plugin(path, ORG).unused
+    assert finding.code == UNUSED and 'CONFIG["PROFILES"]' in finding.message
