@@ -129,13 +129,8 @@ def _allowed_private_hosts(settings: Mapping[str, str]) -> tuple[str, ...]:
 class ReadWebPageExecutableTool(ReadWebPageTool):
     """The policy-side read_web_page plus its execution."""
 
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset()
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return True
+    sensitive_trace_argument_names: frozenset[str] = frozenset()
+    returns_untrusted_external_content = True
 
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext

@@ -152,13 +152,8 @@ def configured_base_url(tool: SearchConfluenceTool, settings: Mapping[str, str])
 class SearchConfluenceExecutableTool(SearchConfluenceTool):
     """The policy-side search_confluence plus its execution."""
 
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset({ARG_QUERY})
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return True
+    sensitive_trace_argument_names: frozenset[str] = frozenset({ARG_QUERY})
+    returns_untrusted_external_content = True
 
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext

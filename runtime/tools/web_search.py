@@ -425,13 +425,8 @@ def _diagnostic(candidate_count: int, results: Sequence[dict[str, Any]]) -> str 
 class WebSearchExecutableTool(WebSearchTool):
     """The policy-side web_search plus its execution."""
 
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset()
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return True
+    sensitive_trace_argument_names: frozenset[str] = frozenset()
+    returns_untrusted_external_content = True
 
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
