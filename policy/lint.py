@@ -343,7 +343,7 @@ def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
     minimums = c.setting(MINIMUMS)
     if minimums is not None and not minimums.locked:
         yield _warning(
-            "ai-studio-compatibility",
+            "ai-studio-compat",
             f"{MINIMUMS}{OVERRIDE_SUFFIX} = true is honored by toolpolicy, but AI Studio's "
             "release keeps this table locked",
             minimums.origin.location,
@@ -351,7 +351,7 @@ def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
     default_ids = c.setting(DEFAULT_IDS)
     if default_ids is not None:
         yield _warning(
-            "ai-studio-compatibility",
+            "ai-studio-compat",
             f"{DEFAULT_IDS} is a user setting in AI Studio; configuration plugins cannot set it "
             "there (toolpolicy applies it)",
             default_ids.origin.location,
@@ -359,7 +359,7 @@ def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
     for provider in c.configuration.providers:
         if provider.kind in _AI_STUDIO_UNKNOWN_KINDS:
             yield _warning(
-                "ai-studio-compatibility",
+                "ai-studio-compat",
                 f"provider '{provider.name}' uses the kind {provider.kind.value}, which AI "
                 "Studio's release does not know; it would skip this provider",
                 provider.origin.location if provider.origin else None,

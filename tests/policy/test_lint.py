@@ -253,7 +253,7 @@ def test_a_context_tool_in_a_selection_has_no_effect() -> None:
         managed("DataTools.DefaultToolIdsByComponent", {"CHAT": ("semantic_search",)}),
         chat_templates=(ChatTemplateConfig("t", "Docs", ("semantic_search",), origin=DEPT),),
     )
-    assert codes(findings) == ["no-effect", "no-effect", "ai-studio-compatibility"]
+    assert codes(findings) == ["no-effect", "no-effect", "ai-studio-compat"]
 
 
 def test_ai_studio_compatibility_warnings() -> None:
@@ -262,7 +262,7 @@ def test_ai_studio_compatibility_warnings() -> None:
         managed("DataTools.MinimumProviderConfidenceByToolId", {"web_search": "LOW"}, locked=False),
         providers=(provider,),
     )
-    assert codes(findings) == ["ai-studio-compatibility", "ai-studio-compatibility"]
+    assert codes(findings) == ["ai-studio-compat", "ai-studio-compat"]
     assert "IONOS" in findings[1].message
 
 
