@@ -339,6 +339,71 @@ local coroutine_copy = copy(coroutine)
 coroutine_copy.create, coroutine_copy.wrap = plugin_create, plugin_wrap
 base.coroutine = coroutine_copy
 
+-- bit32: AI Studio runs Lua 5.2, whose plugins may use it; built on 5.4's integer operators.
+do
+  local floor, fmod, tointeger, MASK = math.floor, math.fmod, math.tointeger, 0xFFFFFFFF
+  local function u32(x, i)
+    if type(x) ~= "number" then
+      error("bad argument #" .. i .. " to bit32 function (number expected, got " .. type(x) .. ")", 3)
+    end
+    local n = floor(x)
+    if math_type(n) ~= "integer" then n = tointeger(fmod(n, 4294967296.0)) or 0 end
+    return n & MASK
+  end
+  local function shift(x, n)
+    if n <= -32 or n >= 32 then return 0 end
+    if n >= 0 then return (x << n) & MASK end
+    return x >> -n
+  end
+  local function field_mask(field, width, i)
+    field, width = floor(u32(field, i)), floor(u32(width or 1, i + 1))
+    if field > 31 or width < 1 or field + width > 32 then
+      error("bad argument to bit32 function (trying to access non-existent bits)", 3)
+    end
+    return field, (1 << width) - 1
+  end
+  local bit32 = {}
+  function bit32.band(...)
+    local r = MASK
+    for i = 1, select("#", ...) do r = r & u32((select(i, ...)), i) end
+    return r
+  end
+  function bit32.bor(...)
+    local r = 0
+    for i = 1, select("#", ...) do r = r | u32((select(i, ...)), i) end
+    return r
+  end
+  function bit32.bxor(...)
+    local r = 0
+    for i = 1, select("#", ...) do r = r ~ u32((select(i, ...)), i) end
+    return r
+  end
+  function bit32.btest(...) return bit32.band(...) ~= 0 end
+  function bit32.bnot(x) return (~u32(x, 1)) & MASK end
+  function bit32.lshift(x, n) return shift(u32(x, 1), floor(n)) end
+  function bit32.rshift(x, n) return shift(u32(x, 1), -floor(n)) end
+  function bit32.arshift(x, n)
+    x, n = u32(x, 1), floor(n)
+    if n <= 0 or x & 0x80000000 == 0 then return shift(x, -n) end
+    if n >= 32 then return MASK end
+    return ((x >> n) | (MASK << (32 - n))) & MASK
+  end
+  function bit32.lrotate(x, n)
+    x, n = u32(x, 1), floor(n) % 32
+    return ((x << n) | (x >> (32 - n))) & MASK
+  end
+  function bit32.rrotate(x, n) return bit32.lrotate(x, -floor(n)) end
+  function bit32.extract(n, field, width)
+    local f, m = field_mask(field, width, 2)
+    return (u32(n, 1) >> f) & m
+  end
+  function bit32.replace(n, v, field, width)
+    local f, m = field_mask(field, width, 3)
+    return (u32(n, 1) & ~(m << f) & MASK) | ((u32(v, 2) & m) << f)
+  end
+  base.bit32 = bit32
+end
+
 G = setmetatable({}, proxy_meta)
 rawset(G, REAL, globals_table)
 base._G = G

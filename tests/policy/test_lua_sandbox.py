@@ -643,3 +643,44 @@ def test_plain_tables_with_plugin_metatables_are_read_raw() -> None:
     assert result.globals["LENGTH"] == 9
     assert _table(result.globals["T"]).entries == {1: 1, 2: 2, "n": 2}
     assert _table(result.globals["X"]).entries == {1: 1, 2: 2, "n": 2}
+
+
+def test_bit32_of_lua_5_2_works_as_in_ai_studio() -> None:
+    result = _run(
+        "A = bit32.band(0xFF, 0x0F, 7)\nB = bit32.bor(1, 2, 4)\nC = bit32.bxor(5, 3)\n"
+        "D = bit32.bnot(0)\nE = bit32.lshift(1, 31)\nF = bit32.rshift(0x80000000, 31)\n"
+        "G = bit32.arshift(0x80000000, 4)\nH = bit32.lrotate(0x80000001, 1)\n"
+        "I = bit32.extract(0xABCD, 4, 8)\nJ = bit32.replace(0, 0xF, 28, 4)\n"
+        "K = bit32.btest(8, 4)\nL = bit32.band(-1)\nM = bit32.rrotate(1, 1)\n"
+        "N = bit32.lshift(1, 32)\nO = bit32.band(2^40 + 5)\n"
+    )
+    assert dict(result.globals) == {
+        "A": 7,
+        "B": 7,
+        "C": 6,
+        "D": 0xFFFFFFFF,
+        "E": 0x80000000,
+        "F": 1,
+        "G": 0xF8000000,
+        "H": 3,
+        "I": 0xBC,
+        "J": 0xF0000000,
+        "K": False,
+        "L": 0xFFFFFFFF,
+        "M": 0x80000000,
+        "N": 0,
+        "O": 5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('X = bit32.band("a")', "number expected, got string"),
+        ("X = bit32.extract(1, 30, 4)", "non-existent bits"),
+    ],
+)
+def test_bit32_refuses_bad_arguments_with_the_line(source: str, message: str) -> None:
+    with pytest.raises(LuaSandboxError) as refused:
+        _run(source)
+    assert message in str(refused.value) and ":1:" in str(refused.value)
