@@ -289,7 +289,13 @@ def _entries(value: Any) -> list[str] | None:
 
 def _no_effect(c: _Context) -> Iterable[Finding]:
     enable = c.setting(ENABLE_TOOLS)
-    if enable is not None and enable.value is False and enable.locked:
+    switched_off_by_administrator = not c.configuration.fails_closed
+    if (
+        enable is not None
+        and enable.value is False
+        and enable.locked
+        and switched_off_by_administrator
+    ):
         for key in (DISABLED, MINIMUMS, LOCKED, DEFAULTS, DEFAULT_IDS):
             if c.setting(key) is not None:
                 yield _warning(

@@ -248,6 +248,17 @@ def test_tool_settings_have_no_effect_while_tools_are_off() -> None:
     assert "DataTools.EnableTools" in findings[0].message
 
 
+def test_tools_kept_off_by_a_broken_plugin_make_no_no_effect_noise() -> None:
+    from policy.configuration import BrokenPlugin
+
+    findings = lint(
+        managed("DataTools.EnableTools", False, origin=DEPT),
+        managed("DataTools.DisabledToolIds", ("web_search",)),
+        broken_organization_plugins=(BrokenPlugin("/org/dept/plugin.lua", "syntax error"),),
+    )
+    assert "no-effect" not in codes(findings)
+
+
 def test_a_context_tool_in_a_selection_has_no_effect() -> None:
     findings = lint(
         managed("DataTools.DefaultToolIdsByComponent", {"CHAT": ("semantic_search",)}),
