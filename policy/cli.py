@@ -716,6 +716,80 @@ def encrypt() -> None:
     _print(secrets.encrypt(text, secret))
 
 
+# --- export -----------------------------------------------------------------------------------
+
+
+@cli.command("export")
+@click.argument("tool_ids", nargs=-1, required=True, metavar="TOOL_ID...")
+@_configuration_options
+@click.option(
+    "--mode",
+    type=_NameChoice("mode", ["LOCKED", "DEFAULT"]),
+    required=True,
+    help="LOCKED: DataTools.LockedToolSettings (users cannot change the values). DEFAULT: "
+    "DataTools.DefaultToolSettings (pre-filled; a value the user saves wins).",
+)
+@click.option(
+    "--area",
+    "areas",
+    multiple=True,
+    metavar="TOOL_ID/GROUP",
+    help="Only this setting group (repeatable; TOOL_ID/ is the ungrouped settings). "
+    "Default: every area.",
+)
+@click.option(
+    "--include-secrets",
+    is_flag=True,
+    help="Also export secrets from the keyring, encrypted (ENC:v1:) with "
+    "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET and always locked.",
+)
+@click.option(
+    "--minimum-confidence",
+    "minimum_confidence",
+    is_flag=True,
+    help="Also export the effective minimum provider confidence under the collection id.",
+)
+def export_command(
+    tool_ids: tuple[str, ...],
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+    mode: str,
+    areas: tuple[str, ...],
+    include_secrets: bool,
+    minimum_confidence: bool,
+) -> None:
+    """Print the settings of TOOL_ID... (tools or collections) as a plugin.lua fragment.
+
+    Values are what this setup resolves to (organization value or your own), never a tool's
+    built-in default. Exit 1, with nothing on stdout, when secrets cannot be encrypted.
+    """
+    from policy.explain import render_document
+    from policy.export import ExportError, SecretExportError, build_export
+
+    policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
+    try:
+        exported = build_export(
+            policy,
+            tool_ids,
+            mode,
+            areas or None,
+            include_secrets=include_secrets,
+            include_minimum_confidence=minimum_confidence,
+        )
+    except SecretExportError as error:
+        raise click.ClickException(error.message) from None
+    except ExportError as error:
+        raise click.BadParameter(error.message, param_hint=error.argument or None) from None
+    if output_format == "table":
+        click.echo(exported.lua, nl=False)
+    else:
+        _print(render_document(exported.document(), output_format))
+
+
 # --- entry point ------------------------------------------------------------------------------
 
 

@@ -254,9 +254,9 @@ def _encryption_key(secret: str | None) -> str:
     key = secret if secret is not None else secrets.configured_secret()
     if key is None or not key.strip():
         raise SecretExportError(
-            "secrets cannot be exported: no encryption secret is configured (set "
-            f'{secrets.ENV_SECRET} to the base64 of 32 bytes, e.g. from `python -c "from '
-            'policy.secrets import generate_secret; print(generate_secret())"`)'
+            "secrets cannot be exported: no encryption secret is configured; set "
+            f"{secrets.ENV_SECRET} (or {secrets.AI_STUDIO_ENV_SECRET}) to the base64 of 32 bytes, "
+            "the same secret your users' apps are given"
         )
     try:
         secrets.check_secret(key)
