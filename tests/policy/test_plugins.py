@@ -680,8 +680,13 @@ def test_discovery_finds_plugins_at_any_depth_in_a_stable_order(tmp_path: Path) 
 
 
 def test_an_unreadable_plugin_file_is_rejected(tmp_path: Path) -> None:
-    error = rejected(tmp_path / "absent" / "plugin.lua")
-    assert error.findings[0].location is not None
+    path = tmp_path / "absent" / "plugin.lua"
+    error = rejected(path)
+    [finding] = error.findings
+    assert finding.severity is Severity.ERROR
+    assert finding.location is not None and finding.location.file == str(path)
+    assert "does not exist" in finding.message
+    assert str(error).startswith(f"{path}: ")
 
 
 def test_odd_but_tolerated_input_only_warns(tmp_path: Path) -> None:

@@ -353,7 +353,8 @@ def test_a_message_which_only_ended_with_a_stop_reason_counts_as_finished() -> N
     accumulator, _ = _feed(
         block_start(0, {"type": "text", "text": ""}), text_delta(0, "x"), message_delta()
     )
-    assert accumulator.build() is not None
+    message = accumulator.build()
+    assert message is not None and message.blocks == ({"type": "text", "text": "x"},)
 
 
 def test_a_stream_cut_off_mid_sentence_builds_nothing() -> None:

@@ -195,7 +195,12 @@ def test_a_provider_below_the_chat_requirement_is_refused_naming_both_levels() -
 
 def test_a_chat_which_demands_nothing_takes_any_provider() -> None:
     chat = Chat.open("c", MemoryChatStore())
-    ensure_provider_allowed(chat, ProviderKind.GROQ, C.UNKNOWN)
+    for kind in ProviderKind:
+        for level in C:
+            ensure_provider_allowed(chat, kind, level)
+    chat.require_provider_confidence(C.LOW)
+    with pytest.raises(ChatRequirementError):
+        ensure_provider_allowed(chat, ProviderKind.GROQ, C.UNKNOWN)
 
 
 def test_self_hosted_data_admits_only_self_hosted_or_trusted_providers() -> None:

@@ -67,8 +67,12 @@ def test_random_arguments_give_a_value_or_an_argument_error(arguments: dict[str,
 @given(st.text(max_size=80))
 def test_any_text_as_arguments_json_is_judged_without_an_exception(text: str) -> None:
     valid = is_valid_arguments_json(text)
-    if valid:
-        assert isinstance(json.loads(text), dict)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        assert not valid
+    else:
+        assert valid == isinstance(parsed, dict)
 
 
 def test_deeply_nested_arguments_are_judged_invalid_rather_than_crashing() -> None:
