@@ -217,16 +217,19 @@ def test_a_lazily_attached_command_is_listed_and_runs(
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(cli._LAZY_COMMANDS, "hello", "hello_ext:hello")
     (tmp_path / "broken_ext.py").write_text("raise ImportError('half installed')\n")
-    monkeypatch.setitem(cli._LAZY_COMMANDS, "ghost", "no_such_extension_module:ghost")
-    monkeypatch.setitem(cli._LAZY_COMMANDS, "broken", "broken_ext:broken")
+    monkeypatch.setattr(cli, "_LAZY_COMMANDS", dict(cli._LAZY_COMMANDS))  # restored afterwards
+    cli.register_lazy_command("hello", "hello_ext:hello")
+    cli.register_lazy_command("ghost", "no_such_extension_module:ghost")
+    cli.register_lazy_command("broken", "broken_ext:broken")
     runner = CliRunner()
     listing = runner.invoke(cli.cli, ["--help"])
     assert "hello" in listing.output and "Say hello." in listing.output
     assert "ghost" not in listing.output
     assert listing.exit_code == 0
     assert "broken" not in listing.stdout
+    assert "command 'broken' is unavailable: half installed" in listing.stderr
+    assert "Traceback" not in listing.stderr
     ran = runner.invoke(cli.cli, ["hello"])
     assert ran.exit_code == 0 and ran.output == "hello from an extension\n"
     assert runner.invoke(cli.cli, ["ghost"]).exit_code == 2

@@ -34,6 +34,7 @@ NAMES: dict[str, str] = {
     "public.test": LOOPBACK,
     "news.test": LOOPBACK,
     "intranet.test": LOOPBACK,
+    "docs.intranet.test": LOOPBACK,
     "wiki.corp.test": LOOPBACK,
     "private-net.test": "10.0.0.7",
 }

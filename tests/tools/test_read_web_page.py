@@ -212,6 +212,14 @@ async def test_a_wildcard_entry_allows_subdomains_only(page_server: PageServer) 
         confidence=ConfidenceLevel.HIGH,
     )
     assert message.startswith("Private or local-network")
+    result = await read(
+        page_server.url("/site/solar", "docs.intranet.test"),
+        settings,
+        loopback=AddressClass.NON_PUBLIC,
+        confidence=ConfidenceLevel.HIGH,
+    )
+    assert body(result)["status"] == "complete"
+    assert result.required_provider_confidence is ConfidenceLevel.HIGH
 
 
 async def test_a_broken_allowlist_names_the_setting(page_server: PageServer) -> None:
