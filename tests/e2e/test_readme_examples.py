@@ -1,0 +1,99 @@
+"""The README's `policy` examples print what the command prints today.
+
+Every `$ policy ...` line in a ```console block is run as a subprocess from the repository root;
+its output (stdout and stderr together) must match the lines shown under it, where a line that is
+just `...` stands for any number of lines. A settings file under `~/` is replaced by a fresh file
+in a temporary folder, so running the examples never touches the home directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._kit import ROOT
+
+README = ROOT / "README.md"
+_HOME_SETTINGS = "~/.config/toolpolicy/settings.yaml"
+_SHOWN_HOME_SETTINGS = "/home/me/.config/toolpolicy/settings.yaml"
+
+
+@dataclass(frozen=True)
+class _Example:
+    line: int
+    command: str
+    shown: tuple[str, ...]
+
+
+def _examples() -> list[_Example]:
+    examples: list[_Example] = []
+    lines = README.read_text(encoding="utf-8").splitlines()
+    inside = False
+    for number, text in enumerate(lines, start=1):
+        if text.strip() == "```console":
+            inside = True
+        elif text.strip() == "```":
+            inside = False
+        elif inside and text.startswith("$ policy "):
+            examples.append(_Example(number, text[2:], ()))
+        elif inside and examples:
+            last = examples[-1]
+            examples[-1] = _Example(last.line, last.command, (*last.shown, text))
+    return examples
+
+
+def _matches(shown: tuple[str, ...], printed: list[str]) -> bool:
+    """Line-by-line equality, where a `...` line stands for any run of lines (also none)."""
+    pattern = "".join(
+        r"(?:[^\n]*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"\n"
+        for line in shown
+    )
+    return re.fullmatch(pattern, "".join(line.rstrip() + "\n" for line in printed)) is not None
+
+
+_EXAMPLES = _examples()
+
+
+def test_the_readme_shows_policy_examples() -> None:
+    commands = {example.command.split()[1] for example in _EXAMPLES}
+    assert {"explain", "check", "settings", "tools", "diff"} <= commands
+
+
+@pytest.mark.parametrize("example", _EXAMPLES, ids=[f"README.md:{e.line}" for e in _EXAMPLES])
+def test_a_readme_example_prints_what_is_shown(example: _Example, tmp_path: Path) -> None:
+    settings_file = tmp_path / "settings.yaml"
+    arguments = [
+        str(settings_file) if argument == _HOME_SETTINGS else argument
+        for argument in shlex.split(example.command)[1:]
+    ]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "policy.cli", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    printed = (done.stdout + done.stderr).replace(str(settings_file), _SHOWN_HOME_SETTINGS)
+    assert "Traceback" not in printed
+    assert _matches(example.shown, printed.splitlines()), (
+        f"README.md:{example.line}: `{example.command}` now prints:\n{printed}"
+    )
+
+
+def test_the_ellipsis_matcher_needs_every_shown_line() -> None:
+    assert _matches(("a", "...", "d"), ["a", "b", "c", "d"])
+    assert _matches(("a", "...", "b"), ["a", "b"])
+    assert not _matches(("a", "...", "d"), ["a", "b", "c"])
+    assert not _matches(("a", "b"), ["a", "b", "c"])
+    assert not _matches(("a", "x"), ["a", "b"])
