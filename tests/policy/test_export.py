@@ -399,6 +399,18 @@ def test_the_secret_comes_from_the_environment_when_none_is_passed(
     assert secrets.decrypt(value, SECRET) == "pw"
 
 
+def test_a_secret_the_organization_locks_is_exported_as_it_resolves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(secrets.ENV_SECRET, SECRET)
+    deployed = secrets.encrypt("org-password", SECRET)
+    org = f'CONFIG["SETTINGS"]["{LOCKED_TABLE}"] = {{ ["search_mails.password"] = "{deployed}" }}\n'
+    policy = _policy(tmp_path, org_lua=org, keyring=KEYRING)
+    lua = export_tool_settings(policy, ["search_mails"], "DEFAULT", include_secrets=True)
+    value = _table(_round_trip(tmp_path, lua), LOCKED_TABLE)["search_mails.password"]
+    assert value != deployed and secrets.decrypt(value, SECRET) == "org-password"
+
+
 def test_without_an_encryption_secret_the_export_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
