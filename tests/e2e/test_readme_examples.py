@@ -91,6 +91,23 @@ def test_a_readme_example_prints_what_is_shown(example: _Example, tmp_path: Path
     )
 
 
+def _heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchors: lower case, punctuation dropped, each space a hyphen."""
+    outside_code = re.sub(r"^```.*?^```", "", markdown, flags=re.M | re.S)
+    headings = re.findall(r"^#+ (.*)$", outside_code, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_link_within_the_readme_names_a_heading_and_linked_files_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    anchors = _heading_anchors(text)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith("#"):
+            assert target[1:] in anchors, target
+        elif not re.match(r"[a-z]+:", target):
+            assert (ROOT / target).exists(), target
+
+
 def test_the_ellipsis_matcher_needs_every_shown_line() -> None:
     assert _matches(("a", "...", "d"), ["a", "b", "c", "d"])
     assert _matches(("a", "...", "b"), ["a", "b"])
