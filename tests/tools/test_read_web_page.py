@@ -32,6 +32,7 @@ from runtime.tools.read_web_page import (
 )
 from runtime.web.addresses import AddressClass
 from runtime.web.injection_filter import REMOVAL_MARKER
+from runtime.web.retrieval import WebRetrievalError
 from tests.servers.page_server import PageServer
 from tests.tools.conftest import GuardRecorder, make_context, overrides
 
@@ -176,7 +177,9 @@ async def test_anything_but_an_http_address_is_refused(url: str) -> None:
 
 
 async def test_a_failed_load_is_an_error_naming_the_status(page_server: PageServer) -> None:
-    with pytest.raises(Exception, match=r"HTTP 404 \(Not Found\)"):
+    with pytest.raises(
+        WebRetrievalError, match=r"^Loading the web page failed: .*HTTP 404 \(Not Found\)"
+    ):
         await read(page_server.url("/status/404", "public.test"))
 
 
