@@ -19,7 +19,7 @@ from policy.configuration import ManagedSetting, PolicyConfiguration, UserSettin
 from policy.provenance import Origin, SourceLocation
 from policy.resolve import resolve_tool_settings
 from runtime.executor import ToolExecutor, TraceStatus
-from runtime.tools.web_search import create_tool
+from runtime.tools.web_search import SearchEndpoints, create_tool
 from tests.security._chat import executor_call
 
 TAVILY_KEY = "tvly-live-Zx81kQ"
@@ -57,9 +57,14 @@ async def test_locked_keys_never_leave_resolution_and_execution(
     values = resolved.values_for_tool()
     assert values["tavily.apiKey"] == TAVILY_KEY and values["staan.apiKey"] == STAAN_KEY
 
-    outcome = await executor_call(
-        ToolExecutor(settings_for=lambda _tool_id: values), create_tool(), {"query": "x"}
+    nowhere = SearchEndpoints(  # loopback only: the keys must not travel to the real services
+        tavily=f"http://127.0.0.1:{_closed_port()}/search",
+        staan=f"http://127.0.0.1:{_closed_port()}/v2/search/web",
     )
+    executor = ToolExecutor(
+        settings_for=lambda _tool_id: values, services={"search_endpoints": nowhere}
+    )
+    outcome = await executor_call(executor, create_tool(), {"query": "x"})
     assert outcome.trace.status is TraceStatus.ERROR
     shown = "\n".join(
         [
@@ -74,4 +79,8 @@ async def test_locked_keys_never_leave_resolution_and_execution(
         ]
     )
     assert TAVILY_KEY not in shown and STAAN_KEY not in shown
-    assert "could not be asked" in outcome.content or "could not be reached" in outcome.content
+    assert outcome.content.startswith(
+        "Tool execution failed: None of the configured search services could be asked."
+    )
+    for service in ("SearXNG", "Staan", "Tavily"):
+        assert f"{service} could not be asked" in outcome.content
