@@ -318,14 +318,14 @@ async def _converse(
 
 
 def _api_key(provider: ProviderConfig) -> str | None:
-    """TOOLPOLICY_API_KEY, else None (the client then reads the host's own variable)."""
+    """TOOLPOLICY_API_KEY, else None (the client then uses the organization's key or the host's variable)."""
     import os
 
     from runtime.providers import host_profile_for
 
     given = os.environ.get(API_KEY_ENV, "").strip()
     profile = host_profile_for(provider)
-    if given or not profile.requires_api_key:
+    if given or not profile.requires_api_key or provider.api_key is not None:
         return given or None
     if not profile.api_key_env or not os.environ.get(profile.api_key_env, "").strip():
         also = f" or {profile.api_key_env}" if profile.api_key_env else ""

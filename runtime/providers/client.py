@@ -328,14 +328,18 @@ def create_client(
     timeouts: Timeouts | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ProviderClient:
-    """A client for a policy provider entry. The key comes from the caller, else the environment.
+    """A client for a policy provider entry.
 
-    `ProviderConfig.api_key` holds the encrypted plugin value; decrypting it is the caller's
-    business (pass the plaintext as `api_key`).
+    The key comes from the caller, else the organization's `ENC:v1:` key of the provider entry
+    (decrypted with the configured encryption secret), else the host's environment variable.
     """
     profile = host_profile_for(provider, wire_api=wire_api)
     env = os.environ if environ is None else environ
-    key = api_key or (env.get(profile.api_key_env, "") if profile.api_key_env else "")
+    key = (
+        api_key
+        or _organization_key(provider, env)
+        or (env.get(profile.api_key_env, "") if profile.api_key_env else "")
+    )
     if profile.requires_api_key and not key:
         source = f" or set {profile.api_key_env}" if profile.api_key_env else ""
         raise ProviderConfigurationError(
@@ -350,3 +354,27 @@ def create_client(
         timeouts=timeouts,
         provider_name=provider.name or profile.name,
     )
+
+
+def _organization_key(provider: ProviderConfig, environ: Mapping[str, str]) -> str:
+    """The provider entry's deployed key in plain text; a key that cannot be read is an error."""
+    if provider.api_key is None:
+        return ""
+    from policy.secrets import SecretError, configured_secret, decrypt
+
+    secret = configured_secret(environ)
+    name = provider.name or provider.id
+    if secret is None:
+        raise ProviderConfigurationError(
+            f"provider '{name}' has an encrypted API key from its configuration plugin, but no "
+            "encryption secret is configured (TOOLPOLICY_CONFIG_ENCRYPTION_SECRET).",
+            provider=provider.name,
+        )
+    try:
+        return decrypt(provider.api_key.encrypted, secret)
+    except SecretError:
+        raise ProviderConfigurationError(
+            f"provider '{name}': its encrypted API key cannot be decrypted with the configured "
+            "encryption secret.",
+            provider=provider.name,
+        ) from None

@@ -179,6 +179,31 @@ def test_the_key_comes_from_the_caller_or_the_environment() -> None:
     assert given._headers["Authorization"] == "Bearer caller-key-456"
 
 
+def test_an_organization_key_is_decrypted_and_beats_the_environment() -> None:
+    from dataclasses import replace
+
+    from policy.configuration import SecretValue
+    from policy.secrets import ENV_SECRET, encrypt, generate_secret
+
+    secret = generate_secret()
+    provider = replace(
+        _provider(ProviderKind.MISTRAL), api_key=SecretValue(encrypt("org-key-789", secret))
+    )
+    environ = {ENV_SECRET: secret, "MISTRAL_API_KEY": "env-key-123"}
+    assert create_client(provider, environ=environ)._headers["Authorization"] == (
+        "Bearer org-key-789"
+    )
+    assert create_client(provider, "caller-key", environ=environ)._headers["Authorization"] == (
+        "Bearer caller-key"
+    )
+    with pytest.raises(ProviderConfigurationError, match="no encryption secret") as missing:
+        create_client(provider, environ={"MISTRAL_API_KEY": "env-key-123"})
+    with pytest.raises(ProviderConfigurationError, match="cannot be decrypted") as wrong:
+        create_client(provider, environ={ENV_SECRET: generate_secret()})
+    for refusal in (missing.value, wrong.value):
+        assert "org-key" not in str(refusal) and secret not in str(refusal)
+
+
 def test_a_missing_key_names_where_it_could_come_from() -> None:
     with pytest.raises(ProviderConfigurationError, match="pass api_key or set ANTHROPIC_API_KEY"):
         create_client(_provider(ProviderKind.ANTHROPIC), environ={})
