@@ -126,8 +126,8 @@ class ChatRuntime:
 
         Yields `ToolsOffered` first, then the loop's events; the last one is a `FinalAnswer`.
         `selected_tool_ids` None means the component's default selection. Without `client`, one
-        is made from the provider entry (`api_key`, else the host's environment variable) and
-        closed at the end; pass your own to keep its connections between messages.
+        is made from the provider entry (`api_key`, else the entry's organization `ENC:v1:` key,
+        else the host's environment variable) and closed at the end; pass your own to keep its connections between messages.
 
         Raises `ValueError` when the last message is not the user's; `ChatRequirementError`
         before any request when the chat rules the provider out (also between rounds, once a
