@@ -234,6 +234,43 @@ async def exchange(
         ) from error
 
 
+async def post_with_api_key(
+    body: Mapping[str, Any],
+    *,
+    label: str,
+    endpoint: str,
+    api_key: str,
+    setting: str,
+    hints: Mapping[int, str],
+    timeout_seconds: float,
+    transport: httpx.AsyncBaseTransport | None,
+) -> bytes:
+    """POST a JSON search to an API-key service and read its JSON answer under the cap.
+
+    `setting` names where the key is configured, so a key that cannot be sent is traced there.
+    """
+    headers = bearer_header(api_key, label, setting)
+    outgoing = outgoing_request("POST", endpoint, timeout_seconds, headers=headers, json_body=body)
+    return await exchange(
+        outgoing,
+        label=label,
+        shown=redact_url_for_log(endpoint),
+        timeout_seconds=timeout_seconds,
+        transport=transport,
+        check_status=lambda response: check_api_status(response, label, hints),
+    )
+
+
+def search_hit(item: Mapping[str, Any], snippet_key: str, date_key: str) -> SearchHit:
+    """One service's result object as a hit; the services differ only in two field names."""
+    return SearchHit(
+        url=text_field(item.get("url")),
+        title=text_field(item.get("title")),
+        snippet=text_field(item.get(snippet_key)),
+        published_date=text_field(item.get(date_key)),
+    )
+
+
 def require_json(response: httpx.Response, label: str, hint: str = "") -> None:
     """Refuse an answer that does not say it is JSON (an error page, a captive portal)."""
     media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
@@ -374,12 +411,7 @@ def _searxng_answer(body: bytes) -> BackendAnswer:
     scored = [
         (
             score_of(item.get("score")),
-            SearchHit(
-                url=text_field(item.get("url")),
-                title=text_field(item.get("title")),
-                snippet=text_field(item.get("content")),
-                published_date=text_field(item.get("publishedDate")),
-            ),
+            search_hit(item, "content", "publishedDate"),
         )
         for item in results
         if isinstance(item, dict) and text_field(item.get("url"))

@@ -18,14 +18,11 @@ from runtime.tools.search_backends import (
     SearchBackendError,
     SearchHit,
     SearchRequest,
-    bearer_header,
-    check_api_status,
-    exchange,
     json_object,
-    outgoing_request,
+    post_with_api_key,
+    search_hit,
     text_field,
 )
-from runtime.web.addresses import redact_url_for_log
 
 if TYPE_CHECKING:
     import httpx
@@ -123,18 +120,16 @@ class StaanBackend:
             raise SearchBackendError(
                 f"Staan serves at most {STAAN_MAX_PAGE} pages of results, not page {request.page}."
             )
-        headers = bearer_header(self.api_key, _LABEL, f"web_search.{WS_STAAN_API_KEY}")
         body, notes = self.body(request)
-        outgoing = outgoing_request(
-            "POST", self.endpoint, self.timeout_seconds, headers=headers, json_body=body
-        )
-        answer = await exchange(
-            outgoing,
+        answer = await post_with_api_key(
+            body,
             label=_LABEL,
-            shown=redact_url_for_log(self.endpoint),
+            endpoint=self.endpoint,
+            api_key=self.api_key,
+            setting=f"web_search.{WS_STAAN_API_KEY}",
+            hints=_STATUS_HINTS,
             timeout_seconds=self.timeout_seconds,
             transport=self.transport,
-            check_status=lambda response: check_api_status(response, _LABEL, _STATUS_HINTS),
         )
         hits, altered = staan_answer(answer)
         if altered and altered != request.query:
@@ -150,12 +145,7 @@ def staan_answer(body: bytes) -> tuple[tuple[SearchHit, ...], str]:
     if not isinstance(results, list):
         raise SearchBackendError("Staan answered without a list of results.")
     hits = tuple(
-        SearchHit(
-            url=text_field(item.get("url")),
-            title=text_field(item.get("title")),
-            snippet=text_field(item.get("snippet")),
-            published_date=text_field(item.get("published_date")),
-        )
+        search_hit(item, "snippet", "published_date")
         for item in results
         if isinstance(item, dict) and text_field(item.get("url"))
     )

@@ -19,16 +19,13 @@ from runtime.tools.search_backends import (
     SearchBackendError,
     SearchHit,
     SearchRequest,
-    bearer_header,
-    check_api_status,
-    exchange,
     json_object,
-    outgoing_request,
+    post_with_api_key,
     ranked_hits,
     score_of,
+    search_hit,
     text_field,
 )
-from runtime.web.addresses import redact_url_for_log
 
 if TYPE_CHECKING:
     import httpx
@@ -121,18 +118,16 @@ class TavilyBackend:
     async def search(self, request: SearchRequest) -> BackendAnswer:
         if request.page > TAVILY_MAX_PAGE:
             raise SearchBackendError("Tavily answers one page of results and has no next page.")
-        headers = bearer_header(self.api_key, _LABEL, f"web_search.{WS_TAVILY_API_KEY}")
         body, notes = self.body(request)
-        outgoing = outgoing_request(
-            "POST", self.endpoint, self.timeout_seconds, headers=headers, json_body=body
-        )
-        answer = await exchange(
-            outgoing,
+        answer = await post_with_api_key(
+            body,
             label=_LABEL,
-            shown=redact_url_for_log(self.endpoint),
+            endpoint=self.endpoint,
+            api_key=self.api_key,
+            setting=f"web_search.{WS_TAVILY_API_KEY}",
+            hints=_STATUS_HINTS,
             timeout_seconds=self.timeout_seconds,
             transport=self.transport,
-            check_status=lambda response: check_api_status(response, _LABEL, _STATUS_HINTS),
         )
         return BackendAnswer(tavily_hits(answer), notes)
 
@@ -146,12 +141,7 @@ def tavily_hits(body: bytes) -> tuple[SearchHit, ...]:
         [
             (
                 score_of(item.get("score")),
-                SearchHit(
-                    url=text_field(item.get("url")),
-                    title=text_field(item.get("title")),
-                    snippet=text_field(item.get("content")),
-                    published_date=text_field(item.get("published_date")),
-                ),
+                search_hit(item, "content", "published_date"),
             )
             for item in results
             if isinstance(item, dict) and text_field(item.get("url"))
