@@ -7,14 +7,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Protocol, TypeGuard
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeGuard, TypeVar
 
-from runtime.messages import UNKNOWN_USAGE, ChatMessage, TextDelta, Usage
+from runtime.messages import (
+    UNKNOWN_USAGE,
+    AdapterEvent,
+    ChatMessage,
+    Round,
+    RoundCompleted,
+    TextDelta,
+    Usage,
+)
 from runtime.providers.client import ProviderClient
 from runtime.providers.errors import ProviderUnavailable
 
 _log = logging.getLogger("runtime.adapters")
+
+_Built_co = TypeVar("_Built_co", covariant=True)
+_Built = TypeVar("_Built")
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -54,6 +65,18 @@ def messages_json(messages: Iterable[ChatMessage]) -> list[str]:
 def system_message_json(prompt: str) -> list[str]:
     """The leading system message of an OpenAI-style request, or nothing when there is no prompt."""
     return [dumps({"role": "system", "content": prompt})] if prompt else []
+
+
+def openai_style_body(
+    fields: Mapping[str, Any],
+    array_key: str,
+    system_prompt: str,
+    final_response_instruction: str | None,
+    turns_json: Iterable[str],
+) -> bytes:
+    """The OpenAI APIs' body: the system message (prompt and instruction) heads `array_key`."""
+    prompt = with_instruction(system_prompt, final_response_instruction)
+    return request_body(fields, array_key, [*system_message_json(prompt), *turns_json])
 
 
 def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable[str]) -> bytes:
@@ -160,3 +183,32 @@ async def stream_deltas(
                 f"{client.redact(accumulator.error)}",
                 provider=client.provider_name,
             )
+
+
+class RoundAccumulator(StreamAccumulator, Protocol[_Built_co]):
+    """An accumulator that, once the stream ends, builds what the host answered (or None)."""
+
+    def build(self) -> _Built_co | None: ...
+
+
+async def stream_round(
+    client: ProviderClient,
+    body: bytes,
+    accumulator: RoundAccumulator[_Built],
+    completed: Callable[[_Built], Round],
+    *,
+    log: logging.Logger,
+    missing: str,
+) -> AsyncIterator[AdapterEvent]:
+    """One round: the deltas as they come, then the round `completed` makes of the answer.
+
+    A stream that ends before the answer is whole yields no RoundCompleted; `missing` says so in
+    the adapter's own log.
+    """
+    async for delta in stream_deltas(client, body, accumulator):
+        yield delta
+    built = accumulator.build()
+    if built is None:
+        log.warning("%s: %s", client.provider_name, missing)
+        return
+    yield RoundCompleted(completed(built))

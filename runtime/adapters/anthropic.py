@@ -22,7 +22,6 @@ from runtime.messages import (
     RequestedCall,
     Role,
     Round,
-    RoundCompleted,
     TextDelta,
     Usage,
 )
@@ -261,16 +260,19 @@ class AnthropicAdapter:
     ) -> AsyncIterator[AdapterEvent]:
         self._flush_results()
         self._last = None
-        body = self.request_body(final_response_instruction, include_tools)
-        accumulator = AnthropicAccumulator()
-        async for delta in _wire.stream_deltas(self._client, body, accumulator):
-            yield delta
-        message = accumulator.build()
-        if message is None:
-            _log.warning("%s: the stream ended before the message did.", self._client.provider_name)
-            return
+        async for event in _wire.stream_round(
+            self._client,
+            self.request_body(final_response_instruction, include_tools),
+            AnthropicAccumulator(),
+            self._completed,
+            log=_log,
+            missing="the stream ended before the message did.",
+        ):
+            yield event
+
+    def _completed(self, message: StreamedMessage) -> Round:
         self._last = message
-        yield RoundCompleted(round_of(message))
+        return round_of(message)
 
     def record_assistant_turn(self) -> None:
         """All blocks exactly as they arrived, thinking signatures included."""

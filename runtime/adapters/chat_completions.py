@@ -21,7 +21,6 @@ from runtime.messages import (
     Conversation,
     RequestedCall,
     Round,
-    RoundCompleted,
     Source,
     SourceOrigin,
     TextDelta,
@@ -296,27 +295,31 @@ class ChatCompletionsAdapter:
             fields["tools"] = self._tools
             if self._ask_for_sequential_calls:
                 fields["parallel_tool_calls"] = False
-        prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
-        head = _wire.system_message_json(prompt)
-        return _wire.request_body(
-            fields, "messages", [*head, *self._conversation_json, *self._recorded_json]
+        return _wire.openai_style_body(
+            fields,
+            "messages",
+            self._system_prompt,
+            final_response_instruction,
+            [*self._conversation_json, *self._recorded_json],
         )
 
     async def execute_round(
         self, final_response_instruction: str | None, include_tools: bool
     ) -> AsyncIterator[AdapterEvent]:
         self._last_turn = None
-        body = self.request_body(final_response_instruction, include_tools)
-        accumulator = ChatCompletionAccumulator()
-        async for delta in _wire.stream_deltas(self._client, body, accumulator):
-            yield delta
-        message = accumulator.build()
-        if message is None:
-            _log.warning("%s: the stream ended without a message.", self._client.provider_name)
-            return
-        calls, turn = self._prepare(message)
-        self._last_turn = turn
-        yield RoundCompleted(Round(message.content or "", calls, message.sources, message.usage))
+        async for event in _wire.stream_round(
+            self._client,
+            self.request_body(final_response_instruction, include_tools),
+            ChatCompletionAccumulator(),
+            self._completed,
+            log=_log,
+            missing="the stream ended without a message.",
+        ):
+            yield event
+
+    def _completed(self, message: StreamedMessage) -> Round:
+        calls, self._last_turn = self._prepare(message)
+        return Round(message.content or "", calls, message.sources, message.usage)
 
     def _prepare(
         self, message: StreamedMessage

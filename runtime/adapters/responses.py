@@ -19,7 +19,6 @@ from runtime.messages import (
     Conversation,
     RequestedCall,
     Round,
-    RoundCompleted,
     Source,
     SourceOrigin,
     TextDelta,
@@ -225,26 +224,31 @@ class ResponsesAdapter:
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
         fields = dict(self._fields)
         fields["tools"] = self._tools if include_tools else _wire.RawJson("[]")
-        prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
-        head = _wire.system_message_json(prompt)
-        return _wire.request_body(
-            fields, "input", [*head, *self._conversation_json, *self._recorded_json]
+        return _wire.openai_style_body(
+            fields,
+            "input",
+            self._system_prompt,
+            final_response_instruction,
+            [*self._conversation_json, *self._recorded_json],
         )
 
     async def execute_round(
         self, final_response_instruction: str | None, include_tools: bool
     ) -> AsyncIterator[AdapterEvent]:
         self._last = None
-        body = self.request_body(final_response_instruction, include_tools)
-        accumulator = ResponsesAccumulator()
-        async for delta in _wire.stream_deltas(self._client, body, accumulator):
-            yield delta
-        response = accumulator.build()
-        if response is None:
-            _log.warning("%s: the stream ended without a response.", self._client.provider_name)
-            return
+        async for event in _wire.stream_round(
+            self._client,
+            self.request_body(final_response_instruction, include_tools),
+            ResponsesAccumulator(),
+            self._completed,
+            log=_log,
+            missing="the stream ended without a response.",
+        ):
+            yield event
+
+    def _completed(self, response: StreamedResponse) -> Round:
         self._last = response
-        yield RoundCompleted(round_of(response))
+        return round_of(response)
 
     def record_assistant_turn(self) -> None:
         """Every output item of the last response, verbatim, reasoning included."""
