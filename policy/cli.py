@@ -104,8 +104,11 @@ _PROVIDER_KIND = _NameChoice("provider kind", [k.value for k in ProviderKind if 
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 
 
-def _configuration_options(function: F) -> F:
-    """--org, --local, --user-settings, --state-dir and --format, with their environment defaults."""
+def configuration_options(function: F) -> F:
+    """--org, --local, --user-settings and --state-dir, with their environment defaults.
+
+    Public so that every command that loads a configuration (`policy chat` too) reads it alike.
+    """
     options = [
         click.option(
             "--org",
@@ -141,11 +144,15 @@ def _configuration_options(function: F) -> F:
             help="Where last-known-good copies of organization plugins are kept (stateless "
             "without). [env: TOOLPOLICY_STATE_DIR]",
         ),
-        _format_option,
     ]
     for option in reversed(options):
         function = option(function)
     return function
+
+
+def _configuration_options(function: F) -> F:
+    """The configuration options and --format, which every `policy` report command takes."""
+    return configuration_options(_format_option(function))
 
 
 _format_option = click.option(

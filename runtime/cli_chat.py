@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from policy.cli import configuration_options
 from policy.vocabulary import Component
 
 if TYPE_CHECKING:
@@ -36,35 +37,7 @@ _QUIT = frozenset({"exit", "quit", ":q"})
 
 @click.command()
 @click.argument("message", required=False)
-@click.option(
-    "--org",
-    "org",
-    multiple=True,
-    envvar="TOOLPOLICY_ORG",
-    type=click.Path(exists=True, path_type=Path),
-    help="Organization plugin (a plugin.lua, a plugin folder or a folder of them). Repeatable. "
-    "[env: TOOLPOLICY_ORG]",
-)
-@click.option(
-    "--local",
-    "local",
-    multiple=True,
-    envvar="TOOLPOLICY_LOCAL",
-    type=click.Path(exists=True, path_type=Path),
-    help="Local plugin. Repeatable. [env: TOOLPOLICY_LOCAL]",
-)
-@click.option(
-    "--user-settings",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="TOOLPOLICY_USER_SETTINGS",
-    help="The user's settings YAML file. [env: TOOLPOLICY_USER_SETTINGS]",
-)
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="TOOLPOLICY_STATE_DIR",
-    help="Last-known-good copies of organization plugins. [env: TOOLPOLICY_STATE_DIR]",
-)
+@configuration_options
 @click.option(
     "--provider", "provider_id", help="A configured provider, by id or name (InstanceName)."
 )
