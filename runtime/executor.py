@@ -446,12 +446,7 @@ class _Run:
         traced: str | None = None,
     ) -> ToolCallOutcome:
         """`traced` is the message as the trace shows it (sensitive arguments masked)."""
-        message = self.secrets.text(message)
-        shown = message if traced is None else self.secrets.text(traced)
-        trace = self._trace(
-            TraceStatus.BLOCKED, shown, arguments, was_executed=was_executed, result=shown
-        )
-        return ToolCallOutcome(message, trace)
+        return self._unsuccessful(TraceStatus.BLOCKED, message, arguments, was_executed, traced)
 
     def failed(
         self,
@@ -461,11 +456,20 @@ class _Run:
         was_executed: bool = True,
         traced: str | None = None,
     ) -> ToolCallOutcome:
+        return self._unsuccessful(TraceStatus.ERROR, message, arguments, was_executed, traced)
+
+    def _unsuccessful(
+        self,
+        status: TraceStatus,
+        message: str,
+        arguments: Mapping[str, str],
+        was_executed: bool,
+        traced: str | None,
+    ) -> ToolCallOutcome:
+        """The model reads `message`; the trace shows `traced` (or `message`); both redacted."""
         message = self.secrets.text(message)
         shown = message if traced is None else self.secrets.text(traced)
-        trace = self._trace(
-            TraceStatus.ERROR, shown, arguments, was_executed=was_executed, result=shown
-        )
+        trace = self._trace(status, shown, arguments, was_executed=was_executed, result=shown)
         return ToolCallOutcome(message, trace)
 
     def succeeded(
