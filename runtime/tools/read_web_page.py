@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from policy.builtin import (
     ARG_URL,
@@ -74,9 +75,18 @@ def _read_url(arguments: Mapping[str, Any]) -> tuple[str, str]:
 
     url = ArgumentReader(arguments).read_string(ARG_URL)
     key = request_key(url)
-    if key is None:
+    if key is None or not _has_usable_port(url):
         raise ArgumentError(ARG_URL, f"Argument '{ARG_URL}' must be a valid HTTP or HTTPS URL.")
     return url, key
+
+
+def _has_usable_port(url: str) -> bool:
+    """A written port a socket can connect to (urlsplit refuses anything above 65535)."""
+    try:
+        port = urlsplit(url.strip()).port
+    except ValueError:
+        return False
+    return port is None or port > 0
 
 
 def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] | None:

@@ -176,6 +176,15 @@ async def test_anything_but_an_http_address_is_refused(url: str) -> None:
     assert str(wrong.value) == "Argument 'url' must be a valid HTTP or HTTPS URL."
 
 
+@pytest.mark.parametrize(
+    "url", ["http://public.test:65536/x", "https://public.test:99999/", "http://public.test:0/"]
+)
+async def test_an_address_with_a_port_no_socket_has_is_refused_as_no_valid_url(url: str) -> None:
+    with pytest.raises(ArgumentError) as wrong:
+        await read(url)
+    assert str(wrong.value) == "Argument 'url' must be a valid HTTP or HTTPS URL."
+
+
 async def test_a_failed_load_is_an_error_naming_the_status(page_server: PageServer) -> None:
     with pytest.raises(
         WebRetrievalError, match=r"^Loading the web page failed: .*HTTP 404 \(Not Found\)"
