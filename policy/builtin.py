@@ -177,9 +177,14 @@ def _check_integers(
 
 
 def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = True) -> str | None:
-    parts = urlsplit(text)
     schemes = ("https",) if https_only else ("http", "https")
-    if parts.scheme.lower() not in schemes or not parts.hostname:
+    try:
+        parts = urlsplit(text)
+        well_formed = parts.scheme.lower() in schemes and bool(parts.hostname)
+        parts.port  # noqa: B018 - a bracket or port urllib cannot read raises here
+    except ValueError:
+        well_formed = False
+    if not well_formed:
         wanted = "an absolute HTTPS address" if https_only else "an absolute HTTP or HTTPS address"
         return f"{key}: '{_without_user_info(text)}' is not valid; expected {wanted}"
     if parts.username is not None or parts.password is not None:

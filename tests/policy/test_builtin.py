@@ -260,3 +260,34 @@ def test_a_refused_address_setting_never_shows_its_password(address: str) -> Non
     assert not state.is_configured
     assert "pa55" not in state.message and "alice" not in state.message
     assert "*****@wiki.example.org" in state.message
+
+
+@pytest.mark.parametrize(
+    ("tool", "settings", "key"),
+    [
+        (
+            WebSearchTool(),
+            {**SEARXNG, "searxng.baseUrl": "http://[fe80::1", "defaultLanguage": "all"},
+            "web_search.searxng.baseUrl",
+        ),
+        (SearchConfluenceTool(), {"baseUrl": "https://[wiki.example"}, "search_confluence.baseUrl"),
+        (
+            SearchConfluenceTool(),
+            {"baseUrl": "https://wiki.example:99999/"},
+            "search_confluence.baseUrl",
+        ),
+    ],
+)
+def test_a_malformed_address_setting_is_named_with_what_would_be_valid(
+    tool: Tool, settings: dict[str, str], key: str
+) -> None:
+    state = tool.validate_configuration(settings)
+    assert not state.is_configured
+    assert state.message.startswith(f"{key}: ")
+    assert "is not valid; expected an absolute" in state.message
+
+
+def test_a_malformed_address_keeps_its_password_out_of_the_message() -> None:
+    state = SearchConfluenceTool().validate_configuration({"baseUrl": "https://al:pa55@[wiki"})
+    assert not state.is_configured
+    assert "pa55" not in state.message and "is not valid" in state.message
