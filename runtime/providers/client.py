@@ -94,6 +94,7 @@ class ProviderClient:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         headers.update(self.profile.extra_headers)
         if self._api_key:
+            _refuse_unsendable_key(self._api_key, self.provider_name)
             scheme = self.profile.auth_scheme
             headers[self.profile.auth_header] = (
                 f"{scheme} {self._api_key}" if scheme else self._api_key
@@ -260,6 +261,17 @@ class ProviderClient:
         if self._api_key and len(self._api_key) >= 4:
             return text.replace(self._api_key, "*****")
         return text
+
+
+def _refuse_unsendable_key(key: str, provider_name: str) -> None:
+    """A header value is printable ASCII; anything else would fail deep inside the HTTP client."""
+    if not all(" " <= ch <= "~" for ch in key):
+        raise ProviderConfigurationError(
+            f"The API key of '{provider_name}' holds a character that cannot be sent in an HTTP "
+            "header (only printable ASCII can); check it for a copied typographic dash, a "
+            "non-breaking space or a line break.",
+            provider=provider_name,
+        )
 
 
 def _message_of(payload: Any) -> str | None:

@@ -461,3 +461,13 @@ def test_hugging_face_routes_to_the_chosen_inference_provider(
         id="x", name="HF", kind=kind, model=model, additional={"HFInferenceProvider": chosen}
     )
     assert request_model(provider) == expected
+
+
+# -- audit: odd keys and addresses ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["sk-abc\u2013def", "sk-\u00e9t\u00e9", "sk-abc\u00a0", "sk-abc\n"])
+def test_a_key_which_cannot_travel_in_a_header_is_refused_without_showing_it(key: str) -> None:
+    with pytest.raises(ProviderConfigurationError, match="API key of 'Team LLM'") as caught:
+        create_client(_provider(ProviderKind.MISTRAL), environ={"MISTRAL_API_KEY": key})
+    assert "sk-" not in str(caught.value) and "printable ASCII" in str(caught.value)
