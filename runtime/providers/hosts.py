@@ -232,7 +232,8 @@ def _base_url_from_hostname(hostname: str, where: str) -> str:
     url = hostname.strip().rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = repr(hostname) if "@" not in hostname else "(hidden: it holds user info)"
+        hides_secret = "@" in hostname or "?" in hostname
+        shown = "(hidden: it holds user info or a query)" if hides_secret else repr(hostname)
         raise ProviderConfigurationError(
             f"{where}: Hostname {shown} is not an http(s) address; write it like "
             "https://llm.example.org/v1 or http://localhost:11434."

@@ -471,3 +471,11 @@ def test_a_key_which_cannot_travel_in_a_header_is_refused_without_showing_it(key
     with pytest.raises(ProviderConfigurationError, match="API key of 'Team LLM'") as caught:
         create_client(_provider(ProviderKind.MISTRAL), environ={"MISTRAL_API_KEY": key})
     assert "sk-" not in str(caught.value) and "printable ASCII" in str(caught.value)
+
+
+def test_a_hostname_without_scheme_never_shows_a_key_in_its_query() -> None:
+    with pytest.raises(ProviderConfigurationError, match="not an http\\(s\\) address") as caught:
+        host_profile_for(
+            _provider(ProviderKind.GROQ, hostname="llm.example.org/v1?api_key=hunter2")
+        )
+    assert "hunter2" not in str(caught.value)
