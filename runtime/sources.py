@@ -78,11 +78,13 @@ def source_key(url: str) -> str:
         userinfo = parts.netloc.rpartition("@")[0]
         netloc = f"{userinfo}@{netloc}"
     fragment = parts.fragment if scheme == "file" and _PAGE_ANCHOR.match(parts.fragment) else ""
+    # An address with a host and no path asks for the root: "https://a.b" is "https://a.b/".
+    path = parts.path or ("/" if host else "")
     return urlunsplit(
         (
             scheme,
             netloc,
-            quote(parts.path, safe=_URI_SAFE),
+            quote(path, safe=_URI_SAFE),
             quote(parts.query, safe=_URI_SAFE),
             fragment,
         )

@@ -29,6 +29,8 @@ LLM, TOOL, RAG = SourceOrigin.LLM, SourceOrigin.TOOL, SourceOrigin.RAG
         ("https://bücher.de/x", "https://xn--bcher-kva.de/x"),
         ("https://example.com/a b", "https://example.com/a%20b"),
         ("notes/a.md", " notes/a.md "),
+        ("https://example.com", "https://example.com/"),
+        ("https://example.com?q=1", "https://example.com/?q=1"),
     ],
 )
 def test_spellings_of_one_address_are_one_source(first: str, second: str) -> None:
