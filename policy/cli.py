@@ -99,7 +99,8 @@ class _NameChoice(click.ParamType[str, Any]):
         self.fail(f"'{value}' is not a {self.name}. Valid: {', '.join(self.names)}", param, ctx)
 
 
-_COMPONENT = _NameChoice("component", [c.value for c in Component])
+_COMPONENTS = tuple(c for c in Component if c is not Component.NONE)
+_COMPONENT = _NameChoice("component", [c.value for c in _COMPONENTS])
 _PROVIDER_KIND = _NameChoice("provider kind", [k.value for k in ProviderKind if k.value != "NONE"])
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 
@@ -664,7 +665,7 @@ def diff(
     )
     providers = {p.id: p for p in (*old.providers, *new.providers)}
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
-    chosen = [_component(c) for c in components] or list(Component)
+    chosen = [_component(c) for c in components] or list(_COMPONENTS)
     changes = diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
     if output_format == "table":
         if changes:

@@ -722,3 +722,23 @@ def test_a_local_plugin_never_overrides_the_organization(base: Path, tmp_path: P
     )  # fmt: skip
     assert code == 0
     assert document["reason"] == "TOOL_SWITCHED_OFF"
+
+
+# --- audit: findings of the CLI conformance audit -----------------------------------------------
+
+EXAMPLE_ORG = ROOT / "examples" / "organization"
+
+
+def test_diff_compares_only_real_components_and_none_is_not_one() -> None:
+    code, document = run_json(
+        "diff", "--org", EXAMPLE_ORG / "base", "--against-org", EXAMPLE_ORG
+    )  # fmt: skip
+    assert code == 0 and document["changed"] > 0
+    assert "NONE" not in {change["component"] for change in document["changes"]}
+    assert "CHAT" in {change["component"] for change in document["changes"]}
+    refused = run(
+        "explain", "web_search", "--org", EXAMPLE_ORG, "--provider-kind", "OPEN_AI",
+        "--component", "none",
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "'none' is not a component" in refused.stderr and "CHAT" in refused.stderr
