@@ -435,6 +435,15 @@ def load_definitions_file(path: Path) -> tuple[list[ToolDefinition], list[Findin
                 SourceLocation(name, 0),
             )
         ]
+    except UnicodeDecodeError as error:
+        return [], [
+            _finding(
+                "unreadable-definitions-file",
+                f"{name}: cannot read the file: not UTF-8 text (byte 0x{error.object[error.start]:02x} "
+                f"at offset {error.start}); save it as UTF-8",
+                SourceLocation(name, 0),
+            )
+        ]
     except json.JSONDecodeError as error:
         return [], [
             _finding(

@@ -278,6 +278,19 @@ def test_broken_yaml_names_the_line(tmp_path: Path) -> None:
     assert findings[0].location is not None and findings[0].location.line > 0
 
 
+@pytest.mark.parametrize("name", ["tools.json", "tools.yaml"])
+def test_a_file_which_is_not_utf8_says_so_rather_than_blaming_its_syntax(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"[\n  \xff\xfe]\n")
+    definitions, findings = load_definitions_file(path)
+    assert definitions == []
+    assert findings[0].code == "unreadable-definitions-file"
+    assert findings[0].message.startswith(f"{path}: cannot read the file: not UTF-8 text")
+    assert "YAML" not in findings[0].message
+
+
 def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
     _, findings = load_definitions_file(tmp_path / "absent.yaml")
     assert findings[0].code == "unreadable-definitions-file"
