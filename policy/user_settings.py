@@ -302,6 +302,10 @@ def _minimums(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, str]:
     levels = reader.mapping(
         tools.get("minimum_provider_confidence"), "tools.minimum_provider_confidence", None
     )
+    if levels:
+        reader.locations["tools.minimum_provider_confidence"] = reader.at(
+            tools, "minimum_provider_confidence"
+        )
     for tool_id, level in levels.items():
         dotted = f"tools.minimum_provider_confidence.{tool_id}"
         _check_tool_id(tool_id, "tool id", reader.at(levels, tool_id))
@@ -315,6 +319,10 @@ def _default_tool_ids(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, tu
     by_component = reader.mapping(
         tools.get("default_tool_ids_by_component"), "tools.default_tool_ids_by_component", None
     )
+    if by_component:
+        reader.locations["tools.default_tool_ids_by_component"] = reader.at(
+            tools, "default_tool_ids_by_component"
+        )
     for component, ids in by_component.items():
         where = reader.at(by_component, component)
         name = _canonical(component, COMPONENT_NAMES, "component", where)

@@ -270,3 +270,16 @@ def test_values_an_organization_lock_overrides_are_reported(tmp_path: Path) -> N
     assert "confidence.scheme" in ignored_user_settings(user, scheme)[0].message
     open_scheme = _org("DataConfidence.ConfidenceScheme", "TRUST_ALL", locked=False)
     assert ignored_user_settings(user, open_scheme) == ()
+
+
+def test_ignored_whole_sections_name_their_line_in_the_file(tmp_path: Path) -> None:
+    user = load_user_settings(_write(tmp_path, FULL))
+    minimums = _org("DataTools.MinimumProviderConfidenceByToolId", {"web_search": "LOW"})
+    defaults = _org("DataTools.DefaultToolIdsByComponent", {"CHAT": ["web_search"]})
+    for configuration, dotted, line in (
+        (minimums, "tools.minimum_provider_confidence", 8),
+        (defaults, "tools.default_tool_ids_by_component", 10),
+    ):
+        [finding] = ignored_user_settings(user, configuration)
+        assert finding.message.startswith(f"{dotted} has no effect")
+        assert finding.location == SourceLocation(str(tmp_path / "settings.yaml"), line)
