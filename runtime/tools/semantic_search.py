@@ -369,7 +369,9 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
                 "id": entry.source.id,
                 "name": entry.source.name,
                 "result_count": entry.included,
-                "has_more": bool(entry.page and entry.page.has_more),
+                # No more pages past the last one the model may ask for, whatever the source has.
+                "has_more": bool(entry.page and entry.page.has_more)
+                and request.page < last_page(entry.source.page_size),
             }
             issues = _issues(entry)
             if issues:

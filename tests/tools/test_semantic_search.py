@@ -325,6 +325,14 @@ async def test_a_complete_search_reports_no_issues_and_pages_on() -> None:
     assert "alpha passage 10 " not in document["text_content"]
 
 
+async def test_the_last_page_offers_no_more_although_the_data_source_has_more() -> None:
+    searcher = ListSearcher(passages("alpha", 150))
+    result = await run([source("a", searcher)], {"query": "q", "page": last_page(10)})
+    assert body(result)["data_sources"][0]["has_more"] is False
+    with pytest.raises(ArgumentError):
+        await run([source("a", searcher)], {"query": "q", "page": last_page(10) + 1})
+
+
 async def test_without_usable_data_sources_the_search_is_blocked() -> None:
     with pytest.raises(ToolExecutionBlocked) as blocked:
         await run(
