@@ -270,9 +270,31 @@ class Chat:
         )
 
     def _update(self, record: ChatRecord) -> bool:
+        """Save `record` joined with what the store holds now, so no other writer is undone."""
+        stored = self._store.load(record.chat_id)
+        if stored is not None:
+            record = _stricter(stored, record)
         self._store.save(record)
         self._record = record
         return True
+
+
+def _stricter(held: ChatRecord, arriving: ChatRecord) -> ChatRecord:
+    """Each requirement at the stricter of both; on a tied restriction the held mailbox stays."""
+    keep_held_restriction = held.outbound_restriction <= arriving.outbound_restriction
+    restricting = held if keep_held_restriction else arriving
+    return replace(
+        arriving,
+        required_provider_confidence=max(
+            held.required_provider_confidence, arriving.required_provider_confidence
+        ),
+        required_data_security=tighten_data_security(
+            held.required_data_security, arriving.required_data_security
+        ),
+        outbound_restriction=restricting.outbound_restriction,
+        outbound_mailbox_id=restricting.outbound_mailbox_id,
+        known_web_addresses=held.known_web_addresses | arriving.known_web_addresses,
+    )
 
 
 class ChatRequirementError(Exception):

@@ -131,6 +131,28 @@ def test_the_requirements_survive_a_restart(tmp_path: Path) -> None:
     assert other.known_web_addresses == frozenset()
 
 
+def test_a_chat_open_twice_never_loosens_what_the_other_tightened(
+    store: SqliteChatStore,
+) -> None:
+    """Two workers answering one chat: the later save must not undo the earlier tightening."""
+    first, second = Chat.open("c", store), Chat.open("c", store)
+    first.require_provider_confidence(C.HIGH)
+    first.require_outbound_data_restriction(R.ONLY_CONFIGURED_SERVICES, "mailbox-a")
+    first.add_known_web_addresses(["https://a.example/"])
+
+    second.require_data_security(DataSecurity.SELF_HOSTED)
+    second.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "mailbox-b")
+
+    for chat in (second, Chat.open("c", store)):
+        assert chat.required_provider_confidence is C.HIGH
+        assert chat.required_data_security is DataSecurity.SELF_HOSTED
+        assert chat.outbound_restriction is R.ONLY_CONFIGURED_SERVICES
+        assert chat.outbound_mailbox_id == "mailbox-a"
+        assert chat.known_web_addresses == {"https://a.example/"}
+    with pytest.raises(ChatRequirementError):
+        ensure_provider_allowed(second, ProviderKind.SELF_HOSTED, C.MEDIUM)
+
+
 def test_known_addresses_only_grow(store: SqliteChatStore) -> None:
     chat = Chat.open("c", store)
     assert chat.add_known_web_addresses(["https://a.example/"])
