@@ -80,13 +80,17 @@ def openai_style_body(
 
 
 def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable[str]) -> bytes:
-    """`fields` plus `array_key` whose elements are already JSON text (kept byte for byte)."""
+    """`fields` plus `array_key` whose elements are already JSON text (kept byte for byte).
+
+    A lone surrogate (from a `\\udXXX` escape a host or app sent) cannot be UTF-8; it sits inside
+    a JSON string, so it goes out as that same escape.
+    """
     plain = {k: v for k, v in fields.items() if not isinstance(v, RawJson)}
     members = [dumps(k) + ":" + v for k, v in fields.items() if isinstance(v, RawJson)]
     members.append(dumps(array_key) + ":[" + ",".join(items_json) + "]")
     head = dumps(plain)
     separator = "," if len(head) > 2 else ""
-    return (head[:-1] + separator + ",".join(members) + "}").encode()
+    return (head[:-1] + separator + ",".join(members) + "}").encode("utf-8", "backslashreplace")
 
 
 def usage_from(payload: Any, input_key: str, output_key: str) -> Usage:
