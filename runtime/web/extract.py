@@ -243,9 +243,20 @@ def _origin(base: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def _readable(url: str) -> bool:
+    """Whether urllib can split `url`; a page may hold any string, e.g. an unclosed `[` host."""
+    try:
+        urlsplit(url)
+    except ValueError:
+        return False
+    return True
+
+
 def _absolute(value: str, base: str) -> str | None:
     """`value` resolved against `base` when the result is an http(s) URL, else None."""
     value = value.strip()
+    if not _readable(value):
+        return None
     if value.startswith(("https://", "http://")):
         return value
     if value.startswith("/") and not value.startswith("//") and "\\" not in value:
@@ -506,7 +517,7 @@ def _same_page(a: str, b: str) -> bool:
         parts = urlsplit(url.strip())
         return f"{parts.netloc.lower()}{parts.path.rstrip('/')}"
 
-    return key(a) == key(b)
+    return _readable(a.strip()) and _readable(b.strip()) and key(a) == key(b)
 
 
 def _item_urls(item: dict[str, Any]) -> list[str]:

@@ -432,3 +432,23 @@ def test_metadata_is_clipped_and_authors_are_capped() -> None:
 def test_a_hidden_heading_is_no_title() -> None:
     body = f"<main><h1 hidden>SECRET heading</h1><h1>Real heading</h1><p>{FILLER}</p></main>"
     assert extract_page(page(body), URL).title == "Real heading"
+
+
+@pytest.mark.parametrize(
+    ("head", "inner"),
+    [
+        ("", '<p><a href="//[broken/x">a bracket host</a> and more words.</p>'),
+        ('<base href="http://[broken/">', '<p><a href="next.html">a relative link</a>.</p>'),
+        ("", '<p><img src="//[broken" alt="A picture"> and more words.</p>'),
+        (
+            '<script type="application/ld+json">'
+            '{"@type": "Article", "headline": "Kept", "url": "http://[broken"}</script>',
+            "<p>Some words.</p>",
+        ),
+        ('<link rel="canonical" href="http://[broken">', "<p>Some words.</p>"),
+    ],
+)
+def test_an_address_urllib_cannot_read_does_not_stop_the_extraction(head: str, inner: str) -> None:
+    extracted = extract_page(page(article(inner), head), URL)
+    assert FILLER.strip() in extracted.markdown
+    assert "[broken" not in extracted.canonical_url
