@@ -62,6 +62,7 @@ from runtime.tools.search_backends import (
     SearchRequest,
     SearxngBackend,
     dispatch,
+    eligible_backends,
 )
 from runtime.tools.staan_backend import STAAN_SEARCH_URL, StaanBackend
 from runtime.tools.tavily_backend import TAVILY_SEARCH_URL, TavilyBackend
@@ -474,7 +475,9 @@ class WebSearchExecutableTool(WebSearchTool):
                 if entry.read.content is not None and clean.markdown.strip()
             ),
         )
-        last_page = max(b.max_page for b in backends)
+        # The next page is asked of the same backends, so only theirs count (SPECIFIC, safe search).
+        eligible = eligible_backends(backends, options.strategy, options.primary, request, [])
+        last_page = max(b.max_page for b in eligible)
         document: dict[str, Any] = {
             "query": args.query,
             "page": request.page,

@@ -286,6 +286,17 @@ async def test_tavily_alone_has_one_page(tavily: TavilyServer) -> None:
         await backend(tavily).search(SearchRequest("x", page=2))
 
 
+async def test_only_tavily_asked_offers_no_second_page_although_searxng_has_one(
+    tavily: TavilyServer, searxng: SearxngServer
+) -> None:
+    tavily.state.results = [result("https://unknown.test/t1", "T1", "tavily first")]
+    specific = {"backendStrategy": "SPECIFIC", "primaryBackend": "TAVILY"}
+    document = body(await run(tavily, {"query": "x"}, searxng=searxng, **specific))
+    assert document["backends"] == ["Tavily"] and document["has_more"] is False
+    with pytest.raises(ArgumentError, match="must be at most 1"):
+        await run(tavily, {"query": "x", "page": 2}, searxng=searxng, **specific)
+
+
 async def test_safe_search_keeps_tavily_and_sends_it_the_switch(tavily: TavilyServer) -> None:
     tavily.state.results = [result("https://unknown.test/t1", "T1", "tavily first")]
     found = await dispatch(
