@@ -345,14 +345,16 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             texts = [
                 GuardText(text, tool_content(entry.source.name))
                 for entry, passage in turns
-                for text in (passage.text, passage.title)
+                for text in (passage.text, passage.title, passage.url)
             ]
             cleaned = await guard.sanitize_many(texts)
         rendered: list[str] = []
         sources: list[Source] = []
         total = 0
         for index, (entry, passage) in enumerate(turns):
-            clean = Passage(cleaned[2 * index], cleaned[2 * index + 1], passage.url, passage.key)
+            text, title, shown_url = cleaned[3 * index : 3 * index + 3]
+            # The model reads the filtered address; the user's source keeps the real one.
+            clean = Passage(text, title, shown_url, passage.key)
             block = _render(len(rendered) + 1, clean, entry.source.name)
             separator = 2 if rendered else 0
             if total + separator + len(block) > RESULT_BUDGET_CHARACTERS:
