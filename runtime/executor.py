@@ -243,6 +243,7 @@ class ToolExecutor:
             result = await tool.execute(arguments, context)
             if not isinstance(result, ToolExecutionResult):
                 raise TypeError(f"the tool returned {type(result).__name__}, not a result")
+            _ensure_valid_json(result.json_content)
             return run.succeeded(result, traced_arguments, arguments)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
@@ -297,6 +298,16 @@ class ToolExecutor:
             f"Tool '{tool.display_name}' was not run: {read}, which allows sending data to "
             f"{level}, and this tool {sends}."
         )
+
+
+def _ensure_valid_json(value: Any) -> None:
+    """Python would write NaN and Infinity into the model's JSON; no JSON reader takes them."""
+    if value is None:
+        return
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError as error:
+        raise ValueError(f"the tool's result cannot be written as JSON: {error}") from None
 
 
 def _traced_message(

@@ -344,6 +344,18 @@ def test_the_result_stays_valid_json() -> None:
     assert '\\"hi\\"' in content and "\\n" in content and "\\\\" in content
 
 
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+async def test_a_result_json_cannot_hold_fails_instead_of_reaching_the_model(number: float) -> None:
+    tool = EchoTool("t", lambda _a: ToolExecutionResult(json_content={"ratio": number}))
+    outcome = await _run(tool)
+    assert outcome.trace.status is TraceStatus.ERROR
+    assert outcome.content.startswith(
+        "Tool execution failed: the tool's result cannot be written as JSON: "
+    )
+    assert "NaN" not in outcome.content and "Infinity" not in outcome.content
+    _assert_demands_nothing(outcome)
+
+
 async def test_the_mailbox_a_result_names_is_named_in_later_refusals() -> None:
     from runtime.loop import LoopContext, _apply_demands
 
