@@ -342,13 +342,20 @@ def _parse_file(path: Path) -> Any:
     return YAML(typ="rt").load(text)
 
 
-def _plain(data: Any) -> Any:
+class _SelfReference(ValueError):
+    """A container inside itself (a YAML alias within the node it names) is no definition data."""
+
+
+def _plain(data: Any, enclosing: frozenset[int] = frozenset()) -> Any:
     """ruamel.yaml's commented containers as plain dicts/lists (pydantic and jsonschema want those)."""
+    if not isinstance(data, Mapping | list):
+        return data
+    if id(data) in enclosing:
+        raise _SelfReference
+    inner = enclosing | {id(data)}
     if isinstance(data, Mapping):
-        return {str(k): _plain(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_plain(v) for v in data]
-    return data
+        return {str(k): _plain(v, inner) for k, v in data.items()}
+    return [_plain(v, inner) for v in data]
 
 
 def _json_path(parts: Iterable[Any]) -> str:
@@ -365,7 +372,14 @@ def definitions_from_data(
     `raw` is the ruamel.yaml tree (for line numbers) when the data came from YAML.
     """
     validator = _definition_validator()
-    plain = _plain(data)
+    try:
+        plain = _plain(data)
+    except _SelfReference:
+        message = (
+            f"{source_name}: the data refers to itself (a YAML alias inside the node it names); "
+            "write the values out instead"
+        )
+        return [], [_finding("invalid-definitions-file", message, SourceLocation(source_name, 0))]
     items_path: list[Any] = []
     if isinstance(plain, Mapping) and "definitions" in plain:
         items_path = ["definitions"]

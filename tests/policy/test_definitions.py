@@ -291,6 +291,19 @@ def test_a_file_which_is_not_utf8_says_so_rather_than_blaming_its_syntax(
     assert "YAML" not in findings[0].message
 
 
+@pytest.mark.parametrize(
+    "text", ["- &tool\n  id: x\n  itself: *tool\n", "&all [*all]\n"], ids=["entry", "list"]
+)
+def test_a_yaml_alias_inside_the_node_it_names_is_a_finding(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "tools.yaml"
+    path.write_text(text, "utf-8")
+    definitions, findings = load_definitions_file(path)
+    assert definitions == []
+    assert findings[0].code == "invalid-definitions-file"
+    assert findings[0].message.startswith(f"{path}: ")
+    assert "refers to itself" in findings[0].message
+
+
 def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
     _, findings = load_definitions_file(tmp_path / "absent.yaml")
     assert findings[0].code == "unreadable-definitions-file"
