@@ -105,6 +105,14 @@ _PROVIDER_KIND = _NameChoice("provider kind", [k.value for k in ProviderKind if 
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 
 
+class _PluginPath(click.Path):
+    """A plugin path; from a path-list variable, empty entries (`a::b`, a trailing `:`) are
+    skipped, as a shell that appends with `$TOOLPOLICY_ORG:new` leaves them."""
+
+    def split_envvar_value(self, rv: str) -> Sequence[str]:
+        return [entry for entry in super().split_envvar_value(rv) if entry]
+
+
 def configuration_options(function: F) -> F:
     """--org, --local, --user-settings and --state-dir, with their environment defaults.
 
@@ -116,7 +124,7 @@ def configuration_options(function: F) -> F:
             "org",
             multiple=True,
             envvar="TOOLPOLICY_ORG",
-            type=click.Path(exists=True, path_type=Path),
+            type=_PluginPath(exists=True, path_type=Path),
             help="Organization plugin: a plugin.lua, a plugin folder or a folder of plugin "
             "folders. Repeatable. [env: TOOLPOLICY_ORG, separated by the path separator]",
         ),
@@ -125,7 +133,7 @@ def configuration_options(function: F) -> F:
             "local",
             multiple=True,
             envvar="TOOLPOLICY_LOCAL",
-            type=click.Path(exists=True, path_type=Path),
+            type=_PluginPath(exists=True, path_type=Path),
             help="Local plugin (never overrides what the organization manages). Repeatable. "
             "[env: TOOLPOLICY_LOCAL]",
         ),

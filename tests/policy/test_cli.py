@@ -742,3 +742,11 @@ def test_diff_compares_only_real_components_and_none_is_not_one() -> None:
     )  # fmt: skip
     assert refused.returncode == 2
     assert "'none' is not a component" in refused.stderr and "CHAT" in refused.stderr
+
+
+def test_empty_entries_of_a_path_list_variable_are_skipped() -> None:
+    base = str(EXAMPLE_ORG / "base")
+    for variable in ("TOOLPOLICY_ORG", "TOOLPOLICY_LOCAL"):
+        done = run("tools", env={variable: os.pathsep.join(["", base, ""])})
+        assert done.returncode == 0, done.stderr
+        assert "web_search" in done.stdout
