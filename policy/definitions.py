@@ -342,8 +342,16 @@ def _parse_file(path: Path) -> Any:
     return YAML(typ="rt").load(text)
 
 
+MAX_NESTING = 100
+"""Deeper data is refused before validation, whose recursion it would exhaust."""
+
+
 class _SelfReference(ValueError):
     """A container inside itself (a YAML alias within the node it names) is no definition data."""
+
+
+class _TooDeep(ValueError):
+    """Data nested more than MAX_NESTING levels."""
 
 
 def _plain(data: Any, enclosing: frozenset[int] = frozenset()) -> Any:
@@ -352,6 +360,8 @@ def _plain(data: Any, enclosing: frozenset[int] = frozenset()) -> Any:
         return data
     if id(data) in enclosing:
         raise _SelfReference
+    if len(enclosing) >= MAX_NESTING:
+        raise _TooDeep
     inner = enclosing | {id(data)}
     if isinstance(data, Mapping):
         return {str(k): _plain(v, inner) for k, v in data.items()}
@@ -361,6 +371,15 @@ def _plain(data: Any, enclosing: frozenset[int] = frozenset()) -> Any:
 def _json_path(parts: Iterable[Any]) -> str:
     text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
     return text.lstrip(".") or "<top level>"
+
+
+def _too_deep(source_name: str) -> Finding:
+    return _finding(
+        "invalid-definitions-file",
+        f"{source_name}: the data is nested more than {MAX_NESTING} levels deep; no tool "
+        "definition needs that",
+        SourceLocation(source_name, 0),
+    )
 
 
 def definitions_from_data(
@@ -380,6 +399,8 @@ def definitions_from_data(
             "write the values out instead"
         )
         return [], [_finding("invalid-definitions-file", message, SourceLocation(source_name, 0))]
+    except _TooDeep:
+        return [], [_too_deep(source_name)]
     items_path: list[Any] = []
     if isinstance(plain, Mapping) and "definitions" in plain:
         items_path = ["definitions"]
@@ -466,6 +487,8 @@ def load_definitions_file(path: Path) -> tuple[list[ToolDefinition], list[Findin
                 SourceLocation(name, error.lineno),
             )
         ]
+    except RecursionError:
+        return [], [_too_deep(name)]
     except Exception as error:  # ruamel.yaml's parser and scanner errors share no public base
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 0

@@ -304,6 +304,22 @@ def test_a_yaml_alias_inside_the_node_it_names_is_a_finding(tmp_path: Path, text
     assert "refers to itself" in findings[0].message
 
 
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_parameters_nested_absurdly_deep_are_a_finding(tmp_path: Path, depth: int) -> None:
+    parameters = '{"a":' * depth + "1" + "}" * depth
+    path = tmp_path / "tools.json"
+    path.write_text(
+        f'[{{"id": "x", "implementation_key": "k", "function": {{"name": "f", '
+        f'"parameters": {parameters}}}}}]',
+        "utf-8",
+    )
+    definitions, findings = load_definitions_file(path)
+    assert definitions == []
+    assert findings[0].code == "invalid-definitions-file"
+    assert findings[0].message.startswith(f"{path}: ")
+    assert "nested more than 100 levels deep" in findings[0].message
+
+
 def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
     _, findings = load_definitions_file(tmp_path / "absent.yaml")
     assert findings[0].code == "unreadable-definitions-file"
