@@ -129,7 +129,8 @@ class ChatRuntime:
         is made from the provider entry (`api_key`, else the entry's organization `ENC:v1:` key,
         else the host's environment variable) and closed at the end; pass your own to keep its connections between messages.
 
-        Raises `ValueError` when the last message is not the user's; `ChatRequirementError`
+        Raises `ValueError` when the last message is not the user's (or `selected_tool_ids` is
+        one bare string); `ChatRequirementError`
         before any request when the chat rules the provider out (also between rounds, once a
         tool result tightened the chat); a `ProviderError` when the provider fails;
         `InvalidToolCallingResponse` when its first round says nothing at all.
@@ -150,6 +151,11 @@ class ChatRuntime:
             raise ValueError(
                 "respond() answers a user message: pass the conversation so far with the user's "
                 f"message last; got {len(messages)} message(s){last}."
+            )
+        if isinstance(selected_tool_ids, str):
+            raise ValueError(
+                "respond() takes selected_tool_ids as a list of tool ids, got the string "
+                f"{selected_tool_ids!r}; write [{selected_tool_ids!r}]."
             )
         registry = self.policy.registry
         confidence = registry.provider_confidence(provider)

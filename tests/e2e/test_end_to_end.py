@@ -451,3 +451,16 @@ async def test_respond_needs_the_users_message_last(
             pass
     assert says in str(refused.value)
     assert server.requests == []
+
+
+async def test_one_tool_id_given_as_a_bare_string_is_refused_not_split_into_letters(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    provider = organization_provider(policy, VLLM_ID, server)
+    with pytest.raises(ValueError, match="selected_tool_ids") as refused:
+        async for _ in ChatRuntime(policy).respond(
+            chat, provider, [QUESTION], selected_tool_ids="calculator"
+        ):
+            pass
+    assert "['calculator']" in str(refused.value)
+    assert server.requests == []
