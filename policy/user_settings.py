@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -353,7 +354,16 @@ def _setting_text(reader: _Reader, node: Any, key: str, value: Any, dotted: str)
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    shown = 'empty (write "" for an empty value)' if value is None else f"{type(value).__name__}"
+    if value is None:
+        shown = 'empty (write "" for an empty value)'
+    elif isinstance(value, Mapping):
+        shown = "a mapping"
+    elif isinstance(value, list):
+        shown = "a list"
+    elif isinstance(value, date):
+        shown = "a date"
+    else:
+        shown = type(value).__name__
     raise reader.fail(f"{dotted} must be a text value, not {shown}; quote it", node, key)
 
 

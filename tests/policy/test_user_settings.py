@@ -283,3 +283,18 @@ def test_ignored_whole_sections_name_their_line_in_the_file(tmp_path: Path) -> N
         [finding] = ignored_user_settings(user, configuration)
         assert finding.message.startswith(f"{dotted} has no effect")
         assert finding.location == SourceLocation(str(tmp_path / "settings.yaml"), line)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("[1, 2]", "a list"), ("{a: 1}", "a mapping"), ("2026-12-02", "a date")]
+)
+def test_a_setting_that_is_not_text_names_what_it_is_in_plain_words(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    path = _write(tmp_path, f"tools:\n  settings:\n    web_search:\n      maxResults: {value}\n")
+    with pytest.raises(UserSettingsError) as caught:
+        load_user_settings(path)
+    assert caught.value.message == (
+        f"tools.settings.web_search.maxResults must be a text value, not {shown}; quote it"
+    )
+    assert caught.value.location == SourceLocation(str(path), 4)
