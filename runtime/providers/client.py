@@ -156,6 +156,13 @@ class ProviderClient:
                 return
             except (ProviderRateLimited, ProviderUnavailable) as error:
                 failure = error
+            except httpx.DecodingError:
+                raise ProviderProtocolError(
+                    f"{self.provider_name} sent an answer that cannot be decompressed (its "
+                    "Content-Encoding does not match the body); check any proxy or gateway "
+                    "between here and the host.",
+                    provider=self.provider_name,
+                ) from None
             except httpx.TimeoutException:
                 failure = self._transport_error("did not answer in time", handed_on)
             except httpx.TransportError as exc:

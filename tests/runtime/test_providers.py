@@ -479,3 +479,20 @@ def test_a_hostname_without_scheme_never_shows_a_key_in_its_query() -> None:
             _provider(ProviderKind.GROQ, hostname="llm.example.org/v1?api_key=hunter2")
         )
     assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(chat_text("hi"), headers={"content-encoding": "gzip"}),
+        Reply(status=400, body="not gzip at all", headers={"content-encoding": "gzip"}),
+    ],
+    ids=["stream", "error body"],
+)
+async def test_an_answer_whose_compression_is_broken_is_a_protocol_error(
+    server: ProviderServer, reply: Reply
+) -> None:
+    server.queue(reply)
+    with pytest.raises(ProviderProtocolError, match="cannot be decompressed"):
+        await _run(server)
+    assert len(server.requests) == 1
