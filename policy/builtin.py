@@ -168,7 +168,10 @@ def _check_integers(
         text = settings.get(setting.name, "").strip()
         if not text:
             continue
-        if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= setting.maximum:
+        readable = (
+            text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(setting.maximum))
+        )
+        if not readable or not 1 <= int(text) <= setting.maximum:
             return _not_configured(
                 f"{tool_id}.{setting.name}: '{text}' is not valid; expected a whole number "
                 f"from 1 to {setting.maximum} (default {setting.default})"

@@ -291,3 +291,12 @@ def test_a_malformed_address_keeps_its_password_out_of_the_message() -> None:
     state = SearchConfluenceTool().validate_configuration({"baseUrl": "https://al:pa55@[wiki"})
     assert not state.is_configured
     assert "pa55" not in state.message and "is not valid" in state.message
+
+
+def test_a_number_setting_with_thousands_of_digits_is_reported_as_out_of_range() -> None:
+    state = SearchConfluenceTool().validate_configuration(
+        {"baseUrl": "https://wiki.example/", "timeoutSeconds": "9" * 5000}
+    )
+    assert not state.is_configured
+    assert state.message.startswith("search_confluence.timeoutSeconds: ")
+    assert "expected a whole number from 1 to 120" in state.message
