@@ -456,6 +456,16 @@ def _prune_empty(doc: Any) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    try:
+        _replace_file(path, text)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UserSettingsError(
+            f"cannot be written: {reason}", SourceLocation(str(path), 0)
+        ) from None
+
+
+def _replace_file(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

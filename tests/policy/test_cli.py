@@ -750,3 +750,16 @@ def test_empty_entries_of_a_path_list_variable_are_skipped() -> None:
         done = run("tools", env={variable: os.pathsep.join(["", base, ""])})
         assert done.returncode == 0, done.stderr
         assert "web_search" in done.stdout
+
+
+def test_a_settings_file_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    target = blocker / "settings.yaml"
+    done = run(
+        "settings", "set", "web_search", "maxResults", "3", "--org", EXAMPLE_ORG,
+        "--user-settings", target,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {target}: cannot be written:"), done.stderr
+    assert "unexpected failure" not in done.stderr
