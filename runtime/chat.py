@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
-from contextlib import closing
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -109,8 +109,19 @@ class SqliteChatStore:
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self._path, timeout=10)
 
+    @contextmanager
+    def _reported(self) -> Iterator[None]:
+        """A database error names the file, so it reaches the user as a message, not a trace."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise ChatStoreError(
+                f"The chat database '{self._path}' cannot be used: {error}. Give a writable "
+                f"SQLite file (or set {CHAT_DATABASE_ENV})."
+            ) from error
+
     def load(self, chat_id: str) -> ChatRecord | None:
-        with self._lock, closing(self._connect()) as connection:
+        with self._lock, self._reported(), closing(self._connect()) as connection:
             row = connection.execute(
                 "SELECT required_provider_confidence, required_data_security,"
                 " outbound_restriction, outbound_mailbox_id"
@@ -133,7 +144,7 @@ class SqliteChatStore:
         )
 
     def save(self, record: ChatRecord) -> None:
-        with self._lock, closing(self._connect()) as connection, connection:
+        with self._lock, self._reported(), closing(self._connect()) as connection, connection:
             connection.execute(
                 "INSERT INTO chat_requirements VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT(chat_id) DO UPDATE SET"

@@ -178,6 +178,20 @@ def test_a_stored_value_this_version_cannot_read_counts_as_the_strictest(tmp_pat
     assert record.outbound_restriction is R.ONLY_CONFIGURED_SERVICES
 
 
+def test_a_database_spoilt_after_opening_is_reported_with_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    store = SqliteChatStore(path)
+    chat = Chat.open("c", store)
+    path.write_bytes(b"this is no SQLite database, someone overwrote it" * 100)
+
+    with pytest.raises(ChatStoreError, match=r"chats\.sqlite3") as on_save:
+        chat.require_provider_confidence(C.HIGH)
+    with pytest.raises(ChatStoreError, match=r"chats\.sqlite3") as on_load:
+        store.load("c")
+    for refused in (on_save, on_load):
+        assert "not a database" in str(refused.value)
+
+
 def test_an_unusable_database_path_is_reported_with_the_path(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
