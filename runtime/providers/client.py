@@ -260,8 +260,8 @@ class ProviderClient:
             message = text
         else:
             message = _message_of(parsed) or ""
-        message = " ".join(message.split())
-        return self.redact(message[:_MAX_PROVIDER_MESSAGE])
+        message = self.redact(" ".join(message.split()))
+        return message[:_MAX_PROVIDER_MESSAGE]
 
     def redact(self, text: str) -> str:
         """`text` with the API key blanked out (hosts sometimes echo the key they refused)."""

@@ -496,3 +496,14 @@ async def test_an_answer_whose_compression_is_broken_is_a_protocol_error(
     with pytest.raises(ProviderProtocolError, match="cannot be decompressed"):
         await _run(server)
     assert len(server.requests) == 1
+
+
+async def test_a_key_cut_by_the_length_limit_of_the_hosts_message_never_shows_in_part(
+    server: ProviderServer,
+) -> None:
+    padding = "x" * 280
+    body = '{"error":{"message":"' + padding + " key " + API_KEY + ' was refused"}}'
+    server.queue(Reply(status=401, body=body))
+    with pytest.raises(ProviderAuthError) as caught:
+        await _run(server)
+    assert API_KEY[:6] not in str(caught.value)
