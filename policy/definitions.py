@@ -334,7 +334,7 @@ def _line_of(node: Any, path: Iterable[Any]) -> int:
 
 
 def _parse_file(path: Path) -> Any:
-    text = path.read_text("utf-8")
+    text = path.read_text("utf-8-sig")
     if path.suffix.lower() == ".json":
         return json.loads(text)
     from ruamel.yaml import YAML

@@ -320,6 +320,15 @@ def test_parameters_nested_absurdly_deep_are_a_finding(tmp_path: Path, depth: in
     assert "nested more than 100 levels deep" in findings[0].message
 
 
+@pytest.mark.parametrize("name", ["tools.json", "tools.yaml"])
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps([_GOOD]).encode("utf-8"))
+    definitions, findings = load_definitions_file(path)
+    assert findings == []
+    assert [d.id for d in definitions] == ["ticket_search"]
+
+
 def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
     _, findings = load_definitions_file(tmp_path / "absent.yaml")
     assert findings[0].code == "unreadable-definitions-file"
