@@ -108,13 +108,13 @@ class ChatCompletionAccumulator:
         chunk = _wire.loads_payload(data)
         if not isinstance(chunk, dict):
             return None
-        if "error" in chunk and "choices" not in chunk:
+        choices = chunk.get("choices")
+        if "error" in chunk and ("choices" not in chunk or _finished_with_error(choices)):
             self.error = _wire.error_message(chunk["error"]) or "unknown error"
             return None
         usage = self._new_usage(chunk)
         sources = self._new_sources(chunk)
         text = ""
-        choices = chunk.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             delta = choices[0].get("delta")
             if isinstance(delta, dict):
@@ -253,6 +253,16 @@ class ChatCompletionAccumulator:
             usage=self.usage,
             sources=tuple(self._sources),
         )
+
+
+def _finished_with_error(choices: Any) -> bool:
+    """OpenRouter ends a stream that failed midway with finish_reason "error" next to `error`."""
+    return (
+        isinstance(choices, list)
+        and bool(choices)
+        and isinstance(choices[0], dict)
+        and choices[0].get("finish_reason") == "error"
+    )
 
 
 class ChatCompletionsAdapter:

@@ -313,6 +313,19 @@ async def test_nothing_after_an_error_in_the_stream_reaches_the_user(
     assert "".join(shown) == "Partial"
 
 
+async def test_an_error_next_to_a_choice_which_finished_with_error_is_a_provider_error(
+    server: ProviderServer,
+) -> None:
+    """OpenRouter reports a failure mid-stream as a chunk with `error` and finish_reason "error"."""
+    failed = chat_chunk(
+        error={"code": 502, "message": "upstream overloaded"},
+        choices=[{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    )
+    server.queue(Reply([*chat_text("Partial"), failed]))
+    with pytest.raises(ProviderUnavailable, match="upstream overloaded"):
+        await run_round(_adapter(server))
+
+
 # -- accumulator ---------------------------------------------------------------------------------
 
 
