@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
+_ADDRESS_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/@]*@")
+
+
+def _without_user_info(text: str) -> str:
+    """An address as reports show it: a user name and password in it never reach the output."""
+    return _ADDRESS_USER_INFO.sub(rf"\1{SECRET_MASK}@", text)
 
 
 def to_document(value: Any) -> Any:
@@ -105,6 +112,8 @@ def _decision_provider(provider: ProviderSummary | None) -> dict[str, Any]:
 
 def evidence_document(evidence: Evidence) -> dict[str, Any]:
     document: dict[str, Any] = to_document(evidence)
+    if isinstance(document.get("value"), str):
+        document["value"] = _without_user_info(document["value"])
     return document
 
 
@@ -371,7 +380,7 @@ def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     if setting.secret and value is not None:
         value = SECRET_MASK
     elif value is not None:
-        value = str(value)
+        value = _without_user_info(str(value))
     row: dict[str, Any] = {
         "field": setting.field,
         "value": value,

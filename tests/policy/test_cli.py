@@ -763,3 +763,31 @@ def test_a_settings_file_that_cannot_be_written_is_a_clear_error(tmp_path: Path)
     assert done.returncode == 1
     assert done.stderr.startswith(f"Error: {target}: cannot be written:"), done.stderr
     assert "unexpected failure" not in done.stderr
+
+
+def test_a_password_inside_an_address_setting_is_masked_in_every_report(tmp_path: Path) -> None:
+    plugin = write_plugin(
+        tmp_path / "org",
+        """\
+CONFIG = {}
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
+    ["web_search.searxng.baseUrl"] = "https://admin:hunter2@search.example.org/",
+}
+""",
+    )
+    reports = [
+        ("settings", "web_search"),
+        ("settings", "web_search", "--format", "json"),
+        ("explain", "web_search", "--provider-kind", "SELF_HOSTED"),
+        ("explain", "web_search", "--provider-kind", "SELF_HOSTED", "--format", "yaml"),
+        ("explain", "--all", "--provider-kind", "SELF_HOSTED", "--format", "json"),
+        ("check", "--format", "json"),
+    ]
+    for report in reports:
+        done = run(*report, "--org", plugin.parent)
+        assert "hunter2" not in done.stdout + done.stderr, report
+    code, document = run_json("settings", "web_search", "--org", plugin.parent)
+    assert code == 0
+    shown = {row["field"]: row["value"] for row in document["settings"]}
+    assert shown["searxng.baseUrl"] == "https://*****@search.example.org/"
