@@ -28,8 +28,7 @@ def additional_api_parameters(provider: ProviderConfig) -> dict[str, Any]:
         parsed = json.loads(candidate)
     except (ValueError, RecursionError) as error:
         where = f"provider '{provider.name or provider.id}'"
-        position = getattr(error, "colno", None)
-        at = f" near character {position - (0 if complete else 1)}" if position else ""
+        at = _where_in(error, wrapped=not complete)
         raise ProviderConfigurationError(
             f"{where}: {_FIELD} is no valid JSON{at}; write object members such as "
             '"temperature": 0.2, "top_p": 0.9',
@@ -42,6 +41,16 @@ def additional_api_parameters(provider: ProviderConfig) -> dict[str, Any]:
             provider=provider.name,
         )
     return parsed
+
+
+def _where_in(error: Exception, *, wrapped: bool) -> str:
+    """Where the JSON went wrong in the text as written (the braces we added do not count)."""
+    line, column = getattr(error, "lineno", None), getattr(error, "colno", None)
+    if line is None or column is None:
+        return ""
+    if line == 1:
+        return f" near character {column - (1 if wrapped else 0)}"
+    return f" at line {line}, column {column}"
 
 
 # Hugging Face's router picks the inference provider from a suffix of the model id.

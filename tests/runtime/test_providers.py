@@ -507,3 +507,11 @@ async def test_a_key_cut_by_the_length_limit_of_the_hosts_message_never_shows_in
     with pytest.raises(ProviderAuthError) as caught:
         await _run(server)
     assert API_KEY[:6] not in str(caught.value)
+
+
+def test_a_json_mistake_on_a_later_line_is_placed_by_line_and_column() -> None:
+    members = '"temperature": 0.2,\n"top_p" 0.9'
+    with pytest.raises(ProviderConfigurationError, match="at line 2, column 9"):
+        additional_api_parameters(_with_parameters(members))
+    with pytest.raises(ProviderConfigurationError, match="at line 2, column 6"):
+        additional_api_parameters(_with_parameters('{"a": 1,\n "b" 2}'))
