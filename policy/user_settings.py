@@ -158,10 +158,13 @@ def ignored_user_settings(
     locked_fields = _locked_tool_fields(configuration)
     for tool_id, fields in user.tool_settings.items():
         for field in fields:
-            setting = locked_fields.get(f"{tool_id}.{field}")
+            key = f"{tool_id}.{field}"
+            setting = locked_fields.get(key)
             if setting is not None:
-                dotted = f"tools.settings.{tool_id}.{field}"
-                findings.append(_ignored(user, dotted, setting))
+                dotted = f"tools.settings.{key}"
+                where = setting.entry_locations.get(key, setting.origin.location)
+                lock = f"{setting.key} locks {key} in {setting.origin.plugin_name} ({where})"
+                findings.append(_ignored(user, dotted, setting, lock))
     said = {
         "tools.enabled": user.tools_enabled is not None,
         "tools.minimum_provider_confidence": bool(user.minimum_provider_confidence),
@@ -513,11 +516,13 @@ def _refuse_locked(configuration: PolicyConfiguration | None, dotted: str) -> No
         )
 
 
-def _ignored(user: UserSettings, dotted: str, setting: ManagedSetting) -> Finding:
+def _ignored(
+    user: UserSettings, dotted: str, setting: ManagedSetting, lock: str | None = None
+) -> Finding:
     return Finding(
         Severity.WARNING,
         "user-setting-locked",
-        f"{dotted} has no effect: {setting.key} is locked by {setting.origin}",
+        f"{dotted} has no effect: {lock or f'{setting.key} is locked by {setting.origin}'}",
         user.locations.get(dotted),
     )
 

@@ -298,3 +298,17 @@ def test_a_setting_that_is_not_text_names_what_it_is_in_plain_words(
         f"tools.settings.web_search.maxResults must be a text value, not {shown}; quote it"
     )
     assert caught.value.location == SourceLocation(str(path), 4)
+
+
+def test_an_ignored_tool_field_names_the_line_of_the_lock_itself(tmp_path: Path) -> None:
+    user = load_user_settings(_write(tmp_path, FULL))
+    configuration = _org(
+        "DataTools.LockedToolSettings",
+        {"web_search.maxResults": "3"},
+        **{"web_search.maxResults": SourceLocation("org/plugin.lua", 40)},
+    )
+    [finding] = ignored_user_settings(user, configuration)
+    assert finding.message == (
+        "tools.settings.web_search.maxResults has no effect: "
+        "DataTools.LockedToolSettings locks web_search.maxResults in Org base (org/plugin.lua:40)"
+    )
