@@ -31,6 +31,7 @@ from runtime.schema import anthropic_tool
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 4096
+_NO_TOOL_CALLS = _wire.RawJson('{"type":"none"}')
 _RESERVED = frozenset({"model", "messages", "system", "stream", "tools", "tool_choice"})
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -242,8 +243,12 @@ class AnthropicAdapter:
         prompt = _wire.with_instruction(self._system_prompt, final_response_instruction)
         if prompt:
             fields["system"] = prompt
-        if include_tools and self._tools is not None:
+        if self._tools is not None and (include_tools or self._recorded_json):
             fields["tools"] = self._tools
+            if not include_tools:
+                # Anthropic refuses tool_use/tool_result blocks in a request that defines no
+                # tools, so a final round keeps them defined and forbids calling them.
+                fields["tool_choice"] = _NO_TOOL_CALLS
         return _wire.request_body(
             fields, "messages", [*self._conversation_json, *self._recorded_json]
         )

@@ -167,6 +167,23 @@ async def test_a_final_round_leaves_tools_out_and_adds_the_instruction(
     assert body["system"] == "You are helpful.\n\nAnswer now."
 
 
+async def test_a_final_round_after_tool_calls_keeps_tools_defined_but_forbids_calling_them(
+    server: ProviderServer,
+) -> None:
+    server.queue(Reply(_thinking_and_two_calls()), Reply(anthropic_text_message("Done.")))
+    adapter = _adapter(server)
+    await run_round(adapter)
+    adapter.record_assistant_turn()
+    adapter.record_tool_result("toolu_1", "r1")
+    adapter.record_tool_result("toolu_2", "r2")
+    await run_round(adapter, "Answer now.", include_tools=False)
+    first, final = server.bodies
+    assert final["tools"] == first["tools"]
+    assert final["tool_choice"] == {"type": "none"}
+    assert "tool_choice" not in first
+    assert final["system"] == "You are helpful.\n\nAnswer now."
+
+
 async def test_system_messages_of_the_conversation_join_the_system_prompt(
     server: ProviderServer,
 ) -> None:
