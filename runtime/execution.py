@@ -54,6 +54,9 @@ class ToolExecutionContext:
     provider_confidence: ConfidenceLevel
     chat_id: str = ""
     outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
+    provider_trusted: bool = False
+    """Listed in DataSourceSecuritySettings.TrustedProviderIds: counts as self-hosted for data
+    security (never for confidence)."""
     given_web_addresses: frozenset[str] = frozenset()
     """Request keys of addresses given word for word to the model (system prompt, user messages
     and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""

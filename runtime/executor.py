@@ -204,6 +204,7 @@ class ToolExecutor:
         provider_confidence: ConfidenceLevel,
         chat: Chat,
         given_web_addresses: frozenset[str] = frozenset(),
+        provider_trusted: bool = False,
     ) -> ToolCallOutcome:
         found = find_runnable(runnable, call.tool_name)
         _log.info("Starting tool execution: %s (id %r).", call.tool_name, call.call_id)
@@ -235,6 +236,7 @@ class ToolExecutor:
                 settings=_MaskedSettings(settings, run.secrets),
                 provider_kind=provider_kind,
                 provider_confidence=provider_confidence,
+                provider_trusted=provider_trusted,
                 chat_id=chat.id,
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,

@@ -270,6 +270,7 @@ class SequentialToolCallingLoop:
             provider_confidence=context.provider_confidence,
             chat=context.chat,
             given_web_addresses=frozenset(context.given_web_addresses),
+            provider_trusted=context.provider_trusted,
         )
         state.result_characters += len(outcome.content)
         _apply_demands(context, outcome)

@@ -229,7 +229,10 @@ class ChatRuntime:
             from runtime.tools.semantic_search import offered_data_sources
 
             extras[EXTRA_DATA_SOURCES] = offered_data_sources(
-                self._data_sources, provider.kind, registry.provider_confidence(provider)
+                self._data_sources,
+                provider.kind,
+                registry.provider_confidence(provider),
+                registry.is_trusted_provider(provider),
             )
         return await registry.runnable_tools(
             selection,

@@ -134,25 +134,38 @@ class SearchableDataSource:
             num=self.num,
         )
 
-    def may_be_used_by(self, kind: ProviderKind, confidence: ConfidenceLevel) -> bool:
+    def may_be_used_by(
+        self, kind: ProviderKind, confidence: ConfidenceLevel, trusted: bool = False
+    ) -> bool:
+        """`trusted`: the provider is in TrustedProviderIds, which counts as self-hosted here."""
         if self.page_size <= 0 or confidence < self.required_confidence:
             return False
-        return self.security is not DataSecurity.SELF_HOSTED or kind is ProviderKind.SELF_HOSTED
+        return (
+            self.security is not DataSecurity.SELF_HOSTED
+            or kind is ProviderKind.SELF_HOSTED
+            or trusted
+        )
 
 
 def _usable_data_sources(
-    sources: Sequence[SearchableDataSource], kind: ProviderKind, confidence: ConfidenceLevel
+    sources: Sequence[SearchableDataSource],
+    kind: ProviderKind,
+    confidence: ConfidenceLevel,
+    trusted: bool = False,
 ) -> tuple[SearchableDataSource, ...]:
     """The data sources this provider may search, by number then id (a stable offer)."""
-    usable = [s for s in sources if s.may_be_used_by(kind, confidence)]
+    usable = [s for s in sources if s.may_be_used_by(kind, confidence, trusted)]
     return tuple(sorted(usable, key=lambda s: (s.num, s.id)))
 
 
 def offered_data_sources(
-    sources: Sequence[SearchableDataSource], kind: ProviderKind, confidence: ConfidenceLevel
+    sources: Sequence[SearchableDataSource],
+    kind: ProviderKind,
+    confidence: ConfidenceLevel,
+    trusted: bool = False,
 ) -> tuple[OfferedDataSource, ...]:
     """What to put into `ResolutionContext.extras["data_sources"]` for a request."""
-    return tuple(s.offer for s in _usable_data_sources(sources, kind, confidence))
+    return tuple(s.offer for s in _usable_data_sources(sources, kind, confidence, trusted))
 
 
 def data_sources_from_configuration(
@@ -330,7 +343,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             else []
         )
         offered = _usable_data_sources(
-            candidates, context.provider_kind, context.provider_confidence
+            candidates, context.provider_kind, context.provider_confidence, context.provider_trusted
         )
         if not offered:
             raise ToolExecutionBlocked(NO_SOURCES_REFUSAL)

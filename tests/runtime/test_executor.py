@@ -376,3 +376,19 @@ async def test_the_mailbox_a_result_names_is_named_in_later_refusals() -> None:
     executor = ToolExecutor(mailbox_name=lambda mailbox_id: {"mb-7": "HR inbox"}.get(mailbox_id))
     refused = await _run(search, chat=chat, executor=executor)
     assert refused.trace.status is TraceStatus.BLOCKED and "'HR inbox'" in refused.content
+
+
+async def test_the_tool_learns_whether_the_organization_trusts_the_provider() -> None:
+    tool = EchoTool("t")
+    call = RequestedCall("call-1", "t", "{}")
+    for trusted in (False, True):
+        await ToolExecutor().execute(
+            call,
+            [tool.runnable()],
+            order=1,
+            provider_kind=ProviderKind.OPEN_AI,
+            provider_confidence=ConfidenceLevel.MEDIUM,
+            chat=_chat(),
+            provider_trusted=trusted,
+        )
+    assert [c.provider_trusted for c in tool.contexts] == [False, True]

@@ -435,3 +435,22 @@ async def test_long_files_are_split_into_passages(tmp_path: Path) -> None:
     assert all(len(p.text) <= 700 for p in found.passages)
     assert json.dumps([p.key for p in found.passages]).count("long.txt#") == 5
     searcher.close()
+
+
+async def test_a_trusted_provider_may_search_a_self_hosted_data_source() -> None:
+    from dataclasses import replace
+
+    private = [source("d", ListSearcher(passages("alpha", 1)), security=DataSecurity.SELF_HOSTED)]
+    assert offered_data_sources(private, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM) == ()
+    offered = offered_data_sources(private, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM, True)
+    assert [o.id for o in offered] == ["d"]
+    context = make_context(
+        SEMANTIC_SEARCH,
+        services={"data_sources": private},
+        provider_kind=ProviderKind.OPEN_AI,
+        confidence=ConfidenceLevel.HIGH,
+    )
+    with pytest.raises(ToolExecutionBlocked):
+        await create_tool().execute({"query": "q"}, context)
+    result = await create_tool().execute({"query": "q"}, replace(context, provider_trusted=True))
+    assert result.required_data_security is DataSecurity.SELF_HOSTED
