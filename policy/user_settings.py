@@ -233,11 +233,19 @@ class _Reader:
         where = self.at(node, key) if node is not None else SourceLocation(self.file, 0)
         return UserSettingsError(message, where)
 
-    def mapping(self, node: Any, dotted: str, allowed: tuple[str, ...] | None) -> Mapping[Any, Any]:
+    def mapping(
+        self,
+        node: Any,
+        dotted: str,
+        allowed: tuple[str, ...] | None,
+        parent: Any = None,
+        key: Any = None,
+    ) -> Mapping[Any, Any]:
+        """`node` as a mapping; `parent[key]` is where it stands, for the line of an error."""
         if node is None:
             return {}
         if not isinstance(node, Mapping):
-            raise self.fail(f"{dotted} must be a mapping (key: value lines)")
+            raise self.fail(f"{dotted} must be a mapping (key: value lines)", parent, key)
         for key in node:
             if not isinstance(key, str):
                 raise self.fail(f"{dotted} has a key that is not text: {key!r}", node, key)
@@ -260,8 +268,10 @@ def _parse(doc: Any, file: str) -> UserSettings:
             SourceLocation(file, 1),
         )
     top = reader.mapping(doc, "the top level", _TOP_KEYS)
-    tools = reader.mapping(top.get("tools"), "tools", _TOOLS_KEYS)
-    confidence = reader.mapping(top.get("confidence"), "confidence", _CONFIDENCE_KEYS)
+    tools = reader.mapping(top.get("tools"), "tools", _TOOLS_KEYS, top, "tools")
+    confidence = reader.mapping(
+        top.get("confidence"), "confidence", _CONFIDENCE_KEYS, top, "confidence"
+    )
     if "tools" in top:
         reader.locations["tools"] = reader.at(top, "tools")
     return UserSettings(
@@ -287,10 +297,10 @@ def _tools_enabled(reader: _Reader, tools: Mapping[str, Any]) -> bool | None:
 
 def _tool_settings(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     tool_settings: dict[str, dict[str, str]] = {}
-    settings = reader.mapping(tools.get("settings"), "tools.settings", None)
+    settings = reader.mapping(tools.get("settings"), "tools.settings", None, tools, "settings")
     for tool_id, fields in settings.items():
         _check_tool_id(tool_id, "tool id", reader.at(settings, tool_id))
-        field_map = reader.mapping(fields, f"tools.settings.{tool_id}", None)
+        field_map = reader.mapping(fields, f"tools.settings.{tool_id}", None, settings, tool_id)
         tool_settings[tool_id] = {}
         for field, value in field_map.items():
             dotted = f"tools.settings.{tool_id}.{field}"
@@ -304,7 +314,11 @@ def _tool_settings(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, dict[
 def _minimums(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, str]:
     minimums: dict[str, str] = {}
     levels = reader.mapping(
-        tools.get("minimum_provider_confidence"), "tools.minimum_provider_confidence", None
+        tools.get("minimum_provider_confidence"),
+        "tools.minimum_provider_confidence",
+        None,
+        tools,
+        "minimum_provider_confidence",
     )
     if levels:
         reader.locations["tools.minimum_provider_confidence"] = reader.at(
@@ -321,7 +335,11 @@ def _minimums(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, str]:
 def _default_tool_ids(reader: _Reader, tools: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     defaults: dict[str, tuple[str, ...]] = {}
     by_component = reader.mapping(
-        tools.get("default_tool_ids_by_component"), "tools.default_tool_ids_by_component", None
+        tools.get("default_tool_ids_by_component"),
+        "tools.default_tool_ids_by_component",
+        None,
+        tools,
+        "default_tool_ids_by_component",
     )
     if by_component:
         reader.locations["tools.default_tool_ids_by_component"] = reader.at(

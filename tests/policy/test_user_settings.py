@@ -312,3 +312,23 @@ def test_an_ignored_tool_field_names_the_line_of_the_lock_itself(tmp_path: Path)
         "tools.settings.web_search.maxResults has no effect: "
         "DataTools.LockedToolSettings locks web_search.maxResults in Org base (org/plugin.lua:40)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "dotted"),
+    [
+        ("tools:\n  enabled: true\n  settings: [1, 2]\n", 3, "tools.settings"),
+        ("# mine\ntools: 5\n", 2, "tools"),
+        ("tools:\n  settings:\n    web_search: on\n", 3, "tools.settings.web_search"),
+        ("confidence:\n  - TRUST_ALL\n", 1, "confidence"),
+        ("tools:\n  minimum_provider_confidence: HIGH\n", 2, "tools.minimum_provider_confidence"),
+    ],
+)
+def test_a_section_that_is_not_a_mapping_names_its_line(
+    tmp_path: Path, text: str, line: int, dotted: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(UserSettingsError) as caught:
+        load_user_settings(path)
+    assert caught.value.message.startswith(f"{dotted} must be a mapping")
+    assert caught.value.location == SourceLocation(str(path), line)
