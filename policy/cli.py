@@ -495,6 +495,7 @@ def settings_show(
     from policy.explain import render_document, render_table, settings_document
 
     policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
     _require_known_tool(policy, tool_id)
     document = settings_document(policy, tool_id)
     if output_format == "table":
@@ -554,6 +555,7 @@ def settings_set(
             "name the user settings file with --user-settings FILE (or TOOLPOLICY_USER_SETTINGS)"
         )
     policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
     _require_known_tool(policy, tool_id)
     problem = settable_field_problem(policy, tool_id, field, value)
     if problem is not None:
@@ -671,6 +673,8 @@ def diff(
         against_user_settings or user_settings,
         None,
     )
+    _echo_findings_to_stderr(old.errors)
+    _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
     providers = {p.id: p for p in (*old.providers, *new.providers)}
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
     chosen = [_component(c) for c in components] or list(_COMPONENTS)

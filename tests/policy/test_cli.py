@@ -791,3 +791,17 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
     assert code == 0
     shown = {row["field"]: row["value"] for row in document["settings"]}
     assert shown["searxng.baseUrl"] == "https://*****@search.example.org/"
+
+
+def test_settings_and_diff_repeat_load_errors_on_stderr(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "plugin.lua").write_text('ID = "x"\nthis is not lua\n', encoding="utf-8")
+    for command in (
+        ("settings", "web_search", "--org", broken),
+        ("diff", "--org", EXAMPLE_ORG, "--against-org", broken, "--component", "CHAT"),
+        ("diff", "--org", broken, "--against-org", EXAMPLE_ORG, "--component", "CHAT"),
+    ):
+        done = run(*command)
+        assert done.returncode == 0, done.stderr
+        assert f"{broken / 'plugin.lua'}:2: error:" in done.stderr, command
