@@ -819,7 +819,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         cli.main(args=arguments, prog_name="policy")
     except Exception as error:
-        if "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "") not in ("", "0"):
+        if "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "").strip().lower() not in (
+            "",
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
             raise
         if type(error).__module__.startswith("policy."):
             click.echo(f"Error: {error}", err=True)
