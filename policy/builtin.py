@@ -7,11 +7,10 @@ runtime's reading code cannot drift apart.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from policy.definitions import (
@@ -21,6 +20,7 @@ from policy.definitions import (
     ToolFunction,
     ToolVisibility,
 )
+from policy.hosts import parse_allowed_private_hosts
 from policy.tools import CONFIGURED, DefinedTool, ResolutionContext, ToolConfigurationState
 from policy.vocabulary import (
     ANY_LANGUAGE,
@@ -120,6 +120,8 @@ READ_WEB_PAGE_NUMBERS: tuple[IntegerSetting, ...] = (
 SEARCH_CONFLUENCE_NUMBERS: tuple[IntegerSetting, ...] = (
     IntegerSetting(SC_TIMEOUT_SECONDS, 30, 120),
 )
+_WEB_SEARCH_NUMBERS_BY_NAME = {s.name: s for s in WEB_SEARCH_NUMBERS}
+_READ_WEB_PAGE_NUMBERS_BY_NAME = {s.name: s for s in READ_WEB_PAGE_NUMBERS}
 
 
 # --- shared helpers -----------------------------------------------------------------------------
@@ -149,34 +151,53 @@ def _not_configured(message: str) -> ToolConfigurationState:
     return ToolConfigurationState(False, (), message)
 
 
+class _FieldChecked(Protocol):
+    def setting_problem(self, name: str, value: str) -> str | None: ...
+
+
+def _fields_problem(
+    tool: _FieldChecked, settings: Mapping[str, str]
+) -> ToolConfigurationState | None:
+    """The first field whose value its `setting_problem` refuses, as a NOT_CONFIGURED state."""
+    for name, value in settings.items():
+        problem = tool.setting_problem(name, value)
+        if problem:
+            return _not_configured(problem)
+    return None
+
+
+def _integer_value(setting: IntegerSetting, text: str) -> int | None:
+    """A non-blank integer setting's value, or None when it is not a whole number in range."""
+    readable = (
+        text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(setting.maximum))
+    )
+    if not readable or not 1 <= int(text) <= setting.maximum:
+        return None
+    return int(text)
+
+
+def integer_problem(tool_id: str, setting: IntegerSetting, text: str) -> str | None:
+    """Why a whole-number setting's value is refused (None: blank or valid)."""
+    text = text.strip()
+    if not text or _integer_value(setting, text) is not None:
+        return None
+    key = f"{tool_id}.{setting.name}" if tool_id else setting.name
+    return (
+        f"{key}: '{text}' is not valid; expected a whole number "
+        f"from 1 to {setting.maximum} (default {setting.default})"
+    )
+
+
 def read_integer_setting(settings: Mapping[str, str], setting: IntegerSetting) -> int:
-    """The value to use: blank → default, above the maximum → the maximum (validation reports it)."""
+    """The value to use: blank → the default. A value `integer_problem` refuses raises ValueError
+    (the registry never offers a tool with such a value, so a run never gets here with one)."""
     text = settings.get(setting.name, "").strip()
     if not text:
         return setting.default
-    try:
-        value = int(text)
-    except ValueError:
-        return setting.default
-    return min(max(value, 1), setting.maximum)
-
-
-def _check_integers(
-    tool_id: str, settings: Mapping[str, str], numbers: Sequence[IntegerSetting]
-) -> ToolConfigurationState | None:
-    for setting in numbers:
-        text = settings.get(setting.name, "").strip()
-        if not text:
-            continue
-        readable = (
-            text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(setting.maximum))
-        )
-        if not readable or not 1 <= int(text) <= setting.maximum:
-            return _not_configured(
-                f"{tool_id}.{setting.name}: '{text}' is not valid; expected a whole number "
-                f"from 1 to {setting.maximum} (default {setting.default})"
-            )
-    return None
+    value = _integer_value(setting, text)
+    if value is None:
+        raise ValueError(f"the setting {integer_problem('', setting, text)}")
+    return value
 
 
 def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = True) -> str | None:
@@ -209,35 +230,6 @@ def _without_user_info(text: str) -> str:
 def is_free_address_choice_on(settings: Mapping[str, str]) -> bool:
     """Strictly by name: only `ON` (any case, trimmed) is on; numbers, lists and blanks are OFF."""
     return settings.get(RWP_FREE_ADDRESS_CHOICE, "").strip().upper() == FreeAddressChoice.ON.value
-
-
-_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$", re.IGNORECASE)
-
-
-def parse_allowed_private_hosts(text: str) -> tuple[str, ...]:
-    """Entries split on comma, semicolon, CR or LF; `host` or `*.host`; raises ValueError if bad."""
-    entries = [e.strip() for e in re.split(r"[,;\r\n]", text) if e.strip()]
-    hosts: list[str] = []
-    for entry in entries:
-        if "://" in entry or "/" in entry:
-            raise ValueError(
-                "Allowed private hosts must be host names only, without scheme or path."
-            )
-        name = entry[2:] if entry.startswith("*.") else entry
-        if not _is_host_name(name):
-            raise ValueError(f"Allowed private host '{entry}' is not valid.")
-        hosts.append(entry.lower())
-    return tuple(hosts)
-
-
-def _is_host_name(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name.strip("[]"))
-        return True
-    except ValueError:
-        pass
-    labels = name.rstrip(".").split(".")
-    return bool(name) and all(_HOST_LABEL.match(label) for label in labels)
 
 
 # --- web_search ---------------------------------------------------------------------------------
@@ -654,8 +646,16 @@ class WebSearchTool(DefinedTool):
             BUILTIN_DEFINITIONS[WEB_SEARCH], "Web search", ToolOutboundData.THIRD_PARTY_QUERIES
         )
 
+    def setting_problem(self, name: str, value: str) -> str | None:
+        """The field's own validity rule (policy check, settings set and the registry ask it)."""
+        if name in _WEB_SEARCH_NUMBERS_BY_NAME:
+            return integer_problem(WEB_SEARCH, _WEB_SEARCH_NUMBERS_BY_NAME[name], value)
+        if name == WS_SEARXNG_BASE_URL and value.strip():
+            return _url_problem(f"{WEB_SEARCH}.{name}", value.strip(), https_only=False)
+        return None
+
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        problem = _check_integers(WEB_SEARCH, settings, WEB_SEARCH_NUMBERS)
+        problem = _fields_problem(self, settings)
         if problem:
             return problem
         budget = (
@@ -679,13 +679,6 @@ class WebSearchTool(DefinedTool):
                 f"{WEB_SEARCH}: this version of toolpolicy can only ask {askable}; configure one "
                 "of them"
             )
-        base = settings.get(WS_SEARXNG_BASE_URL, "").strip()
-        if base:
-            problem_text = _url_problem(
-                f"{WEB_SEARCH}.{WS_SEARXNG_BASE_URL}", base, https_only=False
-            )
-            if problem_text:
-                return _not_configured(problem_text)
         primary = settings.get(WS_PRIMARY_BACKEND, "").strip()
         strategy = settings.get(WS_BACKEND_STRATEGY, "").strip()
         if strategy == WebSearchBackendStrategy.SPECIFIC.value and not primary:
@@ -707,15 +700,19 @@ class ReadWebPageTool(DefinedTool):
             enforces_outbound_data_restriction=True,
         )
 
+    def setting_problem(self, name: str, value: str) -> str | None:
+        """The field's own validity rule (policy check, settings set and the registry ask it)."""
+        if name in _READ_WEB_PAGE_NUMBERS_BY_NAME:
+            return integer_problem(READ_WEB_PAGE, _READ_WEB_PAGE_NUMBERS_BY_NAME[name], value)
+        if name == RWP_ALLOWED_PRIVATE_HOSTS:
+            try:
+                parse_allowed_private_hosts(value)
+            except ValueError as error:
+                return f"{READ_WEB_PAGE}.{RWP_ALLOWED_PRIVATE_HOSTS}: {error}"
+        return None
+
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        problem = _check_integers(READ_WEB_PAGE, settings, READ_WEB_PAGE_NUMBERS)
-        if problem:
-            return problem
-        try:
-            parse_allowed_private_hosts(settings.get(RWP_ALLOWED_PRIVATE_HOSTS, ""))
-        except ValueError as error:
-            return _not_configured(f"{READ_WEB_PAGE}.{RWP_ALLOWED_PRIVATE_HOSTS}: {error}")
-        return CONFIGURED
+        return _fields_problem(self, settings) or CONFIGURED
 
     async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:
         restriction = context.outbound_restriction
@@ -746,18 +743,21 @@ class SearchConfluenceTool(DefinedTool):
             ToolOutboundData.CONFIGURED_SERVICE,
         )
 
-    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        problem = _check_integers(SEARCH_CONFLUENCE, settings, SEARCH_CONFLUENCE_NUMBERS)
-        if problem:
-            return problem
-        base = settings.get(SC_BASE_URL, "").strip()
-        if base:
-            text = _url_problem(
-                f"{SEARCH_CONFLUENCE}.{SC_BASE_URL}", base, https_only=True, allow_query=False
+    def setting_problem(self, name: str, value: str) -> str | None:
+        """The field's own validity rule (policy check, settings set and the registry ask it)."""
+        if name == SC_TIMEOUT_SECONDS:
+            return integer_problem(SEARCH_CONFLUENCE, SEARCH_CONFLUENCE_NUMBERS[0], value)
+        if name == SC_BASE_URL and value.strip():
+            return _url_problem(
+                f"{SEARCH_CONFLUENCE}.{SC_BASE_URL}",
+                value.strip(),
+                https_only=True,
+                allow_query=False,
             )
-            if text:
-                return _not_configured(text)
-        return CONFIGURED
+        return None
+
+    def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
+        return _fields_problem(self, settings) or CONFIGURED
 
 
 class SemanticSearchTool(DefinedTool):

@@ -260,13 +260,17 @@ def check(
         for finding in [*errors, *warnings]:
             code = f" [{finding.code}]" if finding.code else ""
             _print(f"{_finding_where(finding)}{finding.severity.value}{code}: {finding.message}")
-        verdict = "ok" if not errors else "failed"
-        _print(f"{verdict}: {len(errors)} error(s), {len(warnings)} warning(s)")
+        failed = bool(errors) or (strict and bool(warnings))
+        strict_note = " (--strict: warnings count as errors)" if strict and warnings else ""
+        _print(
+            f"{'failed' if failed else 'ok'}: {len(errors)} error(s), "
+            f"{len(warnings)} warning(s){strict_note}"
+        )
     else:
         document = {
-            "ok": not errors,
-            "errors": [_finding_document(f, with_code=False) for f in errors],
-            "warnings": [_finding_document(f, with_code=True) for f in warnings],
+            "ok": not errors and not (strict and warnings),
+            "errors": [_finding_document(f) for f in errors],
+            "warnings": [_finding_document(f) for f in warnings],
         }
         _print(render_document(document, output_format))
     if errors or (strict and warnings):
@@ -296,15 +300,13 @@ def _loaded_plugins(org: Sequence[Path], local: Sequence[Path]) -> list[Configur
     return plugins
 
 
-def _finding_document(finding: Finding, *, with_code: bool) -> dict[str, Any]:
-    document: dict[str, Any] = {
+def _finding_document(finding: Finding) -> dict[str, Any]:
+    return {
         "file": finding.location.file if finding.location else None,
         "line": finding.location.line if finding.location else None,
+        "code": finding.code,
+        "message": finding.message,
     }
-    if with_code:
-        document["code"] = finding.code
-    document["message"] = finding.message
-    return document
 
 
 # --- explain ----------------------------------------------------------------------------------

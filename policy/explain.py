@@ -408,9 +408,10 @@ def settable_field_problem(
     policy: Policy, tool_id: str, field: str, value: str
 ) -> tuple[str | None, str] | None:
     """Why `policy settings set` must refuse: (argument at fault or None, message); None = fine."""
-    from policy.resolve import option_problem
+    from policy.resolve import field_problem
 
-    definition = next(t.definition for t in policy.tools if t.definition.id == tool_id)
+    tool = next(t for t in policy.tools if t.definition.id == tool_id)
+    definition = tool.definition
     properties = definition.settings_schema.properties
     if field not in properties:
         known = ", ".join(properties) or "(this tool has no settings)"
@@ -434,7 +435,7 @@ def settable_field_problem(
             f"{tool_id}.{field} is locked by {who}; your value would never apply. "
             "Ask whoever maintains that plugin to change it or to make it a default.",
         )
-    problem = option_problem(f"{tool_id}.{field}", spec, value)
+    problem = field_problem(definition, field, value, tool)
     if problem is not None:
         return "VALUE", problem
     return None

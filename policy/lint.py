@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
-from policy.definitions import SettingField, ToolDefinition
+from policy.definitions import ToolDefinition
 from policy.provenance import SourceLocation
+from policy.resolve import field_problem, setting_choices, setting_text
 from policy.secrets import is_encrypted
 from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
-from policy.vocabulary import ProviderKind, ToolActivation, option_values
+from policy.vocabulary import ProviderKind, ToolActivation
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -45,6 +46,7 @@ def lint_policy(policy: Policy, plugins: Sequence[ConfigurationPlugin] = ()) -> 
         policy.registry.is_known,
         policy.findings,
         plugins,
+        {t.definition.id: t for t in policy.tools},
     )
 
 
@@ -54,9 +56,14 @@ def lint_configuration(
     is_known: Callable[[str], bool] | None = None,
     already_reported: Iterable[Finding] = (),
     plugins: Sequence[ConfigurationPlugin] = (),
+    tools: Mapping[str, object] | None = None,
 ) -> tuple[Finding, ...]:
+    """Findings for a merged configuration. `tools` (by id) lets each setting value be checked by
+    its tool's own field rule; without it only the definitions' offered values are checked."""
     earlier = tuple(already_reported)
-    context = _Context(configuration, definitions, is_known or definitions.__contains__, earlier)
+    context = _Context(
+        configuration, definitions, is_known or definitions.__contains__, earlier, tools or {}
+    )
     findings: list[Finding] = []
     for rule in _RULES:
         findings.extend(rule(context))
@@ -72,7 +79,9 @@ class _Context:
         definitions: Mapping[str, ToolDefinition],
         is_known: Callable[[str], bool],
         reported: tuple[Finding, ...] = (),
+        tools: Mapping[str, object] | None = None,
     ) -> None:
+        self.tools = tools or {}
         self.configuration = configuration
         self.definitions = definitions
         self.is_known = is_known
@@ -187,24 +196,23 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                     location,
                 )
                 continue
-            spec = properties[field_name]
-            choices = _choices(spec)
-            text = str(value)
-            if choices and text.strip() and text not in choices and not spec.secret:
-                near = next((v for v in choices if v.lower() == text.lower()), None)
-                hint = f' (did you mean "{near}"? values are case-sensitive)' if near else ""
-                yield _warning(
-                    "value-not-allowed",
-                    f'{key}["{entry}"] = "{text}" is not an allowed value{hint}; '
-                    f"allowed: {', '.join(choices)}. The tool will report itself not configured",
+            if properties[field_name].secret:
+                continue
+            problem = field_problem(
+                definition, field_name, setting_text(value), c.tools.get(tool_id)
+            )
+            if problem is not None:
+                code = (
+                    "value-not-allowed"
+                    if setting_choices(properties[field_name])
+                    else "invalid-tool-setting"
+                )
+                yield Finding(
+                    Severity.ERROR,
+                    code,
+                    f'{key}["{entry}"]: {problem}. {tool_id} is not configured until it is fixed',
                     location,
                 )
-
-
-def _choices(spec: SettingField) -> tuple[str, ...]:
-    if spec.option_source.strip():
-        return tuple(v for v, _ in option_values(spec.option_source))
-    return tuple(spec.enum_values)
 
 
 def _secrets(c: _Context) -> Iterable[Finding]:

@@ -286,6 +286,13 @@ class _Loader:
             Finding(Severity.WARNING, code, message, location or SourceLocation(self.file, 0))
         )
 
+    def _skip_value(self, code: str, message: str, location: SourceLocation | None) -> None:
+        """A value that is skipped while the plugin still applies: an error for `policy check`
+        (what the administrator wrote does not take effect), not a reason to reject the plugin."""
+        self.warnings.append(
+            Finding(Severity.ERROR, code, message, location or SourceLocation(self.file, 0))
+        )
+
     def _missing_or(self, name: str, wanted: str) -> None:
         if name not in self.globals:
             self._issue("invalid-global", f"{name} is missing; it must be {wanted}")
@@ -819,14 +826,16 @@ class _SettingParser:
         if self.spec.rejects_plugin:
             self.loader._issue("invalid-setting", message, self.where)
         else:
-            self.loader._warn("invalid-setting", message + "; the setting is skipped", self.where)
+            self.loader._skip_value(
+                "invalid-setting", message + "; the setting is skipped", self.where
+            )
 
     def _entry(self, table: LuaTable, key: Any, message: str) -> None:
         where = table.locations.get(key) or self.where
         if self.spec.rejects_plugin:
             self.loader._issue("invalid-setting", f"{self.label}: {message}", where)
         else:
-            self.loader._warn(
+            self.loader._skip_value(
                 "invalid-setting-entry", f"{self.label}: {message}; entry skipped", where
             )
 

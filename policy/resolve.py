@@ -150,7 +150,8 @@ def _table(
     return setting.value, setting
 
 
-def _text_of(value: object) -> str:
+def setting_text(value: object) -> str:
+    """A configured value as the text a tool reads (an `ENC:v1:` secret stays encrypted)."""
     if isinstance(value, SecretValue):
         return value.encrypted
     return value if isinstance(value, str) else str(value)
@@ -211,7 +212,7 @@ def resolve_setting(
     if definition.secret:
         if key in locked_table and locked_setting is not None:
             return _locked_secret(
-                tool_id, name, _text_of(locked_table[key]), _entry_origin(locked_setting, key)
+                tool_id, name, setting_text(locked_table[key]), _entry_origin(locked_setting, key)
             )
         stored = (secret_reader or default_secret_reader)(tool_id, name)
         if stored:
@@ -224,7 +225,7 @@ def resolve_setting(
         return ResolvedSetting(
             tool_id,
             name,
-            _text_of(locked_table[key]),
+            setting_text(locked_table[key]),
             SettingSource.LOCKED,
             True,
             origin=_entry_origin(locked_setting, key),
@@ -234,7 +235,7 @@ def resolve_setting(
         return ResolvedSetting(
             tool_id,
             name,
-            _text_of(user_values[name]),
+            setting_text(user_values[name]),
             SettingSource.USER,
             False,
             location=_user_location(user, f"tools.settings.{key}"),
@@ -244,7 +245,7 @@ def resolve_setting(
         return ResolvedSetting(
             tool_id,
             name,
-            _text_of(default_table[key]),
+            setting_text(default_table[key]),
             SettingSource.ORG_DEFAULT,
             False,
             origin=_entry_origin(default_setting, key),
@@ -277,21 +278,54 @@ def option_problem(key: str, spec: SettingField, value: str) -> str | None:
     """§4.5 shared option check: blank passes; otherwise the value must be offered exactly."""
     if not value.strip():
         return None
-    offered = (
-        tuple(v for v, _ in option_values(spec.option_source))
-        if spec.option_source.strip()
-        else spec.enum_values
-    )
+    offered = setting_choices(spec)
     if not offered or value in offered:
         return None
-    shown = SECRET_MASK if spec.secret else value
-    return f"{key}: '{shown}' is not one of the offered values ({', '.join(offered)})"
+    if spec.secret:
+        return f"{key}: '{SECRET_MASK}' is not one of the offered values ({', '.join(offered)})"
+    near = next((v for v in offered if v.lower() == value.strip().lower()), None)
+    hint = f'; did you mean "{near}"? values are case-sensitive' if near else ""
+    return f"{key}: '{value}' is not one of the offered values ({', '.join(offered)}){hint}"
+
+
+def setting_choices(spec: SettingField) -> tuple[str, ...]:
+    """The values a field offers (its option source, else its enum); empty = any text."""
+    if spec.option_source.strip():
+        return tuple(v for v, _ in option_values(spec.option_source))
+    return tuple(spec.enum_values)
+
+
+def field_problem(
+    definition: ToolDefinition, name: str, value: str, tool: object | None = None
+) -> str | None:
+    """Why one value of one setting field is refused, or None: THE validity rule of a field.
+
+    `policy check`, `policy settings set` / `settings show`, `policy explain`, the registry's
+    NOT_CONFIGURED check and the tool at run time all ask this, so they always agree. It checks
+    the offered values, then the tool's own `setting_problem(name, value)` (range, address
+    shape, …) when the tool has one. A check that breaks refuses the value (fails closed).
+    """
+    spec = definition.settings_schema.properties.get(name)
+    key = f"{definition.id}.{name}"
+    if spec is None:
+        return None
+    problem = option_problem(key, spec, value)
+    if problem is not None:
+        return problem
+    check = getattr(tool, "setting_problem", None)
+    if check is None or not value.strip():
+        return None
+    try:
+        result = check(name, value)
+    except Exception as error:  # a field check that breaks must not let the value through
+        return f"{key}: the value could not be checked ({type(error).__name__})"
+    return result if isinstance(result, str) and result else None
 
 
 def configuration_state(
     definition: ToolDefinition, settings: ResolvedSettings, tool: Tool | None = None
 ) -> ToolConfigurationState:
-    """Required fields, then offered values, then the tool's own validation (fails closed)."""
+    """Required fields, then each field's validity, then the tool's own check (fails closed)."""
     values = settings.values_for_tool()
     missing = tuple(
         name for name in definition.settings_schema.required if not values.get(name, "").strip()
@@ -299,8 +333,8 @@ def configuration_state(
     if missing:
         keys = ", ".join(f"{definition.id}.{n}" for n in missing)
         return ToolConfigurationState(False, missing, f"Required settings are missing: {keys}")
-    for name, spec in definition.settings_schema.properties.items():
-        problem = option_problem(f"{definition.id}.{name}", spec, values.get(name, ""))
+    for name in definition.settings_schema.properties:
+        problem = field_problem(definition, name, values.get(name, ""), tool)
         if problem:
             return ToolConfigurationState(False, (), problem)
     if tool is None:
@@ -412,7 +446,9 @@ def effective_minimum_confidence(
                     (
                         ConfidenceLevel.HIGH,
                         "invalid managed config; safe fallback",
-                        Evidence(key, _text_of(raw), f"{source}; unreadable, HIGH applies", origin),
+                        Evidence(
+                            key, setting_text(raw), f"{source}; unreadable, HIGH applies", origin
+                        ),
                     )
                 )
             else:
@@ -464,7 +500,7 @@ def confidence_scheme(
     custom_table, custom_setting = _table(configuration, CUSTOM_CONFIDENCE_SCHEME)
     evidence: list[Evidence] = []
     if setting is not None and (setting.locked or not user.confidence_scheme):
-        scheme = _text_of(setting.value)
+        scheme = setting_text(setting.value)
         evidence.append(_managed_evidence(setting, scheme))
     elif user.confidence_scheme:
         scheme = user.confidence_scheme
@@ -476,7 +512,7 @@ def confidence_scheme(
     if scheme.strip().upper() == ConfidenceScheme.CUSTOM.value and custom_setting is not None:
         evidence.append(
             _managed_evidence(
-                custom_setting, {str(k): _text_of(v) for k, v in custom_table.items()}
+                custom_setting, {str(k): setting_text(v) for k, v in custom_table.items()}
             )
         )
     return ConfidenceSchemeChoice(scheme, custom_table, tuple(evidence))

@@ -24,6 +24,7 @@ from policy.builtin import (
     is_free_address_choice_on,
     read_integer_setting,
 )
+from policy.hosts import parse_allowed_private_hosts
 from policy.vocabulary import OutboundDataRestriction
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
@@ -126,8 +127,6 @@ def _target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[
 
 
 def _allowed_private_hosts(settings: Mapping[str, str]) -> tuple[str, ...]:
-    from runtime.web.addresses import parse_allowed_private_hosts
-
     try:
         return parse_allowed_private_hosts(settings.get(RWP_ALLOWED_PRIVATE_HOSTS, ""))
     except ValueError as error:

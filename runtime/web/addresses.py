@@ -14,7 +14,31 @@ from collections.abc import Iterable
 from enum import StrEnum
 from urllib.parse import urlsplit, urlunsplit
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from policy.hosts import (
+    HOST_NAME_PATTERN,
+    IPAddress,
+    is_host_allowed,
+    normalize_host,
+    parse_allowed_private_hosts,
+    parse_host_literal,
+)
+
+__all__ = [
+    "AddressClass",
+    "IPAddress",
+    "canonical_host",
+    "classify_ip",
+    "connectable_ip",
+    "embedded_ipv4",
+    "find_web_addresses",
+    "is_host_allowed",
+    "is_local_host_name",
+    "normalize_host",
+    "parse_allowed_private_hosts",
+    "parse_host_literal",
+    "redact_url_for_log",
+    "request_key",
+]
 
 
 class AddressClass(StrEnum):
@@ -108,62 +132,6 @@ def connectable_ip(ip: IPAddress) -> IPAddress:
     return ip
 
 
-_IPV4_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*)$")
-
-
-def _parse_ipv4_part(part: str) -> int | None:
-    if not _IPV4_PART.match(part):
-        return None
-    if part[:2] in ("0x", "0X"):
-        return int(part[2:] or "0", 16)
-    if len(part) > 1 and part[0] == "0":
-        return int(part, 8)
-    return int(part, 10)
-
-
-def _parse_ipv4_like_resolver(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 shorthand inet_aton accepts: 1-4 parts, decimal/octal/hex, the last fills the rest."""
-    parts = host.split(".")
-    if not 1 <= len(parts) <= 4:
-        return None
-    values = [_parse_ipv4_part(p) for p in parts]
-    if any(v is None for v in values):
-        return None
-    numbers = [v for v in values if v is not None]
-    *leading, last = numbers
-    if any(v > 0xFF for v in leading) or last >= 1 << (8 * (5 - len(numbers))):
-        return None
-    value = last
-    for index, byte in enumerate(leading):
-        value |= byte << (8 * (3 - index))
-    return ipaddress.IPv4Address(value)
-
-
-def normalize_host(host: str) -> str:
-    """Lowercase, brackets and one trailing dot removed: the form host comparisons use."""
-    host = host.strip().lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host[:-1] if host.endswith(".") else host
-
-
-def parse_host_literal(host: str) -> IPAddress | None:
-    """The IP address a host names without DNS, in every form the system resolver accepts.
-
-    That covers dotted quads, 2130706433, 0x7f.1, 127.1, 0177.0.0.1, 0 and IPv6 with or without
-    brackets (a zone id is dropped). Anything else is a name and None.
-    """
-    text = normalize_host(host)
-    if not text:
-        return None
-    if ":" in text:
-        try:
-            return ipaddress.IPv6Address(text.split("%", 1)[0])
-        except ValueError:
-            return None
-    return _parse_ipv4_like_resolver(text)
-
-
 def is_local_host_name(host: str) -> bool:
     """`localhost` and every `*.localhost` name (RFC 6761), case and trailing dot ignored."""
     name = normalize_host(host)
@@ -171,9 +139,6 @@ def is_local_host_name(host: str) -> bool:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_HOST_NAME = re.compile(
-    r"^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$"
-)
 
 
 def canonical_host(raw_host: str) -> str | None:
@@ -184,7 +149,7 @@ def canonical_host(raw_host: str) -> str | None:
     if literal is not None:
         return str(literal)
     name = normalize_host(raw_host)
-    return name if _HOST_NAME.match(name) else None
+    return name if HOST_NAME_PATTERN.match(name) else None
 
 
 def request_key(url: str | None) -> str | None:
@@ -303,61 +268,3 @@ def redact_url_for_log(url: str) -> str:
     )
     redacted = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return redacted[:_MAX_LOGGED_URL]
-
-
-_HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
-_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
-
-
-def _allowlist_host(entry: str) -> str | None:
-    """The canonical host of one allowlist entry (IDN as punycode, IP literals canonical)."""
-    import httpx
-
-    literal = parse_host_literal(entry)
-    if literal is not None:
-        return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
-    if ":" in entry or not entry.strip(".") or ".." in entry:
-        return None
-    try:
-        raw = httpx.URL(f"http://{entry}/").raw_host.decode("ascii")
-    except (httpx.InvalidURL, ValueError, UnicodeError):
-        return None
-    host = normalize_host(raw)
-    return host if _HOST_NAME.match(host) else None
-
-
-def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
-    """The `allowedPrivateHosts` setting as canonical entries: `host` or `*.host`, each once.
-
-    Entries are separated by comma, semicolon, CR or LF; blanks are skipped. Raises ValueError
-    with the message an administrator sees when an entry has a scheme or path or is no host.
-    """
-    entries: list[str] = []
-    for raw_entry in _ENTRY_SEPARATORS.split(text or ""):
-        entry = raw_entry.strip()
-        if not entry:
-            continue
-        if any(mark in entry for mark in ("://", "/", "\\", "?", "#", "@")):
-            raise ValueError(_HOSTS_ONLY)
-        wildcard = entry.startswith("*.")
-        host = _allowlist_host(entry[2:] if wildcard else entry)
-        if host is None or (wildcard and parse_host_literal(host) is not None):
-            raise ValueError(f"Allowed private host '{entry}' is not valid.")
-        canonical = f"*.{host}" if wildcard else host
-        if canonical not in entries:
-            entries.append(canonical)
-    return tuple(entries)
-
-
-def is_host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
-    """Whether a URL host is on an allowlist; `*.x` matches subdomains of x, never x itself."""
-    name = _allowlist_host(normalize_host(host))
-    if name is None:
-        return False
-    for entry in allowed_hosts:
-        if entry.startswith("*."):
-            if name.endswith("." + entry[2:]):
-                return True
-        elif name == entry:
-            return True
-    return False

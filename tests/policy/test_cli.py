@@ -238,7 +238,8 @@ def test_check_reports_a_lua_syntax_error_with_file_and_line(tmp_path: Path) -> 
     assert document["ok"] is False
     assert document["errors"], document
     error = document["errors"][0]
-    assert set(error) == {"file", "line", "message"}
+    assert set(error) == {"file", "line", "code", "message"}
+    assert error["code"]
     assert error["file"].endswith("plugin.lua")
     assert isinstance(error["line"], int) and error["line"] > 0
 
@@ -269,13 +270,15 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
 """,
     )
     code, document = run_json("check", "--org", plugin.parent)
-    assert code == 0
+    assert code == 1  # a refused tool setting value is an error: the tool is not configured
     by_code: dict[str, list[dict[str, Any]]] = {}
-    for warning in document["warnings"]:
+    for warning in document["warnings"] + document["errors"]:
         assert set(warning) == {"file", "line", "code", "message"}
         by_code.setdefault(warning["code"], []).append(warning)
+    assert [e["code"] for e in document["errors"]] == ["value-not-allowed"]
     assert "web_serch" in by_code["unknown-tool-id"][0]["message"]
-    assert '"on"' in by_code["value-not-allowed"][0]["message"]
+    assert "'on'" in by_code["value-not-allowed"][0]["message"]
+    assert 'did you mean "ON"' in by_code["value-not-allowed"][0]["message"]
     assert "OFF, ON" in by_code["value-not-allowed"][0]["message"]
     assert "plain-text-key" not in json.dumps(document)
     assert by_code["plaintext-secret"]
@@ -601,7 +604,12 @@ def test_a_bad_user_settings_file_is_reported_with_its_line(base: Path, tmp_path
     code, document = run_json("check", "--org", base, "--user-settings", user)
     assert code == 1
     assert document["errors"] == [
-        {"file": str(user), "line": 2, "message": document["errors"][0]["message"]}
+        {
+            "file": str(user),
+            "line": 2,
+            "code": "user-settings",
+            "message": document["errors"][0]["message"],
+        }
     ]
     assert "maybe" in document["errors"][0]["message"]
     explained = run("explain", "web_search", "--org", base, "--user-settings", user)

@@ -443,7 +443,10 @@ def test_bad_settings_are_skipped_with_a_warning_and_the_rest_applies(tmp_path: 
     compat = by_line[line_of(path, '"web_search.maxResults"')]
     assert compat.code == "ai-studio-compat" and 'write "10"' in compat.message
     assert "must be a string, not a table" in by_line[line_of(path, '"web_search.safe"')].message
-    assert all(f.severity is Severity.WARNING for f in plugin.findings)
+    # skipped values are errors for `policy check` (they do not take effect); the plugin applies
+    skipped = [f for f in plugin.findings if f.code.startswith("invalid-setting")]
+    assert skipped and all(f.severity is Severity.ERROR for f in skipped)
+    assert all(f.severity is Severity.WARNING for f in plugin.findings if f not in skipped)
 
 
 def test_allow_user_override_companions(tmp_path: Path) -> None:

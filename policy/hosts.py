@@ -1,0 +1,152 @@
+"""Host names and allowlists: the one reading of a host that both the policy and the runtime use.
+
+`policy check` and the registry's NOT_CONFIGURED check decide whether `allowedPrivateHosts` is
+valid, and the runtime decides whether a URL's host is on it; both ask these functions, so an
+entry the policy accepts is an entry the runtime honours. Rules (see README, read_web_page):
+
+- entries are separated by comma, semicolon, CR or LF; blanks are skipped; each is `host` or
+  `*.host` (`*.x` matches every subdomain of x, never x itself);
+- names are compared in ASCII lower case; an internationalized name (`bücher.example`) is the
+  same entry as its punycode form (`xn--bcher-kva.example`), encoded with IDNA 2008 (the `idna`
+  package, as httpx encodes a URL's host);
+- underscores are allowed in labels (`a_b.corp`): internal DNS and Windows host names use them;
+- IP literals are allowed in every form the system resolver reads (`10.0.0.1`, `[fd00::1]`),
+  compared canonically; a wildcard over an IP literal (`*.10.0.0.1`) is refused, since an address
+  has no subdomains;
+- a scheme, path, query, fragment, user info or port is refused: entries are hosts only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+"""An IPv4 or IPv6 address."""
+
+
+_IPV4_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*)$")
+
+
+def _parse_ipv4_part(part: str) -> int | None:
+    if not _IPV4_PART.match(part):
+        return None
+    if part[:2] in ("0x", "0X"):
+        return int(part[2:] or "0", 16)
+    if len(part) > 1 and part[0] == "0":
+        return int(part, 8)
+    return int(part, 10)
+
+
+def _parse_ipv4_like_resolver(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 shorthand inet_aton accepts: 1-4 parts, decimal/octal/hex, the last fills the rest."""
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    values = [_parse_ipv4_part(p) for p in parts]
+    if any(v is None for v in values):
+        return None
+    numbers = [v for v in values if v is not None]
+    *leading, last = numbers
+    if any(v > 0xFF for v in leading) or last >= 1 << (8 * (5 - len(numbers))):
+        return None
+    value = last
+    for index, byte in enumerate(leading):
+        value |= byte << (8 * (3 - index))
+    return ipaddress.IPv4Address(value)
+
+
+def normalize_host(host: str) -> str:
+    """Lowercase, brackets and one trailing dot removed: the form host comparisons use."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host[:-1] if host.endswith(".") else host
+
+
+def parse_host_literal(host: str) -> IPAddress | None:
+    """The IP address a host names without DNS, in every form the system resolver accepts.
+
+    That covers dotted quads, 2130706433, 0x7f.1, 127.1, 0177.0.0.1, 0 and IPv6 with or without
+    brackets (a zone id is dropped). Anything else is a name and None.
+    """
+    text = normalize_host(host)
+    if not text:
+        return None
+    if ":" in text:
+        try:
+            return ipaddress.IPv6Address(text.split("%", 1)[0])
+        except ValueError:
+            return None
+    return _parse_ipv4_like_resolver(text)
+
+
+HOST_NAME_PATTERN = re.compile(
+    r"^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$"
+)
+"""A host name in ASCII: labels of letters, digits, hyphens and underscores."""
+
+
+def ascii_host_name(name: str) -> str | None:
+    """A host name in ASCII lower case (IDNA for non-ASCII names), or None if it cannot be one."""
+    if name.isascii():
+        return name.lower()
+    import idna
+
+    try:
+        return idna.encode(name.lower()).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return None
+
+
+_HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
+_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
+
+
+def _allowlist_host(entry: str) -> str | None:
+    """The canonical host of one allowlist entry (IDN as punycode, IP literals canonical)."""
+    literal = parse_host_literal(entry)
+    if literal is not None:
+        return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
+    if ":" in entry or not entry.strip(".") or ".." in entry:
+        return None
+    host = ascii_host_name(normalize_host(entry))
+    return host if host is not None and HOST_NAME_PATTERN.match(host) else None
+
+
+def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
+    """The `allowedPrivateHosts` setting as canonical entries: `host` or `*.host`, each once.
+
+    Entries are separated by comma, semicolon, CR or LF; blanks are skipped. Raises ValueError
+    with the message an administrator sees when an entry has a scheme or path or is no host.
+    """
+    entries: list[str] = []
+    for raw_entry in _ENTRY_SEPARATORS.split(text or ""):
+        entry = raw_entry.strip()
+        if not entry:
+            continue
+        if any(mark in entry for mark in ("://", "/", "\\", "?", "#", "@")):
+            raise ValueError(_HOSTS_ONLY)
+        wildcard = entry.startswith("*.")
+        host = _allowlist_host(entry[2:] if wildcard else entry)
+        if host is None or (wildcard and parse_host_literal(host) is not None):
+            raise ValueError(f"Allowed private host '{entry}' is not valid.")
+        canonical = f"*.{host}" if wildcard else host
+        if canonical not in entries:
+            entries.append(canonical)
+    return tuple(entries)
+
+
+def is_host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
+    """Whether a URL host is on an allowlist; `*.x` matches subdomains of x, never x itself."""
+    name = _allowlist_host(normalize_host(host))
+    if name is None:
+        return False
+    for entry in allowed_hosts:
+        if entry.startswith("*."):
+            if name.endswith("." + entry[2:]):
+                return True
+        elif name == entry:
+            return True
+    return False
