@@ -157,14 +157,21 @@ def load_policy(
     Bad plugins never raise: they become error findings, and a broken organization plugin makes
     the policy fail closed. A broken user settings file raises `UserSettingsError` (its message
     names the file and line). `tools` replaces discovery (an embedding app passing its own).
+    With `state_dir`, the configurations `policy fetch` put in force there load first, as
+    organization plugins.
     """
     from policy.discovery import discover_tools
     from policy.merge import load_configuration
     from policy.registry import ToolRegistry
     from policy.user_settings import ignored_user_settings, load_user_settings
 
+    organization = [Path(p) for p in org]
+    if state_dir is not None:
+        from policy.config_sources import delivered_roots
+
+        organization = [*delivered_roots(Path(state_dir)), *organization]
     configuration = load_configuration(
-        [Path(p) for p in org],
+        organization,
         [Path(p) for p in local],
         Path(state_dir) if state_dir is not None else None,
     )

@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_LAZY_COMMANDS: dict[str, str] = {"chat": "runtime.cli_chat:chat"}
+_LAZY_COMMANDS: dict[str, str] = {
+    "chat": "runtime.cli_chat:chat",
+    "fetch": "runtime.cli_fetch:fetch",
+    "status": "runtime.cli_fetch:status",
+}
 
 
 def register_lazy_command(name: str, target: str) -> None:
@@ -150,8 +154,9 @@ def configuration_options(function: F) -> F:
             "state_dir",
             envvar="TOOLPOLICY_STATE_DIR",
             type=click.Path(file_okay=False, path_type=Path),
-            help="Where last-known-good copies of organization plugins are kept (stateless "
-            "without). [env: TOOLPOLICY_STATE_DIR]",
+            help="Where last-known-good copies of organization plugins are kept, and the "
+            "configurations `policy fetch` put in force, which load first (stateless without). "
+            "[env: TOOLPOLICY_STATE_DIR]",
         ),
     ]
     for option in reversed(options):

@@ -1,0 +1,311 @@
+"""Where an organization's configurations come from: configuration ids and server URLs.
+
+An IT department names, per device or instance, which configurations (a GUID each) to fetch from
+which configuration server, the way AI Studio reads it: the environment
+(`MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ID_00000` / `…_CONFIG_SERVER_URL_00000`, the combined
+`…_CONFIGS` = `id@url;…`, the single pair without a slot number) or policy files
+`config_00000.yaml` (`id`, `server_url`) in `$XDG_CONFIG_DIRS/mindwork-ai-studio` (fallback
+`/etc/xdg/mindwork-ai-studio`); plus toolpolicy's own `TOOLPOLICY_CONFIG_SERVERS` and
+`--config-server ID@URL`. The first source with at least one valid pair wins; sources are never
+merged. This module only reads local files and variables; fetching is `runtime.config_fetch`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from policy.configuration import Finding, Severity
+from policy.provenance import SourceLocation
+
+ENV_PREFIX = "MINDWORK_AI_STUDIO_ENTERPRISE_"
+ENV_OWN = "TOOLPOLICY_CONFIG_SERVERS"
+POLICY_DIR_NAME = "mindwork-ai-studio"
+DELIVERED_DIR = "delivered"
+"""Below `--state-dir`: one folder per fetched configuration id, the copy in force."""
+STATUS_FILE = "delivery.json"
+"""Below `--state-dir`: per configuration id, what the last fetch rounds found."""
+
+_GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_SLOT = re.compile(r"^_?(\d{1,5})$")
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationReference:
+    """One configuration to fetch: its id (a lower-case GUID) and the server that serves it."""
+
+    id: str
+    server_url: str
+    source: str
+    """Where the pair was found: `--config-server`, an environment variable, a policy file."""
+
+    @property
+    def download_url(self) -> str:
+        """`<server url without trailing slash>/<id>.zip`, as AI Studio's configuration server."""
+        return f"{self.server_url.rstrip('/')}/{self.id}.zip"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationReferences:
+    """The winning source's configurations and what was wrong in the sources read."""
+
+    references: tuple[ConfigurationReference, ...]
+    source: str
+    findings: tuple[Finding, ...] = ()
+
+
+def parse_reference(text: str, source: str) -> ConfigurationReference:
+    """`ID@URL` (as `--config-server` and `TOOLPOLICY_CONFIG_SERVERS` take it); raises ValueError."""
+    identifier, at, url = text.strip().partition("@")
+    if not at:
+        raise ValueError(f"{source}: '{text.strip()}' is not ID@URL")
+    return _reference(identifier, url, source)
+
+
+def _reference(identifier: str, url: str, source: str) -> ConfigurationReference:
+    guid = identifier.strip().lower().strip("{}")
+    if not _GUID.match(guid):
+        raise ValueError(f"{source}: '{identifier.strip()}' is not a configuration id (a GUID)")
+    address = url.strip()
+    if not re.match(r"^https?://[^/\s]+", address, re.IGNORECASE):
+        raise ValueError(
+            f"{source}: '{address}' is not a configuration server address (http:// or https://)"
+        )
+    return ConfigurationReference(guid, address, source)
+
+
+def _slot_order(suffix: str) -> tuple[int, int, int, str]:
+    number = int(suffix)
+    return (number, 0 if len(suffix) == 5 else 1, len(suffix), suffix)
+
+
+def _pairs_from_mapping(
+    values: Mapping[str, str], id_key: str, url_key: str, combined_key: str | None, source: str
+) -> tuple[list[ConfigurationReference], list[Finding]]:
+    """Indexed slots (by number), then the combined list, then the single pair; first id wins."""
+    found: list[ConfigurationReference] = []
+    findings: list[Finding] = []
+    seen: set[str] = set()
+
+    def add(identifier: str, url: str, where: str) -> None:
+        if not identifier.strip() and not url.strip():
+            return
+        if not identifier.strip() or not url.strip():
+            findings.append(_finding(f"{where}: an id without a server URL (or the reverse)"))
+            return
+        try:
+            reference = _reference(identifier, url, where)
+        except ValueError as error:
+            findings.append(_finding(str(error)))
+            return
+        if reference.id not in seen:
+            seen.add(reference.id)
+            found.append(reference)
+
+    suffixes: set[str] = set()
+    for key in values:
+        for prefix in (id_key, url_key):
+            if key.startswith(prefix) and _SLOT.match(key[len(prefix) :]):
+                suffixes.add(key[len(prefix) :].lstrip("_"))
+    for suffix in sorted(suffixes, key=_slot_order):
+        identifier = values.get(f"{id_key}_{suffix}", values.get(f"{id_key}{suffix}", ""))
+        url = values.get(f"{url_key}_{suffix}", values.get(f"{url_key}{suffix}", ""))
+        add(identifier, url, f"{source} {id_key}_{suffix}")
+    if combined_key:
+        for item in values.get(combined_key, "").split(";"):
+            if item.strip():
+                identifier, _, url = item.partition("@")
+                add(identifier, url, f"{source} {combined_key}")
+    add(values.get(id_key, ""), values.get(url_key, ""), f"{source} {id_key}")
+    return found, findings
+
+
+def _finding(message: str) -> Finding:
+    return Finding(Severity.WARNING, "configuration-reference", message, None)
+
+
+def _read_policy_file(path: Path) -> dict[str, str] | None:
+    """AI Studio's YAML subset: `key: value` lines and `#` comments; one pair of quotes stripped.
+    A line without `:` or with unbalanced quotes voids the whole file (None)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeError):
+        return None
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, colon, value = line.partition(":")
+        if not colon:
+            return None
+        value = value.strip()
+        if value[:1] in ("'", '"'):
+            if len(value) < 2 or value[-1] != value[0]:
+                return None
+            value = value[1:-1]
+        elif value.endswith(("'", '"')):
+            return None
+        values.setdefault(key.strip(), value)
+    return values
+
+
+def policy_directories(environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """Each `$XDG_CONFIG_DIRS` entry + `mindwork-ai-studio`, else `/etc/xdg/mindwork-ai-studio`."""
+    entries = [e for e in environ.get("XDG_CONFIG_DIRS", "").split(":") if e.strip()]
+    roots = entries or ["/etc/xdg"]
+    return tuple(Path(root) / POLICY_DIR_NAME for root in roots)
+
+
+def _from_policy_files(
+    directories: Sequence[Path],
+) -> tuple[list[ConfigurationReference], list[Finding]]:
+    """`config<slot>.yaml` files; for each key the first non-empty value across the folders wins."""
+    merged: dict[str, str] = {}
+    findings: list[Finding] = []
+    for directory in directories:
+        try:
+            names = sorted(p.name for p in directory.iterdir() if p.is_file())
+        except OSError:
+            continue
+        for name in names:
+            match = re.match(r"^config(_?\d{1,5})\.yaml$", name)
+            if not match:
+                continue
+            values = _read_policy_file(directory / name)
+            if values is None:
+                findings.append(
+                    Finding(
+                        Severity.WARNING,
+                        "configuration-reference",
+                        f"{directory / name} is not a valid policy file (a line without ':' or "
+                        "with unbalanced quotes); the whole file is ignored",
+                        SourceLocation(str(directory / name), 0),
+                    )
+                )
+                continue
+            suffix = match.group(1).lstrip("_")
+            for key in ("id", "server_url"):
+                if values.get(key, "").strip():
+                    merged.setdefault(f"{key}_{suffix}", values[key])
+    found, more = _pairs_from_mapping(merged, "id", "server_url", None, "policy file")
+    return found, findings + more
+
+
+def configuration_references(
+    explicit: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    directories: Sequence[Path] | None = None,
+) -> ConfigurationReferences:
+    """The configurations this device or instance fetches: the first source with a valid pair.
+
+    Order: `--config-server` values, `TOOLPOLICY_CONFIG_SERVERS` (`ID@URL;…`), AI Studio's policy
+    files, AI Studio's environment variables. A malformed `--config-server` raises ValueError
+    (the administrator typed it); malformed entries elsewhere are findings and skipped.
+    """
+    env = os.environ if environ is None else environ
+    folders = policy_directories(env) if directories is None else tuple(directories)
+    findings: list[Finding] = []
+    if explicit:
+        references = tuple(parse_reference(text, "--config-server") for text in explicit)
+        return ConfigurationReferences(_unique(references), "--config-server")
+    own: list[ConfigurationReference] = []
+    for item in env.get(ENV_OWN, "").split(";"):
+        if item.strip():
+            try:
+                own.append(parse_reference(item, ENV_OWN))
+            except ValueError as error:
+                findings.append(_finding(str(error)))
+    if own:
+        return ConfigurationReferences(_unique(own), ENV_OWN, tuple(findings))
+    from_files, file_findings = _from_policy_files(folders)
+    findings.extend(file_findings)
+    if from_files:
+        return ConfigurationReferences(tuple(from_files), "policy files", tuple(findings))
+    prefix = ENV_PREFIX
+    values = {k[len(prefix) :]: v for k, v in env.items() if k.startswith(prefix)}
+    from_env, env_findings = _pairs_from_mapping(
+        values, "CONFIG_ID", "CONFIG_SERVER_URL", "CONFIGS", "environment"
+    )
+    findings.extend(env_findings)
+    return ConfigurationReferences(
+        tuple(from_env), "environment" if from_env else "", tuple(findings)
+    )
+
+
+def _unique(references: Sequence[ConfigurationReference]) -> tuple[ConfigurationReference, ...]:
+    seen: dict[str, ConfigurationReference] = {}
+    for reference in references:
+        seen.setdefault(reference.id, reference)
+    return tuple(seen.values())
+
+
+# --- what was fetched ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryStatus:
+    """What the fetch rounds found for one configuration (the status block `policy status` shows)."""
+
+    id: str
+    server_url: str
+    state: str
+    """`current` (the last attempt succeeded), `last-known-good` (it failed; an earlier copy is in
+    force) or `never fetched` (no copy yet)."""
+    etag: str | None = None
+    last_attempt: str | None = None
+    last_success: str | None = None
+    error: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+STATE_CURRENT = "current"
+STATE_LAST_KNOWN_GOOD = "last-known-good"
+STATE_NEVER_FETCHED = "never fetched"
+
+
+def delivered_folder(state_dir: Path, configuration_id: str) -> Path:
+    return state_dir / DELIVERED_DIR / configuration_id
+
+
+def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
+    """The fetched configurations in force, as organization plugin folders (sorted by id)."""
+    root = state_dir / DELIVERED_DIR
+    try:
+        return tuple(sorted(p for p in root.iterdir() if p.is_dir() and _GUID.match(p.name)))
+    except OSError:
+        return ()
+
+
+def read_statuses(state_dir: Path) -> dict[str, DeliveryStatus]:
+    """The status records kept in `<state_dir>/delivery.json` (an unreadable file reads as none)."""
+    try:
+        data = json.loads((state_dir / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    records: dict[str, DeliveryStatus] = {}
+    for item in data.get("configurations", []) if isinstance(data, dict) else []:
+        try:
+            status = DeliveryStatus(**{k: item.get(k) for k in DeliveryStatus.__slots__})
+        except TypeError:
+            continue
+        if isinstance(status.id, str):
+            records[status.id] = status
+    return records
+
+
+def write_statuses(state_dir: Path, statuses: Sequence[DeliveryStatus]) -> None:
+    """Replace `<state_dir>/delivery.json` atomically."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    target = state_dir / STATUS_FILE
+    temporary = target.with_name(f".{STATUS_FILE}.tmp")
+    document = {"configurations": [s.document() for s in statuses]}
+    temporary.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    os.replace(temporary, target)

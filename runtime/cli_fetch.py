@@ -1,0 +1,121 @@
+"""`policy fetch` and `policy status`: configurations from a configuration server, and their state.
+
+Attached to the `policy` command lazily (policy/cli.py), so `policy --help` imports none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+_FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
+_STATE_DIR = click.option(
+    "--state-dir",
+    "state_dir",
+    envvar="TOOLPOLICY_STATE_DIR",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where fetched configurations and their status are kept (every other command reads "
+    "the fetched copies from it). [env: TOOLPOLICY_STATE_DIR]",
+)
+_FORMAT_OPTION = click.option(
+    "--format", "-f", "output_format", type=_FORMAT, default="table", show_default=True
+)
+
+
+def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
+    document = {"configurations": statuses}
+    if output_format == "json":
+        return json.dumps(document, indent=2)
+    if output_format == "yaml":
+        from policy.explain import render_document
+
+        return render_document(document, "yaml")
+    if not statuses:
+        return "no configurations fetched"
+    from tabulate import tabulate
+
+    rows = [
+        [
+            s["id"],
+            s["server_url"],
+            s["state"],
+            s["etag"] or "",
+            s["last_attempt"] or "",
+            s["last_success"] or "",
+            s["error"] or "",
+        ]
+        for s in statuses
+    ]
+    headers = ["id", "server", "state", "etag", "last attempt", "last success", "error"]
+    return str(tabulate(rows, headers=headers, tablefmt="simple"))
+
+
+@click.command()
+@_STATE_DIR
+@click.option(
+    "--config-server",
+    "config_servers",
+    multiple=True,
+    metavar="ID@URL",
+    help="A configuration to fetch (repeatable). Without it: TOOLPOLICY_CONFIG_SERVERS, then AI "
+    "Studio's policy files, then its MINDWORK_AI_STUDIO_ENTERPRISE_* variables.",
+)
+@click.option(
+    "--ca-bundle",
+    envvar="TOOLPOLICY_CA_BUNDLE",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A PEM file of extra root certificates (an intranet CA); verification stays on. "
+    "[env: TOOLPOLICY_CA_BUNDLE]",
+)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@_FORMAT_OPTION
+def fetch(
+    state_dir: Path,
+    config_servers: tuple[str, ...],
+    ca_bundle: Path | None,
+    timeout: float,
+    output_format: str,
+) -> None:
+    """Fetch every configuration once from its server into --state-dir.
+
+    A configuration that cannot be fetched or does not validate keeps its last-known-good copy.
+    Exit 1 when any configuration failed, 2 when none is configured.
+    """
+    from policy.config_sources import configuration_references
+    from runtime.config_fetch import fetch_configurations
+
+    try:
+        found = configuration_references(config_servers)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--config-server'") from None
+    for finding in found.findings:
+        click.echo(f"warning: {finding.message}", err=True)
+    if not found.references:
+        click.echo(
+            "error: no configuration to fetch; pass --config-server ID@URL or set "
+            "TOOLPOLICY_CONFIG_SERVERS",
+            err=True,
+        )
+        sys.exit(2)
+    statuses = fetch_configurations(
+        found.references, state_dir, ca_bundle=ca_bundle, timeout=timeout
+    )
+    click.echo(_render([s.document() for s in statuses], output_format))
+    if any(s.error for s in statuses):
+        sys.exit(1)
+
+
+@click.command()
+@_STATE_DIR
+@_FORMAT_OPTION
+def status(state_dir: Path, output_format: str) -> None:
+    """Show, per fetched configuration, its server, state, ETag, last attempt and success, error."""
+    from policy.config_sources import read_statuses
+
+    statuses = sorted(read_statuses(state_dir).values(), key=lambda s: s.id)
+    click.echo(_render([s.document() for s in statuses], output_format))

@@ -1,0 +1,288 @@
+"""One fetch round: download each configuration from its server, validate it, then put it in force.
+
+For every configuration id: `GET <server>/<id>.zip` with `If-None-Match` (the ETag of the copy in
+force). 304 keeps the copy (never read as "empty"); 200 is unpacked safely into a staging folder,
+its plugin is loaded and checked (it loads, and its `ID` is the configuration id) and only then
+replaces the copy in force. Anything that goes wrong — server down, TLS failure, 404, broken zip,
+a hostile archive, a plugin that does not load — keeps the copy in force and records the error.
+A configuration that no source references any more is withdrawn. Verification is never turned
+off: an intranet server's own CA is added with a PEM bundle (`ca_bundle`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import os
+import shutil
+import ssl
+import stat
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+import httpx
+
+from policy.config_sources import (
+    DELIVERED_DIR,
+    STATE_CURRENT,
+    STATE_LAST_KNOWN_GOOD,
+    STATE_NEVER_FETCHED,
+    ConfigurationReference,
+    DeliveryStatus,
+    delivered_folder,
+    read_statuses,
+    write_statuses,
+)
+
+MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
+MAX_UNPACKED_BYTES = 32 * 1024 * 1024
+MAX_FILES = 500
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+class ConfigurationArchiveError(ValueError):
+    """A downloaded archive that is refused; the message says which entry and why."""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _entry_path(name: str) -> PurePosixPath:
+    """The relative path of one archive entry, or ConfigurationArchiveError (AI Studio's rules)."""
+    text = name.replace("\\", "/")
+    if not text or "\0" in text:
+        raise ConfigurationArchiveError("an entry has an empty name or contains NUL")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise ConfigurationArchiveError(f"entry '{text}' is an absolute path")
+    parts = [p for p in text.split("/") if p != ""]
+    if any(p in (".", "..") for p in parts):
+        raise ConfigurationArchiveError(f"entry '{text}' contains a '.' or '..' segment")
+    if not parts:
+        raise ConfigurationArchiveError(f"entry '{text}' names no file")
+    return PurePosixPath(*parts)
+
+
+def unpack_archive(data: bytes, target: Path) -> None:
+    """Unpack a configuration zip into the empty folder `target`, or refuse it whole.
+
+    Refused: a broken zip, absolute paths, `.`/`..` segments, symbolic links and other non-regular
+    entries, directory entries with data, duplicate files, more than MAX_FILES files or
+    MAX_UNPACKED_BYTES unpacked (counted while reading, not trusted from the header).
+    """
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        entries = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as error:
+        raise ConfigurationArchiveError(
+            f"the download is not a valid zip archive ({error})"
+        ) from None
+    files = [e for e in entries if not e.is_dir()]
+    if len(files) > MAX_FILES:
+        raise ConfigurationArchiveError(
+            f"the archive holds {len(files)} files (at most {MAX_FILES})"
+        )
+    seen: set[PurePosixPath] = set()
+    budget = MAX_UNPACKED_BYTES
+    for entry in entries:
+        path = _entry_path(entry.filename)
+        mode = entry.external_attr >> 16
+        if entry.is_dir():
+            if entry.file_size:
+                raise ConfigurationArchiveError(f"directory entry '{path}' carries data")
+            continue
+        if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+            raise ConfigurationArchiveError(
+                f"entry '{path}' is not a regular file (a symbolic link or device)"
+            )
+        if path in seen:
+            raise ConfigurationArchiveError(f"entry '{path}' appears twice")
+        seen.add(path)
+        destination = target.joinpath(*path.parts)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with archive.open(entry) as source, destination.open("xb") as sink:
+                while chunk := source.read(65536):
+                    budget -= len(chunk)
+                    if budget < 0:
+                        raise ConfigurationArchiveError(
+                            f"the archive unpacks to more than {MAX_UNPACKED_BYTES} bytes"
+                        )
+                    sink.write(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as error:
+            raise ConfigurationArchiveError(f"entry '{path}' cannot be read ({error})") from None
+
+
+def _plugin_file(folder: Path) -> Path:
+    """The shallowest `plugin.lua` in the unpacked archive (AI Studio: at any depth)."""
+    found = sorted(folder.rglob("plugin.lua"), key=lambda p: (len(p.parts), str(p)))
+    if not found:
+        raise ConfigurationArchiveError("the archive holds no plugin.lua")
+    return found[0]
+
+
+def validate_unpacked(folder: Path, configuration_id: str) -> None:
+    """Load the unpacked plugin as an organization plugin; it must load and carry the id."""
+    from policy.plugins import PluginLoadError, load_plugin
+    from policy.vocabulary import PluginOrigin
+
+    plugin_file = _plugin_file(folder)
+    try:
+        plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
+    except PluginLoadError as error:
+        shown = error.message.replace(str(folder), "<archive>")
+        raise ConfigurationArchiveError(f"its plugin does not load: {shown}") from None
+    if plugin.id.lower() != configuration_id:
+        raise ConfigurationArchiveError(
+            f"its plugin's ID is {plugin.id}, not the configuration id {configuration_id}"
+        )
+
+
+def _put_in_force(staging: Path, current: Path) -> None:
+    """Swap the validated copy in: old → backup, staging → current, backup removed (or restored)."""
+    backup = current.with_name(f".{current.name}.backup-{os.urandom(16).hex()}")
+    had_copy = current.exists()
+    if had_copy:
+        os.replace(current, backup)
+    try:
+        os.replace(staging, current)
+    except OSError:
+        if had_copy:
+            os.replace(backup, current)
+        raise
+    if had_copy:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
+def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
+    context = ssl.create_default_context()
+    try:
+        import certifi
+
+        context.load_verify_locations(cafile=certifi.where())
+    except (ImportError, OSError):
+        pass
+    if ca_bundle is not None:
+        context.load_verify_locations(cafile=str(ca_bundle))
+    return httpx.Client(verify=context, timeout=timeout, follow_redirects=True, trust_env=False)
+
+
+def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
+    server = _shown(reference.server_url)
+    if isinstance(error, httpx.ConnectError):
+        cause = str(error) or "connection failed"
+        if "CERTIFICATE_VERIFY_FAILED" in cause or "certificate" in cause.lower():
+            return f"the TLS certificate of {server} could not be verified ({cause})"
+        return f"{server} could not be reached ({cause})"
+    if isinstance(error, httpx.TimeoutException):
+        return f"{server} did not answer in time"
+    if isinstance(error, httpx.HTTPError):
+        return f"the download from {server} failed ({type(error).__name__}: {error})"
+    return str(error)
+
+
+def _shown(url: str) -> str:
+    """The server address as status and errors show it: no user info, query values masked."""
+    from runtime.web.addresses import redact_url_for_log
+
+    return redact_url_for_log(url)
+
+
+def fetch_one(
+    reference: ConfigurationReference,
+    state_dir: Path,
+    previous: DeliveryStatus | None,
+    client: httpx.Client,
+) -> DeliveryStatus:
+    """One configuration: keep, replace or fail; the status that results (never raises for I/O)."""
+    attempt = _now()
+    current = delivered_folder(state_dir, reference.id)
+    has_copy = current.is_dir()
+    etag = previous.etag if previous is not None and has_copy else None
+    last_success = previous.last_success if previous is not None else None
+
+    def failed(message: str) -> DeliveryStatus:
+        return DeliveryStatus(
+            reference.id,
+            _shown(reference.server_url),
+            STATE_LAST_KNOWN_GOOD if has_copy else STATE_NEVER_FETCHED,
+            etag,
+            attempt,
+            last_success,
+            message,
+        )
+
+    headers = {"If-None-Match": etag} if etag else {}
+    try:
+        with client.stream("GET", reference.download_url, headers=headers) as response:
+            if response.status_code == 304 and has_copy:
+                return DeliveryStatus(
+                    reference.id,
+                    _shown(reference.server_url),
+                    STATE_CURRENT,
+                    etag,
+                    attempt,
+                    attempt,
+                )
+            if response.status_code != 200:
+                return failed(f"the server answered {response.status_code} for {reference.id}.zip")
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > MAX_ARCHIVE_BYTES:
+                return failed(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body.extend(chunk)
+                if len(body) > MAX_ARCHIVE_BYTES:
+                    return failed(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
+            new_etag = response.headers.get("ETag")
+    except (httpx.HTTPError, ssl.SSLError, OSError) as error:
+        return failed(_describe_failure(error, reference))
+    home = state_dir / DELIVERED_DIR
+    home.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{reference.id}.staging-", dir=home))
+    try:
+        unpack_archive(bytes(body), staging)
+        validate_unpacked(staging, reference.id)
+        _put_in_force(staging, current)
+    except ConfigurationArchiveError as error:
+        return failed(f"the archive from {reference.id}.zip is refused: {error}")
+    except OSError as error:
+        return failed(f"the copy could not be saved in {home}: {error.strerror or error}")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return DeliveryStatus(
+        reference.id, _shown(reference.server_url), STATE_CURRENT, new_etag, attempt, attempt
+    )
+
+
+def fetch_configurations(
+    references: Sequence[ConfigurationReference],
+    state_dir: Path,
+    *,
+    ca_bundle: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> tuple[DeliveryStatus, ...]:
+    """One round over every referenced configuration, then withdraw the unreferenced ones.
+
+    The result is also written to `<state_dir>/delivery.json` for `policy status`.
+    """
+    previous = read_statuses(state_dir)
+    with _client(ca_bundle, timeout) as client:
+        statuses = tuple(
+            fetch_one(reference, state_dir, previous.get(reference.id), client)
+            for reference in references
+        )
+    referenced = {r.id for r in references}
+    home = state_dir / DELIVERED_DIR
+    if home.is_dir():
+        for folder in home.iterdir():
+            if (
+                folder.is_dir()
+                and not folder.name.startswith(".")
+                and folder.name not in referenced
+            ):
+                shutil.rmtree(folder, ignore_errors=True)
+    write_statuses(state_dir, statuses)
+    return statuses

@@ -1,0 +1,262 @@
+"""Configurations from a configuration server: which copy is in force after each kind of answer,
+and what `policy status` says. Real HTTP(S) over loopback, real zips, real plugin loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy import load_policy
+from policy.config_sources import (
+    ConfigurationReference,
+    configuration_references,
+    delivered_folder,
+    read_statuses,
+)
+from runtime.config_fetch import fetch_configurations
+from tests.servers.config_server import ConfigServer, plugin_text, zip_of
+from tests.servers.loopback import RunningApp, running_app
+from tests.servers.tls import self_signed
+
+CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+CONFIG_B = "0b9a8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d"
+LOCK_WEB_SEARCH_OFF = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }'
+POLICY = shutil.which("policy", path=os.path.dirname(sys.executable)) or "policy"
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[ConfigServer, RunningApp]]:
+    served = ConfigServer()
+    with running_app(served.app()) as running:
+        yield served, running
+
+
+def _reference(running: RunningApp, configuration_id: str = CONFIG_A) -> ConfigurationReference:
+    return ConfigurationReference(configuration_id, running.url("/configs"), "test")
+
+
+def _disabled(state_dir: Path) -> tuple[str, ...]:
+    setting = load_policy(state_dir=state_dir, use_entry_points=False).configuration.setting(
+        "DataTools.DisabledToolIds"
+    )
+    return tuple(setting.value) if setting is not None else ()
+
+
+def test_a_fetched_configuration_is_in_force_and_a_304_keeps_it(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    (first,) = fetch_configurations([_reference(running)], tmp_path)
+    assert first.state == "current" and first.error is None
+    assert first.etag == served.etag(CONFIG_A)
+    assert _disabled(tmp_path) == ("web_search",)
+
+    (second,) = fetch_configurations([_reference(running)], tmp_path)
+    assert served.requests[-1] == (f"{CONFIG_A}.zip", served.etag(CONFIG_A))
+    assert second.state == "current" and second.etag == first.etag
+    assert _disabled(tmp_path) == ("web_search",)  # a 304 is never read as "empty"
+
+
+def test_a_changed_archive_replaces_the_copy(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    served.archives[CONFIG_A] = zip_of(
+        {
+            "plugin.lua": plugin_text(
+                CONFIG_A, LOCK_WEB_SEARCH_OFF.replace("web_search", "read_web_page")
+            )
+        }
+    )
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "current"
+    assert _disabled(tmp_path) == ("read_web_page",)
+
+
+BAD_ARCHIVES = {
+    "broken zip": (b"PK\x03\x04 this is not a zip", "not a valid zip"),
+    "parent segment": (
+        zip_of({"plugin.lua": plugin_text(CONFIG_A), "../escape.lua": "x = 1"}),
+        "'..' segment",
+    ),
+    "absolute path": (zip_of({"/etc/evil.lua": "x = 1"}), "absolute path"),
+    "symbolic link": (
+        zip_of({"plugin.lua": plugin_text(CONFIG_A)}, symlinks={"icon.lua": "/etc/passwd"}),
+        "not a regular file",
+    ),
+    "other plugin id": (zip_of({"plugin.lua": plugin_text(CONFIG_B)}), "not the configuration id"),
+    "plugin does not load": (zip_of({"plugin.lua": "ID = = 1"}), "does not load"),
+    "no plugin": (zip_of({"readme.txt": "hello"}), "no plugin.lua"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARCHIVES))
+def test_a_refused_archive_keeps_the_last_known_good_copy(
+    case: str, server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    archive, reason = BAD_ARCHIVES[case]
+    served.archives[CONFIG_A] = archive
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "last-known-good"
+    assert status.error is not None and reason in status.error
+    assert status.last_success is not None
+    assert _disabled(tmp_path) == ("web_search",)
+    assert not (tmp_path.parent / "escape.lua").exists()
+    assert sorted(p.name for p in (tmp_path / "delivered").iterdir()) == [CONFIG_A]
+
+
+def test_a_server_that_is_down_or_answers_404_keeps_the_copy(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    served.down = True
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "last-known-good" and "503" in (status.error or "")
+    served.down = False
+    del served.archives[CONFIG_A]
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "last-known-good" and "404" in (status.error or "")
+    assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_an_unreachable_server_on_first_fetch_is_never_fetched(tmp_path: Path) -> None:
+    unreachable = ConfigurationReference(CONFIG_A, "http://127.0.0.1:9/configs", "test")
+    (status,) = fetch_configurations([unreachable], tmp_path, timeout=2)
+    assert status.state == "never fetched"
+    assert "could not be reached" in (status.error or "")
+    assert _disabled(tmp_path) == ()
+
+
+def test_an_unreferenced_configuration_is_withdrawn(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    served.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
+    fetch_configurations([_reference(running), _reference(running, CONFIG_B)], tmp_path)
+    assert delivered_folder(tmp_path, CONFIG_A).is_dir()
+    fetch_configurations([_reference(running, CONFIG_B)], tmp_path)
+    assert not delivered_folder(tmp_path, CONFIG_A).exists()
+    assert _disabled(tmp_path) == ()
+    assert set(read_statuses(tmp_path)) == {CONFIG_B}
+
+
+def test_https_with_an_intranet_ca_bundle_and_without_it(tmp_path: Path) -> None:
+    (tmp_path / "tls").mkdir()
+    tls = self_signed(tmp_path / "tls", ["localhost"])
+    served = ConfigServer()
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    with running_app(served.app(), certfile=tls.certfile, keyfile=tls.keyfile) as running:
+        reference = ConfigurationReference(
+            CONFIG_A, running.url("/configs", host="localhost"), "test"
+        )
+        (untrusted,) = fetch_configurations([reference], tmp_path / "a")
+        (trusted,) = fetch_configurations([reference], tmp_path / "b", ca_bundle=tls.certfile)
+    assert untrusted.state == "never fetched" and "certificate" in (untrusted.error or "")
+    assert trusted.state == "current"
+
+
+def test_references_from_ai_studio_environment_and_policy_files(tmp_path: Path) -> None:
+    environ = {
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ID_00001": CONFIG_B.upper(),
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_SERVER_URL_00001": "https://b.example.org/c/",
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ID_00000": CONFIG_A,
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_SERVER_URL_00000": "https://a.example.org/c",
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIGS": f"{CONFIG_A}@https://dup.example.org;bad@x",
+    }
+    found = configuration_references(environ=environ, directories=[tmp_path / "none"])
+    assert [(r.id, r.server_url) for r in found.references] == [
+        (CONFIG_A, "https://a.example.org/c"),
+        (CONFIG_B, "https://b.example.org/c/"),
+    ]
+    assert found.references[1].download_url == f"https://b.example.org/c/{CONFIG_B}.zip"
+    assert any("not a configuration id" in f.message for f in found.findings)
+
+    policy_dir = tmp_path / "xdg" / "mindwork-ai-studio"
+    policy_dir.mkdir(parents=True)
+    (policy_dir / "config_00000.yaml").write_text(
+        f'# deployed by IT\nid: "{CONFIG_B}"\nserver_url: https://files.example.org\n'
+    )
+    (policy_dir / "config_00001.yaml").write_text("id 'broken\n")
+    files = configuration_references(environ={**environ, "XDG_CONFIG_DIRS": str(tmp_path / "xdg")})
+    assert files.source == "policy files"  # the first source with a valid pair wins, no merging
+    assert [r.id for r in files.references] == [CONFIG_B]
+    assert any("config_00001.yaml is not a valid policy file" in f.message for f in files.findings)
+
+    own = configuration_references(
+        environ={**environ, "TOOLPOLICY_CONFIG_SERVERS": f"{CONFIG_A}@http://127.0.0.1:1/x"}
+    )
+    assert own.source == "TOOLPOLICY_CONFIG_SERVERS"
+    with pytest.raises(ValueError, match="not ID@URL"):
+        configuration_references(["no-at-sign"], environ={})
+
+
+def _policy(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    return subprocess.run(
+        [POLICY, *map(str, args)], capture_output=True, text=True, env=environment, timeout=120
+    )
+
+
+def test_policy_fetch_status_and_explain_from_the_state_dir(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    spec = f"{CONFIG_A}@{running.url('/configs')}"
+    fetched = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec, "-f", "json")
+    assert fetched.returncode == 0, fetched.stderr
+    assert json.loads(fetched.stdout)["configurations"][0]["state"] == "current"
+
+    served.down = True
+    failed = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec)
+    assert failed.returncode == 1
+    assert "last-known-good" in failed.stdout and "Traceback" not in failed.stderr
+
+    shown = _policy("status", "--state-dir", tmp_path, "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    (record,) = json.loads(shown.stdout)["configurations"]
+    assert set(record) == {
+        "id",
+        "server_url",
+        "state",
+        "etag",
+        "last_attempt",
+        "last_success",
+        "error",
+    }
+    assert record["state"] == "last-known-good" and "503" in record["error"]
+
+    explained = _policy(
+        "explain",
+        "web_search",
+        "--state-dir",
+        tmp_path,
+        "--provider-kind",
+        "OPEN_AI",
+        "--model",
+        "gpt-4o",
+        "-f",
+        "json",
+    )
+    assert "TOOL_SWITCHED_OFF" in explained.stdout, explained.stdout + explained.stderr
+
+    nothing = _policy("fetch", "--state-dir", tmp_path / "empty")
+    assert nothing.returncode == 2 and "no configuration to fetch" in nothing.stderr
+    bad = _policy("fetch", "--state-dir", tmp_path, "--config-server", "nonsense")
+    assert bad.returncode == 2 and "not ID@URL" in bad.stderr
