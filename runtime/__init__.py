@@ -25,9 +25,12 @@ if TYPE_CHECKING:
         ChatRecord,
         ChatRequirementError,
         ChatStore,
+        ChatStoreError,
         MemoryChatStore,
         SqliteChatStore,
+        open_chat_store,
     )
+    from runtime.chat_postgres import PostgresChatStore
     from runtime.execution import (
         ExecutableTool,
         ToolExecutionBlocked,
@@ -64,6 +67,9 @@ _LAZY: dict[str, str] = {
     "ChatStore": "runtime.chat",
     "MemoryChatStore": "runtime.chat",
     "SqliteChatStore": "runtime.chat",
+    "ChatStoreError": "runtime.chat",
+    "open_chat_store": "runtime.chat",
+    "PostgresChatStore": "runtime.chat_postgres",
     "ExecutableTool": "runtime.execution",
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
@@ -104,12 +110,14 @@ __all__ = [
     "ChatRequirementError",
     "ChatRuntime",
     "ChatStore",
+    "ChatStoreError",
     "ExecutableTool",
     "FinalAnswer",
     "InvalidToolCallingResponse",
     "LoopEvent",
     "LoopLimits",
     "MemoryChatStore",
+    "PostgresChatStore",
     "ProviderClient",
     "ProviderError",
     "ResponseEvent",
@@ -134,6 +142,7 @@ __all__ = [
     "Usage",
     "builtin_executable_tools",
     "create_client",
+    "open_chat_store",
     "respond",
 ]
 

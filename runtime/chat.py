@@ -136,9 +136,9 @@ class SqliteChatStore:
         confidence, security, restriction, mailbox = row
         return ChatRecord(
             chat_id=chat_id,
-            required_provider_confidence=_stored_confidence(confidence),
-            required_data_security=_stored_data_security(security),
-            outbound_restriction=_stored_restriction(restriction),
+            required_provider_confidence=stored_confidence(confidence),
+            required_data_security=stored_data_security(security),
+            outbound_restriction=stored_restriction(restriction),
             outbound_mailbox_id=str(mailbox or ""),
             known_web_addresses=frozenset(str(k) for (k,) in keys),
         )
@@ -170,25 +170,41 @@ class ChatStoreError(Exception):
     """The chat store cannot be opened or written; the message names the file."""
 
 
-def _stored_confidence(value: object) -> ConfidenceLevel:
+def stored_confidence(value: object) -> ConfidenceLevel:
+    """A stored confidence requirement; one this version cannot read is the strictest (HIGH)."""
     try:
         return ConfidenceLevel(int(value))  # type: ignore[call-overload]
     except (TypeError, ValueError):
         return ConfidenceLevel.HIGH
 
 
-def _stored_data_security(value: object) -> DataSecurity:
+def stored_data_security(value: object) -> DataSecurity:
+    """A stored data security; one this version cannot read is the strictest (SELF_HOSTED)."""
     try:
         return DataSecurity(str(value))
     except ValueError:
         return DataSecurity.SELF_HOSTED
 
 
-def _stored_restriction(value: object) -> OutboundDataRestriction:
+def stored_restriction(value: object) -> OutboundDataRestriction:
+    """A stored outbound restriction; one this version cannot read is the strictest."""
     try:
         return OutboundDataRestriction(int(value))  # type: ignore[call-overload]
     except (TypeError, ValueError):
         return OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
+
+
+def open_chat_store(location: str | os.PathLike[str] | None = None) -> ChatStore:
+    """The store a location names: `postgresql://…` (or `postgres://…`) → `PostgresChatStore`,
+    anything else → a SQLite file; None → the default SQLite file."""
+    if location is None:
+        return SqliteChatStore(default_chat_database_path())
+    text = os.fspath(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        from runtime.chat_postgres import PostgresChatStore
+
+        return PostgresChatStore(text)
+    return SqliteChatStore(text)
 
 
 def default_chat_database_path() -> Path:

@@ -77,10 +77,10 @@ _QUIT = frozenset({"exit", "quit", ":q"})
 )
 @click.option(
     "--chat-db",
-    type=click.Path(dir_okay=False, path_type=Path),
     envvar="TOOLPOLICY_CHAT_DB",
-    help="SQLite file with chat requirements. [env: TOOLPOLICY_CHAT_DB, default: the user's "
-    "data folder]",
+    help="Where chat requirements are kept: a SQLite file, or postgresql://… to share them "
+    "across instances. [env: TOOLPOLICY_CHAT_DB, default: a SQLite file in the user's data "
+    "folder]",
 )
 @click.option(
     "--format",
@@ -103,7 +103,7 @@ def chat(
     component: str,
     system_prompt: str,
     chat_id: str | None,
-    chat_db: Path | None,
+    chat_db: str | None,
     output_format: str,
 ) -> None:
     """Chat with a configured provider under the organization's tool policy.
@@ -227,11 +227,10 @@ def _chosen_provider(
     return provider
 
 
-def _open_chat(chat_id: str | None, chat_db: Path | None) -> Chat:
-    from runtime.chat import Chat, SqliteChatStore, default_chat_database_path
+def _open_chat(chat_id: str | None, chat_db: str | None) -> Chat:
+    from runtime.chat import Chat, open_chat_store
 
-    store = SqliteChatStore(chat_db if chat_db is not None else default_chat_database_path())
-    return Chat.open(chat_id or str(uuid.uuid4()), store)
+    return Chat.open(chat_id or str(uuid.uuid4()), open_chat_store(chat_db))
 
 
 def _typed_lines() -> Iterator[str]:

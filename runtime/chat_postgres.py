@@ -1,0 +1,182 @@
+"""Chat requirements in PostgreSQL, shared by every instance of an app.
+
+Requirements only tighten. With one SQLite file per instance a second instance could loosen what
+the first tightened; here every save is ONE SQL statement that joins the arriving requirements
+with the stored ones inside the database (confidence: the higher; data security: the ratchet;
+outbound restriction: the stricter, with its mailbox), so whatever the interleaving of instances,
+the stored requirement only ever rises. Needs the `postgres` extra (`psycopg` 3 with its pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from runtime.chat import (
+    ChatRecord,
+    ChatStoreError,
+    stored_confidence,
+    stored_data_security,
+    stored_restriction,
+)
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+SCHEMA_VERSION = 1
+_LOCK_KEY = 0x746F6F6C  # "tool": serializes schema creation across instances
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS toolpolicy_schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS chat_requirements (
+        chat_id TEXT PRIMARY KEY,
+        required_provider_confidence INTEGER NOT NULL,
+        required_data_security TEXT NOT NULL,
+        outbound_restriction INTEGER NOT NULL,
+        outbound_mailbox_id TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS chat_known_web_addresses (
+        chat_id TEXT NOT NULL,
+        request_key TEXT NOT NULL,
+        PRIMARY KEY (chat_id, request_key)
+    )""",
+)
+
+_TIGHTEN = """
+WITH saved AS (
+    INSERT INTO chat_requirements AS held VALUES (%(id)s, %(confidence)s, %(security)s,
+        %(restriction)s, %(mailbox)s)
+    ON CONFLICT (chat_id) DO UPDATE SET
+        required_provider_confidence = GREATEST(
+            held.required_provider_confidence, excluded.required_provider_confidence),
+        required_data_security = CASE
+            WHEN 'SELF_HOSTED' IN (held.required_data_security, excluded.required_data_security)
+                THEN 'SELF_HOSTED'
+            WHEN excluded.required_data_security = 'ALLOW_ANY' THEN 'ALLOW_ANY'
+            ELSE held.required_data_security END,
+        outbound_restriction = LEAST(held.outbound_restriction, excluded.outbound_restriction),
+        outbound_mailbox_id = CASE
+            WHEN excluded.outbound_restriction < held.outbound_restriction
+                THEN excluded.outbound_mailbox_id
+            ELSE held.outbound_mailbox_id END
+    RETURNING chat_id
+)
+INSERT INTO chat_known_web_addresses (chat_id, request_key)
+SELECT saved.chat_id, key FROM saved, unnest(%(keys)s::text[]) AS key
+ON CONFLICT DO NOTHING
+"""
+
+
+def _where(dsn: str) -> str:
+    """host:port/database of a connection string, never its password."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # an unreadable string is named without echoing it
+        return "the configured PostgreSQL server"
+    host = str(parts.get("host") or "localhost")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    database = f"/{parts['dbname']}" if parts.get("dbname") else ""
+    return f"{host}{port}{database}"
+
+
+class PostgresChatStore:
+    """Chat requirements in PostgreSQL (`postgresql://…`), through a small connection pool.
+
+    The schema is created on first use (with a version table). A lost or refused connection is a
+    `ChatStoreError` naming the server (never the password); it never loosens a chat. A stored
+    value this version cannot read counts as the strictest it knows, as in `SqliteChatStore`.
+    """
+
+    def __init__(self, dsn: str, *, max_connections: int = 4, timeout: float = 10.0) -> None:
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError as error:
+            raise ChatStoreError(
+                "PostgresChatStore needs psycopg 3 with its pool: pip install 'toolpolicy[postgres]'"
+            ) from error
+        self._where = _where(dsn)
+        self._pool: ConnectionPool[Any] = ConnectionPool(
+            dsn,
+            min_size=0,
+            max_size=max_connections,
+            timeout=timeout,
+            open=False,
+            check=ConnectionPool.check_connection,
+        )
+        with self._reported("open"):
+            self._pool.open(wait=False)
+            with self._pool.connection() as connection, connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                row = connection.execute(
+                    "SELECT max(version) FROM toolpolicy_schema_version"
+                ).fetchone()
+                stored = row[0] if row else None
+                if stored is None:
+                    connection.execute(
+                        "INSERT INTO toolpolicy_schema_version VALUES (%s)", (SCHEMA_VERSION,)
+                    )
+                elif stored > SCHEMA_VERSION:
+                    raise ChatStoreError(
+                        f"The chat database at {self._where} has schema version {stored}; this "
+                        f"version of toolpolicy reads version {SCHEMA_VERSION}. Upgrade toolpolicy."
+                    )
+
+    @contextmanager
+    def _reported(self, action: str) -> Iterator[None]:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (psycopg.Error, PoolTimeout) as error:
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ChatStoreError(
+                f"The chat database at {self._where} cannot {action}: "
+                f"{detail.replace(self._where, '').strip() or type(error).__name__}"
+            ) from None
+
+    def load(self, chat_id: str) -> ChatRecord | None:
+        with self._reported("be read"), self._pool.connection() as connection:
+            row = connection.execute(
+                "SELECT required_provider_confidence, required_data_security,"
+                " outbound_restriction, outbound_mailbox_id"
+                " FROM chat_requirements WHERE chat_id = %s",
+                (chat_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            keys = connection.execute(
+                "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = %s",
+                (chat_id,),
+            ).fetchall()
+        confidence, security, restriction, mailbox = row
+        return ChatRecord(
+            chat_id=chat_id,
+            required_provider_confidence=stored_confidence(confidence),
+            required_data_security=stored_data_security(security),
+            outbound_restriction=stored_restriction(restriction),
+            outbound_mailbox_id=str(mailbox or ""),
+            known_web_addresses=frozenset(str(k) for (k,) in keys),
+        )
+
+    def save(self, record: ChatRecord) -> None:
+        """Join `record` into the stored requirements in one statement (they only tighten)."""
+        parameters = {
+            "id": record.chat_id,
+            "confidence": int(record.required_provider_confidence),
+            "security": record.required_data_security.value,
+            "restriction": int(record.outbound_restriction),
+            "mailbox": record.outbound_mailbox_id,
+            "keys": sorted(record.known_web_addresses),
+        }
+        with self._reported("be written"), self._pool.connection() as connection:
+            connection.execute(_TIGHTEN, parameters)
+
+    def close(self) -> None:
+        """Close the pool's connections."""
+        self._pool.close()

@@ -1,0 +1,149 @@
+"""Chat requirements shared in a real PostgreSQL server: they only tighten, across processes and
+connection losses. The server is started for the session (tests/servers/postgres.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction
+from runtime.chat import Chat, ChatRecord, ChatStoreError
+from tests.servers.postgres import running_postgres, server_binaries
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    server_binaries() is None and not os.environ.get("CI"),
+    reason="PostgreSQL's server binaries are not installed here (apt-get install postgresql); "
+    "CI installs them and always runs these tests",
+)
+
+
+@pytest.fixture(scope="module")
+def dsn() -> Iterator[str]:
+    with running_postgres() as address:
+        yield address
+
+
+@pytest.fixture
+def store(dsn: str) -> Iterator[object]:
+    from runtime.chat_postgres import PostgresChatStore
+
+    opened = PostgresChatStore(dsn)
+    yield opened
+    opened.close()
+
+
+def test_requirements_round_trip_and_only_tighten(store: object) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    assert store.load(chat_id) is None
+    chat = Chat.open(chat_id, store)
+    chat.require_provider_confidence(ConfidenceLevel.HIGH)
+    chat.require_data_security(DataSecurity.SELF_HOSTED)
+    chat.add_known_web_addresses(["https://a.example/"])
+    # a stale writer saving a looser record cannot undo any of it
+    store.save(ChatRecord(chat_id, ConfidenceLevel.LOW, DataSecurity.ALLOW_ANY))
+    stored = store.load(chat_id)
+    assert stored is not None
+    assert stored.required_provider_confidence is ConfidenceLevel.HIGH
+    assert stored.required_data_security is DataSecurity.SELF_HOSTED
+    assert stored.known_web_addresses == frozenset({"https://a.example/"})
+    store.save(
+        ChatRecord(
+            chat_id,
+            outbound_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT,
+            outbound_mailbox_id="mailbox-1",
+        )
+    )
+    store.save(ChatRecord(chat_id, outbound_restriction=OutboundDataRestriction.UNRESTRICTED))
+    stored = store.load(chat_id)
+    assert stored is not None
+    assert stored.outbound_restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
+    assert stored.outbound_mailbox_id == "mailbox-1"
+
+
+_WORKER = textwrap.dedent(
+    """
+    import random, sys
+    sys.path.insert(0, sys.argv[4])
+    from policy.vocabulary import ConfidenceLevel
+    from runtime.chat import Chat, ChatRecord
+    from runtime.chat_postgres import PostgresChatStore
+
+    dsn, chat_id, top = sys.argv[1], sys.argv[2], ConfidenceLevel[sys.argv[3]]
+    store = PostgresChatStore(dsn)
+    levels = [level for level in ConfidenceLevel if level <= top]
+    for _ in range(30):
+        level = random.choice(levels)
+        Chat.open(chat_id, store).require_provider_confidence(level)
+        store.save(ChatRecord(chat_id, ConfidenceLevel.NONE))  # a stale, looser writer
+    Chat.open(chat_id, store).require_provider_confidence(top)
+    store.close()
+    """
+)
+
+
+def test_eight_processes_tightening_one_chat_leave_the_maximum(dsn: str, store: object) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    tops = ["LOW", "MEDIUM", "VERY_LOW", "MODERATE", "HIGH", "UNKNOWN", "LOW", "MEDIUM"]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, dsn, chat_id, top, str(ROOT)])
+        for top in tops
+    ]
+    assert [w.wait(timeout=120) for w in workers] == [0] * len(workers)
+    stored = store.load(chat_id)
+    assert stored is not None
+    assert stored.required_provider_confidence is ConfidenceLevel.HIGH
+
+
+def test_a_dropped_connection_loses_nothing_and_never_loosens(dsn: str, store: object) -> None:
+    import psycopg
+
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    Chat.open(chat_id, store).require_provider_confidence(ConfidenceLevel.MEDIUM)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE pid <> pg_backend_pid() AND datname = current_database()"
+        )
+    # the pool notices the dropped connection and the next save goes through on a new one
+    Chat.open(chat_id, store).require_provider_confidence(ConfidenceLevel.HIGH)
+    stored = store.load(chat_id)
+    assert stored is not None and stored.required_provider_confidence is ConfidenceLevel.HIGH
+
+
+def test_open_chat_store_picks_postgres_by_scheme(dsn: str, tmp_path: Path) -> None:
+    from runtime.chat import SqliteChatStore, open_chat_store
+    from runtime.chat_postgres import PostgresChatStore
+
+    shared = open_chat_store(dsn)
+    assert isinstance(shared, PostgresChatStore)
+    shared.close()
+    assert isinstance(open_chat_store(tmp_path / "chats.db"), SqliteChatStore)
+
+
+def test_an_unreachable_server_is_a_chat_store_error_without_the_password() -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    with pytest.raises(ChatStoreError) as raised:
+        PostgresChatStore(
+            "postgresql://admin:S3cretPa55@127.0.0.1:9/chats?connect_timeout=2", timeout=3
+        )
+    assert "127.0.0.1:9/chats" in str(raised.value)
+    assert "S3cretPa55" not in str(raised.value)
