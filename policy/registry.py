@@ -55,7 +55,9 @@ from policy.resolve import (
     configuration_state,
     disabled_tool_ids,
     effective_minimum_confidence,
+    managed_layer,
     provider_confidence_under,
+    resolve_setting,
     resolve_tool_settings,
     tools_enabled,
 )
@@ -848,13 +850,15 @@ class ToolRegistry:
         managed_map: Mapping[str, Sequence[str]] = (
             managed.value if managed is not None and isinstance(managed.value, Mapping) else {}
         )
-        user_map = self.user.default_tool_ids_by_component
-        if managed is not None and managed.locked:
-            chosen = managed_map.get(component.value, ())
-        elif component.value in user_map:
-            chosen = user_map[component.value]
-        else:
-            chosen = managed_map.get(component.value, ())
+        locked, organization = managed_layer(managed, managed_map.get(component.value, ()))
+        chosen = (
+            resolve_setting(
+                locked=locked,
+                user=self.user.default_tool_ids_by_component.get(component.value),
+                organization=organization,
+            ).value
+            or ()
+        )
         return self.normalize_selection(chosen)
 
     def filter_tool_ids_for_provider(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, TypeVar
 
 from policy import secrets
 from policy.configuration import ManagedSetting, PolicyConfiguration, SecretValue, UserSettings
@@ -131,6 +132,50 @@ class ResolvedSettings:
         return tuple(f"{s.key}: {s.note}" for s in self.fields.values() if s.note)
 
 
+# --- precedence ---------------------------------------------------------------------------------
+
+
+T = TypeVar("T")
+
+
+class Chosen(NamedTuple, Generic[T]):
+    """The layer a setting's value came from, and that value (None: no layer had one)."""
+
+    source: SettingSource
+    value: T | None
+
+
+def resolve_setting(
+    *,
+    locked: T | None = None,
+    user: T | None = None,
+    organization: T | None = None,
+    default: T | None = None,
+) -> Chosen[T]:
+    """THE precedence of every setting: locked → user → organization default → tool default.
+
+    Each argument is what that layer holds (None: nothing there). Tool fields, the global
+    switches (EnableTools, the confidence scheme), the minimum confidence per tool and the
+    component's default tools all ask this one function, so no caller orders layers by hand.
+    """
+    for source, value in (
+        (SettingSource.LOCKED, locked),
+        (SettingSource.USER, user),
+        (SettingSource.ORG_DEFAULT, organization),
+        (SettingSource.DEFAULT, default),
+    ):
+        if value is not None:
+            return Chosen(source, value)
+    return Chosen(SettingSource.UNSET, None)
+
+
+def managed_layer(setting: ManagedSetting | None, value: T | None) -> tuple[T | None, T | None]:
+    """A managed value as (locked, organization default): `AllowUserOverride` makes it the latter."""
+    if setting is None or value is None:
+        return None, None
+    return (value, None) if setting.locked else (None, value)
+
+
 # --- reading the managed configuration ------------------------------------------------------------
 
 
@@ -198,7 +243,7 @@ def _locked_secret(tool_id: str, name: str, raw: str, origin: Origin) -> Resolve
     )
 
 
-def resolve_setting(
+def resolve_tool_setting(
     tool_id: str,
     name: str,
     definition: SettingField,
@@ -206,23 +251,32 @@ def resolve_setting(
     user: UserSettings,
     secret_reader: SecretReader | None = None,
 ) -> ResolvedSetting:
-    """One field: locked → user → org default → definition default (secrets: locked → keyring)."""
+    """One field by `resolve_setting`'s precedence (secrets: locked `ENC:v1:` → keyring only)."""
     key = f"{tool_id}.{name}"
     locked_table, locked_setting = _table(configuration, LOCKED_TOOL_SETTINGS)
+    is_locked = key in locked_table and locked_setting is not None
+    unset = ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False, definition.secret)
     if definition.secret:
-        if key in locked_table and locked_setting is not None:
-            return _locked_secret(
+        locked_secret = (
+            _locked_secret(
                 tool_id, name, setting_text(locked_table[key]), _entry_origin(locked_setting, key)
             )
-        stored = (secret_reader or default_secret_reader)(tool_id, name)
-        if stored:
-            return ResolvedSetting(
-                tool_id, name, SecretText(stored), SettingSource.USER, False, True
-            )
-        return ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False, True)
+            if is_locked and locked_setting is not None
+            else None
+        )
+        stored = None if is_locked else (secret_reader or default_secret_reader)(tool_id, name)
+        chosen = resolve_setting(
+            locked=locked_secret,
+            user=ResolvedSetting(tool_id, name, SecretText(stored), SettingSource.USER, False, True)
+            if stored
+            else None,
+        )
+        return chosen.value or unset
 
-    if key in locked_table and locked_setting is not None:
-        return ResolvedSetting(
+    user_values = user.tool_settings.get(tool_id, {})
+    default_table, default_setting = _table(configuration, DEFAULT_TOOL_SETTINGS)
+    chosen = resolve_setting(
+        locked=ResolvedSetting(
             tool_id,
             name,
             setting_text(locked_table[key]),
@@ -230,9 +284,9 @@ def resolve_setting(
             True,
             origin=_entry_origin(locked_setting, key),
         )
-    user_values = user.tool_settings.get(tool_id, {})
-    if name in user_values:
-        return ResolvedSetting(
+        if is_locked and locked_setting is not None
+        else None,
+        user=ResolvedSetting(
             tool_id,
             name,
             setting_text(user_values[name]),
@@ -240,9 +294,9 @@ def resolve_setting(
             False,
             location=_user_location(user, f"tools.settings.{key}"),
         )
-    default_table, default_setting = _table(configuration, DEFAULT_TOOL_SETTINGS)
-    if key in default_table and default_setting is not None:
-        return ResolvedSetting(
+        if name in user_values
+        else None,
+        organization=ResolvedSetting(
             tool_id,
             name,
             setting_text(default_table[key]),
@@ -250,9 +304,13 @@ def resolve_setting(
             False,
             origin=_entry_origin(default_setting, key),
         )
-    if definition.default is not None:
-        return ResolvedSetting(tool_id, name, definition.default, SettingSource.DEFAULT, False)
-    return ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False)
+        if key in default_table and default_setting is not None
+        else None,
+        default=ResolvedSetting(tool_id, name, definition.default, SettingSource.DEFAULT, False)
+        if definition.default is not None
+        else None,
+    )
+    return chosen.value or unset
 
 
 def resolve_tool_settings(
@@ -265,7 +323,9 @@ def resolve_tool_settings(
     return ResolvedSettings(
         definition.id,
         {
-            name: resolve_setting(definition.id, name, spec, configuration, user, secret_reader)
+            name: resolve_tool_setting(
+                definition.id, name, spec, configuration, user, secret_reader
+            )
             for name, spec in definition.settings_schema.properties.items()
         },
     )
@@ -361,17 +421,31 @@ def _managed_evidence(setting: ManagedSetting, shown: object) -> Evidence:
 def tools_enabled(
     configuration: PolicyConfiguration, user: UserSettings
 ) -> tuple[bool, tuple[Evidence, ...]]:
-    """`DataTools.EnableTools`: locked org value → user value → editable org value → on."""
+    """`DataTools.EnableTools` by `resolve_setting`'s precedence; nothing set → on."""
     setting = configuration.setting(ENABLE_TOOLS)
-    if setting is not None and (setting.locked or user.tools_enabled is None):
-        value = setting.value is not False
-        return value, (_managed_evidence(setting, value),)
-    if user.tools_enabled is not None:
-        where = _user_location(user, "tools.enabled")
-        return user.tools_enabled, (
-            Evidence(ENABLE_TOOLS, user.tools_enabled, SOURCE_USER, None, where),
+    managed: Evidence | None = None
+    if setting is not None:
+        managed = _managed_evidence(setting, setting.value is not False)
+    locked, organization = managed_layer(setting, managed)
+    user_evidence = (
+        Evidence(
+            ENABLE_TOOLS,
+            user.tools_enabled,
+            SOURCE_USER,
+            None,
+            _user_location(user, "tools.enabled"),
         )
-    return True, (Evidence(ENABLE_TOOLS, True, SOURCE_BUILT_IN),)
+        if user.tools_enabled is not None
+        else None
+    )
+    built_in = Evidence(ENABLE_TOOLS, True, SOURCE_BUILT_IN)
+    chosen = (
+        resolve_setting(
+            locked=locked, user=user_evidence, organization=organization, default=built_in
+        ).value
+        or built_in
+    )
+    return chosen.value is True, (chosen,)
 
 
 def disabled_tool_ids(
@@ -397,6 +471,22 @@ class MinimumConfidence:
     evidence: tuple[Evidence, ...]
 
 
+def _minimum_entry(
+    managed: ManagedSetting, key: str, ident: str, raw: object
+) -> tuple[ConfidenceLevel, str, Evidence]:
+    """One organization entry of the minimum table; an unreadable one means HIGH (fails safe)."""
+    level = parse_confidence_level(raw)
+    origin = _entry_origin(managed, ident)
+    source = SOURCE_LOCKED if managed.locked else SOURCE_EDITABLE
+    if level is None:
+        return (
+            ConfidenceLevel.HIGH,
+            "invalid managed config; safe fallback",
+            Evidence(key, setting_text(raw), f"{source}; unreadable, HIGH applies", origin),
+        )
+    return level, "managed config", Evidence(key, level.name, source, origin)
+
+
 def effective_minimum_confidence(
     settings_ids: Sequence[str],
     default: ConfidenceLevel,
@@ -416,43 +506,35 @@ def effective_minimum_confidence(
     locked = managed is not None and managed.locked
     found: list[tuple[ConfidenceLevel, str, Evidence]] = []
     for ident in settings_ids:
+        key = f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]"
         user_level = (
             None if locked else parse_confidence_level(user.minimum_provider_confidence.get(ident))
         )
-        if user_level is not None:
-            where = _user_location(user, f"tools.minimum_provider_confidence.{ident}")
-            found.append(
-                (
-                    user_level,
-                    "stored override",
-                    Evidence(
-                        f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]",
-                        user_level.name,
-                        SOURCE_USER,
-                        None,
-                        where,
-                    ),
-                )
+        entry = (
+            _minimum_entry(managed, key, ident, table[ident])
+            if managed is not None and ident in table
+            else None
+        )
+        locked_entry, organization_entry = managed_layer(managed, entry)
+        chosen = resolve_setting(
+            locked=locked_entry,
+            user=(
+                user_level,
+                "stored override",
+                Evidence(
+                    key,
+                    user_level.name,
+                    SOURCE_USER,
+                    None,
+                    _user_location(user, f"tools.minimum_provider_confidence.{ident}"),
+                ),
             )
-            continue
-        if managed is not None and ident in table:
-            raw = table[ident]
-            level = parse_confidence_level(raw)
-            origin = _entry_origin(managed, ident)
-            source = SOURCE_LOCKED if locked else SOURCE_EDITABLE
-            key = f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]"
-            if level is None:
-                found.append(
-                    (
-                        ConfidenceLevel.HIGH,
-                        "invalid managed config; safe fallback",
-                        Evidence(
-                            key, setting_text(raw), f"{source}; unreadable, HIGH applies", origin
-                        ),
-                    )
-                )
-            else:
-                found.append((level, "managed config", Evidence(key, level.name, source, origin)))
+            if user_level is not None
+            else None,
+            organization=organization_entry,
+        ).value
+        if chosen is not None:
+            found.append(chosen)
     if not found:
         what = default_description or SOURCE_TOOL_DEFAULT
         return MinimumConfidence(
@@ -498,17 +580,37 @@ def confidence_scheme(
     """The scheme in force: locked org value → user choice → editable org value → TRUST_ALL."""
     setting = configuration.setting(CONFIDENCE_SCHEME)
     custom_table, custom_setting = _table(configuration, CUSTOM_CONFIDENCE_SCHEME)
-    evidence: list[Evidence] = []
-    if setting is not None and (setting.locked or not user.confidence_scheme):
-        scheme = setting_text(setting.value)
-        evidence.append(_managed_evidence(setting, scheme))
-    elif user.confidence_scheme:
-        scheme = user.confidence_scheme
-        where = _user_location(user, "confidence.scheme")
-        evidence.append(Evidence(CONFIDENCE_SCHEME, scheme, SOURCE_USER, None, where))
-    else:
-        scheme = ConfidenceScheme.TRUST_ALL.value
-        evidence.append(Evidence(CONFIDENCE_SCHEME, scheme, SOURCE_BUILT_IN))
+    managed = None
+    if setting is not None:
+        text = setting_text(setting.value)
+        managed = (text, _managed_evidence(setting, text))
+    locked, organization = managed_layer(setting, managed)
+    built_in = (
+        ConfidenceScheme.TRUST_ALL.value,
+        Evidence(CONFIDENCE_SCHEME, ConfidenceScheme.TRUST_ALL.value, SOURCE_BUILT_IN),
+    )
+    chosen = (
+        resolve_setting(
+            locked=locked,
+            user=(
+                user.confidence_scheme,
+                Evidence(
+                    CONFIDENCE_SCHEME,
+                    user.confidence_scheme,
+                    SOURCE_USER,
+                    None,
+                    _user_location(user, "confidence.scheme"),
+                ),
+            )
+            if user.confidence_scheme
+            else None,
+            organization=organization,
+            default=built_in,
+        ).value
+        or built_in
+    )
+    scheme = chosen[0]
+    evidence: list[Evidence] = [chosen[1]]
     if scheme.strip().upper() == ConfidenceScheme.CUSTOM.value and custom_setting is not None:
         evidence.append(
             _managed_evidence(

@@ -185,6 +185,12 @@ class DataSecurity(StrEnum):
     SELF_HOSTED = "SELF_HOSTED"
 
 
+def may_receive_data(security: DataSecurity, kind: ProviderKind, trusted: bool) -> bool:
+    """Whether data of `security` may go to a provider: SELF_HOSTED data only to a self-hosted one
+    or one the organization trusts (`DataSourceSecuritySettings.TrustedProviderIds`)."""
+    return security is not DataSecurity.SELF_HOSTED or kind is ProviderKind.SELF_HOSTED or trusted
+
+
 def tighten_data_security(held: DataSecurity, arriving: DataSecurity) -> DataSecurity:
     """The ratchet: SELF_HOSTED sticks, ALLOW_ANY marks, NOT_SPECIFIED changes nothing."""
     if DataSecurity.SELF_HOSTED in (held, arriving):

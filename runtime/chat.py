@@ -22,6 +22,7 @@ from policy.vocabulary import (
     DataSecurity,
     OutboundDataRestriction,
     ProviderKind,
+    may_receive_data,
     tighten_data_security,
 )
 
@@ -347,11 +348,7 @@ def ensure_provider_allowed(
             f"of data a tool brought into it; the selected provider has {provider_confidence.name}. "
             "Choose a provider at that level or start a new chat."
         )
-    if (
-        chat.required_data_security is DataSecurity.SELF_HOSTED
-        and provider_kind is not ProviderKind.SELF_HOSTED
-        and not trusted
-    ):
+    if not may_receive_data(chat.required_data_security, provider_kind, trusted):
         raise ChatRequirementError(
             "This chat contains data that may only be sent to self-hosted providers; the "
             f"selected provider is {provider_kind.name}. Choose a self-hosted provider (or one the "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -41,7 +40,6 @@ REDACTED = "*****"
 INVALID_CALL_MESSAGE = "The tool call was invalid."
 INVALID_CALL_TOOL_NAME = "Invalid tool call"
 FAILURE_PREFIX = "Tool execution failed: "
-_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 
 RunnableTools = Sequence[tuple[ToolDefinition, ExecutableTool]]
 
@@ -83,11 +81,6 @@ class ToolCallOutcome:
     sources: tuple[Source, ...] = ()
     returned_web_addresses: tuple[str, ...] = ()
     """Request keys of addresses in a successful result that the call's arguments did not name."""
-
-
-def is_valid_function_name(name: str | None) -> bool:
-    """Non-empty, at most 64 ASCII letters, digits, `_` or `-` (what every provider accepts)."""
-    return isinstance(name, str) and _FUNCTION_NAME.fullmatch(name) is not None
 
 
 def is_valid_arguments_json(text: str | None) -> bool:

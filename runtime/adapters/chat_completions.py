@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from policy.definitions import is_valid_function_name
 from runtime.adapters import _wire
-from runtime.executor import is_valid_function_name
 from runtime.messages import (
     UNKNOWN_USAGE,
     AdapterEvent,

@@ -34,7 +34,7 @@ from policy.builtin import (
     SemanticSearchTool,
 )
 from policy.configuration import DataSourceConfig
-from policy.vocabulary import ConfidenceLevel, DataSecurity, ProviderKind
+from policy.vocabulary import ConfidenceLevel, DataSecurity, ProviderKind, may_receive_data
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
@@ -140,11 +140,7 @@ class SearchableDataSource:
         """`trusted`: the provider is in TrustedProviderIds, which counts as self-hosted here."""
         if self.page_size <= 0 or confidence < self.required_confidence:
             return False
-        return (
-            self.security is not DataSecurity.SELF_HOSTED
-            or kind is ProviderKind.SELF_HOSTED
-            or trusted
-        )
+        return may_receive_data(self.security, kind, trusted)
 
 
 def _usable_data_sources(

@@ -17,7 +17,7 @@ from policy.resolve import (
     configuration_state,
     effective_minimum_confidence,
     provider_confidence_under,
-    resolve_setting,
+    resolve_tool_setting,
     resolve_tool_settings,
     tools_enabled,
 )
@@ -62,7 +62,7 @@ HIDDEN = SettingField(secret=True, default="never-used")
 
 
 def _resolve(field: SettingField, config: PolicyConfiguration, user: UserSettings, reader=None):  # type: ignore[no-untyped-def]
-    return resolve_setting("demo", "url", field, config, user, reader or (lambda t, f: None))
+    return resolve_tool_setting("demo", "url", field, config, user, reader or (lambda t, f: None))
 
 
 def test_a_locked_value_beats_everything() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from policy.definitions import is_valid_function_name
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -25,7 +26,6 @@ from runtime.executor import (
     TraceStatus,
     invalid_call_outcome,
     is_valid_arguments_json,
-    is_valid_function_name,
 )
 from runtime.messages import RequestedCall, Source, SourceOrigin
 from tests.runtime._scripted_adapter import EchoTool
