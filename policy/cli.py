@@ -97,10 +97,17 @@ class _NameChoice(click.ParamType[str, Any]):
         return self.name.upper().replace(" ", "_")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from policy.suggest import did_you_mean
+
         wanted = str(value).strip().upper()
         if wanted in self.names:
             return wanted
-        self.fail(f"'{value}' is not a {self.name}. Valid: {', '.join(self.names)}", param, ctx)
+        hint = did_you_mean(wanted, self.names)
+        self.fail(
+            f"'{value}' is not a {self.name}{hint or '.'} Valid: {', '.join(self.names)}",
+            param,
+            ctx,
+        )
 
 
 _COMPONENTS = tuple(c for c in Component if c is not Component.NONE)
@@ -405,6 +412,8 @@ def explain(
         blocked = decision.reason is not ToolOfferBlockReason.NONE
     if fail and blocked:
         sys.exit(1)
+    if any(f.code == "broken-organization-plugin" for f in policy.errors):
+        sys.exit(1)
 
 
 def _ordered_tool_ids(policy: Policy) -> list[str]:
@@ -416,9 +425,12 @@ def _ordered_tool_ids(policy: Policy) -> list[str]:
 
 def _require_known_tool(policy: Policy, tool_id: str) -> None:
     if tool_id not in policy.tool_ids:
+        from policy.suggest import did_you_mean
+
         known = ", ".join(sorted(policy.tool_ids)) or "(none installed)"
+        hint = did_you_mean(tool_id, policy.tool_ids)
         raise click.BadParameter(
-            f"unknown tool '{tool_id}'. Known tools: {known}", param_hint="TOOL_ID"
+            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known}", param_hint="TOOL_ID"
         )
 
 
@@ -437,8 +449,12 @@ def _kind_provider(kind: str, model: str | None) -> ProviderConfig:
 def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
     provider = policy.provider(provider_id)
     if provider is None:
+        from policy.suggest import did_you_mean
+
+        names = [name for p in policy.providers for name in (p.id, p.name)]
+        hint = did_you_mean(provider_id, names)
         raise click.BadParameter(
-            f"no configured provider '{provider_id}'. Configured: {_provider_list(policy)}",
+            f"no configured provider '{provider_id}'{hint or '.'} Configured: {_provider_list(policy)}",
             param_hint="--provider",
         )
     return provider
@@ -509,7 +525,7 @@ def settings_show(
         rows = [
             [
                 s["field"],
-                _shown_value(s["value"]),
+                _shown_value(s["value"]) + (" (INVALID)" if "problem" in s else ""),
                 s["source"],
                 "yes" if s["locked"] else "no",
                 _origin_text(s["origin"]),
@@ -518,6 +534,9 @@ def settings_show(
         ]
         _print(f"Settings of {tool_id}:\n")
         _print(render_table(["field", "value", "source", "locked", "origin"], rows))
+        for s in document["settings"]:
+            if "problem" in s:
+                _print(f"\ninvalid: {s['problem']}")
     else:
         _print(render_document(document, output_format))
 

@@ -368,11 +368,23 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def settings_document(policy: Policy, tool_id: str) -> dict[str, Any]:
     """The JSON contract of `policy settings TOOL_ID`; secret values are masked."""
+    from policy.resolve import field_problem
+
     resolved = policy.registry.settings(tool_id)
-    return {
-        "tool": tool_id,
-        "settings": [_setting_row(setting, policy) for setting in resolved.fields.values()],
-    }
+    tool = next(t for t in policy.tools if t.definition.id == tool_id)
+    rows = []
+    for setting in resolved.fields.values():
+        row = _setting_row(setting, policy)
+        plain = setting.plain()
+        problem = (
+            field_problem(tool.definition, setting.field, plain, tool)
+            if plain is not None
+            else None
+        )
+        if problem is not None:
+            row["problem"] = f"{problem}; {tool_id} is not configured until it is fixed"
+        rows.append(row)
+    return {"tool": tool_id, "settings": rows}
 
 
 def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
@@ -414,8 +426,11 @@ def settable_field_problem(
     definition = tool.definition
     properties = definition.settings_schema.properties
     if field not in properties:
+        from policy.suggest import did_you_mean
+
         known = ", ".join(properties) or "(this tool has no settings)"
-        return "FIELD", f"'{field}' is not a setting of {tool_id}. Settings: {known}"
+        hint = did_you_mean(field, properties)
+        return "FIELD", f"'{field}' is not a setting of {tool_id}{hint or '.'} Settings: {known}"
     spec = properties[field]
     if spec.secret:
         return (

@@ -206,7 +206,9 @@ def _mode(mode: ExportMode | str) -> ExportMode:
 def _unknown_id_message(registry: ToolRegistry, raw: str) -> str:
     known = sorted({*registry.tool_ids, *(e.id for e in registry.catalog())})
     listed = ", ".join(known) if known else "(no tools installed)"
-    return f"unknown tool or collection id '{raw}'; known: {listed}"
+    from policy.suggest import did_you_mean
+
+    return f"unknown tool or collection id '{raw}'{did_you_mean(raw, known)}; known: {listed}"
 
 
 def _entry(

@@ -16,6 +16,7 @@ from policy.provenance import SourceLocation
 from policy.resolve import field_problem, setting_choices, setting_text
 from policy.secrets import is_encrypted
 from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
+from policy.suggest import did_you_mean
 from policy.vocabulary import ProviderKind, ToolActivation
 
 if TYPE_CHECKING:
@@ -132,7 +133,8 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     def unknown(tool_id: str, where: str, location: SourceLocation | None) -> Finding:
         return _warning(
             "unknown-tool-id",
-            f"{where} names the unknown tool '{tool_id}' (known: {c.known_list()}); "
+            f"{where} names the unknown tool '{tool_id}'{did_you_mean(tool_id, c.definitions)} "
+            f"(known: {c.known_list()}); "
             "it has no effect unless a tool of that id is installed",
             location,
         )
@@ -191,7 +193,8 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                 fields = ", ".join(properties) or "none"
                 yield _warning(
                     "unknown-tool-setting",
-                    f'{key}["{entry}"]: {tool_id} has no setting "{field_name}" '
+                    f'{key}["{entry}"]: {tool_id} has no setting "{field_name}"'
+                    f"{did_you_mean(field_name, properties)} "
                     f"(its settings: {fields}); the entry has no effect",
                     location,
                 )

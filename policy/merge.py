@@ -64,6 +64,9 @@ def merge_plugins(
     failing = [b for b in broken if not b.replaced_by_last_known_good]
     if failing:
         settings[ENABLE_TOOLS] = _switched_off(failing[0], settings.get(ENABLE_TOOLS))
+    reported = frozenset(
+        f.location for f in findings if f.severity is Severity.ERROR and f.location is not None
+    )
     return PolicyConfiguration(
         settings=settings,
         providers=tuple(merger.objects["LLM_PROVIDERS"].values()),
@@ -72,7 +75,7 @@ def merge_plugins(
         broken_organization_plugins=tuple(broken),
         findings=(
             *findings,
-            *(_broken_finding(b) for b in broken),
+            *(_broken_finding(b, reported) for b in broken),
             *(f for p in ordered for f in (*p.findings, *p.unused)),
             *merger.findings,
         ),
@@ -236,20 +239,23 @@ def _switched_off(broken: BrokenPlugin, previous: ManagedSetting | None) -> Mana
     return ManagedSetting(ENABLE_TOOLS, False, True, origin, beaten)
 
 
-def _broken_finding(broken: BrokenPlugin) -> Finding:
+def _broken_finding(broken: BrokenPlugin, reported: frozenset[SourceLocation]) -> Finding:
+    """What a broken organization plugin means; its load error is not repeated when already
+    reported at the same place, so every fatal error is printed once."""
     name = broken.plugin_name or broken.path
+    why = "" if broken.location in reported else f" ({broken.message})"
     if broken.replaced_by_last_known_good:
         return Finding(
             Severity.WARNING,
             "broken-organization-plugin",
-            f"organization plugin {name} does not load ({broken.message}); "
+            f"organization plugin {name} does not load{why}; "
             "its last-known-good copy applies instead",
             broken.location,
         )
     return Finding(
         Severity.ERROR,
         "broken-organization-plugin",
-        f"organization plugin {name} does not load ({broken.message}); every tool is switched off "
+        f"organization plugin {name} does not load{why}; every tool is switched off "
         "(TOOLS_SWITCHED_OFF) until it loads again, since no last-known-good copy is available",
         broken.location,
     )

@@ -92,7 +92,11 @@ class UnknownToolError(KeyError):
 
     def __init__(self, tool_id: str, known: Iterable[str]) -> None:
         super().__init__(tool_id)
-        self.message = f"unknown tool id '{tool_id}'; known tools: {', '.join(sorted(known))}"
+        from policy.suggest import did_you_mean
+
+        names = sorted(known)
+        hint = did_you_mean(tool_id, names)
+        self.message = f"unknown tool id '{tool_id}'{hint}; known tools: {', '.join(names)}"
 
     def __str__(self) -> str:
         return self.message

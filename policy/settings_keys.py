@@ -345,8 +345,6 @@ SETTING_KEYS: Mapping[str, SettingKey] = {k.name: k for k in (*_TOOLPOLICY_KEYS,
 TOOLPOLICY_KEYS: tuple[SettingKey, ...] = _TOOLPOLICY_KEYS
 """The keys toolpolicy acts on, in documentation order."""
 
-_KEYS_BY_FOLDED_NAME = {k.lower(): k for k in SETTING_KEYS}
-
 
 def setting_key(name: str) -> SettingKey | None:
     """The known key of that exact name, or None."""
@@ -365,8 +363,13 @@ def companion_of(name: str) -> str:
 
 def unknown_key_hint(name: str) -> str:
     """A near-miss suggestion for an unknown key (case slips are the common typo)."""
-    match = _KEYS_BY_FOLDED_NAME.get(name.lower())
-    return f' (did you mean "{match}"? keys are case-sensitive)' if match else ""
+    from policy.suggest import closest_name
+
+    match = closest_name(name, SETTING_KEYS)
+    if match is None:
+        return ""
+    case = " keys are case-sensitive" if match.lower() == name.lower() else ""
+    return f' (did you mean "{match}"?{case})'
 
 
 def parse_bool(value: Any) -> bool | None:

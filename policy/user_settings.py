@@ -25,6 +25,7 @@ from policy.configuration import (
     UserSettings,
 )
 from policy.provenance import SourceLocation
+from policy.suggest import did_you_mean
 from policy.vocabulary import CONFIGURABLE_CONFIDENCE_LEVELS, Component, ConfidenceScheme
 
 LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
@@ -251,7 +252,8 @@ class _Reader:
                 raise self.fail(f"{dotted} has a key that is not text: {key!r}", node, key)
             if allowed is not None and key not in allowed:
                 raise self.fail(
-                    f'unknown key "{key}" under {dotted}; valid keys: {", ".join(allowed)}',
+                    f'unknown key "{key}" under {dotted}{did_you_mean(key, allowed)}; '
+                    f"valid keys: {', '.join(allowed)}",
                     node,
                     key,
                 )

@@ -122,6 +122,7 @@ def chat(
     for finding in policy.errors:
         where = f"{finding.location}: " if finding.location is not None else ""
         click.echo(f"{where}error: {finding.message}", err=True)
+    _require_known_tools(policy, tool_ids)
     provider = _chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
     if chat_id is not None and not chat_id.strip():
@@ -154,6 +155,21 @@ def chat(
     except KeyboardInterrupt:
         click.echo("", err=True)
         sys.exit(130)
+
+
+def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
+    """A `--tool` id no installed tool or collection has is a usage error, with a near miss."""
+    from policy.suggest import did_you_mean
+
+    registry = policy.registry
+    for tool_id in tool_ids:
+        if not registry.is_known(tool_id):
+            known = sorted(registry.tool_ids)
+            raise click.BadParameter(
+                f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
+                f"Known tools: {', '.join(known) or '(none installed)'}",
+                param_hint="--tool",
+            )
 
 
 def _load_policy(

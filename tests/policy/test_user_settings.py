@@ -95,7 +95,11 @@ def test_the_shipped_example_loads() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "expected"),
     [
-        ("tools:\n  enabeld: true\n", 2, 'unknown key "enabeld" under tools; valid keys: enabled'),
+        (
+            "tools:\n  enabeld: true\n",
+            2,
+            'unknown key "enabeld" under tools; did you mean "enabled"?; valid keys: enabled',
+        ),
         ("tool:\n  enabled: true\n", 1, 'unknown key "tool" under the top level'),
         ("tools:\n  enabled: yes please\n", 2, "tools.enabled must be true or false"),
         (
