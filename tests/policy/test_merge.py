@@ -276,7 +276,10 @@ def test_a_broken_organization_plugin_switches_every_tool_off(tmp_path: Path) ->
     errors = [f for f in merged.findings if f.code == "broken-organization-plugin"]
     assert errors[0].severity is Severity.ERROR
     assert "organization plugin Locks does not load" in errors[0].message
-    assert "SUPER" in errors[0].message and "TOOLS_SWITCHED_OFF" in errors[0].message
+    assert "TOOLS_SWITCHED_OFF" in errors[0].message
+    saying_why = [f for f in merged.findings if "SUPER" in f.message]
+    assert len(saying_why) == 1, "the load error is reported once"
+    assert saying_why[0].severity is Severity.ERROR and saying_why[0].location == entry.location
     assert len(merged.providers) == 1
 
 
@@ -359,7 +362,8 @@ def test_a_broken_plugin_is_replaced_by_its_last_known_good_copy(tmp_path: Path)
     assert second.settings[MIN].origin.location.file == str(copy / "plugin.lua")
     warning = next(f for f in second.findings if f.code == "broken-organization-plugin")
     assert warning.severity is Severity.WARNING and "last-known-good copy" in warning.message
-    assert "broken deployment" in warning.message
+    (saying_why,) = [f for f in second.findings if "broken deployment" in f.message]
+    assert saying_why.location == warning.location, "the load error is reported once, in place"
 
     stateless = load_configuration(org=[org])
     assert stateless.fails_closed
