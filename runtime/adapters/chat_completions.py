@@ -108,10 +108,10 @@ class ChatCompletionAccumulator:
         chunk = _wire.loads_payload(data)
         if not isinstance(chunk, dict):
             return None
-        choices = chunk.get("choices")
-        if "error" in chunk and ("choices" not in chunk or _finished_with_error(choices)):
-            self.error = _wire.error_message(chunk["error"]) or "unknown error"
+        if chunk.get("error") is not None:
+            self.error = _error_text(chunk["error"])
             return None
+        choices = chunk.get("choices")
         usage = self._new_usage(chunk)
         sources = self._new_sources(chunk)
         text = ""
@@ -255,14 +255,15 @@ class ChatCompletionAccumulator:
         )
 
 
-def _finished_with_error(choices: Any) -> bool:
-    """OpenRouter ends a stream that failed midway with finish_reason "error" next to `error`."""
-    return (
-        isinstance(choices, list)
-        and bool(choices)
-        and isinstance(choices[0], dict)
-        and choices[0].get("finish_reason") == "error"
-    )
+def _error_text(error: Any) -> str:
+    """A chunk's `error` object as "message (code N)": hosts (OpenRouter, gateways) put it next to
+    choices whose finish_reason is "error", null or anything else — it is the host's error all
+    the same."""
+    message = _wire.error_message(error) or "unknown error"
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, (int, str)) and not isinstance(code, bool) and str(code).strip():
+        return f"{message} (code {code})"
+    return message
 
 
 class ChatCompletionsAdapter:

@@ -326,6 +326,28 @@ async def test_an_error_next_to_a_choice_which_finished_with_error_is_a_provider
         await run_round(_adapter(server))
 
 
+@pytest.mark.parametrize("finish_reason", [None, "stop", "length"])
+async def test_an_error_next_to_an_unfinished_choice_is_a_provider_error_with_its_code(
+    server: ProviderServer, finish_reason: str | None
+) -> None:
+    """Recorded gateway shape: `error` beside a choice whose finish_reason is null (or anything)."""
+    failed = chat_chunk(
+        error={"code": 400, "message": "Token limit reached sk-test-0123456789abcdef"},
+        choices=[{"index": 0, "delta": {"content": ""}, "finish_reason": finish_reason}],
+    )
+    server.queue(Reply([*chat_text("Partial"), failed]))
+    with pytest.raises(ProviderUnavailable) as caught:
+        await run_round(_adapter(server))
+    assert "Token limit reached ***** (code 400)" in str(caught.value)
+    assert "sk-test" not in str(caught.value)
+
+
+async def test_a_null_error_member_is_no_error(server: ProviderServer) -> None:
+    server.queue(Reply([chat_chunk({"content": "Fine"}, error=None), "[DONE]"]))
+    outcome = await run_round(_adapter(server))
+    assert outcome.round is not None and outcome.text == "Fine"
+
+
 # -- accumulator ---------------------------------------------------------------------------------
 
 
