@@ -92,14 +92,6 @@ class CurrentTimeTool(DefinedTool):
         )
         self._now = now or (lambda: datetime.now(UTC))
 
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset()
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return False
-
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
         name = settings.get(SETTING_DEFAULT_TIME_ZONE, "UTC").strip()
         if _time_zone(name) is None:
@@ -220,14 +212,6 @@ class CalculatorTool(DefinedTool):
             display_name="Calculator",
             outbound_data=ToolOutboundData.NONE,
         )
-
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset()
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return False
 
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext

@@ -66,14 +66,39 @@ class ToolExecutionContext:
 
 @runtime_checkable
 class ExecutableTool(Tool, Protocol):
-    """A policy Tool that can also run."""
+    """A policy Tool that can also run: the `Tool` protocol plus `execute`.
 
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]: ...
-
-    @property
-    def returns_untrusted_external_content(self) -> bool: ...
+    Optional: `sensitive_trace_argument_names` (argument names a trace shows as `***`; default
+    none), read through `sensitive_argument_names`.
+    """
 
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult: ...
+
+
+def sensitive_argument_names(tool: object) -> frozenset[str]:
+    """The argument names a trace masks for this tool (none unless the tool declares some)."""
+    names: object = getattr(tool, "sensitive_trace_argument_names", frozenset())
+    if isinstance(names, frozenset | set | tuple | list):
+        return frozenset(str(name) for name in names)
+    return frozenset()
+
+
+_REQUIRED_MEMBERS: tuple[str, ...] = (
+    "definition",
+    "display_name",
+    "outbound_data",
+    "enforces_outbound_data_restriction",
+    "is_available",
+    "validate_configuration",
+    "resolve_function",
+    "resolve_instructions",
+    "execute",
+)
+
+
+def missing_members(tool: object) -> tuple[str, ...]:
+    """The members of `ExecutableTool` this object lacks (extend `DefinedTool` to get all but
+    `execute`)."""
+    return tuple(name for name in _REQUIRED_MEMBERS if not hasattr(tool, name))

@@ -28,6 +28,7 @@ from runtime.execution import (
     ToolExecutionBlocked,
     ToolExecutionContext,
     ToolExecutionResult,
+    sensitive_argument_names,
 )
 from runtime.messages import RequestedCall, Source
 
@@ -134,7 +135,7 @@ def find_runnable(
 def redacted_call_arguments(call: RequestedCall, runnable: RunnableTools) -> dict[str, str]:
     """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
     found = find_runnable(runnable, call.tool_name)
-    sensitive = found[1].sensitive_trace_argument_names if found else frozenset()
+    sensitive = sensitive_argument_names(found[1]) if found else frozenset()
     try:
         return format_arguments(_parse_arguments(call.arguments_json), sensitive)
     except ValueError:
@@ -204,7 +205,7 @@ class ToolExecutor:
         if found is None:
             return self._unknown_tool(call, order)
         definition, tool = found
-        sensitive = tool.sensitive_trace_argument_names
+        sensitive = sensitive_argument_names(tool)
         run = _Run(call, order, definition, tool.display_name, _SecretMask())
 
         try:

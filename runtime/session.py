@@ -249,19 +249,27 @@ def _executable(
     offered: RunnableTools,
 ) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
     """The offered tools that can run; a definition without an implementation is left out."""
-    from runtime.execution import ExecutableTool
+    from policy.tools import DefinedTool
+    from runtime.execution import ExecutableTool, missing_members
 
     runnable: list[tuple[ToolDefinition, ExecutableTool]] = []
     left_out = list(offered.left_out)
     for entry in offered.tools:
-        if isinstance(entry.tool, ExecutableTool):
+        missing = missing_members(entry.tool)
+        if not missing and isinstance(entry.tool, ExecutableTool):
             runnable.append((entry.definition, entry.tool))
-        else:
-            _log.warning(
-                "Tool '%s' is allowed but has no implementation that can run; it is not offered.",
-                entry.definition.id,
-            )
-            left_out.append((entry.definition.id, "no implementation that can run is registered"))
+            continue
+        reason = (
+            "no implementation that can run is registered"
+            if type(entry.tool) is DefinedTool or not missing
+            else f"its implementation lacks {', '.join(missing)}"
+        )
+        _log.warning(
+            "Tool '%s' is allowed but cannot run (%s); it is not offered.",
+            entry.definition.id,
+            reason,
+        )
+        left_out.append((entry.definition.id, reason))
     return tuple(runnable), tuple(left_out)
 
 

@@ -23,6 +23,7 @@ from runtime import (
     TextDeltaEvent,
     ToolCallFinished,
     ToolCallStarted,
+    ToolExecutionResult,
     ToolsOffered,
     TraceStatus,
 )
@@ -464,3 +465,61 @@ async def test_one_tool_id_given_as_a_bare_string_is_refused_not_split_into_lett
             pass
     assert "['calculator']" in str(refused.value)
     assert server.requests == []
+
+
+class _Dice(DefinedTool):
+    """A tool written to the README's contract only: `DefinedTool` (the `Tool` protocol) plus
+    `execute`; no trace or content-trust members."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            ToolDefinition(
+                id="dice",
+                implementation_key="dice",
+                function=ToolFunction(name="dice", description_for_llm="Roll a die."),
+            )
+        )
+
+    async def execute(self, arguments: Any, context: Any) -> ToolExecutionResult:
+        return ToolExecutionResult(json_content={"rolled": 4})
+
+
+class _NoExecute(DefinedTool):
+    """Forgot `execute`."""
+
+
+async def test_a_tool_with_only_the_documented_members_is_offered_and_runs(
+    example_tools: Any, server: ProviderServer, chat: Chat
+) -> None:
+    policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), _Dice()])
+    server.queue(
+        Reply([chat_call(0, "call_1", "dice", "{}"), chat_usage(50)]),
+        Reply([*chat_text("You rolled 4."), chat_usage(60)]),
+    )
+    events = await _run(
+        policy, chat, organization_provider(policy, VLLM_ID, server), selected=("dice",)
+    )
+
+    assert events[0].tool_ids == ("dice",)
+    assert _traces(events) == [("dice", TraceStatus.SUCCESS, {"rolled": 4})]
+    assert _final(events).text == "You rolled 4."
+
+
+async def test_a_tool_lacking_execute_is_left_out_naming_the_member(
+    example_tools: Any, server: ProviderServer, chat: Chat
+) -> None:
+    forgetful = _NoExecute(
+        ToolDefinition(
+            id="forgetful",
+            implementation_key="forgetful",
+            function=ToolFunction(name="forgetful", description_for_llm="Does nothing."),
+        )
+    )
+    policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), forgetful])
+    server.queue(Reply(chat_text("ok")))
+    events = await _run(
+        policy, chat, organization_provider(policy, VLLM_ID, server), selected=("forgetful",)
+    )
+
+    assert events[0].tool_ids == ()
+    assert ("forgetful", "its implementation lacks execute") in events[0].left_out
