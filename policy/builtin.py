@@ -7,7 +7,6 @@ runtime's reading code cannot drift apart.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,6 +20,7 @@ from policy.definitions import (
     ToolVisibility,
 )
 from policy.hosts import parse_allowed_private_hosts
+from policy.secrets import without_user_info
 from policy.tools import CONFIGURED, DefinedTool, ResolutionContext, ToolConfigurationState
 from policy.vocabulary import (
     ANY_LANGUAGE,
@@ -210,21 +210,12 @@ def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = T
         well_formed = False
     if not well_formed:
         wanted = "an absolute HTTPS address" if https_only else "an absolute HTTP or HTTPS address"
-        return f"{key}: '{_without_user_info(text)}' is not valid; expected {wanted}"
+        return f"{key}: '{without_user_info(text)}' is not valid; expected {wanted}"
     if parts.username is not None or parts.password is not None:
         return f"{key}: the address must not contain a user name or password"
     if not allow_query and (parts.query or parts.fragment):
         return f"{key}: the address must not contain a query or fragment"
     return None
-
-
-_USER_INFO = re.compile(r"[^/@]*@")
-
-
-def _without_user_info(text: str) -> str:
-    """The address as an administrator may see it in output: a password never is, however the
-    address is malformed (no `//`, one slash), so every run of text up to an `@` is masked."""
-    return _USER_INFO.sub("*****@", text)
 
 
 def is_free_address_choice_on(settings: Mapping[str, str]) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from policy.configuration import ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
+from policy.secrets import without_user_info
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
-_ADDRESS_USER_INFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/@]*@")
-
-
-def _without_user_info(text: str) -> str:
-    """An address as reports show it: a user name and password in it never reach the output."""
-    return _ADDRESS_USER_INFO.sub(rf"\1{SECRET_MASK}@", text)
 
 
 def to_document(value: Any) -> Any:
@@ -113,7 +107,7 @@ def _decision_provider(provider: ProviderSummary | None) -> dict[str, Any]:
 def evidence_document(evidence: Evidence) -> dict[str, Any]:
     document: dict[str, Any] = to_document(evidence)
     if isinstance(document.get("value"), str):
-        document["value"] = _without_user_info(document["value"])
+        document["value"] = without_user_info(document["value"])
     return document
 
 
@@ -392,7 +386,7 @@ def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     if setting.secret and value is not None:
         value = SECRET_MASK
     elif value is not None:
-        value = _without_user_info(str(value))
+        value = without_user_info(str(value))
     row: dict[str, Any] = {
         "field": setting.field,
         "value": value,

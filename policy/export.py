@@ -343,6 +343,15 @@ def _area_lines(
             used.add(LOCKED_TABLE)
             wrote = True
         elif setting.source in _EXPORTED_SOURCES and isinstance(setting.value, str):
+            if secrets.without_user_info(setting.value) != setting.value:
+                lines.append(
+                    _comment(
+                        f"{setting_key} was left out: its value "
+                        f"'{secrets.without_user_info(setting.value)}' holds a user name or "
+                        "password, which is never exported in plain text"
+                    )
+                )
+                continue
             lines.append(_assignment(mode_table, setting_key, setting.value))
             used.add(mode_table)
             wrote = True

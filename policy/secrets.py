@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 
 PREFIX = "ENC:v1:"
@@ -32,6 +33,27 @@ class SecretError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\\\]+")
+USER_INFO_MASK = "*****"
+
+
+def without_user_info(text: str) -> str:
+    """`text` (an address or a host entry) with any user name and password masked.
+
+    The URL standard reads user info up to the last `@` of the authority, and a password may hold
+    `/`, `?`, `#` or `\\`; so, failing closed, everything from the start of the authority (after
+    `scheme:` and its slashes, else the start of a bare host entry) up to the last `@` is masked.
+    The one rule every output asks (settings, explain, tools, check, export, errors)."""
+    at = text.rfind("@")
+    if at < 0:
+        return text
+    scheme = _SCHEME.match(text)
+    start = scheme.end() if scheme else 0
+    if at < start:
+        return text
+    return f"{text[:start]}{USER_INFO_MASK}{text[at:]}"
 
 
 def configured_secret(environ: Mapping[str, str] | None = None) -> str | None:

@@ -801,6 +801,48 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
     assert shown["searxng.baseUrl"] == "https://*****@search.example.org/"
 
 
+def test_user_info_in_every_spelling_is_masked_in_every_report_and_never_exported(
+    tmp_path: Path,
+) -> None:
+    plugin = write_plugin(
+        tmp_path / "org",
+        """\
+CONFIG = {}
+CONFIG["SETTINGS"] = {}
+CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
+    ["web_search.searxng.baseUrl"] = "https://admnx:PA/SQZ?w#rd@search.example.org/",
+    ["read_web_page.allowedPrivateHosts"] = "intruser:PRIVPASS@intranet",
+}
+""",
+    )
+    reports = [
+        ("settings", "web_search"),
+        ("settings", "web_search", "--format", "json"),
+        ("settings", "web_search", "--format", "yaml"),
+        ("settings", "read_web_page"),
+        ("settings", "read_web_page", "--format", "json"),
+        ("explain", "web_search", "--provider-kind", "SELF_HOSTED"),
+        ("explain", "read_web_page", "--provider-kind", "SELF_HOSTED"),
+        ("explain", "--all", "--provider-kind", "SELF_HOSTED", "--format", "json"),
+        ("tools", "--provider-kind", "SELF_HOSTED"),
+        ("tools", "--provider-kind", "SELF_HOSTED", "--format", "json"),
+        ("check",),
+        ("check", "--format", "json"),
+        ("export", "web_search", "read_web_page", "--mode", "locked"),
+        ("export", "web_search", "read_web_page", "--mode", "default"),
+    ]
+    for report in reports:
+        done = run(*report, "--org", plugin.parent)
+        shown = done.stdout + done.stderr
+        for secret in ("admnx", "SQZ", "w#rd", "intruser", "PRIVPASS"):
+            assert secret not in shown, (report, secret)
+    code, document = run_json("settings", "web_search", "--org", plugin.parent)
+    shown_values = {row["field"]: row["value"] for row in document["settings"]}
+    assert shown_values["searxng.baseUrl"] == "https://*****@search.example.org/"
+    exported = run("export", "web_search", "--mode", "locked", "--org", plugin.parent).stdout
+    assert "web_search.searxng.baseUrl was left out" in exported
+
+
 def test_settings_and_diff_repeat_load_errors_on_stderr(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
