@@ -837,6 +837,7 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
         for secret in ("admnx", "SQZ", "w#rd", "intruser", "PRIVPASS"):
             assert secret not in shown, (report, secret)
     code, document = run_json("settings", "web_search", "--org", plugin.parent)
+    assert code == 0
     shown_values = {row["field"]: row["value"] for row in document["settings"]}
     assert shown_values["searxng.baseUrl"] == "https://*****@search.example.org/"
     exported = run("export", "web_search", "--mode", "locked", "--org", plugin.parent).stdout
