@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from runtime.messages import ChatMessage, Role, Source, SourceOrigin, Usage
+    from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
         ProviderClient,
         ProviderError,
@@ -91,6 +92,8 @@ _LAZY: dict[str, str] = {
     "Source": "runtime.messages",
     "SourceOrigin": "runtime.messages",
     "Usage": "runtime.messages",
+    "PolicyWatcher": "runtime.policy_watch",
+    "ReloadResult": "runtime.policy_watch",
     "ProviderClient": "runtime.providers",
     "ProviderError": "runtime.providers",
     "RetryPolicy": "runtime.providers",
@@ -117,9 +120,11 @@ __all__ = [
     "LoopEvent",
     "LoopLimits",
     "MemoryChatStore",
+    "PolicyWatcher",
     "PostgresChatStore",
     "ProviderClient",
     "ProviderError",
+    "ReloadResult",
     "ResponseEvent",
     "RetryPolicy",
     "Role",

@@ -1,0 +1,228 @@
+"""Live reload: keep an app's `ChatRuntime` in step with its configuration, without a restart.
+
+A `PolicyWatcher` fetches the delivered configurations on an interval (16 minutes by default,
+jittered so a fleet does not hit its server at the same second) and, with `watchfiles`, reacts to
+changes in local plugin folders. When the configuration's content changes it loads the new policy,
+builds a new `ChatRuntime` and swaps it in with one assignment: a request in flight keeps the
+runtime it started with, the next request gets the new one. A change that does not load (a user
+settings file that does not parse, an organization plugin that breaks with no last-known-good
+copy) keeps the policy in force and is logged; nothing is half-applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from policy.user_settings import UserSettingsError
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.config_sources import ConfigurationReference
+    from runtime.session import ChatRuntime
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_SECONDS = 16 * 60.0
+DEFAULT_JITTER = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    """What one reload did: `swapped` when a new runtime is in force, else `error` says why not.
+
+    `old_revision` / `new_revision` are content digests of the configuration files (plugin
+    folders and delivered copies); equal revisions mean nothing changed and nothing was loaded.
+    """
+
+    swapped: bool
+    old_revision: str
+    new_revision: str
+    error: str | None = None
+
+
+def configuration_revision(folders: Sequence[Path]) -> str:
+    """A short digest of every file under `folders` (relative name and bytes; dot-names skipped).
+
+    Two revisions are equal exactly when the configuration files are byte for byte the same, so
+    an unchanged configuration is never reloaded and a changed one always is.
+    """
+    digest = hashlib.sha256()
+    for folder in folders:
+        digest.update(str(folder).encode() + b"\0")
+        if folder.is_file():
+            digest.update(folder.read_bytes())
+            continue
+        if not folder.is_dir():
+            digest.update(b"<absent>\0")
+            continue
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+                continue
+            digest.update(str(relative).encode() + b"\0")
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                digest.update(b"<unreadable>\0")
+    return digest.hexdigest()[:16]
+
+
+class PolicyWatcher:
+    """Holds the `ChatRuntime` in force and replaces it when the configuration changes.
+
+    `load()` builds a policy (e.g. `lambda: load_policy(org=[...], state_dir=...)`); `build`
+    turns it into a runtime (default `ChatRuntime(policy)`; pass your own to add services).
+    `watch` are the local folders/files whose changes trigger a reload; `references` and
+    `state_dir` make each interval a fetch round from the configuration server first.
+    Read `watcher.runtime` once per request; `run()` is the task that keeps it current.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], Policy],
+        *,
+        build: Callable[[Policy], ChatRuntime] | None = None,
+        watch: Sequence[Path | str] = (),
+        references: Sequence[ConfigurationReference] = (),
+        state_dir: Path | str | None = None,
+        ca_bundle: Path | None = None,
+        interval: float = DEFAULT_INTERVAL_SECONDS,
+        jitter: float = DEFAULT_JITTER,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"PolicyWatcher interval must be > 0 seconds, got {interval!r}.")
+        if not 0 <= jitter < 1:
+            raise ValueError(f"PolicyWatcher jitter must be in [0, 1), got {jitter!r}.")
+        if references and state_dir is None:
+            raise ValueError(
+                "PolicyWatcher needs state_dir to fetch configurations into (references given)."
+            )
+        self._load = load
+        self._build = build or _default_build
+        self._watch = tuple(Path(p) for p in watch)
+        self._references = tuple(references)
+        self._state_dir = Path(state_dir) if state_dir is not None else None
+        self._ca_bundle = ca_bundle
+        self._interval = interval
+        self._jitter = jitter
+        self._lock = asyncio.Lock()
+        self._revision = self._current_revision()
+        self._runtime = self._build(self._load())
+
+    @property
+    def runtime(self) -> ChatRuntime:
+        """The runtime in force now; a request keeps the one it read until it ends."""
+        return self._runtime
+
+    @property
+    def revision(self) -> str:
+        """The configuration revision the runtime in force was built from."""
+        return self._revision
+
+    def _folders(self) -> tuple[Path, ...]:
+        delivered: tuple[Path, ...] = ()
+        if self._state_dir is not None:
+            from policy.config_sources import DELIVERED_DIR
+
+            delivered = (self._state_dir / DELIVERED_DIR,)
+        return (*self._watch, *delivered)
+
+    def _current_revision(self) -> str:
+        return configuration_revision(self._folders())
+
+    def next_delay(self) -> float:
+        """Seconds until the next fetch round: the interval, give or take the jitter share."""
+        spread = self._interval * self._jitter
+        return self._interval + random.uniform(-spread, spread)
+
+    async def fetch(self) -> None:
+        """One fetch round into `state_dir` (nothing without references); failures are logged."""
+        if self._references and self._state_dir is not None:
+            from runtime.config_fetch import fetch_configurations
+
+            statuses = await asyncio.to_thread(
+                fetch_configurations,
+                self._references,
+                self._state_dir,
+                ca_bundle=self._ca_bundle,
+            )
+            for status in statuses:
+                if status.error:
+                    _log.warning("configuration %s: %s", status.id, status.error)
+
+    async def reload(self) -> ReloadResult:
+        """Load and swap in the configuration if its content changed; keep the old one if it fails."""
+        async with self._lock:
+            old = self._revision
+            new = await asyncio.to_thread(self._current_revision)
+            if new == old:
+                return ReloadResult(False, old, new)
+            try:
+                policy = await asyncio.to_thread(self._load)
+            except (UserSettingsError, OSError, ValueError) as error:
+                return self._kept(old, new, str(error))
+            if (
+                policy.configuration.fails_closed
+                and not self._runtime.policy.configuration.fails_closed
+            ):
+                broken = ", ".join(
+                    str(b.plugin_name or b.path)
+                    for b in policy.configuration.broken_organization_plugins
+                )
+                return self._kept(old, new, f"an organization plugin does not load ({broken})")
+            runtime = self._build(policy)
+            self._runtime = runtime
+            self._revision = new
+            _log.info("policy reloaded: configuration revision %s -> %s", old, new)
+            return ReloadResult(True, old, new)
+
+    def _kept(self, old: str, new: str, error: str) -> ReloadResult:
+        _log.error(
+            "policy reload failed, keeping configuration revision %s (candidate %s): %s",
+            old,
+            new,
+            error,
+        )
+        return ReloadResult(False, old, new, error)
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Fetch on the interval and reload on local file changes until `stop` is set."""
+        stop = stop or asyncio.Event()
+        tasks = [asyncio.create_task(self._fetch_loop(stop))]
+        watched = [p for p in self._watch if p.exists()]
+        if watched:
+            tasks.append(asyncio.create_task(self._watch_loop(watched, stop)))
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _fetch_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.fetch()
+            await self.reload()
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=self.next_delay())
+            except TimeoutError:
+                continue
+
+    async def _watch_loop(self, watched: Sequence[Path], stop: asyncio.Event) -> None:
+        from watchfiles import awatch
+
+        async for _changes in awatch(*watched, stop_event=stop, debounce=200):
+            await self.reload()
+
+
+def _default_build(policy: Policy) -> ChatRuntime:
+    from runtime.session import ChatRuntime
+
+    return ChatRuntime(policy)

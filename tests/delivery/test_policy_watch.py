@@ -1,0 +1,168 @@
+"""Live reload: a PolicyWatcher swaps the ChatRuntime when the configuration changes, keeps the
+policy in force when a change does not load, and follows the configuration server and local
+plugin folders. Real plugins through lupa, real HTTP over loopback, real file events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy import load_policy
+from policy.config_sources import ConfigurationReference
+from runtime import PolicyWatcher
+from tests.servers.config_server import ConfigServer, plugin_text, zip_of
+from tests.servers.loopback import RunningApp, running_app
+
+CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+LOCK_OFF = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "%s" }'
+
+
+def _disabled(watcher: PolicyWatcher) -> tuple[str, ...]:
+    setting = watcher.runtime.policy.configuration.setting("DataTools.DisabledToolIds")
+    return tuple(setting.value) if setting is not None else ()
+
+
+def _write_plugin(folder: Path, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plugin.lua").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[ConfigServer, RunningApp]]:
+    served = ConfigServer()
+    with running_app(served.app()) as running:
+        yield served, running
+
+
+def _local_watcher(folder: Path) -> PolicyWatcher:
+    return PolicyWatcher(lambda: load_policy(org=[folder], use_entry_points=False), watch=[folder])
+
+
+async def test_a_changed_plugin_swaps_the_runtime_and_an_in_flight_reference_keeps_the_old(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    watcher = _local_watcher(folder)
+    in_flight = watcher.runtime
+    assert _disabled(watcher) == ("web_search",)
+
+    unchanged = await watcher.reload()
+    assert not unchanged.swapped and unchanged.error is None
+    assert watcher.runtime is in_flight
+
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
+    with caplog.at_level(logging.INFO, logger="runtime.policy_watch"):
+        result = await watcher.reload()
+    assert result.swapped and result.old_revision != result.new_revision
+    assert watcher.revision == result.new_revision
+    assert _disabled(watcher) == ("read_web_page",)
+    # a request that read the runtime before the swap still sees the whole old policy
+    setting = in_flight.policy.configuration.setting("DataTools.DisabledToolIds")
+    assert setting is not None and tuple(setting.value) == ("web_search",)
+    assert f"{result.old_revision} -> {result.new_revision}" in caplog.text
+
+
+async def test_a_plugin_that_stops_loading_keeps_the_last_good_policy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    watcher = _local_watcher(folder)
+    before = watcher.runtime
+    _write_plugin(folder, "ID = ")
+    with caplog.at_level(logging.ERROR, logger="runtime.policy_watch"):
+        result = await watcher.reload()
+    assert not result.swapped and result.error is not None
+    assert "organization plugin does not load" in result.error
+    assert watcher.runtime is before and watcher.revision == result.old_revision
+    assert _disabled(watcher) == ("web_search",)
+    assert "keeping configuration revision" in caplog.text
+
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
+    assert (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("read_web_page",)
+
+
+async def test_a_user_settings_file_that_does_not_parse_keeps_the_policy(tmp_path: Path) -> None:
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    user = tmp_path / "user.yaml"
+    user.write_text("tools: {}\n", encoding="utf-8")
+    watcher = PolicyWatcher(
+        lambda: load_policy(org=[folder], user_settings=user, use_entry_points=False),
+        watch=[folder, user],
+    )
+    before = watcher.runtime
+    user.write_text("tools: [unclosed\n", encoding="utf-8")
+    result = await watcher.reload()
+    assert not result.swapped and result.error and str(user) in result.error
+    assert watcher.runtime is before
+
+
+async def test_a_server_change_reaches_the_runtime_and_a_broken_delivery_keeps_it(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
+    )
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=[ConfigurationReference(CONFIG_A, running.url("/configs"), "test")],
+        state_dir=state,
+    )
+    assert _disabled(watcher) == ()
+    await watcher.fetch()
+    assert (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("web_search",)
+
+    await watcher.fetch()  # 304: nothing changed, nothing reloaded
+    assert not (await watcher.reload()).swapped
+
+    served.archives[CONFIG_A] = b"not a zip"
+    await watcher.fetch()
+    assert not (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("web_search",)
+
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "read_web_page")}
+    )
+    await watcher.fetch()
+    assert (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("read_web_page",)
+
+
+async def test_run_reloads_when_a_watched_folder_changes(tmp_path: Path) -> None:
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    watcher = _local_watcher(folder)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    await asyncio.sleep(0.5)  # let watchfiles start watching
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
+    async with asyncio.timeout(30):
+        while _disabled(watcher) != ("read_web_page",):
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+
+
+def test_bad_arguments_are_refused_with_what_would_be_valid(tmp_path: Path) -> None:
+    def load() -> object:
+        raise AssertionError("not loaded")
+
+    with pytest.raises(ValueError, match="interval must be > 0"):
+        PolicyWatcher(load, interval=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"jitter must be in \[0, 1\)"):
+        PolicyWatcher(load, jitter=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs state_dir"):
+        PolicyWatcher(
+            load,  # type: ignore[arg-type]
+            references=[ConfigurationReference(CONFIG_A, "https://config.example", "test")],
+        )
