@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         UserSettings,
     )
     from policy.decision import Check, Evidence, OfferDecision
+    from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.registry import ToolRegistry
     from policy.tools import Tool
 
@@ -53,6 +54,7 @@ __all__ = [
     "ConfidenceScheme",
     "DataSecurity",
     "DataSourceRetrievalMode",
+    "DecisionRecord",
     "Evidence",
     "Finding",
     "OfferDecision",
@@ -66,6 +68,7 @@ __all__ = [
     "ToolOfferBlockReason",
     "ToolRegistry",
     "UserSettings",
+    "decision_log_schema",
     "load_policy",
 ]
 
@@ -77,6 +80,8 @@ _LAZY = {
     "OfferDecision": "policy.decision",
     "Check": "policy.decision",
     "Evidence": "policy.decision",
+    "DecisionRecord": "policy.decision_record",
+    "decision_log_schema": "policy.decision_record",
     "ToolRegistry": "policy.registry",
     "Tool": "policy.tools",
 }

@@ -721,10 +721,21 @@ def diff(
 
 
 @cli.command()
-def schema() -> None:
+@click.option(
+    "--decision-log",
+    "decision_log",
+    is_flag=True,
+    help="The schema of a decision-log line (policy chat --decision-log) instead.",
+)
+def schema(decision_log: bool) -> None:
     """The JSON Schema of the CONFIG keys toolpolicy understands (for editors and CI)."""
     import json
 
+    if decision_log:
+        from policy.decision_record import decision_log_schema
+
+        _print(json.dumps(decision_log_schema(), indent=2, ensure_ascii=False))
+        return
     from policy.config_schema import configuration_schema
 
     _print(json.dumps(configuration_schema(), indent=2, ensure_ascii=False))

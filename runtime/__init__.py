@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         open_chat_store,
     )
     from runtime.chat_postgres import PostgresChatStore
+    from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink
     from runtime.execution import (
         ExecutableTool,
         ToolExecutionBlocked,
@@ -75,6 +76,9 @@ _LAZY: dict[str, str] = {
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
     "ToolExecutionResult": "runtime.execution",
+    "CallbackSink": "runtime.decision_log",
+    "DecisionSink": "runtime.decision_log",
+    "JsonLinesSink": "runtime.decision_log",
     "ToolExecutor": "runtime.executor",
     "ToolInvocationTrace": "runtime.executor",
     "TraceStatus": "runtime.executor",
@@ -107,6 +111,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "CallbackSink",
     "Chat",
     "ChatMessage",
     "ChatRecord",
@@ -114,9 +119,11 @@ __all__ = [
     "ChatRuntime",
     "ChatStore",
     "ChatStoreError",
+    "DecisionSink",
     "ExecutableTool",
     "FinalAnswer",
     "InvalidToolCallingResponse",
+    "JsonLinesSink",
     "LoopEvent",
     "LoopLimits",
     "MemoryChatStore",

@@ -90,6 +90,13 @@ _QUIT = frozenset({"exit", "quit", ":q"})
     show_default=True,
     help="text: the answer on stdout, tool calls on stderr. json: one JSON object per event.",
 )
+@click.option(
+    "--decision-log",
+    "decision_log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one decision record per answer to this JSON Lines file (rolls over at 10 MB, "
+    "5 backups). Schema: policy schema --decision-log.",
+)
 def chat(
     message: str | None,
     org: tuple[Path, ...],
@@ -105,6 +112,7 @@ def chat(
     chat_id: str | None,
     chat_db: str | None,
     output_format: str,
+    decision_log: Path | None,
 ) -> None:
     """Chat with a configured provider under the organization's tool policy.
 
@@ -143,6 +151,7 @@ def chat(
                 selection=selection,
                 system_prompt=system_prompt,
                 json_lines=json_lines,
+                decision_log=decision_log,
             )
         )
     except (
@@ -275,13 +284,16 @@ async def _converse(
     selection: tuple[str, ...] | None,
     system_prompt: str,
     json_lines: bool,
+    decision_log: Path | None = None,
 ) -> None:
+    from runtime.decision_log import JsonLinesSink
     from runtime.loop import FinalAnswer
     from runtime.messages import ChatMessage, Role
     from runtime.providers import create_client
     from runtime.session import ChatRuntime
 
-    assistant = ChatRuntime(policy)
+    sink = JsonLinesSink(decision_log) if decision_log is not None else None
+    assistant = ChatRuntime(policy, decision_log=sink)
     history: list[ChatMessage] = []
     client = create_client(provider, _api_key(provider))
     try:

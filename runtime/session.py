@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from policy.decision import RunnableTools
     from policy.definitions import ToolDefinition
     from runtime.chat import Chat
+    from runtime.decision_log import DecisionRecorder, DecisionSink
     from runtime.execution import ExecutableTool
     from runtime.loop import LoopLimits, ToolCallingLoop
     from runtime.messages import ChatMessage
@@ -54,11 +55,13 @@ class ChatRuntime:
 
     `services` are shared objects tools may use (e.g. "guard" for a prompt-injection guard);
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
-    the mailbox behind an outbound-data restriction. Build a new one when the policy changes.
+    the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
+    `respond` (e.g. a `JsonLinesSink`). Build a new one when the policy changes.
     """
 
     __slots__ = (
         "_data_sources",
+        "_decision_log",
         "_limits",
         "_loop",
         "_mailbox_name",
@@ -76,8 +79,10 @@ class ChatRuntime:
         mailbox_name: Callable[[str], str | None] | None = None,
         loop: ToolCallingLoop | None = None,
         limits: LoopLimits | None = None,
+        decision_log: DecisionSink | None = None,
     ) -> None:
         self.policy = policy
+        self._decision_log = decision_log
         self._data_sources = tuple(data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
@@ -162,11 +167,24 @@ class ChatRuntime:
         trusted = registry.is_trusted_provider(provider)
         ensure_provider_allowed(chat, provider.kind, confidence, trusted)
 
-        offered = await self._runnable_tools(
-            chat, provider, component, selected_tool_ids, retrieval_mode
-        )
+        selection = None if selected_tool_ids is None else tuple(selected_tool_ids)
+        offered = await self._runnable_tools(chat, provider, component, selection, retrieval_mode)
         runnable, left_out = _executable(offered)
-        yield ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
+        first = ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
+        recorder = None
+        if self._decision_log is not None:
+            from runtime.decision_log import DecisionRecorder
+
+            recorder = DecisionRecorder(
+                self._decision_log,
+                chat_id=chat.id,
+                component=component,
+                provider=provider,
+                confidence=confidence,
+                selected_tool_ids=selection,
+            )
+            recorder.offered(offered, first.tool_ids, left_out)
+        yield first
 
         instructions = (
             offered.instructions
@@ -202,7 +220,13 @@ class ChatRuntime:
             )
             loop = self._loop or SequentialToolCallingLoop(self._limits)
             async for event in loop.run(adapter, context):
+                if recorder is not None:
+                    _record(recorder, event)
                 yield event
+        except Exception as error:
+            if recorder is not None:
+                recorder.failed(error)
+            raise
         finally:
             if owned:
                 await active.aclose()
@@ -271,6 +295,17 @@ def _executable(
         )
         left_out.append((entry.definition.id, reason))
     return tuple(runnable), tuple(left_out)
+
+
+def _record(recorder: DecisionRecorder, event: LoopEvent) -> None:
+    from runtime.loop import FinalAnswer, ToolCallFinished, ToolCallStarted
+
+    if isinstance(event, ToolCallStarted):
+        recorder.call_started(event.call_id)
+    elif isinstance(event, ToolCallFinished):
+        recorder.call_finished(event.trace)
+    elif isinstance(event, FinalAnswer):
+        recorder.finished(event)
 
 
 def _effective_system_prompt(system_prompt: str, tool_instructions: str) -> str:

@@ -1,0 +1,226 @@
+"""Decision records from real `respond` runs against the loopback provider (real Lua policy)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from policy import Policy
+from policy.configuration import ProviderConfig
+from policy.decision_record import DecisionRecord, decision_log_schema
+from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
+from runtime.decision_log import CallbackSink, JsonLinesSink
+from tests.e2e._kit import (
+    API_KEY,
+    OPENAI_ID,
+    ORGANIZATION,
+    ROOT,
+    VLLM_ID,
+    client,
+    organization_provider,
+)
+from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
+from tests.servers.provider_server import ProviderServer, Reply
+
+CANARY = "canary-user-text-5c1e"
+QUESTION = ChatMessage(Role.USER, f"What is (17 + 4) * 3? {CANARY}")
+
+
+async def _respond(
+    policy: Policy,
+    chat: Chat,
+    provider: ProviderConfig,
+    sink: Any,
+    selected: tuple[str, ...] = ("calculator", "current_time"),
+) -> None:
+    async with client(provider) as provider_client:
+        async for _ in ChatRuntime(policy, decision_log=sink).respond(
+            chat, provider, [QUESTION], selected_tool_ids=selected, client=provider_client
+        ):
+            pass
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_a_response_with_calls_is_one_record_that_validates_and_holds_no_secret(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(
+        Reply(
+            [
+                chat_call(0, "call_1", "calculator", '{"expression":"(17 + 4) * 3"}'),
+                chat_call(1, "call_2", "calculator", '{"expression":"__import__(\'os\')"}'),
+                chat_usage(90),
+            ]
+        ),
+        Reply([*chat_text("It is 63."), chat_usage(140)]),
+    )
+    log = tmp_path / "decisions.jsonl"
+    await _respond(policy, chat, organization_provider(policy, VLLM_ID, server), JsonLinesSink(log))
+
+    (record,) = _lines(log)
+    jsonschema.validate(record, decision_log_schema())
+    assert record["chat_id"] == "e2e-chat" and record["component"] == "CHAT"
+    assert record["decision_id"][14] == "7", "a UUIDv7"
+    assert record["provider"]["id"] == VLLM_ID and record["provider"]["model"]
+    assert record["selected_tool_ids"] == ["calculator", "current_time"]
+    assert record["offered"] == ["calculator", "current_time"]
+    assert [(c["call_id"], c["tool_id"], c["status"]) for c in record["calls"]] == [
+        ("call_1", "calculator", "SUCCESS"),
+        ("call_2", "calculator", "ERROR"),
+    ]
+    assert record["calls"][0]["arguments"] == {"expression": "(17 + 4) * 3"}
+    assert record["calls"][0]["result_chars"] > 0 and record["calls"][0]["duration_ms"] >= 0
+    assert record["outcome"] == {"stop_reason": "final_answer", "error_class": ""}
+    assert record["usage"]["input_tokens"] == 90
+    text = log.read_text()
+    assert API_KEY not in text and CANARY not in text
+    assert ":63" not in text and "It is" not in text, "no result or answer text"
+
+
+async def test_a_tool_the_policy_refuses_is_left_out_with_the_failed_check_and_its_plugin_line(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    server.queue(Reply(chat_text("Hi.")))
+    kept: list[DecisionRecord] = []
+    openai = organization_provider(policy, OPENAI_ID, server)
+    await _respond(policy, chat, openai, CallbackSink(kept.append), ("web_search", "calculator"))
+
+    (record,) = kept
+    assert record.offered == ["calculator"]
+    (left,) = [r for r in record.left_out if r.tool_id == "web_search"]
+    assert left.reason != "NONE" and left.check == left.reason and left.detail
+    assert any(".lua:" in e for e in left.evidence), left.evidence
+
+
+async def test_a_provider_failure_is_recorded_as_an_error_class_and_still_raised(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    server.queue(Reply(chat_text("Let me ", "check"), break_after_events=True))
+    kept: list[DecisionRecord] = []
+    with pytest.raises(ProviderError):
+        await _respond(
+            policy, chat, organization_provider(policy, VLLM_ID, server), CallbackSink(kept.append)
+        )
+
+    (record,) = kept
+    assert record.outcome.stop_reason == "error"
+    assert record.outcome.error_class == "ProviderUnavailable"
+
+
+async def test_a_sink_that_raises_warns_once_and_the_answer_goes_on(
+    policy: Policy, chat: Chat, server: ProviderServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(record: DecisionRecord) -> None:
+        raise OSError(f"disk full {API_KEY}")
+
+    sink = CallbackSink(broken)
+    provider = organization_provider(policy, VLLM_ID, server)
+    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
+        for _ in range(2):
+            server.queue(Reply(chat_text("Hi.")))
+            await _respond(policy, chat, provider, sink)
+
+    warnings = [r.getMessage() for r in caplog.records if r.name == "runtime.decision_log"]
+    assert len(warnings) == 1 and "OSError" in warnings[0] and API_KEY not in warnings[0]
+
+
+def test_the_jsonl_file_rolls_over_past_its_size_and_keeps_the_set_number_of_backups(
+    tmp_path: Path,
+) -> None:
+    record = DecisionRecord.model_validate(
+        {
+            "decision_id": "0",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "chat_id": "c",
+            "component": "CHAT",
+            "provider": {
+                "id": "p",
+                "kind": "OPEN_AI",
+                "host": "",
+                "model": "m",
+                "confidence": "LOW",
+            },
+            "selected_tool_ids": None,
+            "outcome": {"stop_reason": "final_answer"},
+        }
+    )
+    size = len(record.model_dump_json()) + 1
+    log = tmp_path / "d.jsonl"
+    sink = JsonLinesSink(log, max_bytes=size * 2, backups=2)
+    for _ in range(7):
+        sink.write(record)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "d.jsonl.1", "d.jsonl.2"]
+    assert [len(_lines(p)) for p in (log, tmp_path / "d.jsonl.1", tmp_path / "d.jsonl.2")] == [
+        1,
+        2,
+        2,
+    ]
+    with pytest.raises(ValueError, match="max_bytes >= 1"):
+        JsonLinesSink(log, max_bytes=0)
+
+
+def test_policy_chat_appends_a_record_per_answer_that_matches_the_published_schema(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(
+        Reply([chat_call(0, "call_1", "calculator", '{"expression":"6 * 7"}')]),
+        Reply(chat_text("It is 42.")),
+    )
+    log = tmp_path / "decisions.jsonl"
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TOOLPOLICY_") and "API_KEY" not in k
+    }
+    environment["TOOLPOLICY_API_KEY"] = API_KEY
+    policy_cli = [sys.executable, "-m", "policy.cli"]
+    done = subprocess.run(
+        [
+            *policy_cli,
+            "chat",
+            f"What is 6 * 7? {CANARY}",
+            "--org",
+            str(ORGANIZATION),
+            "--provider",
+            "Example Corp vLLM",
+            "--base-url",
+            server.base_url,
+            "--tools-file",
+            str(ROOT / "examples" / "clock_tool.py"),
+            "--tool",
+            "calculator",
+            "--chat-db",
+            str(tmp_path / "chats.sqlite3"),
+            "--decision-log",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    schema = subprocess.run(
+        [*policy_cli, "schema", "--decision-log"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    (record,) = _lines(log)
+    jsonschema.validate(record, json.loads(schema.stdout))
+    assert [(c["tool_id"], c["status"]) for c in record["calls"]] == [("calculator", "SUCCESS")]
+    text = log.read_text()
+    assert API_KEY not in text and CANARY not in text
