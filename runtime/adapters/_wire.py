@@ -20,7 +20,7 @@ from runtime.messages import (
     Usage,
 )
 from runtime.providers.client import ProviderClient
-from runtime.providers.errors import ProviderUnavailable
+from runtime.providers.errors import ProviderProtocolError, ProviderUnavailable
 
 _log = logging.getLogger("runtime.adapters")
 
@@ -164,10 +164,54 @@ def non_blank(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+_JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "a number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+
+
+def json_type_name(value: Any) -> str:
+    """How JSON calls the type of a parsed value ("an object", "a string", "null" ...)."""
+    if value is None:
+        return "null"
+    return next((name for kind, name in _JSON_TYPE_NAMES if isinstance(value, kind)), "a value")
+
+
+def wrong_type(field: str, value: Any, expected: str) -> str:
+    """The protocol problem of a provider field that has the wrong JSON type."""
+    return f"the field {field} is {json_type_name(value)}, expected {expected}"
+
+
+class TypedFields:
+    """Checks the JSON type of fields a provider sent; the first wrong one is kept as the
+    round's protocol problem (accumulators never raise: the streaming step does)."""
+
+    __slots__ = ("protocol_error",)
+
+    def __init__(self) -> None:
+        self.protocol_error: str | None = None
+
+    def typed(self, field: str, value: Any, kind: type, expected: str) -> bool:
+        """Whether `value` is absent (null) or has the JSON type the API documents."""
+        if value is None or isinstance(value, kind):
+            return True
+        self.protocol_error = self.protocol_error or wrong_type(field, value, expected)
+        return False
+
+
 class StreamAccumulator(Protocol):
-    """What each adapter's accumulator offers the shared streaming step."""
+    """What each adapter's accumulator offers the shared streaming step.
+
+    `error` is what the host reported; `protocol_error` names a field the host sent with the
+    wrong type (the first one seen).
+    """
 
     error: str | None
+    protocol_error: str | None
 
     def feed(self, data: str) -> TextDelta | None: ...
 
@@ -176,11 +220,18 @@ async def stream_deltas(
     client: ProviderClient, body: bytes, accumulator: StreamAccumulator
 ) -> AsyncIterator[TextDelta]:
     """Send `body` and pass on what the user should see; an error the host reports ends the
-    round at once as ProviderUnavailable, with any secret redacted."""
+    round at once as ProviderUnavailable, a field of the wrong type as ProviderProtocolError
+    naming it, with any secret redacted."""
     async for data in client.stream(body):
         delta = accumulator.feed(data)
         if delta is not None:
             yield delta
+        if accumulator.protocol_error is not None:
+            raise ProviderProtocolError(
+                f"{client.provider_name} sent an answer that does not follow its wire API: "
+                f"{client.redact(accumulator.protocol_error)}",
+                provider=client.provider_name,
+            )
         if accumulator.error is not None:
             raise ProviderUnavailable(
                 f"{client.provider_name} reported an error during the answer: "

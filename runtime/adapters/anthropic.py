@@ -91,12 +91,13 @@ class StreamedMessage:
     usage: Usage
 
 
-class AnthropicAccumulator:
+class AnthropicAccumulator(_wire.TypedFields):
     """Reads the events of one Messages stream; never raises on bad input."""
 
     __slots__ = ("_blocks", "_ended", "error", "usage")
 
     def __init__(self) -> None:
+        super().__init__()
         self._blocks: dict[int, _BlockBuilder] = {}
         self._ended = False
         self.usage: Usage = UNKNOWN_USAGE
@@ -111,7 +112,11 @@ class AnthropicAccumulator:
             return self._delta(event)
         if kind == "content_block_start":
             index, seed = event.get("index"), event.get("content_block")
-            if _wire.is_index(index) and isinstance(seed, dict):
+            if (
+                _wire.is_index(index)
+                and self.typed("content_block", seed, dict, "an object")
+                and isinstance(seed, dict)
+            ):
                 self._blocks[index] = _BlockBuilder(seed)
         elif kind == "message_start":
             return self._start(event.get("message"))
@@ -142,6 +147,8 @@ class AnthropicAccumulator:
     def _delta(self, event: dict[str, Any]) -> TextDelta | None:
         delta = event.get("delta")
         index = event.get("index")
+        if not self.typed("delta", delta, dict, "an object"):
+            return None
         if not isinstance(delta, dict) or not _wire.is_index(index):
             return None
         kind = delta.get("type")

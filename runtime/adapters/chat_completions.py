@@ -73,7 +73,7 @@ class StreamedMessage:
     sources: tuple[Source, ...]
 
 
-class ChatCompletionAccumulator:
+class ChatCompletionAccumulator(_wire.TypedFields):
     """Reads the `data:` payloads of one Chat Completions stream; never raises on bad input."""
 
     __slots__ = (
@@ -90,6 +90,7 @@ class ChatCompletionAccumulator:
     )
 
     def __init__(self) -> None:
+        super().__init__()
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: list[_CallBuilder] = []
@@ -115,9 +116,15 @@ class ChatCompletionAccumulator:
         usage = self._new_usage(chunk)
         sources = self._new_sources(chunk)
         text = ""
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        if (
+            self.typed("choices", choices, list, "an array")
+            and isinstance(choices, list)
+            and choices
+            and self.typed("choices[0]", choices[0], dict, "an object")
+            and isinstance(choices[0], dict)
+        ):
             delta = choices[0].get("delta")
-            if isinstance(delta, dict):
+            if self.typed("choices[0].delta", delta, dict, "an object") and isinstance(delta, dict):
                 self._read_something = True
                 text = self._read_delta(delta)
                 if "annotations" in delta:
@@ -145,7 +152,9 @@ class ChatCompletionAccumulator:
         if isinstance(reasoning, str) and reasoning:
             self._reasoning.append(reasoning)
         fragments = delta.get("tool_calls")
-        if isinstance(fragments, list):
+        if self.typed("choices[0].delta.tool_calls", fragments, list, "an array") and isinstance(
+            fragments, list
+        ):
             for fragment in fragments:
                 if isinstance(fragment, dict):
                     self._read_fragment(fragment)

@@ -53,15 +53,28 @@ class StreamedResponse:
     usage: Usage
 
 
-class ResponsesAccumulator:
+class ResponsesAccumulator(_wire.TypedFields):
     """Reads the events of one Responses stream; never raises on bad input."""
 
     __slots__ = ("_completed", "_done_items", "error")
 
     def __init__(self) -> None:
+        super().__init__()
         self._completed: StreamedResponse | None = None
         self._done_items: dict[int, OutputItem] = {}
         self.error: str | None = None
+
+    def _typed_items(self, field: str, items: list[Any]) -> list[dict[str, Any]]:
+        """The output items whose `type` is a string; any other is a protocol problem."""
+        kept: list[dict[str, Any]] = []
+        for position, item in enumerate(items):
+            if not self.typed(f"{field}[{position}]", item, dict, "an object"):
+                continue
+            if isinstance(item, dict) and self.typed(
+                f"{field}[{position}].type", item.get("type"), str, "a string"
+            ):
+                kept.append(item)
+        return kept
 
     def feed(self, data: str) -> TextDelta | None:
         event = _wire.loads_payload(data)
@@ -87,7 +100,10 @@ class ResponsesAccumulator:
 
     def _keep_done_item(self, event: dict[str, Any], data: str) -> None:
         item = event.get("item")
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or not self.typed(
+            "item.type", item.get("type"), str, "a string"
+        ):
+            self.typed("item", item, dict, "an object")
             return
         index = event.get("output_index")
         if not _wire.is_index(index):
@@ -98,9 +114,14 @@ class ResponsesAccumulator:
     def _complete(self, event: dict[str, Any], data: str) -> TextDelta | None:
         response = event.get("response")
         if not isinstance(response, dict):
+            self.typed("response", response, dict, "an object")
             return None
         output = response.get("output")
-        items = [i for i in output if isinstance(i, dict)] if isinstance(output, list) else []
+        if not self.typed("response.output", output, list, "an array") or output is None:
+            output = []
+        items = self._typed_items("response.output", output)
+        if self.protocol_error is not None:
+            return None
         raws = _raw_elements(data, items)
         output_text = response.get("output_text")
         usage = _wire.usage_from(response.get("usage"), "input_tokens", "output_tokens")

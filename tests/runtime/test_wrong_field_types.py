@@ -1,0 +1,189 @@
+"""Every field an adapter reads, given JSON of the wrong type: never a crash, and where the wire
+API fixes the type, a ProviderProtocolError naming the field."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.adapters.anthropic import AnthropicAccumulator, AnthropicAdapter
+from runtime.adapters.anthropic import round_of as anthropic_round
+from runtime.adapters.chat_completions import ChatCompletionAccumulator, ChatCompletionsAdapter
+from runtime.adapters.responses import ResponsesAccumulator, ResponsesAdapter
+from runtime.adapters.responses import round_of as responses_round
+from runtime.providers import (
+    ANTHROPIC,
+    OPENAI_CHAT_COMPLETIONS,
+    OPENAI_RESPONSES,
+    ProviderError,
+    ProviderProtocolError,
+    RetryPolicy,
+)
+from tests.runtime.test_fuzz_streams import _anthropic_stream, _chat_stream, _responses_stream
+from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_testkit import client_for, conversation, run_round, web_search_tool
+
+WRONG_VALUES = [{}, {"type": {}}, [], [{}], 0, -1, 2.5, True, False, "", "x", None]
+_STREAMS: list[tuple[type, Callable[[], list[Any]], Callable[[Any], Any] | None]] = [
+    (ChatCompletionAccumulator, _chat_stream, None),
+    (ResponsesAccumulator, _responses_stream, responses_round),
+    (AnthropicAccumulator, _anthropic_stream, anthropic_round),
+]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for position, inner in enumerate(value):
+            yield from _paths(inner, (*prefix, position))
+
+
+def _replaced(event: Any, path: tuple[Any, ...], value: Any) -> Any:
+    changed = copy.deepcopy(event)
+    target = changed
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return changed
+
+
+def _every_field() -> list[tuple[int, int, tuple[Any, ...]]]:
+    found = []
+    for which, (_, stream, _) in enumerate(_STREAMS):
+        for position, event in enumerate(stream()):
+            if not isinstance(event, str):
+                found += [(which, position, path) for path in _paths(event)]
+    return found
+
+
+FIELDS = _every_field()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(FIELDS), st.sampled_from(WRONG_VALUES), st.lists(st.sampled_from(FIELDS)))
+def test_a_wrong_type_in_any_field_never_raises_out_of_an_accumulator(
+    field: tuple[int, int, tuple[Any, ...]],
+    value: Any,
+    more: list[tuple[int, int, tuple[Any, ...]]],
+) -> None:
+    which, position, path = field
+    accumulator_type, stream, round_of = _STREAMS[which]
+    events = stream()
+    events[position] = _replaced(events[position], path, value)
+    for other_which, other_position, other_path in more[:3]:
+        if other_which == which:
+            with contextlib.suppress(KeyError, IndexError, TypeError):  # path already replaced
+                events[other_position] = _replaced(events[other_position], other_path, value)
+    accumulator = accumulator_type()
+    for event in events:
+        accumulator.feed(event if isinstance(event, str) else json.dumps(event))
+    message = accumulator.build()
+    if round_of is not None and message is not None and accumulator.protocol_error is None:
+        round_of(message)
+
+
+def test_every_field_of_every_stream_is_covered_with_every_wrong_type() -> None:
+    """The exhaustive pass behind the random one: each field, each wrong value, once."""
+    for which, position, path in FIELDS:
+        accumulator_type, stream, round_of = _STREAMS[which]
+        for value in WRONG_VALUES:
+            events = stream()
+            events[position] = _replaced(events[position], path, value)
+            accumulator = accumulator_type()
+            for event in events:
+                accumulator.feed(event if isinstance(event, str) else json.dumps(event))
+            message = accumulator.build()
+            if round_of is not None and message is not None:
+                round_of(message)
+
+
+# -- through HTTP: the field is named ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ProviderServer]:
+    with running_provider_server() as running:
+        yield running
+
+
+_RESPONSES_ITEM_TYPE = {"type": "response.completed", "response": {"output": [{"type": {}}]}}
+_NAMED_CASES = [
+    (OPENAI_RESPONSES, ResponsesAdapter, [_RESPONSES_ITEM_TYPE], "response.output[0].type"),
+    (
+        OPENAI_RESPONSES,
+        ResponsesAdapter,
+        [{"type": "response.output_item.done", "output_index": 0, "item": {"type": []}}],
+        "item.type",
+    ),
+    (
+        OPENAI_RESPONSES,
+        ResponsesAdapter,
+        [{"type": "response.completed", "response": {"output": "many"}}],
+        "response.output",
+    ),
+    (
+        OPENAI_RESPONSES,
+        ResponsesAdapter,
+        [{"type": "response.completed", "response": {"output": [7]}}],
+        "response.output[0]",
+    ),
+    (OPENAI_CHAT_COMPLETIONS, ChatCompletionsAdapter, [{"choices": {}}], "choices"),
+    (OPENAI_CHAT_COMPLETIONS, ChatCompletionsAdapter, [{"choices": ["x"]}], "choices[0]"),
+    (
+        OPENAI_CHAT_COMPLETIONS,
+        ChatCompletionsAdapter,
+        [{"choices": [{"delta": "hello"}]}],
+        "choices[0].delta",
+    ),
+    (
+        OPENAI_CHAT_COMPLETIONS,
+        ChatCompletionsAdapter,
+        [{"choices": [{"delta": {"tool_calls": {"id": "c"}}}]}],
+        "choices[0].delta.tool_calls",
+    ),
+    (
+        ANTHROPIC,
+        AnthropicAdapter,
+        [{"type": "content_block_start", "index": 0, "content_block": "text"}],
+        "content_block",
+    ),
+    (
+        ANTHROPIC,
+        AnthropicAdapter,
+        [{"type": "content_block_delta", "index": 0, "delta": ["text_delta"]}],
+        "delta",
+    ),
+]
+
+
+@pytest.mark.parametrize(("profile", "adapter_type", "events", "field"), _NAMED_CASES)
+def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
+    server: ProviderServer, profile: Any, adapter_type: Any, events: list[Any], field: str
+) -> None:
+    server.replies.clear()
+    server.queue(Reply(events))
+
+    async def play() -> ProviderError:
+        client = client_for(profile, server.base_url, retry=RetryPolicy(max_attempts=1))
+        try:
+            with pytest.raises(ProviderProtocolError) as caught:
+                await run_round(adapter_type(client, conversation(web_search_tool()), "m"))
+            return caught.value
+        finally:
+            await client.aclose()
+
+    error = asyncio.run(play())
+    assert f"the field {field} is " in str(error)
+    assert "expected" in str(error)
