@@ -741,6 +741,25 @@ def schema(decision_log: bool) -> None:
     _print(json.dumps(configuration_schema(), indent=2, ensure_ascii=False))
 
 
+@cli.group()
+def log() -> None:
+    """Read a decision log (policy chat --decision-log)."""
+
+
+@log.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def summary(path: Path) -> None:
+    """Counts over a decision log: decisions per provider, left-out reasons, calls per status."""
+    from policy.decision_summary import DecisionLogError, read_decision_log, summary_rows
+    from policy.explain import render_table
+
+    try:
+        records = read_decision_log(path)
+    except DecisionLogError as error:
+        raise click.ClickException(str(error)) from None
+    _print(render_table(("what", "value", "count"), summary_rows(records)))
+
+
 @cli.command()
 def template() -> None:
     """The reference plugin.lua, generated from the tool definitions and the settings keys."""

@@ -224,3 +224,47 @@ def test_policy_chat_appends_a_record_per_answer_that_matches_the_published_sche
     assert [(c["tool_id"], c["status"]) for c in record["calls"]] == [("calculator", "SUCCESS")]
     text = log.read_text()
     assert API_KEY not in text and CANARY not in text
+
+
+def test_policy_log_summary_counts_a_recorded_log_and_names_a_bad_line(tmp_path: Path) -> None:
+    record = {
+        "decision_id": "0",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "chat_id": "c",
+        "component": "CHAT",
+        "provider": {
+            "id": "vllm",
+            "kind": "SELF_HOSTED",
+            "host": "",
+            "model": "m",
+            "confidence": "HIGH",
+        },
+        "selected_tool_ids": None,
+        "left_out": [{"tool_id": "web_search", "reason": "TOOL_DISABLED"}],
+        "calls": [
+            {
+                "call_id": "1",
+                "tool_id": "calculator",
+                "status": "BLOCKED",
+                "arguments": {},
+                "duration_ms": 1.0,
+                "result_chars": 0,
+            },
+        ],
+        "outcome": {"stop_reason": "final_answer"},
+    }
+    log = tmp_path / "d.jsonl"
+    log.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
+    command = [sys.executable, "-m", "policy.cli", "log", "summary", str(log)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert ["decisions", "2"] in rows
+    assert ["provider", "vllm", "2"] in rows
+    assert ["left", "out", "web_search:", "TOOL_DISABLED", "2"] in rows
+    assert ["call", "BLOCKED", "calculator", "2"] in rows
+
+    log.write_text(json.dumps(record) + '\n{"decision_id": 1}\n')
+    bad = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 1 and f"{log}:2: not a decision record" in bad.stderr
+    assert "Traceback" not in bad.stderr
