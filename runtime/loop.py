@@ -38,6 +38,7 @@ NO_ANSWER_AFTER_LIMIT = (
     "The model did not return a final answer after completing the available tool calls."
 )
 NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
+NO_ANSWER_WITHOUT_TOOLS = "The provider returned no answer."
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +331,13 @@ def _ending(
         return [state.final()]
     if state.calls > 0:
         return state.notice(NO_ANSWER_AFTER_TOOL_CALL)
+    if not context.runnable_tools:
+        _log.warning(
+            "Provider %r (model %r) returned an empty answer (no tools were offered).",
+            context.provider_name,
+            context.model,
+        )
+        return state.notice(NO_ANSWER_WITHOUT_TOOLS)
     _log.error(
         "Provider %r (model %r) answered the first round with neither text nor calls.",
         context.provider_name,

@@ -14,6 +14,7 @@ from runtime.chat import Chat, ChatRequirementError, MemoryChatStore
 from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.loop import (
+    NO_ANSWER_WITHOUT_TOOLS,
     FinalAnswer,
     InvalidToolCallingResponse,
     LoopContext,
@@ -145,6 +146,14 @@ async def test_a_first_round_without_text_or_calls_is_an_invalid_response() -> N
     adapter = ScriptedAdapter([[completed("")]])
     with pytest.raises(InvalidToolCallingResponse, match="'Company OpenAI' returned an invalid"):
         await _run(adapter, _context(EchoTool("lookup")))
+
+
+async def test_an_empty_reply_without_tools_offered_is_no_tool_calling_error() -> None:
+    """No tool was sent, so an empty answer says so plainly instead of blaming tool calling."""
+    adapter = ScriptedAdapter([[completed("")]])
+    final = _final(await _run(adapter, _context()))
+    assert final.text == NO_ANSWER_WITHOUT_TOOLS
+    assert not final.interrupted
 
 
 async def test_a_round_which_never_completes_ends_quietly() -> None:
