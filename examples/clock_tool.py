@@ -23,12 +23,24 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
-from policy.tools import CONFIGURED, DefinedTool, ToolConfigurationState
-from policy.vocabulary import ToolOutboundData
-from runtime.arguments import ArgumentError, ArgumentReader, echo
-from runtime.execution import ToolExecutionContext, ToolExecutionResult
-from runtime.schema import ParameterSchemaBuilder
+from policy import (
+    CONFIGURED,
+    DefinedTool,
+    SettingField,
+    SettingsSchema,
+    ToolConfigurationState,
+    ToolDefinition,
+    ToolFunction,
+    ToolOutboundData,
+)
+from runtime import (
+    ArgumentError,
+    ArgumentReader,
+    ParameterSchemaBuilder,
+    ToolExecutionContext,
+    ToolExecutionResult,
+)
+from runtime.arguments import echo
 
 CURRENT_TIME = "current_time"
 CALCULATOR = "calculator"

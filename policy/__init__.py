@@ -33,6 +33,7 @@ from policy.vocabulary import (
     SettingSource,
     ToolActivation,
     ToolOfferBlockReason,
+    ToolOutboundData,
 )
 
 if TYPE_CHECKING:
@@ -44,10 +45,18 @@ if TYPE_CHECKING:
     )
     from policy.decision import Check, Evidence, OfferDecision
     from policy.decision_record import DecisionRecord, decision_log_schema
+    from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
     from policy.registry import ToolRegistry
-    from policy.tools import Tool
+    from policy.tools import (
+        CONFIGURED,
+        DefinedTool,
+        ResolutionContext,
+        Tool,
+        ToolConfigurationState,
+    )
 
 __all__ = [
+    "CONFIGURED",
     "Check",
     "Component",
     "ConfidenceLevel",
@@ -55,6 +64,7 @@ __all__ = [
     "DataSecurity",
     "DataSourceRetrievalMode",
     "DecisionRecord",
+    "DefinedTool",
     "Evidence",
     "Finding",
     "OfferDecision",
@@ -62,10 +72,17 @@ __all__ = [
     "PolicyConfiguration",
     "ProviderConfig",
     "ProviderKind",
+    "ResolutionContext",
+    "SettingField",
     "SettingSource",
+    "SettingsSchema",
     "Tool",
     "ToolActivation",
+    "ToolConfigurationState",
+    "ToolDefinition",
+    "ToolFunction",
     "ToolOfferBlockReason",
+    "ToolOutboundData",
     "ToolRegistry",
     "UserSettings",
     "decision_log_schema",
@@ -73,6 +90,14 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CONFIGURED": "policy.tools",
+    "DefinedTool": "policy.tools",
+    "ResolutionContext": "policy.tools",
+    "ToolConfigurationState": "policy.tools",
+    "SettingField": "policy.definitions",
+    "SettingsSchema": "policy.definitions",
+    "ToolDefinition": "policy.definitions",
+    "ToolFunction": "policy.definitions",
     "Finding": "policy.configuration",
     "PolicyConfiguration": "policy.configuration",
     "ProviderConfig": "policy.configuration",

@@ -20,6 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
         Chat,
         ChatRecord,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
         ToolExecutionBlocked,
         ToolExecutionContext,
         ToolExecutionResult,
+        missing_members,
+        sensitive_argument_names,
     )
     from runtime.executor import ToolExecutor, ToolInvocationTrace, TraceStatus
     from runtime.loop import (
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
         ToolCallingLoop,
         ToolCallStarted,
     )
-    from runtime.messages import ChatMessage, Role, Source, SourceOrigin, Usage
+    from runtime.messages import ChatMessage, RequestedCall, Role, Source, SourceOrigin, Usage
     from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
         ProviderClient,
@@ -59,10 +62,19 @@ if TYPE_CHECKING:
         Timeouts,
         create_client,
     )
+    from runtime.retrieval_overrides import RetrievalOverrides
+    from runtime.schema import ParameterSchemaBuilder
     from runtime.session import ChatRuntime, ResponseEvent, ToolsOffered, respond
     from runtime.tools import builtin_executable_tools
 
 _LAZY: dict[str, str] = {
+    "ArgumentError": "runtime.arguments",
+    "ArgumentReader": "runtime.arguments",
+    "RequestedCall": "runtime.messages",
+    "RetrievalOverrides": "runtime.retrieval_overrides",
+    "ParameterSchemaBuilder": "runtime.schema",
+    "sensitive_argument_names": "runtime.execution",
+    "missing_members": "runtime.execution",
     "Chat": "runtime.chat",
     "ChatRecord": "runtime.chat",
     "ChatRequirementError": "runtime.chat",
@@ -111,6 +123,8 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentReader",
     "CallbackSink",
     "Chat",
     "ChatMessage",
@@ -127,12 +141,15 @@ __all__ = [
     "LoopEvent",
     "LoopLimits",
     "MemoryChatStore",
+    "ParameterSchemaBuilder",
     "PolicyWatcher",
     "PostgresChatStore",
     "ProviderClient",
     "ProviderError",
     "ReloadResult",
+    "RequestedCall",
     "ResponseEvent",
+    "RetrievalOverrides",
     "RetryPolicy",
     "Role",
     "SequentialToolCallingLoop",
@@ -154,8 +171,10 @@ __all__ = [
     "Usage",
     "builtin_executable_tools",
     "create_client",
+    "missing_members",
     "open_chat_store",
     "respond",
+    "sensitive_argument_names",
 ]
 
 

@@ -8,19 +8,17 @@ arguments, so nothing a model writes can change how addresses are checked.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext
+from runtime.retrieval_overrides import RetrievalOverrides
 
 if TYPE_CHECKING:
     from runtime.web.extract import ExtractedPage
     from runtime.web.guard import PromptInjectionGuard
     from runtime.web.retrieval import (
-        AddressClassifier,
-        Resolver,
         RetrievalOptions,
         RetrievedWebPage,
     )
@@ -37,15 +35,6 @@ DATA_SOURCES_SERVICE = "data_sources"
 
 SMALL_PAGE_CHARACTERS = 500
 """Extracted HTML shorter than this is probably incomplete (runtime-spec §6.7, §6.8)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievalOverrides:
-    """Replacements for how retrieval resolves, classifies and verifies; code only, never data."""
-
-    resolver: Resolver | None = None
-    classify_address: AddressClassifier | None = None
-    ssl_context: ssl.SSLContext | None = None
 
 
 def retrieval_options(context: ToolExecutionContext, **fields: Any) -> RetrievalOptions:

@@ -9,7 +9,9 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("package", ["runtime.adapters", "runtime.providers", "runtime.tools"])
+@pytest.mark.parametrize(
+    "package", ["policy", "runtime", "runtime.adapters", "runtime.providers", "runtime.tools"]
+)
 def test_every_listed_name_can_be_imported(package: str) -> None:
     module = importlib.import_module(package)
     assert module.__all__
@@ -33,3 +35,42 @@ def test_an_unknown_adapter_name_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="GeminiAdapter"):
         _ = runtime.adapters.GeminiAdapter  # type: ignore[attr-defined]
+
+
+TOOL_AUTHOR_NAMES = {
+    "policy": {
+        "DefinedTool",
+        "Tool",
+        "ToolDefinition",
+        "ToolFunction",
+        "ToolOutboundData",
+        "ToolConfigurationState",
+        "CONFIGURED",
+        "ResolutionContext",
+        "SettingField",
+        "SettingsSchema",
+    },
+    "runtime": {
+        "ExecutableTool",
+        "ArgumentReader",
+        "ArgumentError",
+        "ParameterSchemaBuilder",
+        "RequestedCall",
+        "RetrievalOverrides",
+        "ToolExecutionContext",
+        "ToolExecutionResult",
+        "ToolExecutionBlocked",
+    },
+}
+
+
+@pytest.mark.parametrize("package", sorted(TOOL_AUTHOR_NAMES))
+def test_what_a_tool_author_needs_is_public(package: str) -> None:
+    module = importlib.import_module(package)
+    assert TOOL_AUTHOR_NAMES[package] <= set(module.__all__)
+
+
+def test_retrieval_overrides_live_in_a_public_module() -> None:
+    from runtime import RetrievalOverrides
+
+    assert RetrievalOverrides.__module__ == "runtime.retrieval_overrides"

@@ -13,8 +13,9 @@ import pytest
 
 from policy.builtin import BUILTIN_DEFINITIONS, READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
+from runtime import RetrievalOverrides
 from runtime.execution import ToolExecutionContext
-from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE, RetrievalOverrides
+from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE
 from runtime.tools.read_web_page import create_tool as read_web_page_tool
 from runtime.tools.web_search import create_tool as web_search_tool
 from runtime.web.addresses import AddressClass

@@ -14,8 +14,9 @@ import pytest
 
 from policy.builtin import READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
+from runtime import RetrievalOverrides
 from runtime.execution import ToolExecutionContext
-from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE, RetrievalOverrides
+from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE
 from runtime.web.addresses import AddressClass
 from runtime.web.retrieval import WebRetrievalError, retrieve
 from tests.security._kit import INJECTION, RecordingGuard, loopback_is, loopback_resolver, options

@@ -19,8 +19,8 @@ import pytest
 
 from policy.builtin import BUILTIN_DEFINITIONS
 from policy.vocabulary import ConfidenceLevel, OutboundDataRestriction, ProviderKind
+from runtime import RetrievalOverrides
 from runtime.execution import ToolExecutionContext
-from runtime.tools._common import RetrievalOverrides
 from runtime.web.addresses import AddressClass, IPAddress, classify_ip
 from runtime.web.guard import GuardEvent, PromptInjectionGuard
 from runtime.web.injection_filter import StructuralInjectionFilter
