@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,6 +30,7 @@ __all__ = [
     "classify_ip",
     "connectable_ip",
     "embedded_ipv4",
+    "embedded_ipv4s",
     "find_web_addresses",
     "is_host_allowed",
     "is_local_host_name",
@@ -78,21 +79,62 @@ _NEVER_ALLOWED_V6 = (_v6("::/128"), _v6("::1/128"), _v6("fe80::/10"), _v6("ff00:
 _NON_PUBLIC_V6 = (_v6("fc00::/7"), _v6("fec0::/10"))
 _IPV4_MAPPED = _v6("::ffff:0:0/96")
 _IPV4_COMPATIBLE = _v6("::/96")
-_NAT64 = _v6("64:ff9b::/96")
-_SIX_TO_FOUR = _v6("2002::/16")
-_TEREDO = _v6("2001::/32")
+
+
+def _last_32_bits(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
+    return (ipaddress.IPv4Address(packed[12:16]),)
+
+
+def _local_use_nat64(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
+    """A local-use NAT64 prefix (RFC 8215) may be any RFC 6052 length from /48 to /96, so every
+    position an IPv4 address may sit at counts (the strictest class wins)."""
+    return tuple(_rfc6052_v4(packed, bits) for bits in (48, 56, 64, 96))
+
+
+_RFC6052_OCTETS = {48: (6, 7, 9, 10), 56: (7, 9, 10, 11), 64: (9, 10, 11, 12), 96: (12, 13, 14, 15)}
+
+
+def _rfc6052_v4(packed: bytes, prefix_bits: int) -> ipaddress.IPv4Address:
+    """The IPv4 address RFC 6052 §2.2 places after a prefix of `prefix_bits` (bits 64–71 skipped)."""
+    return ipaddress.IPv4Address(bytes(packed[i] for i in _RFC6052_OCTETS[prefix_bits]))
+
+
+def _six_to_four(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
+    return (ipaddress.IPv4Address(packed[2:6]),)
+
+
+def _teredo(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
+    """The Teredo client's IPv4 address: bits 96–127, inverted."""
+    return (ipaddress.IPv4Address(bytes(b ^ 0xFF for b in packed[12:16])),)
+
+
+_Extractor = Callable[[bytes], tuple[ipaddress.IPv4Address, ...]]
+
+#: Every IPv6 form that reaches an IPv4 host: classified by the IPv4 inside. One row per prefix.
+TRANSLATION_PREFIXES: tuple[tuple[ipaddress.IPv6Network, str, _Extractor], ...] = (
+    (_IPV4_MAPPED, "RFC 4291 §2.5.5.2 IPv4-mapped", _last_32_bits),
+    (_v6("::ffff:0:0:0/96"), "RFC 2765 / RFC 6145 IPv4-translated", _last_32_bits),
+    (_IPV4_COMPATIBLE, "RFC 4291 §2.5.5.1 IPv4-compatible (deprecated)", _last_32_bits),
+    (_v6("64:ff9b::/96"), "RFC 6052 well-known NAT64", _last_32_bits),
+    (_v6("64:ff9b:1::/48"), "RFC 8215 local-use NAT64", _local_use_nat64),
+    (_v6("2002::/16"), "RFC 3056 6to4", _six_to_four),
+    (_v6("2001::/32"), "RFC 4380 Teredo", _teredo),
+)
+
+
+def embedded_ipv4s(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address an IPv6 address may carry to an IPv4 host (empty when none)."""
+    packed = ip.packed
+    for network, _rfc, extract in TRANSLATION_PREFIXES:
+        if ip in network:
+            return extract(packed)
+    return ()
 
 
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries, if it is one of the forms that reach IPv4 hosts."""
-    packed = ip.packed
-    if ip in _IPV4_MAPPED or ip in _NAT64 or ip in _IPV4_COMPATIBLE:
-        return ipaddress.IPv4Address(packed[12:16])
-    if ip in _SIX_TO_FOUR:
-        return ipaddress.IPv4Address(packed[2:6])
-    if ip in _TEREDO:
-        return ipaddress.IPv4Address(bytes(b ^ 0xFF for b in packed[12:16]))
-    return None
+    """The first IPv4 address an IPv6 address carries, if it is a form that reaches IPv4 hosts."""
+    inner = embedded_ipv4s(ip)
+    return inner[0] if inner else None
 
 
 def _classify_v4(ip: ipaddress.IPv4Address) -> AddressClass:
@@ -114,12 +156,15 @@ def classify_ip(ip: IPAddress) -> AddressClass:
     ip = ipaddress.IPv6Address(ip.packed)  # drops a zone id
     if any(ip in net for net in _NEVER_ALLOWED_V6):
         return AddressClass.NEVER_ALLOWED
-    inner = embedded_ipv4(ip)
-    if inner is not None:
-        inner_class = _classify_v4(inner)
-        if inner_class is AddressClass.PUBLIC and ip in _IPV4_COMPATIBLE:
+    inner = embedded_ipv4s(ip)
+    if inner:
+        classes = {_classify_v4(v4) for v4 in inner}
+        for strictest in (AddressClass.NEVER_ALLOWED, AddressClass.NON_PUBLIC):
+            if strictest in classes:
+                return strictest
+        if ip in _IPV4_COMPATIBLE:
             return AddressClass.NON_PUBLIC
-        return inner_class
+        return AddressClass.PUBLIC
     if any(ip in net for net in _NON_PUBLIC_V6):
         return AddressClass.NON_PUBLIC
     return AddressClass.PUBLIC

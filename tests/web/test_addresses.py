@@ -9,8 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.web.addresses import (
+    TRANSLATION_PREFIXES,
     AddressClass,
     classify_ip,
+    embedded_ipv4s,
     find_web_addresses,
     is_host_allowed,
     is_local_host_name,
@@ -306,3 +308,34 @@ def test_a_wildcard_allows_subdomains_only() -> None:
     assert is_host_allowed("10.0.0.5", allowed)
     assert is_host_allowed("[fd00:0::1]", allowed)
     assert not is_host_allowed("10.0.0.6", allowed)
+
+
+@pytest.mark.parametrize(
+    ("address", "embedded", "expected"),
+    [
+        ("::ffff:127.0.0.1", "127.0.0.1", NEVER),  # RFC 4291 IPv4-mapped
+        ("::ffff:0:127.0.0.1", "127.0.0.1", NEVER),  # RFC 2765/6145 IPv4-translated
+        ("::ffff:0:169.254.169.254", "169.254.169.254", NEVER),
+        ("::ffff:0:10.0.0.1", "10.0.0.1", PRIVATE),
+        ("::ffff:0:8.8.8.8", "8.8.8.8", PUBLIC),
+        ("::127.0.0.1", "127.0.0.1", NEVER),  # RFC 4291 IPv4-compatible
+        ("64:ff9b::169.254.169.254", "169.254.169.254", NEVER),  # RFC 6052 well-known NAT64
+        ("64:ff9b:1::127.0.0.1", "127.0.0.1", NEVER),  # RFC 8215 local-use, /96
+        ("64:ff9b:1::10.0.0.1", "10.0.0.1", NEVER),  # as /48 it reads 0.0.0.0
+        ("64:ff9b:1:7f00:0:100::", "127.0.0.1", NEVER),  # RFC 8215 local-use, /48 (u octet skipped)
+        ("64:ff9b:1:a:0:1::", "10.0.0.1", NEVER),  # /56; as /48 it reads 0.10.0.0
+        ("64:ff9b:1:0:a:1::", "10.0.1.0", NEVER),  # /64; as /48 it reads 0.0.0.10
+        ("2002:7f00:1::", "127.0.0.1", NEVER),  # RFC 3056 6to4
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1", NEVER),  # RFC 4380 Teredo
+    ],
+)
+def test_every_translation_prefix_is_classified_by_the_ipv4_it_embeds(
+    address: str, embedded: str, expected: AddressClass
+) -> None:
+    ip = ipaddress.IPv6Address(address)
+    assert ipaddress.IPv4Address(embedded) in embedded_ipv4s(ip)
+    assert classify_ip(ip) is expected
+
+
+def test_the_translation_table_names_an_rfc_per_row() -> None:
+    assert all("RFC" in rfc for _network, rfc, _extract in TRANSLATION_PREFIXES)
