@@ -869,6 +869,49 @@ def export_command(
 # --- entry point ------------------------------------------------------------------------------
 
 
+# --- serve ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@configuration_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="TOOLPOLICY_SERVE_TOKEN",
+    help="Every request must present it (Authorization: Bearer, or ?token= once). Required "
+    "for a host other than loopback. [env: TOOLPOLICY_SERVE_TOKEN]",
+)
+def serve(
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    host: str,
+    port: int,
+    token: str | None,
+) -> None:
+    """The administrator's read-only web page: status, effective settings, every decision.
+
+    Each page has its JSON twin under /api/ (the contracts of --format json).
+    """
+    from policy.web import is_loopback_host
+
+    if not is_loopback_host(host) and not token:
+        raise click.BadParameter(
+            f"'{host}' is reachable from other machines; set --token (or "
+            "TOOLPOLICY_SERVE_TOKEN), or listen on 127.0.0.1",
+            param_hint="--host",
+        )
+    import uvicorn
+
+    from policy.web import build_app
+
+    app = build_app(lambda: _load(org, local, user_settings, state_dir), token or None)
+    click.echo(f"policy serve: http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script: click handles usage errors (exit 2); nothing else shows a traceback."""
     arguments = list(sys.argv[1:] if argv is None else argv)
