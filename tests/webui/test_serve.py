@@ -3,7 +3,6 @@ the token, reload, and the CLI's refusal of a non-loopback host without a token.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,31 +13,15 @@ import pytest
 
 from policy import load_policy
 from policy.explain import build_matrix, decision_document, matrix_document, settings_document
-from policy.secrets import encrypt, generate_secret
 from policy.vocabulary import Component
 from policy.web import CONTENT_SECURITY_POLICY, build_app
 from tests.servers.loopback import RunningApp, running_app
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
-HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
-SECRET = "tvly-live-9f8e7d6c5b4a"
+from tests.webui.conftest import SECRET, hostile_organization
 
 
 @pytest.fixture
 def organization(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    key = generate_secret()
-    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", key)
-    folder = tmp_path / "organization"
-    shutil.copytree(EXAMPLES, folder)
-    base = folder / "base" / "plugin.lua"
-    base.write_text(base.read_text().replace('"Example Corp vLLM"', f"'{HOSTILE}'"))
-    department = folder / "department" / "plugin.lua"
-    department.write_text(
-        department.read_text()
-        + f'\nCONFIG["SETTINGS"]["DataTools.LockedToolSettings"]["web_search.tavily.apiKey"]'
-        f' = "{encrypt(SECRET, key)}"\n'
-    )
-    return folder
+    return hostile_organization(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -1,0 +1,30 @@
+"""A copy of the example organization with a hostile provider name and an encrypted secret."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from policy.secrets import encrypt, generate_secret
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
+HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
+SECRET = "tvly-live-9f8e7d6c5b4a"
+
+
+def hostile_organization(parent: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    key = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", key)
+    folder = parent / "organization"
+    shutil.copytree(EXAMPLES, folder)
+    base = folder / "base" / "plugin.lua"
+    base.write_text(base.read_text().replace('"Example Corp vLLM"', f"'{HOSTILE}'"))
+    department = folder / "department" / "plugin.lua"
+    department.write_text(
+        department.read_text()
+        + '\nCONFIG["SETTINGS"]["DataTools.LockedToolSettings"]["web_search.tavily.apiKey"]'
+        f' = "{encrypt(SECRET, key)}"\n'
+    )
+    return folder
