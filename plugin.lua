@@ -93,6 +93,13 @@ CONFIG["SETTINGS"] = {}
 -- CONFIG["SETTINGS"]["DataTools.EnableTools"] = false
 -- CONFIG["SETTINGS"]["DataTools.EnableTools.AllowUserOverride"] = true
 
+-- DataTools.AllowLocalMcpServers — Whether local plugins may declare their own
+-- CONFIG["MCP_SERVERS"] (never under an organization server's name). Honored only from
+-- organization plugins; always locked.
+-- Default: false.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.AllowLocalMcpServers"] = true
+
 -- DataTools.DisabledToolIds — Tool or collection ids that are switched off; unknown ids are
 -- harmless. Always locked.
 -- Default: {}.
@@ -338,4 +345,32 @@ CONFIG["CHAT_TEMPLATES"] = {}
 --     ["Name"] = "Research",
 --     ["SystemPrompt"] = "You help with research. Cite your sources.",
 --     ["ToolIds"] = { "web_search", "read_web_page" },
+-- }
+
+-- ================================================================================================
+-- MCP servers
+-- ================================================================================================
+
+-- Each tool a server lists becomes the tool <Name>__<tool name>, governed like any
+-- other (DisabledToolIds, minimum confidences, default selections, locks). Globs in
+-- AllowedTools/DeniedTools match MCP tool names (DeniedTools wins); ReadOnlyOnly
+-- admits only tools annotated readOnlyHint=true. A pinned tool whose definition
+-- changed, or an unpinned one under RequirePins, is not offered
+-- (DEFINITION_NOT_APPROVED); `policy mcp pin` prints the current pins to review.
+-- Local plugins may declare servers only with DataTools.AllowLocalMcpServers = true.
+CONFIG["MCP_SERVERS"] = {}
+
+-- CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {
+--     ["Id"] = "00000000-0000-0000-0000-000000000000",
+--     ["Name"] = "tickets",
+--     ["Transport"] = "STDIO",                 -- or "STREAMABLE_HTTP" with ["Url"]
+--     ["Command"] = "ticket-mcp", ["Args"] = { "--readonly" },
+--     ["Env"] = { ["TOKEN"] = "ENC:v1:..." },  -- or ["Headers"] for HTTP
+--     ["MinimumProviderConfidence"] = "HIGH",
+--     ["AllowedTools"] = { "search_*" }, ["DeniedTools"] = { "delete_*" },
+--     ["ReadOnlyOnly"] = false,
+--     ["RequirePins"] = true,
+--     ["Pins"] = { ["search_tickets"] = "sha256:..." },
+--     ["SensitiveArguments"] = { "token" },
+--     ["TimeoutSeconds"] = 30,
 -- }

@@ -16,7 +16,7 @@ when first used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from os import PathLike
@@ -46,6 +46,14 @@ if TYPE_CHECKING:
     from policy.decision import Check, Evidence, OfferDecision
     from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
+    from policy.mcp import (
+        McpServerConfig,
+        McpServerListing,
+        McpTool,
+        McpToolListing,
+        McpTransport,
+        PinState,
+    )
     from policy.registry import ToolRegistry
     from policy.tools import (
         CONFIGURED,
@@ -53,6 +61,7 @@ if TYPE_CHECKING:
         ResolutionContext,
         Tool,
         ToolConfigurationState,
+        ToolGate,
     )
 
 __all__ = [
@@ -67,7 +76,13 @@ __all__ = [
     "DefinedTool",
     "Evidence",
     "Finding",
+    "McpServerConfig",
+    "McpServerListing",
+    "McpTool",
+    "McpToolListing",
+    "McpTransport",
     "OfferDecision",
+    "PinState",
     "Policy",
     "PolicyConfiguration",
     "ProviderConfig",
@@ -81,6 +96,7 @@ __all__ = [
     "ToolConfigurationState",
     "ToolDefinition",
     "ToolFunction",
+    "ToolGate",
     "ToolOfferBlockReason",
     "ToolOutboundData",
     "ToolRegistry",
@@ -109,6 +125,13 @@ _LAZY = {
     "decision_log_schema": "policy.decision_record",
     "ToolRegistry": "policy.registry",
     "Tool": "policy.tools",
+    "ToolGate": "policy.tools",
+    "McpServerConfig": "policy.mcp",
+    "McpServerListing": "policy.mcp",
+    "McpTool": "policy.mcp",
+    "McpToolListing": "policy.mcp",
+    "McpTransport": "policy.mcp",
+    "PinState": "policy.mcp",
 }
 
 StrPath = str | PathLike[str]
@@ -133,6 +156,7 @@ class Policy:
     registry: ToolRegistry
     tools: tuple[Tool, ...]
     findings: tuple[Finding, ...]
+    _registration: tuple[Finding, ...] = ()
     """Everything worth telling an administrator: load errors and warnings, skipped tools."""
 
     @property
@@ -171,6 +195,30 @@ class Policy:
         decision: OfferDecision = self.registry.offer_decision(tool_id, provider, component)
         return decision
 
+    @property
+    def base_tools(self) -> tuple[Tool, ...]:
+        """The tools that do not come from MCP servers."""
+        from policy.mcp import McpTool
+
+        return tuple(t for t in self.tools if not isinstance(t, McpTool))
+
+    def with_tools(self, tools: Sequence[Tool]) -> Policy:
+        """The same configuration over other tools (e.g. MCP tools listed anew): the registry is
+        rebuilt once, and its registration findings replace the previous ones."""
+        from policy.registry import ToolRegistry
+
+        registry = ToolRegistry(tools, self.configuration, self.user)
+        registration = tuple(getattr(registry, "findings", ()))
+        earlier = tuple(f for f in self.findings if f not in self._registration)
+        return Policy(
+            configuration=self.configuration,
+            user=self.user,
+            registry=registry,
+            tools=tuple(tools),
+            findings=(*earlier, *registration),
+            _registration=registration,
+        )
+
 
 def load_policy(
     org: Iterable[StrPath] = (),
@@ -180,6 +228,7 @@ def load_policy(
     state_dir: StrPath | None = None,
     tools: Sequence[Tool] | None = None,
     use_entry_points: bool = True,
+    mcp_listings: Mapping[str, McpServerListing] | None = None,
 ) -> Policy:
     """Load plugins (a plugin.lua, a plugin folder or a folder of plugin folders), user settings
     and tools, and build the registry.
@@ -188,7 +237,9 @@ def load_policy(
     the policy fail closed. A broken user settings file raises `UserSettingsError` (its message
     names the file and line). `tools` replaces discovery (an embedding app passing its own).
     With `state_dir`, the configurations `policy fetch` put in force there load first, as
-    organization plugins.
+    organization plugins, and the tools of the configuration's MCP servers come from their last
+    listings cached there (`mcp_listings`, by server id, replaces the cache; the runtime lists
+    servers live, see `runtime.McpSessions`).
     """
     from policy.discovery import discover_tools
     from policy.merge import load_configuration
@@ -212,6 +263,17 @@ def load_policy(
         chosen, discovery_findings = discovered.tools, discovered.findings
     else:
         chosen = tuple(tools)
+    if configuration.mcp_servers:
+        from policy.mcp import cached_listings, mcp_tools
+
+        listings = (
+            dict(mcp_listings)
+            if mcp_listings is not None
+            else cached_listings(
+                Path(state_dir) if state_dir is not None else None, configuration.mcp_servers
+            )
+        )
+        chosen = (*chosen, *mcp_tools(configuration.mcp_servers, listings))
     registry = ToolRegistry(chosen, configuration, user)
     registration = tuple(getattr(registry, "findings", ()))
     return Policy(
@@ -225,4 +287,5 @@ def load_policy(
             *discovery_findings,
             *registration,
         ),
+        _registration=registration,
     )

@@ -34,6 +34,7 @@ _LAZY_COMMANDS: dict[str, str] = {
     "chat": "runtime.cli_chat:chat",
     "fetch": "runtime.cli_fetch:fetch",
     "status": "runtime.cli_fetch:status",
+    "mcp": "runtime.cli_mcp:mcp",
 }
 
 

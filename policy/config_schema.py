@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from policy.settings_keys import (
+    LEVEL_NAMES,
     OVERRIDE_SUFFIX,
     SETTING_KEYS,
     SettingKey,
@@ -55,6 +56,7 @@ def configuration_schema(tools: Sequence[Tool] | None = None) -> dict[str, Any]:
             "LLM_PROVIDERS": {"type": "array", "items": _provider_schema()},
             "DATA_SOURCES": {"type": "array", "items": _data_source_schema()},
             "CHAT_TEMPLATES": {"type": "array", "items": _chat_template_schema()},
+            "MCP_SERVERS": {"type": "array", "items": _mcp_server_schema()},
         },
     }
 
@@ -253,5 +255,39 @@ def _chat_template_schema() -> dict[str, Any]:
                     "PreselectedDataSourceIds": {"type": "array", "items": {"type": "string"}},
                 },
             },
+        },
+    }
+
+
+def _mcp_server_schema() -> dict[str, Any]:
+    texts = {"type": "array", "items": {"type": "string"}}
+    table = {"type": "object", "additionalProperties": {"type": "string"}}
+    return {
+        "type": "object",
+        "required": ["Id", "Name", "Transport"],
+        "properties": {
+            "Id": {"type": "string", "pattern": _GUID_PATTERN},
+            "Name": {
+                "type": "string",
+                "pattern": "^[a-z0-9_]+$",
+                "description": "The prefix of its tool ids: <Name>__<tool name>.",
+            },
+            "Transport": {"enum": ["STDIO", "STREAMABLE_HTTP"]},
+            "Command": {"type": "string", "description": "STDIO: the program to start."},
+            "Args": texts,
+            "Env": {**table, "description": "Secret-looking names need ENC:v1: values."},
+            "Url": {"type": "string", "description": "STREAMABLE_HTTP: the endpoint."},
+            "Headers": {**table, "description": "Secret-looking names need ENC:v1: values."},
+            "MinimumProviderConfidence": {"enum": list(LEVEL_NAMES)},
+            "AllowedTools": {**texts, "description": "Globs on MCP tool names; empty: all."},
+            "DeniedTools": {**texts, "description": "Globs on MCP tool names; wins."},
+            "ReadOnlyOnly": {"type": "boolean"},
+            "RequirePins": {"type": "boolean"},
+            "Pins": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+            },
+            "SensitiveArguments": texts,
+            "TimeoutSeconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
         },
     }

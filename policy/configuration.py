@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.provenance import Origin, SourceLocation
 from policy.vocabulary import DataSecurity, ProviderKind
+
+if TYPE_CHECKING:
+    from policy.mcp import McpServerConfig
 
 
 class Severity(StrEnum):
@@ -126,6 +129,7 @@ class PolicyConfiguration:
     providers: tuple[ProviderConfig, ...] = ()
     data_sources: tuple[DataSourceConfig, ...] = ()
     chat_templates: tuple[ChatTemplateConfig, ...] = ()
+    mcp_servers: tuple[McpServerConfig, ...] = ()
     broken_organization_plugins: tuple[BrokenPlugin, ...] = ()
     findings: tuple[Finding, ...] = ()
     plugins: tuple[Origin, ...] = ()

@@ -349,6 +349,13 @@ def render_document(document: Any, output_format: str) -> str:
     raise ValueError(f"unknown output format {output_format!r}; use one of {OUTPUT_FORMATS}")
 
 
+def terminal_safe(text: str) -> str:
+    """Text from outside (a server's tool names and descriptions, a plugin's strings) as it may
+    reach a terminal: control characters other than line breaks and tabs are shown as U+FFFD, so
+    no escape sequence can rewrite the screen."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
+
+
 def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     from tabulate import tabulate
 

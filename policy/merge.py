@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.configuration import (
     Beaten,
@@ -41,7 +41,11 @@ from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import setting_key
 from policy.vocabulary import PluginOrigin
 
+if TYPE_CHECKING:
+    from policy.mcp import McpServerConfig
+
 ENABLE_TOOLS = "DataTools.EnableTools"
+ALLOW_LOCAL_MCP_SERVERS = "DataTools.AllowLocalMcpServers"
 
 
 def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
@@ -72,6 +76,7 @@ def merge_plugins(
         providers=tuple(merger.objects["LLM_PROVIDERS"].values()),
         data_sources=tuple(merger.objects["DATA_SOURCES"].values()),
         chat_templates=tuple(merger.objects["CHAT_TEMPLATES"].values()),
+        mcp_servers=merger.mcp_servers(),
         broken_organization_plugins=tuple(broken),
         findings=(
             *findings,
@@ -101,6 +106,7 @@ class _Merger:
             "LLM_PROVIDERS": {},
             "DATA_SOURCES": {},
             "CHAT_TEMPLATES": {},
+            "MCP_SERVERS": {},
         }
         self.object_owner_is_org: dict[tuple[str, str], bool] = {}
         self.findings: list[Finding] = []
@@ -116,6 +122,7 @@ class _Merger:
             ("LLM_PROVIDERS", plugin.providers),
             ("DATA_SOURCES", plugin.data_sources),
             ("CHAT_TEMPLATES", plugin.chat_templates),
+            ("MCP_SERVERS", plugin.mcp_servers),
         ):
             for item in items:
                 self._upsert(plugin, section, item)
@@ -123,6 +130,18 @@ class _Merger:
     def _set(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
         origin = plugin.origin_at(setting.location)
         local = plugin.origin is PluginOrigin.LOCAL
+        spec = setting_key(setting.key)
+        if local and spec is not None and spec.organization_only:
+            self.findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "organization-only-setting",
+                    f"{setting.key} is honored only from organization plugins; "
+                    f"local plugin {plugin.name} is ignored here",
+                    setting.location,
+                )
+            )
+            return
         current = self.held.get(setting.key)
         if current is not None and current.by_organization and local:
             current.beaten.append(Beaten(setting.value, origin))
@@ -180,6 +199,36 @@ class _Merger:
         items.pop(item.id, None)
         items[item.id] = item
         self.object_owner_is_org[key] = not local
+
+    def mcp_servers(self) -> tuple[McpServerConfig, ...]:
+        """The servers in force: a local plugin's own servers only when an organization plugin
+        sets `DataTools.AllowLocalMcpServers = true`, and never under an organization server's
+        name (its tool ids would shadow the organization's)."""
+        held = self.held.get(ALLOW_LOCAL_MCP_SERVERS)
+        local_allowed = held is not None and held.by_organization and held.value is True
+        servers: list[McpServerConfig] = list(self.objects["MCP_SERVERS"].values())
+        organization_names = {s.name for s in servers if s.by_organization}
+        kept: list[McpServerConfig] = []
+        for server in servers:
+            if server.by_organization:
+                kept.append(server)
+                continue
+            where = server.origin.location if server.origin is not None else None
+            if not local_allowed:
+                why = (
+                    f"local MCP server {server.name} is ignored: local plugins may declare MCP "
+                    f"servers only when an organization plugin sets {ALLOW_LOCAL_MCP_SERVERS} = true"
+                )
+            elif server.name in organization_names:
+                why = (
+                    f"local MCP server {server.name} is ignored: an organization MCP server has "
+                    "that name"
+                )
+            else:
+                kept.append(server)
+                continue
+            self.findings.append(Finding(Severity.WARNING, "local-mcp-server-ignored", why, where))
+        return tuple(kept)
 
     def settings(self) -> dict[str, ManagedSetting]:
         merged = {

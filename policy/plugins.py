@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from policy.configuration import (
@@ -28,6 +28,7 @@ from policy.configuration import (
 from policy.lua_sandbox import LuaFunction, LuaSandboxError, LuaTable, run_plugin
 from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import (
+    LEVEL_NAMES,
     OVERRIDE_SUFFIX,
     SettingKey,
     SettingKind,
@@ -40,6 +41,9 @@ from policy.settings_keys import (
     unknown_key_hint,
 )
 from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+
+if TYPE_CHECKING:
+    from policy.mcp import McpServerConfig
 
 PLUGIN_FILE_NAME = "plugin.lua"
 
@@ -121,6 +125,7 @@ class ConfigurationPlugin:
     providers: tuple[ProviderConfig, ...] = ()
     data_sources: tuple[DataSourceConfig, ...] = ()
     chat_templates: tuple[ChatTemplateConfig, ...] = ()
+    mcp_servers: tuple[McpServerConfig, ...] = ()
     unused: tuple[Finding, ...] = ()
     findings: tuple[Finding, ...] = ()
     version: str = ""
@@ -255,6 +260,7 @@ class _Loader:
         providers = self._objects(config, "LLM_PROVIDERS", self._provider)
         data_sources = self._objects(config, "DATA_SOURCES", self._data_source)
         templates = self._objects(config, "CHAT_TEMPLATES", self._chat_template)
+        mcp_servers = self._objects(config, "MCP_SERVERS", self._mcp_server)
         other = self._other_sections(config)
         return ConfigurationPlugin(
             id=self.plugin_id,
@@ -266,6 +272,7 @@ class _Loader:
             providers=tuple(providers),
             data_sources=tuple(data_sources),
             chat_templates=tuple(templates),
+            mcp_servers=tuple(mcp_servers),
             unused=tuple(self.unused),
             findings=tuple(self.warnings),
             version=version,
@@ -786,10 +793,176 @@ class _Loader:
             origin=Origin(self.plugin_id, self.name, where),
         )
 
+    def _mcp_server(
+        self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
+    ) -> McpServerConfig | None:
+        """A `CONFIG["MCP_SERVERS"]` entry; a wrong field skips the whole server (never a
+        server with a filter or pin silently dropped)."""
+        from policy.mcp import (
+            MAX_TIMEOUT_SECONDS,
+            SERVER_NAME_PATTERN,
+            McpServerConfig,
+            McpTransport,
+        )
+        from policy.vocabulary import ConfidenceLevel
+
+        fields = _Fields(entry, problems)
+        server_id = fields.guid("Id")
+        name = fields.string("Name")
+        if name is not None and not SERVER_NAME_PATTERN.fullmatch(name):
+            problems.append(
+                f"Name {describe(name)} must be lower-case letters, digits and underscores "
+                "(it is the prefix of its tool ids)"
+            )
+        transport = fields.choice("Transport", tuple(t.value for t in McpTransport))
+        command = url = ""
+        if transport == McpTransport.STDIO:
+            command = fields.string("Command") or ""
+        elif transport == McpTransport.STREAMABLE_HTTP:
+            url = fields.string("Url") or ""
+            if url and urlsplit(url).scheme not in ("http", "https"):
+                problems.append(f"Url {describe(url)} must be an http:// or https:// address")
+        args = self._mcp_texts(entry, "Args", problems)
+        allowed = self._mcp_texts(entry, "AllowedTools", problems)
+        denied = self._mcp_texts(entry, "DeniedTools", problems)
+        sensitive = self._mcp_texts(entry, "SensitiveArguments", problems)
+        env = self._mcp_secrets(entry, "Env", problems)
+        headers = self._mcp_secrets(entry, "Headers", problems)
+        minimum = ConfidenceLevel.NONE
+        if entry.get("MinimumProviderConfidence") is not None:
+            level = fields.choice("MinimumProviderConfidence", LEVEL_NAMES)
+            minimum = ConfidenceLevel[level] if level is not None else ConfidenceLevel.HIGH
+        flags = {}
+        for flag in ("ReadOnlyOnly", "RequirePins"):
+            value = entry.get(flag, False)
+            if not isinstance(value, bool):
+                problems.append(f"{flag} must be true or false, not {describe(_plain(value))}")
+            flags[flag] = value is True
+        pins: dict[str, str] = {}
+        raw_pins = entry.get("Pins")
+        if raw_pins is not None:
+            if not isinstance(raw_pins, LuaTable):
+                problems.append('Pins must be a table { ["tool_name"] = "sha256:..." }')
+            else:
+                for tool_name, pin in raw_pins.entries.items():
+                    if not (isinstance(tool_name, str) and isinstance(pin, str)):
+                        problems.append(
+                            f"Pins[{describe(tool_name)}] must map a tool name to a "
+                            '"sha256:<64 hex digits>" text'
+                        )
+                    elif not re.fullmatch(r"sha256:[0-9a-f]{64}", pin.strip()):
+                        problems.append(
+                            f"Pins[{describe(tool_name)}] = {describe(pin)} is not "
+                            '"sha256:<64 lower-case hex digits>" (policy mcp pin prints them)'
+                        )
+                    else:
+                        pins[tool_name] = pin.strip()
+        timeout = 30.0
+        raw_timeout = entry.get("TimeoutSeconds")
+        if raw_timeout is not None:
+            if (
+                isinstance(raw_timeout, int | float)
+                and not isinstance(raw_timeout, bool)
+                and 0 < raw_timeout <= MAX_TIMEOUT_SECONDS
+            ):
+                timeout = float(raw_timeout)
+            else:
+                problems.append(
+                    f"TimeoutSeconds is {describe(_plain(raw_timeout))}; it must be a number "
+                    f"above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
+                )
+        known = {
+            "Id", "Name", "Transport", "Command", "Args", "Env", "Url", "Headers",
+            "MinimumProviderConfidence", "AllowedTools", "DeniedTools", "ReadOnlyOnly",
+            "RequirePins", "Pins", "SensitiveArguments", "TimeoutSeconds",
+        }  # fmt: skip
+        for key in entry.entries:
+            if key not in known:
+                self._warn(
+                    "unknown-entry-field",
+                    f"{label}: unknown field {describe(key)}; ignored (known: "
+                    f"{', '.join(sorted(known))})",
+                    entry.locations.get(key) or where,
+                )
+        if problems or None in (server_id, name, transport):
+            return None
+        assert server_id and name and transport
+        return McpServerConfig(
+            id=server_id,
+            name=name,
+            transport=McpTransport(transport),
+            command=command,
+            args=args,
+            env=env,
+            url=url,
+            headers=headers,
+            minimum_provider_confidence=minimum,
+            allowed_tools=allowed,
+            denied_tools=denied,
+            read_only_only=flags["ReadOnlyOnly"],
+            require_pins=flags["RequirePins"],
+            pins=pins,
+            sensitive_arguments=sensitive,
+            timeout_seconds=timeout,
+            origin=Origin(self.plugin_id, self.name, where),
+            by_organization=self.origin is PluginOrigin.ORGANIZATION,
+        )
+
+    @staticmethod
+    def _mcp_texts(entry: LuaTable, name: str, problems: list[str]) -> tuple[str, ...]:
+        value = entry.get(name)
+        if value is None:
+            return ()
+        if not isinstance(value, LuaTable) or not value.is_sequence():
+            problems.append(f'{name} must be a list of texts such as {{ "a", "b" }}')
+            return ()
+        items = value.sequence()
+        if not all(isinstance(item, str) for item in items):
+            problems.append(f"{name} must hold only texts")
+            return ()
+        return tuple(str(item) for item in items)
+
+    @staticmethod
+    def _mcp_secrets(
+        entry: LuaTable, name: str, problems: list[str]
+    ) -> dict[str, str | SecretValue]:
+        """Env or Headers: plain texts, except that a secret-looking name needs an ENC:v1 value."""
+        from policy.secrets import is_encrypted
+
+        value = entry.get(name)
+        if value is None:
+            return {}
+        if not isinstance(value, LuaTable):
+            problems.append(f'{name} must be a table {{ ["NAME"] = "value" }}')
+            return {}
+        found: dict[str, str | SecretValue] = {}
+        for key, text in value.entries.items():
+            if not isinstance(key, str) or not isinstance(text, str):
+                problems.append(f"{name}[{describe(key)}] must be a text")
+                continue
+            if is_encrypted(text):
+                secret = _checked_secret(text, f"{name}[{describe(key)}]", problems)
+                if secret is not None:
+                    found[key] = secret
+            elif _SECRET_NAME.search(key):
+                problems.append(
+                    f"{name}[{describe(key)}] looks like a secret and is not an ENC:v1: value; "
+                    "plaintext secrets are refused (encrypt it with `policy encrypt`)"
+                )
+            else:
+                found[key] = text
+        return found
+
     def _other_sections(self, config: LuaTable) -> dict[str, Any]:
         other: dict[str, Any] = {}
         for key, value in config.entries.items():
-            if key in ("SETTINGS", "LLM_PROVIDERS", "DATA_SOURCES", "CHAT_TEMPLATES"):
+            if key in (
+                "SETTINGS",
+                "LLM_PROVIDERS",
+                "DATA_SOURCES",
+                "CHAT_TEMPLATES",
+                "MCP_SERVERS",
+            ):
                 continue
             where = config.locations.get(key) or config.location
             known = key in AI_STUDIO_SECTIONS
@@ -1017,6 +1190,9 @@ class _Fields:
             return int(value)
         self._bad(name, f"a whole number from {low} to {high}")
         return None
+
+
+_SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
 
 
 def parse_guid(value: Any) -> str | None:

@@ -61,7 +61,7 @@ from policy.resolve import (
     resolve_tool_settings,
     tools_enabled,
 )
-from policy.tools import DefinedTool, ResolutionContext, Tool, ToolConfigurationState
+from policy.tools import DefinedTool, ResolutionContext, Tool, ToolConfigurationState, ToolGate
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -120,6 +120,7 @@ class _ToolFacts:
     active: bool
     switched_off_check: Check
     available_check: Check
+    approved_check: Check
     settings: ResolvedSettings
     values: Mapping[str, str]
     state: ToolConfigurationState
@@ -187,6 +188,17 @@ def _is_untailored(tool: Tool) -> bool:
         getattr(kind, "resolve_function", None) is DefinedTool.resolve_function
         and getattr(kind, "resolve_instructions", None) is DefinedTool.resolve_instructions
     )
+
+
+_NEEDS_NO_APPROVAL = Check(
+    _R.DEFINITION_NOT_APPROVED, True, "Its definition ships with the installation; no pin applies."
+)
+
+
+def _gate(tool: Tool, name: str) -> ToolGate | None:
+    """A tool's own verdict on a check (`ToolGate`), if it carries one."""
+    gate = getattr(tool, name, None)
+    return gate if isinstance(gate, ToolGate) else None
 
 
 def _safely_available(tool: Tool) -> bool:
@@ -431,6 +443,16 @@ class ToolRegistry:
                 f"{DISABLED_TOOL_IDS}).",
                 evidence,
             )
+        gate = _gate(tool, "switch_off_gate")
+        if active and gate is not None and not gate.passed:
+            switched = Check(_R.TOOL_SWITCHED_OFF, False, gate.detail, gate.evidence)
+            active = False
+        approval = _gate(tool, "approval_gate")
+        approved_check = (
+            Check(_R.DEFINITION_NOT_APPROVED, approval.passed, approval.detail, approval.evidence)
+            if approval is not None
+            else _NEEDS_NO_APPROVAL
+        )
         available = _safely_available(tool)
         available_check = Check(
             _R.NOT_AVAILABLE_HERE,
@@ -486,6 +508,7 @@ class ToolRegistry:
             active=active,
             switched_off_check=switched,
             available_check=available_check,
+            approved_check=approved_check,
             settings=settings,
             values=values,
             state=state,
@@ -630,6 +653,7 @@ class ToolRegistry:
                 for reason in (
                     _R.TOOL_SWITCHED_OFF,
                     _R.NOT_AVAILABLE_HERE,
+                    _R.DEFINITION_NOT_APPROVED,
                     _R.NOT_CONFIGURED,
                     _R.PROVIDER_CONFIDENCE_TOO_LOW,
                     _R.OUTBOUND_DATA_RESTRICTED,
@@ -664,6 +688,7 @@ class ToolRegistry:
                 visibility,
                 facts.switched_off_check,
                 facts.available_check,
+                facts.approved_check,
                 facts.configured_check,
                 self._confidence_check(facts, provider.confidence),
                 outbound,

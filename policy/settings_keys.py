@@ -96,6 +96,16 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         example="false",
     ),
     SettingKey(
+        "DataTools.AllowLocalMcpServers",
+        SettingKind.BOOL,
+        'Whether local plugins may declare their own CONFIG["MCP_SERVERS"] (never under an '
+        "organization server's name). Honored only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        default=False,
+        example="true",
+    ),
+    SettingKey(
         "DataTools.DisabledToolIds",
         SettingKind.STRING_SET,
         "Tool or collection ids that are switched off; unknown ids are harmless. Always locked.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.vocabulary import (
@@ -15,6 +15,9 @@ from policy.vocabulary import (
     ProviderKind,
     ToolOutboundData,
 )
+
+if TYPE_CHECKING:
+    from policy.decision import Evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,20 @@ class ToolConfigurationState:
 
 
 CONFIGURED = ToolConfigurationState(True)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGate:
+    """A tool's own verdict on one of the registry's checks, with what it looked at.
+
+    A tool may carry `switch_off_gate` (the organization keeps it out by a rule of its own, e.g.
+    an MCP server's DeniedTools) and `approval_gate` (whether its definition is approved, e.g. an
+    MCP pin); a tool without them passes both checks.
+    """
+
+    passed: bool
+    detail: str
+    evidence: tuple[Evidence, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ToolCallingLoop,
         ToolCallStarted,
     )
+    from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
     from runtime.messages import ChatMessage, RequestedCall, Role, Source, SourceOrigin, Usage
     from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
@@ -84,6 +85,9 @@ _LAZY: dict[str, str] = {
     "ChatStoreError": "runtime.chat",
     "open_chat_store": "runtime.chat",
     "PostgresChatStore": "runtime.chat_postgres",
+    "McpExecutableTool": "runtime.mcp",
+    "McpServerError": "runtime.mcp",
+    "McpSessions": "runtime.mcp",
     "ExecutableTool": "runtime.execution",
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
@@ -140,6 +144,9 @@ __all__ = [
     "JsonLinesSink",
     "LoopEvent",
     "LoopLimits",
+    "McpExecutableTool",
+    "McpServerError",
+    "McpSessions",
     "MemoryChatStore",
     "ParameterSchemaBuilder",
     "PolicyWatcher",

@@ -126,12 +126,12 @@ def chat(
     from runtime.loop import InvalidToolCallingResponse
     from runtime.providers.errors import ProviderError
 
-    policy = _load_policy(org, local, user_settings, state_dir, tools_files)
+    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
     for finding in policy.errors:
         where = f"{finding.location}: " if finding.location is not None else ""
         click.echo(f"{where}error: {finding.message}", err=True)
     _require_known_tools(policy, tool_ids)
-    provider = _chosen_provider(policy, provider_id, base_url)
+    provider = chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
     if chat_id is not None and not chat_id.strip():
         raise click.BadParameter("a chat id must not be blank.", param_hint="--chat-id")
@@ -181,7 +181,7 @@ def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
             )
 
 
-def _load_policy(
+def load_cli_policy(
     org: Sequence[Path],
     local: Sequence[Path],
     user_settings: Path | None,
@@ -232,7 +232,7 @@ def _tools_from_file(path: Path) -> list[Tool]:
     return made
 
 
-def _chosen_provider(
+def chosen_provider(
     policy: Policy, provider_id: str | None, base_url: str | None
 ) -> ProviderConfig:
     listed = ", ".join(f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers) or "none"

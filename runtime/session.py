@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from policy.configuration import ProviderConfig
     from policy.decision import RunnableTools
     from policy.definitions import ToolDefinition
+    from policy.mcp import McpServerConfig
     from runtime.chat import Chat
     from runtime.decision_log import DecisionRecorder, DecisionSink
     from runtime.execution import ExecutableTool
+    from runtime.executor import ToolExecutor
     from runtime.loop import LoopLimits, ToolCallingLoop
+    from runtime.mcp import McpSessions
     from runtime.messages import ChatMessage
     from runtime.providers.client import ProviderClient
     from runtime.tools.semantic_search import SearchableDataSource
@@ -60,11 +63,14 @@ class ChatRuntime:
     """
 
     __slots__ = (
+        "_base",
         "_data_sources",
         "_decision_log",
         "_limits",
         "_loop",
         "_mailbox_name",
+        "_mcp",
+        "_mcp_version",
         "_services",
         "_settings",
         "policy",
@@ -80,15 +86,52 @@ class ChatRuntime:
         loop: ToolCallingLoop | None = None,
         limits: LoopLimits | None = None,
         decision_log: DecisionSink | None = None,
+        mcp: McpSessions | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
     ) -> None:
         self.policy = policy
+        self._base = policy
         self._decision_log = decision_log
         self._data_sources = tuple(data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
         self._limits = limits
         self._settings: dict[str, Mapping[str, str]] = {}
+        self._mcp = mcp
+        self._mcp_version = -1
+        servers = (*policy.configuration.mcp_servers, *mcp_servers)
+        if self._mcp is None and servers:
+            from runtime.mcp import McpSessions
+
+            self._mcp = McpSessions(servers)
         self._services = self._shared_services(services or {})
+
+    async def __aenter__(self) -> ChatRuntime:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the MCP sessions this runtime opened (stdio servers are stopped)."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
+
+    async def refresh_mcp_tools(self) -> None:
+        """The MCP tools as listed now: a lookup while the listings are fresh; when a listing
+        changed, the policy view is rebuilt once over the new tools (pins checked again)."""
+        if self._mcp is None:
+            return
+        listings = await self._mcp.listings()
+        if self._mcp.version == self._mcp_version:
+            return
+        from policy.mcp import mcp_tools
+        from runtime.mcp import McpExecutableTool
+
+        tools = mcp_tools(self._mcp.servers, listings, McpExecutableTool)
+        self.policy = self._base.with_tools((*self._base.base_tools, *tools))
+        self._settings.clear()
+        self._mcp_version = self._mcp.version
 
     def _shared_services(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The app's services plus what the built-in tools need from the configuration."""
@@ -102,6 +145,10 @@ class ChatRuntime:
                 services[WIKI_BASE_URL_SERVICE] = wiki
         if self._data_sources:
             services[DATA_SOURCES_SERVICE] = self._data_sources
+        if self._mcp is not None:
+            from runtime.mcp import MCP_SESSIONS_SERVICE
+
+            services[MCP_SESSIONS_SERVICE] = self._mcp
         services.update(given)
         return services
 
@@ -141,7 +188,6 @@ class ChatRuntime:
         `InvalidToolCallingResponse` when its first round says nothing at all.
         """
         from runtime.chat import ensure_provider_allowed
-        from runtime.executor import ToolExecutor
         from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
         from runtime.messages import Conversation, Role
         from runtime.providers import (
@@ -162,6 +208,7 @@ class ChatRuntime:
                 "respond() takes selected_tool_ids as a list of tool ids, got the string "
                 f"{selected_tool_ids!r}; write [{selected_tool_ids!r}]."
             )
+        await self.refresh_mcp_tools()
         registry = self.policy.registry
         confidence = registry.provider_confidence(provider)
         trusted = registry.is_trusted_provider(provider)
@@ -198,7 +245,7 @@ class ChatRuntime:
         context = LoopContext(
             chat=chat,
             runnable_tools=runnable,
-            executor=ToolExecutor(self._tool_settings, self._services, self._mailbox_name),
+            executor=self.executor(),
             provider_kind=provider.kind,
             provider_confidence=confidence,
             provider_name=provider.name or provider.id,
@@ -230,6 +277,26 @@ class ChatRuntime:
         finally:
             if owned:
                 await active.aclose()
+
+    async def executable_tools(
+        self,
+        chat: Chat,
+        provider: ProviderConfig,
+        *,
+        component: Component = Component.CHAT,
+        selected_tool_ids: Iterable[str] | None = None,
+    ) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
+        """What `respond` would offer now, and what it leaves out and why (the MCP gateway
+        serves exactly this); MCP listings are refreshed first when stale."""
+        await self.refresh_mcp_tools()
+        offered = await self._runnable_tools(chat, provider, component, selected_tool_ids, None)
+        return _executable(offered)
+
+    def executor(self) -> ToolExecutor:
+        """The executor `respond` runs calls with: the app's services, settings resolved once."""
+        from runtime.executor import ToolExecutor
+
+        return ToolExecutor(self._tool_settings, self._services, self._mailbox_name)
 
     async def _runnable_tools(
         self,
@@ -331,15 +398,15 @@ async def respond(
 
     An app answering many messages keeps one `ChatRuntime` instead (settings resolved once).
     """
-    runtime = ChatRuntime(policy, services=services)
-    async for event in runtime.respond(
-        chat,
-        provider,
-        messages,
-        component=component,
-        selected_tool_ids=selected_tool_ids,
-        system_prompt=system_prompt,
-        client=client,
-        api_key=api_key,
-    ):
-        yield event
+    async with ChatRuntime(policy, services=services) as runtime:
+        async for event in runtime.respond(
+            chat,
+            provider,
+            messages,
+            component=component,
+            selected_tool_ids=selected_tool_ids,
+            system_prompt=system_prompt,
+            client=client,
+            api_key=api_key,
+        ):
+            yield event

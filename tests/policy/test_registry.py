@@ -151,6 +151,7 @@ async def test_nothing_in_the_way_offers_and_runs_the_tool() -> None:
         R.NOT_AVAILABLE_HERE,
         R.TOOL_SWITCHED_OFF,
         R.NOT_AVAILABLE_HERE,
+        R.DEFINITION_NOT_APPROVED,
         R.NOT_CONFIGURED,
         R.PROVIDER_CONFIDENCE_TOO_LOW,
         R.OUTBOUND_DATA_RESTRICTED,
@@ -184,7 +185,7 @@ def test_a_tool_not_meant_for_the_chat_and_a_tool_nobody_knows() -> None:
     assert registry.offer_block_reason("demo", SELF_HOSTED, Component.CODING_ASSISTANT) is R.NONE
     unknown = registry.offer_decision("nobody", SELF_HOSTED)
     assert unknown.reason is R.NOT_AVAILABLE_HERE
-    assert len(unknown.checks) == 8
+    assert len(unknown.checks) == 9
     assert "nobody" in unknown.message
 
 

@@ -1,0 +1,444 @@
+"""MCP servers as the policy sees them: their configuration, their tools' definitions, pins.
+
+An organization declares servers in `CONFIG["MCP_SERVERS"]`; each tool a server lists becomes a
+tool of the registry with the id `<server name>__<tool name>`, governed like any other. What is
+decided here needs no network: listings arrive from the runtime (`runtime.mcp`) or from the last
+listing cached in a state directory, so `policy explain` works offline.
+
+A definition's fingerprint covers everything the model reads (name, title, description, schemas,
+annotations): a server that rewrites a description after approval changes the fingerprint, and the
+tool is not offered until an administrator pins the new one (`policy mcp pin`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from policy.configuration import SecretValue
+from policy.decision import Evidence
+from policy.definitions import ToolDefinition, ToolFunction, ToolVisibility
+from policy.provenance import Origin
+from policy.tools import DefinedTool, ToolGate
+from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
+
+TOOL_ID_SEPARATOR = "__"
+SERVER_NAME_PATTERN = re.compile(r"[a-z0-9_]+")
+DEFAULT_TIMEOUT_SECONDS = 30.0
+MAX_TIMEOUT_SECONDS = 600.0
+FINGERPRINT_PREFIX = "sha256:"
+_CACHE_FOLDER = "mcp"
+
+
+class McpTransport(StrEnum):
+    """How toolpolicy talks to a server: a subprocess over stdio, or streamable HTTP."""
+
+    STDIO = "STDIO"
+    STREAMABLE_HTTP = "STREAMABLE_HTTP"
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One entry of `CONFIG["MCP_SERVERS"]` (or a server an app passes in code).
+
+    `env` and `headers` values that are secrets stay `SecretValue`s until the runtime connects.
+    An empty `allowed_tools` admits every tool; `denied_tools` wins over it. Globs match MCP
+    tool names (`fnmatch`, case-sensitive).
+    """
+
+    id: str
+    name: str
+    transport: McpTransport
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str | SecretValue] = field(default_factory=dict, repr=False)
+    url: str = ""
+    headers: Mapping[str, str | SecretValue] = field(default_factory=dict, repr=False)
+    minimum_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    allowed_tools: tuple[str, ...] = ()
+    denied_tools: tuple[str, ...] = ()
+    read_only_only: bool = False
+    require_pins: bool = False
+    pins: Mapping[str, str] = field(default_factory=dict)
+    sensitive_arguments: tuple[str, ...] = ()
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    origin: Origin | None = None
+    by_organization: bool = True
+
+    @property
+    def endpoint(self) -> str:
+        """What to show of where it runs: the command, or the URL without user info or query."""
+        if self.transport is McpTransport.STDIO:
+            return " ".join((self.command, *self.args))
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self.url)
+            port = f":{parts.port}" if parts.port is not None else ""
+        except ValueError:
+            return "(an unreadable address)"
+        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
+def mcp_tool_id(server_name: str, tool_name: str) -> str:
+    """The registry id (and function name) of a server's tool."""
+    return f"{server_name}{TOOL_ID_SEPARATOR}{tool_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolListing:
+    """One tool as a server listed it: exactly what the model would read."""
+
+    name: str
+    description: str = ""
+    title: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+    def canonical(self) -> dict[str, Any]:
+        """The fingerprinted fields as plain JSON data."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": _plain(self.input_schema),
+            "outputSchema": _plain(self.output_schema),
+            "annotations": _plain(self.annotations),
+        }
+
+    @property
+    def fingerprint(self) -> str:
+        """`sha256:` of the canonical JSON (sorted keys, no spaces, UTF-8)."""
+        text = json.dumps(
+            self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return FINGERPRINT_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @property
+    def read_only(self) -> bool:
+        return self.annotations.get("readOnlyHint") is True
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> McpToolListing:
+        """From `canonical()` data (the cache) or a server's `Tool` as JSON (camelCase keys)."""
+        annotations = data.get("annotations") or {}
+        output = data.get("outputSchema")
+        return cls(
+            name=str(data.get("name", "")),
+            title=str(data.get("title") or ""),
+            description=str(data.get("description") or ""),
+            input_schema=dict(data.get("inputSchema") or {}),
+            output_schema=dict(output) if isinstance(output, Mapping) else None,
+            annotations={k: v for k, v in dict(annotations).items() if v is not None},
+        )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerListing:
+    """What one server answered to `tools/list` (all pages), or why it could not be asked.
+
+    `known_definitions` holds every definition seen from this server by fingerprint, so a changed
+    tool can be shown as a diff against the one that was pinned.
+    """
+
+    server_id: str
+    server_name: str
+    tools: tuple[McpToolListing, ...] = ()
+    error: str = ""
+    listed_at: str = ""
+    from_cache: bool = False
+    known_definitions: Mapping[str, McpToolListing] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+class PinState(StrEnum):
+    """A listed tool against the server's `Pins`."""
+
+    APPROVED = "approved"
+    CHANGED = "changed"
+    UNPINNED = "unpinned"
+
+
+def pin_state(server: McpServerConfig, tool: McpToolListing) -> PinState:
+    pinned = server.pins.get(tool.name)
+    if pinned is None:
+        return PinState.UNPINNED
+    return PinState.APPROVED if pinned == tool.fingerprint else PinState.CHANGED
+
+
+def admission_problem(server: McpServerConfig, tool: McpToolListing) -> str | None:
+    """Why the server entry keeps this tool out (AllowedTools, DeniedTools, ReadOnlyOnly)."""
+    denied = next((g for g in server.denied_tools if fnmatch.fnmatchcase(tool.name, g)), None)
+    if denied is not None:
+        return f'DeniedTools of MCP server {server.name} matches "{tool.name}" ("{denied}")'
+    if server.allowed_tools and not any(
+        fnmatch.fnmatchcase(tool.name, g) for g in server.allowed_tools
+    ):
+        globs = ", ".join(f'"{g}"' for g in server.allowed_tools)
+        return f'AllowedTools of MCP server {server.name} ({globs}) does not match "{tool.name}"'
+    if server.read_only_only and not tool.read_only:
+        return (
+            f"MCP server {server.name} admits only read-only tools (ReadOnlyOnly), and "
+            f'"{tool.name}" is not annotated readOnlyHint=true'
+        )
+    return None
+
+
+def definition_diff(before: McpToolListing, after: McpToolListing) -> str:
+    """A readable unified diff of two definitions' canonical JSON."""
+    old = json.dumps(before.canonical(), indent=2, sort_keys=True, ensure_ascii=False)
+    new = json.dumps(after.canonical(), indent=2, sort_keys=True, ensure_ascii=False)
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "pinned", "current", lineterm="", n=1
+    )
+    return "\n".join(lines)
+
+
+class McpTool(DefinedTool):
+    """A server's tool as the registry sees it; the runtime adds execution (`runtime.mcp`).
+
+    The server entry's confidence applies as a floor (per-tool keys may ask for more); the entry's
+    tool filters act as a switch-off and its pins as the approval of the definition.
+    """
+
+    def __init__(
+        self,
+        server: McpServerConfig,
+        listing: McpToolListing,
+        known: Mapping[str, McpToolListing] | None = None,
+    ) -> None:
+        tool_id = mcp_tool_id(server.name, listing.name)
+        definition = ToolDefinition(
+            id=tool_id,
+            implementation_key=f"mcp:{server.id}:{listing.name}",
+            visible_in=ToolVisibility(chat=True, assistants=False),
+            activation=ToolActivation.SELECTION,
+            function=ToolFunction(
+                name=tool_id,
+                description_for_llm=listing.description,
+                strict=False,
+                parameters=dict(listing.input_schema) or {"type": "object", "properties": {}},
+            ),
+        )
+        super().__init__(
+            definition,
+            display_name=listing.title or listing.name,
+            outbound_data=ToolOutboundData.CONFIGURED_SERVICE,
+        )
+        self.server = server
+        self.listing = listing
+        self.minimum_confidence_floor = server.minimum_provider_confidence
+        self.switch_off_gate = self._switch_off_gate()
+        self.approval_gate = self._approval_gate(known or {})
+
+    @property
+    def sensitive_trace_argument_names(self) -> frozenset[str]:
+        return frozenset(self.server.sensitive_arguments)
+
+    @property
+    def returns_untrusted_external_content(self) -> bool:
+        return True
+
+    def _server_evidence(self) -> Evidence:
+        return Evidence(
+            "MCP server",
+            f"{self.server.name} ({self.server.id})",
+            "MCP_SERVERS",
+            self.server.origin,
+        )
+
+    def _switch_off_gate(self) -> ToolGate | None:
+        problem = admission_problem(self.server, self.listing)
+        if problem is None:
+            return None
+        return ToolGate(False, f"The organization keeps it out: {problem}.", self._evidence())
+
+    def _evidence(self) -> tuple[Evidence, ...]:
+        annotations = json.dumps(_plain(self.listing.annotations), sort_keys=True)
+        return (
+            self._server_evidence(),
+            Evidence("annotations", annotations, "MCP server"),
+            Evidence("sha256", self.listing.fingerprint, "MCP server"),
+        )
+
+    def _approval_gate(self, known: Mapping[str, McpToolListing]) -> ToolGate:
+        state = pin_state(self.server, self.listing)
+        current = self.listing.fingerprint
+        pinned = self.server.pins.get(self.listing.name, "")
+        evidence = (
+            *self._evidence(),
+            Evidence("pin", pinned or "(none)", "Pins", self.server.origin),
+            Evidence("pin state", state.value, "MCP server"),
+        )
+        if state is PinState.APPROVED:
+            return ToolGate(True, "Its definition matches the pinned fingerprint.", evidence)
+        if state is PinState.UNPINNED:
+            if not self.server.require_pins:
+                return ToolGate(
+                    True,
+                    "Its definition is not pinned, and the server does not require pins.",
+                    evidence,
+                )
+            return ToolGate(
+                False,
+                f"Its definition is not pinned, and MCP server {self.server.name} requires pins "
+                f"(RequirePins); review it and pin {current} (policy mcp pin).",
+                evidence,
+            )
+        before = known.get(pinned)
+        change = (
+            definition_diff(before, self.listing)
+            if before is not None
+            else "(the pinned definition was never listed here, so no diff can be shown)"
+        )
+        return ToolGate(
+            False,
+            f"Its definition changed since it was pinned (pinned {pinned}, now {current}); "
+            "it is not offered until an administrator reviews and pins it again.",
+            (*evidence, Evidence("change", change, "MCP server")),
+        )
+
+
+_T = TypeVar("_T", bound=McpTool)
+
+
+def mcp_tools(
+    servers: Sequence[McpServerConfig],
+    listings: Mapping[str, McpServerListing],
+    kind: type[_T] = McpTool,  # type: ignore[assignment]
+) -> tuple[_T, ...]:
+    """The registry tools of every listed server, in server then listing order; `kind` is the
+    class to build (the runtime's adds execution)."""
+    tools: list[_T] = []
+    for server in servers:
+        listing = listings.get(server.id)
+        if listing is None or not listing.ok:
+            continue
+        tools.extend(kind(server, t, listing.known_definitions) for t in listing.tools)
+    return tuple(tools)
+
+
+def pin_fragment(
+    servers: Sequence[McpServerConfig], listings: Mapping[str, McpServerListing]
+) -> str:
+    """The Lua an administrator reviews and deploys: every listed tool's current fingerprint."""
+    lines = [
+        "-- Pins of MCP tool definitions, as listed now. Review each definition",
+        "-- (policy mcp list) before deploying; a changed definition is never offered unpinned.",
+    ]
+    for index, server in enumerate(servers, start=1):
+        listing = listings.get(server.id)
+        lines.append(f"-- MCP server {server.name} ({server.id})")
+        if listing is None or not listing.ok:
+            reason = listing.error if listing is not None else "not listed"
+            lines.append(f"-- not listed: {_lua_comment(reason)}")
+            continue
+        lines.append(f'-- in its CONFIG["MCP_SERVERS"] entry (entry {index} here), set:')
+        lines.append('["Pins"] = {')
+        for tool in sorted(listing.tools, key=lambda t: t.name):
+            lines.append(f"    [{_lua_string(tool.name)}] = {_lua_string(tool.fingerprint)},")
+        lines.append("},")
+    return "\n".join(lines) + "\n"
+
+
+def _lua_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _lua_comment(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- the last listing of each server, kept in a state directory ---------------------------------
+
+
+def cache_path(state_dir: Path, server_id: str) -> Path:
+    return state_dir / _CACHE_FOLDER / f"{server_id}.json"
+
+
+def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerListing | None:
+    """The last successful listing of a server, or None when there is none (or it is unreadable)."""
+    try:
+        data = json.loads(cache_path(state_dir, server.id).read_text(encoding="utf-8"))
+        tools = tuple(McpToolListing.from_data(t) for t in data["tools"])
+        seen = {k: McpToolListing.from_data(v) for k, v in dict(data.get("seen", {})).items()}
+        return McpServerListing(
+            server.id,
+            server.name,
+            tools,
+            listed_at=str(data.get("listed_at", "")),
+            from_cache=True,
+            known_definitions=seen,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_cached_listing(state_dir: Path, listing: McpServerListing) -> McpServerListing:
+    """Store a successful listing (adding its definitions to those seen); returns it with every
+    definition known from earlier listings, so diffs can name what changed."""
+    import os
+    import tempfile
+
+    path = cache_path(state_dir, listing.server_id)
+    seen: dict[str, McpToolListing] = {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        seen = {k: McpToolListing.from_data(v) for k, v in dict(data.get("seen", {})).items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    seen.update(listing.known_definitions)
+    seen.update({t.fingerprint: t for t in listing.tools})
+    document = {
+        "server": listing.server_name,
+        "listed_at": listing.listed_at,
+        "tools": [t.canonical() for t in listing.tools],
+        "seen": {k: v.canonical() for k, v in seen.items()},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".listing-")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(document, out, ensure_ascii=False, indent=1)
+    os.replace(temporary, path)
+    return McpServerListing(
+        listing.server_id,
+        listing.server_name,
+        listing.tools,
+        listed_at=listing.listed_at,
+        from_cache=listing.from_cache,
+        known_definitions=seen,
+    )
+
+
+def cached_listings(
+    state_dir: Path | None, servers: Iterable[McpServerConfig]
+) -> dict[str, McpServerListing]:
+    """Every server's last cached listing that exists."""
+    if state_dir is None:
+        return {}
+    found = {}
+    for server in servers:
+        listing = read_cached_listing(state_dir, server)
+        if listing is not None:
+            found[server.id] = listing
+    return found

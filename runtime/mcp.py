@@ -1,0 +1,423 @@
+"""MCP servers at run time: one client session per server, listings with a TTL, tool calls.
+
+`McpSessions` owns the sessions (official `mcp` SDK, stdio subprocesses or streamable HTTP):
+opened lazily, listed page by page, re-listed when the server says its tools changed or the TTL
+ran out, closed with `aclose()`. A server that cannot be reached leaves its tools out with the
+error as evidence; it never blocks other tools or the chat. A call that times out or whose server
+died is an error, and the session is restarted on next use.
+
+`McpExecutableTool` is a policy `McpTool` that runs through `McpSessions`; its results pass the
+prompt-injection guard, resource links become sources, images and audio are described.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from policy.configuration import SecretValue
+from policy.mcp import (
+    McpServerConfig,
+    McpServerListing,
+    McpTool,
+    McpToolListing,
+    McpTransport,
+    write_cached_listing,
+)
+from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.messages import Source
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CallToolResult
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_LISTING_TTL_SECONDS = 300.0
+MAX_LISTING_PAGES = 100
+MAX_RESULT_CHARACTERS = 200_000
+_CONNECT_SECONDS = 30.0
+
+
+class McpServerError(Exception):
+    """A server could not be reached, listed or called; the message names the server and never
+    holds a secret from its Env or Headers."""
+
+
+@dataclass(slots=True)
+class _Session:
+    server: McpServerConfig
+    secrets: tuple[str, ...] = ()
+    client: Client | None = None
+    owner: asyncio.Task[None] | None = None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    listing: McpServerListing | None = None
+    listed_at: float = 0.0
+    changed: bool = False
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class McpSessions:
+    """The MCP client sessions of one app (or one command), by server id.
+
+    `listings()` answers from the cache while it is fresh, so a request makes no network call;
+    with `state_dir`, every successful listing is also written there for offline `policy explain`.
+    """
+
+    def __init__(
+        self,
+        servers: Iterable[McpServerConfig],
+        *,
+        state_dir: Path | str | None = None,
+        listing_ttl_seconds: float = DEFAULT_LISTING_TTL_SECONDS,
+    ) -> None:
+        self._sessions = {s.id: _Session(s) for s in servers}
+        self._state_dir = Path(state_dir) if state_dir is not None else None
+        self._ttl = listing_ttl_seconds
+        self.version = 0
+        """Grows whenever a listing differs from the one before (the runtime rebuilds then)."""
+
+    @property
+    def servers(self) -> tuple[McpServerConfig, ...]:
+        return tuple(s.server for s in self._sessions.values())
+
+    async def __aenter__(self) -> McpSessions:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every session (stdio servers are stopped)."""
+        await asyncio.gather(*(self._close(s) for s in self._sessions.values()))
+
+    # --- listing ------------------------------------------------------------------------------
+
+    async def listings(self, *, refresh: bool = False) -> dict[str, McpServerListing]:
+        """Every server's listing; stale ones (TTL, list_changed, `refresh`) are asked again,
+        concurrently. A failing server's listing carries its error."""
+        now = time.monotonic()
+        due = [
+            s
+            for s in self._sessions.values()
+            if refresh or s.listing is None or s.changed or now - s.listed_at > self._ttl
+        ]
+        if due:
+            await asyncio.gather(*(self._relist(s) for s in due))
+        return {i: s.listing for i, s in self._sessions.items() if s.listing is not None}
+
+    async def _relist(self, session: _Session) -> None:
+        server = session.server
+        session.changed = False
+        try:
+            client = await self._client(session)
+            tools = await asyncio.wait_for(_all_tools(client), server.timeout_seconds)
+            listing = McpServerListing(
+                server.id,
+                server.name,
+                tools,
+                listed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                known_definitions=session.listing.known_definitions if session.listing else {},
+            )
+            if self._state_dir is not None:
+                listing = write_cached_listing(self._state_dir, listing)
+            else:
+                listing = _remembering(listing)
+        except Exception as error:  # a failing server leaves its tools out, never the chat
+            message = self._describe(session, error, "could not be listed")
+            _log.warning("%s", message)
+            await self._close(session)
+            listing = McpServerListing(server.id, server.name, error=message)
+        previous = session.listing
+        session.listing = listing
+        session.listed_at = time.monotonic()
+        if previous is None or previous.tools != listing.tools or previous.error != listing.error:
+            self.version += 1
+
+    # --- calling ------------------------------------------------------------------------------
+
+    async def call_tool(
+        self, server_id: str, tool_name: str, arguments: Mapping[str, Any]
+    ) -> CallToolResult:
+        """One `tools/call`; a timeout or a dead server raises `McpServerError` and restarts the
+        session on next use. Cancelling the caller cancels the call."""
+        session = self._sessions.get(server_id)
+        if session is None:
+            raise McpServerError(f"no MCP server with id {server_id} is configured")
+        server = session.server
+        try:
+            client = await self._client(session)
+            return await asyncio.wait_for(
+                client.call_tool(tool_name, dict(arguments)), server.timeout_seconds
+            )
+        except TimeoutError:
+            await self._close(session)
+            raise McpServerError(
+                f"MCP server {server.name} did not answer {tool_name} within "
+                f"{server.timeout_seconds:g} s; it is restarted on next use"
+            ) from None
+        except McpServerError:
+            raise
+        except Exception as error:
+            await self._close(session)
+            raise McpServerError(self._describe(session, error, f"failed on {tool_name}")) from None
+
+    def secrets_of(self, server_id: str) -> tuple[str, ...]:
+        session = self._sessions.get(server_id)
+        return session.secrets if session is not None else ()
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    async def _client(self, session: _Session) -> Client:
+        async with session.opening:
+            if (
+                session.client is not None
+                and session.owner is not None
+                and not session.owner.done()
+            ):
+                return session.client
+            await self._close(session)
+            session.stop = asyncio.Event()
+            ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+            session.owner = asyncio.create_task(self._own(session, ready))
+            try:
+                session.client = await asyncio.wait_for(
+                    asyncio.shield(ready), min(_CONNECT_SECONDS, session.server.timeout_seconds)
+                )
+            except TimeoutError:
+                await self._close(session)
+                raise McpServerError(
+                    f"MCP server {session.server.name} did not start within "
+                    f"{min(_CONNECT_SECONDS, session.server.timeout_seconds):g} s"
+                ) from None
+            return session.client
+
+    async def _own(self, session: _Session, ready: asyncio.Future[Client]) -> None:
+        """Enter and leave the SDK client in one task, as its task groups require."""
+        try:
+            client, secrets = _new_client(session.server, self._on_message(session))
+            session.secrets = secrets
+            async with client:
+                if not ready.done():
+                    ready.set_result(client)
+                listen = asyncio.create_task(_listen_for_changes(client, session))
+                try:
+                    await session.stop.wait()
+                finally:
+                    listen.cancel()
+                    with contextlib.suppress(BaseException):
+                        await listen
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(
+                    error
+                    if isinstance(error, Exception)
+                    else McpServerError(f"MCP server {session.server.name} stopped")
+                )
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            session.client = None
+
+    def _on_message(self, session: _Session) -> Any:
+        async def handle(message: Any) -> None:
+            if type(message).__name__ == "ToolListChangedNotification":
+                session.changed = True
+
+        return handle
+
+    async def _close(self, session: _Session) -> None:
+        owner = session.owner
+        session.owner = None
+        session.client = None
+        if owner is None:
+            return
+        session.stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), 5)
+        except BaseException:
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+
+    def _describe(self, session: _Session, error: BaseException, what: str) -> str:
+        detail = str(error).strip() or type(error).__name__
+        for secret in session.secrets:
+            if secret:
+                detail = detail.replace(secret, "*****")
+        detail = " ".join(detail.split())[:300]
+        return f"MCP server {session.server.name} ({session.server.endpoint}) {what}: {detail}"
+
+
+async def _listen_for_changes(client: Client, session: _Session) -> None:
+    """On 2026-era connections, changes arrive on a `subscriptions/listen` stream; earlier
+    servers send notifications/tools/list_changed, which the message handler marks."""
+    try:
+        async with client.listen(tools_list_changed=True) as subscription:
+            async for _event in subscription:
+                session.changed = True
+    except Exception:  # the server offers no change stream: the TTL still applies
+        return
+
+
+def _remembering(listing: McpServerListing) -> McpServerListing:
+    known = {**listing.known_definitions, **{t.fingerprint: t for t in listing.tools}}
+    return McpServerListing(
+        listing.server_id,
+        listing.server_name,
+        listing.tools,
+        listed_at=listing.listed_at,
+        known_definitions=known,
+    )
+
+
+async def _all_tools(client: Client) -> tuple[McpToolListing, ...]:
+    tools: list[McpToolListing] = []
+    cursor: str | None = None
+    for _ in range(MAX_LISTING_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        for tool in page.tools:
+            tools.append(
+                McpToolListing.from_data(
+                    tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+                )
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            return tuple(tools)
+    raise McpServerError(f"the tool listing has more than {MAX_LISTING_PAGES} pages")
+
+
+def _plaintext(value: str | SecretValue) -> str:
+    if isinstance(value, SecretValue):
+        from policy.secrets import configured_secret, decrypt
+
+        secret = configured_secret()
+        if secret is None:
+            raise McpServerError(
+                "an ENC:v1: value cannot be decrypted: no encryption secret is configured "
+                "(TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
+            )
+        return decrypt(value.encrypted, secret)
+    return value
+
+
+def _new_client(server: McpServerConfig, on_message: Any) -> tuple[Client, tuple[str, ...]]:
+    from mcp import Client, StdioServerParameters
+
+    secrets = tuple(
+        _plaintext(v)
+        for v in (*server.env.values(), *server.headers.values())
+        if isinstance(v, SecretValue)
+    )
+    if server.transport is McpTransport.STDIO:
+        params = StdioServerParameters(
+            command=server.command,
+            args=list(server.args),
+            env={k: _plaintext(v) for k, v in server.env.items()},
+        )
+        return Client(params, message_handler=on_message, cache=None), secrets
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers={k: _plaintext(v) for k, v in server.headers.items()})
+    transport = streamable_http_client(server.url, http_client=http)
+    return Client(transport, message_handler=on_message, cache=None), secrets
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Content:
+    texts: tuple[str, ...]
+    sources: tuple[Source, ...]
+
+
+def _content_of(result: CallToolResult) -> _Content:
+    """The parts a model may read: text as is; links and embedded text resources with their
+    address; images, audio and binary resources described, never passed raw."""
+    texts: list[str] = []
+    sources: list[Source] = []
+    for block in result.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            texts.append(str(getattr(block, "text", "")))
+        elif kind == "resource_link":
+            uri = str(getattr(block, "uri", ""))
+            title = str(getattr(block, "title", None) or getattr(block, "name", "") or uri)
+            texts.append(f"[resource link] {title}: {uri}")
+            if uri.startswith(("http://", "https://")):
+                sources.append(Source(title=title, url=uri))
+        elif kind == "resource":
+            resource = getattr(block, "resource", None)
+            uri = str(getattr(resource, "uri", ""))
+            text = getattr(resource, "text", None)
+            if isinstance(text, str):
+                texts.append(f"[resource {uri}]\n{text}")
+            else:
+                mime = getattr(resource, "mime_type", None) or "binary"
+                texts.append(f"[resource {uri}: {mime} content, not shown]")
+        elif kind in ("image", "audio"):
+            mime = getattr(block, "mime_type", None) or kind
+            size = len(str(getattr(block, "data", ""))) * 3 // 4
+            texts.append(f"[{kind}: {mime}, about {size} bytes, not shown to the model]")
+        else:
+            texts.append(f"[{kind or 'unknown'} content, not shown]")
+    if result.structured_content is not None:
+        texts.append(
+            "Structured result: "
+            + json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        )
+    return _Content(tuple(texts), tuple(sources))
+
+
+def _masked(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "*****")
+    return text
+
+
+MCP_SESSIONS_SERVICE = "mcp_sessions"
+"""The `ToolExecutionContext.services` entry through which an MCP tool reaches its session."""
+
+
+class McpExecutableTool(McpTool):
+    """An MCP server's tool that runs: `tools/call` through the app's `McpSessions`."""
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult:
+        from runtime.tools._common import guard_of
+        from runtime.web.guard import GuardText, tool_content
+
+        sessions = context.services.get(MCP_SESSIONS_SERVICE)
+        if not isinstance(sessions, McpSessions):
+            raise McpServerError(
+                f"MCP server {self.server.name} has no open session here (no McpSessions service)"
+            )
+        result = await sessions.call_tool(self.server.id, self.listing.name, arguments)
+        secrets = sessions.secrets_of(self.server.id)
+        content = _content_of(result)
+        source = tool_content(self.definition.id)
+        cleaned = await guard_of(context).sanitize_many(
+            [GuardText(_masked(t, secrets), source) for t in content.texts]
+        )
+        text = "\n\n".join(t for t in cleaned if t.strip())
+        if len(text) > MAX_RESULT_CHARACTERS:
+            text = text[:MAX_RESULT_CHARACTERS] + "\n[the result was cut here]"
+        if result.is_error:
+            raise McpServerError(
+                f"MCP server {self.server.name} reports an error from {self.listing.name}: "
+                f"{' '.join(text.split())[:500] or '(no message)'}"
+            )
+        return ToolExecutionResult(text_content=text, sources=content.sources)
