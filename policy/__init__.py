@@ -229,6 +229,7 @@ def load_policy(
     tools: Sequence[Tool] | None = None,
     use_entry_points: bool = True,
     mcp_listings: Mapping[str, McpServerListing] | None = None,
+    mcp_listing_dir: StrPath | None = None,
 ) -> Policy:
     """Load plugins (a plugin.lua, a plugin folder or a folder of plugin folders), user settings
     and tools, and build the registry.
@@ -238,7 +239,8 @@ def load_policy(
     names the file and line). `tools` replaces discovery (an embedding app passing its own).
     With `state_dir`, the configurations `policy fetch` put in force there load first, as
     organization plugins, and the tools of the configuration's MCP servers come from their last
-    listings cached there (`mcp_listings`, by server id, replaces the cache; the runtime lists
+    listings cached there (`mcp_listings`, by server id, replaces the cache; `mcp_listing_dir`
+    reads it from another folder, as the other side of `policy diff` does; the runtime lists
     servers live, see `runtime.McpSessions`).
     """
     from policy.discovery import discover_tools
@@ -266,11 +268,13 @@ def load_policy(
     if configuration.mcp_servers:
         from policy.mcp import cached_listings, mcp_tools
 
+        listing_home = mcp_listing_dir if mcp_listing_dir is not None else state_dir
         listings = (
             dict(mcp_listings)
             if mcp_listings is not None
             else cached_listings(
-                Path(state_dir) if state_dir is not None else None, configuration.mcp_servers
+                Path(listing_home) if listing_home is not None else None,
+                configuration.mcp_servers,
             )
         )
         chosen = (*chosen, *mcp_tools(configuration.mcp_servers, listings))

@@ -193,10 +193,11 @@ def _load(
     local: Sequence[Path],
     user_settings: Path | None,
     state_dir: Path | None,
+    listing_dir: Path | None = None,
 ) -> Policy:
     from policy import load_policy
 
-    return load_policy(org, local, user_settings, state_dir=state_dir)
+    return load_policy(org, local, user_settings, state_dir=state_dir, mcp_listing_dir=listing_dir)
 
 
 def _component(name: str) -> Component:
@@ -699,6 +700,7 @@ def diff(
         against_local or (() if against_org else local),
         against_user_settings or user_settings,
         None,
+        listing_dir=state_dir,
     )
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
