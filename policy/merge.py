@@ -130,17 +130,7 @@ class _Merger:
     def _set(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
         origin = plugin.origin_at(setting.location)
         local = plugin.origin is PluginOrigin.LOCAL
-        spec = setting_key(setting.key)
-        if local and spec is not None and spec.organization_only:
-            self.findings.append(
-                Finding(
-                    Severity.WARNING,
-                    "organization-only-setting",
-                    f"{setting.key} is honored only from organization plugins; "
-                    f"local plugin {plugin.name} is ignored here",
-                    setting.location,
-                )
-            )
+        if self._organization_only_from_local(plugin, setting):
             return
         current = self.held.get(setting.key)
         if current is not None and current.by_organization and local:
@@ -165,18 +155,26 @@ class _Merger:
             beaten=beaten,
         )
 
-    def _contribute(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
+    def _organization_only_from_local(
+        self, plugin: ConfigurationPlugin, setting: PluginSetting
+    ) -> bool:
+        """A key honored only from organization plugins, set by a local one: reported, ignored."""
         spec = setting_key(setting.key)
-        if spec is not None and spec.organization_only and plugin.origin is PluginOrigin.LOCAL:
-            self.findings.append(
-                Finding(
-                    Severity.WARNING,
-                    "organization-only-setting",
-                    f"{setting.key} is honored only from organization plugins; "
-                    f"local plugin {plugin.name} is ignored here",
-                    setting.location,
-                )
+        if plugin.origin is not PluginOrigin.LOCAL or spec is None or not spec.organization_only:
+            return False
+        self.findings.append(
+            Finding(
+                Severity.WARNING,
+                "organization-only-setting",
+                f"{setting.key} is honored only from organization plugins; "
+                f"local plugin {plugin.name} is ignored here",
+                setting.location,
             )
+        )
+        return True
+
+    def _contribute(self, plugin: ConfigurationPlugin, setting: PluginSetting) -> None:
+        if self._organization_only_from_local(plugin, setting):
             return
         self.contributions.setdefault(setting.key, []).append((plugin, setting))
 
