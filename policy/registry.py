@@ -226,7 +226,10 @@ class ToolRegistry:
         self.user = user
         findings: list[Finding] = []
         implementations = self._register_implementations(tools, findings)
-        definitions = self._register_definitions(implementations, definition_sources, findings)
+        self._refused: dict[str, str] = {}
+        definitions = self._register_definitions(
+            implementations, definition_sources, findings, self._refused
+        )
         self._collections, self._collection_of = self._register_collections(
             collections, definitions, findings
         )
@@ -290,7 +293,10 @@ class ToolRegistry:
         implementations: Mapping[str, Tool],
         sources: Sequence[DefinitionSource],
         findings: list[Finding],
+        refused: dict[str, str],
     ) -> list[ToolDefinition]:
+        """The accepted definitions; `refused` gets why each invalid one was skipped, so a
+        decision about its id can say so instead of "unknown"."""
         own = DefinitionSource(
             IMPLEMENTATIONS_SOURCE, tuple(t.definition for t in implementations.values())
         )
@@ -303,6 +309,7 @@ class ToolRegistry:
                 issue = validate_definition(definition)
                 if issue:
                     findings.append(_warning("invalid-tool-definition", f"{prefix}: {issue}"))
+                    refused.setdefault(definition.id, issue)
                 elif definition.implementation_key not in implementations:
                     findings.append(
                         _warning(
@@ -642,10 +649,13 @@ class ToolRegistry:
     ) -> OfferDecision:
         facts = self._facts.get(tool_id)
         if facts is None:
+            refusal = self._refused.get(tool_id)
             known = Check(
                 _R.NOT_AVAILABLE_HERE,
                 False,
-                f"This installation does not know a tool '{tool_id}'.",
+                f"This installation does not know a tool '{tool_id}'."
+                if refusal is None
+                else f"The definition of '{tool_id}' is refused, so it is never offered: {refusal}.",
             )
             unknown = "Not evaluated: the tool is unknown."
             later = tuple(

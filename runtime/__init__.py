@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
     )
     from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
+    from runtime.mcp_gateway import GatewayCall, McpGateway
     from runtime.messages import ChatMessage, RequestedCall, Role, Source, SourceOrigin, Usage
     from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
@@ -88,6 +89,8 @@ _LAZY: dict[str, str] = {
     "McpExecutableTool": "runtime.mcp",
     "McpServerError": "runtime.mcp",
     "McpSessions": "runtime.mcp",
+    "McpGateway": "runtime.mcp_gateway",
+    "GatewayCall": "runtime.mcp_gateway",
     "ExecutableTool": "runtime.execution",
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
@@ -140,11 +143,13 @@ __all__ = [
     "DecisionSink",
     "ExecutableTool",
     "FinalAnswer",
+    "GatewayCall",
     "InvalidToolCallingResponse",
     "JsonLinesSink",
     "LoopEvent",
     "LoopLimits",
     "McpExecutableTool",
+    "McpGateway",
     "McpServerError",
     "McpSessions",
     "MemoryChatStore",

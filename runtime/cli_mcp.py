@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +23,9 @@ from policy.vocabulary import Component
 
 if TYPE_CHECKING:
     from policy import Policy
-    from policy.configuration import ProviderConfig
     from policy.mcp import McpServerListing
-    from runtime.session import ChatRuntime
+    from runtime.mcp_gateway import McpGateway
+    from runtime.policy_watch import PolicyWatcher
 
 
 @click.group()
@@ -112,7 +111,7 @@ def list_servers(
     output_format: str,
 ) -> None:
     """Every configured MCP server: its status and its tools with id, annotations, fingerprint
-    and pin state. Exit 1 when a server cannot be listed."""
+    and pin state. Exit 1 when a server cannot be listed or a plugin does not load."""
     from policy.mcp import mcp_tools
 
     policy = _policy(org, local, user_settings, state_dir)
@@ -125,7 +124,7 @@ def list_servers(
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         click.echo(_table(document))
-    if any(s["status"] == "error" for s in document["servers"]):
+    if policy.errors or any(s["status"] == "error" for s in document["servers"]):
         sys.exit(1)
 
 
@@ -170,7 +169,7 @@ def pin(
     policy = _policy(org, local, user_settings, state_dir)
     listings = _listings(policy, state_dir)
     click.echo(pin_fragment(policy.configuration.mcp_servers, listings), nl=False)
-    if any(
+    if policy.errors or any(
         not listings.get(s.id) or not listings[s.id].ok for s in policy.configuration.mcp_servers
     ):
         sys.exit(1)
@@ -200,7 +199,25 @@ def pin(
     show_default=True,
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="For --transport http.")
-@click.option("--port", default=8765, show_default=True, type=int, help="For --transport http.")
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="For --transport http; 0 picks a free port (printed on stderr).",
+)
+@click.option(
+    "--token",
+    envvar="TOOLPOLICY_MCP_TOKEN",
+    help="For --transport http: every request must send 'Authorization: Bearer <token>'. "
+    "Required for a host other than loopback. [env: TOOLPOLICY_MCP_TOKEN]",
+)
+@click.option(
+    "--watch/--no-watch",
+    default=True,
+    show_default=True,
+    help="Reload when the plugin folders or the user settings change; clients are told.",
+)
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -212,111 +229,89 @@ def serve(
     transport: str,
     host: str,
     port: int,
+    token: str | None,
+    watch: bool,
 ) -> None:
-    """Serve the tools the policy offers for --provider and --component to any MCP client,
-    checking the policy again on every call and logging each call on stderr."""
+    """Serve the tools the policy offers for --provider and --component to any MCP client.
+
+    Every call is checked again against the policy in force and logged as one JSON line on
+    stderr (arguments masked). Connected clients get tools/list_changed when the offered tools
+    change.
+    """
+    from policy.web import is_loopback_host
+
+    if transport == "http" and not is_loopback_host(host) and not token:
+        raise click.BadParameter(
+            f"'{host}' is reachable from other machines; set --token (or TOOLPOLICY_MCP_TOKEN), "
+            "or listen on 127.0.0.1",
+            param_hint="--host",
+        )
     from runtime.cli_chat import chosen_provider
-    from runtime.session import ChatRuntime
+    from runtime.policy_watch import PolicyWatcher
 
-    policy = _policy(org, local, user_settings, state_dir, tools_files)
-    provider = chosen_provider(policy, provider_id, None)
-    runtime = ChatRuntime(policy)
-    gateway = _gateway(runtime, provider, Component(component.upper()))
-    if transport == "stdio":
-        asyncio.run(_serve_stdio(gateway, runtime))
-    else:
-        _serve_http(gateway, runtime, host, port)
+    def load() -> Policy:
+        return _policy(org, local, user_settings, state_dir, tools_files)
 
-
-def _gateway(runtime: ChatRuntime, provider: ProviderConfig, component: Component) -> Any:
-    import mcp_types as types
-    from mcp.server.lowlevel.server import Server
-
-    from runtime.chat import Chat, MemoryChatStore
-    from runtime.messages import RequestedCall
-
-    chat = Chat.open(str(uuid.uuid4()), MemoryChatStore())
-    calls = 0
-
-    async def offered() -> dict[str, Any]:
-        await runtime.refresh_mcp_tools()
-        every = runtime.policy.registry.tool_ids
-        runnable, _ = await runtime.executable_tools(
-            chat, provider, component=component, selected_tool_ids=every
-        )
-        return {definition.id: (definition, tool) for definition, tool in runnable}
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        tools = [
-            types.Tool(
-                name=definition.function.name,
-                title=tool.display_name,
-                description=definition.function.description_for_llm,
-                input_schema=dict(definition.function.parameters),
-            )
-            for definition, tool in (await offered()).values()
-        ]
-        return types.ListToolsResult(tools=tools)
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        nonlocal calls
-        calls += 1
-        now = await offered()
-        name = params.name
-        by_function = {d.function.name: (d, t) for d, t in now.values()}
-        if name not in by_function:
-            decision = runtime.policy.registry.offer_decision(name, provider, component)
-            message = (
-                f"refused by the organization's policy: {decision.reason.value}: {decision.message}"
-            )
-            _log_call(name, "REFUSED", message, {})
-            return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-        outcome = await runtime.executor().execute(
-            RequestedCall(str(calls), name, json.dumps(params.arguments or {})),
-            tuple(by_function.values()),
-            order=calls,
-            provider_kind=provider.kind,
-            provider_confidence=runtime.policy.registry.provider_confidence(provider),
-            chat=chat,
-            provider_trusted=runtime.policy.registry.is_trusted_provider(provider),
-        )
-        trace = outcome.trace
-        _log_call(name, trace.status.value, trace.status_message, dict(trace.arguments))
-        return types.CallToolResult(
-            content=[types.TextContent(text=outcome.content)],
-            is_error=trace.status.value != "SUCCESS",
-        )
-
-    return Server("toolpolicy", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+    watcher = PolicyWatcher(
+        load,
+        watch=[*org, *local, *([user_settings] if user_settings else [])] if watch else [],
+        state_dir=state_dir,
+    )
+    provider = chosen_provider(watcher.runtime.policy, provider_id, None)
+    asyncio.run(
+        _serve(watcher, provider.id, Component(component.upper()), transport, host, port, token)
+    )
 
 
-def _log_call(tool: str, status: str, message: str, arguments: dict[str, str]) -> None:
-    """One JSON line per call on stderr (stdout carries the protocol over stdio); arguments are
-    the executor's masked trace."""
-    record = {"tool": tool, "status": status, "message": message, "arguments": arguments}
-    click.echo(json.dumps(record, ensure_ascii=False), err=True)
+async def _serve(
+    watcher: PolicyWatcher,
+    provider: str,
+    component: Component,
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+) -> None:
+    from runtime.mcp_gateway import GatewayCall, McpGateway
 
+    def log(call: GatewayCall) -> None:
+        click.echo(call.as_json(), err=True)
 
-async def _serve_stdio(gateway: Any, runtime: ChatRuntime) -> None:
-    from mcp.server.stdio import stdio_server
-
+    gateway = McpGateway(lambda: watcher.runtime, provider, component, on_call=log)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watcher.run(stop))
     try:
-        async with stdio_server() as (read, write):
-            await gateway.run(read, write, gateway.create_initialization_options())
+        if transport == "stdio":
+            await gateway.run_stdio()
+        else:
+            await _serve_http(gateway, host, port, token)
     finally:
-        await runtime.aclose()
+        stop.set()
+        await watching
+        await watcher.aclose()
 
 
-def _serve_http(gateway: Any, runtime: ChatRuntime, host: str, port: int) -> None:
+async def _serve_http(gateway: McpGateway, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    async def run() -> None:
-        app = gateway.streamable_http_app(host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-        click.echo(f"serving MCP on http://{host}:{port}/mcp", err=True)
-        try:
-            await uvicorn.Server(config).serve()
-        finally:
-            await runtime.aclose()
+    config = uvicorn.Config(
+        gateway.http_app(host, token), host=host, port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
 
-    asyncio.run(run())
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.02)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"serving MCP on http://{shown}:{bound}/mcp (Ctrl-C stops)", err=True)
+
+    stop = asyncio.Event()
+    announcing = asyncio.create_task(announce())
+    changes = asyncio.create_task(gateway.watch_changes(stop))
+    try:
+        await server.serve()
+    finally:
+        stop.set()
+        announcing.cancel()
+        await asyncio.gather(announcing, changes, return_exceptions=True)

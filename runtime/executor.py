@@ -84,6 +84,18 @@ class ToolCallOutcome:
     """Request keys of addresses in a successful result that the call's arguments did not name."""
 
 
+def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
+    """What a call's result brought in tightens the chat: the one rule `respond` and the MCP
+    gateway both follow (requirements only ever tighten; addresses it returned count as given)."""
+    chat.require_provider_confidence(outcome.required_provider_confidence)
+    chat.require_data_security(outcome.required_data_security)
+    chat.require_outbound_data_restriction(
+        outcome.required_outbound_data_restriction, outcome.outbound_data_source_id
+    )
+    if outcome.returned_web_addresses:
+        chat.add_known_web_addresses(outcome.returned_web_addresses)
+
+
 def is_valid_arguments_json(text: str | None) -> bool:
     """Non-blank JSON whose root is an object."""
     if not isinstance(text, str) or not text.strip():

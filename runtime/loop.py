@@ -24,6 +24,7 @@ from runtime.executor import (
     ToolExecutor,
     ToolInvocationTrace,
     TraceStatus,
+    apply_call_demands,
     find_runnable,
     invalid_call_outcome,
     redacted_call_arguments,
@@ -347,16 +348,8 @@ def _ending(
 
 
 def _apply_demands(context: LoopContext, outcome: ToolCallOutcome) -> None:
-    """What a result brought into the chat tightens it, and its addresses count as given."""
-    chat = context.chat
-    chat.require_provider_confidence(outcome.required_provider_confidence)
-    chat.require_data_security(outcome.required_data_security)
-    chat.require_outbound_data_restriction(
-        outcome.required_outbound_data_restriction, outcome.outbound_data_source_id
-    )
-    if outcome.returned_web_addresses:
-        chat.add_known_web_addresses(outcome.returned_web_addresses)
-        context.given_web_addresses.update(outcome.returned_web_addresses)
+    apply_call_demands(context.chat, outcome)
+    context.given_web_addresses.update(outcome.returned_web_addresses)
 
 
 def _combine(held: Usage, arriving: Usage) -> Usage:

@@ -6,7 +6,9 @@ changes in local plugin folders. When the configuration's content changes it loa
 builds a new `ChatRuntime` and swaps it in with one assignment: a request in flight keeps the
 runtime it started with, the next request gets the new one. A change that does not load (a user
 settings file that does not parse, an organization plugin that breaks with no last-known-good
-copy) keeps the policy in force and is logged; nothing is half-applied.
+copy) keeps the policy in force and is logged; nothing is half-applied. A replaced runtime is
+closed (its MCP sessions and stdio servers stopped) `retire_after_seconds` after the swap, when the
+requests that read it have had time to end; `aclose()` closes every runtime the watcher built.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_SECONDS = 16 * 60.0
 DEFAULT_JITTER = 0.1
+DEFAULT_RETIRE_AFTER_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +98,16 @@ class PolicyWatcher:
         ca_bundle: Path | None = None,
         interval: float = DEFAULT_INTERVAL_SECONDS,
         jitter: float = DEFAULT_JITTER,
+        retire_after_seconds: float = DEFAULT_RETIRE_AFTER_SECONDS,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"PolicyWatcher interval must be > 0 seconds, got {interval!r}.")
         if not 0 <= jitter < 1:
             raise ValueError(f"PolicyWatcher jitter must be in [0, 1), got {jitter!r}.")
+        if retire_after_seconds < 0:
+            raise ValueError(
+                f"PolicyWatcher retire_after_seconds must be >= 0, got {retire_after_seconds!r}."
+            )
         if references and state_dir is None:
             raise ValueError(
                 "PolicyWatcher needs state_dir to fetch configurations into (references given)."
@@ -113,6 +121,8 @@ class PolicyWatcher:
         self._interval = interval
         self._jitter = jitter
         self._lock = asyncio.Lock()
+        self._retire_after = retire_after_seconds
+        self._retiring: dict[asyncio.Task[None], ChatRuntime] = {}
         self._revision = self._current_revision()
         self._runtime = self._build(self._load())
 
@@ -178,10 +188,36 @@ class PolicyWatcher:
                 )
                 return self._kept(old, new, f"an organization plugin does not load ({broken})")
             runtime = self._build(policy)
+            self._retire(self._runtime)
             self._runtime = runtime
             self._revision = new
             _log.info("policy reloaded: configuration revision %s -> %s", old, new)
             return ReloadResult(True, old, new)
+
+    def _retire(self, runtime: ChatRuntime) -> None:
+        async def close_later() -> None:
+            await asyncio.sleep(self._retire_after)
+            await runtime.aclose()
+
+        task = asyncio.create_task(close_later())
+        self._retiring[task] = runtime
+        task.add_done_callback(lambda done: self._retiring.pop(done, None))
+
+    async def aclose(self) -> None:
+        """Close the runtime in force and every replaced one still waiting to be closed."""
+        waiting = dict(self._retiring)
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await asyncio.gather(
+            *(r.aclose() for r in (*waiting.values(), self._runtime)), return_exceptions=True
+        )
+
+    async def __aenter__(self) -> PolicyWatcher:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
     def _kept(self, old: str, new: str, error: str) -> ReloadResult:
         _log.error(

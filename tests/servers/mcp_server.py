@@ -8,8 +8,10 @@ It offers a read-only tool (`search_tickets`), a destructive one (`delete_ticket
 (never answers), `inject` (a prompt injection in its result), `announce_change` (rewrites
 `search_tickets`' description and sends notifications/tools/list_changed). The state file (JSON)
 is read on every request, so a test can change a description between runs:
-`{"descriptions": {...}, "extra_tools": N, "page_size": K}`; every call is appended to
-`<state file>.calls` as one JSON line, so a test sees what the server received.
+`{"descriptions": {...}, "extra_tools": N, "page_size": K, "odd_names": true}` (odd names: one
+too long for a function name, one with a dot); every call is appended to `<state file>.calls` as
+one JSON line, so a test sees what the server received; a stdio server writes its process id to
+`<state file>.pid` when it starts, so a test can see it stopped.
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ def _tools(path: Path) -> list[types.Tool]:
         data = dict(spec)
         data["description"] = descriptions.get(spec["name"], spec["description"])
         tools.append(types.Tool.model_validate(data))
+    if state.get("odd_names"):
+        for name in ("x" * 60, "tickets.export"):
+            tools.append(
+                types.Tool(name=name, description="Odd name.", input_schema={"type": "object"})
+            )
     for index in range(int(state.get("extra_tools", 0))):
         tools.append(
             types.Tool(
@@ -185,6 +192,7 @@ async def _stdio(path: Path) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(path)
+    Path(f"{path}.pid").write_text(str(os.getpid()), encoding="utf-8")
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

@@ -1,0 +1,373 @@
+"""The governed MCP gateway behind `policy mcp serve`: toolpolicy as an MCP server.
+
+Any MCP client (a desktop app, an IDE, an agent) connects and sees exactly the tools - built-in,
+the app's own and MCP servers' - that the policy offers for one provider and component. Every call
+is checked again against the policy in force, runs through the same executor as `respond` (masked
+arguments, guarded results), and tightens that client's chat requirements as a result would in a
+chat. When the offered set changes (a configuration reload, a server's listing changing, a pin no
+longer matching), connected clients are told with `tools/list_changed`.
+
+The offered tools are a view computed once per policy and chat requirements, so a request is a
+lookup; the view is rebuilt when the runtime's policy object changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from policy.vocabulary import Component, ToolOfferBlockReason
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server.lowlevel.server import Server
+    from starlette.types import ASGIApp
+
+    from policy import Policy
+    from policy.configuration import ProviderConfig
+    from policy.definitions import ToolDefinition
+    from runtime.chat import Chat
+    from runtime.execution import ExecutableTool
+    from runtime.session import ChatRuntime
+
+__all__ = ["GatewayCall", "McpGateway"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_CHANGE_POLL_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayCall:
+    """One call as the gateway answered it.
+
+    `status` is the executor's (SUCCESS, ERROR, BLOCKED) or REFUSED when the policy does not offer
+    the tool to this client; `arguments` are as a trace shows them (sensitive ones masked, all of
+    them for a refused call).
+    """
+
+    client: str
+    tool: str
+    status: str
+    message: str
+    arguments: Mapping[str, str]
+
+    def as_json(self) -> str:
+        """One JSON line, as `policy mcp serve` logs it."""
+        return json.dumps(
+            {
+                "client": self.client,
+                "tool": self.tool,
+                "status": self.status,
+                "message": self.message,
+                "arguments": dict(self.arguments),
+            },
+            ensure_ascii=False,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What one client may call under one policy and one state of its chat requirements."""
+
+    runtime: ChatRuntime
+    policy: Policy
+    provider: ProviderConfig | None
+    by_function: Mapping[str, tuple[ToolDefinition, ExecutableTool]]
+    left_out: Mapping[str, str]
+    listed: tuple[types.Tool, ...]
+    refusal: str = ""
+    """Why nothing at all is offered (the provider is gone, the chat rules it out), else ""."""
+
+
+@dataclass(slots=True)
+class _Client:
+    label: str
+    chat: Chat
+    calls: int = 0
+
+
+@dataclass(slots=True)
+class _Views:
+    policy: Policy | None = None
+    by_requirements: dict[tuple[Any, ...], _View] = field(default_factory=dict)
+
+
+class McpGateway:
+    """The tools a policy offers for `provider` and `component`, served to MCP clients.
+
+    `runtime` is the runtime in force, or a function returning it (e.g. `lambda:
+    watcher.runtime` with a `PolicyWatcher`, so the gateway follows configuration reloads).
+    `on_call` receives a `GatewayCall` for every call (the CLI logs it as a JSON line).
+    """
+
+    def __init__(
+        self,
+        runtime: ChatRuntime | Callable[[], ChatRuntime],
+        provider: str,
+        component: Component = Component.CHAT,
+        *,
+        on_call: Callable[[GatewayCall], None] | None = None,
+        change_poll_seconds: float = DEFAULT_CHANGE_POLL_SECONDS,
+    ) -> None:
+        from mcp.server.lowlevel.server import Server
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        if change_poll_seconds <= 0:
+            raise ValueError(
+                f"McpGateway change_poll_seconds must be > 0, got {change_poll_seconds!r}."
+            )
+        self._current: Callable[[], ChatRuntime] = (
+            runtime if callable(runtime) else (lambda: runtime)
+        )
+        self._provider = provider
+        self._component = component
+        self._on_call = on_call
+        self._poll = change_poll_seconds
+        self._views = _Views()
+        self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        self._probe = self._new_client("probe")
+        self._bus = InMemorySubscriptionBus()
+        self.server: Server[Any] = Server(
+            "toolpolicy",
+            version="1",
+            instructions=(
+                "Tools governed by the organization's policy; each call is checked again and "
+                "may be refused."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+        )
+
+    # --- the offered view ---------------------------------------------------------------------
+
+    def _new_client(self, label: str) -> _Client:
+        from runtime.chat import Chat, MemoryChatStore
+
+        return _Client(label, Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore()))
+
+    def _client(self, session: Any) -> _Client:
+        client = self._clients.get(session)
+        if client is None:
+            client = self._new_client(f"client-{len(self._clients) + 1}")
+            self._clients[session] = client
+        return client
+
+    async def _view(self, chat: Chat) -> _View:
+        runtime = self._current()
+        await runtime.refresh_mcp_tools()
+        policy = runtime.policy
+        if policy is not self._views.policy:
+            self._views = _Views(policy)
+        key = (
+            chat.required_provider_confidence,
+            chat.required_data_security,
+            chat.outbound_restriction,
+            chat.outbound_mailbox_id,
+        )
+        view = self._views.by_requirements.get(key)
+        if view is None:
+            view = await self._build_view(runtime, policy, chat)
+            self._views.by_requirements[key] = view
+        return view
+
+    async def _build_view(self, runtime: ChatRuntime, policy: Policy, chat: Chat) -> _View:
+        from runtime.chat import ChatRequirementError, ensure_provider_allowed
+
+        provider = policy.provider(self._provider)
+        if provider is None:
+            refusal = (
+                f"The provider '{self._provider}' is not configured (any more); the gateway "
+                "offers no tool until it is."
+            )
+            return _View(runtime, policy, None, {}, {}, (), refusal)
+        registry = policy.registry
+        try:
+            ensure_provider_allowed(
+                chat,
+                provider.kind,
+                registry.provider_confidence(provider),
+                registry.is_trusted_provider(provider),
+            )
+        except ChatRequirementError as error:
+            return _View(runtime, policy, provider, {}, {}, (), str(error))
+        runnable, left_out = await runtime.executable_tools(
+            chat, provider, component=self._component, selected_tool_ids=registry.tool_ids
+        )
+        by_function = {d.function.name: (d, t) for d, t in runnable}
+        listed = tuple(_listed(d, t) for d, t in runnable)
+        return _View(runtime, policy, provider, by_function, dict(left_out), listed)
+
+    def _refusal(self, view: _View, name: str) -> str:
+        if view.refusal:
+            return view.refusal
+        why = view.left_out.get(name)
+        if why:
+            return f"'{name}' is not offered here: {why}"
+        decision = view.policy.registry.offer_decision(name, view.provider, self._component)
+        if decision.reason is not ToolOfferBlockReason.NONE:
+            return (
+                f"refused by the organization's policy: {decision.reason.value}: {decision.message}"
+            )
+        return f"'{name}' is not offered to this client"
+
+    # --- the protocol handlers ----------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        import mcp_types as types
+
+        view = await self._view(self._client(ctx.session).chat)
+        return types.ListToolsResult(tools=list(view.listed))
+
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        import mcp_types as types
+
+        from runtime.executor import apply_call_demands
+        from runtime.messages import RequestedCall
+
+        client = self._client(ctx.session)
+        view = await self._view(client.chat)
+        name = params.name
+        arguments = dict(params.arguments or {})
+        if name not in view.by_function:
+            message = self._refusal(view, name)
+            self._report(
+                GatewayCall(client.label, name, "REFUSED", message, _all_masked(arguments))
+            )
+            return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+        assert view.provider is not None
+        client.calls += 1
+        registry = view.policy.registry
+        outcome = await view.runtime.executor().execute(
+            RequestedCall(f"{client.label}-{client.calls}", name, json.dumps(arguments)),
+            tuple(view.by_function.values()),
+            order=client.calls,
+            provider_kind=view.provider.kind,
+            provider_confidence=registry.provider_confidence(view.provider),
+            chat=client.chat,
+            provider_trusted=registry.is_trusted_provider(view.provider),
+        )
+        apply_call_demands(client.chat, outcome)
+        trace = outcome.trace
+        self._report(
+            GatewayCall(
+                client.label, name, trace.status.value, trace.status_message, trace.arguments
+            )
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(text=outcome.content)],
+            is_error=trace.status.value != "SUCCESS",
+        )
+
+    def _report(self, call: GatewayCall) -> None:
+        if self._on_call is None:
+            return
+        try:
+            self._on_call(call)
+        except Exception:  # a log must never fail the client's call
+            _log.exception("the gateway's call log failed")
+
+    # --- telling clients about changes --------------------------------------------------------
+
+    async def _signature(self) -> tuple[Any, ...]:
+        view = await self._view(self._probe.chat)
+        return (*(t.model_dump_json() for t in view.listed), view.refusal)
+
+    async def watch_changes(self, stop: asyncio.Event) -> None:
+        """Until `stop` is set: look at the offered tools every poll and tell every connected
+        client when they changed."""
+        last = await self._signature()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._poll)
+            if stop.is_set():
+                return
+            try:
+                now = await self._signature()
+            except Exception:  # a failing look leaves the clients as they are
+                _log.exception("the gateway could not look at the offered tools")
+                continue
+            if now != last:
+                last = now
+                await self.announce_change()
+
+    async def announce_change(self) -> None:
+        """Send tools/list_changed to every connected client (modern and earlier protocol)."""
+        from mcp.shared.subscriptions import ToolsListChanged
+
+        await self._bus.publish(ToolsListChanged())
+        for session in list(self._clients.keys()):
+            with contextlib.suppress(Exception):
+                await session.send_tool_list_changed()
+
+    # --- transports -----------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve one client over stdin/stdout until it disconnects."""
+        from mcp.server.stdio import stdio_server
+
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(self.watch_changes(stop))
+        try:
+            async with stdio_server() as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+        finally:
+            stop.set()
+            await watcher
+
+    def http_app(self, host: str, token: str | None = None) -> ASGIApp:
+        """The streamable HTTP app at /mcp; with `token`, a request without `Authorization:
+        Bearer <token>` is answered 401."""
+        app: ASGIApp = self.server.streamable_http_app(host=host)
+        return app if token is None else _bearer_required(app, token)
+
+
+def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
+    import mcp_types as types
+
+    from policy.mcp import McpTool
+
+    annotations = None
+    if isinstance(tool, McpTool) and tool.listing.annotations:
+        with contextlib.suppress(ValueError):
+            annotations = types.ToolAnnotations.model_validate(dict(tool.listing.annotations))
+    return types.Tool(
+        name=definition.function.name,
+        title=tool.display_name,
+        description=definition.function.description_for_llm,
+        input_schema=dict(definition.function.parameters),
+        annotations=annotations,
+    )
+
+
+def _all_masked(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """A refused call's arguments as a log may show them: names only."""
+    return {str(k): "*****" for k in arguments}
+
+
+def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:
+    from starlette.responses import JSONResponse
+
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            presented = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(presented, expected):
+                response = JSONResponse({"error": "a valid bearer token is required"}, 401)
+                await response(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded

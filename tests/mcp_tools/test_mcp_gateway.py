@@ -1,0 +1,204 @@
+"""The governed MCP gateway (`policy mcp serve`) over streamable HTTP, tool ids a provider cannot
+take, and MCP servers of a replaced runtime being stopped after a live reload."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from policy import load_policy
+from policy.mcp import McpServerConfig, McpTransport
+from runtime.mcp import McpSessions
+from runtime.policy_watch import PolicyWatcher
+from tests.mcp_tools.test_mcp import calls_received, policy_cli, state, write_org
+
+__all__ = ["state"]
+
+GATEWAY_ID = "6f1c0000-0000-4000-8000-0000000000aa"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def running_gateway(*args: object) -> Iterator[tuple[str, list[str]]]:
+    """`policy mcp serve --transport http --port 0 ...` as a subprocess: its URL and the stderr
+    lines it wrote so far (read on a thread)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "policy.cli", "mcp", "serve", "--transport", "http",
+         "--port", "0", *map(str, args)],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT,
+    )  # fmt: skip
+    lines: list[str] = []
+    announced: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("serving MCP on "):
+                announced.put(line.split()[3])
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        try:
+            url = announced.get(timeout=60)
+        except queue.Empty:
+            raise AssertionError(f"the gateway did not start: {''.join(lines)}") from None
+        yield url, lines
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        reader.join(timeout=5)
+
+
+def _fingerprint(org: Path, state_dir: Path, tool: str) -> str:
+    listed = policy_cli("mcp", "list", "--org", org, "--state-dir", state_dir, "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    (server,) = json.loads(listed.stdout)["servers"]
+    return str(next(t["sha256"] for t in server["tools"] if t["name"] == tool))
+
+
+async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
+    tmp_path: Path, state: Path
+) -> None:
+    draft = write_org(tmp_path / "draft", state)
+    pin = _fingerprint(draft, tmp_path / "state", "search_tickets")
+    org = write_org(
+        tmp_path / "org", state, extra=f'  ["Pins"] = {{ ["search_tickets"] = "{pin}" }},\n'
+    )
+    with running_gateway("--org", org, "--provider", "OpenAI", "--token", "t0ken") as (url, log):
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        assert httpx.post(url, json={}).status_code == 401, "no token, no tools"
+        gateway = McpServerConfig(
+            id=GATEWAY_ID,
+            name="gateway",
+            transport=McpTransport.STREAMABLE_HTTP,
+            url=url,
+            headers={"Authorization": "Bearer t0ken"},
+            timeout_seconds=30,
+        )
+        async with McpSessions([gateway]) as client:
+            (listing,) = (await client.listings()).values()
+            assert listing.ok, listing.error
+            tools = {t.name: t for t in listing.tools}
+            assert "tickets__search_tickets" in tools and "web_search" not in tools
+            assert "tickets__delete_ticket" not in tools, "DeniedTools keeps it out"
+            assert tools["tickets__search_tickets"].annotations == {"readOnlyHint": True}
+
+            version = client.version
+            changed = await client.call_tool(GATEWAY_ID, "tickets__announce_change", {})
+            assert not changed.is_error
+            for _ in range(600):
+                listings = await client.listings()
+                if client.version != version:
+                    break
+                await asyncio.sleep(0.05)
+            assert client.version != version, "the gateway told its client the tools changed"
+            (after,) = listings.values()
+            assert "tickets__search_tickets" not in {t.name for t in after.tools}
+
+            refused = await client.call_tool(GATEWAY_ID, "tickets__search_tickets", {"q": "x"})
+            assert refused.is_error
+            assert "DEFINITION_NOT_APPROVED" in refused.content[0].text  # type: ignore[union-attr]
+    assert [c["tool"] for c in calls_received(state)] == ["announce_change"]
+    records = [json.loads(line) for line in log if line.startswith("{")]
+    assert [(r["tool"], r["status"]) for r in records] == [
+        ("tickets__announce_change", "SUCCESS"),
+        ("tickets__search_tickets", "REFUSED"),
+    ]
+    assert records[1]["arguments"] == {"q": "*****"}, "a refused call's arguments are masked"
+
+
+def test_a_gateway_reachable_from_other_machines_needs_a_token(tmp_path: Path, state: Path) -> None:
+    org = write_org(tmp_path / "org", state)
+    done = policy_cli(
+        "mcp", "serve", "--org", org, "--provider", "OpenAI", "--transport", "http",
+        "--host", "0.0.0.0", "--port", "0",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "reachable from other machines" in done.stderr and "--token" in done.stderr
+
+
+def test_tool_names_a_provider_cannot_take_are_refused_with_the_reason(
+    tmp_path: Path, state: Path
+) -> None:
+    state.write_text(json.dumps({"odd_names": True}), encoding="utf-8")
+    org = write_org(tmp_path / "org", state)
+    state_dir = tmp_path / "state"
+    assert policy_cli("mcp", "list", "--org", org, "--state-dir", state_dir).returncode == 0
+    for tool_id in ("tickets__" + "x" * 60, "tickets__tickets.export"):
+        done = policy_cli(
+            "explain", tool_id, "--org", org, "--state-dir", state_dir,
+            "--provider", "OpenAI", "--format", "json",
+        )  # fmt: skip
+        document = json.loads(done.stdout)
+        assert document["reason"] == "NOT_AVAILABLE_HERE"
+        text = json.dumps(document)
+        assert "is refused, so it is never offered" in text
+        assert "1-64 ASCII letters, digits, underscores, or hyphens" in text
+    offered = policy_cli(
+        "explain", "tickets__search_tickets", "--org", org, "--state-dir", state_dir,
+        "--provider", "OpenAI", "--format", "json",
+    )  # fmt: skip
+    assert json.loads(offered.stdout)["reason"] == "NONE", "the other tools are unaffected"
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return "\nState:\tZ" not in status
+
+
+async def _stopped(pid: int) -> bool:
+    for _ in range(200):
+        if not _running(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_reload_stops_the_replaced_runtimes_mcp_servers(
+    tmp_path: Path, state: Path
+) -> None:
+    org = write_org(tmp_path / "org", state)
+    pid_file = Path(f"{state}.pid")
+    async with PolicyWatcher(
+        lambda: load_policy(org=[org]), watch=[org], retire_after_seconds=0
+    ) as watcher:
+        await watcher.runtime.refresh_mcp_tools()
+        first = int(pid_file.read_text(encoding="utf-8"))
+        assert _running(first)
+        plugin = org / "plugin.lua"
+        plugin.write_text(plugin.read_text(encoding="utf-8") + "-- edited\n", encoding="utf-8")
+        assert (await watcher.reload()).swapped
+        assert await _stopped(first), "the replaced runtime's stdio server was stopped"
+        await watcher.runtime.refresh_mcp_tools()
+        second = int(pid_file.read_text(encoding="utf-8"))
+        assert second != first and _running(second)
+    assert await _stopped(second), "closing the watcher stops the servers of the one in force"
+
+
+def test_list_and_pin_fail_when_a_plugin_does_not_load(tmp_path: Path, state: Path) -> None:
+    org = write_org(tmp_path / "org", state)
+    plugin = org / "plugin.lua"
+    plugin.write_text(plugin.read_text(encoding="utf-8") + "this is not Lua\n", encoding="utf-8")
+    for command in ("list", "pin"):
+        done = policy_cli("mcp", command, "--org", org)
+        assert done.returncode == 1, command
+        assert "plugin.lua" in done.stderr and "Traceback" not in done.stderr
