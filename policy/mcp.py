@@ -186,20 +186,36 @@ def pin_state(server: McpServerConfig, tool: McpToolListing) -> PinState:
     return PinState.APPROVED if pinned == tool.fingerprint else PinState.CHANGED
 
 
-def admission_problem(server: McpServerConfig, tool: McpToolListing) -> str | None:
+@dataclass(frozen=True, slots=True)
+class KeptOut:
+    """Which rule of the server entry keeps a tool out, and the sentence explain shows."""
+
+    rule: str
+    """"DeniedTools", "AllowedTools" or "ReadOnlyOnly"."""
+    message: str
+
+
+def kept_out(server: McpServerConfig, tool: McpToolListing) -> KeptOut | None:
     """Why the server entry keeps this tool out (AllowedTools, DeniedTools, ReadOnlyOnly)."""
     denied = next((g for g in server.denied_tools if fnmatch.fnmatchcase(tool.name, g)), None)
     if denied is not None:
-        return f'DeniedTools of MCP server {server.name} matches "{tool.name}" ("{denied}")'
+        return KeptOut(
+            "DeniedTools",
+            f'DeniedTools of MCP server {server.name} matches "{tool.name}" ("{denied}")',
+        )
     if server.allowed_tools and not any(
         fnmatch.fnmatchcase(tool.name, g) for g in server.allowed_tools
     ):
         globs = ", ".join(f'"{g}"' for g in server.allowed_tools)
-        return f'AllowedTools of MCP server {server.name} ({globs}) does not match "{tool.name}"'
+        return KeptOut(
+            "AllowedTools",
+            f'AllowedTools of MCP server {server.name} ({globs}) does not match "{tool.name}"',
+        )
     if server.read_only_only and not tool.read_only:
-        return (
+        return KeptOut(
+            "ReadOnlyOnly",
             f"MCP server {server.name} admits only read-only tools (ReadOnlyOnly), and "
-            f'"{tool.name}" is not annotated readOnlyHint=true'
+            f'"{tool.name}" is not annotated readOnlyHint=true',
         )
     return None
 
@@ -248,6 +264,12 @@ class McpTool(DefinedTool):
         self.server = server
         self.listing = listing
         self.minimum_confidence_floor = server.minimum_provider_confidence
+        self.minimum_confidence_floor_evidence = Evidence(
+            "MinimumProviderConfidence",
+            server.minimum_provider_confidence.name,
+            f"MCP server {server.name}: a floor for all its tools",
+            server.origin,
+        )
         self.switch_off_gate = self._switch_off_gate()
         self.approval_gate = self._approval_gate(known or {})
 
@@ -268,10 +290,10 @@ class McpTool(DefinedTool):
         )
 
     def _switch_off_gate(self) -> ToolGate | None:
-        problem = admission_problem(self.server, self.listing)
-        if problem is None:
+        rule = kept_out(self.server, self.listing)
+        if rule is None:
             return None
-        return ToolGate(False, f"The organization keeps it out: {problem}.", self._evidence())
+        return ToolGate(False, f"The organization keeps it out: {rule.message}.", self._evidence())
 
     def _evidence(self) -> tuple[Evidence, ...]:
         annotations = json.dumps(_plain(self.listing.annotations), sort_keys=True)

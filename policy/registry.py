@@ -494,12 +494,15 @@ class ToolRegistry:
         )
         floor = getattr(tool, "minimum_confidence_floor", ConfidenceLevel.NONE)
         if isinstance(floor, ConfidenceLevel) and floor > minimum.level:
+            said = getattr(tool, "minimum_confidence_floor_evidence", None)
             minimum = MinimumConfidence(
                 floor,
                 "tool floor",
                 (
                     *minimum.evidence,
-                    Evidence(
+                    said
+                    if isinstance(said, Evidence)
+                    else Evidence(
                         "minimum_provider_confidence",
                         floor.name,
                         "the tool always requires at least this level",

@@ -60,7 +60,7 @@ def _listings(policy: Policy, state_dir: Path | None) -> dict[str, McpServerList
 
 
 def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> dict[str, Any]:
-    from policy.mcp import McpTool, mcp_tool_id, pin_state
+    from policy.mcp import McpTool, kept_out, mcp_tool_id, pin_state
 
     governed = {t.definition.id: t for t in policy.tools if isinstance(t, McpTool)}
     servers = []
@@ -69,6 +69,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
         tools = []
         for tool in listing.tools if listing is not None else ():
             tool_id = mcp_tool_id(server.name, tool.name)
+            rule = kept_out(server, tool)
             tools.append(
                 {
                     "tool_id": tool_id,
@@ -77,6 +78,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
                     "annotations": dict(tool.annotations),
                     "sha256": tool.fingerprint,
                     "pin": pin_state(server, tool).value,
+                    "kept_out_by": rule.rule if rule is not None else "",
                     "registered": tool_id in policy.registry.tool_ids and tool_id in governed,
                 }
             )
@@ -147,10 +149,11 @@ def _table(document: dict[str, Any]) -> str:
                 ", ".join(f"{k}={v}" for k, v in sorted(t["annotations"].items())) or "-",
                 t["sha256"][:19] + "…",
                 t["pin"],
+                t["kept_out_by"] or "-",
             ]
             for t in server["tools"]
         ]
-        table = tabulate(rows, headers=["tool", "annotations", "sha256", "pin"])
+        table = tabulate(rows, headers=["tool", "annotations", "sha256", "pin", "kept out by"])
         parts.append(f"{head}: connected, {len(rows)} tool(s)\n{table}")
     return terminal_safe("\n\n".join(parts))
 

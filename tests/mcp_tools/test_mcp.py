@@ -115,6 +115,8 @@ def test_list_pin_explain_and_a_rug_pull(tmp_path: Path, state: Path) -> None:
     search = tools["tickets__search_tickets"]
     assert search["annotations"] == {"readOnlyHint": True}
     assert search["pin"] == "unpinned" and search["sha256"].startswith("sha256:")
+    assert search["kept_out_by"] == ""
+    assert tools["tickets__delete_ticket"]["kept_out_by"] == "DeniedTools"
     assert len(search["sha256"]) == len("sha256:") + 64
 
     pinned = policy_cli("mcp", "pin", "--org", org, "--state-dir", state_dir)
@@ -172,6 +174,12 @@ def test_read_only_only_and_the_server_confidence(tmp_path: Path, state: Path) -
     assert reason("tickets__add_comment") == "TOOL_SWITCHED_OFF"
     assert reason("tickets__delete_ticket") == "TOOL_SWITCHED_OFF"
     assert reason("tickets__search_tickets") == "PROVIDER_CONFIDENCE_TOO_LOW"
+    explained = policy_cli(
+        "explain", "tickets__search_tickets", "--org", org, "--state-dir", state_dir,
+        "--provider", "OpenAI",
+    )  # fmt: skip
+    assert "MinimumProviderConfidence = HIGH — MCP server tickets" in explained.stdout
+    assert "plugin.lua:" in explained.stdout.split("MinimumProviderConfidence = HIGH")[1]
     lenient = write_org(tmp_path / "lenient", state, extra='  ["ReadOnlyOnly"] = true,\n')
     done = policy_cli(
         "explain", "tickets__search_tickets", "--org", lenient, "--state-dir", state_dir,
