@@ -44,7 +44,14 @@ _log = logging.getLogger(__name__)
 DEFAULT_LISTING_TTL_SECONDS = 300.0
 MAX_LISTING_PAGES = 100
 MAX_RESULT_CHARACTERS = 200_000
-_CONNECT_SECONDS = 30.0
+_START_SECONDS = (10.0, 30.0)
+"""How long a server may take to start and connect: its TimeoutSeconds, within these bounds (a
+short call timeout must not fail a server that needs a few seconds to start)."""
+
+
+def _start_seconds(server: McpServerConfig) -> float:
+    low, high = _START_SECONDS
+    return max(low, min(high, server.timeout_seconds))
 
 
 class McpServerError(Exception):
@@ -190,13 +197,13 @@ class McpSessions:
             session.owner = asyncio.create_task(self._own(session, ready))
             try:
                 session.client = await asyncio.wait_for(
-                    asyncio.shield(ready), min(_CONNECT_SECONDS, session.server.timeout_seconds)
+                    asyncio.shield(ready), _start_seconds(session.server)
                 )
             except TimeoutError:
                 await self._close(session)
                 raise McpServerError(
                     f"MCP server {session.server.name} did not start within "
-                    f"{min(_CONNECT_SECONDS, session.server.timeout_seconds):g} s"
+                    f"{_start_seconds(session.server):g} s"
                 ) from None
             return session.client
 
