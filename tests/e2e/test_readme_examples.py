@@ -3,7 +3,9 @@
 Every `$ policy ...` line in a ```console block is run as a subprocess from the repository root;
 its output (stdout and stderr together) must match the lines shown under it, where a line that is
 just `...` stands for any number of lines. A settings file under `~/` is replaced by a fresh file
-in a temporary folder, so running the examples never touches the home directory.
+in a temporary folder, so running the examples never touches the home directory; a `--state-dir`
+folder is one temporary folder shared by all examples in README order (so `policy mcp list` can
+leave the listing that `policy explain` reads), never a folder in the repository.
 """
 
 from __future__ import annotations
@@ -66,13 +68,29 @@ def test_the_readme_shows_policy_examples() -> None:
     assert {"explain", "check", "settings", "tools", "diff"} <= commands
 
 
+@pytest.fixture(scope="module")
+def shared_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("readme-state")
+
+
+def _arguments(command: str, settings_file: Path, state_dir: Path) -> list[str]:
+    given = shlex.split(command)[1:]
+    arguments = []
+    for index, argument in enumerate(given):
+        if argument == _HOME_SETTINGS:
+            argument = str(settings_file)
+        elif index > 0 and given[index - 1] == "--state-dir":
+            argument = str(state_dir / argument)
+        arguments.append(argument)
+    return arguments
+
+
 @pytest.mark.parametrize("example", _EXAMPLES, ids=[f"README.md:{e.line}" for e in _EXAMPLES])
-def test_a_readme_example_prints_what_is_shown(example: _Example, tmp_path: Path) -> None:
+def test_a_readme_example_prints_what_is_shown(
+    example: _Example, tmp_path: Path, shared_state_dir: Path
+) -> None:
     settings_file = tmp_path / "settings.yaml"
-    arguments = [
-        str(settings_file) if argument == _HOME_SETTINGS else argument
-        for argument in shlex.split(example.command)[1:]
-    ]
+    arguments = _arguments(example.command, settings_file, shared_state_dir)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     done = subprocess.run(
         [sys.executable, "-m", "policy.cli", *arguments],
@@ -84,7 +102,11 @@ def test_a_readme_example_prints_what_is_shown(example: _Example, tmp_path: Path
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    printed = (done.stdout + done.stderr).replace(str(settings_file), _SHOWN_HOME_SETTINGS)
+    printed = (
+        (done.stdout + done.stderr)
+        .replace(str(settings_file), _SHOWN_HOME_SETTINGS)
+        .replace(f"{shared_state_dir}/", "")
+    )
     assert "Traceback" not in printed
     assert _matches(example.shown, printed.splitlines()), (
         f"README.md:{example.line}: `{example.command}` now prints:\n{printed}"
