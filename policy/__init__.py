@@ -202,6 +202,25 @@ class Policy:
 
         return tuple(t for t in self.tools if not isinstance(t, McpTool))
 
+    def with_user_settings(self, user: UserSettings) -> Policy:
+        """The same plugins and tools decided for other user settings (a what-if): no plugin is
+        loaded again and nothing is written."""
+        from policy.registry import ToolRegistry
+        from policy.user_settings import ignored_user_settings
+
+        registry = ToolRegistry(self.tools, self.configuration, user)
+        registration = tuple(getattr(registry, "findings", ()))
+        replaced = {*ignored_user_settings(self.user, self.configuration), *self._registration}
+        earlier = tuple(f for f in self.findings if f not in replaced)
+        return Policy(
+            configuration=self.configuration,
+            user=user,
+            registry=registry,
+            tools=self.tools,
+            findings=(*earlier, *ignored_user_settings(user, self.configuration), *registration),
+            _registration=registration,
+        )
+
     def with_tools(self, tools: Sequence[Tool]) -> Policy:
         """The same configuration over other tools (e.g. MCP tools listed anew): the registry is
         rebuilt once, and its registration findings replace the previous ones."""

@@ -26,7 +26,6 @@ from policy.vocabulary import Component, ProviderKind
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig
-    from policy.plugins import ConfigurationPlugin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +34,7 @@ _LAZY_COMMANDS: dict[str, str] = {
     "fetch": "runtime.cli_fetch:fetch",
     "status": "runtime.cli_fetch:status",
     "mcp": "runtime.cli_mcp:mcp",
+    "serve": "runtime.cli_serve:serve",
 }
 
 
@@ -257,7 +257,7 @@ def check(
     """
     from policy.configuration import Finding, Severity
     from policy.explain import render_document
-    from policy.lint import lint_policy
+    from policy.lint import check_findings
     from policy.user_settings import UserSettingsError
 
     findings: list[Finding] = []
@@ -266,8 +266,7 @@ def check(
     except UserSettingsError as error:
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
         policy = _load(org, local, None, state_dir)
-    findings.extend(policy.findings)
-    findings.extend(lint_policy(policy, _loaded_plugins(org, local)))
+    findings.extend(check_findings(policy))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
     if output_format == "table":
@@ -289,29 +288,6 @@ def check(
         _print(render_document(document, output_format))
     if errors or (strict and warnings):
         sys.exit(1)
-
-
-def _loaded_plugins(org: Sequence[Path], local: Sequence[Path]) -> list[ConfigurationPlugin]:
-    """The plugins one by one, for lint rules that look at what each plugin asked for.
-
-    Plugins that do not load are left out here: loading already reported them as errors.
-    """
-    from policy.plugins import PluginLoadError, discover_plugin_files, load_plugin
-    from policy.vocabulary import PluginOrigin
-
-    plugins: list[ConfigurationPlugin] = []
-    for roots, origin in ((org, PluginOrigin.ORGANIZATION), (local, PluginOrigin.LOCAL)):
-        for root in roots:
-            try:
-                files = discover_plugin_files(root)
-            except (OSError, PluginLoadError):
-                continue
-            for plugin_file in files:
-                try:
-                    plugins.append(load_plugin(plugin_file, origin))
-                except PluginLoadError:
-                    continue
-    return plugins
 
 
 def _finding_document(finding: Finding) -> dict[str, Any]:
@@ -371,6 +347,7 @@ def explain(
         decision_text,
         matrix_document,
         matrix_table,
+        ordered_tool_ids,
         render_document,
         render_table,
     )
@@ -388,7 +365,7 @@ def explain(
     if show_all:
         providers = _matrix_providers(policy, provider_id, provider_kind, model)
         matrix = build_matrix(
-            policy.registry, _ordered_tool_ids(policy), providers, chosen_component
+            policy.registry, ordered_tool_ids(policy), providers, chosen_component
         )
         if output_format == "table":
             header, rows = matrix_table(matrix)
@@ -418,13 +395,6 @@ def explain(
         sys.exit(1)
 
 
-def _ordered_tool_ids(policy: Policy) -> list[str]:
-    return [
-        tool.definition.id
-        for tool in sorted(policy.tools, key=lambda t: (t.display_name.casefold(), t.definition.id))
-    ]
-
-
 def _require_known_tool(policy: Policy, tool_id: str) -> None:
     if tool_id not in policy.tool_ids:
         from policy.suggest import did_you_mean
@@ -434,18 +404,6 @@ def _require_known_tool(policy: Policy, tool_id: str) -> None:
         raise click.BadParameter(
             f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known}", param_hint="TOOL_ID"
         )
-
-
-def _kind_provider(kind: str, model: str | None) -> ProviderConfig:
-    from policy.configuration import ProviderConfig
-
-    provider_kind = ProviderKind(kind.upper())
-    return ProviderConfig(
-        id=f"any-{provider_kind.value.lower()}",
-        name=f"any {provider_kind.value} provider",
-        kind=provider_kind,
-        model=model or "",
-    )
 
 
 def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
@@ -470,8 +428,10 @@ def _provider_list(policy: Policy) -> str:
 def _single_provider(
     policy: Policy, provider_id: str | None, provider_kind: str | None, model: str | None
 ) -> ProviderConfig:
+    from policy.explain import kind_provider
+
     if provider_kind:
-        return _kind_provider(provider_kind, model)
+        return kind_provider(ProviderKind(provider_kind.upper()), model or "")
     if provider_id:
         return _configured_provider(policy, provider_id)
     if len(policy.providers) == 1:
@@ -485,8 +445,10 @@ def _single_provider(
 def _matrix_providers(
     policy: Policy, provider_id: str | None, provider_kind: str | None, model: str | None
 ) -> list[ProviderConfig]:
+    from policy.explain import kind_provider
+
     if provider_kind:
-        return [_kind_provider(provider_kind, model)]
+        return [kind_provider(ProviderKind(provider_kind.upper()), model or "")]
     if provider_id:
         return [_configured_provider(policy, provider_id)]
     if not policy.providers:
@@ -683,8 +645,8 @@ def diff(
     providers are those of either side.
     """
     from policy.explain import (
-        diff_decisions,
         diff_document,
+        diff_policies,
         diff_table,
         render_document,
         render_table,
@@ -704,10 +666,7 @@ def diff(
     )
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
-    providers = {p.id: p for p in (*old.providers, *new.providers)}
-    tool_ids = sorted({*old.tool_ids, *new.tool_ids})
-    chosen = [_component(c) for c in components] or list(_COMPONENTS)
-    changes = diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
+    changes = diff_policies(old, new, [_component(c) for c in components])
     if output_format == "table":
         if changes:
             header, rows = diff_table(changes)
@@ -870,49 +829,6 @@ def export_command(
 
 
 # --- entry point ------------------------------------------------------------------------------
-
-
-# --- serve ------------------------------------------------------------------------------------
-
-
-@cli.command()
-@configuration_options
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
-@click.option(
-    "--token",
-    envvar="TOOLPOLICY_SERVE_TOKEN",
-    help="Every request must present it (Authorization: Bearer, or ?token= once). Required "
-    "for a host other than loopback. [env: TOOLPOLICY_SERVE_TOKEN]",
-)
-def serve(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
-    host: str,
-    port: int,
-    token: str | None,
-) -> None:
-    """The administrator's read-only web page: status, effective settings, every decision.
-
-    Each page has its JSON twin under /api/ (the contracts of --format json).
-    """
-    from policy.web import is_loopback_host
-
-    if not is_loopback_host(host) and not token:
-        raise click.BadParameter(
-            f"'{host}' is reachable from other machines; set --token (or "
-            "TOOLPOLICY_SERVE_TOKEN), or listen on 127.0.0.1",
-            param_hint="--host",
-        )
-    import uvicorn
-
-    from policy.web import build_app
-
-    app = build_app(lambda: _load(org, local, user_settings, state_dir), token or None)
-    click.echo(f"policy serve: http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,6 +16,7 @@ from policy.vocabulary import DataSecurity, ProviderKind
 
 if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
+    from policy.plugins import ConfigurationPlugin
 
 
 class Severity(StrEnum):
@@ -134,6 +135,9 @@ class PolicyConfiguration:
     findings: tuple[Finding, ...] = ()
     plugins: tuple[Origin, ...] = ()
     """The plugins that took part, in the order they were applied."""
+    applied_plugins: tuple[ConfigurationPlugin, ...] = ()
+    """The same plugins whole (origin, priority, version, what each one asked for), for
+    lint and the status page."""
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.settings.get(key)

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from policy.configuration import ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
-from policy.secrets import without_user_info
+from policy.secrets import is_encrypted, without_user_info
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
+    ProviderKind,
     SettingSource,
     ToolActivation,
     ToolOfferBlockReason,
@@ -172,6 +173,22 @@ def decision_text(decision: OfferDecision, provider_name: str = "") -> str:
 # --- the matrix -------------------------------------------------------------------------------
 
 
+def ordered_tool_ids(policy: Policy) -> list[str]:
+    """The tools in the order every view lists them: by display name, then id."""
+    tools = sorted(policy.tools, key=lambda t: (t.display_name.casefold(), t.definition.id))
+    return [tool.definition.id for tool in tools]
+
+
+def kind_provider(kind: ProviderKind, model: str = "") -> ProviderConfig:
+    """A stand-in for any provider of `kind` (and `model`), to decide for one not configured."""
+    return ProviderConfig(
+        id=f"any-{kind.value.lower()}",
+        name=f"any {kind.value} provider",
+        kind=kind,
+        model=model,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Matrix:
     """Decisions for every tool (rows) × provider (columns) in one component."""
@@ -285,6 +302,17 @@ def diff_decisions(
                         )
                     )
     return tuple(changes)
+
+
+def diff_policies(
+    old: Policy, new: Policy, components: Sequence[Component] = ()
+) -> tuple[DecisionChange, ...]:
+    """`policy diff`: every decision that flips over the tools and providers of either side,
+    in `components` (every component when none is named)."""
+    providers = {p.id: p for p in (*old.providers, *new.providers)}
+    tool_ids = sorted({*old.tool_ids, *new.tool_ids})
+    chosen = list(components) or [c for c in Component if c is not Component.NONE]
+    return diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
 
 
 def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
@@ -415,6 +443,77 @@ def _setting_origin(setting: ResolvedSetting, policy: Policy) -> dict[str, Any] 
     if setting.source is SettingSource.USER and policy.user.path:
         return {"plugin": None, "file": policy.user.path, "line": 0}
     return None
+
+
+_TOOL_FIELD_TABLES = frozenset({"DataTools.LockedToolSettings", "DataTools.DefaultToolSettings"})
+
+
+def datatools_document(policy: Policy) -> list[dict[str, Any]]:
+    """Every `DataTools` key toolpolicy acts on: its value (secrets masked), locked or an
+    editable default, the plugin and file:line that set it, and the values it beat; a key no
+    plugin sets has `value` None and shows its built-in `default`."""
+    from policy.settings_keys import TOOLPOLICY_KEYS
+
+    rows: list[dict[str, Any]] = []
+    for spec in TOOLPOLICY_KEYS:
+        setting = policy.configuration.setting(spec.name)
+        row: dict[str, Any] = {
+            "key": spec.name,
+            "value": None,
+            "default": _shown_managed(policy, spec.name, spec.default),
+            "locked": False,
+            "origin": None,
+            "beaten": [],
+            "overridden": setting is not None,
+        }
+        if setting is not None:
+            row["value"] = _shown_managed(policy, spec.name, setting.value)
+            row["locked"] = bool(setting.locked)
+            row["origin"] = origin_document(setting.origin)
+            row["beaten"] = [
+                {
+                    "value": _shown_managed(policy, spec.name, beaten.value),
+                    "origin": origin_document(beaten.origin),
+                }
+                for beaten in setting.beaten
+            ]
+        rows.append(row)
+    return rows
+
+
+def _shown_managed(policy: Policy, key: str, value: Any) -> Any:
+    """A managed value fit to show: user info masked in every text, and in the tool-setting
+    tables every entry that is (or may be) a secret masked whole."""
+    if key in _TOOL_FIELD_TABLES and isinstance(value, Mapping):
+        return {
+            str(entry): SECRET_MASK
+            if _may_be_secret(policy, str(entry), raw)
+            else _without_user_info(to_document(raw))
+            for entry, raw in value.items()
+        }
+    return _without_user_info(to_document(value))
+
+
+def _may_be_secret(policy: Policy, entry: str, raw: Any) -> bool:
+    """Fails closed: an encrypted value, a secret field, or an entry no installed tool declares."""
+    if isinstance(raw, SecretValue) or is_encrypted(raw):
+        return True
+    tool_id, _, field_name = entry.partition(".")
+    tool = next((t for t in policy.tools if t.definition.id == tool_id), None)
+    if tool is None:
+        return True
+    spec = tool.definition.settings_schema.properties.get(field_name)
+    return spec is None or bool(spec.secret)
+
+
+def _without_user_info(document: Any) -> Any:
+    if isinstance(document, str):
+        return without_user_info(document)
+    if isinstance(document, list):
+        return [_without_user_info(item) for item in document]
+    if isinstance(document, dict):
+        return {key: _without_user_info(item) for key, item in document.items()}
+    return document
 
 
 def settable_field_problem(

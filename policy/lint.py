@@ -34,10 +34,10 @@ DEFAULT_IDS = "DataTools.DefaultToolIdsByComponent"
 _AI_STUDIO_UNKNOWN_KINDS = frozenset({ProviderKind.IONOS, ProviderKind.LITE_LLM})
 
 
-def lint_policy(policy: Policy, plugins: Sequence[ConfigurationPlugin] = ()) -> tuple[Finding, ...]:
+def lint_policy(policy: Policy) -> tuple[Finding, ...]:
     """Every warning for a loaded policy, in rule order; duplicates of load findings left out.
 
-    `plugins` (the loaded plugins, before the merge) let lint see what each plugin asked for,
+    The plugins that took part (before the merge) let lint see what each plugin asked for,
     such as an `.AllowUserOverride` the key cannot honor.
     """
     definitions = {t.definition.id: t.definition for t in policy.tools}
@@ -46,9 +46,14 @@ def lint_policy(policy: Policy, plugins: Sequence[ConfigurationPlugin] = ()) -> 
         definitions,
         policy.registry.is_known,
         policy.findings,
-        plugins,
+        policy.configuration.applied_plugins,
         {t.definition.id: t for t in policy.tools},
     )
+
+
+def check_findings(policy: Policy) -> tuple[Finding, ...]:
+    """What `policy check` reports for a loaded policy: the load findings, then lint's."""
+    return (*policy.findings, *lint_policy(policy))
 
 
 def lint_configuration(

@@ -85,6 +85,7 @@ def merge_plugins(
             *merger.findings,
         ),
         plugins=tuple(p.provenance for p in ordered),
+        applied_plugins=tuple(ordered),
     )
 
 

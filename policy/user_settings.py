@@ -67,6 +67,12 @@ def load_user_settings(path: Path | None) -> UserSettings:
     return _parse(_read_document(path), str(path))
 
 
+def parse_user_settings(text: str, file: str) -> UserSettings:
+    """Settings given as YAML text (a what-if pasted into `policy serve`); `file` names it in
+    every error. Nothing is read from or written to disk."""
+    return _parse(_load_text(text, file), file)
+
+
 def save_tool_setting(
     path: Path,
     tool_id: str,
