@@ -18,7 +18,8 @@ import hashlib
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,8 @@ class ReloadResult:
     old_revision: str
     new_revision: str
     error: str | None = None
+    finished_at: datetime | None = None
+    """When the reload ended (UTC); set on every result `reload()` returns."""
 
 
 def configuration_revision(folders: Sequence[Path]) -> str:
@@ -123,6 +126,7 @@ class PolicyWatcher:
         self._lock = asyncio.Lock()
         self._retire_after = retire_after_seconds
         self._retiring: dict[asyncio.Task[None], ChatRuntime] = {}
+        self._last_change: ReloadResult | None = None
         self._revision = self._current_revision()
         self._runtime = self._build(self._load())
 
@@ -135,6 +139,16 @@ class PolicyWatcher:
     def revision(self) -> str:
         """The configuration revision the runtime in force was built from."""
         return self._revision
+
+    @property
+    def policy(self) -> Policy:
+        """The policy in force: the runtime's (with its MCP tools as last listed)."""
+        return self._runtime.policy
+
+    @property
+    def last_change(self) -> ReloadResult | None:
+        """The latest reload that found changed files: swapped in, or kept out with its error."""
+        return self._last_change
 
     def _folders(self) -> tuple[Path, ...]:
         delivered: tuple[Path, ...] = ()
@@ -169,6 +183,12 @@ class PolicyWatcher:
 
     async def reload(self) -> ReloadResult:
         """Load and swap in the configuration if its content changed; keep the old one if it fails."""
+        result = replace(await self._reload(), finished_at=datetime.now(UTC))
+        if result.old_revision != result.new_revision:
+            self._last_change = result
+        return result
+
+    async def _reload(self) -> ReloadResult:
         async with self._lock:
             old = self._revision
             new = await asyncio.to_thread(self._current_revision)

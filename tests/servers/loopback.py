@@ -32,15 +32,20 @@ class RunningApp:
 
 @contextmanager
 def running_app(
-    app: ASGIApp, *, certfile: Path | None = None, keyfile: Path | None = None
+    app: ASGIApp,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    lifespan: bool = False,
 ) -> Iterator[RunningApp]:
-    """Serve `app` (HTTPS when a certificate is given) until the block ends."""
+    """Serve `app` (HTTPS when a certificate is given) until the block ends; with `lifespan`,
+    the app's startup and shutdown run too (e.g. a task it keeps while serving)."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
         port=0,
         log_level="critical",
-        lifespan="off",
+        lifespan="on" if lifespan else "off",
         access_log=False,
         ssl_certfile=str(certfile) if certfile else None,
         ssl_keyfile=str(keyfile) if keyfile else None,

@@ -1,4 +1,5 @@
-"""A copy of the example organization with a hostile provider name and an encrypted secret."""
+"""A copy of the example organization with a hostile provider name and an encrypted secret, and
+`policy serve`'s app over it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
 
 from policy.secrets import encrypt, generate_secret
+from policy.web import ConfigurationPaths, build_app
+from runtime import PolicyWatcher
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
@@ -28,3 +32,11 @@ def hostile_organization(parent: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         f' = "{encrypt(SECRET, key)}"\n'
     )
     return folder
+
+
+def web_app(
+    paths: ConfigurationPaths, token: str | None = None, *, watch: bool = False
+) -> Starlette:
+    """`policy serve`'s app over a PolicyWatcher of `paths`, as the command builds it."""
+    watcher = PolicyWatcher(paths.load, watch=paths.watched())
+    return build_app(watcher, paths, token, watch=watch)

@@ -1,6 +1,8 @@
 """`policy serve` in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
-every page loads, a matrix cell leads to its checks and evidence, Reload works, and a hostile
-plugin's text is shown as text with no script run. Screenshots land in test-artifacts/webui/."""
+every page loads, a matrix cell leads to its checks and evidence, the settings filters, the
+simulate form and the diff form work, Reload works, and a hostile plugin's text is shown as text
+with no script run. Every step after a click waits for the new page before it reads it.
+Screenshots land in test-artifacts/webui/."""
 
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
-from policy import load_policy
-from policy.web import build_app
+from policy.web import ConfigurationPaths
 from tests.servers.loopback import RunningApp, running_app
-from tests.webui.conftest import HOSTILE, SECRET, hostile_organization
+from tests.webui.conftest import HOSTILE, SECRET, hostile_organization, web_app
+from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -59,13 +64,27 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         organization = hostile_organization(tmp_path_factory.mktemp("org"), monkeypatch)
-        with running_app(build_app(lambda: load_policy([organization]))) as app:
+        with running_app(web_app(ConfigurationPaths(org=(organization,)))) as app:
             yield app
 
 
 def _screenshot(browser: WebDriver, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+
+
+def _submit(browser: WebDriver, button: WebElement) -> None:
+    """Click a submit button and wait until the page it leads to has replaced this one."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 30).until(
+        lambda b: b.execute_script("return document.readyState") == "complete"
+    )
+
+
+def _heading(browser: WebDriver) -> str:
+    return str(browser.find_element(By.TAG_NAME, "h1").text)
 
 
 def _no_script_ran(browser: WebDriver) -> None:
@@ -76,7 +95,13 @@ def _no_script_ran(browser: WebDriver) -> None:
 
 @pytest.mark.parametrize(
     ("path", "heading"),
-    [("/", "Status"), ("/settings", "Effective settings"), ("/decisions", "Tools offered in CHAT")],
+    [
+        ("/", "Status"),
+        ("/settings", "Effective settings"),
+        ("/decisions", "Tools offered in CHAT"),
+        ("/simulate", "Simulate a decision"),
+        ("/diff", "Which decisions flip"),
+    ],
 )
 def test_each_page_loads_in_chromium(
     browser: WebDriver, served: RunningApp, path: str, heading: str
@@ -94,6 +119,22 @@ def test_a_hostile_plugin_value_is_shown_as_text(browser: WebDriver, served: Run
     assert HOSTILE in names
     assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
     _no_script_ran(browser)
+    browser.get(served.url("/simulate"))
+    options = [
+        o.text for o in browser.find_elements(By.CSS_SELECTOR, "select[name=provider] option")
+    ]
+    assert any(HOSTILE in text for text in options)
+    _no_script_ran(browser)
+
+
+def test_status_shows_plugins_with_priority_and_the_revision(
+    browser: WebDriver, served: RunningApp
+) -> None:
+    browser.get(served.url("/"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#plugins tr")[1:]
+    priorities = [row.find_element(By.CSS_SELECTOR, "td.priority").text for row in rows]
+    assert priorities == ["0", "100"]
+    assert "Configuration revision" in browser.find_element(By.ID, "revision").text
 
 
 def test_a_matrix_cell_leads_to_its_checks_and_evidence(
@@ -102,22 +143,80 @@ def test_a_matrix_cell_leads_to_its_checks_and_evidence(
     browser.get(served.url("/decisions"))
     cell = browser.find_element(By.CSS_SELECTOR, "#matrix td.blocked a")
     reason = cell.text
-    cell.click()
+    _submit(browser, cell)
     assert browser.find_element(By.ID, "verdict").text.startswith(f"Not offered: {reason}")
-    checks = browser.find_elements(By.CSS_SELECTOR, "#checks > li")
-    assert checks and any("failed" in c.get_attribute("class") for c in checks)
+    checks = browser.find_elements(By.CSS_SELECTOR, "#checks ol.checks > li")
+    assert checks and any("failed" in (c.get_attribute("class") or "") for c in checks)
     assert browser.find_elements(By.CSS_SELECTOR, "#checks li.evidence")
     _screenshot(browser, "decision")
-    browser.find_element(By.LINK_TEXT, "Back to the matrix").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Tools offered in CHAT"
+    _submit(browser, browser.find_element(By.LINK_TEXT, "Back to the matrix"))
+    assert _heading(browser) == "Tools offered in CHAT"
 
 
 def test_the_component_form_and_reload_button(browser: WebDriver, served: RunningApp) -> None:
     browser.get(served.url("/decisions"))
     select = browser.find_element(By.NAME, "component")
     select.find_element(By.CSS_SELECTOR, "option[value='APP_SETTINGS']").click()
-    browser.find_element(By.CSS_SELECTOR, "main form button").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Tools offered in APP_SETTINGS"
-    browser.find_element(By.ID, "reload").click()
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Status"
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "main form button"))
+    assert _heading(browser) == "Tools offered in APP_SETTINGS"
+    _submit(browser, browser.find_element(By.ID, "reload"))
+    assert _heading(browser) == "Status"
     assert browser.current_url == served.url("/")
+
+
+def _not_set(browser: WebDriver) -> list[str]:
+    cells = browser.find_elements(By.CSS_SELECTOR, "table.settings td span.unset")
+    return [cell.text for cell in cells if cell.text.startswith("not set")]
+
+
+def test_the_settings_filters(browser: WebDriver, served: RunningApp) -> None:
+    browser.get(served.url("/settings"))
+    assert browser.find_elements(By.CSS_SELECTOR, "#datatools-keys tr")
+    assert not _not_set(browser)
+    browser.find_element(By.CSS_SELECTOR, "input[name=unset]").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "#filters button"))
+    assert _not_set(browser)
+    browser.find_element(By.CSS_SELECTOR, "select[name=tool] option[value=web_search]").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "#filters button"))
+    assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, "main h2")] == ["web_search"]
+    assert "*****" in browser.page_source and SECRET not in browser.page_source
+    _screenshot(browser, "settings-filtered")
+
+
+def test_the_simulate_form_decides_a_what_if(browser: WebDriver, served: RunningApp) -> None:
+    browser.get(served.url("/simulate"))
+    options = browser.find_elements(By.CSS_SELECTOR, "select[name=provider] option")
+    next(o for o in options if "(SELF_HOSTED)" in o.text).click()
+    browser.find_element(By.CSS_SELECTOR, "select[name=tool] option[value=web_search]").click()
+    browser.find_element(By.NAME, "user_settings_yaml").send_keys(BAD_MAX_RESULTS)
+    _submit(browser, browser.find_element(By.ID, "simulate-run"))
+    row = browser.find_element(By.CSS_SELECTOR, "#simulated tr.blocked")
+    assert row.find_element(By.TAG_NAME, "th").text == "web_search"
+    summary = row.find_element(By.CSS_SELECTOR, "summary.verdict")
+    assert summary.text.startswith("NOT_CONFIGURED")
+    summary.click()
+    assert any("maxResults" in li.text for li in row.find_elements(By.CSS_SELECTOR, "ol.checks li"))
+    _no_script_ran(browser)
+    _screenshot(browser, "simulate")
+
+    browser.find_element(By.CSS_SELECTOR, "select[name=provider] option[value='']").click()
+    browser.find_element(By.NAME, "user_settings_yaml").clear()
+    browser.find_element(By.NAME, "user_settings_yaml").send_keys("tools: [\n")
+    _submit(browser, browser.find_element(By.ID, "simulate-run"))
+    assert (
+        "choose a configured provider or a provider kind"
+        in browser.find_element(By.ID, "error").text
+    )
+
+
+def test_the_diff_form_shows_what_flips(browser: WebDriver, served: RunningApp) -> None:
+    browser.get(served.url("/diff"))
+    browser.find_element(By.NAME, "plugin_lua").send_keys(DISABLE_WEB_SEARCH)
+    browser.find_element(By.CSS_SELECTOR, "input[name=component][value=CHAT]").click()
+    _submit(browser, browser.find_element(By.ID, "diff-run"))
+    assert browser.find_element(By.ID, "result").text.endswith("change")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#changes tr")[1:]
+    assert rows and {r.find_elements(By.TAG_NAME, "td")[0].text for r in rows} == {"web_search"}
+    assert all("TOOL_SWITCHED_OFF" in r.find_elements(By.TAG_NAME, "td")[4].text for r in rows)
+    _no_script_ran(browser)
+    _screenshot(browser, "diff")
