@@ -431,6 +431,15 @@ def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     }
     if setting.note:
         row["note"] = setting.note
+    if setting.beaten:
+        row["beaten"] = [
+            {
+                "value": SECRET_MASK if setting.secret else without_user_info(str(lost.value)),
+                "source": lost.source.value,
+                "origin": _setting_origin(lost, policy),
+            }
+            for lost in setting.beaten
+        ]
     return row
 
 

@@ -9,7 +9,7 @@ carries its provenance so explain can name the plugin and line (or the user file
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, NamedTuple, TypeVar
 
 from policy import secrets
@@ -87,6 +87,9 @@ class ResolvedSetting:
     location: SourceLocation | None = None
     note: str = ""
     """Why a value was refused (e.g. a plaintext locked secret); never contains the secret."""
+    beaten: tuple[ResolvedSetting, ...] = ()
+    """The values this one won over: other layers' values for the field, and the tables of
+    earlier plugins that a later plugin's table replaced (each with its source and origin)."""
 
     @property
     def key(self) -> str:
@@ -271,11 +274,11 @@ def resolve_tool_setting(
             if stored
             else None,
         )
-        return chosen.value or unset
+        return _with_beaten(chosen.value or unset, (), configuration, key)
 
     user_values = user.tool_settings.get(tool_id, {})
     default_table, default_setting = _table(configuration, DEFAULT_TOOL_SETTINGS)
-    chosen = resolve_setting(
+    layers = dict(
         locked=ResolvedSetting(
             tool_id,
             name,
@@ -310,7 +313,46 @@ def resolve_tool_setting(
         if definition.default is not None
         else None,
     )
-    return chosen.value or unset
+    chosen = resolve_setting(**layers)
+    winner = chosen.value or unset
+    others = tuple(
+        layer
+        for role, layer in layers.items()
+        if layer is not None and layer is not winner and role != "default"
+    )
+    return _with_beaten(winner, others, configuration, key)
+
+
+def _with_beaten(
+    winner: ResolvedSetting,
+    others: tuple[ResolvedSetting, ...],
+    configuration: PolicyConfiguration,
+    key: str,
+) -> ResolvedSetting:
+    """`winner` with what it beat: `others` (the layers `resolve_setting` did not choose) and
+    the entries for `key` in the tables a later plugin's table replaced in the merge."""
+    replaced: list[ResolvedSetting] = []
+    for table_key, source in (
+        (LOCKED_TOOL_SETTINGS, SettingSource.LOCKED),
+        (DEFAULT_TOOL_SETTINGS, SettingSource.ORG_DEFAULT),
+    ):
+        setting = configuration.setting(table_key)
+        for lost in setting.beaten if setting is not None else ():
+            if isinstance(lost.value, Mapping) and key in lost.value:
+                replaced.append(
+                    ResolvedSetting(
+                        winner.tool_id,
+                        winner.field,
+                        setting_text(lost.value[key]),
+                        source,
+                        source is SettingSource.LOCKED,
+                        winner.secret,
+                        lost.origin,
+                    )
+                )
+    if not others and not replaced:
+        return winner
+    return replace(winner, beaten=(*others, *replaced))
 
 
 def resolve_tool_settings(

@@ -176,7 +176,7 @@ def _plugin_document(plugin: Any, paths: ConfigurationPaths) -> dict[str, Any]:
         "priority": plugin.priority,
         "version": plugin.version,
         "file": plugin.path,
-        "copy": where,
+        "kept_as": where,
     }
 
 

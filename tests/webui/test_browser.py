@@ -134,6 +134,8 @@ def test_status_shows_plugins_with_priority_and_the_revision(
     rows = browser.find_elements(By.CSS_SELECTOR, "#plugins tr")[1:]
     priorities = [row.find_element(By.CSS_SELECTOR, "td.priority").text for row in rows]
     assert priorities == ["0", "100"]
+    files = [row.find_elements(By.TAG_NAME, "td")[5].text for row in rows]
+    assert all(text.endswith("plugin.lua") for text in files), files
     assert "Configuration revision" in browser.find_element(By.ID, "revision").text
 
 

@@ -5,6 +5,7 @@ refusal of a non-loopback host without a token and `--port 0` printing the port 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from policy.explain import (
     ordered_tool_ids,
     settings_document,
 )
+from policy.secrets import encrypt
 from policy.vocabulary import Component, ProviderKind
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
 from tests.servers.loopback import RunningApp, running_app
@@ -200,11 +202,12 @@ def test_status_shows_fetched_configurations_and_last_known_good_copies(
     [delivery] = status["deliveries"]
     assert delivery["state"] == "last-known-good" and "503" in delivery["error"]
     assert "hunter2" not in str(status) and "hunter2" not in page
-    copies = [p for p in status["plugins"] if p["copy"] == "last-known-good copy"]
+    copies = [p for p in status["plugins"] if p["kept_as"] == "last-known-good copy"]
     assert [p["plugin"] for p in copies] == ["Example Corp - base configuration"]
     [broken] = status["broken_organization_plugins"]
     assert broken["replaced_by_last_known_good"] is True
     assert "its last-known-good copy is in force" in page and "HTTP 503" in page
+    assert "<small>(last-known-good copy)</small>" in page and "built-in" not in page
 
 
 # --- settings -----------------------------------------------------------------------------------
@@ -569,3 +572,47 @@ def test_serve_on_a_port_in_use_says_so(organization: Path) -> None:
     assert result.returncode == 1
     assert f"port {busy.port}" in result.stderr and "--port 0" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_each_setting_shows_the_values_it_beat(tmp_path: Path, organization: Path) -> None:
+    earlier_secret = "tvly-earlier-0a1b2c3d4e"
+    key = os.environ["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"]
+    base = organization / "base" / "plugin.lua"
+    base.write_text(
+        base.read_text()
+        + '\nCONFIG["SETTINGS"]["DataTools.LockedToolSettings"]["web_search.tavily.apiKey"]'
+        f' = "{encrypt(earlier_secret, key)}"\n'
+    )
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(
+        "tools:\n  settings:\n    web_search:\n      backendStrategy: SINGLE\n"
+        "      defaultLanguage: de-DE\n"
+    )
+    paths = ConfigurationPaths(org=(organization,), user_settings=settings)
+    with running_app(web_app(paths)) as served:
+        [tool] = httpx.get(served.url("/api/settings"), params={"tool": "web_search"}).json()[
+            "tools"
+        ]
+        page = httpx.get(served.url("/settings"), params={"tool": "web_search"}).text
+    rows = {row["field"]: row for row in tool["settings"]}
+    language = rows["defaultLanguage"]
+    assert language["value"] == "de-DE" and language["source"] == "USER"
+    assert [(b["value"], b["source"], b["origin"]["plugin"]) for b in language["beaten"]] == [
+        ("en-US", "ORG_DEFAULT", "Example Corp - Research department"),
+        ("all", "ORG_DEFAULT", "Example Corp - base configuration"),
+    ]
+    strategy = rows["backendStrategy"]
+    assert strategy["source"] == "LOCKED"
+    assert ("SINGLE", "USER", str(settings)) in {
+        (b["value"], b["source"], b["origin"]["file"]) for b in strategy["beaten"]
+    }
+    api_key = rows["tavily.apiKey"]
+    assert api_key["value"] == "*****" and api_key["origin"]["plugin"].endswith("department")
+    assert [(b["value"], b["origin"]["plugin"]) for b in api_key["beaten"]] == [
+        ("*****", "Example Corp - base configuration")
+    ]
+    for text in (str(tool), page):
+        assert earlier_secret not in text and SECRET not in text
+    assert (
+        'class="beaten"' in page and "(ORG_DEFAULT) from Example Corp - base configuration" in page
+    )
