@@ -434,8 +434,10 @@ def _simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], 
 
 def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path) -> Policy:
     """The candidate configuration of a diff, loaded without a state directory (nothing is
-    written): other organization plugins and/or one pasted plugin.lua, other user settings."""
+    written): other organization plugins and/or one pasted plugin.lua, other user settings.
+    The configurations `policy fetch` put in force stay in force on both sides."""
     from policy import load_policy
+    from policy.config_sources import delivered_roots
 
     org_lines = [line.strip() for line in str(form.get("org") or "").splitlines() if line.strip()]
     pasted = _pasted(form, "plugin_lua")
@@ -454,6 +456,8 @@ def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path)
         plugin.parent.mkdir()
         plugin.write_text(pasted, encoding="utf-8")
         organization.append(plugin.parent)
+    if paths.state_dir is not None:
+        organization = [*delivered_roots(paths.state_dir), *organization]
     user = _what_if_user(form)
     user_file: Path | None = paths.user_settings
     candidate = load_policy(

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from policy import load_policy
-from policy.config_sources import DeliveryStatus, write_statuses
+from policy.config_sources import DeliveryStatus, delivered_folder, write_statuses
 from policy.explain import (
     build_matrix,
     decision_document,
@@ -616,3 +616,20 @@ def test_each_setting_shows_the_values_it_beat(tmp_path: Path, organization: Pat
     assert (
         'class="beaten"' in page and "(ORG_DEFAULT) from Example Corp - base configuration" in page
     )
+
+
+def test_a_fetched_configuration_stays_in_force_on_both_sides_of_a_diff(
+    tmp_path: Path, organization: Path
+) -> None:
+    state = tmp_path / "state"
+    fetched = delivered_folder(state, "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9")
+    fetched.mkdir(parents=True)
+    (fetched / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
+    paths = ConfigurationPaths(org=(organization,), state_dir=state)
+    with running_app(web_app(paths)) as served:
+        plugins = httpx.get(served.url("/api/status")).json()["plugins"]
+        diff = httpx.post(served.url("/api/diff"), json={"user_settings_yaml": BAD_MAX_RESULTS})
+    assert [p["kept_as"] for p in plugins if p["plugin"] == "Candidate: no web search"] == [
+        "fetched"
+    ]
+    assert diff.status_code == 200 and diff.json()["changed"] == 0
