@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from policy.vocabulary import Component, ProviderKind
+from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component, ProviderKind
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -111,9 +111,8 @@ class _NameChoice(click.ParamType[str, Any]):
         )
 
 
-_COMPONENTS = tuple(c for c in Component if c is not Component.NONE)
-_COMPONENT = _NameChoice("component", [c.value for c in _COMPONENTS])
-_PROVIDER_KIND = _NameChoice("provider kind", [k.value for k in ProviderKind if k.value != "NONE"])
+_COMPONENT = _NameChoice("component", list(COMPONENT_NAMES))
+_PROVIDER_KIND = _NameChoice("provider kind", list(PROVIDER_KIND_NAMES))
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 
 

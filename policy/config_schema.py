@@ -20,7 +20,7 @@ from policy.settings_keys import (
     SettingKind,
 )
 from policy.tools import Tool
-from policy.vocabulary import ProviderKind, option_values
+from policy.vocabulary import PROVIDER_KIND_NAMES, option_values
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = "https://toolpolicy.invalid/schema/config.json"
@@ -166,7 +166,7 @@ def field_choices(enum_values: Sequence[str], option_source: str) -> tuple[str, 
 
 
 def _provider_schema() -> dict[str, Any]:
-    kinds = [k.value for k in ProviderKind if k is not ProviderKind.NONE]
+    kinds = list(PROVIDER_KIND_NAMES)
     return {
         "type": "object",
         "required": ["Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname", "Model"],

@@ -20,6 +20,7 @@ from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import is_encrypted, without_user_info
 from policy.vocabulary import (
+    COMPONENT_NAMES,
     Component,
     ConfidenceLevel,
     ProviderKind,
@@ -311,7 +312,7 @@ def diff_policies(
     in `components` (every component when none is named)."""
     providers = {p.id: p for p in (*old.providers, *new.providers)}
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
-    chosen = list(components) or [c for c in Component if c is not Component.NONE]
+    chosen = list(components) or [Component(name) for name in COMPONENT_NAMES]
     return diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
 
 

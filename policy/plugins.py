@@ -40,7 +40,7 @@ from policy.settings_keys import (
     setting_key,
     unknown_key_hint,
 )
-from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+from policy.vocabulary import PROVIDER_KIND_NAMES, DataSecurity, PluginOrigin, ProviderKind
 
 if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
@@ -85,7 +85,7 @@ AI_STUDIO_SECTIONS: tuple[str, ...] = (
     "MANDATORY_INFOS", "INTRODUCTIONS",
 )  # fmt: skip
 
-_PROVIDER_KINDS = tuple(k.value for k in ProviderKind if k is not ProviderKind.NONE)
+_PROVIDER_KINDS = PROVIDER_KIND_NAMES
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
 _HEX = "[0-9a-fA-F]"
 _DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"

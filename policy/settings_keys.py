@@ -19,12 +19,12 @@ from enum import StrEnum
 from typing import Any
 
 from policy.vocabulary import (
+    COMPONENT_NAMES,
     CONFIGURABLE_CONFIDENCE_LEVELS,
-    Component,
+    PROVIDER_KIND_NAMES,
     ConfidenceScheme,
     DataSourceRetrievalMode,
     OutboundDataRestriction,
-    ProviderKind,
 )
 
 OVERRIDE_SUFFIX = ".AllowUserOverride"
@@ -79,8 +79,8 @@ class SettingKey:
 
 
 LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
-_COMPONENTS = tuple(c.value for c in Component if c is not Component.NONE)
-_PROVIDER_KINDS = tuple(k.value for k in ProviderKind if k is not ProviderKind.NONE)
+_COMPONENTS = COMPONENT_NAMES
+_PROVIDER_KINDS = PROVIDER_KIND_NAMES
 
 
 def _names(enum: Any) -> tuple[str, ...]:

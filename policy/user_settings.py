@@ -26,11 +26,14 @@ from policy.configuration import (
 )
 from policy.provenance import SourceLocation
 from policy.suggest import did_you_mean
-from policy.vocabulary import CONFIGURABLE_CONFIDENCE_LEVELS, Component, ConfidenceScheme
+from policy.vocabulary import (
+    COMPONENT_NAMES,
+    CONFIGURABLE_CONFIDENCE_LEVELS,
+    ConfidenceScheme,
+)
 
 LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
 SCHEME_NAMES: tuple[str, ...] = tuple(s.value for s in ConfidenceScheme)
-COMPONENT_NAMES: tuple[str, ...] = tuple(c.value for c in Component if c is not Component.NONE)
 
 _TOOLS_KEYS = (
     "enabled",

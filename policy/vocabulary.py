@@ -104,6 +104,15 @@ class ProviderKind(StrEnum):
     LITE_LLM = "LITE_LLM"
 
 
+COMPONENT_NAMES: tuple[str, ...] = tuple(c.value for c in Component if c is not Component.NONE)
+"""Every component a tool can be offered in, by name (NONE is no component)."""
+
+PROVIDER_KIND_NAMES: tuple[str, ...] = tuple(
+    k.value for k in ProviderKind if k is not ProviderKind.NONE
+)
+"""Every provider kind a provider can be, by name (NONE is no provider)."""
+
+
 class ConfidenceScheme(StrEnum):
     """Named tables that map a provider kind to a confidence level."""
 

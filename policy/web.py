@@ -33,7 +33,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from policy.vocabulary import Component, ProviderKind, SettingSource
+from policy.vocabulary import (
+    COMPONENT_NAMES,
+    PROVIDER_KIND_NAMES,
+    Component,
+    ProviderKind,
+    SettingSource,
+)
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -53,8 +59,6 @@ CONTENT_SECURITY_POLICY = (
     "frame-ancestors 'none'; base-uri 'none'"
 )
 _TEMPLATES = Path(__file__).with_name("web_templates")
-_COMPONENTS = tuple(c.value for c in Component if c is not Component.NONE)
-_PROVIDER_KINDS = tuple(k.value for k in ProviderKind if k is not ProviderKind.NONE)
 _TOKEN_COOKIE = "toolpolicy_token"
 _MAX_PASTED_CHARS = 256 * 1024
 _PASTED_USER_SETTINGS = "pasted user settings"
@@ -389,9 +393,9 @@ def _simulated_provider(form: Mapping[str, Any], policy: Policy) -> ProviderConf
                 "provider",
             )
         return provider
-    if kind not in _PROVIDER_KINDS:
+    if kind not in PROVIDER_KIND_NAMES:
         raise _WhatIfError(
-            f"provider_kind: '{kind}' is not a provider kind; valid: {', '.join(_PROVIDER_KINDS)}"
+            f"provider_kind: '{kind}' is not a provider kind; valid: {', '.join(PROVIDER_KIND_NAMES)}"
             if kind
             else "choose a configured provider or a provider kind",
             "provider_kind",
@@ -401,9 +405,9 @@ def _simulated_provider(form: Mapping[str, Any], policy: Policy) -> ProviderConf
 
 def _form_component(form: Mapping[str, Any]) -> Component:
     wanted = str(form.get("component") or "CHAT").strip().upper()
-    if wanted not in _COMPONENTS:
+    if wanted not in COMPONENT_NAMES:
         raise _WhatIfError(
-            f"component: unknown component '{wanted}'; valid: {', '.join(_COMPONENTS)}",
+            f"component: unknown component '{wanted}'; valid: {', '.join(COMPONENT_NAMES)}",
             "component",
         )
     return Component(wanted)
@@ -552,7 +556,7 @@ def build_app(
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = templates.get_template(name).render(
-            components=_COMPONENTS, provider_kinds=_PROVIDER_KINDS, **context
+            components=COMPONENT_NAMES, provider_kinds=PROVIDER_KIND_NAMES, **context
         )
         return HTMLResponse(html, status_code=status)
 
@@ -566,11 +570,11 @@ def build_app(
 
     def component_of(request: Request) -> Component | None:
         wanted = request.query_params.get("component", "CHAT").upper()
-        return Component(wanted) if wanted in _COMPONENTS else None
+        return Component(wanted) if wanted in COMPONENT_NAMES else None
 
     def unknown_component(request: Request) -> str:
         wanted = request.query_params.get("component", "")
-        return f"unknown component '{wanted}'; valid: {', '.join(_COMPONENTS)}"
+        return f"unknown component '{wanted}'; valid: {', '.join(COMPONENT_NAMES)}"
 
     async def status(request: Request) -> Response:
         document = {
