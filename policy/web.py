@@ -103,6 +103,7 @@ class PolicySource(Protocol):
     def last_change(self) -> ReloadOutcome | None: ...
     async def reload(self) -> ReloadOutcome: ...
     async def run(self, stop: asyncio.Event | None = None) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,8 +536,8 @@ def build_app(
 ) -> Starlette:
     """The web app over `source`'s policy; with `token`, every request must present it.
 
-    With `watch`, the app runs `source.run()` for as long as it serves, so a changed plugin file
-    is in force without a click on Reload. Without a token, only requests addressed to a
+    With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
+    when it stops), so a changed plugin file is in force without a click on Reload. Without a token, only requests addressed to a
     loopback name are answered (a DNS-rebinding page cannot read it).
     """
     from policy.explain import decision_document
@@ -742,6 +743,7 @@ def build_app(
         finally:
             stop.set()
             await watcher
+            await source.aclose()
 
     return Starlette(
         routes=routes,
