@@ -32,9 +32,11 @@ from runtime import (
     MemoryChatStore,
     ProviderError,
     Role,
+    StopReason,
     TextDeltaEvent,
     ToolCallFinished,
     ToolCallStarted,
+    ToolRoundStarted,
     ToolsOffered,
     builtin_executable_tools,
 )
@@ -72,8 +74,10 @@ def show(event: object) -> None:
         print(f"[offered: {', '.join(event.tool_ids) or 'no tools'}]", file=sys.stderr)
     elif isinstance(event, TextDeltaEvent):
         print(event.text, end="", flush=True)
+    elif isinstance(event, ToolRoundStarted):
+        print(f"\n[{event.status_line}]", file=sys.stderr)
     elif isinstance(event, ToolCallStarted):
-        print(f"\n[calling {event.display_name} with {event.arguments}]", file=sys.stderr)
+        print(f"[calling {event.display_name} with {event.arguments}]", file=sys.stderr)
     elif isinstance(event, ToolCallFinished):
         trace = event.trace
         print(f"[{trace.tool_name}: {trace.status.value} {trace.status_message}]", file=sys.stderr)
@@ -81,6 +85,8 @@ def show(event: object) -> None:
         print()
         for source in event.sources:
             print(f"  source: {source.title} <{source.url}>")
+        if event.stop_reason is not StopReason.COMPLETED:
+            print(f"[the answer ended early: {event.stop_reason.value}]", file=sys.stderr)
         print(f"[input tokens: {event.usage.input_tokens}]", file=sys.stderr)
 
 

@@ -52,10 +52,19 @@ if TYPE_CHECKING:
         ToolCallFinished,
         ToolCallingLoop,
         ToolCallStarted,
+        ToolRoundStarted,
     )
     from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
     from runtime.mcp_gateway import GatewayCall, McpGateway
-    from runtime.messages import ChatMessage, RequestedCall, Role, Source, SourceOrigin, Usage
+    from runtime.messages import (
+        ChatMessage,
+        RequestedCall,
+        Role,
+        Source,
+        SourceOrigin,
+        StopReason,
+        Usage,
+    )
     from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
         ProviderClient,
@@ -109,11 +118,13 @@ _LAZY: dict[str, str] = {
     "TextDeltaEvent": "runtime.loop",
     "ToolCallFinished": "runtime.loop",
     "ToolCallStarted": "runtime.loop",
+    "ToolRoundStarted": "runtime.loop",
     "ToolCallingLoop": "runtime.loop",
     "ChatMessage": "runtime.messages",
     "Role": "runtime.messages",
     "Source": "runtime.messages",
     "SourceOrigin": "runtime.messages",
+    "StopReason": "runtime.messages",
     "Usage": "runtime.messages",
     "PolicyWatcher": "runtime.policy_watch",
     "ReloadResult": "runtime.policy_watch",
@@ -168,6 +179,7 @@ __all__ = [
     "Source",
     "SourceOrigin",
     "SqliteChatStore",
+    "StopReason",
     "TextDeltaEvent",
     "Timeouts",
     "ToolCallFinished",
@@ -178,6 +190,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolExecutor",
     "ToolInvocationTrace",
+    "ToolRoundStarted",
     "ToolsOffered",
     "TraceStatus",
     "Usage",

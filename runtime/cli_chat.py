@@ -28,11 +28,18 @@ if TYPE_CHECKING:
     from policy.tools import Tool
     from runtime.chat import Chat
     from runtime.messages import ChatMessage
+    from runtime.providers.hosts import WireApi
     from runtime.session import ResponseEvent
 
 API_KEY_ENV = "TOOLPOLICY_API_KEY"
 TOOLS_FACTORY = "create_tools"
 _QUIT = frozenset({"exit", "quit", ":q"})
+_STOP_NOTES = {
+    "max_tokens": "the output limit was reached, so the answer is cut",
+    "content_filter": "the provider's content filter stopped it",
+    "refusal": "the model refused",
+    "paused": "the provider paused the turn and it did not finish",
+}
 
 
 @click.command()
@@ -46,6 +53,12 @@ _QUIT = frozenset({"exit", "quit", ":q"})
     envvar="TOOLPOLICY_BASE_URL",
     help="Send the provider's requests here instead (a gateway, a local server), e.g. "
     "http://localhost:8000/v1. [env: TOOLPOLICY_BASE_URL]",
+)
+@click.option(
+    "--wire-api",
+    type=click.Choice(["chat_completions", "responses"], case_sensitive=False),
+    help="For a host that speaks both OpenAI APIs (OpenAI itself): which one to use. "
+    "[default: the host's own, Responses for OpenAI]",
 )
 @click.option(
     "--tool",
@@ -105,6 +118,7 @@ def chat(
     state_dir: Path | None,
     provider_id: str | None,
     base_url: str | None,
+    wire_api: str | None,
     tool_ids: tuple[str, ...],
     tools_files: tuple[Path, ...],
     component: str,
@@ -152,6 +166,7 @@ def chat(
                 system_prompt=system_prompt,
                 json_lines=json_lines,
                 decision_log=decision_log,
+                wire_api=_wire_api(wire_api),
             )
         )
     except (
@@ -164,6 +179,12 @@ def chat(
     except KeyboardInterrupt:
         click.echo("", err=True)
         sys.exit(130)
+
+
+def _wire_api(given: str | None) -> WireApi | None:
+    if given is None:
+        return None
+    return "responses" if given.lower() == "responses" else "chat_completions"
 
 
 def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
@@ -285,6 +306,7 @@ async def _converse(
     system_prompt: str,
     json_lines: bool,
     decision_log: Path | None = None,
+    wire_api: WireApi | None = None,
 ) -> None:
     from runtime.decision_log import JsonLinesSink
     from runtime.loop import FinalAnswer
@@ -295,7 +317,7 @@ async def _converse(
     sink = JsonLinesSink(decision_log) if decision_log is not None else None
     assistant = ChatRuntime(policy, decision_log=sink)
     history: list[ChatMessage] = []
-    client = create_client(provider, _api_key(provider))
+    client = create_client(provider, _api_key(provider), wire_api=wire_api)
     try:
         for line in lines:
             history.append(ChatMessage(Role.USER, line))
@@ -340,12 +362,21 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
     if json_lines:
         click.echo(json.dumps(event_document(event), ensure_ascii=False))
         return
-    from runtime.loop import FinalAnswer, TextDeltaEvent, ToolCallFinished, ToolCallStarted
+    from runtime.loop import (
+        FinalAnswer,
+        TextDeltaEvent,
+        ToolCallFinished,
+        ToolCallStarted,
+        ToolRoundStarted,
+    )
+    from runtime.messages import StopReason
     from runtime.session import ToolsOffered
 
     if isinstance(event, TextDeltaEvent):
         click.echo(event.text, nl=False)
         sys.stdout.flush()
+    elif isinstance(event, ToolRoundStarted):
+        click.echo(f"\n[{event.status_line}]", err=True)
     elif isinstance(event, ToolsOffered):
         offered = ", ".join(event.tool_ids) or "none"
         click.echo(f"[tools offered: {offered}]", err=True)
@@ -362,11 +393,19 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
             click.echo(f"  source: {source.title} <{source.url}>")
         if event.interrupted:
             click.echo("[the answer was interrupted]", err=True)
+        elif event.stop_reason is not StopReason.COMPLETED:
+            click.echo(f"[the answer ended early: {_STOP_NOTES[event.stop_reason]}]", err=True)
 
 
 def event_document(event: ResponseEvent) -> dict[str, Any]:
     """One event as plain JSON data (what --format json prints per line)."""
-    from runtime.loop import FinalAnswer, TextDeltaEvent, ToolCallFinished, ToolCallStarted
+    from runtime.loop import (
+        FinalAnswer,
+        TextDeltaEvent,
+        ToolCallFinished,
+        ToolCallStarted,
+        ToolRoundStarted,
+    )
     from runtime.session import ToolsOffered
 
     if isinstance(event, ToolsOffered):
@@ -377,6 +416,13 @@ def event_document(event: ResponseEvent) -> dict[str, Any]:
         }
     if isinstance(event, TextDeltaEvent):
         return {"event": "text", "text": event.text}
+    if isinstance(event, ToolRoundStarted):
+        return {
+            "event": "tool_round_started",
+            "call_ids": list(event.call_ids),
+            "tools": list(event.tool_names),
+            "status_line": event.status_line,
+        }
     if isinstance(event, ToolCallStarted):
         return {
             "event": "tool_call_started",
@@ -400,5 +446,6 @@ def event_document(event: ResponseEvent) -> dict[str, Any]:
             "sources": [{"title": s.title, "url": s.url} for s in event.sources],
             "input_tokens": event.usage.input_tokens,
             "interrupted": event.interrupted,
+            "stop_reason": event.stop_reason.value,
         }
     raise TypeError(f"unknown event {type(event).__name__}")

@@ -29,7 +29,15 @@ from runtime.executor import (
     invalid_call_outcome,
     redacted_call_arguments,
 )
-from runtime.messages import UNKNOWN_USAGE, RequestedCall, Round, RoundCompleted, Source, Usage
+from runtime.messages import (
+    UNKNOWN_USAGE,
+    RequestedCall,
+    Round,
+    RoundCompleted,
+    Source,
+    StopReason,
+    Usage,
+)
 from runtime.sources import merge_sources
 
 _log = logging.getLogger(__name__)
@@ -40,6 +48,9 @@ NO_ANSWER_AFTER_LIMIT = (
 )
 NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
 NO_ANSWER_WITHOUT_TOOLS = "The provider returned no answer."
+MAX_PAUSED_CONTINUATIONS = 5
+"""How often a paused turn (Anthropic `pause_turn`) is sent back to continue before the answer
+ends as paused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +99,26 @@ class TextDeltaEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolRoundStarted:
+    """The model asked for calls: emitted once per round, before the first of them runs.
+
+    `tool_names` and `display_names` follow the order of the calls (a tool asked for twice is
+    listed twice); `status_line` is the line an app shows while they run.
+    """
+
+    call_ids: tuple[str, ...]
+    tool_names: tuple[str, ...]
+    display_names: tuple[str, ...]
+
+    @property
+    def status_line(self) -> str:
+        """ "Using tools: web_search, read_web_page" (each display name once, in order)."""
+        names = list(dict.fromkeys(self.display_names))
+        label = "Using tool" if len(names) == 1 else "Using tools"
+        return f"{label}: {', '.join(names)}"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     """A call is about to run; `arguments` are as a trace shows them (sensitive ones masked)."""
 
@@ -109,16 +140,22 @@ class FinalAnswer:
     """The end of the stream: everything shown as text, the sources, the first round's usage.
 
     `interrupted` is True when a round never completed (a failed request or a cancelled stream):
-    the text shown so far stays, and nothing was added to it.
+    the text shown so far stays, and nothing was added to it. `stop_reason` says why the last
+    round ended: anything but COMPLETED means the answer is cut (MAX_TOKENS), filtered
+    (CONTENT_FILTER), refused (REFUSAL) or still paused (PAUSED). `request_texts` are the texts
+    the adapter recorded for later rounds (the model's turns and the tool results, as sent), for
+    counting the tokens of what really went to the provider.
     """
 
     text: str
     sources: tuple[Source, ...]
     usage: Usage
     interrupted: bool = False
+    stop_reason: StopReason = StopReason.COMPLETED
+    request_texts: tuple[str, ...] = ()
 
 
-LoopEvent = TextDeltaEvent | ToolCallStarted | ToolCallFinished | FinalAnswer
+LoopEvent = TextDeltaEvent | ToolRoundStarted | ToolCallStarted | ToolCallFinished | FinalAnswer
 
 
 class InvalidToolCallingResponse(Exception):
@@ -177,6 +214,8 @@ class _State:
     text: list[str] = field(default_factory=list)
     has_spoken: bool = False
     usage: Usage = UNKNOWN_USAGE
+    stop_reason: StopReason = StopReason.COMPLETED
+    request_texts: tuple[str, ...] = ()
 
     def say(self, text: str) -> TextDeltaEvent:
         self.text.append(text)
@@ -192,7 +231,14 @@ class _State:
         return events
 
     def final(self, *, interrupted: bool = False) -> FinalAnswer:
-        return FinalAnswer("".join(self.text), tuple(self.sources), self.usage, interrupted)
+        return FinalAnswer(
+            "".join(self.text),
+            tuple(self.sources),
+            self.usage,
+            interrupted,
+            self.stop_reason,
+            self.request_texts,
+        )
 
 
 @dataclass(slots=True)
@@ -212,6 +258,7 @@ class SequentialToolCallingLoop:
     ) -> AsyncIterator[LoopEvent]:
         state = _State()
         first_round = True
+        continuations = 0
         while True:
             ensure_provider_allowed(
                 context.chat,
@@ -224,14 +271,23 @@ class SequentialToolCallingLoop:
             async for delta in _stream_round(adapter, instruction, first_round, state, outcome):
                 yield delta
             first_round = False
+            completed = outcome.completed
+            if completed is not None:
+                state.stop_reason = completed.stop_reason
+            if _continues_paused_turn(completed, continuations):
+                continuations += 1
+                adapter.record_assistant_turn()
+                continue
 
+            state.request_texts = tuple(adapter.recorded_request_texts)
             ending = _ending(state, outcome, instruction is not None, context)
-            if ending is not None or outcome.completed is None:
+            if ending is not None or completed is None:
                 for event in ending or ():
                     yield event
                 return
             adapter.record_assistant_turn()
-            for call in outcome.completed.calls:
+            yield _round_started(completed.calls, context)
+            for call in completed.calls:
                 async for event in self._answer_call(adapter, context, state, call):
                     yield event
 
@@ -308,6 +364,28 @@ async def _stream_round(
     completed = outcome.completed
     if passes_on_usage and completed and not state.usage.is_known and completed.usage.is_known:
         state.usage = completed.usage
+
+
+def _continues_paused_turn(completed: Round | None, continuations: int) -> bool:
+    """A paused turn without calls is sent back as it is so the model goes on (Anthropic's
+    `pause_turn` during long server-tool work), a bounded number of times."""
+    return (
+        completed is not None
+        and completed.stop_reason is StopReason.PAUSED
+        and not completed.calls
+        and continuations < MAX_PAUSED_CONTINUATIONS
+    )
+
+
+def _round_started(calls: tuple[RequestedCall, ...], context: LoopContext) -> ToolRoundStarted:
+    """The round's calls by id, tool name and the name a user reads."""
+    display: list[str] = []
+    for call in calls:
+        found = find_runnable(context.runnable_tools, call.tool_name) if call.is_valid else None
+        display.append(found[1].display_name if found else call.tool_name)
+    return ToolRoundStarted(
+        tuple(c.call_id for c in calls), tuple(c.tool_name for c in calls), tuple(display)
+    )
 
 
 def _ending(

@@ -49,14 +49,33 @@ class RequestedCall:
     is_valid: bool = True
 
 
+class StopReason(StrEnum):
+    """Why the provider ended a response, in one vocabulary over every wire API.
+
+    Anything but COMPLETED means the text is not the whole answer the model meant to give:
+    MAX_TOKENS (cut at the output limit: `finish_reason` "length", Responses `incomplete` for
+    max_output_tokens, Anthropic `max_tokens`), CONTENT_FILTER (the host filtered it), REFUSAL
+    (the model declined; the text is its refusal), PAUSED (Anthropic `pause_turn` left unfinished
+    after the continuations the loop allows).
+    """
+
+    COMPLETED = "completed"
+    MAX_TOKENS = "max_tokens"
+    CONTENT_FILTER = "content_filter"
+    REFUSAL = "refusal"
+    PAUSED = "paused"
+
+
 @dataclass(frozen=True, slots=True)
 class Round:
-    """What one provider response brought: text, calls, provider-native sources, usage."""
+    """What one provider response brought: text, calls, provider-native sources, usage, and why
+    it ended."""
 
     text_output: str = ""
     calls: tuple[RequestedCall, ...] = ()
     sources: tuple[Source, ...] = ()
     usage: Usage = UNKNOWN_USAGE
+    stop_reason: StopReason = StopReason.COMPLETED
 
 
 @dataclass(frozen=True, slots=True)

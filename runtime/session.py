@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from runtime.mcp import McpSessions
     from runtime.messages import ChatMessage
     from runtime.providers.client import ProviderClient
+    from runtime.providers.hosts import WireApi
     from runtime.tools.semantic_search import SearchableDataSource
 
 _log = logging.getLogger(__name__)
@@ -173,6 +174,7 @@ class ChatRuntime:
         api_key: str | None = None,
         retrieval_mode: DataSourceRetrievalMode | None = None,
         max_output_tokens: int | None = None,
+        wire_api: WireApi | None = None,
     ) -> AsyncIterator[ResponseEvent]:
         """Answer the last of `messages` (the conversation so far, the user's message last).
 
@@ -180,6 +182,8 @@ class ChatRuntime:
         `selected_tool_ids` None means the component's default selection. Without `client`, one
         is made from the provider entry (`api_key`, else the entry's organization `ENC:v1:` key,
         else the host's environment variable) and closed at the end; pass your own to keep its connections between messages.
+        `wire_api` picks "chat_completions" or "responses" for a host that speaks both (OpenAI);
+        a host that speaks one API only refuses the other with a ProviderConfigurationError.
 
         Raises `ValueError` when the last message is not the user's (or `selected_tool_ids` is
         one bare string); `ChatRequirementError`
@@ -202,6 +206,12 @@ class ChatRuntime:
             raise ValueError(
                 "respond() answers a user message: pass the conversation so far with the user's "
                 f"message last; got {len(messages)} message(s){last}."
+            )
+        if client is not None and wire_api is not None and client.profile.wire_api != wire_api:
+            raise ValueError(
+                f"respond() got wire_api={wire_api!r} and a client that speaks "
+                f"{client.profile.wire_api!r}; pass one of them (create_client(..., "
+                f"wire_api={wire_api!r}) makes a client for it)."
             )
         if isinstance(selected_tool_ids, str):
             raise ValueError(
@@ -256,7 +266,9 @@ class ChatRuntime:
             provider_trusted=trusted,
         )
         owned = client is None
-        active = client if client is not None else create_client(provider, api_key)
+        active = (
+            client if client is not None else create_client(provider, api_key, wire_api=wire_api)
+        )
         try:
             adapter = create_adapter(
                 active,
@@ -393,6 +405,7 @@ async def respond(
     client: ProviderClient | None = None,
     api_key: str | None = None,
     services: Mapping[str, Any] | None = None,
+    wire_api: WireApi | None = None,
 ) -> AsyncIterator[ResponseEvent]:
     """`ChatRuntime(policy, services=services).respond(...)` for an app that answers one message.
 
@@ -408,5 +421,6 @@ async def respond(
             system_prompt=system_prompt,
             client=client,
             api_key=api_key,
+            wire_api=wire_api,
         ):
             yield event

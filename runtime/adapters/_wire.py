@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeGuard, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from runtime.messages import (
     UNKNOWN_USAGE,
@@ -93,24 +93,6 @@ def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable
     return (head[:-1] + separator + ",".join(members) + "}").encode("utf-8", "backslashreplace")
 
 
-def usage_from(payload: Any, input_key: str, output_key: str) -> Usage:
-    """The token counts under the two keys; counts that are no non-negative integer are unknown."""
-    if not isinstance(payload, dict):
-        return UNKNOWN_USAGE
-    given_in = payload.get(input_key)
-    given_out = payload.get(output_key)
-    input_tokens = given_in if is_count(given_in) else None
-    output_tokens = given_out if is_count(given_out) else None
-    if input_tokens is None and output_tokens is None:
-        return UNKNOWN_USAGE
-    return Usage(input_tokens, output_tokens)
-
-
-def is_count(value: Any) -> TypeGuard[int]:
-    """A token count: a non-negative integer that is not a boolean."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def error_message(payload: Any) -> str:
     """The human part of an error payload a host put into its stream."""
     if isinstance(payload, str):
@@ -154,11 +136,6 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def is_index(value: Any) -> TypeGuard[int]:
-    """An integer position that is not a boolean (JSON `true` parses as a Python int)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def non_blank(value: Any) -> str | None:
     """`value` if it is a string with more than white space, else None."""
     return value if isinstance(value, str) and value.strip() else None
@@ -197,10 +174,58 @@ class TypedFields:
 
     def typed(self, field: str, value: Any, kind: type, expected: str) -> bool:
         """Whether `value` is absent (null) or has the JSON type the API documents."""
-        if value is None or isinstance(value, kind):
+        if value is None or (isinstance(value, kind) and not _is_bool_for(kind, value)):
             return True
         self.protocol_error = self.protocol_error or wrong_type(field, value, expected)
         return False
+
+    def string(self, parent: Mapping[str, Any], key: str, field: str) -> str | None:
+        """`parent[key]` when it is a string; absent is None, any other type a protocol problem."""
+        value = parent.get(key)
+        return value if self.typed(field, value, str, "a string") else None
+
+    def mapping(self, parent: Mapping[str, Any], key: str, field: str) -> dict[str, Any] | None:
+        """`parent[key]` when it is an object; absent is None, any other type a protocol problem."""
+        value = parent.get(key)
+        return value if self.typed(field, value, dict, "an object") else None
+
+    def array(self, parent: Mapping[str, Any], key: str, field: str) -> list[Any] | None:
+        """`parent[key]` when it is an array; absent is None, any other type a protocol problem."""
+        value = parent.get(key)
+        return value if self.typed(field, value, list, "an array") else None
+
+    def integer(self, parent: Mapping[str, Any], key: str, field: str) -> int | None:
+        """`parent[key]` when it is a whole number; absent is None, any other type a problem."""
+        value = parent.get(key)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if self.typed(field, value, int, "an integer") else None
+
+    def objects(self, items: list[Any], field: str) -> list[tuple[int, dict[str, Any]]]:
+        """The elements of an array that are objects, with their positions; others are problems."""
+        kept: list[tuple[int, dict[str, Any]]] = []
+        for position, item in enumerate(items):
+            if self.typed(f"{field}[{position}]", item, dict, "an object") and item is not None:
+                kept.append((position, item))
+        return kept
+
+    def usage_at(
+        self, parent: Mapping[str, Any], key: str, field: str, names: tuple[str, str]
+    ) -> Usage:
+        """The usage object under `key`: each count typed (a negative count is unknown)."""
+        payload = self.mapping(parent, key, field)
+        if payload is None:
+            return UNKNOWN_USAGE
+        counts = [self.integer(payload, name, f"{field}.{name}") for name in names]
+        given_in, given_out = (c if c is not None and c >= 0 else None for c in counts)
+        if given_in is None and given_out is None:
+            return UNKNOWN_USAGE
+        return Usage(given_in, given_out)
+
+
+def _is_bool_for(kind: type, value: Any) -> bool:
+    """JSON `true` parses as a Python int: a boolean is no number."""
+    return kind in (int, float) and isinstance(value, bool)
 
 
 class StreamAccumulator(Protocol):

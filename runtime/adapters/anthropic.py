@@ -22,6 +22,7 @@ from runtime.messages import (
     RequestedCall,
     Role,
     Round,
+    StopReason,
     TextDelta,
     Usage,
 )
@@ -36,14 +37,24 @@ _RESERVED = frozenset({"model", "messages", "system", "stream", "tools", "tool_c
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
+_STOP_REASONS = {
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "pause_turn": StopReason.PAUSED,
+    "refusal": StopReason.REFUSAL,
+}
+"""Anthropic stop reasons that are no complete answer (end_turn, tool_use, stop_sequence are)."""
+
+
 class _BlockBuilder:
-    __slots__ = ("arguments", "seed", "signature", "text", "thinking")
+    __slots__ = ("arguments", "citations", "seed", "signature", "text", "thinking")
 
     def __init__(self, seed: dict[str, Any]) -> None:
         self.seed = seed
         self.text: list[str] = []
         self.arguments: list[str] = []
         self.thinking: list[str] = []
+        self.citations: list[Any] = []
         self.signature: str | None = None
 
     def finish(self) -> tuple[dict[str, Any], str | None]:
@@ -52,7 +63,11 @@ class _BlockBuilder:
         kind = seed.get("type")
         if kind == "text":
             text = _wire.text_of(seed.get("text")) + "".join(self.text)
-            return {**seed, "type": "text", "text": text}, None
+            block = {**seed, "type": "text", "text": text}
+            if self.citations:
+                given = seed.get("citations")
+                block["citations"] = [*(given if isinstance(given, list) else []), *self.citations]
+            return block, None
         if kind == "thinking":
             start = _wire.text_of(seed.get("thinking"))
             seeded = _wire.text_of(seed.get("signature"))
@@ -63,11 +78,13 @@ class _BlockBuilder:
                 "thinking": start + "".join(self.thinking),
                 "signature": signature,
             }, None
-        if kind == "tool_use":
-            return self._tool_use()
+        if "input" in seed or self.arguments:
+            return self._with_input()
         return seed, None
 
-    def _tool_use(self) -> tuple[dict[str, Any], str | None]:
+    def _with_input(self) -> tuple[dict[str, Any], str | None]:
+        """A tool_use block, or a server's (server_tool_use, mcp_tool_use), with its streamed
+        input joined."""
         raw = "".join(self.arguments)
         if not raw.strip():
             seeded = self.seed.get("input")
@@ -89,17 +106,34 @@ class StreamedMessage:
     unparsable_arguments: Mapping[str, str]
     """Raw argument text of tool_use blocks (by id) that never formed a JSON object."""
     usage: Usage
+    stop_reason: StopReason = StopReason.COMPLETED
+
+
+_SEED_STRINGS = ("text", "thinking", "signature", "id", "name")
+"""The string members of a content block's start that are read."""
+_DELTA_STRINGS = {
+    "text_delta": "text",
+    "input_json_delta": "partial_json",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+}
+"""The member holding each kind of block delta's piece."""
 
 
 class AnthropicAccumulator(_wire.TypedFields):
-    """Reads the events of one Messages stream; never raises on bad input."""
+    """Reads the events of one Messages stream; never raises on bad input.
 
-    __slots__ = ("_blocks", "_ended", "error", "usage")
+    Every field it reads is type-checked: a wrong JSON type is kept as the round's protocol
+    problem, naming the field.
+    """
+
+    __slots__ = ("_blocks", "_ended", "_stop", "error", "usage")
 
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _BlockBuilder] = {}
         self._ended = False
+        self._stop = StopReason.COMPLETED
         self.usage: Usage = UNKNOWN_USAGE
         self.error: str | None = None
 
@@ -107,73 +141,86 @@ class AnthropicAccumulator(_wire.TypedFields):
         event = _wire.loads_payload(data)
         if not isinstance(event, dict):
             return None
-        kind = event.get("type")
+        kind = self.string(event, "type", "type")
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":
-            index, seed = event.get("index"), event.get("content_block")
-            if (
-                _wire.is_index(index)
-                and self.typed("content_block", seed, dict, "an object")
-                and isinstance(seed, dict)
-            ):
+            index = self.integer(event, "index", "index")
+            seed = self.mapping(event, "content_block", "content_block")
+            if seed is not None and self._typed_seed(seed) and index is not None:
                 self._blocks[index] = _BlockBuilder(seed)
         elif kind == "message_start":
-            return self._start(event.get("message"))
+            return self._start(self.mapping(event, "message", "message"))
         elif kind == "message_delta":
-            delta = event.get("delta")
-            if isinstance(delta, dict) and _wire.non_blank(delta.get("stop_reason")):
+            delta = self.mapping(event, "delta", "delta")
+            reason = _wire.non_blank(self.string(delta or {}, "stop_reason", "delta.stop_reason"))
+            if reason is not None:
                 self._ended = True
+                self._stop = _STOP_REASONS.get(reason, StopReason.COMPLETED)
         elif kind == "message_stop":
             self._ended = True
         elif kind == "error":
             self.error = _wire.error_message(event.get("error")) or "unknown error"
         return None
 
-    def _start(self, message: Any) -> TextDelta | None:
+    def _typed_seed(self, seed: dict[str, Any]) -> bool:
+        """Whether a block's start can be read: its type a string, its members typed."""
+        if self.string(seed, "type", "content_block.type") is None and "type" in seed:
+            return False
+        for name in _SEED_STRINGS:
+            self.string(seed, name, f"content_block.{name}")
+        if seed.get("type") != "text" or seed.get("input") is not None:
+            self.mapping(seed, "input", "content_block.input")
+        self.array(seed, "citations", "content_block.citations")
+        return self.protocol_error is None
+
+    def _start(self, message: dict[str, Any] | None) -> TextDelta | None:
         """The only usage passed on: what this request carried (cache reads and writes count)."""
-        if not isinstance(message, dict):
+        if message is None:
             return None
-        usage = message.get("usage")
-        if not isinstance(usage, dict):
+        usage = self.mapping(message, "usage", "message.usage")
+        if usage is None:
             return None
-        counts = (usage.get(k) for k in _INPUT_KEYS)
-        known = [c for c in counts if _wire.is_count(c)]
+        counts = (self.integer(usage, k, f"message.usage.{k}") for k in _INPUT_KEYS)
+        known = [c for c in counts if c is not None and c >= 0]
         if not known:
             return None
         self.usage = Usage(input_tokens=sum(known))
         return TextDelta("", (), self.usage)
 
     def _delta(self, event: dict[str, Any]) -> TextDelta | None:
-        delta = event.get("delta")
-        index = event.get("index")
-        if not self.typed("delta", delta, dict, "an object"):
+        delta = self.mapping(event, "delta", "delta")
+        index = self.integer(event, "index", "index")
+        if delta is None or index is None:
             return None
-        if not isinstance(delta, dict) or not _wire.is_index(index):
+        kind = self.string(delta, "type", "delta.type")
+        if kind == "citations_delta":
+            citation = self.mapping(delta, "citation", "delta.citation")
+            block = self._blocks.get(index)
+            if citation is not None and block is not None:
+                block.citations.append(citation)
             return None
-        kind = delta.get("type")
+        member = _DELTA_STRINGS.get(kind or "")
+        if member is None:
+            return None
+        piece = self.string(delta, member, f"delta.{member}")
         block = self._blocks.get(index)
         if block is None:
             if kind != "text_delta":
                 return None
             block = self._blocks[index] = _BlockBuilder({"type": "text", "text": ""})
+        if piece is None:
+            return None
         if kind == "text_delta":
-            text = delta.get("text")
-            if isinstance(text, str) and text:
-                block.text.append(text)
-                return TextDelta(text)
+            if piece:
+                block.text.append(piece)
+                return TextDelta(piece)
         elif kind == "input_json_delta":
-            partial = delta.get("partial_json")
-            if isinstance(partial, str):
-                block.arguments.append(partial)
+            block.arguments.append(piece)
         elif kind == "thinking_delta":
-            thinking = delta.get("thinking")
-            if isinstance(thinking, str):
-                block.thinking.append(thinking)
-        elif kind == "signature_delta":
-            signature = delta.get("signature")
-            if isinstance(signature, str):
-                block.signature = signature
+            block.thinking.append(piece)
+        else:
+            block.signature = piece
         return None
 
     def build(self) -> StreamedMessage | None:
@@ -188,11 +235,12 @@ class AnthropicAccumulator(_wire.TypedFields):
             block_id = block.get("id")
             if raw is not None and isinstance(block_id, str):
                 unparsable[block_id] = raw
-        return StreamedMessage(tuple(blocks), unparsable, self.usage)
+        return StreamedMessage(tuple(blocks), unparsable, self.usage, self._stop)
 
 
 def round_of(message: StreamedMessage) -> Round:
-    """Text of the text blocks; calls of the tool_use blocks with an id and a name."""
+    """Text of the text blocks; calls of the tool_use blocks with an id and a name (a server's
+    own tool use is the host's business and only goes back with the turn)."""
     text: list[str] = []
     calls: list[RequestedCall] = []
     for block in message.blocks:
@@ -206,7 +254,7 @@ def round_of(message: StreamedMessage) -> Round:
             raw = message.unparsable_arguments.get(call_id)
             arguments = raw if raw is not None else _wire.dumps(block.get("input", {}))
             calls.append(RequestedCall(call_id, name, arguments, _wire.is_json_object(arguments)))
-    return Round("".join(text), tuple(calls), (), message.usage)
+    return Round("".join(text), tuple(calls), (), message.usage, message.stop_reason)
 
 
 class AnthropicAdapter:

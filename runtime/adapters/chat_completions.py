@@ -23,6 +23,7 @@ from runtime.messages import (
     Round,
     Source,
     SourceOrigin,
+    StopReason,
     TextDelta,
     Usage,
 )
@@ -36,6 +37,7 @@ _RESERVED = frozenset(
     {"model", "messages", "stream", "tools", "tool_choice", "parallel_tool_calls"}
 )
 _CALL_KEYS = frozenset({"index", "id", "type", "function"})
+_REASONING_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_details"})
 
 
 class _CallBuilder:
@@ -64,41 +66,134 @@ class StreamedCall:
 
 @dataclass(frozen=True, slots=True)
 class StreamedMessage:
-    """The assistant message of one round; `content` is None when the model wrote no text."""
+    """The assistant message of one round; `content` is None when the model wrote no text.
+
+    `reasoning` holds each plain reasoning field as it arrived (`reasoning_content`,
+    `reasoning`), `reasoning_details` OpenRouter's structured entries put back together, and
+    `think` the text of a leading `<think>…</think>` block split off the answer.
+    """
 
     content: str | None
-    reasoning: str
+    reasoning: Mapping[str, str]
     calls: tuple[StreamedCall, ...]
     usage: Usage
     sources: tuple[Source, ...]
+    reasoning_details: tuple[Mapping[str, Any], ...] = ()
+    think: str = ""
+    stop_reason: StopReason = StopReason.COMPLETED
+
+
+_FINISH_REASONS = {
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.CONTENT_FILTER,
+}
+_PLAIN_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_JOINED_DETAIL_KEYS = frozenset({"text", "summary", "data"})
+"""Text members of a `reasoning_details` entry that a stream delivers in pieces."""
+
+
+class _ThinkSplitter:
+    """Splits a leading `<think>…</think>` block off the streamed content (Groq's raw reasoning
+    format, many self-hosted reasoning models); tags later in the answer are left as text."""
+
+    __slots__ = ("_buffer", "_state", "think")
+
+    _OPEN = "<think>"
+    _CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self._state = "start"
+        self._buffer = ""
+        self.think: list[str] = []
+
+    def feed(self, text: str) -> str:
+        """The answer text of this piece (possibly held back while a tag may be forming)."""
+        if self._state == "answer":
+            return text
+        if self._state == "after":
+            text = text.lstrip()
+            if text:
+                self._state = "answer"
+            return text
+        self._buffer += text
+        if self._state == "start":
+            leading = self._buffer.lstrip()
+            if not leading:
+                return ""
+            if not leading.startswith(self._OPEN):
+                if self._OPEN.startswith(leading):
+                    return ""
+                self._state = "answer"
+                answer, self._buffer = self._buffer, ""
+                return answer
+            self._state = "thinking"
+            self._buffer = leading[len(self._OPEN) :]
+        end = self._buffer.find(self._CLOSE)
+        if end < 0:
+            keep = _partial_suffix(self._buffer, self._CLOSE)
+            self.think.append(self._buffer[: len(self._buffer) - keep])
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            return ""
+        self.think.append(self._buffer[:end])
+        rest = self._buffer[end + len(self._CLOSE) :]
+        self._state, self._buffer = "after", ""
+        return self.feed(rest)
+
+    def flush(self) -> str:
+        """What is still held back once the stream ended (an unfinished tag is answer text)."""
+        held, self._buffer = self._buffer, ""
+        if self._state == "thinking":
+            self.think.append(held)
+            return ""
+        return held
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """How many trailing characters of `text` could be the start of `tag`."""
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(text[-size:]):
+            return size
+    return 0
 
 
 class ChatCompletionAccumulator(_wire.TypedFields):
-    """Reads the `data:` payloads of one Chat Completions stream; never raises on bad input."""
+    """Reads the `data:` payloads of one Chat Completions stream; never raises on bad input.
+
+    Every field it reads is type-checked: a wrong JSON type is kept as the round's protocol
+    problem, naming the field.
+    """
 
     __slots__ = (
         "_by_id",
         "_by_index",
         "_calls",
+        "_details",
+        "_finish",
         "_read_something",
         "_reasoning",
+        "_refused",
         "_seen_urls",
         "_sources",
         "_text",
+        "_think",
         "error",
         "usage",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, split_think_tags: bool = True) -> None:
         super().__init__()
         self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._reasoning: dict[str, list[str]] = {}
+        self._details: dict[int, dict[str, Any]] = {}
         self._calls: list[_CallBuilder] = []
         self._by_index: dict[int, _CallBuilder] = {}
         self._by_id: dict[str, _CallBuilder] = {}
         self._read_something = False
+        self._refused = False
+        self._finish: str | None = None
         self._seen_urls: set[str] = set()
         self._sources: list[Source] = []
+        self._think = _ThinkSplitter() if split_think_tags else None
         self.usage: Usage = UNKNOWN_USAGE
         self.error: str | None = None
 
@@ -112,71 +207,102 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         if chunk.get("error") is not None:
             self.error = _error_text(chunk["error"])
             return None
-        choices = chunk.get("choices")
         usage = self._new_usage(chunk)
         sources = self._new_sources(chunk)
         text = ""
-        if (
-            self.typed("choices", choices, list, "an array")
-            and isinstance(choices, list)
-            and choices
-            and self.typed("choices[0]", choices[0], dict, "an object")
-            and isinstance(choices[0], dict)
-        ):
-            delta = choices[0].get("delta")
-            if self.typed("choices[0].delta", delta, dict, "an object") and isinstance(delta, dict):
-                self._read_something = True
-                text = self._read_delta(delta)
-                if "annotations" in delta:
-                    sources += self._annotation_sources(delta["annotations"])
+        choices = self.array(chunk, "choices", "choices")
+        if choices:
+            choice = choices[0]
+            if self.typed("choices[0]", choice, dict, "an object") and isinstance(choice, dict):
+                finish = self.string(choice, "finish_reason", "choices[0].finish_reason")
+                if finish:
+                    self._finish = finish
+                delta = self.mapping(choice, "delta", "choices[0].delta")
+                if delta is None:
+                    delta = self.mapping(choice, "message", "choices[0].message")
+                    prefix = "choices[0].message"
+                else:
+                    prefix = "choices[0].delta"
+                if delta is not None:
+                    self._read_something = True
+                    text = self._read_delta(delta, prefix)
+                    annotations = self.array(delta, "annotations", f"{prefix}.annotations")
+                    if annotations:
+                        sources += self._annotation_sources(annotations, f"{prefix}.annotations")
         if text or usage.is_known or sources:
             return TextDelta(text, tuple(sources), usage)
         return None
 
     def _new_usage(self, chunk: dict[str, Any]) -> Usage:
         """The usage this chunk reports (Groq nests it under `x_groq`) if it is news, else unknown."""
+        names = ("prompt_tokens", "completion_tokens")
         if "usage" in chunk:
-            payload = chunk["usage"]
-        elif isinstance(chunk.get("x_groq"), dict):
-            payload = chunk["x_groq"].get("usage")
+            found = self.usage_at(chunk, "usage", "usage", names)
         else:
-            return UNKNOWN_USAGE
-        found = _wire.usage_from(payload, "prompt_tokens", "completion_tokens")
+            groq = self.mapping(chunk, "x_groq", "x_groq")
+            if groq is None:
+                return UNKNOWN_USAGE
+            found = self.usage_at(groq, "usage", "x_groq.usage", names)
         if not found.is_known or found == self.usage:
             return UNKNOWN_USAGE
         self.usage = found
         return found
 
-    def _read_delta(self, delta: dict[str, Any]) -> str:
-        reasoning = delta.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            self._reasoning.append(reasoning)
-        fragments = delta.get("tool_calls")
-        if self.typed("choices[0].delta.tool_calls", fragments, list, "an array") and isinstance(
-            fragments, list
-        ):
-            for fragment in fragments:
-                if isinstance(fragment, dict):
-                    self._read_fragment(fragment)
+    def _read_delta(self, delta: dict[str, Any], prefix: str) -> str:
+        for name in _PLAIN_REASONING_FIELDS:
+            reasoning = self.string(delta, name, f"{prefix}.{name}")
+            if reasoning:
+                self._reasoning.setdefault(name, []).append(reasoning)
+        details = self.array(delta, "reasoning_details", f"{prefix}.reasoning_details")
+        if details:
+            self._read_details(details, f"{prefix}.reasoning_details")
+        fragments = self.array(delta, "tool_calls", f"{prefix}.tool_calls")
+        if fragments:
+            for position, fragment in self.objects(fragments, f"{prefix}.tool_calls"):
+                self._read_fragment(fragment, f"{prefix}.tool_calls[{position}]")
+        refusal = self.string(delta, "refusal", f"{prefix}.refusal")
         content = delta.get("content")
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
+        if isinstance(content, list):
             text = "".join(
-                part["text"]
-                for part in content
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
+                piece
+                for position, part in self.objects(content, f"{prefix}.content")
+                if (piece := self.string(part, "text", f"{prefix}.content[{position}].text"))
             )
+        elif self.typed(f"{prefix}.content", content, str, "a string or an array"):
+            text = content or ""
         else:
-            return ""
+            text = ""
+        if refusal:
+            self._refused = True
+            text += refusal
+        if self._think is not None and not refusal:
+            text = self._think.feed(text)
         if text:
             self._text.append(text)
         return text
 
-    def _read_fragment(self, fragment: dict[str, Any]) -> None:
-        index = fragment.get("index")
-        fragment_id = _wire.non_blank(fragment.get("id"))
-        if _wire.is_index(index):
+    def _read_details(self, details: list[Any], field: str) -> None:
+        """OpenRouter's `reasoning_details`: entries by `index`, streamed text joined, the
+        signature and other members as last sent; kept verbatim for the next request."""
+        for position, entry in self.objects(details, field):
+            index = self.integer(entry, "index", f"{field}[{position}].index")
+            key = index if index is not None else len(self._details)
+            held = self._details.setdefault(key, {})
+            for name, value in entry.items():
+                before = held.get(name)
+                if (
+                    name in _JOINED_DETAIL_KEYS
+                    and isinstance(value, str)
+                    and isinstance(before, str)
+                ):
+                    held[name] = before + value
+                elif value is not None or name not in held:
+                    held[name] = value
+
+    def _read_fragment(self, fragment: dict[str, Any], field: str) -> None:
+        index = self.integer(fragment, "index", f"{field}.index")
+        fragment_id = _wire.non_blank(self.string(fragment, "id", f"{field}.id"))
+        if index is not None:
             call = self._by_index.get(index) or self._open(index=index)
         elif fragment_id is not None:
             call = self._by_id.get(fragment_id) or self._open()
@@ -185,15 +311,17 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         if fragment_id is not None and call.call_id is None:
             call.call_id = fragment_id
             self._by_id[fragment_id] = call
+        call_type = _wire.non_blank(self.string(fragment, "type", f"{field}.type"))
         if call.call_type is None:
-            call.call_type = _wire.non_blank(fragment.get("type"))
-        function = fragment.get("function")
-        if isinstance(function, dict):
+            call.call_type = call_type
+        function = self.mapping(fragment, "function", f"{field}.function")
+        if function is not None:
             call.has_function = True
+            name = self.string(function, "name", f"{field}.function.name")
             if call.name is None:
-                call.name = _wire.non_blank(function.get("name"))
-            arguments = function.get("arguments")
-            if isinstance(arguments, str) and arguments:
+                call.name = _wire.non_blank(name)
+            arguments = self.string(function, "arguments", f"{field}.function.arguments")
+            if arguments:
                 call.arguments.append(arguments)
         for key, value in fragment.items():
             if key not in _CALL_KEYS and value is not None:
@@ -209,25 +337,30 @@ class ChatCompletionAccumulator(_wire.TypedFields):
     def _new_sources(self, chunk: dict[str, Any]) -> list[Source]:
         """Citations some hosts (Perplexity) send next to the text, each passed on once."""
         found: list[Source] = []
-        results = chunk.get("search_results")
-        if isinstance(results, list):
-            for result in results:
-                if isinstance(result, dict):
-                    self._add_source(found, result.get("title"), result.get("url"))
-        citations = chunk.get("citations")
-        if isinstance(citations, list):
-            for url in citations:
+        results = self.array(chunk, "search_results", "search_results")
+        for position, result in self.objects(results or [], "search_results"):
+            where = f"search_results[{position}]"
+            title = self.string(result, "title", f"{where}.title")
+            self._add_source(found, title, self.string(result, "url", f"{where}.url"))
+        citations = self.array(chunk, "citations", "citations")
+        for position, url in enumerate(citations or []):
+            if self.typed(f"citations[{position}]", url, str, "a string"):
                 self._add_source(found, url, url)
         return found
 
-    def _annotation_sources(self, annotations: Any) -> list[Source]:
+    def _annotation_sources(self, annotations: list[Any], field: str) -> list[Source]:
         found: list[Source] = []
-        if isinstance(annotations, list):
-            for annotation in annotations:
-                if isinstance(annotation, dict) and annotation.get("type") == "url_citation":
-                    cited = annotation.get("url_citation")
-                    cited = cited if isinstance(cited, dict) else annotation
-                    self._add_source(found, cited.get("title"), cited.get("url"))
+        for position, annotation in self.objects(annotations, field):
+            where = f"{field}[{position}]"
+            if self.string(annotation, "type", f"{where}.type") != "url_citation":
+                continue
+            cited = self.mapping(annotation, "url_citation", f"{where}.url_citation")
+            if cited is not None:
+                where += ".url_citation"
+            else:
+                cited = annotation
+            title = self.string(cited, "title", f"{where}.title")
+            self._add_source(found, title, self.string(cited, "url", f"{where}.url"))
         return found
 
     def _add_source(self, found: list[Source], title: Any, url: Any) -> None:
@@ -243,6 +376,10 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         """The round's message, or None when the stream said nothing (a failed round)."""
         if not self._read_something:
             return None
+        if self._think is not None:
+            rest = self._think.flush()
+            if rest:
+                self._text.append(rest)
         calls = tuple(
             StreamedCall(
                 call_id=c.call_id,
@@ -255,12 +392,19 @@ class ChatCompletionAccumulator(_wire.TypedFields):
             for c in self._calls
         )
         text = "".join(self._text)
+        if self._refused:
+            stop = StopReason.REFUSAL
+        else:
+            stop = _FINISH_REASONS.get(self._finish or "", StopReason.COMPLETED)
         return StreamedMessage(
             content=text or None,
-            reasoning="".join(self._reasoning),
+            reasoning={name: "".join(parts) for name, parts in self._reasoning.items()},
             calls=calls,
             usage=self.usage,
             sources=tuple(self._sources),
+            reasoning_details=tuple(self._details[k] for k in sorted(self._details)),
+            think="".join(self._think.think) if self._think is not None else "",
+            stop_reason=stop,
         )
 
 
@@ -304,6 +448,8 @@ class ChatCompletionsAdapter:
         ]
         self._tools = _wire.RawJson(_wire.dumps(tools)) if tools else None
         self._ask_for_sequential_calls = profile.accepts_parallel_tool_calls
+        self._reasoning_fields = profile.reasoning_fields
+        self._think_field = profile.think_tags_resent_as
         self._recorded_json: list[str] = []
         self._recorded_texts: list[str] = []
         self._last_turn: dict[str, Any] | None = None
@@ -339,7 +485,9 @@ class ChatCompletionsAdapter:
 
     def _completed(self, message: StreamedMessage) -> Round:
         calls, self._last_turn = self._prepare(message)
-        return Round(message.content or "", calls, message.sources, message.usage)
+        return Round(
+            message.content or "", calls, message.sources, message.usage, message.stop_reason
+        )
 
     def _prepare(
         self, message: StreamedMessage
@@ -377,11 +525,23 @@ class ChatCompletionsAdapter:
         turn: dict[str, Any] = {"role": "assistant"}
         if message.content is not None:
             turn["content"] = message.content
-        if message.reasoning:
-            turn["reasoning_content"] = message.reasoning
+        turn.update(self._reasoning_of(message))
         if wire_calls:
             turn["tool_calls"] = wire_calls
         return tuple(requested), turn
+
+    def _reasoning_of(self, message: StreamedMessage) -> dict[str, Any]:
+        """The reasoning members of the turn as this host takes them back (its profile says
+        which fields; a split-off `<think>` block goes where the profile puts it, if anywhere)."""
+        members: dict[str, Any] = {
+            name: text for name, text in message.reasoning.items() if name in self._reasoning_fields
+        }
+        if message.reasoning_details and "reasoning_details" in self._reasoning_fields:
+            members["reasoning_details"] = [dict(d) for d in message.reasoning_details]
+        think = self._think_field
+        if message.think.strip() and think is not None and think not in members:
+            members[think] = message.think
+        return members
 
     def _normalized_name(self, returned: str | None) -> tuple[str, bool]:
         name = (returned or "").strip()
@@ -397,7 +557,12 @@ class ChatCompletionsAdapter:
             return
         self._last_turn = None
         self._recorded_json.append(_wire.dumps(turn))
-        texts = [turn.get("content") or "", turn.get("reasoning_content") or ""]
+        texts = [turn.get("content") or ""]
+        texts += [
+            v if isinstance(v, str) else _wire.dumps(v)
+            for k, v in turn.items()
+            if k in _REASONING_KEYS
+        ]
         texts += [
             c["function"]["name"] + c["function"]["arguments"] for c in turn.get("tool_calls", ())
         ]

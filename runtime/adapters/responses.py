@@ -1,8 +1,11 @@
 """OpenAI Responses API ⇄ the shared message model.
 
-The whole output of a round — reasoning items included — goes back in the next request exactly
-as it arrived (the raw JSON text of each item), since the API refuses a continuation whose
-reasoning was dropped or rewritten. Call ids come from the provider and are never made up.
+Requests are sent with `store: false`, so nothing lives on the host between rounds: the whole
+output of a round — reasoning items included — goes back in the next request exactly as it
+arrived (the raw JSON text of each item), since the API refuses a continuation whose reasoning was
+dropped or rewritten. Reasoning models are asked for `reasoning.encrypted_content`, the only form
+in which a reasoning item can be sent back unstored. Call ids come from the provider and are
+never made up.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from runtime.messages import (
     Round,
     Source,
     SourceOrigin,
+    StopReason,
     TextDelta,
     Usage,
 )
@@ -46,15 +50,33 @@ class OutputItem:
 
 @dataclass(frozen=True, slots=True)
 class StreamedResponse:
-    """One round's response: its output items in order, the API's output_text, and usage."""
+    """One round's response: its output items in order, the API's output_text, usage, and why
+    it ended."""
 
     output: tuple[OutputItem, ...]
     output_text: str
     usage: Usage
+    stop_reason: StopReason = StopReason.COMPLETED
+
+
+_INCOMPLETE_REASONS = {"content_filter": StopReason.CONTENT_FILTER}
+"""Responses `incomplete_details.reason` other than max_output_tokens (which is MAX_TOKENS)."""
+
+_ITEM_STRINGS: dict[str, tuple[str, ...]] = {
+    "function_call": ("name", "arguments", "call_id"),
+    "reasoning": ("encrypted_content",),
+}
+"""The string members read from an output item of each type."""
+_PART_TEXT = {"output_text": "text", "refusal": "refusal"}
+"""The member holding the text of each message content part read."""
 
 
 class ResponsesAccumulator(_wire.TypedFields):
-    """Reads the events of one Responses stream; never raises on bad input."""
+    """Reads the events of one Responses stream; never raises on bad input.
+
+    Every field it reads is type-checked: a wrong JSON type is kept as the round's protocol
+    problem, naming the field.
+    """
 
     __slots__ = ("_completed", "_done_items", "error")
 
@@ -67,25 +89,50 @@ class ResponsesAccumulator(_wire.TypedFields):
     def _typed_items(self, field: str, items: list[Any]) -> list[dict[str, Any]]:
         """The output items whose `type` is a string; any other is a protocol problem."""
         kept: list[dict[str, Any]] = []
-        for position, item in enumerate(items):
-            if not self.typed(f"{field}[{position}]", item, dict, "an object"):
-                continue
-            if isinstance(item, dict) and self.typed(
-                f"{field}[{position}].type", item.get("type"), str, "a string"
-            ):
+        for position, item in self.objects(items, field):
+            if self._typed_item(item, f"{field}[{position}]"):
                 kept.append(item)
         return kept
+
+    def _typed_item(self, item: dict[str, Any], field: str) -> bool:
+        """Whether the item has a string `type`; the members read of its type are checked."""
+        kind = self.string(item, "type", f"{field}.type")
+        if kind is None and item.get("type") is not None:
+            return False
+        for name in _ITEM_STRINGS.get(kind or "", ()):
+            self.string(item, name, f"{field}.{name}")
+        if kind == "message":
+            content = self.array(item, "content", f"{field}.content")
+            for position, part in self.objects(content or [], f"{field}.content"):
+                where = f"{field}.content[{position}]"
+                part_kind = self.string(part, "type", f"{where}.type")
+                member = _PART_TEXT.get(part_kind or "")
+                if member is not None:
+                    self.string(part, member, f"{where}.{member}")
+                annotations = self.array(part, "annotations", f"{where}.annotations")
+                for number, annotation in self.objects(annotations or [], f"{where}.annotations"):
+                    self._typed_citation(annotation, f"{where}.annotations[{number}]")
+        return True
+
+    def _typed_citation(self, annotation: dict[str, Any], field: str) -> None:
+        if self.string(annotation, "type", f"{field}.type") == "url_citation":
+            self.string(annotation, "title", f"{field}.title")
+            self.string(annotation, "url", f"{field}.url")
 
     def feed(self, data: str) -> TextDelta | None:
         event = _wire.loads_payload(data)
         if not isinstance(event, dict):
             return None
-        kind = event.get("type")
+        kind = self.string(event, "type", "type")
         if kind == "response.output_text.delta":
-            text = event.get("delta")
-            return TextDelta(text) if isinstance(text, str) and text else None
+            text = self.string(event, "delta", "delta")
+            return TextDelta(text) if text else None
         if kind == "response.output_text.annotation.added":
-            source = _url_citation(event.get("annotation"))
+            annotation = self.mapping(event, "annotation", "annotation")
+            if annotation is None:
+                return None
+            self._typed_citation(annotation, "annotation")
+            source = _url_citation(annotation)
             return TextDelta("", (source,)) if source is not None else None
         if kind == "response.output_item.done":
             self._keep_done_item(event, data)
@@ -99,40 +146,53 @@ class ResponsesAccumulator(_wire.TypedFields):
         return None
 
     def _keep_done_item(self, event: dict[str, Any], data: str) -> None:
-        item = event.get("item")
-        if not isinstance(item, dict) or not self.typed(
-            "item.type", item.get("type"), str, "a string"
-        ):
-            self.typed("item", item, dict, "an object")
+        item = self.mapping(event, "item", "item")
+        if item is None or not self._typed_item(item, "item"):
             return
-        index = event.get("output_index")
-        if not _wire.is_index(index):
+        index = self.integer(event, "output_index", "output_index")
+        if index is None:
             index = len(self._done_items)
         raw = _raw_or_dumped(item, lambda: _spans.value_text(data, ("item",)))
         self._done_items[index] = OutputItem(item, raw)
 
     def _complete(self, event: dict[str, Any], data: str) -> TextDelta | None:
-        response = event.get("response")
-        if not isinstance(response, dict):
-            self.typed("response", response, dict, "an object")
+        response = self.mapping(event, "response", "response")
+        if response is None:
             return None
-        output = response.get("output")
-        if not self.typed("response.output", output, list, "an array") or output is None:
-            output = []
+        output = self.array(response, "output", "response.output") or []
         items = self._typed_items("response.output", output)
+        output_text = self.string(response, "output_text", "response.output_text")
+        usage = self.usage_at(
+            response, "usage", "response.usage", ("input_tokens", "output_tokens")
+        )
+        stop = self._stop_reason(response, items)
         if self.protocol_error is not None:
             return None
         raws = _raw_elements(data, items)
-        output_text = response.get("output_text")
-        usage = _wire.usage_from(response.get("usage"), "input_tokens", "output_tokens")
         if not all(i.get("type") in _USAGE_SAFE_ITEM_TYPES for i in items):
             usage = UNKNOWN_USAGE
         self._completed = StreamedResponse(
             tuple(OutputItem(i, r) for i, r in zip(items, raws, strict=True)),
-            output_text if isinstance(output_text, str) else "",
+            output_text or "",
             usage,
+            stop,
         )
         return TextDelta("", (), usage) if usage.is_known else None
+
+    def _stop_reason(self, response: dict[str, Any], items: list[dict[str, Any]]) -> StopReason:
+        """incomplete (cut at max_output_tokens, or filtered), a refusal, or completed."""
+        status = self.string(response, "status", "response.status")
+        details = self.mapping(response, "incomplete_details", "response.incomplete_details")
+        reason = self.string(details or {}, "reason", "response.incomplete_details.reason")
+        if status == "incomplete" or reason:
+            return _INCOMPLETE_REASONS.get(reason or "", StopReason.MAX_TOKENS)
+        refused = any(
+            isinstance(part, dict) and part.get("type") == "refusal"
+            for item in items
+            if item.get("type") == "message" and isinstance(item.get("content"), list)
+            for part in item["content"]
+        )
+        return StopReason.REFUSAL if refused else StopReason.COMPLETED
 
     def build(self) -> StreamedResponse | None:
         """The completed response; else one rebuilt from its done items; else None (failed)."""
@@ -190,7 +250,7 @@ def round_of(response: StreamedResponse) -> Round:
             calls.append(RequestedCall(call_id, name, arguments, valid))
     text = response.output_text if response.output_text.strip() else "".join(text_parts)
     unique = tuple({s.url: s for s in reversed(sources)}.values())[::-1]
-    return Round(text, tuple(calls), unique, response.usage)
+    return Round(text, tuple(calls), unique, response.usage, response.stop_reason)
 
 
 def _read_message(content: Any, text_parts: list[str], sources: list[Source]) -> None:
@@ -206,6 +266,33 @@ def _read_message(content: Any, text_parts: list[str], sources: list[Source]) ->
                 sources.extend(s for a in annotations if (s := _url_citation(a)) is not None)
         elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
             text_parts.append(part["refusal"])
+
+
+def resendable_items(response: StreamedResponse) -> list[str]:
+    """The response's output items as the next request sends them under `store: false`.
+
+    Each item goes back verbatim (ids included) while every reasoning item carries its
+    `encrypted_content`. A reasoning item without it cannot be resolved (nothing is stored), so it
+    is left out, and the other items of that response go back without their `id`, since the API
+    refuses an item whose id pairs it with a reasoning item that is not sent.
+    """
+    unresolved = [
+        o
+        for o in response.output
+        if o.item.get("type") == "reasoning"
+        and not _wire.non_blank(o.item.get("encrypted_content"))
+    ]
+    if not unresolved:
+        return [o.raw_json for o in response.output]
+    _log.warning(
+        "A reasoning item came without encrypted_content, so it cannot be sent back under "
+        'store: false; it is left out (ask for include: ["reasoning.encrypted_content"]).'
+    )
+    return [
+        _wire.dumps({k: v for k, v in o.item.items() if k != "id"})
+        for o in response.output
+        if o not in unresolved
+    ]
 
 
 class ResponsesAdapter:
@@ -230,6 +317,8 @@ class ResponsesAdapter:
             self._fields["max_output_tokens"] = max_output_tokens
         self._fields.update(_wire.without_reserved(extras, _RESERVED - {"tools"}, "Responses"))
         self._fields.pop("tools", None)
+        if client.profile.is_reasoning_model(model) or "reasoning" in extras:
+            self._fields["include"] = _with_encrypted_reasoning(extras.get("include"))
         local = [responses_tool(t) for t in conversation.tools]
         local_names = {t["name"] for t in local}
         native = [
@@ -277,9 +366,9 @@ class ResponsesAdapter:
         if response is None:
             return
         self._last = None
-        for output in response.output:
-            self._recorded_json.append(output.raw_json)
-            self._recorded_texts.append(output.raw_json)
+        for item_json in resendable_items(response):
+            self._recorded_json.append(item_json)
+            self._recorded_texts.append(item_json)
 
     def record_tool_result(self, call_id: str, content: str, is_error: bool = False) -> None:
         """A `function_call_output` item; this API has no error flag (the text says it)."""
@@ -292,3 +381,12 @@ class ResponsesAdapter:
     @property
     def recorded_request_texts(self) -> Sequence[str]:
         return tuple(self._recorded_texts)
+
+
+_ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+def _with_encrypted_reasoning(given: Any) -> list[Any]:
+    """The administrator's `include` list (if any) with the encrypted reasoning added once."""
+    kept = list(given) if isinstance(given, list) else []
+    return kept if _ENCRYPTED_REASONING in kept else [*kept, _ENCRYPTED_REASONING]

@@ -45,10 +45,30 @@ class HostProfile:
     max_tokens_field: str = "max_tokens"
     asks_for_stream_usage: bool = False
     """Send `stream_options.include_usage` (hosts that report usage only when asked)."""
+    reasoning_fields: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_details")
+    """Chat Completions: the assistant-message fields that carry the model's reasoning on this
+    host; each is kept verbatim from the stream and sent back under its own name."""
+    think_tags_resent_as: str | None = None
+    """Chat Completions: the field a `<think>…</think>` block (split off the answer text) goes
+    back in; None keeps it out of the next request."""
+    reasoning_model_prefixes: tuple[str, ...] = ()
+    """Responses: model ids (by prefix) that reason; under `store: false` they are asked for
+    `reasoning.encrypted_content` so their reasoning items can be sent back."""
+    non_reasoning_model_prefixes: tuple[str, ...] = ()
+    """Responses: exceptions to `reasoning_model_prefixes` (models that refuse the include)."""
 
     @property
     def endpoint_url(self) -> str:
         return self.base_url + _ENDPOINT_PATHS[self.wire_api]
+
+    def is_reasoning_model(self, model: str) -> bool:
+        """Whether `model` reasons on this host (decides the Responses encrypted-content include)."""
+        name = model.strip().lower().rsplit("/", 1)[-1]
+        if name.startswith(self.non_reasoning_model_prefixes):
+            return False
+        return bool(self.reasoning_model_prefixes) and name.startswith(
+            self.reasoning_model_prefixes
+        )
 
     @property
     def requires_call_ids(self) -> bool:
@@ -63,16 +83,26 @@ def _compatible(
     *,
     accepts_parallel_tool_calls: bool = True,
     requires_api_key: bool = True,
+    reasoning_fields: tuple[str, ...] | None = None,
+    think_tags_resent_as: str | None = None,
 ) -> HostProfile:
     """A Chat Completions host that does not bind tool calls to the schema."""
-    return HostProfile(
+    profile = HostProfile(
         name=name,
         wire_api="chat_completions",
         base_url=base_url,
         api_key_env=api_key_env,
         accepts_parallel_tool_calls=accepts_parallel_tool_calls,
         requires_api_key=requires_api_key,
+        think_tags_resent_as=think_tags_resent_as,
     )
+    if reasoning_fields is not None:
+        profile = dataclasses.replace(profile, reasoning_fields=reasoning_fields)
+    return profile
+
+
+_OPENAI_REASONING_MODELS = ("o1", "o3", "o4", "gpt-5", "codex")
+_OPENAI_PLAIN_MODELS = ("gpt-5-chat",)
 
 
 OPENAI_RESPONSES = HostProfile(
@@ -82,6 +112,8 @@ OPENAI_RESPONSES = HostProfile(
     enforces_strict_tool_schemas=True,
     api_key_env="OPENAI_API_KEY",
     max_tokens_field="max_output_tokens",
+    reasoning_model_prefixes=_OPENAI_REASONING_MODELS,
+    non_reasoning_model_prefixes=_OPENAI_PLAIN_MODELS,
 )
 OPENAI_CHAT_COMPLETIONS = HostProfile(
     name="OpenAI",
@@ -106,16 +138,28 @@ ANTHROPIC = HostProfile(
 _CLOUD_HOSTS: dict[ProviderKind, HostProfile] = {
     ProviderKind.OPEN_AI: OPENAI_RESPONSES,
     ProviderKind.ANTHROPIC: ANTHROPIC,
-    ProviderKind.GROQ: _compatible("Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    ProviderKind.GROQ: _compatible(
+        "Groq",
+        "https://api.groq.com/openai/v1",
+        "GROQ_API_KEY",
+        reasoning_fields=("reasoning",),
+        think_tags_resent_as="reasoning",
+    ),
     ProviderKind.MISTRAL: _compatible("Mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
     ProviderKind.OPEN_ROUTER: _compatible(
-        "OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"
+        "OpenRouter",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+        reasoning_fields=("reasoning", "reasoning_details"),
     ),
     ProviderKind.FIREWORKS: _compatible(
         "Fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"
     ),
     ProviderKind.DEEP_SEEK: _compatible(
-        "DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"
+        "DeepSeek",
+        "https://api.deepseek.com/v1",
+        "DEEPSEEK_API_KEY",
+        reasoning_fields=("reasoning_content",),
     ),
     ProviderKind.X: _compatible("xAI", "https://api.x.ai/v1", "XAI_API_KEY"),
     ProviderKind.HUGGINGFACE: _compatible(

@@ -67,6 +67,7 @@ def test_a_conversation_with_a_tool_call_prints_every_event(
     events = _events(done.stdout)
     assert [e["event"] for e in events] == [
         "tools_offered",
+        "tool_round_started",
         "tool_call_started",
         "tool_call_finished",
         "text",
@@ -74,9 +75,11 @@ def test_a_conversation_with_a_tool_call_prints_every_event(
         "final_answer",
     ]
     assert events[0]["tool_ids"] == ["calculator"]
-    assert events[1]["arguments"] == {"expression": "6 * 7"}
-    assert events[2]["status"] == "SUCCESS"
+    assert events[1]["status_line"] == "Using tool: Calculator"
+    assert events[2]["arguments"] == {"expression": "6 * 7"}
+    assert events[3]["status"] == "SUCCESS"
     assert events[-1]["text"] == "It is 42."
+    assert events[-1]["stop_reason"] == "completed"
     assert server.bodies[1]["messages"][-1]["content"] == '{"expression":"6 * 7","result":42}'
     assert "Traceback" not in done.stderr
 

@@ -224,7 +224,7 @@ async def test_reasoning_and_extra_call_fields_go_back_with_the_turn(
         Reply([chat_chunk({"reasoning_content": "Let me think."}), *chat_text("Looking."), call]),
         Reply(chat_text("ok")),
     )
-    adapter = _adapter(server)
+    adapter = _adapter(server, _CLOUD_HOSTS[ProviderKind.DEEP_SEEK])
     await run_round(adapter)
     adapter.record_assistant_turn()
     adapter.record_tool_result("call_1", "r")
@@ -444,7 +444,7 @@ def test_reasoning_travels_separately_from_the_answer() -> None:
     accumulator.feed(json.dumps(chat_chunk({"content": "Answer"})))
     message = accumulator.build()
     assert message is not None
-    assert (message.content, message.reasoning) == ("Answer", "hmm")
+    assert (message.content, message.reasoning) == ("Answer", {"reasoning_content": "hmm"})
 
 
 def test_a_tool_which_takes_nothing_gets_an_empty_object() -> None:

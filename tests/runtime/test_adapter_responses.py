@@ -118,7 +118,12 @@ async def test_a_hosted_tool_named_like_a_local_function_is_dropped(
     server: ProviderServer,
 ) -> None:
     server.queue(Reply([responses_completed([responses_message("Hi")])]))
-    extras = {"tools": [{"type": "web_search"}, {"type": "code_interpreter"}]}
+    extras = {
+        "tools": [
+            {"type": "web_search"},
+            {"type": "code_interpreter", "container": {"type": "auto"}},
+        ]
+    }
     await run_round(_adapter(server, extra_body=extras))
     types = [t["type"] for t in server.bodies[0]["tools"]]
     assert types == ["code_interpreter", "function"]

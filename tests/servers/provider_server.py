@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.servers.loopback import running_app
+from tests.servers.sdk_request_types import sdk_problem
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Reply:
     raw: str | None = None
     break_after_events: bool = False
     stall_seconds: float = 0.0
+    chunk_bytes: int | None = None
+    """Send the SSE text in pieces of this many bytes (cutting UTF-8 sequences and JSON)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class ProviderServer:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    every_request: list[RecordedRequest] = field(default_factory=list)
+    """Every request since the server started (reset() keeps them), for the SDK type check."""
 
     @property
     def base_url(self) -> str:
@@ -108,8 +113,10 @@ def _app(server_ref: list[ProviderServer]) -> Starlette:
     async def endpoint(request: Request) -> Response:
         server = server_ref[0]
         body = await request.body()
+        recorded = RecordedRequest(request.url.path, dict(request.headers), body)
         with server.lock:
-            server.requests.append(RecordedRequest(request.url.path, dict(request.headers), body))
+            server.requests.append(recorded)
+            server.every_request.append(recorded)
         reply = server.next_reply()
         if reply.stall_seconds:
             await asyncio.sleep(reply.stall_seconds)
@@ -126,8 +133,13 @@ def _app(server_ref: list[ProviderServer]) -> Starlette:
 
         async def chunks() -> AsyncIterator[bytes]:
             # Several writes, so the client reads a real stream rather than one buffer.
-            for piece in text.splitlines(keepends=True):
-                yield piece.encode()
+            if reply.chunk_bytes is not None:
+                encoded = text.encode()
+                for start in range(0, len(encoded), reply.chunk_bytes):
+                    yield encoded[start : start + reply.chunk_bytes]
+            else:
+                for piece in text.splitlines(keepends=True):
+                    yield piece.encode()
             if reply.break_after_events:
                 raise _StreamBroken()
 
@@ -140,7 +152,18 @@ def _app(server_ref: list[ProviderServer]) -> Starlette:
 
 @contextmanager
 def running_provider_server() -> Iterator[ProviderServer]:
+    """The server; when the block ends without an error, every request the adapters sent it
+    must have passed the official SDKs' request types."""
     holder: list[ProviderServer] = []
     with running_app(_app(holder)) as app:
         holder.append(ProviderServer(port=app.port))
         yield holder[0]
+    problems = [
+        f"{r.path}: {problem}\n  body: {r.body[:600]!r}"
+        for r in holder[0].every_request
+        if (problem := sdk_problem(r.path, r.body)) is not None
+    ]
+    if problems:
+        raise AssertionError(
+            f"{len(problems)} request(s) the official SDK types refuse:\n" + "\n".join(problems)
+        )
