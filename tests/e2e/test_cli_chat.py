@@ -188,3 +188,44 @@ def test_usage_errors_name_what_would_be_valid(tmp_path: Path) -> None:
     no_key = _policy_chat("Hi", "--provider", "OpenAI GPT-4.1", "--chat-db", str(tmp_path / "c.db"))
     assert no_key.returncode == 1
     assert "needs an API key: set TOOLPOLICY_API_KEY or OPENAI_API_KEY" in no_key.stderr
+
+
+def test_wire_api_picks_chat_completions_for_openai(server: ProviderServer, tmp_path: Path) -> None:
+    server.queue(Reply(chat_text("Hello.")))
+    done = _policy_chat(
+        "Hi",
+        "--provider",
+        "OpenAI GPT-4.1",
+        "--base-url",
+        server.base_url,
+        "--wire-api",
+        "chat_completions",
+        "--chat-db",
+        str(tmp_path / "chats.sqlite3"),
+        "--format",
+        "json",
+        env={"TOOLPOLICY_API_KEY": API_KEY},
+    )
+    assert done.returncode == 0, done.stderr
+    assert _events(done.stdout)[-1]["text"] == "Hello."
+    assert [r.path for r in server.requests] == ["/v1/chat/completions"]
+
+
+def test_wire_api_a_host_does_not_speak_is_a_clear_error(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    done = _policy_chat(
+        "Hi",
+        "--provider",
+        "Example Corp vLLM",
+        "--base-url",
+        server.base_url,
+        "--wire-api",
+        "responses",
+        "--chat-db",
+        str(tmp_path / "chats.sqlite3"),
+    )
+    assert done.returncode == 1
+    assert "speaks only the chat_completions API, not responses" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert server.requests == []

@@ -523,3 +523,63 @@ async def test_a_tool_lacking_execute_is_left_out_naming_the_member(
 
     assert events[0].tool_ids == ()
     assert ("forgetful", "its implementation lacks execute") in events[0].left_out
+
+
+# --- wire choice --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wire_api", "path"),
+    [("chat_completions", "/v1/chat/completions"), ("responses", "/v1/responses")],
+)
+async def test_respond_speaks_the_wire_api_asked_for(
+    policy: Policy,
+    chat: Chat,
+    server: ProviderServer,
+    monkeypatch: pytest.MonkeyPatch,
+    wire_api: Any,
+    path: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    answer = (
+        Reply(chat_text("63"))
+        if wire_api == "chat_completions"
+        else Reply([*responses_text("63"), responses_completed([responses_message("63")])])
+    )
+    server.queue(answer)
+    provider = organization_provider(policy, OPENAI_ID, server)
+    events = [
+        e
+        async for e in ChatRuntime(policy).respond(
+            chat, provider, [QUESTION], selected_tool_ids=EXAMPLE_TOOLS, wire_api=wire_api
+        )
+    ]
+    assert _final(events).text == "63"
+    assert [r.path for r in server.requests] == [path]
+
+
+async def test_a_host_that_speaks_one_api_refuses_the_other(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    from runtime.providers import ProviderConfigurationError
+
+    provider = organization_provider(policy, VLLM_ID, server)
+    with pytest.raises(ProviderConfigurationError, match="speaks only the chat_completions API"):
+        async for _ in ChatRuntime(policy).respond(
+            chat, provider, [QUESTION], wire_api="responses"
+        ):
+            pass
+    assert server.requests == []
+
+
+async def test_a_client_of_another_wire_api_is_refused_before_sending(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    provider = organization_provider(policy, OPENAI_ID, server)
+    async with client(provider) as responses_client:
+        with pytest.raises(ValueError, match="wire_api='chat_completions'"):
+            async for _ in ChatRuntime(policy).respond(
+                chat, provider, [QUESTION], client=responses_client, wire_api="chat_completions"
+            ):
+                pass
+    assert server.requests == []
