@@ -3,8 +3,9 @@
     .venv/bin/python bench/loop_overhead.py [--conversations N] [--no-peers]
 
 A loopback server (its own process, so its CPU time is not counted) answers instantly with a
-recorded two-round exchange in Chat Completions SSE: round 1 calls a tool, round 2 streams a
-40-piece answer. Each contender runs the same conversations against it, one tool, one client
+recorded two-round exchange in Chat Completions SSE of a reasoning model: round 1 streams its
+reasoning (`reasoning_content`, 20 pieces) and calls a tool, round 2 reasons again and streams a
+40-piece answer; the reasoning goes back with the assistant turn. Each contender runs the same conversations against it, one tool, one client
 kept for all conversations, and reports the median process CPU time per round:
 
 - ours, translation only: request build + stream parse + recording over the recorded payloads,
@@ -46,6 +47,7 @@ MODEL = "bench-model"
 TOOL_NAME = "calculator"
 TOOL_ARGUMENTS = '{"expression": "6 * 7"}'
 ANSWER_PIECES = 40
+REASONING_PIECES = 20
 WARMUP = 20
 _TOOL_RESULT = re.compile(rb'"role"\s*:\s*"tool"')
 
@@ -71,8 +73,10 @@ def recorded_rounds() -> tuple[list[str], list[str]]:
     """The data payloads of the two rounds: a tool call, then a streamed answer."""
     usage = {"prompt_tokens": 120, "completion_tokens": 20, "total_tokens": 140}
     fragments = [TOOL_ARGUMENTS[:8], TOOL_ARGUMENTS[8:16], TOOL_ARGUMENTS[16:]]
+    reasoning = [_chunk({"reasoning_content": f"thought{i} "}) for i in range(REASONING_PIECES)]
     first = [
         _chunk({"role": "assistant", "content": None}),
+        *reasoning,
         _chunk(
             {
                 "tool_calls": [
@@ -94,6 +98,7 @@ def recorded_rounds() -> tuple[list[str], list[str]]:
     ]
     second = [
         _chunk({"role": "assistant", "content": ""}),
+        *reasoning,
         *(_chunk({"content": f"word{i} "}) for i in range(ANSWER_PIECES)),
         _chunk({}, "stop"),
         _chunk(None, usage=usage),
@@ -353,6 +358,7 @@ def peer_litellm(base_url: str, count: int) -> dict[str, float]:
             {
                 "role": "assistant",
                 "content": message.content,
+                "reasoning_content": getattr(message, "reasoning_content", None),
                 "tool_calls": [
                     {
                         "id": call.id,

@@ -3,7 +3,7 @@
 Each file in recorded/ is one response as the host streams it (its ids, extra members, comment
 lines, SSE event names), covering what reasoning models and gateways send: OpenRouter's
 `reasoning_details` (streamed in pieces and whole), Groq's `reasoning` and raw `<think>` tags,
-DeepSeek's `reasoning_content`, an error chunk, Responses reasoning items with and without
+DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk, Responses reasoning items with and without
 `encrypted_content`, truncation and refusals, Anthropic server tools with `pause_turn` and
 citations. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
 line by line; each case asserts what the app sees and, byte for byte after parsing, what the next
@@ -73,6 +73,15 @@ CASES = [
         _CHAT,
         "anthropic/claude-sonnet-4.5",
         "Let me look that up.",
+        _COMPLETED,
+        ("web_search",),
+    ),
+    Case(
+        "openrouter_claude_whole_message",
+        _OPENROUTER,
+        _CHAT,
+        "anthropic/claude-sonnet-4.5",
+        "Checking the release notes.",
         _COMPLETED,
         ("web_search",),
     ),

@@ -8,6 +8,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,7 +110,10 @@ UNREAD: list[frozenset[str]] = [
 ]
 """Fields the adapters never read (so any type is theirs to send): ids, roles, echoes; written
 `event type:field` where the field is read in other events."""
-ALTERNATIVE_TYPES = {"choices[0].delta.content": "an array"}
+ALTERNATIVE_TYPES = {
+    "choices[0].delta.content": "an array",
+    "choices[0].message.content": "an array",
+}
 """A second JSON type the API documents for a field (content as an array of parts)."""
 
 
@@ -242,3 +246,176 @@ def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
     error = asyncio.run(play())
     assert f"the field {field} is " in str(error)
     assert "expected" in str(error)
+
+
+# -- the recorded streams: every field a host really sends ---------------------------------------
+
+RECORDED = Path(__file__).parent / "recorded"
+_RECORDED_ACCUMULATORS: dict[str, tuple[type, Callable[[Any], Any] | None]] = {
+    "openrouter": (ChatCompletionAccumulator, None),
+    "groq": (ChatCompletionAccumulator, None),
+    "deepseek": (ChatCompletionAccumulator, None),
+    "mistral": (ChatCompletionAccumulator, None),
+    "openai_chat": (ChatCompletionAccumulator, None),
+    "openai_responses": (ResponsesAccumulator, responses_round),
+    "anthropic": (AnthropicAccumulator, anthropic_round),
+}
+RECORDED_UNREAD = (
+    # Chat Completions: ids, echoes, provider bookkeeping, usage details, verbatim members
+    "id",
+    "object",
+    "created",
+    "model",
+    "provider",
+    "system_fingerprint",
+    "service_tier",
+    "obfuscation",
+    "choices[*].index",
+    "choices[*].logprobs",
+    "choices[*].native_finish_reason",
+    "choices[*].*.role",
+    "usage.total_tokens",
+    "usage.cost",
+    "usage.prompt_tokens_details*",
+    "usage.completion_tokens_details*",
+    "usage.prompt_cache_*",
+    "x_groq.id",
+    "x_groq.usage.queue_time",
+    "x_groq.usage.prompt_time",
+    "x_groq.usage.completion_time",
+    "x_groq.usage.total_tokens",
+    "x_groq.usage.total_time",
+    "choices[*].*.reasoning_details[*].*",
+    # Responses: the response object's echo of the request, events not read
+    "sequence_number",
+    "response.created_at",
+    "response.object",
+    "response.background",
+    "response.error",
+    "response.instructions",
+    "response.max_output_tokens",
+    "response.model",
+    "response.parallel_tool_calls",
+    "response.previous_response_id",
+    "response.reasoning*",
+    "response.store",
+    "response.temperature",
+    "response.text*",
+    "response.tool_choice",
+    "response.tools",
+    "response.top_p",
+    "response.truncation",
+    "response.user",
+    "response.metadata",
+    "response.id",
+    "response.usage.*_details*",
+    "response.usage.total_tokens",
+    "response.output[*].id",
+    "response.output[*].status",
+    "response.output[*].role",
+    "response.output[*].summary",
+    "response.output[*].content[*].logprobs",
+    "item.id",
+    "item.status",
+    "item.role",
+    "item.summary",
+    "item.content[*].logprobs",
+    "item_id",
+    "content_index",
+    "logprobs",
+    "response.created:*",
+    "response.in_progress:*",
+    "response.output_item.added:*",
+    "response.content_part.added:*",
+    "response.function_call_arguments.delta:*",
+    "response.function_call_arguments.done:*",
+    "response.output_text.done:*",
+    "response.output_text.delta:output_index",
+    # Anthropic: message metadata, usage beyond input, stop events, verbatim block members
+    "message.id",
+    "message.type",
+    "message.role",
+    "message.model",
+    "message.content",
+    "message.stop_reason",
+    "message.stop_sequence",
+    "message.usage.cache_creation",
+    "message.usage.output_tokens",
+    "message.usage.service_tier",
+    "content_block_stop:*",
+    "message_delta:usage*",
+    "delta.stop_sequence",
+    "content_block.content*",
+    "content_block.tool_use_id",
+    "delta.citation.*",
+    "content_block.input.*",
+)
+"""Fields no adapter reads (each passes through or is ignored): `*` matches any text,
+`event type:` limits a pattern to one event."""
+
+
+def _recorded_events(path: Path) -> list[Any]:
+    events: list[Any] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("data: "):
+            data = line.removeprefix("data: ")
+            parsed = json.loads(data) if data.startswith("{") else data
+            events.append(parsed)
+    return events
+
+
+def _unread(kind: Any, field: str) -> bool:
+    import fnmatch
+
+    general = field.replace("[", "\x00").replace("]", "\x01")
+    for pattern in RECORDED_UNREAD:
+        scope, _, rest = pattern.rpartition(":") if ":" in pattern else ("", "", pattern)
+        if scope and scope != kind:
+            continue
+        escaped = rest.replace("[*]", "\x00*\x01").replace("[", "\x00").replace("]", "\x01")
+        if fnmatch.fnmatchcase(general, escaped) or fnmatch.fnmatchcase(general, escaped + ".*"):
+            return True
+    return False
+
+
+def _recorded_cases() -> list[tuple[str, int, tuple[Any, ...]]]:
+    found = []
+    for path in sorted(RECORDED.glob("*.sse")):
+        for position, event in enumerate(_recorded_events(path)):
+            if isinstance(event, dict):
+                found += [(path.stem, position, p) for p in _paths(event)]
+    return found
+
+
+def test_every_field_of_every_recorded_stream_is_read_typed_or_known_unread() -> None:
+    """A value of another JSON type in any field a host really sends is a protocol problem
+    naming the field, unless the field is one the adapters never read (listed above)."""
+    unnamed: list[str] = []
+    for stem, position, path in _recorded_cases():
+        prefix = next(p for p in _RECORDED_ACCUMULATORS if stem.startswith(p))
+        accumulator_type, round_of = _RECORDED_ACCUMULATORS[prefix]
+        events = _recorded_events(RECORDED / f"{stem}.sse")
+        original = _value_at(events[position], path)
+        field = _field_name(path)
+        if original is None or _unread(events[position].get("type"), field):
+            continue
+        if "error" in events[position]:
+            continue  # the host's error: the chunk ends the round, nothing else in it is read
+        for value in WRONG_VALUES:
+            if value is None or _json_type(value) in (
+                _json_type(original),
+                ALTERNATIVE_TYPES.get(field),
+            ):
+                continue
+            changed = list(events)
+            changed[position] = _replaced(events[position], path, value)
+            accumulator = accumulator_type()
+            for event in changed:
+                accumulator.feed(event if isinstance(event, str) else json.dumps(event))
+            message = accumulator.build()
+            if round_of is not None and message is not None and accumulator.protocol_error is None:
+                round_of(message)
+            problem = accumulator.protocol_error or ""
+            if not problem.startswith(f"the field {field} is "):
+                unnamed.append(f"{stem} #{position} {field} = {value!r}: {problem!r}")
+    assert not unnamed, "\n".join(unnamed[:80])
