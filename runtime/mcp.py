@@ -194,6 +194,7 @@ class McpSessions:
             await self._close(session)
             session.stop = asyncio.Event()
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+            ready.add_done_callback(_retrieved)
             session.owner = asyncio.create_task(self._own(session, ready))
             try:
                 session.client = await asyncio.wait_for(
@@ -256,12 +257,28 @@ class McpSessions:
                 await owner
 
     def _describe(self, session: _Session, error: BaseException, what: str) -> str:
-        detail = str(error).strip() or type(error).__name__
+        cause = _first_cause(error)
+        detail = str(cause).strip() or type(cause).__name__
+        if type(cause).__name__ == "ConnectError":
+            detail = f"could not connect ({detail})"
         for secret in session.secrets:
             if secret:
                 detail = detail.replace(secret, "*****")
         detail = " ".join(detail.split())[:300]
         return f"MCP server {session.server.name} ({session.server.endpoint}) {what}: {detail}"
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A start that failed after its caller gave up is not reported again by asyncio."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _first_cause(error: BaseException) -> BaseException:
+    """The error that happened, not the SDK's task group around it."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
 
 
 async def _listen_for_changes(client: Client, session: _Session) -> None:
