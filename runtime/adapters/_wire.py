@@ -174,7 +174,9 @@ class TypedFields:
 
     def typed(self, field: str, value: Any, kind: type, expected: str) -> bool:
         """Whether `value` is absent (null) or has the JSON type the API documents."""
-        if value is None or (isinstance(value, kind) and not _is_bool_for(kind, value)):
+        if value is None or type(value) is kind:
+            return True
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
             return True
         self.protocol_error = self.protocol_error or wrong_type(field, value, expected)
         return False
@@ -182,21 +184,29 @@ class TypedFields:
     def string(self, parent: Mapping[str, Any], key: str, field: str) -> str | None:
         """`parent[key]` when it is a string; absent is None, any other type a protocol problem."""
         value = parent.get(key)
+        if value is None or type(value) is str:
+            return value
         return value if self.typed(field, value, str, "a string") else None
 
     def mapping(self, parent: Mapping[str, Any], key: str, field: str) -> dict[str, Any] | None:
         """`parent[key]` when it is an object; absent is None, any other type a protocol problem."""
         value = parent.get(key)
+        if value is None or type(value) is dict:
+            return value
         return value if self.typed(field, value, dict, "an object") else None
 
     def array(self, parent: Mapping[str, Any], key: str, field: str) -> list[Any] | None:
         """`parent[key]` when it is an array; absent is None, any other type a protocol problem."""
         value = parent.get(key)
+        if value is None or type(value) is list:
+            return value
         return value if self.typed(field, value, list, "an array") else None
 
     def integer(self, parent: Mapping[str, Any], key: str, field: str) -> int | None:
         """`parent[key]` when it is a whole number; absent is None, any other type a problem."""
         value = parent.get(key)
+        if value is None or type(value) is int:
+            return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
         return value if self.typed(field, value, int, "an integer") else None
@@ -205,8 +215,10 @@ class TypedFields:
         """The elements of an array that are objects, with their positions; others are problems."""
         kept: list[tuple[int, dict[str, Any]]] = []
         for position, item in enumerate(items):
-            if self.typed(f"{field}[{position}]", item, dict, "an object") and item is not None:
+            if type(item) is dict:
                 kept.append((position, item))
+            elif item is not None:
+                self.typed(f"{field}[{position}]", item, dict, "an object")
         return kept
 
     def usage_at(
@@ -221,11 +233,6 @@ class TypedFields:
         if given_in is None and given_out is None:
             return UNKNOWN_USAGE
         return Usage(given_in, given_out)
-
-
-def _is_bool_for(kind: type, value: Any) -> bool:
-    """JSON `true` parses as a Python int: a boolean is no number."""
-    return kind in (int, float) and isinstance(value, bool)
 
 
 class StreamAccumulator(Protocol):

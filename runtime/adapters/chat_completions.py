@@ -88,6 +88,12 @@ _FINISH_REASONS = {
     "content_filter": StopReason.CONTENT_FILTER,
 }
 _PLAIN_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_OTHER_MEMBERS = ("reasoning_details", "tool_calls", "refusal", "content", "annotations")
+_MEMBER_FIELDS = {
+    prefix: {name: f"{prefix}.{name}" for name in (*_PLAIN_REASONING_FIELDS, *_OTHER_MEMBERS)}
+    for prefix in ("choices[0].delta", "choices[0].message")
+}
+"""The names of the message members read, per place (spelled once, not per chunk)."""
 _JOINED_DETAIL_KEYS = frozenset({"text", "summary", "data"})
 """Text members of a `reasoning_details` entry that a stream delivers in pieces."""
 
@@ -208,7 +214,9 @@ class ChatCompletionAccumulator(_wire.TypedFields):
             self.error = _error_text(chunk["error"])
             return None
         usage = self._new_usage(chunk)
-        sources = self._new_sources(chunk)
+        sources = (
+            self._new_sources(chunk) if "search_results" in chunk or "citations" in chunk else []
+        )
         text = ""
         choices = self.array(chunk, "choices", "choices")
         if choices:
@@ -226,9 +234,10 @@ class ChatCompletionAccumulator(_wire.TypedFields):
                 if delta is not None:
                     self._read_something = True
                     text = self._read_delta(delta, prefix)
-                    annotations = self.array(delta, "annotations", f"{prefix}.annotations")
+                    where = _MEMBER_FIELDS[prefix]["annotations"]
+                    annotations = self.array(delta, "annotations", where)
                     if annotations:
-                        sources += self._annotation_sources(annotations, f"{prefix}.annotations")
+                        sources += self._annotation_sources(annotations, where)
         if text or usage.is_known or sources:
             return TextDelta(text, tuple(sources), usage)
         return None
@@ -249,28 +258,30 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         return found
 
     def _read_delta(self, delta: dict[str, Any], prefix: str) -> str:
+        names = _MEMBER_FIELDS[prefix]
         for name in _PLAIN_REASONING_FIELDS:
-            reasoning = self.string(delta, name, f"{prefix}.{name}")
+            reasoning = self.string(delta, name, names[name])
             if reasoning:
                 self._reasoning.setdefault(name, []).append(reasoning)
-        details = self.array(delta, "reasoning_details", f"{prefix}.reasoning_details")
+        details = self.array(delta, "reasoning_details", names["reasoning_details"])
         if details:
-            self._read_details(details, f"{prefix}.reasoning_details")
-        fragments = self.array(delta, "tool_calls", f"{prefix}.tool_calls")
+            self._read_details(details, names["reasoning_details"])
+        fragments = self.array(delta, "tool_calls", names["tool_calls"])
         if fragments:
-            for position, fragment in self.objects(fragments, f"{prefix}.tool_calls"):
-                self._read_fragment(fragment, f"{prefix}.tool_calls[{position}]")
-        refusal = self.string(delta, "refusal", f"{prefix}.refusal")
+            for position, fragment in self.objects(fragments, names["tool_calls"]):
+                self._read_fragment(fragment, f"{names['tool_calls']}[{position}]")
+        refusal = self.string(delta, "refusal", names["refusal"])
         content = delta.get("content")
-        if isinstance(content, list):
+        if content is None or type(content) is str:
+            text = content or ""
+        elif isinstance(content, list):
             text = "".join(
                 piece
-                for position, part in self.objects(content, f"{prefix}.content")
-                if (piece := self.string(part, "text", f"{prefix}.content[{position}].text"))
+                for position, part in self.objects(content, names["content"])
+                if (piece := self.string(part, "text", f"{names['content']}[{position}].text"))
             )
-        elif self.typed(f"{prefix}.content", content, str, "a string or an array"):
-            text = content or ""
         else:
+            self.typed(names["content"], content, str, "a string or an array")
             text = ""
         if refusal:
             self._refused = True
