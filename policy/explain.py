@@ -458,10 +458,10 @@ def _setting_origin(setting: ResolvedSetting, policy: Policy) -> dict[str, Any] 
 _TOOL_FIELD_TABLES = frozenset({"DataTools.LockedToolSettings", "DataTools.DefaultToolSettings"})
 
 
-def datatools_document(policy: Policy) -> list[dict[str, Any]]:
-    """Every `DataTools` key toolpolicy acts on: its value (secrets masked), locked or an
-    editable default, the plugin and file:line that set it, and the values it beat; a key no
-    plugin sets has `value` None and shows its built-in `default`."""
+def settings_keys_document(policy: Policy) -> list[dict[str, Any]]:
+    """Every `CONFIG["SETTINGS"]` key toolpolicy acts on (`DataTools.*`, `DataConfidence.*`, ...):
+    its value (secrets masked), locked or an editable default, the plugin and file:line that set
+    it, and the values it beat; a key no plugin sets has `value` None and shows its `default`."""
     from policy.settings_keys import TOOLPOLICY_KEYS
 
     rows: list[dict[str, Any]] = []

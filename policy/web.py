@@ -141,6 +141,16 @@ class ConfigurationPaths:
         }
 
 
+class _DocumentTemplates(Environment):
+    """Templates that render JSON documents: `row.keys` is the document's key `keys`, never the
+    dict method of that name (a key is looked up before an attribute)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, Mapping) and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 class _WhatIfError(Exception):
     """A what-if the page cannot decide (a bad path, YAML that does not parse): shown as 400."""
 
@@ -292,12 +302,10 @@ class _Snapshot:
         documents: list[dict[str, Any]] = self._once("settings", build)
         return documents
 
-    def datatools(self) -> list[dict[str, Any]]:
-        from policy.explain import datatools_document
+    def settings_keys(self) -> list[dict[str, Any]]:
+        from policy.explain import settings_keys_document
 
-        rows: list[dict[str, Any]] = self._once(
-            "datatools", lambda: datatools_document(self.policy)
-        )
+        rows: list[dict[str, Any]] = self._once("keys", lambda: settings_keys_document(self.policy))
         return rows
 
     def matrix(self, component: Component) -> dict[str, Any]:
@@ -330,9 +338,9 @@ def _settings_page_document(snapshot: _Snapshot, chosen: _SettingsFilter) -> dic
     keys = (
         []
         if chosen.tool
-        else [row for row in snapshot.datatools() if chosen.keeps(row, row["overridden"])]
+        else [row for row in snapshot.settings_keys() if chosen.keeps(row, row["overridden"])]
     )
-    return {"tools": tools, "datatools": keys}
+    return {"tools": tools, "keys": keys}
 
 
 # --- what-ifs ---------------------------------------------------------------------------------
@@ -543,7 +551,7 @@ def build_app(
     from policy.explain import decision_document
 
     paths = paths or ConfigurationPaths()
-    templates = Environment(
+    templates = _DocumentTemplates(
         loader=FileSystemLoader(_TEMPLATES),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )

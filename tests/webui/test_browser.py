@@ -173,7 +173,7 @@ def _not_set(browser: WebDriver) -> list[str]:
 
 def test_the_settings_filters(browser: WebDriver, served: RunningApp) -> None:
     browser.get(served.url("/settings"))
-    assert browser.find_elements(By.CSS_SELECTOR, "#datatools-keys tr")
+    assert browser.find_elements(By.CSS_SELECTOR, "#settings-keys tr")
     assert not _not_set(browser)
     browser.find_element(By.CSS_SELECTOR, "input[name=unset]").click()
     _submit(browser, browser.find_element(By.CSS_SELECTOR, "#filters button"))

@@ -213,7 +213,7 @@ def test_status_shows_fetched_configurations_and_last_known_good_copies(
 # --- settings -----------------------------------------------------------------------------------
 
 
-def test_settings_filters_and_datatools_keys(served: RunningApp) -> None:
+def test_settings_filters_and_configuration_keys(served: RunningApp) -> None:
     def get(**params: str) -> dict[str, list[dict[str, object]]]:
         response = httpx.get(served.url("/api/settings"), params=params)
         assert response.status_code == 200
@@ -234,9 +234,9 @@ def test_settings_filters_and_datatools_keys(served: RunningApp) -> None:
         "ORG_DEFAULT",
     }
     one = get(tool="web_search")
-    assert [t["tool"] for t in one["tools"]] == ["web_search"] and one["datatools"] == []
+    assert [t["tool"] for t in one["tools"]] == ["web_search"] and one["keys"] == []
 
-    keys = {row["key"]: row for row in get()["datatools"]}
+    keys = {row["key"]: row for row in get()["keys"]}
     disabled = keys["DataTools.DisabledToolIds"]
     assert disabled["value"] == [] and disabled["locked"] is True
     assert disabled["origin"]["plugin"] == "Example Corp - Research department"
@@ -245,10 +245,10 @@ def test_settings_filters_and_datatools_keys(served: RunningApp) -> None:
     ]
     assert keys["DataTools.LockedToolSettings"]["value"]["web_search.tavily.apiKey"] == "*****"
     assert "DataTools.AllowLocalMcpServers" not in keys  # no plugin sets it
-    assert "DataTools.AllowLocalMcpServers" in {row["key"] for row in get(unset="1")["datatools"]}
+    assert "DataTools.AllowLocalMcpServers" in {row["key"] for row in get(unset="1")["keys"]}
 
     page = httpx.get(served.url("/settings"), params={"locked": "1"}).text
-    assert 'id="datatools-keys"' in page and "DataTools.DisabledToolIds" in page
+    assert 'id="settings-keys"' in page and "DataTools.DisabledToolIds" in page
     assert 'name="locked" value="1" checked' in page
     assert "DataTools.AllowLocalMcpServers" not in page
     assert SECRET not in page
@@ -633,3 +633,19 @@ def test_a_fetched_configuration_stays_in_force_on_both_sides_of_a_diff(
         "fetched"
     ]
     assert diff.status_code == 200 and diff.json()["changed"] == 0
+
+
+def test_serve_with_a_broken_user_settings_file_names_it(
+    organization: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("tools: [\n")
+    result = subprocess.run(
+        _policy("serve", "--org", str(organization), "--user-settings", str(settings)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert f"{settings}:2: not valid YAML" in result.stderr
+    assert "Traceback" not in result.stderr
