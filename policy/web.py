@@ -207,19 +207,39 @@ def _reload_document(outcome: ReloadOutcome | None) -> dict[str, Any] | None:
     }
 
 
+class _Deliveries:
+    """What the fetch rounds recorded in the state directory, read again only when `policy
+    fetch` has rewritten the record (a failed fetch changes it without changing the policy)."""
+
+    def __init__(self, state_dir: Path | None) -> None:
+        self._state_dir = state_dir
+        self._seen: tuple[int, int] | None = None
+        self._documents: list[dict[str, Any]] = []
+
+    def documents(self) -> list[dict[str, Any]]:
+        if self._state_dir is None:
+            return []
+        from policy.config_sources import STATUS_FILE, read_statuses
+        from policy.secrets import without_user_info
+
+        try:
+            stat = (self._state_dir / STATUS_FILE).stat()
+            seen: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            seen = None
+        if seen != self._seen or seen is None:
+            documents = []
+            for status in sorted(read_statuses(self._state_dir).values(), key=lambda s: s.id):
+                document = status.document()
+                document["server_url"] = without_user_info(str(status.server_url))
+                documents.append(document)
+            self._seen, self._documents = seen, documents
+        return self._documents
+
+
 def _status_document(
     policy: Policy, findings: Sequence[Finding], paths: ConfigurationPaths
 ) -> dict[str, Any]:
-    from policy.secrets import without_user_info
-
-    deliveries: list[dict[str, Any]] = []
-    if paths.state_dir is not None:
-        from policy.config_sources import read_statuses
-
-        for status in sorted(read_statuses(paths.state_dir).values(), key=lambda s: s.id):
-            document = status.document()
-            document["server_url"] = without_user_info(str(status.server_url))
-            deliveries.append(document)
     return {
         "sources": paths.document(),
         "plugins": [_plugin_document(p, paths) for p in policy.configuration.applied_plugins],
@@ -231,7 +251,6 @@ def _status_document(
             }
             for broken in policy.configuration.broken_organization_plugins
         ],
-        "deliveries": deliveries,
         "providers": [
             {"id": p.id, "name": p.name, "kind": p.kind.value, "model": p.model}
             for p in policy.providers
@@ -556,6 +575,7 @@ def build_app(
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
     current: list[_Snapshot] = []
+    deliveries = _Deliveries(paths.state_dir)
 
     def snapshot() -> _Snapshot:
         policy = source.policy
@@ -588,6 +608,7 @@ def build_app(
     async def status(request: Request) -> Response:
         document = {
             **snapshot().status(),
+            "deliveries": deliveries.documents(),
             "revision": source.revision,
             "last_change": _reload_document(source.last_change),
         }

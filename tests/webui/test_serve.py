@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -180,19 +181,15 @@ def test_status_shows_fetched_configurations_and_last_known_good_copies(
 ) -> None:
     state = tmp_path / "state"
     load_policy([organization], state_dir=state)  # keeps last-known-good copies
-    write_statuses(
-        state,
-        [
-            DeliveryStatus(
-                id="9a1f0c3e-4b2d-4e8f-a6c1-2d3e4f5a6b7c",
-                server_url="https://admin:hunter2@config.example.org/policy",
-                state="last-known-good",
-                last_attempt="2026-12-03T07:00:00+00:00",
-                last_success="2026-12-02T07:00:00+00:00",
-                error="HTTP 503 from the configuration server",
-            )
-        ],
+    delivery_status = DeliveryStatus(
+        id="9a1f0c3e-4b2d-4e8f-a6c1-2d3e4f5a6b7c",
+        server_url="https://admin:hunter2@config.example.org/policy",
+        state="last-known-good",
+        last_attempt="2026-12-03T07:00:00+00:00",
+        last_success="2026-12-02T07:00:00+00:00",
+        error="HTTP 503 from the configuration server",
     )
+    write_statuses(state, [delivery_status])
     base = organization / "base" / "plugin.lua"
     base.write_text(base.read_text() + "\nthis is not lua\n")
     paths = ConfigurationPaths(org=(organization,), state_dir=state)
@@ -208,6 +205,11 @@ def test_status_shows_fetched_configurations_and_last_known_good_copies(
     assert broken["replaced_by_last_known_good"] is True
     assert "its last-known-good copy is in force" in page and "HTTP 503" in page
     assert "<small>(last-known-good copy)</small>" in page and "built-in" not in page
+
+    with running_app(web_app(paths)) as served:
+        assert "HTTP 503" in httpx.get(served.url("/")).text
+        write_statuses(state, [replace(delivery_status, error="HTTP 404 from the server")])
+        assert "HTTP 404" in httpx.get(served.url("/")).text  # a new fetch round, same policy
 
 
 # --- settings -----------------------------------------------------------------------------------
