@@ -751,6 +751,10 @@ def build_app(
                 {"error": "without --token, only requests to a loopback address are answered"},
                 status_code=421,
             )
+        if request.method not in ("GET", "HEAD") and _cross_site(request):
+            return JSONResponse(
+                {"error": "a form of another site cannot post here"}, status_code=403
+            )
         response = await call_next(request)
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -779,6 +783,18 @@ def build_app(
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
         lifespan=lifespan,
     )
+
+
+def _cross_site(request: Request) -> bool:
+    """A browser's post from another page than this server's (Fetch Metadata says so, or the
+    Origin is another host): refused, so another site cannot make the server load a plugin."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return False
+    return origin.partition("://")[2].rstrip("/") != request.headers.get("host", "")
 
 
 def _host_name(host_header: str) -> str:

@@ -515,6 +515,21 @@ def test_without_a_token_only_loopback_host_names_are_answered(served: RunningAp
     assert httpx.get(served.url("/"), headers={"Host": "[::1]:8765"}).status_code == 200
 
 
+def test_a_post_from_another_site_is_refused(served: RunningApp) -> None:
+    asked = {"plugin_lua": DISABLE_WEB_SEARCH}
+    for headers in (
+        {"Origin": "http://attacker.example"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "null"},  # another port of this machine
+    ):
+        for path in ("/api/diff", "/api/reload"):
+            answer = httpx.post(served.url(path), json=asked, headers=headers)
+            assert answer.status_code == 403, (path, headers)
+        assert httpx.post(served.url("/diff"), data=asked, headers=headers).status_code == 403
+    same_site = {"Origin": served.url(), "Sec-Fetch-Site": "same-origin"}
+    assert httpx.post(served.url("/api/diff"), json=asked, headers=same_site).status_code == 200
+
+
 # --- the command --------------------------------------------------------------------------------
 
 
