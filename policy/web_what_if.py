@@ -1,0 +1,218 @@
+"""The what-ifs of `policy serve`: the simulate form (other provider, model, component or user
+settings, decided in memory) and the diff page (a candidate configuration loaded without a state
+directory). Neither writes anything; a bad field is a `WhatIfError` naming it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component, ProviderKind
+from policy.web_documents import ConfigurationPaths, finding_document
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import ProviderConfig, UserSettings
+
+__all__ = ["WhatIfError", "diff", "form_list", "simulate"]
+
+_MAX_PASTED_CHARS = 256 * 1024
+_PASTED_USER_SETTINGS = "pasted user settings"
+
+
+class WhatIfError(Exception):
+    """A what-if the page cannot decide (a bad path, YAML that does not parse): shown as 400."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _pasted(form: Mapping[str, Any], name: str) -> str:
+    text = str(form.get(name) or "")
+    if len(text) > _MAX_PASTED_CHARS:
+        raise WhatIfError(
+            f"{name}: {len(text)} characters pasted; at most {_MAX_PASTED_CHARS} are read", name
+        )
+    return text.replace("\r\n", "\n")
+
+
+def _what_if_user(form: Mapping[str, Any]) -> UserSettings | None:
+    """The user settings a what-if asks for: pasted YAML, a file, or None (those in force)."""
+    from policy.user_settings import UserSettingsError, load_user_settings, parse_user_settings
+
+    pasted = _pasted(form, "user_settings_yaml")
+    named = str(form.get("user_settings_file") or "").strip()
+    if pasted.strip() and named:
+        raise WhatIfError(
+            "give either pasted user settings or a user settings file, not both",
+            "user_settings_file",
+        )
+    try:
+        if pasted.strip():
+            return parse_user_settings(pasted, _PASTED_USER_SETTINGS)
+        if named:
+            path = Path(named).expanduser()
+            if not path.is_file():
+                raise WhatIfError(
+                    f"user_settings_file: '{named}' is not a file on this machine",
+                    "user_settings_file",
+                )
+            return load_user_settings(path)
+    except UserSettingsError as error:
+        field = "user_settings_yaml" if pasted.strip() else "user_settings_file"
+        raise WhatIfError(str(error), field) from None
+    return None
+
+
+def _simulated_provider(form: Mapping[str, Any], policy: Policy) -> ProviderConfig:
+    from policy.explain import kind_provider
+
+    configured = str(form.get("provider") or "").strip()
+    kind = str(form.get("provider_kind") or "").strip().upper()
+    model = str(form.get("model") or "").strip()
+    if configured and kind:
+        raise WhatIfError("choose a configured provider or a provider kind, not both", "provider")
+    if model and not kind:
+        raise WhatIfError("model only goes with provider_kind", "model")
+    if configured:
+        provider = policy.provider(configured)
+        if provider is None:
+            known = ", ".join(p.id for p in policy.providers) or "none"
+            raise WhatIfError(
+                f"provider: no configured provider '{configured}'; configured: {known}",
+                "provider",
+            )
+        return provider
+    if kind not in PROVIDER_KIND_NAMES:
+        raise WhatIfError(
+            f"provider_kind: '{kind}' is not a provider kind; valid: {', '.join(PROVIDER_KIND_NAMES)}"
+            if kind
+            else "choose a configured provider or a provider kind",
+            "provider_kind",
+        )
+    return kind_provider(ProviderKind(kind), model)
+
+
+def _form_component(form: Mapping[str, Any]) -> Component:
+    wanted = str(form.get("component") or "CHAT").strip().upper()
+    if wanted not in COMPONENT_NAMES:
+        raise WhatIfError(
+            f"component: unknown component '{wanted}'; valid: {', '.join(COMPONENT_NAMES)}",
+            "component",
+        )
+    return Component(wanted)
+
+
+def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The matrix for one provider (configured, or any of a kind and model) in one component,
+    decided for the user settings the form gives (the contract of `explain --all --format
+    json`), and what the what-if's user settings cannot change (a lock overrides them)."""
+    from policy.explain import build_matrix, matrix_document, ordered_tool_ids
+
+    provider = _simulated_provider(form, policy)
+    component = _form_component(form)
+    user = _what_if_user(form)
+    decided = policy.with_user_settings(user) if user is not None else policy
+    tool = str(form.get("tool") or "").strip()
+    if tool and tool not in decided.tool_ids:
+        raise WhatIfError(f"tool: unknown tool '{tool}'", "tool")
+    tool_ids = [tool] if tool else ordered_tool_ids(decided)
+    document = matrix_document(build_matrix(decided.registry, tool_ids, [provider], component))
+    notes = [
+        f"{f.location}: {f.message}" if f.location else f.message
+        for f in decided.findings
+        if f not in policy.findings
+    ]
+    return document, notes
+
+
+def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path) -> Policy:
+    """The candidate configuration of a diff, loaded without a state directory (nothing is
+    written): other organization plugins and/or one pasted plugin.lua, other user settings.
+    The configurations `policy fetch` put in force stay in force on both sides."""
+    from policy import load_policy
+    from policy.config_sources import delivered_roots
+
+    org_lines = [line.strip() for line in str(form.get("org") or "").splitlines() if line.strip()]
+    pasted = _pasted(form, "plugin_lua")
+    if not org_lines and not pasted.strip() and not _has_user_what_if(form):
+        raise WhatIfError(
+            "name the candidate: organization plugin paths, a pasted plugin.lua, "
+            "or other user settings",
+            "org",
+        )
+    organization = [Path(line).expanduser() for line in org_lines] or list(paths.org)
+    for path, line in zip(organization, org_lines, strict=False):
+        if not path.exists():
+            raise WhatIfError(f"org: '{line}' does not exist on this machine", "org")
+    if pasted.strip():
+        plugin = folder / "pasted" / "plugin.lua"
+        plugin.parent.mkdir()
+        plugin.write_text(pasted, encoding="utf-8")
+        organization.append(plugin.parent)
+    if paths.state_dir is not None:
+        organization = [*delivered_roots(paths.state_dir), *organization]
+    user = _what_if_user(form)
+    user_file: Path | None = paths.user_settings
+    candidate = load_policy(
+        organization,
+        paths.local,
+        user_file if user is None else None,
+        mcp_listing_dir=paths.state_dir,
+    )
+    return candidate.with_user_settings(user) if user is not None else candidate
+
+
+def _has_user_what_if(form: Mapping[str, Any]) -> bool:
+    return bool(str(form.get("user_settings_yaml") or "").strip()) or bool(
+        str(form.get("user_settings_file") or "").strip()
+    )
+
+
+def diff(policy: Policy, form: Mapping[str, Any], paths: ConfigurationPaths) -> dict[str, Any]:
+    """`policy diff --format json` from the configuration in force to the candidate, with the
+    candidate's own errors (a pasted plugin that does not load says why)."""
+    from policy.explain import diff_document, diff_policies
+
+    components = [
+        _form_component({"component": c}) for c in form_list(form, "component") if c.strip()
+    ]
+    with tempfile.TemporaryDirectory(prefix="toolpolicy-diff-") as folder:
+        candidate = _candidate(form, paths, Path(folder))
+        changes = diff_policies(policy, candidate, components)
+        document = diff_document(changes)
+        document["candidate_errors"] = [
+            finding_document(f) for f in candidate.errors if f not in policy.errors
+        ]
+    pasted_at = Path(folder) / "pasted"
+    renamed: dict[str, Any] = _renamed(
+        _renamed(document, str(pasted_at / "plugin.lua"), "pasted plugin.lua"),
+        str(pasted_at),
+        "pasted plugin",
+    )
+    return renamed
+
+
+def _renamed(document: Any, old: str, new: str) -> Any:
+    """`document` with the temporary folder of a pasted plugin named as what it is."""
+    if isinstance(document, str):
+        return document.replace(old, new)
+    if isinstance(document, list):
+        return [_renamed(item, old, new) for item in document]
+    if isinstance(document, dict):
+        return {key: _renamed(value, old, new) for key, value in document.items()}
+    return document
+
+
+def form_list(form: Any, name: str) -> list[str]:
+    if hasattr(form, "getlist"):
+        return [str(v) for v in form.getlist(name)]
+    value = form.get(name)
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)] if value else []
