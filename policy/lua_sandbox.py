@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
 from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
+from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.provenance import SourceLocation
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "LuaTable",
     "LuaValue",
     "SandboxLimits",
+    "read_plugin_source",
     "run_plugin",
     "run_plugin_source",
     "stop_sandbox_worker",
@@ -98,6 +100,7 @@ class SandboxLimits:
     `instructions` counts Lua VM instructions: a 900-line plugin like AI Studio's template needs
     about 10,000, one with 80 providers about 100,000; the default stops an endless loop in well
     under a second. `max_values` and `max_depth` bound the data handed back to Python.
+    `file_bytes` caps each file the loader reads (`plugin.lua` and every module it requires).
     """
 
     memory_bytes: int = 64 * 1024 * 1024
@@ -105,6 +108,7 @@ class SandboxLimits:
     wall_seconds: float = 5.0
     max_values: int = 200_000
     max_depth: int = 100
+    file_bytes: int = 4 * 1024 * 1024
 
 
 class LuaSandboxError(Exception):
@@ -128,9 +132,14 @@ class LuaSandboxError(Exception):
 
 def run_plugin(plugin_file: Path, limits: SandboxLimits = SandboxLimits()) -> LuaRunResult:
     """Run `plugin_file` (UTF-8 Lua); modules it requires come from the same folder."""
-    file_name = str(plugin_file)
-    source = _read_source(plugin_file, file_name, limits)
-    return run_plugin_source(source, file_name, plugin_file.parent, limits)
+    source = read_plugin_source(plugin_file, limits)
+    return run_plugin_source(source, str(plugin_file), plugin_file.parent, limits)
+
+
+def read_plugin_source(plugin_file: Path, limits: SandboxLimits = SandboxLimits()) -> str:
+    """The text of a plugin file, read safely (`policy.plugin_files`) within `limits.file_bytes`;
+    a refused or unreadable file is a LuaSandboxError of kind "read"."""
+    return _read_source(plugin_file, str(plugin_file), limits)
 
 
 def run_plugin_source(
@@ -206,28 +215,24 @@ def _absolute(plugin_dir: Path, file_name: str) -> Path:
 
 
 def _check_limits(limits: SandboxLimits) -> None:
-    for name in ("memory_bytes", "instructions", "wall_seconds", "max_values", "max_depth"):
+    for name in (
+        "memory_bytes",
+        "instructions",
+        "wall_seconds",
+        "max_values",
+        "max_depth",
+        "file_bytes",
+    ):
         value = getattr(limits, name)
         if not value > 0:
             raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
 
 
 def _read_source(path: Path, file_name: str, limits: SandboxLimits) -> str:
-    where = SourceLocation(file_name, 0)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise LuaSandboxError("the file does not exist", where, "read") from None
-    except IsADirectoryError:
-        raise LuaSandboxError("this is a folder, not a Lua file", where, "read") from None
-    except OSError as error:
-        raise LuaSandboxError(f"cannot read the file: {error.strerror}", where, "read") from None
-    if len(raw) > limits.memory_bytes:
-        raise LuaSandboxError(
-            f"the file has {len(raw)} bytes, more than the memory cap of {limits.memory_bytes}",
-            where,
-            "read",
-        )
+        raw = read_plugin_file(path, limits.file_bytes)
+    except PluginFileError as error:
+        raise LuaSandboxError(error.message, SourceLocation(file_name, 0), "read") from None
     return _decode_utf8(raw, file_name)
 
 
@@ -387,16 +392,14 @@ class _ModuleReader:
         if self._plugin_dir is None or self._folder is None:
             return (None, f"module '{name}' not found: this plugin has no folder".encode())
         path = self._plugin_dir / f"{name}.lua"
-        resolved = (self._folder / f"{name}.lua").resolve()
-        if resolved.parent != self._folder.resolve():
-            return (
-                None,
-                f"module '{name}' not found: {path} points outside the plugin folder".encode(),
-            )
-        if not resolved.is_file():
-            return (None, f"module '{name}' not found: {path} does not exist".encode())
         file_name = str(path)
-        text = _read_source(resolved, file_name, self._limits)
+        try:
+            raw = read_plugin_file(self._folder / f"{name}.lua", self._limits.file_bytes)
+        except PluginFileError as error:
+            if error.missing:
+                return (None, f"module '{name}' not found: {path} does not exist".encode())
+            return (None, f"module '{name}' refused: {path}: {error.message}".encode())
+        text = _decode_utf8(raw, file_name)
         file_index = len(self._files)
         self._files.append(file_name)
         text = normalize_newlines(text.removeprefix("\ufeff"))

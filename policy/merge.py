@@ -28,6 +28,8 @@ from policy.configuration import (
     PolicyConfiguration,
     Severity,
 )
+from policy.lua_sandbox import SandboxLimits
+from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.plugins import (
     PLUGIN_FILE_NAME,
     ConfigurationPlugin,
@@ -35,7 +37,6 @@ from policy.plugins import (
     PluginSetting,
     discover_plugin_files,
     load_plugin,
-    parse_guid,
 )
 from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import setting_key
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 ENABLE_TOOLS = "DataTools.EnableTools"
 ALLOW_LOCAL_MCP_SERVERS = "DataTools.AllowLocalMcpServers"
+_COPY_CAP = SandboxLimits().file_bytes
 
 
 def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
@@ -418,7 +420,7 @@ def _fail_closed(
     failure: PluginLoadError | None,
     store: _LastKnownGood | None,
 ) -> tuple[BrokenPlugin, list[ConfigurationPlugin]]:
-    plugin_id = failure.plugin_id if failure and failure.plugin_id else _id_in_text(path)
+    plugin_id = failure.plugin_id if failure is not None else ""
     copies = store.restore(path, plugin_id) if store is not None else []
     name = failure.plugin_name if failure and failure.plugin_name else ""
     if not name and copies:
@@ -436,16 +438,6 @@ def _fail_closed(
     )
 
 
-def _id_in_text(path: Path) -> str:
-    """The plugin's ID read from its text, for a plugin whose Lua did not run."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    match = re.search(r"""^\s*ID\s*=\s*["']([^"']+)["']""", text, re.MULTILINE)
-    return (parse_guid(match.group(1)) or "") if match else ""
-
-
 class _LastKnownGood:
     """Copies of organization plugins that loaded: `<state_dir>/<plugin id>/`.
 
@@ -460,13 +452,18 @@ class _LastKnownGood:
     def save(self, plugin: ConfigurationPlugin) -> list[Finding]:
         try:
             self._save(plugin)
-        except OSError as error:
+        except (OSError, PluginFileError) as error:
+            reason = (
+                error.message
+                if isinstance(error, PluginFileError)
+                else error.strerror or type(error).__name__
+            )
             return [
                 Finding(
                     Severity.WARNING,
                     "state-not-saved",
                     f"the last-known-good copy of {plugin.name} could not be saved in {self.root}: "
-                    f"{error.strerror or type(error).__name__}",
+                    f"{reason}",
                     SourceLocation(plugin.path, 0),
                 )
             ]
@@ -477,8 +474,9 @@ class _LastKnownGood:
         files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
         relative = [_relative_inside(f, source_dir) for f in files]
         digest = hashlib.sha256()
-        for rel, path in zip(relative, files, strict=True):
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        contents = [read_plugin_file(path, _COPY_CAP, source_dir) for path in files]
+        for rel, content in zip(relative, contents, strict=True):
+            digest.update(rel.encode() + b"\0" + content + b"\0")
         version = digest.hexdigest()
         home = self.root / plugin.id
         pointer = home / "current.json"
@@ -493,9 +491,9 @@ class _LastKnownGood:
         target = home / version
         if not target.is_dir():
             staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=_ensure(home)))
-            for rel, path in zip(relative, files, strict=True):
+            for rel, content in zip(relative, contents, strict=True):
                 (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, staging / rel)
+                (staging / rel).write_bytes(content)
             os.replace(staging, target)
         entry = {
             "copy": version,
@@ -549,8 +547,9 @@ class _LastKnownGood:
 
 
 def _relative_inside(path: Path, folder: Path) -> str:
+    """The name a file is required by (a link keeps its own name, not its target's)."""
     try:
-        return path.resolve().relative_to(folder.resolve()).as_posix()
+        return path.relative_to(folder).as_posix()
     except ValueError:
         return path.name
 

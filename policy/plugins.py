@@ -25,7 +25,14 @@ from policy.configuration import (
     SecretValue,
     Severity,
 )
-from policy.lua_sandbox import LuaFunction, LuaSandboxError, LuaTable, run_plugin
+from policy.lua_sandbox import (
+    LuaFunction,
+    LuaSandboxError,
+    LuaTable,
+    SandboxLimits,
+    read_plugin_source,
+    run_plugin_source,
+)
 from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import (
     LEVEL_NAMES,
@@ -92,6 +99,7 @@ _DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _GUID = re.compile(rf"^(?:{_DASHED}|\{{{_DASHED}\}}|\({_DASHED}\)|{_HEX}{{32}})$")
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _PRECHECK_ID = re.compile(r'ID = "([^"]*)"')
+_TEXT_ID = re.compile(r"""^\s*ID\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,30 +185,49 @@ def discover_plugin_files(path: Path) -> list[Path]:
 
     Raises FileNotFoundError when `path` does not exist.
     """
-    if path.is_file():
-        return [path]
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        return [path]  # a file of any kind: reading it refuses what is not a regular file
     return sorted(path.rglob(PLUGIN_FILE_NAME), key=lambda p: p.relative_to(path).parts)
 
 
-def load_plugin(plugin_file: Path, origin: PluginOrigin) -> ConfigurationPlugin:
-    """Run and validate one configuration plugin; PluginLoadError rejects it as a whole."""
+def load_plugin(
+    plugin_file: Path, origin: PluginOrigin, limits: SandboxLimits | None = None
+) -> ConfigurationPlugin:
+    """Run and validate one configuration plugin; PluginLoadError rejects it as a whole.
+
+    The file is read once, safely (see `policy.plugin_files`); `limits` defaults to
+    `SandboxLimits()`."""
     file = str(plugin_file)
+    chosen = limits if limits is not None else SandboxLimits()
+    text = ""
     try:
-        result = run_plugin(plugin_file)
+        text = read_plugin_source(plugin_file, chosen)
+        result = run_plugin_source(text, file, plugin_file.parent, chosen)
     except LuaSandboxError as error:
-        finding = _error(
-            "lua-error", f"the plugin could not be run: {error.message}", error.location
-        )
-        raise PluginLoadError(file, [finding]) from None
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        finding = _error(
-            "unreadable", f"the plugin file cannot be read: {reason}", SourceLocation(file, 0)
-        )
-        raise PluginLoadError(file, [finding]) from None
-    return _Loader(file, origin, result.globals, result.locations, result.files).load()
+        if error.kind == "read":
+            finding = _error(
+                "unreadable", f"the plugin file cannot be read: {error.message}", error.location
+            )
+        else:
+            finding = _error(
+                "lua-error", f"the plugin could not be run: {error.message}", error.location
+            )
+        raise PluginLoadError(file, [finding], plugin_id=_id_in_text(text)) from None
+    try:
+        return _Loader(file, origin, result.globals, result.locations, result.files, text).load()
+    except PluginLoadError as failure:
+        if not failure.plugin_id:
+            failure.plugin_id = _id_in_text(text)
+        raise
+
+
+def _id_in_text(text: str) -> str:
+    """The plugin's ID read from its text, for a plugin that did not run or did not validate
+    (a last-known-good copy is found by it)."""
+    match = _TEXT_ID.search(text)
+    return (parse_guid(match.group(1)) or "") if match else ""
 
 
 class _Loader:
@@ -213,8 +240,10 @@ class _Loader:
         globals_: Mapping[str, Any],
         locations: Mapping[str, SourceLocation],
         files: tuple[str, ...],
+        text: str = "",
     ) -> None:
         self.file = file
+        self.text = text
         self.origin = origin
         self.globals = globals_
         self.locations = locations
@@ -228,7 +257,7 @@ class _Loader:
     # -- whole plugin ------------------------------------------------------------------------
 
     def load(self) -> ConfigurationPlugin:
-        self.warnings.extend(_precheck_compatibility(self.file))
+        self.warnings.extend(_precheck_compatibility(self.file, self.text))
         self.plugin_id = self._guid_global("ID")
         self.name = self._text_global("NAME")
         description = self._text_global("DESCRIPTION")
@@ -1300,12 +1329,8 @@ def _entry_locations(table: LuaTable) -> dict[str, SourceLocation]:
     return {str(k): loc for k, loc in table.locations.items()}
 
 
-def _precheck_compatibility(file: str) -> list[Finding]:
+def _precheck_compatibility(file: str, text: str) -> list[Finding]:
     """AI Studio refuses a plugin whose text lacks a literal `ID = "<guid>"` before Lua runs."""
-    try:
-        text = Path(file).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
     match = _PRECHECK_ID.search(text)
     if match is None:
         reason = 'its text has no literal ID = "..." (AI Studio looks for exactly that spelling)'

@@ -59,11 +59,23 @@ def configuration_revision(folders: Sequence[Path]) -> str:
     Two revisions are equal exactly when the configuration files are byte for byte the same, so
     an unchanged configuration is never reloaded and a changed one always is.
     """
+    from policy.lua_sandbox import SandboxLimits
+    from policy.plugin_files import PluginFileError, read_plugin_file
+
+    cap = SandboxLimits().file_bytes
+
+    def content(path: Path) -> bytes:
+        """What the loader would read (a file it refuses counts as refused, unread)."""
+        try:
+            return read_plugin_file(path, cap)
+        except PluginFileError as refused:
+            return b"<refused: " + refused.message.encode() + b">\0"
+
     digest = hashlib.sha256()
     for folder in folders:
         digest.update(str(folder).encode() + b"\0")
         if folder.is_file():
-            digest.update(folder.read_bytes())
+            digest.update(content(folder))
             continue
         if not folder.is_dir():
             digest.update(b"<absent>\0")
@@ -73,10 +85,7 @@ def configuration_revision(folders: Sequence[Path]) -> str:
             if any(part.startswith(".") for part in relative.parts) or not path.is_file():
                 continue
             digest.update(str(relative).encode() + b"\0")
-            try:
-                digest.update(path.read_bytes())
-            except OSError:
-                digest.update(b"<unreadable>\0")
+            digest.update(content(path))
     return digest.hexdigest()[:16]
 
 

@@ -1,0 +1,132 @@
+"""Open the files of a plugin folder so that no file can make the loader hang, flood or wander.
+
+Every file the plugin loader reads (a `plugin.lua`, each module `require` loads, the copies kept as
+last-known-good) goes through `read_plugin_file`: a symbolic link is followed only to a file in the
+same folder, the file is opened without following a link and without blocking (a FIFO cannot hang
+the loader), `fstat` comes before any read, only a regular file is read (no device, FIFO or
+socket), and never more than the cap + 1 bytes (a sparse or growing file is refused without being
+read whole).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["PluginFileError", "read_plugin_file"]
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_LINK_ERRORS = frozenset({errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)})
+_CHUNK = 1 << 16
+
+
+class PluginFileError(Exception):
+    """A plugin file was refused or could not be read; str() says why, without the file name."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        self.message = message
+        self.missing = missing
+        super().__init__(message)
+
+
+def read_plugin_file(path: Path, max_bytes: int, folder: Path | None = None) -> bytes:
+    """The bytes of `path`, a regular file of at most `max_bytes` inside `folder` (its own folder
+    by default). A symbolic link counts as the file it names, which must lie in that folder too."""
+    descriptor = _open(path, path.parent if folder is None else folder)
+    try:
+        info = os.fstat(descriptor)
+        if stat.S_ISDIR(info.st_mode):
+            raise PluginFileError("this is a folder, not a Lua file")
+        if not stat.S_ISREG(info.st_mode):
+            raise PluginFileError(
+                f"this is {_kind(info.st_mode)}, not a regular file; the plugin loader reads "
+                "only regular files"
+            )
+        if info.st_size > max_bytes:
+            raise PluginFileError(_too_big(f"{info.st_size:,} bytes", max_bytes))
+        return _read_at_most(descriptor, max_bytes)
+    finally:
+        os.close(descriptor)
+
+
+def _open(path: Path, folder: Path) -> int:
+    try:
+        return _open_no_follow(path)
+    except _SymbolicLink:
+        pass
+    target = Path(os.path.realpath(path))
+    if target.parent != Path(os.path.realpath(folder)):
+        raise PluginFileError(
+            "this is a symbolic link that points outside the plugin folder; the plugin loader "
+            "follows a link only to a file in the same folder (copy the file instead)"
+        )
+    try:
+        return _open_no_follow(target)
+    except _SymbolicLink:
+        raise PluginFileError("this symbolic link changed while it was opened") from None
+
+
+class _SymbolicLink(PluginFileError):
+    """The last part of the path is a symbolic link (only `_open` sees this one)."""
+
+
+def _open_no_follow(path: Path) -> int:
+    if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):
+        raise _SymbolicLink("symbolic link")
+    try:
+        return os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise PluginFileError("the file does not exist", missing=True) from None
+    except IsADirectoryError:
+        raise PluginFileError("this is a folder, not a Lua file") from None
+    except OSError as error:
+        if error.errno in _LINK_ERRORS:
+            raise _SymbolicLink("symbolic link") from None
+        if error.errno == errno.ENXIO:
+            raise PluginFileError(
+                "this is a socket or device without a reader, not a regular file; the plugin "
+                "loader reads only regular files"
+            ) from None
+        raise PluginFileError(f"cannot read the file: {error.strerror}") from None
+
+
+def _read_at_most(descriptor: int, max_bytes: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while total <= max_bytes:
+        try:
+            chunk = os.read(descriptor, min(_CHUNK, max_bytes + 1 - total))
+        except OSError as error:
+            raise PluginFileError(f"cannot read the file: {error.strerror}") from None
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        total += len(chunk)
+    raise PluginFileError(_too_big(f"more than {max_bytes:,} bytes", max_bytes))
+
+
+def _too_big(size: str, max_bytes: int) -> str:
+    return (
+        f"the file has {size}, over the cap of {max_bytes:,} bytes a plugin file may have "
+        "(SandboxLimits.file_bytes)"
+    )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
