@@ -10,13 +10,13 @@ start with `@<n>:<line>:`, which Python maps back to the real file.
 """
 
 PRELUDE = r"""
-local instructions, max_values, max_depth, read_module = ...
+local instructions, max_values, max_depth, read_module, max_text = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 local error, type, next, select, tostring = error, type, next, select, tostring
 local rawget, rawset, rawlen, rawequal = rawget, rawset, rawlen, rawequal
 local setmetatable, getmetatable, pcall, xpcall, load = setmetatable, getmetatable, pcall, xpcall, load
 local co_create, co_resume, co_running, co_close = coroutine.create, coroutine.resume, coroutine.running, coroutine.close
-local s_format, s_find, s_gsub, s_match = string.format, string.find, string.gsub, string.match
+local s_format, s_find, s_gsub, s_match, s_sub = string.format, string.find, string.gsub, string.match, string.sub
 local t_concat, t_pack, t_unpack = table.concat, table.pack, table.unpack
 local math_type, huge = math.type, math.huge
 local collect = collectgarbage
@@ -540,7 +540,7 @@ function control.encode()
   collect("stop")
   sethook()
   local out, n = {}, 0
-  local values = 0
+  local values, text_bytes = 0, 0
   local on_path = {}
   local path = {}
   local failure
@@ -549,14 +549,23 @@ function control.encode()
     local parts = {}
     for i = 1, depth do
       local key = path[i]
+      if type(key) == "string" and #key > 40 then key = s_sub(key, 1, 40) .. "..." end
       if i == 1 then parts[#parts + 1] = tostring(key)
       elseif i > 4 and i < depth - 1 then
         if i == 5 then parts[#parts + 1] = "..." end
-      elseif type(key) == "string" then parts[#parts + 1] = '["' .. key .. '"]'
+      elseif type(key) == "string" then
+        parts[#parts + 1] = '["' .. key .. '"]'
       else parts[#parts + 1] = "[" .. tostring(key) .. "]" end
     end
     failure = {t_concat(parts) .. message, location}
     error(failure, 0)
+  end
+
+  local function count_text(s, location, depth)
+    text_bytes = text_bytes + #s
+    if text_bytes > max_text then
+      fail(" is one string too many: the plugin's globals may hold at most " .. max_text .. " bytes of strings (keys and values together)", location, depth)
+    end
   end
 
   local encode_table
@@ -567,6 +576,7 @@ function control.encode()
     end
     local kind = type(value)
     if kind == "string" then
+      count_text(value, location, depth)
       n = n + 1
       if s_find(value, '[%c"\\]') == nil then out[n] = '"' .. value .. '"' else out[n] = quote(value) end
     elseif kind == "number" then n = n + 1 out[n] = number_text(value)
@@ -602,8 +612,11 @@ function control.encode()
         path[inner] = key
         n = n + 1
         if key_kind == "number" then out[n] = "," .. number_text(key) .. ","
-        elseif s_find(key, '[%c"\\]') == nil then out[n] = ',"' .. key .. '",'
-        else out[n] = "," .. quote(key) .. "," end
+        else
+          count_text(key, entry_location or location, inner)
+          if s_find(key, '[%c"\\]') == nil then out[n] = ',"' .. key .. '",'
+          else out[n] = "," .. quote(key) .. "," end
+        end
         encode_value(value, inner, entry_location or location)
         n = n + 1
         if entry_location == nil then out[n] = ",null" else out[n] = "," .. entry_location end

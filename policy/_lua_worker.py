@@ -4,8 +4,10 @@ Only a separate process can stop C code that never returns (a pathological `stri
 pattern runs inside one C call, out of reach of Lua's instruction hooks). Forking per job costs
 several milliseconds in a process that has loaded a web stack, so one worker is forked on first
 use and reused: every job still gets a fresh Lua state there, and a job that overruns its wall
-clock takes the worker down with it (the next job forks a new one). The worker ends when the
-parent closes its end of the pipe, at exit at the latest.
+clock takes the worker down with it (the next job forks a new one). One request carries every
+job of a configuration (one round trip); the worker answers each job with its own reply as soon
+as it is done, and each reply has its own wall clock. The worker ends when the parent closes its
+end of the pipe, at exit at the latest.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ import signal
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _HEADER = struct.Struct("!Q")
 _READ_SIZE = 1 << 20
-Handler = Callable[[bytes], bytes]
+Handler = Callable[[bytes], Iterator[bytes]]
+"""Turns one request into one reply per job it holds, each yielded when that job is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +53,16 @@ _lock = threading.Lock()
 _worker: _Worker | None = None
 
 
-def run_job(handler: Handler, request: bytes, wall_seconds: float) -> JobOutcome:
-    """Have the worker compute `handler(request)` within `wall_seconds`."""
+def run_jobs(handler: Handler, request: bytes, count: int, wall_seconds: float) -> list[JobOutcome]:
+    """Have the worker compute the `count` replies of `handler(request)`, each within
+    `wall_seconds` of the one before. The list ends early at the first job that overran or whose
+    worker died (that job's outcome says so); the caller sends the jobs after it again."""
     global _worker
     frame = _HEADER.pack(math.ceil(wall_seconds)) + request
+    outcomes: list[JobOutcome] = []
     with _lock:
         worker = _ready_worker(handler)
+        timed_out = False
         try:
             try:
                 _write_frame(worker.to_worker, frame)
@@ -65,21 +72,27 @@ def run_job(handler: Handler, request: bytes, wall_seconds: float) -> JobOutcome
                 _worker = None
                 worker = _ready_worker(handler)
                 _write_frame(worker.to_worker, frame)
-            reply, timed_out = _read_frame(worker.from_worker, time.monotonic() + wall_seconds)
+            while len(outcomes) < count:
+                reply, timed_out = _read_frame(worker.from_worker, time.monotonic() + wall_seconds)
+                if reply is None:
+                    break
+                outcomes.append(JobOutcome(reply))
         except OSError:
-            reply, timed_out = None, False
+            timed_out = False
         except BaseException:
             # Interrupted mid-job: its late reply must never be read as the next job's.
             _kill(worker)
             _worker = None
             raise
-        if reply is not None:
-            return JobOutcome(reply)
+        if len(outcomes) == count:
+            return outcomes
         _worker = None
         if timed_out:
             _kill(worker)
-            return JobOutcome(None, timed_out=True)
-        return JobOutcome(None, death=_kill(worker))
+            outcomes.append(JobOutcome(None, timed_out=True))
+        else:
+            outcomes.append(JobOutcome(None, death=_kill(worker)))
+        return outcomes
 
 
 def _ready_worker(handler: Handler) -> _Worker:
@@ -139,7 +152,9 @@ def _serve(handler: Handler, requests: int, replies: int) -> None:
                 break
             (wall_seconds,) = _HEADER.unpack_from(frame)
             _limit_cpu(wall_seconds)
-            _write_frame(replies, handler(frame[_HEADER.size :]))
+            for reply in handler(frame[_HEADER.size :]):
+                _write_frame(replies, reply)
+                _limit_cpu(wall_seconds)
     except BaseException:
         status = 70
     finally:
@@ -179,7 +194,9 @@ def _read_frame(fd: int, deadline: float | None) -> tuple[bytes | None, bool]:
             timeout_ms = max(1, math.ceil(remaining * 1000))
         if not poller.poll(timeout_ms):
             continue
-        chunk = os.read(fd, _READ_SIZE if expected is None else expected - len(buffer))
+        # Never past this frame: the next reply of the same request may follow in the pipe.
+        wanted = _HEADER.size if expected is None else expected
+        chunk = os.read(fd, min(_READ_SIZE, wanted - len(buffer)))
         if not chunk:
             return None, False
         buffer += chunk

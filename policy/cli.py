@@ -257,14 +257,15 @@ def check(
     from policy.configuration import Finding, Severity
     from policy.explain import render_document
     from policy.lint import check_findings
-    from policy.user_settings import UserSettingsError
+    from policy.user_settings import UserSettingsError, load_user_settings
 
     findings: list[Finding] = []
     try:
-        policy = _load(org, local, user_settings, state_dir)
+        load_user_settings(user_settings)
     except UserSettingsError as error:
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
-        policy = _load(org, local, None, state_dir)
+        user_settings = None  # the plugins still load (once) and are checked
+    policy = _load(org, local, user_settings, state_dir)
     findings.extend(check_findings(policy))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]

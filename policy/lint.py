@@ -91,11 +91,15 @@ class _Context:
         self.configuration = configuration
         self.definitions = definitions
         self.is_known = is_known
-        self.reported = reported
+        self.reported: dict[SourceLocation | None, list[str]] = {}
+        for finding in reported:
+            self.reported.setdefault(finding.location, []).append(finding.message)
+        self.known_tools = ", ".join(sorted(definitions)) or "none"
 
     def already_said(self, location: SourceLocation | None, mentioning: str) -> bool:
-        """Loading already reported this place (e.g. an unknown key); lint adds nothing."""
-        return any(f.location == location and mentioning in f.message for f in self.reported)
+        """Loading already reported this place (e.g. an unknown key); lint adds nothing.
+        Looked up by place, so lint stays linear in the number of findings."""
+        return any(mentioning in message for message in self.reported.get(location, ()))
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.configuration.setting(key)
@@ -119,7 +123,7 @@ class _Context:
         return setting.origin.location
 
     def known_list(self) -> str:
-        return ", ".join(sorted(self.definitions)) or "none"
+        return self.known_tools
 
 
 def _warning(code: str, message: str, location: SourceLocation | None) -> Finding:
@@ -169,6 +173,7 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
 
 
 def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
+    known = ", ".join(k for k in SETTING_KEYS if k.startswith("DataTools."))
     for key, setting in c.configuration.settings.items():
         base = key[: -len(OVERRIDE_SUFFIX)] if key.endswith(OVERRIDE_SUFFIX) else key
         if (
@@ -176,7 +181,6 @@ def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
             and base not in SETTING_KEYS
             and not c.already_said(setting.origin.location, key)
         ):
-            known = ", ".join(k for k in SETTING_KEYS if k.startswith("DataTools."))
             yield _warning(
                 "unknown-datatools-key",
                 f'unknown key "{key}"{unknown_key_hint(base)}; toolpolicy ignores it. '
@@ -278,11 +282,12 @@ def _replaced_lists(c: _Context) -> Iterable[Finding]:
         winner = _entries(setting.value)
         if winner is None:
             continue
+        kept = set(winner)
         for beaten in setting.beaten:
             lost = _entries(beaten.value)
             if lost is None:
                 continue
-            dropped = [entry for entry in lost if entry not in winner]
+            dropped = [entry for entry in lost if entry not in kept]
             if not dropped:
                 continue
             yield _warning(

@@ -11,31 +11,39 @@ table remembers the file and line that set it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
 from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
 from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.provenance import SourceLocation
 
+if TYPE_CHECKING:
+    from policy import _lua_worker
+
 __all__ = [
+    "WALL_SECONDS_VARIABLE",
     "LuaFunction",
     "LuaRunResult",
     "LuaSandboxError",
     "LuaScalar",
     "LuaTable",
     "LuaValue",
+    "PluginSource",
     "SandboxLimits",
+    "limits_from_environment",
     "read_plugin_source",
     "run_plugin",
     "run_plugin_source",
+    "run_plugin_sources",
     "stop_sandbox_worker",
 ]
 
@@ -99,16 +107,43 @@ class SandboxLimits:
 
     `instructions` counts Lua VM instructions: a 900-line plugin like AI Studio's template needs
     about 10,000, one with 80 providers about 100,000; the default stops an endless loop in well
-    under a second. `max_values` and `max_depth` bound the data handed back to Python.
-    `file_bytes` caps each file the loader reads (`plugin.lua` and every module it requires).
+    under a second. `wall_seconds` stops what the count cannot see (a pattern match inside one C
+    call): a real plugin runs in milliseconds, so the default refuses every bomb within a second
+    while leaving a slow machine a hundredfold margin (`TOOLPOLICY_PLUGIN_WALL_SECONDS` changes it
+    for the CLI and `load_policy`). `max_values`, `max_depth` and `max_text_bytes` bound the data
+    handed back to Python (values, nesting, bytes of all strings); `file_bytes` caps each file
+    the loader reads (`plugin.lua` and every module it requires).
     """
 
     memory_bytes: int = 64 * 1024 * 1024
-    instructions: int = 50_000_000
-    wall_seconds: float = 5.0
+    instructions: int = 20_000_000
+    wall_seconds: float = 1.0
     max_values: int = 200_000
     max_depth: int = 100
+    max_text_bytes: int = 16 * 1024 * 1024
     file_bytes: int = 4 * 1024 * 1024
+
+
+WALL_SECONDS_VARIABLE = "TOOLPOLICY_PLUGIN_WALL_SECONDS"
+
+
+def limits_from_environment() -> tuple[SandboxLimits, str | None]:
+    """The default caps, with the wall-clock cap from `TOOLPOLICY_PLUGIN_WALL_SECONDS` when set;
+    a value that is not a number of seconds keeps the default and says why."""
+    raw = os.environ.get(WALL_SECONDS_VARIABLE, "").strip()
+    default = SandboxLimits()
+    if not raw:
+        return default, None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds <= 600):
+        return default, (
+            f"{WALL_SECONDS_VARIABLE}={raw!r} is not a number of seconds from above 0 to 600 "
+            f"(e.g. 1.5); the default wall-clock cap of {default.wall_seconds:g} s applies"
+        )
+    return replace(default, wall_seconds=seconds), None
 
 
 class LuaSandboxError(Exception):
@@ -142,6 +177,15 @@ def read_plugin_source(plugin_file: Path, limits: SandboxLimits = SandboxLimits(
     return _read_source(plugin_file, str(plugin_file), limits)
 
 
+@dataclass(frozen=True, slots=True)
+class PluginSource:
+    """A plugin's text to run as if it were the file `file_name` (modules from `plugin_dir`)."""
+
+    source: str
+    file_name: str
+    plugin_dir: Path | None
+
+
 def run_plugin_source(
     source: str,
     file_name: str,
@@ -149,7 +193,42 @@ def run_plugin_source(
     limits: SandboxLimits = SandboxLimits(),
 ) -> LuaRunResult:
     """Run Lua text as if it were the file `file_name`; without `plugin_dir`, `require` finds nothing."""
+    (outcome,) = run_plugin_sources([PluginSource(source, file_name, plugin_dir)], limits)
+    if isinstance(outcome, LuaSandboxError):
+        raise outcome
+    return outcome
+
+
+def run_plugin_sources(
+    plugins: Sequence[PluginSource], limits: SandboxLimits = SandboxLimits()
+) -> list[LuaRunResult | LuaSandboxError]:
+    """Run several plugins (one configuration) in one round trip to the worker, each in its own
+    fresh Lua state under its own caps; the outcome of each, in order (an error is returned,
+    never raised, so one bad plugin leaves the others' results intact)."""
     _check_limits(limits)
+    outcomes: list[LuaRunResult | LuaSandboxError | None] = [None] * len(plugins)
+    jobs: list[tuple[int, tuple[Any, ...]]] = []
+    for index, plugin in enumerate(plugins):
+        try:
+            jobs.append((index, _job(plugin)))
+        except LuaSandboxError as error:
+            outcomes[index] = error
+    if jobs:
+        from policy import _lua_worker
+
+        prelude_bytecode()  # compiled before the worker is forked, so the worker keeps it
+        while jobs:
+            request = pickle.dumps(([job for _, job in jobs], limits))
+            replies = _lua_worker.run_jobs(_serve_request, request, len(jobs), limits.wall_seconds)
+            for (index, job), outcome in zip(jobs, replies, strict=False):
+                outcomes[index] = _outcome(outcome, job[1], limits)
+            jobs = jobs[len(replies) :]
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _job(plugin: PluginSource) -> tuple[Any, ...]:
+    """What the worker needs for one plugin: its bytecode, names and folder."""
+    file_name = plugin.file_name
     if not hasattr(os, "fork"):
         raise LuaSandboxError(
             "cannot run Lua plugins here: the sandbox needs fork() (Linux or macOS) to enforce "
@@ -159,28 +238,30 @@ def run_plugin_source(
         )
     from lupa import lua54  # noqa: F401  (imported here, before the worker is forked)
 
-    from policy import _lua_worker
-
-    text = normalize_newlines(source.removeprefix("\ufeff"))
+    text = normalize_newlines(plugin.source.removeprefix("\ufeff"))
     compiled = compile_chunk(text, 0, 0)
     if compiled.bytecode is None:
         message, _, line = _split_position(compiled.problem or "")
         raise LuaSandboxError(message, SourceLocation(file_name, line), "syntax")
     # The worker keeps the working directory it was forked with, so it gets absolute paths.
+    plugin_dir = plugin.plugin_dir
     folder = None if plugin_dir is None else _absolute(plugin_dir, file_name)
-    job = (compiled, prelude_bytecode(), file_name, plugin_dir, folder, limits)
-    request = pickle.dumps(job)
-    outcome = _lua_worker.run_job(_serve_request, request, limits.wall_seconds)
+    return (compiled, file_name, plugin_dir, folder)
+
+
+def _outcome(
+    outcome: _lua_worker.JobOutcome, file_name: str, limits: SandboxLimits
+) -> LuaRunResult | LuaSandboxError:
     where = SourceLocation(file_name, 0)
     if outcome.timed_out:
-        raise LuaSandboxError(
+        return LuaSandboxError(
             f"stopped after the wall-clock cap of {limits.wall_seconds:g} s; the plugin never "
             "finished (an endless pattern match or string operation?)",
             where,
             "limit",
         )
     if outcome.reply is None:
-        raise LuaSandboxError(
+        return LuaSandboxError(
             f"the sandbox process ended without a result ({outcome.death}); the plugin probably "
             "exhausted a process limit",
             where,
@@ -190,7 +271,7 @@ def run_plugin_source(
     files: list[str] = reply[-1]
     if reply[0] == "error":
         _, message, file_index, line, kind, _files = reply
-        raise LuaSandboxError(message, _location(files, file_index, line), kind)
+        return LuaSandboxError(message, _location(files, file_index, line), kind)
     return _decode_result(reply[1], files)
 
 
@@ -221,6 +302,7 @@ def _check_limits(limits: SandboxLimits) -> None:
         "wall_seconds",
         "max_values",
         "max_depth",
+        "max_text_bytes",
         "file_bytes",
     ):
         value = getattr(limits, name)
@@ -251,16 +333,18 @@ def _decode_utf8(raw: bytes, file_name: str) -> str:
 # --- worker side ------------------------------------------------------------------------------
 
 
-def _serve_request(request: bytes) -> bytes:
-    """The worker's side of one run: unpickle the job, run it, pickle the reply."""
+def _serve_request(request: bytes) -> Iterator[bytes]:
+    """The worker's side of one request: each plugin in a fresh Lua state, one reply each."""
     from lupa import lua54
 
-    compiled, prelude, file_name, plugin_dir, folder, limits = pickle.loads(request)
-    try:
-        reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
-    except Exception as error:  # the worker must always answer
-        reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
-    return pickle.dumps(reply)
+    jobs, limits = pickle.loads(request)
+    prelude = prelude_bytecode()  # inherited from the parent at fork
+    for compiled, file_name, plugin_dir, folder in jobs:
+        try:
+            reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
+        except Exception as error:  # the worker must always answer
+            reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
+        yield pickle.dumps(reply)
 
 
 def _run_in_lua(
@@ -290,7 +374,9 @@ def _run_in_lua(
 
     try:
         setup = runtime_globals.load(prelude, b"=sandbox", b"b")
-        control = setup(limits.instructions, limits.max_values, limits.max_depth, reader)
+        control = setup(
+            limits.instructions, limits.max_values, limits.max_depth, reader, limits.max_text_bytes
+        )
         chunk = control.load_compiled(compiled.bytecode)
         sethook(control.hook, b"", control.hook_every)
         try:

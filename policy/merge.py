@@ -28,7 +28,7 @@ from policy.configuration import (
     PolicyConfiguration,
     Severity,
 )
-from policy.lua_sandbox import SandboxLimits
+from policy.lua_sandbox import SandboxLimits, limits_from_environment
 from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.plugins import (
     PLUGIN_FILE_NAME,
@@ -37,6 +37,7 @@ from policy.plugins import (
     PluginSetting,
     discover_plugin_files,
     load_plugin,
+    load_plugins,
 )
 from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import setting_key
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 ENABLE_TOOLS = "DataTools.EnableTools"
 ALLOW_LOCAL_MCP_SERVERS = "DataTools.AllowLocalMcpServers"
-_COPY_CAP = SandboxLimits().file_bytes
 
 
 def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
@@ -318,17 +318,24 @@ def load_configuration(
     org: Sequence[Path] = (),
     local: Sequence[Path] = (),
     state_dir: Path | None = None,
+    limits: SandboxLimits | None = None,
 ) -> PolicyConfiguration:
     """Load and merge plugins. Never raises for a bad plugin.
 
     A rejected plugin becomes error findings. A broken organization plugin (or a missing
     organization path) becomes a BrokenPlugin; with `state_dir`, its last-known-good copy stands in,
-    and every organization plugin that loads refreshes its copy there.
+    and every organization plugin that loads refreshes its copy there. Every plugin runs once, all
+    in one round trip to the sandbox, under `limits` (default: `SandboxLimits()` with the wall-clock
+    cap of `TOOLPOLICY_PLUGIN_WALL_SECONDS` when set).
     """
-    store = _LastKnownGood(state_dir) if state_dir is not None else None
+    findings: list[Finding] = []
+    if limits is None:
+        limits, problem = limits_from_environment()
+        if problem is not None:
+            findings.append(Finding(Severity.ERROR, "invalid-sandbox-limit", problem, None))
+    store = _LastKnownGood(state_dir, limits) if state_dir is not None else None
     loaded: dict[str, ConfigurationPlugin] = {}
     broken: list[BrokenPlugin] = []
-    findings: list[Finding] = []
 
     def admit(plugin: ConfigurationPlugin) -> None:
         holder = loaded.get(plugin.id)
@@ -356,38 +363,52 @@ def load_configuration(
         for copy in copies:
             admit(copy)
 
-    for root in org:
-        for plugin_file, error in _discover(root):
+    org_files = [(root, _discover(root)) for root in org]
+    local_files = [(root, _discover(root)) for root in local]
+    to_load = [
+        (plugin_file, origin)
+        for found, origin in (
+            (org_files, PluginOrigin.ORGANIZATION),
+            (local_files, PluginOrigin.LOCAL),
+        )
+        for _root, files in found
+        for plugin_file, error in files
+        if error is None
+    ]
+    outcomes = iter(load_plugins(to_load, limits))
+
+    for root, files in org_files:
+        for plugin_file, error in files:
             if error is not None:
                 stand_in(root, error, None)
                 continue
-            try:
-                plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
-            except PluginLoadError as failure:
-                if failure.not_configuration:
-                    findings.append(_as_warning(failure))
+            plugin = next(outcomes)
+            if isinstance(plugin, PluginLoadError):
+                if plugin.not_configuration:
+                    findings.append(_as_warning(plugin))
                     continue
-                findings.extend(failure.findings)
-                stand_in(plugin_file, failure.message, failure)
+                findings.extend(plugin.findings)
+                stand_in(plugin_file, plugin.message, plugin)
                 continue
             admit(plugin)
             if store is not None:
                 findings.extend(store.save(plugin))
 
-    for root in local:
-        for plugin_file, error in _discover(root):
+    for root, files in local_files:
+        for _plugin_file, error in files:
             if error is not None:
                 findings.append(
                     Finding(Severity.ERROR, "plugin-not-found", error, SourceLocation(str(root), 0))
                 )
                 continue
-            try:
-                admit(load_plugin(plugin_file, PluginOrigin.LOCAL))
-            except PluginLoadError as failure:
-                if failure.not_configuration:
-                    findings.append(_as_warning(failure))
+            plugin = next(outcomes)
+            if isinstance(plugin, PluginLoadError):
+                if plugin.not_configuration:
+                    findings.append(_as_warning(plugin))
                 else:
-                    findings.extend(failure.findings)
+                    findings.extend(plugin.findings)
+                continue
+            admit(plugin)
 
     return merge_plugins(list(loaded.values()), broken, findings)
 
@@ -446,8 +467,9 @@ class _LastKnownGood:
     replaced atomically, so a crash leaves the previous copy in force.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, limits: SandboxLimits) -> None:
         self.root = root
+        self.limits = limits
 
     def save(self, plugin: ConfigurationPlugin) -> list[Finding]:
         try:
@@ -474,7 +496,7 @@ class _LastKnownGood:
         files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
         relative = [_relative_inside(f, source_dir) for f in files]
         digest = hashlib.sha256()
-        contents = [read_plugin_file(path, _COPY_CAP, source_dir) for path in files]
+        contents = [read_plugin_file(path, self.limits.file_bytes, source_dir) for path in files]
         for rel, content in zip(relative, contents, strict=True):
             digest.update(rel.encode() + b"\0" + content + b"\0")
         version = digest.hexdigest()
@@ -528,7 +550,7 @@ class _LastKnownGood:
                 / str(entry.get("plugin_file", ""))
             )
             try:
-                copies.append(load_plugin(plugin_file, PluginOrigin.ORGANIZATION))
+                copies.append(load_plugin(plugin_file, PluginOrigin.ORGANIZATION, self.limits))
             except PluginLoadError:
                 continue
         return copies

@@ -10,7 +10,7 @@ act on are kept and reported as unused, never as errors.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,9 +29,10 @@ from policy.lua_sandbox import (
     LuaFunction,
     LuaSandboxError,
     LuaTable,
+    PluginSource,
     SandboxLimits,
     read_plugin_source,
-    run_plugin_source,
+    run_plugin_sources,
 )
 from policy.provenance import Origin, SourceLocation
 from policy.settings_keys import (
@@ -199,28 +200,56 @@ def load_plugin(
 
     The file is read once, safely (see `policy.plugin_files`); `limits` defaults to
     `SandboxLimits()`."""
-    file = str(plugin_file)
+    (outcome,) = load_plugins([(plugin_file, origin)], limits)
+    if isinstance(outcome, PluginLoadError):
+        raise outcome
+    return outcome
+
+
+def load_plugins(
+    plugin_files: Sequence[tuple[Path, PluginOrigin]], limits: SandboxLimits | None = None
+) -> list[ConfigurationPlugin | PluginLoadError]:
+    """Load the plugins of one configuration: each file read once, all of them run in one round
+    trip to the sandbox (each in its own Lua state), each validated; one outcome per file, in
+    order (a rejected plugin is its PluginLoadError, returned, not raised)."""
     chosen = limits if limits is not None else SandboxLimits()
-    text = ""
-    try:
-        text = read_plugin_source(plugin_file, chosen)
-        result = run_plugin_source(text, file, plugin_file.parent, chosen)
-    except LuaSandboxError as error:
-        if error.kind == "read":
-            finding = _error(
-                "unreadable", f"the plugin file cannot be read: {error.message}", error.location
-            )
-        else:
-            finding = _error(
-                "lua-error", f"the plugin could not be run: {error.message}", error.location
-            )
-        raise PluginLoadError(file, [finding], plugin_id=_id_in_text(text)) from None
-    try:
-        return _Loader(file, origin, result.globals, result.locations, result.files, text).load()
-    except PluginLoadError as failure:
-        if not failure.plugin_id:
-            failure.plugin_id = _id_in_text(text)
-        raise
+    outcomes: list[ConfigurationPlugin | PluginLoadError | None] = [None] * len(plugin_files)
+    texts: dict[int, str] = {}
+    for index, (plugin_file, _origin) in enumerate(plugin_files):
+        try:
+            texts[index] = read_plugin_source(plugin_file, chosen)
+        except LuaSandboxError as error:
+            outcomes[index] = _not_run(str(plugin_file), error, "")
+    sources = [
+        PluginSource(text, str(plugin_files[index][0]), plugin_files[index][0].parent)
+        for index, text in texts.items()
+    ]
+    for index, result in zip(texts, run_plugin_sources(sources, chosen), strict=True):
+        file, text = str(plugin_files[index][0]), texts[index]
+        if isinstance(result, LuaSandboxError):
+            outcomes[index] = _not_run(file, result, text)
+            continue
+        origin = plugin_files[index][1]
+        loader = _Loader(file, origin, result.globals, result.locations, result.files, text)
+        try:
+            outcomes[index] = loader.load()
+        except PluginLoadError as failure:
+            if not failure.plugin_id:
+                failure.plugin_id = _id_in_text(text)
+            outcomes[index] = failure
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _not_run(file: str, error: LuaSandboxError, text: str) -> PluginLoadError:
+    if error.kind == "read":
+        finding = _error(
+            "unreadable", f"the plugin file cannot be read: {error.message}", error.location
+        )
+    else:
+        finding = _error(
+            "lua-error", f"the plugin could not be run: {error.message}", error.location
+        )
+    return PluginLoadError(file, [finding], plugin_id=_id_in_text(text))
 
 
 def _id_in_text(text: str) -> str:
@@ -1369,5 +1398,6 @@ __all__ = [
     "PluginSetting",
     "discover_plugin_files",
     "load_plugin",
+    "load_plugins",
     "parse_guid",
 ]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy._lua_worker import run_job, shutdown
+from policy._lua_worker import JobOutcome, run_jobs, shutdown
 from policy.lua_sandbox import (
     LuaFunction,
     LuaRunResult,
@@ -589,12 +589,18 @@ def test_any_constructor_layout_keeps_values_and_field_lines(
 # --- the worker process -------------------------------------------------------------------------
 
 
-def _pid_handler(request: bytes) -> bytes:
-    if request == b"sleep":
-        time.sleep(30)
-    if request == b"die":
-        os._exit(3)
-    return str(os.getpid()).encode()
+def _pid_handler(request: bytes) -> Iterator[bytes]:
+    for job in request.split(b","):
+        if job == b"sleep":
+            time.sleep(30)
+        if job == b"die":
+            os._exit(3)
+        yield str(os.getpid()).encode()
+
+
+def run_job(handler: Callable[[bytes], Iterator[bytes]], job: bytes, wall: float) -> JobOutcome:
+    (outcome,) = run_jobs(handler, job, 1, wall)
+    return outcome
 
 
 def _alive(pid: int) -> bool:
@@ -616,6 +622,19 @@ def test_worker_is_reused_replaced_after_a_timeout_and_gone_after_shutdown() -> 
     assert second not in (0, first)
     shutdown()
     assert not _alive(second)
+
+
+def test_one_request_answers_job_by_job_and_stops_at_the_job_that_overruns() -> None:
+    first, second = run_jobs(_pid_handler, b"pid,pid", 2, 5)
+    assert first.reply == second.reply and first.reply is not None
+    worker = int(first.reply)
+    done, stopped = run_jobs(_pid_handler, b"pid,sleep,pid", 3, 0.3)
+    assert int(done.reply or b"0") == worker
+    assert stopped.timed_out and stopped.reply is None
+    assert not _alive(worker)
+    (alone,) = run_jobs(_pid_handler, b"pid", 1, 5)  # the caller sends the rest again
+    assert int(alone.reply or b"0") not in (0, worker)
+    shutdown()
 
 
 def test_a_worker_that_dies_is_reported_and_one_killed_between_jobs_is_replaced() -> None:
