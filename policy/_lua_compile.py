@@ -1,13 +1,15 @@
-"""Compile Lua text to bytecode in the parent process, once per distinct text.
+"""Compile Lua text to bytecode, once per distinct text, inside the sandbox's worker process.
 
-Parsing never runs plugin code, so it is safe outside the sandbox process; doing it here means a
-syntax error needs no child process, and a plugin that is loaded again (AI Studio runs each plugin
-twice per load, and hot reload repeats that) skips both the rewrite and the parse. Bytecode we
-produced ourselves is the only binary chunk the sandbox ever loads.
+Parsing never runs plugin code, but rewriting and parsing a hostile multi-megabyte text takes
+seconds, so it happens in the worker, under the wall-clock cap; the cache lives as long as the
+worker, so a plugin that is loaded again (hot reload) skips both the rewrite and the parse.
+Bytecode we produced ourselves is the only binary chunk the sandbox ever loads. The prelude is
+compiled in the parent before the worker is forked, so every worker starts with it.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -88,3 +90,14 @@ def prelude_bytecode() -> bytes:
     if bytecode is None:
         raise RuntimeError(f"the sandbox prelude does not compile: {problem}")
     return bytecode
+
+
+def _forget_in_child() -> None:
+    """A fork may have caught another thread compiling: the child starts a compiler of its own."""
+    global _lock, _compiler
+    _lock = threading.Lock()
+    _compiler = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)

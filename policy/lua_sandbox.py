@@ -227,7 +227,9 @@ def run_plugin_sources(
 
 
 def _job(plugin: PluginSource) -> tuple[Any, ...]:
-    """What the worker needs for one plugin: its bytecode, names and folder."""
+    """What the worker needs for one plugin: its text, names and folder. The worker rewrites and
+    compiles the text (cached there per distinct text), so even that work on a hostile file runs
+    under the wall-clock cap."""
     file_name = plugin.file_name
     if not hasattr(os, "fork"):
         raise LuaSandboxError(
@@ -239,14 +241,10 @@ def _job(plugin: PluginSource) -> tuple[Any, ...]:
     from lupa import lua54  # noqa: F401  (imported here, before the worker is forked)
 
     text = normalize_newlines(plugin.source.removeprefix("\ufeff"))
-    compiled = compile_chunk(text, 0, 0)
-    if compiled.bytecode is None:
-        message, _, line = _split_position(compiled.problem or "")
-        raise LuaSandboxError(message, SourceLocation(file_name, line), "syntax")
     # The worker keeps the working directory it was forked with, so it gets absolute paths.
     plugin_dir = plugin.plugin_dir
     folder = None if plugin_dir is None else _absolute(plugin_dir, file_name)
-    return (compiled, file_name, plugin_dir, folder)
+    return (text, file_name, plugin_dir, folder)
 
 
 def _outcome(
@@ -339,9 +337,14 @@ def _serve_request(request: bytes) -> Iterator[bytes]:
 
     jobs, limits = pickle.loads(request)
     prelude = prelude_bytecode()  # inherited from the parent at fork
-    for compiled, file_name, plugin_dir, folder in jobs:
+    for text, file_name, plugin_dir, folder in jobs:
         try:
-            reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
+            compiled = compile_chunk(text, 0, 0)
+            if compiled.bytecode is None:
+                message, _, line = _split_position(compiled.problem or "")
+                reply: tuple[Any, ...] = ("error", message, 0, line, "syntax", [file_name])
+            else:
+                reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
         except Exception as error:  # the worker must always answer
             reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
         yield pickle.dumps(reply)
