@@ -24,7 +24,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _HEADER = struct.Struct("!Q")
 _READ_SIZE = 1 << 20
@@ -47,6 +47,8 @@ class _Worker:
     to_worker: int
     from_worker: int
     handler: Handler
+    pending: bytearray = field(default_factory=bytearray)
+    """Bytes read past the last reply: the next replies of the same request."""
 
 
 _lock = threading.Lock()
@@ -73,7 +75,9 @@ def run_jobs(handler: Handler, request: bytes, count: int, wall_seconds: float) 
                 worker = _ready_worker(handler)
                 _write_frame(worker.to_worker, frame)
             while len(outcomes) < count:
-                reply, timed_out = _read_frame(worker.from_worker, time.monotonic() + wall_seconds)
+                reply, timed_out = _read_frame(
+                    worker.from_worker, time.monotonic() + wall_seconds, worker.pending
+                )
                 if reply is None:
                     break
                 outcomes.append(JobOutcome(reply))
@@ -138,6 +142,7 @@ def _close_all_but(first: int, second: int) -> None:
 
 def _serve(handler: Handler, requests: int, replies: int) -> None:
     status = 0
+    pending = bytearray()
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         # The inherited objects never become garbage here; freezing them keeps the collector from
@@ -145,7 +150,7 @@ def _serve(handler: Handler, requests: int, replies: int) -> None:
         gc.freeze()
         while True:
             try:
-                frame, _ = _read_frame(requests, None)
+                frame, _ = _read_frame(requests, None, pending)
             except OSError:
                 break
             if frame is None:
@@ -178,13 +183,22 @@ def _write_frame(fd: int, payload: bytes) -> None:
         view = view[written:]
 
 
-def _read_frame(fd: int, deadline: float | None) -> tuple[bytes | None, bool]:
-    """Returns (frame, timed_out); frame is None when the other side closed the pipe."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    buffer = bytearray()
-    expected: int | None = None
-    while expected is None or len(buffer) < expected:
+def _read_frame(fd: int, deadline: float | None, pending: bytearray) -> tuple[bytes | None, bool]:
+    """Returns (frame, timed_out); frame is None when the other side closed the pipe. Reads as
+    much as the pipe holds (one wake-up often brings several replies) and keeps what lies past
+    this frame in `pending` for the next call."""
+    poller: select.poll | None = None
+    while True:
+        if len(pending) >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(pending)
+            end = _HEADER.size + length
+            if len(pending) >= end:
+                frame = bytes(pending[_HEADER.size : end])
+                del pending[:end]
+                return frame, False
+        if poller is None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         if deadline is None:
             timeout_ms = None
         else:
@@ -194,16 +208,10 @@ def _read_frame(fd: int, deadline: float | None) -> tuple[bytes | None, bool]:
             timeout_ms = max(1, math.ceil(remaining * 1000))
         if not poller.poll(timeout_ms):
             continue
-        # Never past this frame: the next reply of the same request may follow in the pipe.
-        wanted = _HEADER.size if expected is None else expected
-        chunk = os.read(fd, min(_READ_SIZE, wanted - len(buffer)))
+        chunk = os.read(fd, _READ_SIZE)
         if not chunk:
             return None, False
-        buffer += chunk
-        if expected is None and len(buffer) >= _HEADER.size:
-            (length,) = _HEADER.unpack_from(buffer)
-            expected = _HEADER.size + length
-    return bytes(buffer[_HEADER.size :]), False
+        pending += chunk
 
 
 def _has_exited(worker: _Worker) -> bool:

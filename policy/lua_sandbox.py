@@ -520,21 +520,21 @@ def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
             known = cache[packed] = _location(files, packed >> 32, packed & 0xFFFFFFFF)
         return known
 
-    def convert(node: Any) -> LuaValue:
-        if type(node) is list:
-            return table(node)
-        if type(node) is dict:
-            return LuaFunction(location(node["f"]))
-        return node  # type: ignore[no-any-return]
-
     def table(node: list[Any]) -> LuaTable:
         keys = node[1::3]
-        entries = dict(zip(keys, [convert(item) for item in node[2::3]], strict=True))
-        locations = {
-            key: location(packed)
-            for key, packed in zip(keys, node[3::3], strict=True)
-            if packed is not None
-        }
+        values = node[2::3]
+        for index, item in enumerate(values):  # scalars stay as they are, in place
+            kind = type(item)
+            if kind is list:
+                values[index] = table(item)
+            elif kind is dict:
+                values[index] = LuaFunction(location(item["f"]))
+        entries = dict(zip(keys, values, strict=True))
+        locations = {}
+        for key, packed in zip(keys, node[3::3], strict=True):
+            if packed is not None:
+                known = cache.get(packed)
+                locations[key] = known if known is not None else location(packed)
         return LuaTable(
             MappingProxyType(entries),
             MappingProxyType(locations),  # type: ignore[arg-type]

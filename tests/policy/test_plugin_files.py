@@ -25,6 +25,21 @@ CREDENTIALS = "aws_secret_access_key = CANARY-7d1f0c"
 POLICY = str(Path(sys.executable).parent / "policy")
 
 
+def policy_check(org: Path, **environment: str) -> subprocess.CompletedProcess[str]:
+    """`policy check --org ORG` in a subprocess (TOOLPOLICY_* variables from `environment`)."""
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    done = subprocess.run(
+        [POLICY, "check", "--org", str(org)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a guard against a hang, not a timing bound
+        check=False,
+        env={**variables, **environment},
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+    return done
+
+
 def _refused(path: Path, limits: SandboxLimits | None = None) -> str:
     with pytest.raises(PluginLoadError) as caught:
         load_plugin(path, ORG, limits)
@@ -100,16 +115,9 @@ def test_a_fifo_named_plugin_lua_is_refused_by_policy_check_without_hanging(
     folder = tmp_path / "org" / "fifo"
     folder.mkdir(parents=True)
     os.mkfifo(folder / "plugin.lua")
-    done = subprocess.run(
-        [POLICY, "check", "--org", str(tmp_path / "org")],
-        capture_output=True,
-        text=True,
-        timeout=120,  # a guard against a hang, not a timing bound
-        check=False,
-    )
+    done = policy_check(tmp_path / "org")
     assert done.returncode == 1
     assert "this is a FIFO (named pipe), not a regular file" in done.stdout
-    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_a_fifo_module_is_refused(tmp_path: Path) -> None:

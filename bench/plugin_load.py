@@ -1,0 +1,146 @@
+"""Benchmark: plugin load + merge against raw lupa running the same plugins. Prints figures.
+
+    .venv/bin/python bench/plugin_load.py [--quick]
+
+1. A 900-line plugin.lua (AI Studio's template size, from bench/decide.py) plus two department
+   plugins: `load_configuration` (read safely, sandbox round trip, type, merge; the texts already
+   compiled once, as on a reload) against the floor, raw lupa running the same three files, each
+   in a fresh `LuaRuntime` (no sandbox, no types, no merge). Target: ratio <= 3.
+2. Fixed cost per extra plugin: the same load with 0, 10 and 20 small plugins added; the slope
+   in ms per plugin, ours and raw lupa's, side by side. Target: ours <= 0.3 ms per plugin.
+
+Two metrics, side by side: *wall* is the median elapsed time of alternating runs in one process;
+*CPU* is processor time per run, ours counting the sandbox worker's too (from /proc, Linux), so a
+busy machine's scheduling delays between the two processes do not count against either side.
+This is not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decide import small_plugin, template_sized_plugin
+
+from policy.merge import load_configuration
+
+
+def _median_ms(action: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def _raw_lupa(files: list[Path]) -> Callable[[], None]:
+    from lupa import lua54
+
+    texts = [path.read_bytes() for path in files]
+
+    def run() -> None:
+        for text in texts:
+            runtime = lua54.LuaRuntime(encoding=None)
+            runtime.execute(text)
+
+    return run
+
+
+def _worker_cpu_seconds() -> float:
+    """CPU time the sandbox worker has used so far (0 where /proc is missing)."""
+    from policy import _lua_worker
+
+    worker = _lua_worker._worker
+    try:
+        fields = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _side_by_side(root: Path, repeats: int) -> tuple[float, float, float, float]:
+    """(ours wall, raw wall, ours CPU, raw CPU) in ms per run."""
+    files = sorted(root.rglob("plugin.lua"))
+    raw = _raw_lupa(files)
+
+    def ours() -> None:
+        load_configuration([root])
+
+    ours()
+    raw()
+    ours_times, raw_times = [], []
+    ours_cpu = raw_cpu = 0.0
+    for _ in range(repeats):  # alternating, so both see the same machine
+        cpu, worker = time.process_time(), _worker_cpu_seconds()
+        ours_times.append(_median_ms(ours, 1))
+        ours_cpu += time.process_time() - cpu + _worker_cpu_seconds() - worker
+        cpu = time.process_time()
+        raw_times.append(_median_ms(raw, 1))
+        raw_cpu += time.process_time() - cpu
+    return (
+        statistics.median(ours_times),
+        statistics.median(raw_times),
+        ours_cpu * 1000 / repeats,
+        raw_cpu * 1000 / repeats,
+    )
+
+
+def bench_ratio(root: Path, repeats: int) -> None:
+    template_sized_plugin(root / "org" / "base")
+    small_plugin(root / "org" / "dept_a", 1, 4)
+    small_plugin(root / "org" / "dept_b", 2, 4)
+    lines = len((root / "org" / "base" / "plugin.lua").read_text().splitlines())
+    ours, raw, ours_cpu, raw_cpu = _side_by_side(root / "org", repeats)
+    print(f"1. load + merge of a {lines}-line plugin.lua + 2 department plugins (ms per run)")
+    print(f"   {'':<24} {'wall':>8} {'CPU':>8}")
+    print(f"   {'toolpolicy load+merge':<24} {ours:8.2f} {ours_cpu:8.2f}")
+    print(f"   {'raw lupa, same files':<24} {raw:8.2f} {raw_cpu:8.2f}")
+    print(
+        f"   {'ratio':<24} {ours / raw:7.2f}x {ours_cpu / max(raw_cpu, 1e-6):7.2f}x   (target <= 3)"
+    )
+
+
+def bench_per_plugin(root: Path, repeats: int) -> None:
+    folder = root / "many"
+    template_sized_plugin(folder / "base")
+    figures = []
+    added = 0
+    for count in (0, 10, 20):
+        while added < count:
+            small_plugin(folder / f"extra_{added:02d}_{uuid.uuid4().hex[:6]}", added + 3, 4)
+            added += 1
+        figures.append((count, *_side_by_side(folder, repeats)))
+    (c0, o0, r0, oc0, rc0), (c2, o2, r2, oc2, rc2) = figures[0], figures[-1]
+    print("2. fixed cost per extra plugin (900-line plugin + n small ones; ms per run)")
+    print(f"   {'':<8} {'ours wall':>10} {'ours CPU':>10} {'raw wall':>10} {'raw CPU':>10}")
+    for count, ours, raw, ours_cpu, raw_cpu in figures:
+        print(f"   n = {count:>2}   {ours:10.2f} {ours_cpu:10.2f} {raw:10.2f} {raw_cpu:10.2f}")
+    extra = c2 - c0
+    print(
+        f"   per extra plugin: ours {(o2 - o0) / extra:.3f} ms wall, {(oc2 - oc0) / extra:.3f} ms "
+        f"CPU; raw lupa {(r2 - r0) / extra:.3f} ms wall, {(rc2 - rc0) / extra:.3f} ms CPU   "
+        "(target <= 0.3 ms)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    arguments = parser.parse_args()
+    repeats = 7 if arguments.quick else 31
+    with tempfile.TemporaryDirectory() as folder:
+        bench_ratio(Path(folder), repeats)
+        bench_per_plugin(Path(folder), repeats)
+
+
+if __name__ == "__main__":
+    main()
