@@ -248,6 +248,7 @@ class ToolRegistry:
         self._ordered = tuple(
             sorted(self._facts.values(), key=lambda f: f.tool.display_name.casefold())
         )
+        self._by_function = {f.definition.function.name: f.tool for f in self._facts.values()}
         wiki = self._facts.get(SEARCH_CONFLUENCE)
         wiki_url = wiki.values.get(SC_BASE_URL, "").strip() if wiki is not None else ""
         self._base_extras: Mapping[str, object] = (
@@ -1005,6 +1006,13 @@ class ToolRegistry:
 
     def tool(self, tool_id: str) -> Tool:
         return self._facts_of(tool_id).tool
+
+    def tool_named(self, function_name: str) -> Tool | None:
+        """The registered tool whose function has this name, offered or not (None: unknown).
+
+        A model may call a tool this request did not offer; its trace still masks what the
+        tool's definition calls sensitive."""
+        return self._by_function.get(function_name)
 
     def _facts_of(self, tool_id: str) -> _ToolFacts:
         facts = self._facts.get(tool_id)

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from policy.definitions import ToolDefinition
+from policy.redaction import MASK, NO_SECRETS, SecretMask, mask_in_logs
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-REDACTED = "*****"
+REDACTED = MASK
 INVALID_CALL_MESSAGE = "The tool call was invalid."
 INVALID_CALL_TOOL_NAME = "Invalid tool call"
 FAILURE_PREFIX = "Tool execution failed: "
@@ -120,12 +121,14 @@ def _parse_arguments(text: str) -> dict[str, Any]:
 
 
 def format_arguments(
-    arguments: Mapping[str, Any], sensitive_names: frozenset[str] = frozenset()
+    arguments: Mapping[str, Any], sensitive_names: frozenset[str] | None = frozenset()
 ) -> dict[str, str]:
-    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are."""
+    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are.
+
+    `sensitive_names=None` masks every value (a call of a tool nobody knows)."""
     formatted: dict[str, str] = {}
     for name, value in arguments.items():
-        if name in sensitive_names:
+        if sensitive_names is None or name in sensitive_names:
             formatted[name] = REDACTED
         elif isinstance(value, str):
             formatted[name] = value
@@ -144,10 +147,29 @@ def find_runnable(
     return None
 
 
-def redacted_call_arguments(call: RequestedCall, runnable: RunnableTools) -> dict[str, str]:
+KnownTools = Callable[[str], object | None]
+"""The registered tool behind a function name, offered in this request or not (None: unknown)."""
+
+
+def _no_known_tools(_function_name: str) -> object | None:
+    return None
+
+
+def traced_sensitive_names(
+    tool_name: str, runnable: RunnableTools, known: KnownTools = _no_known_tools
+) -> frozenset[str] | None:
+    """The argument names a trace masks for a call of `tool_name`: by the definition of the tool
+    so named, whether or not it is offered; None (mask every argument) for a tool nobody knows."""
+    found = find_runnable(runnable, tool_name)
+    tool = found[1] if found else known(tool_name)
+    return None if tool is None else sensitive_argument_names(tool)
+
+
+def redacted_call_arguments(
+    call: RequestedCall, runnable: RunnableTools, known: KnownTools = _no_known_tools
+) -> dict[str, str]:
     """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
-    found = find_runnable(runnable, call.tool_name)
-    sensitive = sensitive_argument_names(found[1]) if found else frozenset()
+    sensitive = traced_sensitive_names(call.tool_name, runnable, known)
     try:
         return format_arguments(_parse_arguments(call.arguments_json), sensitive)
     except ValueError:
@@ -187,7 +209,9 @@ class ToolExecutor:
 
     `settings_for(tool_id)` gives a tool's resolved setting values; `services` are shared objects
     tools may use (the chat of the call is added as "chat"); `mailbox_name(id)` names the mailbox
-    behind an outbound-data restriction, None when it was removed since.
+    behind an outbound-data restriction, None when it was removed since; `known_tools(name)` is
+    the registered tool behind a function name whether or not it is offered (the registry's
+    `tool_named`), so a call of a tool not offered is traced masked by its definition.
     """
 
     def __init__(
@@ -195,10 +219,16 @@ class ToolExecutor:
         settings_for: Callable[[str], Mapping[str, str]] | None = None,
         services: Mapping[str, Any] | None = None,
         mailbox_name: Callable[[str], str | None] | None = None,
+        known_tools: KnownTools | None = None,
     ) -> None:
         self._settings_for = settings_for or (lambda _tool_id: {})
         self._services = dict(services or {})
         self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
+        self._known_tools = known_tools or _no_known_tools
+
+    def traced_arguments(self, call: RequestedCall, runnable: RunnableTools) -> dict[str, str]:
+        """A call's arguments as its `ToolCallStarted` event and trace show them."""
+        return redacted_call_arguments(call, runnable, self._known_tools)
 
     async def execute(
         self,
@@ -270,10 +300,7 @@ class ToolExecutor:
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
         content = f"Tool '{call.tool_name}' is not available."
-        try:
-            arguments = format_arguments(_parse_arguments(call.arguments_json))
-        except ValueError:
-            arguments = {}
+        arguments = self.traced_arguments(call, ())
         trace = ToolInvocationTrace(
             order=order,
             tool_id=call.tool_name,
@@ -331,12 +358,8 @@ def _traced_message(
     if isinstance(error, ArgumentError) and error.argument in sensitive:
         prefix = FAILURE_PREFIX if message.startswith(FAILURE_PREFIX) else ""
         return f"{prefix}Argument '{error.argument}' was refused; its value is not shown."
-    for name in sensitive:
-        value = arguments.get(name)
-        if isinstance(value, str) and value.strip():
-            for spelling in (value, json.dumps(value, ensure_ascii=False)[1:-1]):
-                message = message.replace(spelling, REDACTED)
-    return message
+    values = (arguments.get(name) for name in sensitive)
+    return SecretMask.of(values, min_characters=1).text(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,53 +368,30 @@ class _SecretMask:
 
     Tools need their secrets in plain text, so the executor is the last place that can stop an
     upstream error quoting an API key, or a URL carrying it, on its way to the model, the trace or
-    the log. Percent-encoded and JSON-escaped spellings count as the secret too.
+    the log. Every spelling counts (`policy.redaction`: percent-encoded, JSON-escaped, base64 ...).
     """
 
     names: frozenset[str] = frozenset()
-    spellings: tuple[str, ...] = ()
+    mask: SecretMask = NO_SECRETS
 
     @classmethod
     def of(cls, definition: ToolDefinition, settings: Mapping[str, str]) -> _SecretMask:
-        from urllib.parse import quote, quote_plus
-
         properties = definition.settings_schema.properties
         names = frozenset(name for name, spec in properties.items() if spec.secret)
-        values = {settings[n] for n in names if isinstance(settings.get(n), str) and settings[n]}
-        spellings = {
-            form
-            for value in values
-            for form in (
-                value,
-                quote(value, safe=""),
-                quote_plus(value),
-                json.dumps(value)[1:-1],
-                json.dumps(value, ensure_ascii=False)[1:-1],
-            )
-        }
-        return cls(names, tuple(sorted(spellings, key=len, reverse=True)))
+        mask = SecretMask.of(settings.get(n) for n in names)
+        mask_in_logs(mask)
+        return cls(names, mask)
 
     def text(self, text: str) -> str:
-        for spelling in self.spellings:
-            text = text.replace(spelling, REDACTED)
-        return text
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {self.text(str(k)): self.value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.value(item) for item in value]
-        return value
+        return self.mask.text(text)
 
     def result(self, result: ToolExecutionResult) -> ToolExecutionResult:
-        if not self.spellings:
+        if not self.mask:
             return result
         return replace(
             result,
             text_content=None if result.text_content is None else self.text(result.text_content),
-            json_content=self.value(result.json_content),
+            json_content=self.mask.value(result.json_content),
             sources=tuple(
                 Source(self.text(s.title), self.text(s.url), s.origin) for s in result.sources
             ),

@@ -27,7 +27,6 @@ from runtime.executor import (
     apply_call_demands,
     find_runnable,
     invalid_call_outcome,
-    redacted_call_arguments,
 )
 from runtime.messages import (
     UNKNOWN_USAGE,
@@ -318,7 +317,7 @@ class SequentialToolCallingLoop:
             call_id=call.call_id,
             tool_name=call.tool_name,
             display_name=found[1].display_name if found else call.tool_name,
-            arguments=redacted_call_arguments(call, context.runnable_tools),
+            arguments=context.executor.traced_arguments(call, context.runnable_tools),
         )
         outcome = await context.executor.execute(
             call,

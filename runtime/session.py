@@ -308,7 +308,12 @@ class ChatRuntime:
         """The executor `respond` runs calls with: the app's services, settings resolved once."""
         from runtime.executor import ToolExecutor
 
-        return ToolExecutor(self._tool_settings, self._services, self._mailbox_name)
+        return ToolExecutor(
+            self._tool_settings,
+            self._services,
+            self._mailbox_name,
+            known_tools=lambda name: self.policy.registry.tool_named(name),
+        )
 
     async def _runnable_tools(
         self,

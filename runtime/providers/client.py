@@ -17,6 +17,8 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from policy.configuration import ProviderConfig
+from policy.redaction import SecretMask, mask_in_logs
+from policy.secrets import without_user_info
 from runtime.providers.errors import (
     ProviderAuthError,
     ProviderConfigurationError,
@@ -83,12 +85,18 @@ class ProviderClient:
         self.timeouts = timeouts or Timeouts()
         self.provider_name = provider_name or profile.name
         self._api_key = api_key or ""
+        self._mask = SecretMask.of([self._api_key])
+        mask_in_logs(self._mask)
         self._http = http_client
         self._owns_http = http_client is None
         self._headers = self._build_headers()
 
     def __repr__(self) -> str:
-        return f"ProviderClient({self.provider_name!r}, {self.profile.endpoint_url!r})"
+        return f"ProviderClient({self.provider_name!r}, {without_user_info(self.profile.endpoint_url)!r})"
+
+    @property
+    def _shown_base_url(self) -> str:
+        return without_user_info(self.profile.base_url)
 
     def _build_headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -132,8 +140,17 @@ class ProviderClient:
         """POST `body` and yield each event's data (empty payloads are skipped).
 
         Raises a `ProviderError` subclass; a stream that simply ends is not an error here —
-        whether the round completed is the adapter's call.
+        whether the round completed is the adapter's call. Whatever an error quotes (a body, a
+        header, an address) is redacted here, once, before it leaves the client.
         """
+        try:
+            async for data in self._stream(body):
+                yield data
+        except ProviderError as error:
+            error.args = tuple(self.redact(a) if isinstance(a, str) else a for a in error.args)
+            raise
+
+    async def _stream(self, body: bytes | Mapping[str, Any]) -> AsyncIterator[str]:
         import httpx
 
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -171,7 +188,7 @@ class ProviderClient:
             _log.warning(
                 "Provider %s: %s; retrying in %.1f s (attempt %d of %d).",
                 self.provider_name,
-                failure,
+                self.redact(str(failure)),
                 wait,
                 attempt + 1,
                 self.retry.max_attempts,
@@ -188,7 +205,7 @@ class ProviderClient:
         return self.retry.backoff(attempt)
 
     def _transport_error(self, reason: str, handed_on: bool) -> ProviderUnavailable:
-        where = f"{self.provider_name} at {self.profile.base_url}"
+        where = f"{self.provider_name} at {self._shown_base_url}"
         if handed_on:
             return ProviderUnavailable(
                 f"The connection to {where} broke off while the answer was streaming ({reason}); "
@@ -226,7 +243,7 @@ class ProviderClient:
         if status == 404:
             return ProviderModelNotFound(
                 f"{name} found no such model or endpoint (HTTP 404). Check the model id and "
-                f"the base URL {self.profile.base_url}.{suffix}",
+                f"the base URL {self._shown_base_url}.{suffix}",
                 provider=name,
                 status_code=status,
             )
@@ -264,10 +281,9 @@ class ProviderClient:
         return message[:_MAX_PROVIDER_MESSAGE]
 
     def redact(self, text: str) -> str:
-        """`text` with the API key blanked out (hosts sometimes echo the key they refused)."""
-        if self._api_key and len(self._api_key) >= 4:
-            return text.replace(self._api_key, "*****")
-        return text
+        """`text` with the API key masked in every spelling (hosts sometimes echo the key they
+        refused, in a body, a header or an address)."""
+        return self._mask.text(text)
 
 
 def _refuse_unsendable_key(key: str, provider_name: str) -> None:

@@ -133,7 +133,7 @@ async def test_an_unknown_tool_is_blocked_and_named() -> None:
     assert trace.tool_id == trace.tool_name == "delete_everything"
     assert trace.status_message == "Tool is not available in the current context."
     assert trace.result == outcome.content
-    assert trace.arguments == {"a": "1"}
+    assert trace.arguments == {"a": "*****"}  # nobody knows which of its arguments are secret
 
 
 async def test_the_name_must_match_exactly() -> None:

@@ -22,6 +22,7 @@ from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolEx
 from runtime.executor import REDACTED, ToolExecutor, TraceStatus
 from runtime.messages import Source, SourceOrigin
 from tests.security._chat import executor_call
+from tests.security._spellings import leaked_spellings, spellings_of
 
 API_KEY = "sk-live-4f9a/b+c=d"
 REGION = "eu-central"
@@ -131,3 +132,43 @@ async def test_the_tool_still_gets_the_plain_key_but_the_context_never_prints_it
     assert dict(context.settings) == {"apiKey": API_KEY, "region": REGION}
     assert not _leaks(repr(context)) and not _leaks(str(context.settings))
     assert REGION in repr(context.settings)
+
+
+SPELLINGS = spellings_of(API_KEY)
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+async def test_every_spelling_of_the_key_is_masked_in_results_traces_and_logs(
+    spelling: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    form = SPELLINGS[spelling]
+
+    def succeed(settings: Mapping[str, str]) -> ToolExecutionResult:
+        assert settings["apiKey"] == API_KEY
+        return ToolExecutionResult(
+            json_content={"echo": f"Authorization: Basic {form}", "nested": [{form: "key"}]},
+            sources=(Source(f"Signed {form}", f"https://api.example/v1?key={form}"),),
+        )
+
+    def fail(settings: Mapping[str, str]) -> ToolExecutionResult:
+        raise RuntimeError(f"upstream said: bad credentials ({form}) for {settings['region']}")
+
+    caplog.set_level(logging.DEBUG)
+    succeeded = await executor_call(_executor(), KeyedTool(succeed), {})
+    failed = await executor_call(_executor(), KeyedTool(fail), {})
+    assert succeeded.trace.status is TraceStatus.SUCCESS
+    assert failed.trace.status is TraceStatus.ERROR and REGION in failed.content
+    shown = "\n".join(
+        [_everything(succeeded), _everything(failed), *(r.getMessage() for r in caplog.records)]
+    )
+    assert leaked_spellings(API_KEY, shown) == []
+    assert REDACTED in succeeded.content and REDACTED in failed.trace.result
+
+
+async def test_a_text_without_the_key_is_left_as_it_is() -> None:
+    text = "Region eu-central, 100% of 3 & 4 <ok> \\ / + = sk-live ZmFrZQ== 736b2d"
+
+    outcome = await executor_call(
+        _executor(), KeyedTool(lambda _s: ToolExecutionResult(text_content=text)), {}
+    )
+    assert outcome.content == text == outcome.trace.result
