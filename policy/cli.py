@@ -205,17 +205,25 @@ def _component(name: str) -> Component:
 
 def _echo_findings_to_stderr(findings: Sequence[Finding]) -> None:
     for finding in findings:
-        click.echo(
-            f"{_finding_where(finding)}{finding.severity.value}: {finding.message}", err=True
-        )
+        click.echo(finding_line(finding), err=True)
 
 
-def _finding_where(finding: Finding) -> str:
-    return f"{finding.location}: " if finding.location is not None else ""
+def finding_line(finding: Finding, severity: str | None = None, *, with_code: bool = False) -> str:
+    """A finding as one line of text: `file:line: severity [code]: message`, every part of it
+    `terminal_safe` (a plugin's value cannot start a line of its own or move the cursor)."""
+    from policy.terminal import terminal_safe
+
+    where = f"{terminal_safe(finding.location)}: " if finding.location is not None else ""
+    code = f" [{terminal_safe(finding.code)}]" if with_code and finding.code else ""
+    return f"{where}{severity or finding.severity.value}{code}: {terminal_safe(finding.message)}"
 
 
 def _print(text: str) -> None:
-    click.echo(text)
+    """Every line the command prints goes here: its values were made `terminal_safe` by the
+    renderer; what is left of control characters other than the layout's own is escaped."""
+    from policy.terminal import terminal_text
+
+    click.echo(terminal_text(text))
 
 
 # --- the group --------------------------------------------------------------------------------
@@ -271,8 +279,7 @@ def check(
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
     if output_format == "table":
         for finding in [*errors, *warnings]:
-            code = f" [{finding.code}]" if finding.code else ""
-            _print(f"{_finding_where(finding)}{finding.severity.value}{code}: {finding.message}")
+            _print(finding_line(finding, with_code=True))
         failed = bool(errors) or (strict and bool(warnings))
         strict_note = " (--strict: warnings count as errors)" if strict and warnings else ""
         _print(
@@ -480,6 +487,7 @@ def settings_show(
 ) -> None:
     """Every field of TOOL_ID: value (secrets masked), source, locked, origin."""
     from policy.explain import render_document, render_table, settings_document
+    from policy.terminal import terminal_safe
 
     policy = _load(org, local, user_settings, state_dir)
     _echo_findings_to_stderr(policy.errors)
@@ -496,11 +504,11 @@ def settings_show(
             ]
             for s in document["settings"]
         ]
-        _print(f"Settings of {tool_id}:\n")
+        _print(f"Settings of {terminal_safe(tool_id)}:\n")
         _print(render_table(["field", "value", "source", "locked", "origin"], rows))
         for s in document["settings"]:
             if "problem" in s:
-                _print(f"\ninvalid: {s['problem']}")
+                _print(f"\ninvalid: {terminal_safe(s['problem'])}")
     else:
         _print(render_document(document, output_format))
 
@@ -554,7 +562,10 @@ def settings_set(
             raise click.BadParameter(message, param_hint=usage)
         raise click.ClickException(message)
     save_tool_setting(user_settings, tool_id, field, value, policy.configuration)
-    _print(f"saved {tool_id}.{field} = {value!r} in {user_settings}")
+    from policy.terminal import terminal_safe
+
+    shown = ".".join(terminal_safe(part) for part in (tool_id, field))
+    _print(f"saved {shown} = '{terminal_safe(value)}' in {terminal_safe(user_settings)}")
 
 
 # --- tools ------------------------------------------------------------------------------------
@@ -831,11 +842,67 @@ def export_command(
 # --- entry point ------------------------------------------------------------------------------
 
 
+class _TerminalSafeStream:
+    """A text stream that escapes what must not reach the terminal raw (`terminal_text`): where
+    click prints its own usage errors, whose messages may quote a plugin's value."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from policy.terminal import terminal_text
+
+        return int(self._stream.write(terminal_text(text)))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+
+def _log_to_stderr() -> None:
+    """Warnings go to stderr as before (Python's last-resort handler did that), but each record
+    as one `terminal_safe` line (its traceback, with --debug, after it)."""
+    import logging
+
+    from policy.terminal import terminal_safe, terminal_text
+
+    class TerminalSafeFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            line = terminal_safe(record.getMessage())
+            if record.exc_info:
+                line += "\n" + terminal_text(self.formatException(record.exc_info))
+            return line
+
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(TerminalSafeFormatter())
+        root.addHandler(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """The console script: click handles usage errors (exit 2); nothing else shows a traceback."""
+    """The console script: click handles usage errors (exit 2); nothing else shows a traceback.
+
+    Every message printed here (usage errors, failures, log warnings) is escaped for the
+    terminal (`policy.terminal`)."""
+    from policy.terminal import terminal_safe
+
     arguments = list(sys.argv[1:] if argv is None else argv)
+    _log_to_stderr()
     try:
-        cli.main(args=arguments, prog_name="policy")
+        code = cli.main(args=arguments, prog_name="policy", standalone_mode=False)
+    except click.ClickException as error:
+        vars(error)["message"] = terminal_safe(
+            error.message
+        )  # click types it Final; it is ours to print
+        error.show(file=_TerminalSafeStream(sys.stderr))  # type: ignore[arg-type]
+        sys.exit(error.exit_code)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
     except Exception as error:
         if "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "").strip().lower() not in (
             "",
@@ -846,14 +913,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         ):
             raise
         if type(error).__module__.startswith("policy."):
-            click.echo(f"Error: {error}", err=True)
+            click.echo(f"Error: {terminal_safe(error)}", err=True)
         else:
             click.echo(
-                f"Error: unexpected failure ({type(error).__name__}: {error}). "
+                f"Error: unexpected failure ({type(error).__name__}: {terminal_safe(error)}). "
                 "Run again with --debug to see where it happened.",
                 err=True,
             )
         sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

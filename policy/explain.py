@@ -8,7 +8,6 @@ document went through `to_document`, which never emits a `SecretValue`'s content
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from policy.configuration import ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import is_encrypted, without_user_info
+from policy.terminal import terminal_document, terminal_json, terminal_safe, terminal_yaml
 from policy.vocabulary import (
     COMPONENT_NAMES,
     Component,
@@ -114,8 +114,9 @@ def evidence_document(evidence: Evidence) -> dict[str, Any]:
 
 
 def evidence_text(evidence: Evidence) -> str:
-    """One line: the setting looked at, its value, and who set it (plugin and file:line)."""
-    document = evidence_document(evidence)
+    """One line: the setting looked at, its value, and who set it (plugin and file:line); every
+    value `terminal_safe`."""
+    document = terminal_document(evidence_document(evidence))
     parts = [str(document.get("key") or "")]
     if "value" in document:
         parts.append(f"= {_value_text(document['value'])}")
@@ -145,8 +146,10 @@ def _value_text(value: Any) -> str:
 
 
 def decision_text(decision: OfferDecision, provider_name: str = "") -> str:
-    """What `policy explain TOOL_ID` prints: the verdict, then every check in order."""
-    document = decision_document(decision)
+    """What `policy explain TOOL_ID` prints: the verdict, then every check in order; every value
+    from the configuration is `terminal_safe`."""
+    document = terminal_document(decision_document(decision))
+    provider_name = terminal_safe(provider_name)
     provider = document["provider"]
     provider_text = (
         f"{provider_name or provider['id']} ({provider['kind']}, model "
@@ -243,7 +246,10 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
 
 def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:
     """Header and rows: a tool per row, "offered" or the blocking reason per provider."""
-    header = ["tool", *(f"{p.name or p.id}\n{p.kind.value}" for p in matrix.providers)]
+    header = [
+        "tool",
+        *(f"{terminal_safe(p.name or p.id)}\n{p.kind.value}" for p in matrix.providers),
+    ]
     rows = [
         [
             f"{tool_id} (context)" if tool_id in matrix.context_tool_ids else tool_id,
@@ -364,33 +370,26 @@ def _reason(reason: ToolOfferBlockReason) -> str:
 
 
 def render_document(document: Any, output_format: str) -> str:
-    """JSON (indented, stable) or YAML (block style) of a plain document."""
+    """JSON (indented, stable) or YAML (block style) of a plain document; no character of a
+    value reaches the terminal raw (`policy.terminal`)."""
     if output_format == "json":
-        return json.dumps(document, indent=2, ensure_ascii=False)
+        return terminal_json(document, indent=2)
     if output_format == "yaml":
-        from ruamel.yaml import YAML
-
-        yaml = YAML()
-        yaml.default_flow_style = False
-        buffer = io.StringIO()
-        yaml.dump(document, buffer)
-        return buffer.getvalue().rstrip("\n")
+        return terminal_yaml(document)
     raise ValueError(f"unknown output format {output_format!r}; use one of {OUTPUT_FORMATS}")
 
 
-def terminal_safe(text: str) -> str:
-    """Text from outside (a server's tool names and descriptions, a plugin's strings) as it may
-    reach a terminal: control characters other than line breaks and tabs are shown as U+FFFD, so
-    no escape sequence can rewrite the screen."""
-    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
-
-
 def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table; every cell is `terminal_safe` (one line, no control character acts).
+
+    Header cells are ours and may break into lines; a value placed in one is escaped by its
+    builder (`matrix_table`)."""
     from tabulate import tabulate
 
     if not rows:
         return "(nothing)"
-    return tabulate(rows, headers=list(header), tablefmt="simple")
+    safe_rows = [[terminal_safe(cell) for cell in row] for row in rows]
+    return tabulate(safe_rows, headers=list(header), tablefmt="simple")
 
 
 # --- settings and the catalog -----------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import json
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options
+from policy.cli import configuration_options, finding_line
+from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
 
 if TYPE_CHECKING:
@@ -142,8 +142,7 @@ def chat(
 
     policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
     for finding in policy.errors:
-        where = f"{finding.location}: " if finding.location is not None else ""
-        click.echo(f"{where}error: {finding.message}", err=True)
+        click.echo(finding_line(finding, "error"), err=True)
     _require_known_tools(policy, tool_ids)
     provider = chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
@@ -153,7 +152,8 @@ def chat(
     try:
         conversation = _open_chat(chat_id, chat_db)
         if not json_lines:
-            click.echo(f"chat {conversation.id} with {provider.name or provider.id}", err=True)
+            shown = terminal_safe(provider.name or provider.id)
+            click.echo(f"chat {terminal_safe(conversation.id)} with {shown}", err=True)
         lines = [message] if message is not None else _typed_lines()
         asyncio.run(
             _converse(
@@ -359,8 +359,11 @@ def _api_key(provider: ProviderConfig) -> str | None:
 
 
 def _show(event: ResponseEvent, json_lines: bool) -> None:
+    """One event on the terminal. The answer keeps its line breaks; every other character that
+    is not printable, and every control character in tool names, arguments, results, sources, is
+    shown escaped (`policy.terminal`): a model or a page cannot move the cursor or fake a line."""
     if json_lines:
-        click.echo(json.dumps(event_document(event), ensure_ascii=False))
+        click.echo(terminal_json(event_document(event)))
         return
     from runtime.loop import (
         FinalAnswer,
@@ -373,24 +376,27 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
     from runtime.session import ToolsOffered
 
     if isinstance(event, TextDeltaEvent):
-        click.echo(event.text, nl=False)
+        click.echo(terminal_text(event.text), nl=False)
         sys.stdout.flush()
     elif isinstance(event, ToolRoundStarted):
         click.echo(f"\n[{event.status_line}]", err=True)
     elif isinstance(event, ToolsOffered):
-        offered = ", ".join(event.tool_ids) or "none"
+        offered = ", ".join(terminal_safe(t) for t in event.tool_ids) or "none"
         click.echo(f"[tools offered: {offered}]", err=True)
     elif isinstance(event, ToolCallStarted):
-        shown = ", ".join(f"{k}={v}" for k, v in event.arguments.items())
-        click.echo(f"\n[tool {event.display_name}({shown})]", err=True)
+        shown = ", ".join(
+            f"{terminal_safe(k)}={terminal_safe(v)}" for k, v in event.arguments.items()
+        )
+        click.echo(f"\n[tool {terminal_safe(event.display_name)}({shown})]", err=True)
     elif isinstance(event, ToolCallFinished):
         trace = event.trace
-        detail = f": {trace.status_message}" if trace.status_message else ""
-        click.echo(f"[tool {trace.tool_name}: {trace.status.value}{detail}]", err=True)
+        detail = f": {terminal_safe(trace.status_message)}" if trace.status_message else ""
+        name = terminal_safe(trace.tool_name)
+        click.echo(f"[tool {name}: {trace.status.value}{detail}]", err=True)
     elif isinstance(event, FinalAnswer):
         click.echo("")
         for source in event.sources:
-            click.echo(f"  source: {source.title} <{source.url}>")
+            click.echo(f"  source: {terminal_safe(source.title)} <{terminal_safe(source.url)}>")
         if event.interrupted:
             click.echo("[the answer was interrupted]", err=True)
         elif event.stop_reason is not StopReason.COMPLETED:

@@ -37,7 +37,7 @@ def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
         return render_document(document, "yaml")
     if not statuses:
         return "no configurations fetched"
-    from tabulate import tabulate
+    from policy.explain import render_table
 
     rows = [
         [
@@ -52,7 +52,7 @@ def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
         for s in statuses
     ]
     headers = ["id", "server", "state", "etag", "last attempt", "last success", "error"]
-    return str(tabulate(rows, headers=headers, tablefmt="simple"))
+    return render_table(headers, rows)
 
 
 @click.command()
@@ -86,6 +86,7 @@ def fetch(
     A configuration that cannot be fetched or does not validate keeps its last-known-good copy.
     Exit 1 when any configuration failed, 2 when none is configured.
     """
+    from policy.cli import finding_line
     from policy.config_sources import configuration_references
     from runtime.config_fetch import fetch_configurations
 
@@ -94,7 +95,7 @@ def fetch(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="'--config-server'") from None
     for finding in found.findings:
-        click.echo(f"warning: {finding.message}", err=True)
+        click.echo(finding_line(finding, "warning"), err=True)
     if not found.references:
         click.echo(
             "error: no configuration to fetch; pass --config-server ID@URL or set "

@@ -10,7 +10,6 @@ and checks the policy again on every call.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options
+from policy.cli import configuration_options, finding_line
+from policy.terminal import terminal_json
 from policy.vocabulary import Component
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ def _policy(
 
     policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
     for finding in policy.errors:
-        where = f"{finding.location}: " if finding.location is not None else ""
-        click.echo(f"{where}error: {finding.message}", err=True)
+        click.echo(finding_line(finding, "error"), err=True)
     return policy
 
 
@@ -123,7 +122,7 @@ def list_servers(
     )
     document = _server_document(policy, listings)
     if output_format == "json":
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        click.echo(terminal_json(document, indent=2))
     else:
         click.echo(_table(document))
     if policy.errors or any(s["status"] == "error" for s in document["servers"]):
@@ -133,8 +132,9 @@ def list_servers(
 def _table(document: dict[str, Any]) -> str:
     from tabulate import tabulate
 
-    from policy.explain import terminal_safe
+    from policy.terminal import terminal_document, terminal_text
 
+    document = terminal_document(document)
     if not document["servers"]:
         return 'No MCP servers are configured (CONFIG["MCP_SERVERS"]).'
     parts = []
@@ -155,7 +155,7 @@ def _table(document: dict[str, Any]) -> str:
         ]
         table = tabulate(rows, headers=["tool", "annotations", "sha256", "pin", "kept out by"])
         parts.append(f"{head}: connected, {len(rows)} tool(s)\n{table}")
-    return terminal_safe("\n\n".join(parts))
+    return terminal_text("\n\n".join(parts))
 
 
 @mcp.command("pin")

@@ -61,16 +61,17 @@ class GatewayCall:
     arguments: Mapping[str, str]
 
     def as_json(self) -> str:
-        """One JSON line, as `policy mcp serve` logs it."""
-        return json.dumps(
+        """One JSON line, as `policy mcp serve` logs it (no character reaches a terminal raw)."""
+        from policy.terminal import terminal_json
+
+        return terminal_json(
             {
                 "client": self.client,
                 "tool": self.tool,
                 "status": self.status,
                 "message": self.message,
                 "arguments": dict(self.arguments),
-            },
-            ensure_ascii=False,
+            }
         )
 
 

@@ -1,0 +1,167 @@
+"""No character from a plugin, a host or a model acts on the terminal: every text, table, JSON and
+YAML output of the `policy` command shows CR, LF, ESC, BEL, DEL, C1 controls and bidirectional
+overrides escaped, so a value can neither set the window title, clear the screen, nor print a line
+that passes for `policy check`'s verdict. Real subprocess runs of the installed command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from policy.secrets import generate_secret
+from tests.security._hostile_org import EXAMPLES, FAKE_VERDICT, HOSTILE, hostile_organization
+from tests.servers.provider_scripts import chat_call, chat_text
+from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+
+ROOT = Path(__file__).resolve().parents[2]
+VLLM = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
+CLOCK_TOOL = ROOT / "examples" / "clock_tool.py"
+FORMATS = ("table", "json", "yaml")
+
+
+@pytest.fixture(scope="module")
+def secret() -> str:
+    return generate_secret()
+
+
+@pytest.fixture(scope="module")
+def organization(tmp_path_factory: pytest.TempPathFactory, secret: str) -> Path:
+    return hostile_organization(tmp_path_factory.mktemp("hostile"), secret)
+
+
+def policy(*args: str | Path, secret: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"] = secret
+    return subprocess.run(
+        [sys.executable, "-m", "policy.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+def assert_terminal_safe(
+    done: subprocess.CompletedProcess[str], label: str, *, answer_on_stdout: bool = False
+) -> None:
+    """No raw control character anywhere; no value starts a line of its own (but a model's
+    answer, on `policy chat`'s stdout, keeps its line breaks)."""
+    for stream, output in (("stdout", done.stdout), ("stderr", done.stderr)):
+        raw = sorted({c for c in output if not (c.isprintable() or c == "\n")})
+        assert raw == [], f"{label} {stream}: {raw!r}"
+        if answer_on_stdout and stream == "stdout":
+            continue
+        for line in output.splitlines():
+            assert not line.lstrip(" -").startswith(FAKE_VERDICT), f"{label} {stream}: {line!r}"
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_hostile_text_is_what_the_plugins_hold(organization: Path, secret: str) -> None:
+    done = policy(
+        "settings", "web_search", "--org", organization, "--format", "json", secret=secret
+    )
+    values = {s["field"]: s["value"] for s in json.loads(done.stdout)["settings"]}
+    assert values["defaultLanguage"] == f"all{HOSTILE}"
+
+
+REPORTS = [
+    ("check",),
+    ("explain", "web_search", "--provider", VLLM),
+    ("explain", "--all"),
+    ("settings", "web_search"),
+    ("tools",),
+    ("diff", "--against-org", str(EXAMPLES)),
+    ("export", "web_search", "--mode", "DEFAULT"),
+]
+
+
+@pytest.mark.parametrize("output_format", FORMATS)
+@pytest.mark.parametrize("command", REPORTS, ids=lambda c: " ".join(c[:2]))
+def test_every_report_escapes_control_characters(
+    organization: Path, secret: str, command: tuple[str, ...], output_format: str
+) -> None:
+    done = policy(*command, "--org", organization, "--format", output_format, secret=secret)
+    assert done.returncode in (0, 1), done.stderr
+    assert_terminal_safe(done, f"{' '.join(command)} --format {output_format}")
+    if command[0] != "diff":  # the hostile provider's decisions do not change
+        assert "pwned" in done.stdout + done.stderr, "the hostile value is shown, escaped"
+
+
+def test_usage_errors_quoting_a_plugin_value_are_escaped(organization: Path, secret: str) -> None:
+    done = policy(
+        "explain", "web_search", "--org", organization, "--provider", "nope", secret=secret
+    )
+    assert done.returncode == 2
+    assert "pwned" in done.stderr and "\\x1b" in done.stderr
+    assert_terminal_safe(done, "usage error")
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[ProviderServer]:
+    with running_provider_server() as server:
+        yield server
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_policy_chat_escapes_the_answer_tool_arguments_and_results(
+    organization: Path,
+    secret: str,
+    provider: ProviderServer,
+    tmp_path: Path,
+    output_format: str,
+) -> None:
+    provider.reset()
+    provider.queue(
+        Reply(
+            [
+                *chat_text(f"Let me look{HOSTILE}"),
+                chat_call(0, "call_1", "calculator", json.dumps({"expression": f"1+{HOSTILE}"})),
+                chat_call(1, "call_2", "evil_tool", json.dumps({f"k{HOSTILE}": "v"})),
+            ]
+        ),
+        Reply(chat_text(f"Done.\nSecond line{HOSTILE}")),
+    )
+    log = tmp_path / "decisions.jsonl"
+    done = policy(
+        "chat",
+        "What is 1+1?",
+        "--org",
+        organization,
+        "--provider",
+        VLLM,
+        "--base-url",
+        provider.base_url,
+        "--tools-file",
+        CLOCK_TOOL,
+        "--tool",
+        "calculator",
+        "--chat-db",
+        tmp_path / "chats.sqlite3",
+        "--decision-log",
+        log,
+        "--format",
+        output_format,
+        secret=secret,
+    )
+    assert done.returncode == 0, done.stderr
+    assert_terminal_safe(done, f"chat --format {output_format}", answer_on_stdout=True)
+    assert done.stdout.count("pwned") >= 2 and "Second line" in done.stdout
+    if output_format == "text":
+        assert "Done.\nSecond line" in done.stdout, "the answer keeps its own line breaks"
+        assert "[tool evil_tool(k\\r\\nok: 0 error(s)" in done.stderr
+        assert "[tool Calculator(expression=1+\\r\\nok: 0 error(s)" in done.stderr
+
+    # A decision log is input too: one whose tool id was tampered with.
+    log.write_text(log.read_text().replace("calculator", json.dumps(f"calc{HOSTILE}")[1:-1]))
+    summary = policy("log", "summary", log, secret=secret)
+    assert summary.returncode == 0, summary.stderr
+    assert_terminal_safe(summary, "log summary")
+    assert "pwned" in summary.stdout, summary.stdout
