@@ -104,8 +104,10 @@ def _six_to_four(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
 
 
 def _teredo(packed: bytes) -> tuple[ipaddress.IPv4Address, ...]:
-    """The Teredo client's IPv4 address: bits 96–127, inverted."""
-    return (ipaddress.IPv4Address(bytes(b ^ 0xFF for b in packed[12:16])),)
+    """The Teredo client's IPv4 address (bits 96–127, inverted) and the Teredo server's (bits
+    32–63, RFC 4380 §4): a relay talks to both, so the stricter of the two classifies."""
+    client = ipaddress.IPv4Address(bytes(b ^ 0xFF for b in packed[12:16]))
+    return (client, ipaddress.IPv4Address(packed[4:8]))
 
 
 _Extractor = Callable[[bytes], tuple[ipaddress.IPv4Address, ...]]

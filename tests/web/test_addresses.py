@@ -94,7 +94,8 @@ def _embeddings(v4: ipaddress.IPv4Address) -> list[ipaddress.IPv6Address]:
         ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + packed),
         ipaddress.IPv6Address(bytes.fromhex("0064ff9b") + b"\0" * 8 + packed),
         ipaddress.IPv6Address(bytes.fromhex("2002") + packed + b"\0" * 10),
-        ipaddress.IPv6Address(bytes.fromhex("20010000") + b"\0" * 8 + inverted),
+        # Teredo behind the public server 65.54.227.120 (the server's address counts too)
+        ipaddress.IPv6Address(bytes.fromhex("200100004136e378") + b"\0" * 4 + inverted),
     ]
 
 
@@ -327,6 +328,10 @@ def test_a_wildcard_allows_subdomains_only() -> None:
         ("64:ff9b:1:0:a:1::", "10.0.1.0", NEVER),  # /64; as /48 it reads 0.0.0.10
         ("2002:7f00:1::", "127.0.0.1", NEVER),  # RFC 3056 6to4
         ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1", NEVER),  # RFC 4380 Teredo
+        ("2001:0:7f00:1:8000:63bf:f7f7:f7f7", "127.0.0.1", NEVER),  # Teredo server, public client
+        ("2001:0:a9fe:a9fe:8000:63bf:f7f7:f7f7", "169.254.169.254", NEVER),  # server: metadata
+        ("2001:0:a00:1:8000:63bf:f7f7:f7f7", "10.0.0.1", PRIVATE),  # Teredo server 10.0.0.1
+        ("2001:0:808:808:8000:63bf:f7f7:f7f7", "8.8.8.8", PUBLIC),  # both public
     ],
 )
 def test_every_translation_prefix_is_classified_by_the_ipv4_it_embeds(
