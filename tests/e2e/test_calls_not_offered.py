@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from policy import Policy
-from runtime import ChatRuntime, ToolCallFinished, ToolCallStarted, TraceStatus
+from runtime import ChatRuntime, FinalAnswer, ToolCallFinished, ToolCallStarted, TraceStatus
 from runtime.chat import Chat
 from runtime.decision_log import JsonLinesSink
 from runtime.executor import REDACTED
@@ -36,6 +36,12 @@ async def _events(
     return events
 
 
+def _shown_text(events: list[Any]) -> str:
+    """Every event as an app would show or keep it; the final answer's `request_texts` are the
+    conversation as sent to the provider (the model's own turns), not a trace."""
+    return repr([e if not isinstance(e, FinalAnswer) else e.text for e in events])
+
+
 def _shown(events: list[Any]) -> tuple[dict[str, str], dict[str, str], ToolCallFinished]:
     [started] = [e for e in events if isinstance(e, ToolCallStarted)]
     [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
@@ -52,7 +58,7 @@ async def test_a_tool_not_offered_is_refused_with_its_sensitive_arguments_masked
     started, traced, finished = _shown(events)
     assert started == traced == {"query": REDACTED, "limit": "3"}
     assert finished.trace.status is TraceStatus.BLOCKED and not finished.trace.was_executed
-    assert QUERY not in repr(events) and QUERY not in log.read_text()
+    assert QUERY not in _shown_text(events) and QUERY not in log.read_text()
     assert QUERY in server.bodies[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"], (
         "the model keeps what it wrote"
     )
@@ -68,4 +74,4 @@ async def test_every_argument_of_an_unknown_tool_is_masked(
     assert started == traced == {"token": REDACTED, "nested": REDACTED}
     assert finished.trace.status is TraceStatus.BLOCKED
     for secret in ("tok-secret-42", "pw-secret-42"):
-        assert secret not in repr(events) and secret not in log.read_text()
+        assert secret not in _shown_text(events) and secret not in log.read_text()
