@@ -249,6 +249,7 @@ def load_policy(
     use_entry_points: bool = True,
     mcp_listings: Mapping[str, McpServerListing] | None = None,
     mcp_listing_dir: StrPath | None = None,
+    executable_tools: bool = True,
 ) -> Policy:
     """Load plugins (a plugin.lua, a plugin folder or a folder of plugin folders), user settings
     and tools, and build the registry.
@@ -260,7 +261,9 @@ def load_policy(
     organization plugins, and the tools of the configuration's MCP servers come from their last
     listings cached there (`mcp_listings`, by server id, replaces the cache; `mcp_listing_dir`
     reads it from another folder, as the other side of `policy diff` does; the runtime lists
-    servers live, see `runtime.McpSessions`).
+    servers live, see `runtime.McpSessions`). `executable_tools=False` suits a caller that
+    only decides and never runs a tool: the built-in tools are their policy-side halves (the
+    same decisions, without importing the runtime's tool modules).
     """
     from policy.discovery import discover_tools
     from policy.merge import load_configuration
@@ -280,7 +283,7 @@ def load_policy(
     user = load_user_settings(Path(user_settings) if user_settings is not None else None)
     discovery_findings: tuple[Finding, ...] = ()
     if tools is None:
-        discovered = discover_tools(use_entry_points=use_entry_points)
+        discovered = discover_tools(use_entry_points=use_entry_points, executable=executable_tools)
         chosen, discovery_findings = discovered.tools, discovered.findings
     else:
         chosen = tuple(tools)

@@ -4,9 +4,10 @@ Nothing heavy is imported at module level, so `policy --help` starts fast; each 
 what it needs. Exit codes: 0 ok, 1 findings / blocked with --fail / errors, 2 usage. No traceback
 reaches the user unless `--debug` (or TOOLPOLICY_DEBUG=1) asks for one.
 
-Other packages attach commands lazily: `register_lazy_command("chat", "runtime.cli_chat:chat")`
-names a click command by import path; it is imported only when listed or invoked, and left out
-when its module is not installed.
+Other packages attach commands lazily: `register_lazy_command("chat", "runtime.cli_chat:chat",
+"Chat with ...")` names a click command by import path and gives the line `policy --help` shows
+for it; the module is imported only when the command is invoked (or, without that line, when it
+is listed), and the command is left out when its module is not installed.
 """
 
 from __future__ import annotations
@@ -36,11 +37,27 @@ _LAZY_COMMANDS: dict[str, str] = {
     "mcp": "runtime.cli_mcp:mcp",
     "serve": "runtime.cli_serve:serve",
 }
+_LAZY_SUMMARIES: dict[str, str] = {
+    "chat": "Chat with a configured provider under the organization's tool policy.",
+    "fetch": "Fetch every configuration once from its server into --state-dir.",
+    "status": "Show, per fetched configuration, its server, state, ETag, last attempt and "
+    "success, error.",
+    "mcp": "MCP servers: list their tools and pins, print pins, serve the governed tools.",
+}
+"""The first paragraph of each lazy command's docstring, so that `policy --help` imports none."""
 
 
-def register_lazy_command(name: str, target: str) -> None:
-    """Attach `module:attribute` (a click command) as `policy NAME`, imported on first use."""
+def register_lazy_command(name: str, target: str, summary: str = "") -> None:
+    """Attach `module:attribute` (a click command) as `policy NAME`, imported on first use.
+
+    `summary` is the line `policy --help` shows (the first paragraph of the command's help);
+    without one, listing the commands imports the module to read it.
+    """
     _LAZY_COMMANDS[name] = target
+    if summary:
+        _LAZY_SUMMARIES[name] = summary
+    else:
+        _LAZY_SUMMARIES.pop(name, None)
 
 
 class _PolicyGroup(click.Group):
@@ -63,6 +80,23 @@ class _PolicyGroup(click.Group):
             click.echo(f"warning: command '{cmd_name}' is unavailable: {error}", err=True)
             return None
         return loaded if isinstance(loaded, click.Command) else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's listing, with a lazy command's registered summary instead of importing it."""
+        commands: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            summary = _LAZY_SUMMARIES.get(name)
+            listed = (
+                click.Command(name, help=summary)
+                if summary is not None and name in _LAZY_COMMANDS and name not in self.commands
+                else self.get_command(ctx, name)
+            )
+            if listed is not None and not listed.hidden:
+                commands.append((name, listed))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
 
 
 def _module_exists(target: str) -> bool:
@@ -196,7 +230,14 @@ def _load(
 ) -> Policy:
     from policy import load_policy
 
-    return load_policy(org, local, user_settings, state_dir=state_dir, mcp_listing_dir=listing_dir)
+    return load_policy(
+        org,
+        local,
+        user_settings,
+        state_dir=state_dir,
+        mcp_listing_dir=listing_dir,
+        executable_tools=False,
+    )
 
 
 def _component(name: str) -> Component:

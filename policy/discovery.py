@@ -18,6 +18,7 @@ from policy.configuration import Finding, Severity
 from policy.tools import Tool
 
 ENTRY_POINT_GROUP = "toolpolicy.tools"
+DISTRIBUTION = "toolpolicy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +37,16 @@ def discover_tools(
     *,
     use_entry_points: bool = True,
     builtin_fallback: Callable[[], Iterable[Tool]] | None = None,
+    executable: bool = True,
 ) -> DiscoveredTools:
     """Every announced tool; policy-side built-ins stand in for any built-in that fails to load.
 
     `use_entry_points=False` skips the entry points and returns the policy-side built-ins only
-    (fast, import-light; what a policy-only embedding gets).
+    (fast, import-light; what a policy-only embedding gets). `executable=False` is for callers
+    that only decide (the `policy` report commands): a built-in announced by toolpolicy itself
+    is represented by its policy-side half without importing the runtime module — that half is
+    the base class of the runtime tool, which adds only `execute`, so every decision is the same.
+    Third-party entry points are loaded either way (their definitions live in their code).
     """
     fallback = {tool.definition.id: tool for tool in (builtin_fallback or _builtin_tools)()}
     if not use_entry_points:
@@ -48,6 +54,9 @@ def discover_tools(
     found: dict[str, Tool] = {}
     findings: list[Finding] = []
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if not executable and entry.name in fallback and _announced_by_us(entry):
+            found.setdefault(entry.name, fallback[entry.name])
+            continue
         tool, problem = _load_entry_point(entry)
         if tool is None:
             stand_in = fallback.get(entry.name)
@@ -80,6 +89,11 @@ def discover_tools(
     for tool_id, tool in fallback.items():
         found.setdefault(tool_id, tool)
     return DiscoveredTools(tuple(found.values()), tuple(findings))
+
+
+def _announced_by_us(entry: EntryPoint) -> bool:
+    distribution = getattr(entry, "dist", None)
+    return distribution is not None and distribution.name == DISTRIBUTION
 
 
 def _load_entry_point(entry: EntryPoint) -> tuple[Tool | None, str]:

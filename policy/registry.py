@@ -9,7 +9,7 @@ retrieval-mode decision and request preparation all ask this one place (policy-s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -109,6 +109,37 @@ class _Collection:
 
 
 @dataclass(frozen=True, slots=True)
+class _SettingsFacts:
+    """A tool's resolved settings and what they make of it: configured or not, with evidence."""
+
+    settings: ResolvedSettings
+    values: Mapping[str, str]
+    state: ToolConfigurationState
+    configured_check: Check
+
+
+class _OnFirstUse:
+    """The settings facts of a tool that reads a secret, resolved when first asked for.
+
+    Reading the OS keyring starts its backend detection (which may spawn processes), so a
+    command that never looks at such a tool's settings never touches the keyring. Two threads
+    asking at once both resolve the same facts; the first assignment stands.
+    """
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], _SettingsFacts]) -> None:
+        self._make: Callable[[], _SettingsFacts] | None = make
+        self._value: _SettingsFacts | None = None
+
+    def get(self) -> _SettingsFacts:
+        if self._value is None:
+            assert self._make is not None
+            self._value = self._make()
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
 class _ToolFacts:
     """Everything a decision needs about one tool, computed once per configuration."""
 
@@ -121,14 +152,33 @@ class _ToolFacts:
     switched_off_check: Check
     available_check: Check
     approved_check: Check
-    settings: ResolvedSettings
-    values: Mapping[str, str]
-    state: ToolConfigurationState
-    configured_check: Check
+    settings_facts: _SettingsFacts | _OnFirstUse
+    notes: tuple[str, ...]
+    """What resolution refused (locked plaintext secrets and the like); known without a keyring."""
     minimum: MinimumConfidence
     untailored: bool
     visibility_evidence: tuple[Evidence, ...]
     """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
+
+    def _settled(self) -> _SettingsFacts:
+        facts = self.settings_facts
+        return facts.get() if isinstance(facts, _OnFirstUse) else facts
+
+    @property
+    def settings(self) -> ResolvedSettings:
+        return self._settled().settings
+
+    @property
+    def values(self) -> Mapping[str, str]:
+        return self._settled().values
+
+    @property
+    def state(self) -> ToolConfigurationState:
+        return self._settled().state
+
+    @property
+    def configured_check(self) -> Check:
+        return self._settled().configured_check
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +259,23 @@ def _safely_available(tool: Tool) -> bool:
         return False
 
 
+def _settings_facts(
+    definition: ToolDefinition, tool: Tool, settings: ResolvedSettings
+) -> _SettingsFacts:
+    state = configuration_state(definition, settings, tool)
+    return _SettingsFacts(
+        settings,
+        MappingProxyType(settings.values_for_tool()),
+        state,
+        Check(
+            _R.NOT_CONFIGURED,
+            state.is_configured,
+            "Its settings are complete and valid." if state.is_configured else state.message,
+            tuple(s.evidence() for s in settings.fields.values()),
+        ),
+    )
+
+
 class ToolRegistry:
     """Catalog, selection rules, ordered offer checks and runnable tools for one configuration."""
 
@@ -243,7 +310,7 @@ class ToolRegistry:
             tool = implementations[definition.implementation_key]
             facts = self._tool_facts(definition, tool, secret_reader)
             self._facts[definition.id] = facts
-            findings.extend(_warning("tool-setting-refused", note) for note in facts.settings.notes)
+            findings.extend(_warning("tool-setting-refused", note) for note in facts.notes)
         self.findings: tuple[Finding, ...] = tuple(findings)
         self._ordered = tuple(
             sorted(self._facts.values(), key=lambda f: f.tool.display_name.casefold())
@@ -470,15 +537,22 @@ class ToolRegistry:
             else "Its implementation is not available in this installation (e.g. a preview "
             "feature is off).",
         )
-        settings = resolve_tool_settings(definition, self.configuration, self.user, secret_reader)
-        values = MappingProxyType(settings.values_for_tool())
-        state = configuration_state(definition, settings, tool)
-        evidence = tuple(s.evidence() for s in settings.fields.values())
-        configured_check = Check(
-            _R.NOT_CONFIGURED,
-            state.is_configured,
-            "Its settings are complete and valid." if state.is_configured else state.message,
-            evidence,
+        secrets_asked: list[str] = []
+
+        def unread_secret(_tool_id: str, field_name: str) -> None:
+            secrets_asked.append(field_name)
+
+        settings = resolve_tool_settings(definition, self.configuration, self.user, unread_secret)
+        settings_facts: _SettingsFacts | _OnFirstUse = (
+            _OnFirstUse(
+                lambda: _settings_facts(
+                    definition,
+                    tool,
+                    resolve_tool_settings(definition, self.configuration, self.user, secret_reader),
+                )
+            )
+            if secrets_asked
+            else _settings_facts(definition, tool, settings)
         )
         collection = self._collections.get(collection_id)
         default = (
@@ -520,10 +594,8 @@ class ToolRegistry:
             switched_off_check=switched,
             available_check=available_check,
             approved_check=approved_check,
-            settings=settings,
-            values=values,
-            state=state,
-            configured_check=configured_check,
+            settings_facts=settings_facts,
+            notes=settings.notes,
             minimum=minimum,
             untailored=_is_untailored(tool),
             visibility_evidence=_visibility_evidence(definition),

@@ -1,0 +1,224 @@
+"""Benchmark: cold start of the `policy` command against its floor and a peer. Prints figures.
+
+    .venv/bin/python bench/cold_start.py [--runs 15]
+
+Each command runs as a fresh process, interleaved with the others, `--runs` times; the figure is
+the median wall time. The floor is `python -c pass` (the same interpreter, so site and the
+editable install count on both sides); the peer for `--help` is a minimal click app with the
+same commands and help lines, written to a temporary file. Targets: `policy --help` ≤ 1.3× the
+peer; `check` and `explain --all` on examples/organization ≤ 6× the floor.
+
+Child processes are counted per command with an audit hook (`sys.addaudithook`: every fork and
+every program started, with the module that asked) and, when `strace` is installed, with
+`strace -f` (every execve and every process clone). The Lua sandbox worker is the one fork a
+command that loads plugins makes by design. `explain` reads the keyring (web_search's API keys
+decide whether it is configured), so it is also timed with keyring's backend named by
+PYTHON_KEYRING_BACKEND, which skips keyring's backend detection.
+
+This is not a test: it asserts nothing and only reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "organization"
+PYTHON = sys.executable
+KEYRING_NAMED = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+
+_WATCHED = """\
+import sys
+started = []
+def _watch(event, args):
+    if event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
+                 "os.fork", "os.forkpty"):
+        frame, callers = sys._getframe(1), []
+        while frame is not None:
+            callers.append(frame.f_globals.get("__name__", ""))
+            frame = frame.f_back
+        started.append((event, "policy._lua_worker" in callers))
+sys.addaudithook(_watch)
+from policy.cli import cli
+try:
+    cli.main(args=sys.argv[2:], prog_name="policy", standalone_mode=False)
+except SystemExit:
+    pass
+import json
+with open(sys.argv[1], "w") as out:
+    json.dump(started, out)
+"""
+
+
+def _peer_app(directory: Path) -> Path:
+    """A click app with policy's command names and help lines, and nothing else."""
+    from click import Context
+
+    from policy.cli import _LAZY_SUMMARIES, cli
+
+    context = Context(cli, info_name="policy")
+    commands = []
+    for name in cli.list_commands(context):
+        summary = _LAZY_SUMMARIES.get(name)
+        if summary is None:
+            command = cli.get_command(context, name)
+            summary = (command.help or "") if command is not None else ""
+        commands.append(
+            f"@cli.command({name!r}, help={summary!r})\ndef command_{len(commands)}() -> None:\n"
+            "    pass\n"
+        )
+    source = (
+        "import click\n\n\n"
+        '@click.group(context_settings={"help_option_names": ["-h", "--help"]})\n'
+        '@click.option("--debug", is_flag=True, help="Show a traceback.")\n'
+        '@click.version_option("0", prog_name="policy")\n'
+        f"def cli(debug: bool) -> None:\n    {cli.help!r}\n\n\n"
+        + "\n\n".join(commands)
+        + '\n\nif __name__ == "__main__":\n    cli()\n'
+    )
+    path = directory / "peer_cli.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+def _time_once(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - start
+
+
+def _children_by_hook(args: list[str], env: dict[str, str], scratch: Path) -> tuple[int, int]:
+    """(programs started, forks outside the Lua sandbox worker; the worker's fork is counted
+    separately) as the interpreter's audit events report them."""
+    report = scratch / "started.json"
+    subprocess.run(
+        [PYTHON, "-c", _WATCHED, str(report), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    started = json.loads(report.read_text())
+    programs = sum(1 for event, _ in started if event not in ("os.fork", "os.forkpty"))
+    sandbox = sum(1 for event, worker in started if event == "os.fork" and worker)
+    return programs, sandbox
+
+
+def _children_by_strace(args: list[str], env: dict[str, str], scratch: Path) -> str:
+    if shutil.which("strace") is None:
+        return "strace not installed"
+    trace = scratch / "strace.txt"
+    subprocess.run(
+        [
+            *("strace", "-f", "-qq", "-e", "trace=execve,fork,vfork,clone,clone3"),
+            *("-o", str(trace), PYTHON, "-m", "policy.cli", *args),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    lines = trace.read_text().splitlines()
+    execs = (
+        sum(
+            1
+            for line in lines
+            if ("execve(" in line or "execve resumed" in line) and line.rstrip().endswith("= 0")
+        )
+        - 1
+    )
+    clones = sum(
+        1
+        for line in lines
+        if any(f"{call}(" in line for call in ("fork", "vfork", "clone", "clone3"))
+        and "CLONE_THREAD" not in line
+        and "resumed" not in line
+    )
+    return f"{execs} program(s) executed, {clones} process(es) created"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    arguments = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    named = {**env, **KEYRING_NAMED}
+    org = ["--org", str(EXAMPLES)]
+    policy_args = {
+        "policy --help": ["--help"],
+        "policy check": ["check", *org],
+        "policy explain --all": ["explain", *org, "--all"],
+    }
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        peer = _peer_app(scratch)
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python -c pass": ([PYTHON, "-c", "pass"], env),
+            "click peer --help": ([PYTHON, str(peer), "--help"], env),
+            **{
+                label: ([PYTHON, "-m", "policy.cli", *args], env)
+                for label, args in policy_args.items()
+            },
+            "policy explain --all (keyring named)": (
+                [PYTHON, "-m", "policy.cli", "explain", *org, "--all"],
+                named,
+            ),
+        }
+        for command, command_env in commands.values():  # warm the bytecode caches
+            _time_once(command, command_env)
+        times: dict[str, list[float]] = {label: [] for label in commands}
+        for _ in range(arguments.runs):
+            for label, (command, command_env) in commands.items():
+                times[label].append(_time_once(command, command_env))
+        median = {label: statistics.median(runs) * 1000 for label, runs in times.items()}
+        floor, peer_help = median["python -c pass"], median["click peer --help"]
+        print(f"cold start, median of {arguments.runs} runs (ms):")
+        for label, value in median.items():
+            print(f"  {label:<38} {value:7.1f}   {value / floor:5.1f}x python -c pass")
+        print(
+            f"  ratio policy --help / click peer --help: {median['policy --help'] / peer_help:.2f}x"
+            "   (target <= 1.3x)"
+        )
+        for label in ("policy check", "policy explain --all"):
+            print(
+                f"  ratio {label} / python -c pass: {median[label] / floor:.1f}x   (target <= 6x)"
+            )
+        keyring_cost = (
+            median["policy explain --all"] - median["policy explain --all (keyring named)"]
+        )
+        print(f"  keyring backend detection in explain: {keyring_cost:+.0f} ms")
+        print("child processes per command (audit hook | strace -f):")
+        cases = [
+            *policy_args.items(),
+            ("policy explain --all (keyring named)", ["explain", *org, "--all"]),
+        ]
+        for label, args in cases:
+            command_env = named if "keyring named" in label else env
+            programs, sandbox = _children_by_hook(args, command_env, scratch)
+            traced = _children_by_strace(args, command_env, scratch)
+            print(
+                f"  {label:<38} programs started: {programs}, Lua sandbox worker forks: "
+                f"{sandbox} | {traced}"
+            )
+    print(
+        textwrap.fill(
+            "explain reads the keyring because web_search's API keys decide whether it is "
+            "configured; check, --help, schema and template read no secret and start no program.",
+            width=100,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

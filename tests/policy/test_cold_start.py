@@ -1,0 +1,240 @@
+"""Cold start of the `policy` command: no process it does not need, no module it does not use.
+
+The commands run in a real interpreter with an audit hook (`sys.addaudithook`) that records every
+attempt to start a program (subprocess, exec, spawn, system) and every fork, with the module that
+asked. The Lua sandbox's worker is the one fork a command that loads plugins makes by design
+(it is what enforces a plugin's wall clock); nothing may start a program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "organization"
+SELF_HOSTED = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
+
+_PROBE = textwrap.dedent(
+    """\
+    import sys
+
+    started = []
+
+    def watch(event, args):
+        if event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
+                     "os.fork", "os.forkpty"):
+            frame, callers = sys._getframe(1), []
+            while frame is not None:
+                callers.append(frame.f_globals.get("__name__", ""))
+                frame = frame.f_back
+            started.append({"event": event, "callers": callers})
+
+    sys.addaudithook(watch)
+    from policy.cli import cli
+    try:
+        cli.main(args=sys.argv[2:], prog_name="policy", standalone_mode=False)
+    except SystemExit:
+        pass
+    modules = sorted(sys.modules)
+    import json
+
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        out.write(json.dumps({"started": started, "modules": modules}))
+    """
+)
+
+
+def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, list]:  # type: ignore[type-arg]
+    report = tmp_path / "report.json"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment.pop("PYTHON_KEYRING_BACKEND", None)
+    environment.update(env or {})
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(report), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env=environment,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return dict(json.loads(report.read_text(encoding="utf-8")))
+
+
+def _programs_started(report: dict[str, list]) -> list[dict[str, object]]:  # type: ignore[type-arg]
+    return [e for e in report["started"] if e["event"] not in ("os.fork", "os.forkpty")]
+
+
+def _forks_outside_the_sandbox(report: dict[str, list]) -> list[dict[str, object]]:  # type: ignore[type-arg]
+    return [
+        e
+        for e in report["started"]
+        if e["event"] in ("os.fork", "os.forkpty") and "policy._lua_worker" not in e["callers"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("check", "--org", str(EXAMPLES)),
+        ("check", "--org", str(EXAMPLES), "--format", "json"),
+        ("explain", "read_web_page", "--org", str(EXAMPLES), "--provider", SELF_HOSTED),
+        ("settings", "read_web_page", "--org", str(EXAMPLES)),
+        ("schema",),
+        ("template",),
+    ],
+    ids=lambda args: " ".join(a for a in args if not a.startswith("/")),
+)
+def test_a_command_that_reads_no_secret_starts_no_program(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    report = _run(tmp_path, *args)
+    assert _programs_started(report) == []
+    assert _forks_outside_the_sandbox(report) == []
+    assert "keyring" not in report["modules"]
+
+
+def test_help_imports_no_lazily_attached_command(tmp_path: Path) -> None:
+    report = _run(tmp_path, "--help")
+    unused = {
+        "runtime.cli_chat",
+        "runtime.cli_fetch",
+        "runtime.cli_mcp",
+        "asyncio",
+        "json",
+        "pydantic",
+        "lupa",
+        "httpx",
+        "keyring",
+        "policy.registry",
+    }
+    assert sorted(unused & set(report["modules"])) == []
+    assert report["started"] == []
+
+
+def test_help_lists_the_lazy_commands_with_their_own_help() -> None:
+    from policy import cli
+
+    done = subprocess.run(
+        [sys.executable, "-m", "policy.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    for name, target in cli._LAZY_COMMANDS.items():
+        module, _, attribute = target.partition(":")
+        command = getattr(__import__(module, fromlist=[attribute]), attribute)
+        summary = cli._LAZY_SUMMARIES[name]
+        for limit in (45, 200):
+            assert click.Command(name, help=summary).get_short_help_str(limit) == (
+                command.get_short_help_str(limit)
+            ), name
+        assert f"  {name} " in done.stdout
+
+
+def test_decision_commands_import_no_runtime_tool_module(tmp_path: Path) -> None:
+    report = _run(tmp_path, "explain", "--org", str(EXAMPLES), "--all", "--format", "json")
+    assert [m for m in report["modules"] if m.startswith("runtime.tools")] == []
+
+
+def test_the_keyring_is_read_when_a_tool_setting_needs_a_secret(tmp_path: Path) -> None:
+    """A command that does look at a secret still reads the user's keyring (through keyring's
+    own backend configuration, here a backend module named by PYTHON_KEYRING_BACKEND)."""
+    (tmp_path / "one_key_keyring.py").write_text(
+        textwrap.dedent(
+            """\
+            from keyring.backend import KeyringBackend
+            from keyring.errors import PasswordDeleteError, PasswordSetError
+
+
+            class Keyring(KeyringBackend):
+                priority = 1
+
+                def get_password(self, service, username):
+                    if (service, username) == ("tool::web_search", "tavily.apiKey"):
+                        return "tvly-canary-7f3a"
+                    return None
+
+                def set_password(self, service, username, password):
+                    raise PasswordSetError("read only")
+
+                def delete_password(self, service, username):
+                    raise PasswordDeleteError("read only")
+            """
+        ),
+        encoding="utf-8",
+    )
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        "PYTHON_KEYRING_BACKEND": "one_key_keyring.Keyring",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policy.cli",
+            "settings",
+            "web_search",
+            "--org",
+            str(EXAMPLES),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+    fields = {s["field"]: s for s in json.loads(done.stdout)["settings"]}
+    assert fields["tavily.apiKey"]["source"] == "USER"
+    assert fields["tavily.apiKey"]["value"] == "*****"
+    assert fields["staan.apiKey"]["source"] == "UNSET"
+    assert "tvly-canary-7f3a" not in done.stdout + done.stderr
+
+
+def test_deciding_without_the_runtime_gives_the_same_tools_and_decisions() -> None:
+    """`executable=False` hands out the policy-side halves of the built-ins; the runtime's tools
+    subclass them and add only what running needs, so no decision can differ."""
+    from policy import Component, load_policy
+    from policy.discovery import discover_tools
+    from policy.explain import decision_document
+
+    running = {t.definition.id: t for t in discover_tools().tools}
+    deciding = {t.definition.id: t for t in discover_tools(executable=False).tools}
+    assert running.keys() == deciding.keys()
+    for tool_id, executable in running.items():
+        policy_side = deciding[tool_id]
+        assert isinstance(executable, type(policy_side)), tool_id
+        assert executable.definition == policy_side.definition
+        added = {
+            name
+            for klass in type(executable).__mro__
+            if not isinstance(policy_side, klass)
+            for name in vars(klass)
+            if not name.startswith("__")
+        }
+        assert added <= {
+            "execute",
+            "sensitive_trace_argument_names",
+            "returns_untrusted_external_content",
+        }, (tool_id, added)
+
+    full = load_policy(org=[EXAMPLES])
+    light = load_policy(org=[EXAMPLES], executable_tools=False)
+    for provider in full.providers:
+        for tool_id in full.tool_ids:
+            for component in (Component.CHAT, Component.REWRITE_ASSISTANT):
+                assert decision_document(
+                    full.offer_decision(tool_id, provider, component)
+                ) == decision_document(light.offer_decision(tool_id, provider, component))
