@@ -12,9 +12,10 @@ from __future__ import annotations
 import html as html_entities
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -96,9 +97,13 @@ _HIDING_TOKENS = frozenset(
         "invisible",
     }
 )
+_HIDING_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style", "role", "class", "id"})
+"""The attributes `_is_hidden` reads: an element without any of them is not hidden by itself."""
 _URL_ATTRIBUTES = ("href", "src", "poster", "action", "formaction", "background", "cite", "data")
 _ABSOLUTE_ATTRIBUTES = ("href", "src", "poster")
 _DROPPED_ATTRIBUTES = ("srcset", "xlink:href", "ping")
+_CLEANED_ATTRIBUTES = frozenset({"style", *_DROPPED_ATTRIBUTES, *_URL_ATTRIBUTES})
+"""The attributes cleaning touches (an `img` is looked at whatever it carries)."""
 _MEDIA_TAGS = frozenset({"img", "video", "audio", "source", "track", "picture"})
 _CODE_SCHEMES = ("javascript:", "vbscript:", "data:")
 _SCHEME_NOISE = re.compile(r"[\x00-\x20\x7f-\x9f\u00ad\u200b-\u200f\u2028\u2029\ufeff]+")
@@ -284,7 +289,11 @@ def _clean(document: Any, body: Any, base: str) -> None:
     doomed: list[Any] = list(body.iter(etree.Comment, etree.ProcessingInstruction))
     doomed.extend(body.iter(*_NOISE_TAGS))
     for element in body.iter(etree.Element):
-        if element.attrib and _is_hidden(element, hidden_classes, hidden_ids):
+        # Most elements carry no attribute that can hide them (a link's href, a cell's colspan):
+        # their attribute names alone rule them out.
+        if not _HIDING_ATTRIBUTES.isdisjoint(element.keys()) and _is_hidden(
+            element, hidden_classes, hidden_ids
+        ):
             doomed.append(element)
     for element in doomed:
         if element.getparent() is not None:
@@ -293,19 +302,25 @@ def _clean(document: Any, body: Any, base: str) -> None:
         if form.getparent() is not None:
             form.drop_tag()
     for element in list(body.iter(etree.Element)):
-        if not element.attrib:
+        names = element.keys()
+        if not names or (_CLEANED_ATTRIBUTES.isdisjoint(names) and element.tag != "img"):
             continue
         # Visibility is decided; a leftover style must not make the extractor second-guess it.
-        element.attrib.pop("style", None)
-        _clean_urls(element, base)
+        if "style" in names:
+            del element.attrib["style"]
+        _clean_urls(element, base, names)
 
 
-def _clean_urls(element: Any, base: str) -> None:
-    """Drop code-running URLs, make the others absolute, keep only images a reader can name."""
+def _clean_urls(element: Any, base: str, names: list[str]) -> None:
+    """Drop code-running URLs, make the others absolute, keep only images a reader can name.
+
+    `names`: the element's attribute names when cleaning began."""
     for name in _DROPPED_ATTRIBUTES:
-        if name in element.attrib:
+        if name in names:
             del element.attrib[name]
     for name in _URL_ATTRIBUTES:
+        if name not in names:
+            continue
         value = element.get(name)
         if value is None:
             continue
@@ -339,7 +354,10 @@ def _clean_urls(element: Any, base: str) -> None:
 
 
 def _text_length(element: Any) -> int:
-    return len("".join(element.itertext()).strip())
+    """The length of the element's text (its tail not included), as `itertext` would join it."""
+    from lxml import etree
+
+    return len(etree.tostring(element, method="text", encoding="unicode", with_tail=False).strip())
 
 
 def _content_root(body: Any) -> Any:
@@ -378,21 +396,29 @@ def _normalize_markdown(markdown: str) -> str:
     return _EXCESS_BLANK_LINES.sub("\n\n", markdown).strip()
 
 
+TRAFILATURA_OPTIONS: Mapping[str, Any] = MappingProxyType(
+    {
+        "output_format": "markdown",
+        "include_links": True,
+        "include_tables": True,
+        "include_images": True,
+        "include_formatting": True,
+        "include_comments": False,
+        "fast": True,
+        "with_metadata": False,
+    }
+)
+"""How the main content is extracted (`bench/fetch_extract.py` gives plain trafilatura the same).
+
+`fast`: no fallback extractors (readability, justext): the tree is already cleaned, and a page
+where trafilatura finds nothing falls back to a plain conversion of the content root. No `url`:
+links are already absolute, and trafilatura would resolve each one again."""
+
+
 def _with_trafilatura(document: Any) -> str:
     import trafilatura
 
-    # No `url`: links are already absolute, and trafilatura would resolve each one again.
-    markdown = trafilatura.extract(
-        document,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        include_images=True,
-        include_formatting=True,
-        include_comments=False,
-        fast=True,
-        with_metadata=False,
-    )
+    markdown = trafilatura.extract(document, **TRAFILATURA_OPTIONS)
     return markdown or ""
 
 
@@ -570,14 +596,21 @@ def _first(*candidates: str | None) -> str:
     return ""
 
 
-def _itemprop_text(root: Any, name: str) -> str:
-    for element in root.xpath(f".//*[@itemprop='{name}']"):
-        if element.tag == "meta":
+_ITEMPROPS = frozenset({"headline", "description", "author", "datePublished", "dateModified"})
+
+
+def _itemprop_texts(root: Any) -> dict[str, str]:
+    """Per microdata property we read: the text of the first element (not a meta) that has it
+    and any text, found in one pass over the content."""
+    found: dict[str, str] = {}
+    for element in root.xpath(".//*[@itemprop]"):
+        name = element.get("itemprop")
+        if name not in _ITEMPROPS or name in found or element.tag == "meta":
             continue
         text = str(element.get("content") or element.get("datetime") or element.text_content())
         if text.strip():
-            return text
-    return ""
+            found[name] = text
+    return found
 
 
 def _authors(candidates: Iterable[Iterable[str]]) -> tuple[str, ...]:
@@ -650,6 +683,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
     if root is body:
         _drop_page_furniture(body)
     first_h1 = next((h1.text_content() for h1 in root.iter("h1")), "")
+    itemprops = _itemprop_texts(body)
 
     def metas(*names: str) -> list[str]:
         return [value for name in names for value in meta.get(name, [])]
@@ -662,7 +696,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
         meta_first("og:title"),
         meta_first("citation_title"),
         meta_first("dc.title", "dcterms.title"),
-        meta_first("headline") or _itemprop_text(body, "headline"),
+        meta_first("headline") or itemprops.get("headline", ""),
         first_h1,
         meta_first("twitter:title"),
         title_element.text_content() if title_element is not None else "",
@@ -673,7 +707,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
         meta_first("description"),
         meta_first("dc.description", "dcterms.description"),
         meta_first("twitter:description"),
-        _itemprop_text(body, "description"),
+        itemprops.get("description", ""),
     )
     authors = _authors(
         [
@@ -682,7 +716,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
             metas("citation_author"),
             metas("article:author"),
             metas("dc.creator", "dcterms.creator"),
-            [_itemprop_text(body, "author")],
+            [itemprops.get("author", "")],
         ]
     )
     language = _first(
@@ -697,14 +731,14 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
         meta_first("article:published_time"),
         meta_first("citation_publication_date", "citation_date"),
         meta_first("dc.date", "dcterms.created", "dcterms.date", "date"),
-        meta_first("datepublished") or _itemprop_text(body, "datePublished"),
+        meta_first("datepublished") or itemprops.get("datePublished", ""),
     )
     modified = _first(
         _string(json_ld.get("dateModified")),
         meta_first("article:modified_time"),
         meta_first("og:updated_time"),
         meta_first("dcterms.modified", "last-modified"),
-        meta_first("datemodified") or _itemprop_text(body, "dateModified"),
+        meta_first("datemodified") or itemprops.get("dateModified", ""),
     )
     site_name = _first(
         meta_first("og:site_name"),

@@ -246,7 +246,6 @@ _COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
     (rule, re.compile(rf"(?<![a-z0-9])(?:{rule.pattern})", re.MULTILINE)) for rule in _RULES
 )
 """Matched against lowercased text: much faster than IGNORECASE, and the gate skips mid-word starts."""
-_WORD = re.compile(r"[a-z]+")
 
 _LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
 _SPACED_KEYWORD_LIST = (
@@ -285,6 +284,8 @@ _TYPO_KEYWORDS = (
     "forget",
 )
 _TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
+_TYPO_SHAPES = frozenset((kw[0], kw[-1], len(kw)) for kw in _TYPO_KEYWORDS)
+"""First letter, last letter and length of each keyword: a word of another shape is no scramble."""
 
 _ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _SPECIAL = re.compile(
@@ -305,8 +306,9 @@ _MIN_HIDDEN_TAG_TEXT = 8
 
 
 def _rule_applies(rule: _Rule, words: frozenset[str], text: str) -> bool:
-    if any(group.isdisjoint(words) for group in rule.words):
-        return False
+    for group in rule.words:
+        if group.isdisjoint(words):
+            return False
     return not rule.markers or any(marker in text for marker in rule.markers)
 
 
@@ -453,13 +455,24 @@ def _lowercase_same_length(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
+_NOT_A_LETTER = bytes(byte if 0x61 <= byte <= 0x7A else 0x20 for byte in range(256))
+
+
+def _letter_runs(lowered: str) -> frozenset[str]:
+    """The runs of letters a-z in the (lowercased) text. Every other character, non-ASCII ones
+    included, becomes a space, and C splits the rest: several times faster than a regex."""
+    return frozenset(
+        lowered.encode("ascii", "replace").translate(_NOT_A_LETTER).decode("ascii").split()
+    )
+
+
 def _unscrambled(lowered: str) -> tuple[str, frozenset[str]]:
     """The text with keyword-shaped scrambles ("ignroe") read as the keyword, and its words."""
-    words = frozenset(_WORD.findall(lowered))
+    words = _letter_runs(lowered)
     scrambles = {
         word: keyword
         for word in words
-        if 5 <= len(word) <= 12
+        if (word[0], word[-1], len(word)) in _TYPO_SHAPES
         and (
             keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1]))))
         )
