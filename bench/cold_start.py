@@ -22,7 +22,6 @@ This is not a test: it asserts nothing and only reports.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -36,31 +35,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.servers.cli_probe import probe_cli  # noqa: E402
+
 EXAMPLES = ROOT / "examples" / "organization"
 PYTHON = sys.executable
 KEYRING_NAMED = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
-
-_WATCHED = """\
-import sys
-started = []
-def _watch(event, args):
-    if event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
-                 "os.fork", "os.forkpty"):
-        frame, callers = sys._getframe(1), []
-        while frame is not None:
-            callers.append(frame.f_globals.get("__name__", ""))
-            frame = frame.f_back
-        started.append((event, "policy._lua_worker" in callers))
-sys.addaudithook(_watch)
-from policy.cli import cli
-try:
-    cli.main(args=sys.argv[2:], prog_name="policy", standalone_mode=False)
-except SystemExit:
-    pass
-import json
-with open(sys.argv[1], "w") as out:
-    json.dump(started, out)
-"""
 
 
 def _peer_parameters(command: Any) -> list[str]:
@@ -150,21 +131,13 @@ def _time_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def _children_by_hook(args: list[str], env: dict[str, str], scratch: Path) -> tuple[int, int]:
-    """(programs started, forks outside the Lua sandbox worker; the worker's fork is counted
-    separately) as the interpreter's audit events report them."""
-    report = scratch / "started.json"
-    subprocess.run(
-        [PYTHON, "-c", _WATCHED, str(report), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=ROOT,
+def _children_by_hook(args: list[str], env: dict[str, str]) -> str:
+    """Programs started and forks (the Lua sandbox worker's apart), as audit events report them."""
+    report = probe_cli(args, env=env, cwd=ROOT)
+    return (
+        f"programs started: {len(report.programs_started)}, other forks: "
+        f"{len(report.other_forks)}, Lua sandbox worker forks: {report.sandbox_forks}"
     )
-    started = json.loads(report.read_text())
-    programs = sum(1 for event, _ in started if event not in ("os.fork", "os.forkpty"))
-    sandbox = sum(1 for event, worker in started if event == "os.fork" and worker)
-    return programs, sandbox
 
 
 def _children_by_strace(args: list[str], env: dict[str, str], scratch: Path) -> str:
@@ -263,12 +236,9 @@ def main() -> None:
         ]
         for label, args in cases:
             command_env = named if "keyring named" in label else env
-            programs, sandbox = _children_by_hook(args, command_env, scratch)
+            hooked = _children_by_hook(args, command_env)
             traced = _children_by_strace(args, command_env, scratch)
-            print(
-                f"  {label:<38} programs started: {programs}, Lua sandbox worker forks: "
-                f"{sandbox} | {traced}"
-            )
+            print(f"  {label:<38} {hooked} | {traced}")
     print(
         textwrap.fill(
             "explain reads the keyring because web_search's API keys decide whether it is "

@@ -35,12 +35,15 @@ import statistics
 import subprocess
 import sys
 import time
-import venv
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _peers import peer_python, run_peer_script  # noqa: E402
+
 PEERS_DIR = ROOT / "bench" / ".peers"
 PEER_PACKAGES = ("litellm", "pydantic-ai")
 MODEL = "bench-model"
@@ -410,25 +413,7 @@ _PEERS: dict[str, Callable[[str, int], dict[str, float]]] = {
 
 def _peers_python() -> tuple[Path | None, str]:
     """bench/.peers' Python, made and filled on first use; (None, why) when that fails."""
-    python = PEERS_DIR / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    try:
-        if not python.exists():
-            print(f"Creating {PEERS_DIR} and installing {', '.join(PEER_PACKAGES)} ...")
-            venv.create(PEERS_DIR, with_pip=True)
-        check = subprocess.run(
-            [str(python), "-c", "import litellm, pydantic_ai"], capture_output=True, env=_peer_env()
-        )
-        if check.returncode != 0:
-            subprocess.run(
-                [str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-    except (OSError, subprocess.CalledProcessError) as error:
-        detail = getattr(error, "stderr", "") or str(error)
-        return None, f"installing the peers into {PEERS_DIR} failed: {detail.strip()[-400:]}"
-    return python, ""
+    return peer_python(PEERS_DIR, PEER_PACKAGES, "import litellm, pydantic_ai", _peer_env())
 
 
 def _peer_env() -> dict[str, str]:
@@ -437,18 +422,9 @@ def _peer_env() -> dict[str, str]:
 
 
 def run_peer(python: Path, name: str, base_url: str, count: int) -> dict[str, float] | str:
-    done = subprocess.run(
-        [str(python), __file__, "--peer", name, "--url", base_url, "--conversations", str(count)],
-        capture_output=True,
-        text=True,
-        env=_peer_env(),
-        timeout=900,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return f"{name} failed: {(done.stderr or done.stdout).strip()[-400:]}"
-    result: dict[str, float] = json.loads(lines[-1])
-    return result
+    arguments = [__file__, "--peer", name, "--url", base_url, "--conversations", str(count)]
+    figures = run_peer_script(python, arguments, env=_peer_env())
+    return f"{name} {figures}" if isinstance(figures, str) else figures
 
 
 # --- report -------------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import shutil
 import socket
@@ -35,12 +34,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import venv
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _peers import peer_python, run_peer_script  # noqa: E402
+
 PEERS_DIR = ROOT / "bench" / ".peers" / "transport"
 PEER_PACKAGES = ("httpx==0.29.0", "httpx-aiohttp")
 WARMUP = 30
@@ -194,37 +196,12 @@ def run_contender(kind: str, url: str, rounds: int) -> dict[str, float]:
 
 
 def _peers_python() -> tuple[Path | None, str]:
-    python = PEERS_DIR / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    try:
-        if not python.exists():
-            print(f"Creating {PEERS_DIR} and installing {', '.join(PEER_PACKAGES)} ...")
-            venv.create(PEERS_DIR, with_pip=True)
-        check = subprocess.run([str(python), "-c", "import httpx_aiohttp"], capture_output=True)
-        if check.returncode != 0:
-            subprocess.run(
-                [str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-    except (OSError, subprocess.CalledProcessError) as error:
-        detail = getattr(error, "stderr", "") or str(error)
-        return None, f"installing into {PEERS_DIR} failed: {detail.strip()[-300:]}"
-    return python, ""
+    return peer_python(PEERS_DIR, PEER_PACKAGES, "import httpx_aiohttp")
 
 
 def _measure(python: Path, kind: str, url: str, rounds: int) -> dict[str, float] | str:
-    done = subprocess.run(
-        [str(python), __file__, "--contender", kind, "--url", url, "--rounds", str(rounds)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return f"failed: {(done.stderr or done.stdout).strip()[-300:]}"
-    figures: dict[str, float] = json.loads(lines[-1])
-    return figures
+    arguments = [__file__, "--contender", kind, "--url", url, "--rounds", str(rounds)]
+    return run_peer_script(python, arguments, timeout=600)
 
 
 def _sends_per_round(python: Path, kind: str, url: str, rounds: int) -> str:

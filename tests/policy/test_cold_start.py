@@ -1,8 +1,8 @@
 """Cold start of the `policy` command: no process it does not need, no module it does not use.
 
-The commands run in a real interpreter with an audit hook (`sys.addaudithook`) that records every
-attempt to start a program (subprocess, exec, spawn, system) and every fork, with the module that
-asked. The Lua sandbox's worker is the one fork a command that loads plugins makes by design
+The commands run in a real interpreter with an audit hook (`tests/servers/cli_probe.py`) that
+records every attempt to start a program (subprocess, exec, spawn, system) and every fork, with the
+modules that asked. The Lua sandbox's worker is the one fork a command that loads plugins makes by design
 (it is what enforces a plugin's wall clock); nothing may start a program.
 """
 
@@ -18,67 +18,20 @@ from pathlib import Path
 import click
 import pytest
 
+from tests.servers.cli_probe import ProbeReport, probe_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "organization"
 SELF_HOSTED = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
 
-_PROBE = textwrap.dedent(
-    """\
-    import sys
 
-    started = []
-
-    def watch(event, args):
-        if event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
-                     "os.fork", "os.forkpty"):
-            frame, callers = sys._getframe(1), []
-            while frame is not None:
-                callers.append(frame.f_globals.get("__name__", ""))
-                frame = frame.f_back
-            started.append({"event": event, "callers": callers})
-
-    sys.addaudithook(watch)
-    from policy.cli import cli
-    try:
-        cli.main(args=sys.argv[2:], prog_name="policy", standalone_mode=False)
-    except SystemExit:
-        pass
-    modules = sorted(sys.modules)
-    import json
-
-    with open(sys.argv[1], "w", encoding="utf-8") as out:
-        out.write(json.dumps({"started": started, "modules": modules}))
-    """
-)
-
-
-def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, list]:  # type: ignore[type-arg]
-    report = tmp_path / "report.json"
+def _run(*args: str, env: dict[str, str] | None = None) -> ProbeReport:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     environment.pop("PYTHON_KEYRING_BACKEND", None)
     environment.update(env or {})
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(report), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        env=environment,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return dict(json.loads(report.read_text(encoding="utf-8")))
-
-
-def _programs_started(report: dict[str, list]) -> list[dict[str, object]]:  # type: ignore[type-arg]
-    return [e for e in report["started"] if e["event"] not in ("os.fork", "os.forkpty")]
-
-
-def _forks_outside_the_sandbox(report: dict[str, list]) -> list[dict[str, object]]:  # type: ignore[type-arg]
-    return [
-        e
-        for e in report["started"]
-        if e["event"] in ("os.fork", "os.forkpty") and "policy._lua_worker" not in e["callers"]
-    ]
+    report = probe_cli(args, env=environment, cwd=ROOT)
+    assert "Traceback" not in report.stderr, report.stderr
+    return report
 
 
 @pytest.mark.parametrize(
@@ -94,17 +47,15 @@ def _forks_outside_the_sandbox(report: dict[str, list]) -> list[dict[str, object
     ],
     ids=lambda args: " ".join(a for a in args if not a.startswith("/")),
 )
-def test_a_command_that_reads_no_secret_starts_no_program(
-    tmp_path: Path, args: tuple[str, ...]
-) -> None:
-    report = _run(tmp_path, *args)
-    assert _programs_started(report) == []
-    assert _forks_outside_the_sandbox(report) == []
-    assert "keyring" not in report["modules"]
+def test_a_command_that_reads_no_secret_starts_no_program(args: tuple[str, ...]) -> None:
+    report = _run(*args)
+    assert report.programs_started == []
+    assert report.other_forks == []
+    assert "keyring" not in report.modules
 
 
-def test_help_imports_no_lazily_attached_command(tmp_path: Path) -> None:
-    report = _run(tmp_path, "--help")
+def test_help_imports_no_lazily_attached_command() -> None:
+    report = _run("--help")
     unused = {
         "runtime.cli_chat",
         "runtime.cli_fetch",
@@ -117,8 +68,8 @@ def test_help_imports_no_lazily_attached_command(tmp_path: Path) -> None:
         "keyring",
         "policy.registry",
     }
-    assert sorted(unused & set(report["modules"])) == []
-    assert report["started"] == []
+    assert sorted(unused & report.modules) == []
+    assert report.started == ()
 
 
 def test_help_lists_the_lazy_commands_with_their_own_help() -> None:
@@ -142,9 +93,9 @@ def test_help_lists_the_lazy_commands_with_their_own_help() -> None:
         assert f"  {name} " in done.stdout
 
 
-def test_decision_commands_import_no_runtime_tool_module(tmp_path: Path) -> None:
-    report = _run(tmp_path, "explain", "--org", str(EXAMPLES), "--all", "--format", "json")
-    assert [m for m in report["modules"] if m.startswith("runtime.tools")] == []
+def test_decision_commands_import_no_runtime_tool_module() -> None:
+    report = _run("explain", "--org", str(EXAMPLES), "--all", "--format", "json")
+    assert sorted(m for m in report.modules if m.startswith("runtime.tools")) == []
 
 
 def test_the_keyring_is_read_when_a_tool_setting_needs_a_secret(tmp_path: Path) -> None:
