@@ -43,6 +43,8 @@ _LAZY_SUMMARIES: dict[str, str] = {
     "status": "Show, per fetched configuration, its server, state, ETag, last attempt and "
     "success, error.",
     "mcp": "MCP servers: list their tools and pins, print pins, serve the governed tools.",
+    "serve": "The administrator's read-only web page: status, effective settings, every "
+    "decision, a what-if simulation and a diff against a candidate configuration.",
 }
 """The first paragraph of each lazy command's docstring, so that `policy --help` imports none."""
 
