@@ -9,13 +9,21 @@ entry (that one in the spellings a URL encoder writes).
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
 from policy.secrets import encrypt
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "organization"
+_DEBUG_MAIN = (
+    "import logging, sys; logging.basicConfig(level=logging.DEBUG, stream=sys.stderr); "
+    "from policy.cli import main; main(sys.argv[1:])"
+)
 FAKE_VERDICT = "ok: 0 error(s), 0 warning(s) FAKE"
 HOSTILE = f"\r\n{FAKE_VERDICT}\x1b]0;pwned\x07\x1b[2J\x7f\x9b31m\u202eevil"
 LUA_HOSTILE = (
@@ -28,6 +36,35 @@ LUA_HOSTILE = (
     .replace("\u202e", "\\226\\128\\174")
 )
 CANARY = "cAn4ry-Se/cr3t+Pa=ss_~!"
+VLLM = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
+"""The organization's self-hosted provider (its name is hostile, so it is chosen by id)."""
+
+
+def chat_arguments(
+    organization: Path, base_url: str, tools_file: Path, tool: str, folder: Path, output_format: str
+) -> list[str]:
+    """`policy chat` with one message against the loopback provider, one tool from a tools
+    file, the chat kept and the decision log written in `folder`."""
+    return [
+        "chat",
+        "Look it up",
+        "--org",
+        str(organization),
+        "--provider",
+        VLLM,
+        "--base-url",
+        base_url,
+        "--tools-file",
+        str(tools_file),
+        "--tool",
+        tool,
+        "--chat-db",
+        str(folder / "chats.sqlite3"),
+        "--decision-log",
+        str(folder / "decisions.jsonl"),
+        "--format",
+        output_format,
+    ]
 
 
 def _lua(text: str) -> str:
@@ -62,3 +99,26 @@ def hostile_organization(parent: Path, encryption_secret: str) -> Path:
         + "\n"
     )
     return folder
+
+
+def run_policy(
+    *args: str | Path,
+    secret: str,
+    env: dict[str, str] | None = None,
+    debug_logging: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """One run of the `policy` command (its console entry point) with the encryption secret set;
+    with `debug_logging`, the root logger writes every record at DEBUG to stderr."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"] = secret
+    environment.update(env or {})
+    entry = ["-c", _DEBUG_MAIN] if debug_logging else ["-m", "policy.cli"]
+    return subprocess.run(
+        [sys.executable, *entry, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )

@@ -11,28 +11,26 @@ with the root logger at DEBUG (httpx and httpcore included).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from policy.secrets import encrypt, generate_secret
-from tests.security._hostile_org import CANARY, EXAMPLES, hostile_organization
+from tests.security._hostile_org import (
+    CANARY,
+    EXAMPLES,
+    VLLM,
+    chat_arguments,
+    hostile_organization,
+    run_policy,
+)
 from tests.security._spellings import leaked_spellings, spellings_of
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
 
-ROOT = Path(__file__).resolve().parents[2]
-VLLM = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
 TOOL_FILE = Path(__file__).with_name("canary_tool.py")
 PROVIDER_CANARY = "pk-Canary/Key+77=zz~Q"
-DEBUG_MAIN = (
-    "import logging, sys; logging.basicConfig(level=logging.DEBUG, stream=sys.stderr); "
-    "from policy.cli import main; main(sys.argv[1:])"
-)
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +53,7 @@ def organization(tmp_path_factory: pytest.TempPathFactory, secret: str) -> Path:
 
 def run(*args: str | Path, secret: str, env: dict[str, str] | None = None) -> str:
     """stdout and stderr (with every DEBUG log line) of one `policy` run."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
-    environment["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"] = secret
-    environment.update(env or {})
-    done = subprocess.run(
-        [sys.executable, "-c", DEBUG_MAIN, *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    done = run_policy(*args, secret=secret, env=env, debug_logging=True)
     assert "Traceback" not in done.stderr, done.stderr
     return f"{done.stdout}\n{done.stderr}"
 
@@ -110,28 +97,10 @@ def provider() -> Iterator[ProviderServer]:
 def _chat(
     organization: Path, secret: str, provider: ProviderServer, tmp_path: Path, output_format: str
 ) -> str:
-    return run(
-        "chat",
-        "Look it up",
-        "--org",
-        organization,
-        "--provider",
-        VLLM,
-        "--base-url",
-        provider.base_url,
-        "--tools-file",
-        TOOL_FILE,
-        "--tool",
-        "vault_lookup",
-        "--chat-db",
-        tmp_path / "chats.sqlite3",
-        "--decision-log",
-        tmp_path / "decisions.jsonl",
-        "--format",
-        output_format,
-        secret=secret,
-        env={"TOOLPOLICY_API_KEY": PROVIDER_CANARY},
+    arguments = chat_arguments(
+        organization, provider.base_url, TOOL_FILE, "vault_lookup", tmp_path, output_format
     )
+    return run(*arguments, secret=secret, env={"TOOLPOLICY_API_KEY": PROVIDER_CANARY})
 
 
 @pytest.mark.parametrize("output_format", ["text", "json"])

@@ -6,21 +6,26 @@ that passes for `policy check`'s verdict. Real subprocess runs of the installed 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from policy.secrets import generate_secret
-from tests.security._hostile_org import EXAMPLES, FAKE_VERDICT, HOSTILE, hostile_organization
+from tests.security._hostile_org import (
+    EXAMPLES,
+    FAKE_VERDICT,
+    HOSTILE,
+    ROOT,
+    VLLM,
+    chat_arguments,
+    hostile_organization,
+    run_policy,
+)
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
 
-ROOT = Path(__file__).resolve().parents[2]
-VLLM = "79cb8e25-0940-4280-964a-0a57c61d6ee7"
 CLOCK_TOOL = ROOT / "examples" / "clock_tool.py"
 FORMATS = ("table", "json", "yaml")
 
@@ -36,17 +41,7 @@ def organization(tmp_path_factory: pytest.TempPathFactory, secret: str) -> Path:
 
 
 def policy(*args: str | Path, secret: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
-    environment["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"] = secret
-    return subprocess.run(
-        [sys.executable, "-m", "policy.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    return run_policy(*args, secret=secret)
 
 
 def assert_terminal_safe(
@@ -130,27 +125,10 @@ def test_policy_chat_escapes_the_answer_tool_arguments_and_results(
         Reply(chat_text(f"Done.\nSecond line{HOSTILE}")),
     )
     log = tmp_path / "decisions.jsonl"
-    done = policy(
-        "chat",
-        "What is 1+1?",
-        "--org",
-        organization,
-        "--provider",
-        VLLM,
-        "--base-url",
-        provider.base_url,
-        "--tools-file",
-        CLOCK_TOOL,
-        "--tool",
-        "calculator",
-        "--chat-db",
-        tmp_path / "chats.sqlite3",
-        "--decision-log",
-        log,
-        "--format",
-        output_format,
-        secret=secret,
+    arguments = chat_arguments(
+        organization, provider.base_url, CLOCK_TOOL, "calculator", tmp_path, output_format
     )
+    done = policy(*arguments, secret=secret)
     assert done.returncode == 0, done.stderr
     assert_terminal_safe(done, f"chat --format {output_format}", answer_on_stdout=True)
     assert done.stdout.count("pwned") >= 2 and "Second line" in done.stdout
