@@ -283,27 +283,27 @@ def _fragment(
     used: set[str] = set()
     for entry in entries:
         body.append("")
-        body.append(_comment(f"{entry.display_name} ({entry.id})"))
+        body.append(lua_comment(f"{entry.display_name} ({entry.id})"))
         for area in entry.areas:
             if area.id in selected:
                 body.extend(_area_lines(registry, area, mode_table, key, used))
         if include_minimum_confidence:
             level = registry.effective_minimum_confidence(entry.id).level
-            body.append(_comment(f"Minimum provider confidence of {entry.display_name}"))
+            body.append(lua_comment(f"Minimum provider confidence of {entry.display_name}"))
             body.append(_assignment(MINIMUM_TABLE, entry.id, level.name))
             used.add(MINIMUM_TABLE)
     names = ", ".join(entry.id for entry in entries)
     head = [
-        _comment(f"Tool settings exported by `policy export` ({mode.value}) for: {names}"),
-        _comment('Paste it below CONFIG["SETTINGS"] = {} in an organization plugin.lua, or'),
-        _comment("require it from there; several fragments combine in one plugin."),
+        lua_comment(f"Tool settings exported by `policy export` ({mode.value}) for: {names}"),
+        lua_comment('Paste it below CONFIG["SETTINGS"] = {} in an organization plugin.lua, or'),
+        lua_comment("require it from there; several fragments combine in one plugin."),
     ]
     for table in (LOCKED_TABLE, DEFAULT_TABLE, MINIMUM_TABLE):
         if table in used:
             if table == MINIMUM_TABLE:
                 override = lua_string(MINIMUM_TABLE + ".AllowUserOverride")
-                head.append(_comment(f"{MINIMUM_TABLE} is locked for users unless you also set"))
-                head.append(_comment(f'CONFIG["SETTINGS"][{override}] = true'))
+                head.append(lua_comment(f"{MINIMUM_TABLE} is locked for users unless you also set"))
+                head.append(lua_comment(f'CONFIG["SETTINGS"][{override}] = true'))
             slot = f'CONFIG["SETTINGS"][{lua_string(table)}]'
             head.append(f"{slot} = {slot} or {{}}")
     return "\n".join([*head, *body]) + "\n"
@@ -317,7 +317,7 @@ def _area_lines(
     used: set[str],
 ) -> list[str]:
     resolved = registry.settings(area.tool_id)
-    lines = [_comment(f"{area.label} [{area.id}]")]
+    lines = [lua_comment(f"{area.label} [{area.id}]")]
     wrote = False
     for name in area.fields:
         setting = resolved[name]
@@ -326,14 +326,14 @@ def _area_lines(
             if key is None:
                 if setting.value is not None:
                     lines.append(
-                        _comment(
+                        lua_comment(
                             f"{setting_key} is a secret and was left out (export with "
                             "--include-secrets to deploy it encrypted)"
                         )
                     )
                 continue
             if setting.note:
-                lines.append(_comment(f"{setting_key} not exported: {setting.note}"))
+                lines.append(lua_comment(f"{setting_key} not exported: {setting.note}"))
             plain = setting.plain()
             if plain is None:
                 continue
@@ -345,7 +345,7 @@ def _area_lines(
         elif setting.source in _EXPORTED_SOURCES and isinstance(setting.value, str):
             if secrets.without_user_info(setting.value) != setting.value:
                 lines.append(
-                    _comment(
+                    lua_comment(
                         f"{setting_key} was left out: its value "
                         f"'{secrets.without_user_info(setting.value)}' holds a user name or "
                         "password, which is never exported in plain text"
@@ -356,7 +356,7 @@ def _area_lines(
             used.add(mode_table)
             wrote = True
     if not wrote:
-        lines.append(_comment("(nothing set in this area)"))
+        lines.append(lua_comment("(nothing set in this area)"))
     return lines
 
 
@@ -374,7 +374,7 @@ def _assignment(table: str, entry: str, value: str) -> str:
     return f'CONFIG["SETTINGS"][{lua_string(table)}][{lua_string(entry)}] = {lua_string(value)}'
 
 
-def _comment(text: str) -> str:
+def lua_comment(text: str) -> str:
     """A one-line Lua comment; unprintable characters (line breaks) cannot end it early."""
     flat = "".join(c if c.isprintable() else " " for c in text)
     return f"-- {flat}"

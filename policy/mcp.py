@@ -363,32 +363,29 @@ def mcp_tools(
 def pin_fragment(
     servers: Sequence[McpServerConfig], listings: Mapping[str, McpServerListing]
 ) -> str:
-    """The Lua an administrator reviews and deploys: every listed tool's current fingerprint."""
+    """The Lua an administrator reviews and deploys: every listed tool's current fingerprint.
+
+    Names and errors come from servers and plugins: they are written as Lua literals and one-line
+    comments (`policy.export`), so none can end a comment early or escape a string."""
+    from policy.export import lua_comment, lua_string
+
     lines = [
         "-- Pins of MCP tool definitions, as listed now. Review each definition",
         "-- (policy mcp list) before deploying; a changed definition is never offered unpinned.",
     ]
     for index, server in enumerate(servers, start=1):
         listing = listings.get(server.id)
-        lines.append(f"-- MCP server {server.name} ({server.id})")
+        lines.append(lua_comment(f"MCP server {server.name} ({server.id})"))
         if listing is None or not listing.ok:
             reason = listing.error if listing is not None else "not listed"
-            lines.append(f"-- not listed: {_lua_comment(reason)}")
+            lines.append(lua_comment(f"not listed: {reason}"))
             continue
         lines.append(f'-- in its CONFIG["MCP_SERVERS"] entry (entry {index} here), set:')
         lines.append('["Pins"] = {')
         for tool in sorted(listing.tools, key=lambda t: t.name):
-            lines.append(f"    [{_lua_string(tool.name)}] = {_lua_string(tool.fingerprint)},")
+            lines.append(f"    [{lua_string(tool.name)}] = {lua_string(tool.fingerprint)},")
         lines.append("},")
     return "\n".join(lines) + "\n"
-
-
-def _lua_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _lua_comment(text: str) -> str:
-    return " ".join(text.split())
 
 
 # --- the last listing of each server, kept in a state directory ---------------------------------

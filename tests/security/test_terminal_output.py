@@ -143,3 +143,31 @@ def test_policy_chat_escapes_the_answer_tool_arguments_and_results(
     assert summary.returncode == 0, summary.stderr
     assert_terminal_safe(summary, "log summary")
     assert "pwned" in summary.stdout, summary.stdout
+
+
+def test_a_pin_fragment_keeps_hostile_names_and_errors_inside_comments_and_strings() -> None:
+    from policy.lua_sandbox import run_plugin_source
+    from policy.mcp import (
+        McpServerConfig,
+        McpServerListing,
+        McpToolListing,
+        McpTransport,
+        pin_fragment,
+    )
+
+    injected = '\nCONFIG["SETTINGS"]["DataTools.EnableTools"] = false --'
+    servers = [
+        McpServerConfig(id="a", name=f"Tickets{injected}{HOSTILE}", transport=McpTransport.STDIO),
+        McpServerConfig(id="b", name="Down", transport=McpTransport.STDIO),
+    ]
+    listings = {
+        "a": McpServerListing("a", "Tickets", (McpToolListing(name=f"search{HOSTILE}\u0000"),)),
+        "b": McpServerListing("b", "Down", error=f"refused{injected}{HOSTILE}"),
+    }
+    fragment = pin_fragment(servers, listings)
+    assert not [c for c in fragment if not (c.isprintable() or c == "\n")]
+    assert all(line.startswith(("--", '["Pins"]', "    [", "},")) for line in fragment.splitlines())
+    pins = fragment.replace('["Pins"] = {', "PINS = {").replace("\n},", "\n}")
+    result = run_plugin_source(f"CONFIG = {{}}\n{pins}", "pins.lua", None)
+    assert list(result.globals["PINS"].entries) == [f"search{HOSTILE}\u0000"], "read back exactly"
+    assert dict(result.globals["CONFIG"].entries) == {}, "no name or error became code"
