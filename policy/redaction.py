@@ -213,5 +213,8 @@ def _masked_record(record: logging.LogRecord) -> logging.LogRecord:
     if masked != message:
         record.msg, record.args = masked, None
     if record.exc_info and not record.exc_text:
-        record.exc_text = mask.text(logging.Formatter().formatException(record.exc_info))
+        formatted = logging.Formatter().formatException(record.exc_info)
+        masked = mask.text(formatted)
+        if masked != formatted:  # otherwise each handler formats the traceback its own way
+            record.exc_text = masked
     return record
