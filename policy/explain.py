@@ -18,7 +18,8 @@ from policy.configuration import ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import is_encrypted, without_user_info
-from policy.terminal import terminal_document, terminal_json, terminal_safe, terminal_yaml
+from policy.terminal import terminal_document, terminal_json, terminal_yaml
+from policy.terminal import terminal_safe as terminal_safe  # still importable from here
 from policy.vocabulary import (
     COMPONENT_NAMES,
     Component,
