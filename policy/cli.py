@@ -711,13 +711,19 @@ def diff(
             "name the new side with --against-org, --against-local or --against-user-settings"
         )
     old = _load(org, local, user_settings, state_dir)
-    new = _load(
-        against_org or org,
-        against_local or (() if against_org else local),
-        against_user_settings or user_settings,
-        None,
-        listing_dir=state_dir,
-    )
+    if not against_org and not against_local and state_dir is None:
+        from policy.user_settings import load_user_settings
+
+        # The same plugins on both sides: they run once, and only the user settings differ.
+        new = old.with_user_settings(load_user_settings(against_user_settings))
+    else:
+        new = _load(
+            against_org or org,
+            against_local or (() if against_org else local),
+            against_user_settings or user_settings,
+            None,
+            listing_dir=state_dir,
+        )
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
     changes = diff_policies(old, new, [_component(c) for c in components])

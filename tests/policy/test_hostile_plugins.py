@@ -153,6 +153,7 @@ def _organization(root: Path) -> Path:
         ["explain", "web_search"],
         ["settings", "show", "web_search"],
         ["tools"],
+        ["diff", "--against-user-settings", "{settings}"],
     ],
 )
 def test_each_plugin_runs_once_per_command_in_one_round_trip(
@@ -161,7 +162,10 @@ def test_each_plugin_runs_once_per_command_in_one_round_trip(
     root = _organization(tmp_path)
     broken = tmp_path / "broken.yaml"
     broken.write_text("tools: [unclosed\n", encoding="utf-8")
-    arguments = [str(broken) if part == "{broken}" else part for part in command]
+    other = tmp_path / "other.yaml"
+    other.write_text("tools:\n  enabled: false\n", encoding="utf-8")
+    given = {"{broken}": str(broken), "{settings}": str(other)}
+    arguments = [given.get(part, part) for part in command]
     counter = _Counter(monkeypatch)
     result = CliRunner().invoke(
         cli, [*arguments, "--org", str(root / "org"), "--local", str(root / "mine")]
