@@ -117,7 +117,7 @@ class SandboxLimits:
 
     memory_bytes: int = 64 * 1024 * 1024
     instructions: int = 20_000_000
-    wall_seconds: float = 1.0
+    wall_seconds: float = 0.75
     max_values: int = 200_000
     max_depth: int = 100
     max_text_bytes: int = 16 * 1024 * 1024

@@ -91,7 +91,7 @@ def test_every_bomb_is_refused_with_its_cap_under_the_default_caps(
 def test_the_default_caps_refuse_within_two_seconds_of_cpu_budget() -> None:
     # The caps themselves (not a measurement): the wall clock, with room for start-up, stays
     # under the 2 s every hostile plugin must be refused in.
-    assert DEFAULT.wall_seconds <= 1.0
+    assert DEFAULT.wall_seconds <= 0.75
     assert DEFAULT.instructions <= 20_000_000
 
 
@@ -112,7 +112,7 @@ def test_the_wall_cap_is_configurable_and_a_bad_value_is_named(tmp_path: Path) -
     assert done.returncode == 1
     assert (
         f"error [invalid-sandbox-limit]: {WALL_SECONDS_VARIABLE}='soon' is not a number of "
-        "seconds from above 0 to 600 (e.g. 1.5); the default wall-clock cap of 1 s applies"
+        "seconds from above 0 to 600 (e.g. 1.5); the default wall-clock cap of 0.75 s applies"
     ) in done.stdout
 
 
