@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from policy.mcp import (
     McpTransport,
     write_cached_listing,
 )
+from policy.redaction import NO_SECRETS, SecretMask
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source
 
@@ -62,7 +63,8 @@ class McpServerError(Exception):
 @dataclass(slots=True)
 class _Session:
     server: McpServerConfig
-    secrets: tuple[str, ...] = ()
+    mask: SecretMask = NO_SECRETS
+    """The server's Env and Headers secrets, masked in every spelling wherever its text goes."""
     client: Client | None = None
     owner: asyncio.Task[None] | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -177,9 +179,10 @@ class McpSessions:
             await self._close(session)
             raise McpServerError(self._describe(session, error, f"failed on {tool_name}")) from None
 
-    def secrets_of(self, server_id: str) -> tuple[str, ...]:
+    def mask_of(self, server_id: str) -> SecretMask:
+        """The mask of a server's secrets (Env and Headers values), for its results and errors."""
         session = self._sessions.get(server_id)
-        return session.secrets if session is not None else ()
+        return session.mask if session is not None else NO_SECRETS
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -212,7 +215,7 @@ class McpSessions:
         """Enter and leave the SDK client in one task, as its task groups require."""
         try:
             client, secrets = _new_client(session.server, self._on_message(session))
-            session.secrets = secrets
+            session.mask = SecretMask.of(secrets)
             async with client:
                 if not ready.done():
                     ready.set_result(client)
@@ -261,10 +264,7 @@ class McpSessions:
         detail = str(cause).strip() or type(cause).__name__
         if type(cause).__name__ == "ConnectError":
             detail = f"could not connect ({detail})"
-        for secret in session.secrets:
-            if secret:
-                detail = detail.replace(secret, "*****")
-        detail = " ".join(detail.split())[:300]
+        detail = " ".join(session.mask.text(detail).split())[:300]
         return f"MCP server {session.server.name} ({session.server.endpoint}) {what}: {detail}"
 
 
@@ -404,13 +404,6 @@ def _content_of(result: CallToolResult) -> _Content:
     return _Content(tuple(texts), tuple(sources))
 
 
-def _masked(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "*****")
-    return text
-
-
 MCP_SESSIONS_SERVICE = "mcp_sessions"
 """The `ToolExecutionContext.services` entry through which an MCP tool reaches its session."""
 
@@ -430,11 +423,11 @@ class McpExecutableTool(McpTool):
                 f"MCP server {self.server.name} has no open session here (no McpSessions service)"
             )
         result = await sessions.call_tool(self.server.id, self.listing.name, arguments)
-        secrets = sessions.secrets_of(self.server.id)
+        mask = sessions.mask_of(self.server.id)
         content = _content_of(result)
         source = tool_content(self.definition.id)
         cleaned = await guard_of(context).sanitize_many(
-            [GuardText(_masked(t, secrets), source) for t in content.texts]
+            [GuardText(mask.text(t), source) for t in content.texts]
         )
         text = "\n\n".join(t for t in cleaned if t.strip())
         if len(text) > MAX_RESULT_CHARACTERS:

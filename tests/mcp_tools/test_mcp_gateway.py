@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from policy import load_policy
 from policy.mcp import McpServerConfig, McpTransport
@@ -202,3 +203,38 @@ def test_list_and_pin_fail_when_a_plugin_does_not_load(tmp_path: Path, state: Pa
         done = policy_cli("mcp", command, "--org", org)
         assert done.returncode == 1, command
         assert "plugin.lua" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_a_servers_secret_is_masked_in_every_spelling_in_results_and_errors(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import base64
+    import urllib.parse
+
+    from policy.configuration import SecretValue
+    from policy.mcp import mcp_tools
+    from policy.secrets import encrypt, generate_secret
+    from runtime.mcp import McpExecutableTool, McpServerError
+    from tests.mcp_tools.test_mcp import _context, stdio_server
+
+    key = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", key)
+    token = "tk/Secret+42=="
+    server = stdio_server(state, env={"TICKET_TOKEN": SecretValue(encrypt(token, key))})
+    spellings = (
+        token,
+        urllib.parse.quote(token, safe=""),
+        base64.b64encode(token.encode()).decode(),
+    )
+    async with McpSessions([server]) as sessions:
+        listings = await sessions.listings()
+        (leak,) = [
+            t for t in mcp_tools([server], listings, McpExecutableTool) if t.listing.name == "leak"
+        ]
+        result = await leak.execute({}, _context(leak, sessions))
+        text = result.text_content or ""
+        assert text.startswith("token *****, quoted *****"), text
+        with pytest.raises(McpServerError) as failed:
+            await leak.execute({"fail": True}, _context(leak, sessions))
+    for spelling in spellings:
+        assert spelling not in text and spelling not in str(failed.value)
