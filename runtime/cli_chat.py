@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy import terminal
 from policy.cli import configuration_options, finding_line
+from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
 
 if TYPE_CHECKING:
@@ -152,8 +152,8 @@ def chat(
     try:
         conversation = _open_chat(chat_id, chat_db)
         if not json_lines:
-            shown = terminal.terminal_safe(provider.name or provider.id)
-            click.echo(f"chat {terminal.terminal_safe(conversation.id)} with {shown}", err=True)
+            shown = terminal_safe(provider.name or provider.id)
+            click.echo(f"chat {terminal_safe(conversation.id)} with {shown}", err=True)
         lines = [message] if message is not None else _typed_lines()
         asyncio.run(
             _converse(
@@ -363,7 +363,7 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
     is not printable, and every control character in tool names, arguments, results, sources, is
     shown escaped (`policy.terminal`): a model or a page cannot move the cursor or fake a line."""
     if json_lines:
-        click.echo(terminal.terminal_json(event_document(event)))
+        click.echo(terminal_json(event_document(event)))
         return
     from runtime.loop import (
         FinalAnswer,
@@ -376,30 +376,27 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
     from runtime.session import ToolsOffered
 
     if isinstance(event, TextDeltaEvent):
-        click.echo(terminal.terminal_text(event.text), nl=False)
+        click.echo(terminal_text(event.text), nl=False)
         sys.stdout.flush()
     elif isinstance(event, ToolRoundStarted):
         click.echo(f"\n[{event.status_line}]", err=True)
     elif isinstance(event, ToolsOffered):
-        offered = ", ".join(terminal.terminal_safe(t) for t in event.tool_ids) or "none"
+        offered = ", ".join(terminal_safe(t) for t in event.tool_ids) or "none"
         click.echo(f"[tools offered: {offered}]", err=True)
     elif isinstance(event, ToolCallStarted):
         shown = ", ".join(
-            f"{terminal.terminal_safe(k)}={terminal.terminal_safe(v)}"
-            for k, v in event.arguments.items()
+            f"{terminal_safe(k)}={terminal_safe(v)}" for k, v in event.arguments.items()
         )
-        click.echo(f"\n[tool {terminal.terminal_safe(event.display_name)}({shown})]", err=True)
+        click.echo(f"\n[tool {terminal_safe(event.display_name)}({shown})]", err=True)
     elif isinstance(event, ToolCallFinished):
         trace = event.trace
-        detail = f": {terminal.terminal_safe(trace.status_message)}" if trace.status_message else ""
-        name = terminal.terminal_safe(trace.tool_name)
+        detail = f": {terminal_safe(trace.status_message)}" if trace.status_message else ""
+        name = terminal_safe(trace.tool_name)
         click.echo(f"[tool {name}: {trace.status.value}{detail}]", err=True)
     elif isinstance(event, FinalAnswer):
         click.echo("")
         for source in event.sources:
-            click.echo(
-                f"  source: {terminal.terminal_safe(source.title)} <{terminal.terminal_safe(source.url)}>"
-            )
+            click.echo(f"  source: {terminal_safe(source.title)} <{terminal_safe(source.url)}>")
         if event.interrupted:
             click.echo("[the answer was interrupted]", err=True)
         elif event.stop_reason is not StopReason.COMPLETED:
