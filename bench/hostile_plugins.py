@@ -31,24 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decide import template_sized_plugin
+from decide import _GLOBALS, template_sized_plugin
 
 TARGET_SECONDS = 2.0
-_GLOBALS = """ID = "{id}"
-NAME = "Hostile {name}"
-DESCRIPTION = "A plugin that tries to exhaust the loader"
-VERSION = "1.0.0"
-TYPE = "CONFIGURATION"
-AUTHORS = {{ "Bench" }}
-SUPPORT_CONTACT = "bench@example.org"
-SOURCE_URL = "https://example.org/bench"
-CATEGORIES = {{ "CORE" }}
-TARGET_GROUPS = {{ "EVERYONE" }}
-IS_MAINTAINED = true
-DEPRECATION_MESSAGE = ""
-CONFIG = {{}}
-CONFIG["SETTINGS"] = {{}}
-"""
 
 BOMBS: dict[str, str] = {
     "pattern": 'X = string.find(string.rep("a", 40), string.rep("a*", 40) .. "b")',
@@ -80,7 +65,7 @@ def _policy() -> str:
 
 def _plugin(folder: Path, name: str, body: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    text = _GLOBALS.format(id=uuid.uuid4(), name=name) + body + "\n"
+    text = _GLOBALS.format(id=uuid.uuid4(), name=f"Hostile {name}", priority=0) + body + "\n"
     (folder / "plugin.lua").write_text(text, encoding="utf-8")
     return folder
 
