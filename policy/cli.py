@@ -207,6 +207,19 @@ def configuration_options(function: F) -> F:
     return function
 
 
+def require_token_beyond_loopback(host: str, token: str | None, variable: str) -> None:
+    """A server command's rule: a `--host` other machines can reach needs `--token` (or its
+    environment `variable`). Public so that every serving command refuses alike."""
+    from policy.web import is_loopback_host
+
+    if not is_loopback_host(host) and not token:
+        raise click.BadParameter(
+            f"'{host}' is reachable from other machines; set --token (or {variable}), "
+            "or listen on 127.0.0.1",
+            param_hint="--host",
+        )
+
+
 def _configuration_options(function: F) -> F:
     """The configuration options and --format, which every `policy` report command takes."""
     return configuration_options(_format_option(function))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options, finding_line
+from policy.cli import configuration_options, finding_line, require_token_beyond_loopback
 from policy.terminal import terminal_json
 from policy.vocabulary import Component
 
@@ -241,14 +241,8 @@ def serve(
     stderr (arguments masked). Connected clients get tools/list_changed when the offered tools
     change.
     """
-    from policy.web import is_loopback_host
-
-    if transport == "http" and not is_loopback_host(host) and not token:
-        raise click.BadParameter(
-            f"'{host}' is reachable from other machines; set --token (or TOOLPOLICY_MCP_TOKEN), "
-            "or listen on 127.0.0.1",
-            param_hint="--host",
-        )
+    if transport == "http":
+        require_token_beyond_loopback(host, token, "TOOLPOLICY_MCP_TOKEN")
     from runtime.cli_chat import chosen_provider
     from runtime.policy_watch import PolicyWatcher
 
@@ -297,24 +291,15 @@ async def _serve(
 async def _serve_http(gateway: McpGateway, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(
-        gateway.http_app(host, token), host=host, port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
+    from runtime.serving import listen, url_of
 
-    async def announce() -> None:
-        while not server.started:
-            await asyncio.sleep(0.02)
-        bound = server.servers[0].sockets[0].getsockname()[1]
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"serving MCP on http://{shown}:{bound}/mcp (Ctrl-C stops)", err=True)
-
+    listener = listen(host, port)
+    server = uvicorn.Server(uvicorn.Config(gateway.http_app(host, token), log_level="warning"))
+    click.echo(f"serving MCP on {url_of(listener, '/mcp')} (Ctrl-C stops)", err=True)
     stop = asyncio.Event()
-    announcing = asyncio.create_task(announce())
     changes = asyncio.create_task(gateway.watch_changes(stop))
     try:
-        await server.serve()
+        await server.serve(sockets=[listener])
     finally:
         stop.set()
-        announcing.cancel()
-        await asyncio.gather(announcing, changes, return_exceptions=True)
+        await asyncio.gather(changes, return_exceptions=True)

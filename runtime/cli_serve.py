@@ -8,43 +8,11 @@ plugin file (or the user settings file, or a fetched configuration) changes.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import click
 
-from policy.cli import configuration_options
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port (port 0: one the system picks); connections wait in its
-    backlog until uvicorn has started."""
-    try:
-        family, kind, protocol, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM
-        )[0]
-        listener = socket.socket(family, kind, protocol)
-    except OSError as error:
-        raise click.BadParameter(
-            f"cannot listen on '{host}': {error.strerror or error}", param_hint="--host"
-        ) from None
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(address)
-        listener.listen(2048)
-    except OSError as error:
-        listener.close()
-        raise click.ClickException(
-            f"cannot listen on {host} port {port}: {error.strerror or error} "
-            "(choose another --port, or --port 0 for a free one)"
-        ) from None
-    return listener
-
-
-def _url(listener: socket.socket) -> str:
-    host, port = listener.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/"
+from policy.cli import configuration_options, require_token_beyond_loopback
 
 
 @click.command()
@@ -78,23 +46,17 @@ def serve(
     Each page has its JSON twin under /api/ (the contracts of --format json). A changed plugin
     file is in force without a restart. The address it listens on is printed to stderr first.
     """
-    from policy.web import ConfigurationPaths, is_loopback_host
-
-    if not is_loopback_host(host) and not token:
-        raise click.BadParameter(
-            f"'{host}' is reachable from other machines; set --token (or "
-            "TOOLPOLICY_SERVE_TOKEN), or listen on 127.0.0.1",
-            param_hint="--host",
-        )
+    require_token_beyond_loopback(host, token, "TOOLPOLICY_SERVE_TOKEN")
     import uvicorn
 
-    from policy.web import build_app
+    from policy.web import ConfigurationPaths, build_app
     from runtime.policy_watch import PolicyWatcher
+    from runtime.serving import listen, url_of
 
     paths = ConfigurationPaths(org, local, user_settings, state_dir)
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
-    listener = _listen(host, port)
+    listener = listen(host, port)
     app = build_app(watcher, paths, token or None)
-    click.echo(f"policy serve: {_url(listener)} (Ctrl-C stops)", err=True)
+    click.echo(f"policy serve: {url_of(listener)} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[listener])
