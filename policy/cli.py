@@ -807,15 +807,17 @@ def template() -> None:
 def encrypt() -> None:
     """Encrypt stdin into an ENC:v1: value with the configured secret.
 
-    The secret comes from TOOLPOLICY_CONFIG_ENCRYPTION_SECRET (or AI Studio's variable). One
-    trailing newline of the input is dropped.
+    The secret comes from TOOLPOLICY_CONFIG_ENCRYPTION_SECRET, else AI Studio's policy file
+    config_encryption_secret.yaml, else AI Studio's variable. One trailing newline of the input is
+    dropped.
     """
     from policy import secrets
 
     secret = secrets.configured_secret()
     if not secret:
         raise click.ClickException(
-            f"no encryption secret configured: set {secrets.ENV_SECRET} to the base64 of 32 bytes"
+            "no encryption secret configured: set one of "
+            f"{secrets.SECRET_SOURCES} to the base64 of 32 bytes"
         )
     text = sys.stdin.read()
     if text.endswith("\n"):

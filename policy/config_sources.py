@@ -26,6 +26,9 @@ from policy.provenance import SourceLocation
 ENV_PREFIX = "MINDWORK_AI_STUDIO_ENTERPRISE_"
 ENV_OWN = "TOOLPOLICY_CONFIG_SERVERS"
 POLICY_DIR_NAME = "mindwork-ai-studio"
+SECRET_FILE_NAME = "config_encryption_secret.yaml"
+"""AI Studio's policy file for the encryption secret (key `config_encryption_secret`)."""
+SECRET_FILE_KEY = "config_encryption_secret"
 DELIVERED_DIR = "delivered"
 """Below `--state-dir`: one folder per fetched configuration id, the copy in force."""
 STATUS_FILE = "delivery.json"
@@ -162,6 +165,47 @@ def policy_directories(environ: Mapping[str, str]) -> tuple[Path, ...]:
     return tuple(Path(root) / POLICY_DIR_NAME for root in roots)
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyFileSecret:
+    """The encryption secret found in AI Studio's policy files, and where (never shown itself)."""
+
+    value: str
+    path: Path
+
+
+def secret_from_policy_files(
+    directories: Sequence[Path],
+) -> tuple[PolicyFileSecret | None, tuple[Finding, ...]]:
+    """`config_encryption_secret.yaml` (`config_encryption_secret: …`) in the policy folders.
+
+    The first folder whose file has a non-empty value wins, as for the configuration pairs; a file
+    that is not a valid policy file is ignored whole and named in a finding (its text never is).
+    """
+    findings: list[Finding] = []
+    for directory in directories:
+        path = directory / SECRET_FILE_NAME
+        if not path.is_file():
+            continue
+        values = _read_policy_file(path)
+        if values is None:
+            findings.append(_void_file(path))
+            continue
+        value = values.get(SECRET_FILE_KEY, "").strip()
+        if value:
+            return PolicyFileSecret(value, path), tuple(findings)
+    return None, tuple(findings)
+
+
+def _void_file(path: Path) -> Finding:
+    return Finding(
+        Severity.WARNING,
+        "configuration-reference",
+        f"{path} is not a valid policy file (a line without ':' or with unbalanced quotes); "
+        "the whole file is ignored",
+        SourceLocation(str(path), 0),
+    )
+
+
 def _from_policy_files(
     directories: Sequence[Path],
 ) -> tuple[list[ConfigurationReference], list[Finding]]:
@@ -179,15 +223,7 @@ def _from_policy_files(
                 continue
             values = _read_policy_file(directory / name)
             if values is None:
-                findings.append(
-                    Finding(
-                        Severity.WARNING,
-                        "configuration-reference",
-                        f"{directory / name} is not a valid policy file (a line without ':' or "
-                        "with unbalanced quotes); the whole file is ignored",
-                        SourceLocation(str(directory / name), 0),
-                    )
-                )
+                findings.append(_void_file(directory / name))
                 continue
             suffix = match.group(1).lstrip("_")
             for key in ("id", "server_url"):

@@ -256,8 +256,8 @@ def _encryption_key(secret: str | None) -> str:
     key = secret if secret is not None else secrets.configured_secret()
     if key is None or not key.strip():
         raise SecretExportError(
-            "secrets cannot be exported: no encryption secret is configured; set "
-            f"{secrets.ENV_SECRET} (or {secrets.AI_STUDIO_ENV_SECRET}) to the base64 of 32 bytes, "
+            "secrets cannot be exported: no encryption secret is configured; set one of "
+            f"{secrets.SECRET_SOURCES} to the base64 of 32 bytes, "
             "the same secret your users' apps are given"
         )
     try:

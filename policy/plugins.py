@@ -1264,7 +1264,7 @@ def parse_guid(value: Any) -> str | None:
 def _checked_secret(
     value: Any, name: str, problems: list[str], required: bool = False
 ) -> SecretValue | None:
-    from policy.secrets import configured_secret, is_encrypted
+    from policy.secrets import SECRET_SOURCES, configured_secret, is_encrypted
 
     if value is None:
         if required:
@@ -1279,8 +1279,7 @@ def _checked_secret(
     secret = configured_secret()
     if secret is None:
         problems.append(
-            f"{name} cannot be decrypted: no encryption secret is configured "
-            "(TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
+            f"{name} cannot be decrypted: no encryption secret is configured ({SECRET_SOURCES})"
         )
         return None
     problem = _decryption_problem(value, secret)

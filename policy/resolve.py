@@ -235,7 +235,7 @@ def _locked_secret(tool_id: str, name: str, raw: str, origin: Origin) -> Resolve
     if secret is None:
         return refused(
             f"the locked value is encrypted but no encryption secret is configured "
-            f"(set {secrets.ENV_SECRET})"
+            f"(set {secrets.SECRET_SOURCES})"
         )
     try:
         plain = secrets.decrypt(raw, secret)

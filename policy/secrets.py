@@ -20,6 +20,10 @@ PREFIX = "ENC:v1:"
 ENV_SECRET = "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"
 AI_STUDIO_ENV_SECRET = "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET"
 SECRET_ENV_NAMES: tuple[str, ...] = (ENV_SECRET, AI_STUDIO_ENV_SECRET)
+SECRET_SOURCES = (
+    f"{ENV_SECRET}, AI Studio's policy file config_encryption_secret.yaml or {AI_STUDIO_ENV_SECRET}"
+)
+"""Where the secret may come from, in the order asked; error messages name it with this text."""
 
 _SECRET_BYTES = 32
 _SALT_BYTES = 16
@@ -57,12 +61,30 @@ def without_user_info(text: str) -> str:
 
 
 def configured_secret(environ: Mapping[str, str] | None = None) -> str | None:
-    """The encryption secret from the environment: ours first, then AI Studio's name; blank = none."""
+    """The encryption secret from the first source that has one; blank = none.
+
+    Order: `TOOLPOLICY_CONFIG_ENCRYPTION_SECRET`, then AI Studio's policy file
+    `config_encryption_secret.yaml` in its policy folders (`$XDG_CONFIG_DIRS/mindwork-ai-studio`,
+    else `/etc/xdg/mindwork-ai-studio`), then `MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET`
+    — the order in which the configuration sources are asked (`policy.config_sources`)."""
+    found = secret_source(environ)
+    return found[0] if found is not None else None
+
+
+def secret_source(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """The configured secret and where it came from (a variable name or a policy file path)."""
     env = os.environ if environ is None else environ
-    for name in SECRET_ENV_NAMES:
-        value = env.get(name, "").strip()
-        if value:
-            return value
+    own = env.get(ENV_SECRET, "").strip()
+    if own:
+        return own, ENV_SECRET
+    from policy.config_sources import policy_directories, secret_from_policy_files
+
+    from_file, _ = secret_from_policy_files(policy_directories(env))
+    if from_file is not None:
+        return from_file.value, str(from_file.path)
+    studio = env.get(AI_STUDIO_ENV_SECRET, "").strip()
+    if studio:
+        return studio, AI_STUDIO_ENV_SECRET
     return None
 
 
@@ -129,7 +151,7 @@ def check_secret(secret: str) -> None:
 
 
 def _secret_bytes(secret: str) -> bytes:
-    names = " or ".join(SECRET_ENV_NAMES)
+    names = SECRET_SOURCES
     try:
         raw = base64.b64decode(secret.strip(), validate=True)
     except (binascii.Error, ValueError):

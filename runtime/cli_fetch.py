@@ -6,6 +6,7 @@ Attached to the `policy` command lazily (policy/cli.py), so `policy --help` impo
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,14 +88,19 @@ def fetch(
     Exit 1 when any configuration failed, 2 when none is configured.
     """
     from policy.cli import finding_line
-    from policy.config_sources import configuration_references
+    from policy.config_sources import (
+        configuration_references,
+        policy_directories,
+        secret_from_policy_files,
+    )
     from runtime.config_fetch import fetch_configurations
 
     try:
         found = configuration_references(config_servers)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="'--config-server'") from None
-    for finding in found.findings:
+    _, secret_findings = secret_from_policy_files(policy_directories(os.environ))
+    for finding in (*found.findings, *secret_findings):
         click.echo(finding_line(finding, "warning"), err=True)
     if not found.references:
         click.echo(

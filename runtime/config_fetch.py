@@ -70,7 +70,9 @@ def unpack_archive(data: bytes, target: Path) -> None:
 
     Refused: a broken zip, absolute paths, `.`/`..` segments, symbolic links and other non-regular
     entries, directory entries with data, duplicate files, more than MAX_FILES files or
-    MAX_UNPACKED_BYTES unpacked (counted while reading, not trusted from the header).
+    MAX_UNPACKED_BYTES unpacked (counted while reading, not trusted from the header), no
+    `plugin.lua`. Only the plugins' files are written: a file outside every folder that holds a
+    `plugin.lua` (a README next to the plugin folder, `__MACOSX/`) is checked but left out.
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -79,15 +81,18 @@ def unpack_archive(data: bytes, target: Path) -> None:
         raise ConfigurationArchiveError(
             f"the download is not a valid zip archive ({error})"
         ) from None
+    from policy.plugins import PLUGIN_FILE_NAME
+
     files = [e for e in entries if not e.is_dir()]
     if len(files) > MAX_FILES:
         raise ConfigurationArchiveError(
             f"the archive holds {len(files)} files (at most {MAX_FILES})"
         )
+    paths: list[PurePosixPath] = []
     seen: set[PurePosixPath] = set()
-    budget = MAX_UNPACKED_BYTES
     for entry in entries:
         path = _entry_path(entry.filename)
+        paths.append(path)
         mode = entry.external_attr >> 16
         if entry.is_dir():
             if entry.file_size:
@@ -100,6 +105,13 @@ def unpack_archive(data: bytes, target: Path) -> None:
         if path in seen:
             raise ConfigurationArchiveError(f"entry '{path}' appears twice")
         seen.add(path)
+    plugin_folders = {p.parent for p in seen if p.name == PLUGIN_FILE_NAME}
+    if not plugin_folders:
+        raise ConfigurationArchiveError(f"the archive holds no {PLUGIN_FILE_NAME}")
+    budget = MAX_UNPACKED_BYTES
+    for entry, path in zip(entries, paths, strict=True):
+        if entry.is_dir() or plugin_folders.isdisjoint(path.parents):
+            continue
         destination = target.joinpath(*path.parts)
         destination.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -115,28 +127,39 @@ def unpack_archive(data: bytes, target: Path) -> None:
             raise ConfigurationArchiveError(f"entry '{path}' cannot be read ({error})") from None
 
 
-def _plugin_file(folder: Path) -> Path:
-    """The shallowest `plugin.lua` in the unpacked archive (AI Studio: at any depth)."""
-    found = sorted(folder.rglob("plugin.lua"), key=lambda p: (len(p.parts), str(p)))
-    if not found:
-        raise ConfigurationArchiveError("the archive holds no plugin.lua")
-    return found[0]
-
-
 def validate_unpacked(folder: Path, configuration_id: str) -> None:
-    """Load the unpacked plugin as an organization plugin; it must load and carry the id."""
-    from policy.plugins import PluginLoadError, load_plugin
+    """Load every plugin of the unpacked archive the way `load_policy` will: as organization
+    plugins. Each must load (language and assistant plugins are skipped, as the loader skips
+    them) and there must be exactly one configuration plugin, whose `ID` is the configuration id;
+    so what is put in force is exactly what was checked."""
+    from policy.plugins import PluginLoadError, discover_plugin_files, load_plugin
     from policy.vocabulary import PluginOrigin
 
-    plugin_file = _plugin_file(folder)
-    try:
-        plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
-    except PluginLoadError as error:
-        shown = error.message.replace(str(folder), "<archive>")
-        raise ConfigurationArchiveError(f"its plugin does not load: {shown}") from None
-    if plugin.id.lower() != configuration_id:
+    configuration_plugins: list[tuple[str, str]] = []
+    for plugin_file in discover_plugin_files(folder):
+        shown_file = f"<archive>/{plugin_file.relative_to(folder).as_posix()}"
+        try:
+            plugin = load_plugin(plugin_file, PluginOrigin.ORGANIZATION)
+        except PluginLoadError as error:
+            if error.not_configuration:
+                continue
+            shown = error.message.replace(str(plugin_file), shown_file)
+            shown = shown.replace(str(folder), "<archive>")
+            raise ConfigurationArchiveError(f"its plugin does not load: {shown}") from None
+        configuration_plugins.append((shown_file, plugin.id))
+    if not configuration_plugins:
+        raise ConfigurationArchiveError('it holds no configuration plugin (TYPE = "CONFIGURATION")')
+    if len(configuration_plugins) > 1:
+        files = ", ".join(name for name, _ in configuration_plugins)
         raise ConfigurationArchiveError(
-            f"its plugin's ID is {plugin.id}, not the configuration id {configuration_id}"
+            f"it holds {len(configuration_plugins)} configuration plugins ({files}); "
+            "a configuration is delivered as one"
+        )
+    ((shown_file, plugin_id),) = configuration_plugins
+    if plugin_id.lower() != configuration_id:
+        raise ConfigurationArchiveError(
+            f"its plugin's ID is {plugin_id} ({shown_file}), not the configuration id "
+            f"{configuration_id}"
         )
 
 

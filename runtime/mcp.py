@@ -322,13 +322,13 @@ async def _all_tools(client: Client) -> tuple[McpToolListing, ...]:
 
 def _plaintext(value: str | SecretValue) -> str:
     if isinstance(value, SecretValue):
-        from policy.secrets import configured_secret, decrypt
+        from policy.secrets import SECRET_SOURCES, configured_secret, decrypt
 
         secret = configured_secret()
         if secret is None:
             raise McpServerError(
                 "an ENC:v1: value cannot be decrypted: no encryption secret is configured "
-                "(TOOLPOLICY_CONFIG_ENCRYPTION_SECRET)"
+                f"({SECRET_SOURCES})"
             )
         return decrypt(value.encrypted, secret)
     return value

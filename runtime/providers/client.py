@@ -395,14 +395,14 @@ def _organization_key(provider: ProviderConfig, environ: Mapping[str, str]) -> s
     """The provider entry's deployed key in plain text; a key that cannot be read is an error."""
     if provider.api_key is None:
         return ""
-    from policy.secrets import SecretError, configured_secret, decrypt
+    from policy.secrets import SECRET_SOURCES, SecretError, configured_secret, decrypt
 
     secret = configured_secret(environ)
     name = provider.name or provider.id
     if secret is None:
         raise ProviderConfigurationError(
             f"provider '{name}' has an encrypted API key from its configuration plugin, but no "
-            "encryption secret is configured (TOOLPOLICY_CONFIG_ENCRYPTION_SECRET).",
+            f"encryption secret is configured ({SECRET_SOURCES}).",
             provider=provider.name,
         )
     try:

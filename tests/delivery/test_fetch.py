@@ -3,11 +3,14 @@ and what `policy status` says. Real HTTP(S) over loopback, real zips, real plugi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +23,13 @@ from policy.config_sources import (
     delivered_folder,
     read_statuses,
 )
-from runtime.config_fetch import fetch_configurations
-from tests.servers.config_server import ConfigServer, plugin_text, zip_of
+from runtime.config_fetch import (
+    MAX_ARCHIVE_BYTES,
+    MAX_FILES,
+    MAX_UNPACKED_BYTES,
+    fetch_configurations,
+)
+from tests.servers.config_server import ConfigServer, assistant_text, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 from tests.servers.tls import self_signed
 
@@ -83,6 +91,23 @@ def test_a_changed_archive_replaces_the_copy(
     assert _disabled(tmp_path) == ("read_web_page",)
 
 
+def _directory_with_data() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("plugin.lua", plugin_text(CONFIG_A))
+        archive.writestr(zipfile.ZipInfo("icons/"), b"hidden payload")
+    return buffer.getvalue()
+
+
+def _duplicate_entry() -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buffer, "w") as archive:
+        warnings.simplefilter("ignore")
+        archive.writestr("plugin.lua", plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF))
+        archive.writestr("plugin.lua", plugin_text(CONFIG_A))
+    return buffer.getvalue()
+
+
 BAD_ARCHIVES = {
     "broken zip": (b"PK\x03\x04 this is not a zip", "not a valid zip"),
     "parent segment": (
@@ -97,6 +122,29 @@ BAD_ARCHIVES = {
     "other plugin id": (zip_of({"plugin.lua": plugin_text(CONFIG_B)}), "not the configuration id"),
     "plugin does not load": (zip_of({"plugin.lua": "ID = = 1"}), "does not load"),
     "no plugin": (zip_of({"readme.txt": "hello"}), "no plugin.lua"),
+    "empty answer": (b"", "not a valid zip"),
+    "directory entry with data": (_directory_with_data(), "carries data"),
+    "duplicate file": (_duplicate_entry(), "appears twice"),
+    "too many files": (
+        zip_of({"plugin.lua": plugin_text(CONFIG_A)} | {f"f{n}.lua": "" for n in range(MAX_FILES)}),
+        f"at most {MAX_FILES}",
+    ),
+    "unpacks too large": (
+        zip_of({"plugin.lua": plugin_text(CONFIG_A), "big.lua": b"-" * (MAX_UNPACKED_BYTES + 1)}),
+        f"more than {MAX_UNPACKED_BYTES} bytes",
+    ),
+    "nested plugin does not load": (
+        zip_of({"plugin.lua": plugin_text(CONFIG_A), "extra/plugin.lua": "ID = = 1"}),
+        "<archive>/extra/plugin.lua",
+    ),
+    "two configuration plugins": (
+        zip_of({"a/plugin.lua": plugin_text(CONFIG_A), "b/plugin.lua": plugin_text(CONFIG_A)}),
+        "2 configuration plugins",
+    ),
+    "only an assistant": (
+        zip_of({"plugin.lua": assistant_text(CONFIG_A)}),
+        "no configuration plugin",
+    ),
 }
 
 
@@ -132,6 +180,73 @@ def test_a_server_that_is_down_or_answers_404_keeps_the_copy(
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert status.state == "last-known-good" and "404" in (status.error or "")
     assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_an_assistant_next_to_the_configuration_is_delivered_and_stray_files_are_left_out(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {
+            "config/plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF),
+            "config/icon.lua": "ICON = 1",
+            "helper/plugin.lua": assistant_text(CONFIG_B),
+            "README.md": "how we build this zip",
+            "__MACOSX/config/._plugin.lua": b"\x00\x05\x16\x07",
+        }
+    )
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "current", status.error
+    delivered = delivered_folder(tmp_path, CONFIG_A)
+    kept = sorted(p.relative_to(delivered).as_posix() for p in delivered.rglob("*") if p.is_file())
+    assert kept == ["config/icon.lua", "config/plugin.lua", "helper/plugin.lua"]
+    assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_a_download_larger_than_the_cap_is_refused_with_or_without_a_length(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    served.archives[CONFIG_A] = b"\0" * (MAX_ARCHIVE_BYTES + 1)
+    for chunked in (False, True):
+        served.chunked = chunked
+        (status,) = fetch_configurations([_reference(running)], tmp_path)
+        assert status.state == "last-known-good"
+        assert f"larger than {MAX_ARCHIVE_BYTES} bytes" in (status.error or "")
+        assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_a_server_that_goes_away_or_stalls_never_empties_the_configuration(tmp_path: Path) -> None:
+    served = ConfigServer()
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    with running_app(served.app()) as running:
+        reference = _reference(running)
+        (first,) = fetch_configurations([reference], tmp_path)
+        served.stall = 5.0
+        (stalled,) = fetch_configurations([reference], tmp_path, timeout=0.5)
+        served.stall = 0.0
+    assert stalled.state == "last-known-good"
+    assert "did not answer in time" in (stalled.error or "")
+    assert stalled.etag == first.etag and stalled.last_success == first.last_success
+    (gone,) = fetch_configurations([reference], tmp_path, timeout=2)  # nothing listens any more
+    assert gone.state == "last-known-good" and "could not be reached" in (gone.error or "")
+    assert _disabled(tmp_path) == ("web_search",)
+    (record,) = read_statuses(tmp_path).values()
+    assert record.state == "last-known-good" and record.error == gone.error
+
+
+def test_a_copy_removed_by_hand_is_downloaded_again_without_a_stale_etag(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    shutil.rmtree(delivered_folder(tmp_path, CONFIG_A))
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert served.requests[-1] == (f"{CONFIG_A}.zip", None)
+    assert status.state == "current" and _disabled(tmp_path) == ("web_search",)
 
 
 def test_an_unreachable_server_on_first_fetch_is_never_fetched(tmp_path: Path) -> None:

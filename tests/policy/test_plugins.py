@@ -201,6 +201,22 @@ def test_without_the_secret_encrypted_values_cannot_be_used(no_secret: None) -> 
     assert all("ENC:v1:4sn6" not in m for m in messages)
 
 
+def test_the_secret_from_ai_studios_policy_file_decrypts_the_plugins_values(
+    no_secret: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "mindwork-ai-studio"
+    folder.mkdir()
+    (folder / "config_encryption_secret.yaml").write_text(
+        f"config_encryption_secret: {SECRET}\n", encoding="utf-8"
+    )
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path))
+    plugin = load_plugin(AI_STUDIO, ORG)
+    cloud = plugin.providers[1]
+    assert isinstance(cloud.api_key, SecretValue)
+    assert decrypt(cloud.api_key.encrypted, SECRET) == "sk-fixture-openai-key"
+    assert not any("cannot be decrypted" in f.message for f in plugin.findings)
+
+
 # -- required globals (whole plugin rejected) -----------------------------------------------------
 
 

@@ -1,17 +1,20 @@
-"""ENC:v1: values: AI Studio's format, the two environment names, errors that reveal nothing."""
+"""ENC:v1: values: AI Studio's format, the secret's sources in order, errors that reveal nothing."""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import hashes, padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
+from policy.config_sources import SECRET_FILE_NAME as SECRET_FILE
 from policy.secrets import (
     AI_STUDIO_ENV_SECRET,
     ENV_SECRET,
+    SECRET_SOURCES,
     SecretError,
     check_secret,
     configured_secret,
@@ -19,6 +22,7 @@ from policy.secrets import (
     encrypt,
     generate_secret,
     is_encrypted,
+    secret_source,
 )
 
 SECRET = base64.b64encode(bytes(range(32))).decode()
@@ -117,3 +121,45 @@ def test_is_encrypted_is_case_sensitive() -> None:
     assert is_encrypted("ENC:v1:abc")
     assert not is_encrypted("enc:v1:abc")
     assert not is_encrypted(None)
+
+
+def _policy_folder(root: Path, text: str) -> Path:
+    folder = root / "mindwork-ai-studio"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config_encryption_secret.yaml").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_the_secret_comes_from_the_first_source_that_has_one(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    _policy_folder(first, "# empty in the first folder\nconfig_encryption_secret: ''\n")
+    _policy_folder(second, f'# deployed by IT\nconfig_encryption_secret: "{SECRET}"\n')
+    folders = {"XDG_CONFIG_DIRS": f"{first}:{second}"}
+    assert secret_source(folders) == (SECRET, str(second / "mindwork-ai-studio" / SECRET_FILE))
+    # ours before the policy file, the policy file before AI Studio's variable
+    assert secret_source({**folders, ENV_SECRET: OTHER_SECRET}) == (OTHER_SECRET, ENV_SECRET)
+    assert configured_secret({**folders, AI_STUDIO_ENV_SECRET: OTHER_SECRET}) == SECRET
+    assert secret_source({AI_STUDIO_ENV_SECRET: OTHER_SECRET, "XDG_CONFIG_DIRS": str(first)}) == (
+        OTHER_SECRET,
+        AI_STUDIO_ENV_SECRET,
+    )
+
+
+def test_a_secret_file_that_is_not_a_policy_file_is_ignored_and_named(tmp_path: Path) -> None:
+    from policy.config_sources import policy_directories, secret_from_policy_files
+
+    _policy_folder(tmp_path, f"config_encryption_secret: '{SECRET}\n")
+    environ = {"XDG_CONFIG_DIRS": str(tmp_path)}
+    assert configured_secret(environ) is None
+    found, findings = secret_from_policy_files(policy_directories(environ))
+    assert found is None
+    (finding,) = findings
+    assert SECRET_FILE in finding.message and "not a valid policy file" in finding.message
+    assert SECRET not in finding.message
+
+
+def test_without_any_source_the_message_names_every_place_a_secret_may_come_from() -> None:
+    assert SECRET_FILE in SECRET_SOURCES
+    assert ENV_SECRET in SECRET_SOURCES and AI_STUDIO_ENV_SECRET in SECRET_SOURCES
+    assert SECRET_SOURCES.index(ENV_SECRET) < SECRET_SOURCES.index(SECRET_FILE)
+    assert SECRET_SOURCES.index(SECRET_FILE) < SECRET_SOURCES.index(AI_STUDIO_ENV_SECRET)

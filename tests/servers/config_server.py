@@ -1,17 +1,20 @@
 """A configuration server like AI Studio's: `GET /<id>.zip` with an ETag, 304 for a matching
-`If-None-Match`, and switches a test flips to make it go down or serve a hostile archive."""
+`If-None-Match`, and switches a test flips to make it go down, stall, stream without a length or
+serve a hostile archive."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import stat
 import zipfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -36,9 +39,9 @@ CONFIG["SETTINGS"] = {{}}
 
 
 def zip_of(files: dict[str, str | bytes], *, symlinks: dict[str, str] | None = None) -> bytes:
-    """A zip archive of `files` (name → content); `symlinks` adds symbolic-link entries."""
+    """A (deflated) zip archive of `files` (name → content); `symlinks` adds symbolic links."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, content in files.items():
             archive.writestr(name, content)
         for name, target in (symlinks or {}).items():
@@ -50,10 +53,13 @@ def zip_of(files: dict[str, str | bytes], *, symlinks: dict[str, str] | None = N
 
 @dataclass
 class ConfigServer:
-    """What the server serves: archives by configuration id; `down` answers 503 to everything."""
+    """What the server serves: archives by configuration id. `down` answers 503 to everything;
+    `stall` waits that many seconds before answering; `chunked` sends bodies without a length."""
 
     archives: dict[str, bytes] = field(default_factory=dict)
     down: bool = False
+    stall: float = 0.0
+    chunked: bool = False
     requests: list[tuple[str, str | None]] = field(default_factory=list)
 
     def etag(self, configuration_id: str) -> str:
@@ -63,6 +69,8 @@ class ConfigServer:
         async def archive(request: Request) -> Response:
             name = request.path_params["name"]
             self.requests.append((name, request.headers.get("if-none-match")))
+            if self.stall:
+                await asyncio.sleep(self.stall)
             if self.down:
                 return Response("maintenance", status_code=503)
             configuration_id = name.removesuffix(".zip")
@@ -71,6 +79,16 @@ class ConfigServer:
             tag = self.etag(configuration_id)
             if request.headers.get("if-none-match") == tag:
                 return Response(status_code=304, headers={"ETag": tag})
+            if self.chunked:
+                body = self.archives[configuration_id]
+
+                async def pieces() -> AsyncIterator[bytes]:
+                    for start in range(0, len(body), 1 << 20):
+                        yield body[start : start + (1 << 20)]
+
+                return StreamingResponse(
+                    pieces(), media_type="application/zip", headers={"ETag": tag}
+                )
             return Response(
                 self.archives[configuration_id],
                 media_type="application/zip",
@@ -78,3 +96,10 @@ class ConfigServer:
             )
 
         return Starlette(routes=[Route("/configs/{name}", archive)])
+
+
+def assistant_text(plugin_id: str) -> str:
+    """An assistant plugin.lua (not a configuration): delivered next to one, skipped by loading."""
+    return plugin_text(plugin_id, name="Helper").replace(
+        'TYPE = "CONFIGURATION"', 'TYPE = "ASSISTANT"'
+    )
