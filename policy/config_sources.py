@@ -307,17 +307,43 @@ STATE_LAST_KNOWN_GOOD = "last-known-good"
 STATE_NEVER_FETCHED = "never fetched"
 
 
-def delivered_folder(state_dir: Path, configuration_id: str) -> Path:
+POINTER_FILE = "current.json"
+"""In `<state_dir>/delivered/<id>/`: names the copy in force, `{"copy": "<folder>"}`."""
+
+
+def delivered_home(state_dir: Path, configuration_id: str) -> Path:
+    """`<state_dir>/delivered/<id>/`: the configuration's copies and the pointer to the one in force.
+
+    Each downloaded archive is unpacked into its own folder (named by its content digest) that is
+    never changed afterwards; the copy in force changes by replacing `current.json` atomically. So
+    a reader — this process or another one on the same state dir — reads the pointer once and
+    sees one whole copy, the old or the new, never a folder that is half swapped or missing."""
     return state_dir / DELIVERED_DIR / configuration_id
+
+
+def delivered_folder(state_dir: Path, configuration_id: str) -> Path | None:
+    """The folder of the copy in force for `configuration_id`, or None when there is none."""
+    home = delivered_home(state_dir, configuration_id)
+    try:
+        pointer = json.loads((home / POINTER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = pointer.get("copy") if isinstance(pointer, dict) else None
+    if not isinstance(name, str) or not re.match(r"^[0-9a-f]{16,64}$", name):
+        return None
+    folder = home / name
+    return folder if folder.is_dir() else None
 
 
 def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
     """The fetched configurations in force, as organization plugin folders (sorted by id)."""
     root = state_dir / DELIVERED_DIR
     try:
-        return tuple(sorted(p for p in root.iterdir() if p.is_dir() and _GUID.match(p.name)))
+        ids = sorted(p.name for p in root.iterdir() if p.is_dir() and _GUID.match(p.name))
     except OSError:
         return ()
+    folders = (delivered_folder(state_dir, configuration_id) for configuration_id in ids)
+    return tuple(folder for folder in folders if folder is not None)
 
 
 def read_statuses(state_dir: Path) -> dict[str, DeliveryStatus]:

@@ -12,26 +12,31 @@ off: an intranet server's own CA is added with a PEM bundle (`ca_bundle`).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import io
+import json
 import os
 import shutil
 import ssl
 import stat
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 import httpx
 
 from policy.config_sources import (
     DELIVERED_DIR,
+    POINTER_FILE,
     STATE_CURRENT,
     STATE_LAST_KNOWN_GOOD,
     STATE_NEVER_FETCHED,
     ConfigurationReference,
     DeliveryStatus,
     delivered_folder,
+    delivered_home,
     read_statuses,
     write_statuses,
 )
@@ -40,6 +45,7 @@ MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
 MAX_UNPACKED_BYTES = 32 * 1024 * 1024
 MAX_FILES = 500
 DEFAULT_TIMEOUT_SECONDS = 30.0
+LOCK_FILE = ".delivery.lock"
 
 
 class ConfigurationArchiveError(ValueError):
@@ -163,20 +169,43 @@ def validate_unpacked(folder: Path, configuration_id: str) -> None:
         )
 
 
-def _put_in_force(staging: Path, current: Path) -> None:
-    """Swap the validated copy in: old → backup, staging → current, backup removed (or restored)."""
-    backup = current.with_name(f".{current.name}.backup-{os.urandom(16).hex()}")
-    had_copy = current.exists()
-    if had_copy:
-        os.replace(current, backup)
+def _put_in_force(staging: Path, home: Path, archive: bytes) -> None:
+    """Make the validated copy in `staging` the one in force, atomically for every reader.
+
+    The copy moves to `<home>/<content digest>/` (kept as is when that copy exists already), then
+    `current.json` is replaced in one rename to point at it. The copy it replaced stays until the
+    next change, so a reader that read the old pointer a moment ago still finds every file."""
+    version = hashlib.sha256(archive).hexdigest()[:32]
+    target = home / version
+    previous = delivered_folder(home.parent.parent, home.name)
+    if not target.is_dir():
+        os.replace(staging, target)
+    pointer = home / POINTER_FILE
+    temporary = home / f".{POINTER_FILE}.{os.urandom(8).hex()}.tmp"
+    temporary.write_text(json.dumps({"copy": version}), encoding="utf-8")
+    os.replace(temporary, pointer)
+    kept = {version, previous.name if previous is not None else ""}
+    for folder in home.iterdir():
+        if folder.is_dir() and not folder.name.startswith(".") and folder.name not in kept:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def _round_lock(state_dir: Path) -> Iterator[None]:
+    """One fetch round at a time per state dir (another process, e.g. a timer's `policy fetch`,
+    waits); where the platform has no `fcntl`, rounds are not serialized across processes."""
+    state_dir.mkdir(parents=True, exist_ok=True)
     try:
-        os.replace(staging, current)
-    except OSError:
-        if had_copy:
-            os.replace(backup, current)
-        raise
-    if had_copy:
-        shutil.rmtree(backup, ignore_errors=True)
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with (state_dir / LOCK_FILE).open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
@@ -221,8 +250,7 @@ def fetch_one(
 ) -> DeliveryStatus:
     """One configuration: keep, replace or fail; the status that results (never raises for I/O)."""
     attempt = _now()
-    current = delivered_folder(state_dir, reference.id)
-    has_copy = current.is_dir()
+    has_copy = delivered_folder(state_dir, reference.id) is not None
     etag = previous.etag if previous is not None and has_copy else None
     last_success = previous.last_success if previous is not None else None
 
@@ -262,13 +290,16 @@ def fetch_one(
             new_etag = response.headers.get("ETag")
     except (httpx.HTTPError, ssl.SSLError, OSError) as error:
         return failed(_describe_failure(error, reference))
-    home = state_dir / DELIVERED_DIR
-    home.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{reference.id}.staging-", dir=home))
+    home = delivered_home(state_dir, reference.id)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=home))
+    except OSError as error:
+        return failed(f"the copy could not be saved in {home}: {error.strerror or error}")
     try:
         unpack_archive(bytes(body), staging)
         validate_unpacked(staging, reference.id)
-        _put_in_force(staging, current)
+        _put_in_force(staging, home, bytes(body))
     except ConfigurationArchiveError as error:
         return failed(f"the archive from {reference.id}.zip is refused: {error}")
     except OSError as error:
@@ -289,8 +320,19 @@ def fetch_configurations(
 ) -> tuple[DeliveryStatus, ...]:
     """One round over every referenced configuration, then withdraw the unreferenced ones.
 
-    The result is also written to `<state_dir>/delivery.json` for `policy status`.
+    The result is also written to `<state_dir>/delivery.json` for `policy status`. Rounds on one
+    state dir run one at a time, across processes too.
     """
+    with _round_lock(state_dir):
+        return _fetch_round(references, state_dir, ca_bundle, timeout)
+
+
+def _fetch_round(
+    references: Sequence[ConfigurationReference],
+    state_dir: Path,
+    ca_bundle: Path | None,
+    timeout: float,
+) -> tuple[DeliveryStatus, ...]:
     previous = read_statuses(state_dir)
     with _client(ca_bundle, timeout) as client:
         statuses = tuple(
@@ -306,6 +348,7 @@ def fetch_configurations(
                 and not folder.name.startswith(".")
                 and folder.name not in referenced
             ):
+                (folder / POINTER_FILE).unlink(missing_ok=True)  # withdrawn for readers at once
                 shutil.rmtree(folder, ignore_errors=True)
     write_statuses(state_dir, statuses)
     return statuses

@@ -21,6 +21,7 @@ from policy.config_sources import (
     ConfigurationReference,
     configuration_references,
     delivered_folder,
+    delivered_home,
     read_statuses,
 )
 from runtime.config_fetch import (
@@ -198,6 +199,7 @@ def test_an_assistant_next_to_the_configuration_is_delivered_and_stray_files_are
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert status.state == "current", status.error
     delivered = delivered_folder(tmp_path, CONFIG_A)
+    assert delivered is not None
     kept = sorted(p.relative_to(delivered).as_posix() for p in delivered.rglob("*") if p.is_file())
     assert kept == ["config/icon.lua", "config/plugin.lua", "helper/plugin.lua"]
     assert _disabled(tmp_path) == ("web_search",)
@@ -243,7 +245,7 @@ def test_a_copy_removed_by_hand_is_downloaded_again_without_a_stale_etag(
     served, running = server
     served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
     fetch_configurations([_reference(running)], tmp_path)
-    shutil.rmtree(delivered_folder(tmp_path, CONFIG_A))
+    shutil.rmtree(delivered_home(tmp_path, CONFIG_A))
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert served.requests[-1] == (f"{CONFIG_A}.zip", None)
     assert status.state == "current" and _disabled(tmp_path) == ("web_search",)
@@ -264,9 +266,9 @@ def test_an_unreferenced_configuration_is_withdrawn(
     served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
     served.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
     fetch_configurations([_reference(running), _reference(running, CONFIG_B)], tmp_path)
-    assert delivered_folder(tmp_path, CONFIG_A).is_dir()
+    assert delivered_folder(tmp_path, CONFIG_A) is not None
     fetch_configurations([_reference(running, CONFIG_B)], tmp_path)
-    assert not delivered_folder(tmp_path, CONFIG_A).exists()
+    assert not delivered_home(tmp_path, CONFIG_A).exists()
     assert _disabled(tmp_path) == ()
     assert set(read_statuses(tmp_path)) == {CONFIG_B}
 
