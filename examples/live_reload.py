@@ -35,6 +35,8 @@ async def main(seconds: float) -> None:
         state_dir=state,
         interval=16 * 60,
     )
+    await watcher.fetch()  # one round before serving: the first request gets the server's copy
+    await watcher.reload()
     print(
         f"policy in force: revision {watcher.revision}, tools {watcher.runtime.policy.registry.tool_ids}"
     )
@@ -44,6 +46,13 @@ async def main(seconds: float) -> None:
     stop.set()
     await task
     print(f"policy in force: revision {watcher.revision}")
+    for status in watcher.delivery:  # what an app's health page shows, per configuration
+        print(
+            f"configuration {status.id}: {status.state}"
+            + (f" ({status.error})" if status.error else "")
+        )
+    if watcher.last_change is not None and watcher.last_change.error:
+        print(f"last reload kept the policy in force: {watcher.last_change.error}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from policy.vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from policy.config_sources import ConfigurationReference, DeliveryStatus
     from policy.configuration import (
         Finding,
         PolicyConfiguration,
@@ -70,10 +71,12 @@ __all__ = [
     "Component",
     "ConfidenceLevel",
     "ConfidenceScheme",
+    "ConfigurationReference",
     "DataSecurity",
     "DataSourceRetrievalMode",
     "DecisionRecord",
     "DefinedTool",
+    "DeliveryStatus",
     "Evidence",
     "Finding",
     "McpServerConfig",
@@ -106,6 +109,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "ConfigurationReference": "policy.config_sources",
+    "DeliveryStatus": "policy.config_sources",
     "CONFIGURED": "policy.tools",
     "DefinedTool": "policy.tools",
     "ResolutionContext": "policy.tools",

@@ -9,9 +9,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from policy.config_sources import ConfigurationReferences
 
 _FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 _STATE_DIR = click.option(
@@ -56,9 +59,7 @@ def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
     return render_table(headers, rows)
 
 
-@click.command()
-@_STATE_DIR
-@click.option(
+_CONFIG_SERVERS = click.option(
     "--config-server",
     "config_servers",
     multiple=True,
@@ -66,6 +67,30 @@ def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
     help="A configuration to fetch (repeatable). Without it: TOOLPOLICY_CONFIG_SERVERS, then AI "
     "Studio's policy files, then its MINDWORK_AI_STUDIO_ENTERPRISE_* variables.",
 )
+
+
+def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
+    """The configurations the sources name; their warnings (and the secret file's) on stderr."""
+    from policy.cli import finding_line
+    from policy.config_sources import (
+        configuration_references,
+        policy_directories,
+        secret_from_policy_files,
+    )
+
+    try:
+        found = configuration_references(config_servers)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--config-server'") from None
+    _, secret_findings = secret_from_policy_files(policy_directories(os.environ))
+    for finding in (*found.findings, *secret_findings):
+        click.echo(finding_line(finding, "warning"), err=True)
+    return found
+
+
+@click.command()
+@_STATE_DIR
+@_CONFIG_SERVERS
 @click.option(
     "--ca-bundle",
     envvar="TOOLPOLICY_CA_BUNDLE",
@@ -85,23 +110,12 @@ def fetch(
     """Fetch every configuration once from its server into --state-dir.
 
     A configuration that cannot be fetched or does not validate keeps its last-known-good copy.
-    Exit 1 when any configuration failed, 2 when none is configured.
+    Exit 1 when any configuration failed (or --state-dir cannot be written), 2 when none is
+    configured.
     """
-    from policy.cli import finding_line
-    from policy.config_sources import (
-        configuration_references,
-        policy_directories,
-        secret_from_policy_files,
-    )
     from runtime.config_fetch import fetch_configurations
 
-    try:
-        found = configuration_references(config_servers)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="'--config-server'") from None
-    _, secret_findings = secret_from_policy_files(policy_directories(os.environ))
-    for finding in (*found.findings, *secret_findings):
-        click.echo(finding_line(finding, "warning"), err=True)
+    found = _references(config_servers)
     if not found.references:
         click.echo(
             "error: no configuration to fetch; pass --config-server ID@URL or set "
@@ -109,9 +123,18 @@ def fetch(
             err=True,
         )
         sys.exit(2)
-    statuses = fetch_configurations(
-        found.references, state_dir, ca_bundle=ca_bundle, timeout=timeout
-    )
+    try:
+        statuses = fetch_configurations(
+            found.references, state_dir, ca_bundle=ca_bundle, timeout=timeout
+        )
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        click.echo(
+            f"error: --state-dir {state_dir} cannot be written ({reason}); every copy in force "
+            "is kept",
+            err=True,
+        )
+        sys.exit(1)
     click.echo(_render([s.document() for s in statuses], output_format))
     if any(s.error for s in statuses):
         sys.exit(1)
@@ -119,10 +142,30 @@ def fetch(
 
 @click.command()
 @_STATE_DIR
+@_CONFIG_SERVERS
 @_FORMAT_OPTION
-def status(state_dir: Path, output_format: str) -> None:
-    """Show, per fetched configuration, its server, state, ETag, last attempt and success, error."""
-    from policy.config_sources import read_statuses
+def status(state_dir: Path, config_servers: tuple[str, ...], output_format: str) -> None:
+    """Show, per configuration, its server, state, ETag, last attempt and success, and error.
 
-    statuses = sorted(read_statuses(state_dir).values(), key=lambda s: s.id)
+    Lists what the fetch rounds recorded in --state-dir and every configuration the sources name
+    that no round has fetched yet (state "never fetched"). Exit 0 when every configuration is
+    current, 1 when one is not (last-known-good or never fetched), for monitoring.
+    """
+    from policy.config_sources import (
+        STATE_CURRENT,
+        STATE_NEVER_FETCHED,
+        DeliveryStatus,
+        read_statuses,
+    )
+    from runtime.config_fetch import shown_server
+
+    records = read_statuses(state_dir)
+    for reference in _references(config_servers).references:
+        if reference.id not in records:
+            records[reference.id] = DeliveryStatus(
+                reference.id, shown_server(reference.server_url), STATE_NEVER_FETCHED
+            )
+    statuses = sorted(records.values(), key=lambda s: s.id)
     click.echo(_render([s.document() for s in statuses], output_format))
+    if any(s.state != STATE_CURRENT for s in statuses):
+        sys.exit(1)

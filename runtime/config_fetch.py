@@ -222,7 +222,7 @@ def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
 
 
 def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
-    server = _shown(reference.server_url)
+    server = shown_server(reference.server_url)
     if isinstance(error, httpx.ConnectError):
         cause = str(error) or "connection failed"
         if "CERTIFICATE_VERIFY_FAILED" in cause or "certificate" in cause.lower():
@@ -235,7 +235,23 @@ def _describe_failure(error: Exception, reference: ConfigurationReference) -> st
     return str(error)
 
 
-def _shown(url: str) -> str:
+def _unexpected_status(status: int, reference: ConfigurationReference) -> str:
+    """What an answer other than 200 or 304 means for the administrator, and what to check."""
+    asked = f"the server answered {status} for {reference.id}.zip"
+    if status == 404:
+        return (
+            f"{asked}: no such file; check the configuration id and that the zip is on the server"
+        )
+    if status in (401, 403):
+        return f"{asked}: the download is not allowed; check the server's access rules"
+    if status == 304:
+        return f"{asked} although no copy was asked for by ETag; the server or a proxy misbehaves"
+    if status >= 500:
+        return f"{asked}: the server failed or is down for maintenance"
+    return f"{asked}; a configuration server answers 200 with the zip, or 304 when unchanged"
+
+
+def shown_server(url: str) -> str:
     """The server address as status and errors show it: no user info, query values masked."""
     from runtime.web.addresses import redact_url_for_log
 
@@ -257,7 +273,7 @@ def fetch_one(
     def failed(message: str) -> DeliveryStatus:
         return DeliveryStatus(
             reference.id,
-            _shown(reference.server_url),
+            shown_server(reference.server_url),
             STATE_LAST_KNOWN_GOOD if has_copy else STATE_NEVER_FETCHED,
             etag,
             attempt,
@@ -268,17 +284,25 @@ def fetch_one(
     headers = {"If-None-Match": etag} if etag else {}
     try:
         with client.stream("GET", reference.download_url, headers=headers) as response:
-            if response.status_code == 304 and has_copy:
+            if response.status_code == 304 and etag:
                 return DeliveryStatus(
                     reference.id,
-                    _shown(reference.server_url),
+                    shown_server(reference.server_url),
                     STATE_CURRENT,
                     etag,
                     attempt,
                     attempt,
                 )
             if response.status_code != 200:
-                return failed(f"the server answered {response.status_code} for {reference.id}.zip")
+                return failed(_unexpected_status(response.status_code, reference))
+            if (
+                reference.download_url.lower().startswith("https:")
+                and response.url.scheme != "https"
+            ):
+                return failed(
+                    f"the server redirected {reference.id}.zip to a plain http address "
+                    f"({shown_server(str(response.url))}); refused, the download must stay on https"
+                )
             declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > MAX_ARCHIVE_BYTES:
                 return failed(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
@@ -307,7 +331,7 @@ def fetch_one(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return DeliveryStatus(
-        reference.id, _shown(reference.server_url), STATE_CURRENT, new_etag, attempt, attempt
+        reference.id, shown_server(reference.server_url), STATE_CURRENT, new_etag, attempt, attempt
     )
 
 

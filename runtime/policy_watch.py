@@ -9,6 +9,11 @@ settings file that does not parse, an organization plugin that breaks with no la
 copy) keeps the policy in force and is logged; nothing is half-applied. A replaced runtime is
 closed (its MCP sessions and stdio servers stopped) `retire_after_seconds` after the swap, when the
 requests that read it have had time to end; `aclose()` closes every runtime the watcher built.
+
+What went wrong is kept, not only logged: `delivery` is each configuration's status after the last
+fetch round (the same records `policy status` shows), `last_change` the latest reload that found
+changed files, with its error. A round or reload that fails unexpectedly is recorded there and the
+watcher keeps going.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from policy.user_settings import UserSettingsError
 
 if TYPE_CHECKING:
     from policy import Policy
-    from policy.config_sources import ConfigurationReference
+    from policy.config_sources import ConfigurationReference, DeliveryStatus
     from runtime.session import ChatRuntime
 
 _log = logging.getLogger(__name__)
@@ -53,8 +58,9 @@ class ReloadResult:
     """When the reload ended (UTC); set on every result `reload()` returns."""
 
 
-def configuration_revision(folders: Sequence[Path]) -> str:
-    """A short digest of every file under `folders` (relative name and bytes; dot-names skipped).
+def configuration_revision(folders: Sequence[Path], secret: str | None = None) -> str:
+    """A short digest of every file under `folders` (relative name and bytes; dot-names skipped)
+    and of the encryption secret's fingerprint (a changed secret decrypts the values anew).
 
     Two revisions are equal exactly when the configuration files are byte for byte the same, so
     an unchanged configuration is never reloaded and a changed one always is.
@@ -72,6 +78,8 @@ def configuration_revision(folders: Sequence[Path]) -> str:
             return b"<refused: " + refused.message.encode() + b">\0"
 
     digest = hashlib.sha256()
+    if secret is not None:
+        digest.update(b"secret\0" + hashlib.sha256(secret.encode()).digest())
     for folder in folders:
         digest.update(str(folder).encode() + b"\0")
         if folder.is_file():
@@ -136,6 +144,7 @@ class PolicyWatcher:
         self._retire_after = retire_after_seconds
         self._retiring: dict[asyncio.Task[None], ChatRuntime] = {}
         self._last_change: ReloadResult | None = None
+        self._delivery = self._recorded_delivery()
         self._revision = self._current_revision()
         self._runtime = self._build(self._load())
 
@@ -159,39 +168,95 @@ class PolicyWatcher:
         """The latest reload that found changed files: swapped in, or kept out with its error."""
         return self._last_change
 
+    @property
+    def delivery(self) -> tuple[DeliveryStatus, ...]:
+        """Each referenced configuration's status after the last fetch round: state (`current`,
+        `last-known-good`, `never fetched`), ETag, last attempt and success, and the error of the
+        last failure — what `policy status` shows, for an app's health page. Before the first
+        round, what the state dir recorded."""
+        return self._delivery
+
+    def _recorded_delivery(self) -> tuple[DeliveryStatus, ...]:
+        if self._state_dir is None or not self._references:
+            return ()
+        from policy.config_sources import STATE_NEVER_FETCHED, DeliveryStatus, read_statuses
+        from runtime.config_fetch import shown_server
+
+        recorded = read_statuses(self._state_dir)
+        return tuple(
+            recorded.get(r.id)
+            or DeliveryStatus(r.id, shown_server(r.server_url), STATE_NEVER_FETCHED)
+            for r in self._references
+        )
+
     def _folders(self) -> tuple[Path, ...]:
         delivered: tuple[Path, ...] = ()
         if self._state_dir is not None:
-            from policy.config_sources import DELIVERED_DIR
+            from policy.config_sources import delivered_roots
 
-            delivered = (self._state_dir / DELIVERED_DIR,)
+            delivered = delivered_roots(self._state_dir)
         return (*self._watch, *delivered)
 
     def _current_revision(self) -> str:
-        return configuration_revision(self._folders())
+        from policy.secrets import configured_secret
+
+        return configuration_revision(self._folders(), configured_secret())
 
     def next_delay(self) -> float:
         """Seconds until the next fetch round: the interval, give or take the jitter share."""
         spread = self._interval * self._jitter
         return self._interval + random.uniform(-spread, spread)
 
-    async def fetch(self) -> None:
-        """One fetch round into `state_dir` (nothing without references); failures are logged."""
-        if self._references and self._state_dir is not None:
-            from runtime.config_fetch import fetch_configurations
+    async def fetch(self) -> tuple[DeliveryStatus, ...]:
+        """One fetch round into `state_dir` (nothing without references); returns `delivery`.
 
-            statuses = await asyncio.to_thread(
-                fetch_configurations,
-                self._references,
-                self._state_dir,
-                ca_bundle=self._ca_bundle,
-            )
-            for status in statuses:
-                if status.error:
-                    _log.warning("configuration %s: %s", status.id, status.error)
+        Never raises for the server or the state dir: a configuration that fails keeps its copy
+        and its status says why; a state dir that cannot be written fails every configuration of
+        the round with that error. Failures are also logged. No reload runs during a round."""
+        if not self._references or self._state_dir is None:
+            return self._delivery
+        from runtime.config_fetch import fetch_configurations
+
+        async with self._lock:
+            try:
+                statuses = await asyncio.to_thread(
+                    fetch_configurations,
+                    self._references,
+                    self._state_dir,
+                    ca_bundle=self._ca_bundle,
+                )
+            except OSError as error:
+                statuses = self._round_failed(
+                    self._state_dir,
+                    f"the state dir {self._state_dir} cannot be written: "
+                    f"{error.strerror or type(error).__name__}",
+                )
+        self._delivery = statuses
+        for status in statuses:
+            if status.error:
+                _log.warning("configuration %s: %s", status.id, status.error)
+        return statuses
+
+    def _round_failed(self, state_dir: Path, message: str) -> tuple[DeliveryStatus, ...]:
+        from policy.config_sources import (
+            STATE_LAST_KNOWN_GOOD,
+            STATE_NEVER_FETCHED,
+            delivered_folder,
+        )
+
+        attempt = datetime.now(UTC).isoformat(timespec="seconds")
+        failed = []
+        for status in self._recorded_delivery():
+            has_copy = delivered_folder(state_dir, status.id) is not None
+            state = STATE_LAST_KNOWN_GOOD if has_copy else STATE_NEVER_FETCHED
+            failed.append(replace(status, state=state, last_attempt=attempt, error=message))
+        return tuple(failed)
 
     async def reload(self) -> ReloadResult:
-        """Load and swap in the configuration if its content changed; keep the old one if it fails."""
+        """Load and swap in the configuration if its content changed; keep the old one if it fails.
+
+        Never raises for a configuration that does not load or an app `build` that fails: the
+        policy in force stays and the result's `error` says why (kept as `last_change`)."""
         result = replace(await self._reload(), finished_at=datetime.now(UTC))
         if result.old_revision != result.new_revision:
             self._last_change = result
@@ -207,6 +272,9 @@ class PolicyWatcher:
                 policy = await asyncio.to_thread(self._load)
             except (UserSettingsError, OSError, ValueError) as error:
                 return self._kept(old, new, str(error))
+            except Exception as error:  # the app keeps serving with the policy in force
+                _log.exception("loading the configuration failed unexpectedly")
+                return self._kept(old, new, f"{type(error).__name__}: {error}")
             if (
                 policy.configuration.fails_closed
                 and not self._runtime.policy.configuration.fails_closed
@@ -216,7 +284,11 @@ class PolicyWatcher:
                     for b in policy.configuration.broken_organization_plugins
                 )
                 return self._kept(old, new, f"an organization plugin does not load ({broken})")
-            runtime = self._build(policy)
+            try:
+                runtime = self._build(policy)
+            except Exception as error:  # an app's `build` (its tools, its services) failed
+                _log.exception("building the runtime for the new configuration failed")
+                return self._kept(old, new, f"{type(error).__name__}: {error}")
             self._retire(self._runtime)
             self._runtime = runtime
             self._revision = new

@@ -162,6 +162,7 @@ def test_a_refused_archive_keeps_the_last_known_good_copy(
     assert status.state == "last-known-good"
     assert status.error is not None and reason in status.error
     assert status.last_success is not None
+    assert read_statuses(tmp_path) == {CONFIG_A: status}  # what `policy status` shows
     assert _disabled(tmp_path) == ("web_search",)
     assert not (tmp_path.parent / "escape.lua").exists()
     assert sorted(p.name for p in (tmp_path / "delivered").iterdir()) == [CONFIG_A]
@@ -346,7 +347,7 @@ def test_policy_fetch_status_and_explain_from_the_state_dir(
     assert "last-known-good" in failed.stdout and "Traceback" not in failed.stderr
 
     shown = _policy("status", "--state-dir", tmp_path, "--format", "json")
-    assert shown.returncode == 0, shown.stderr
+    assert shown.returncode == 1, shown.stderr  # not every configuration is current
     (record,) = json.loads(shown.stdout)["configurations"]
     assert set(record) == {
         "id",
@@ -377,3 +378,96 @@ def test_policy_fetch_status_and_explain_from_the_state_dir(
     assert nothing.returncode == 2 and "no configuration to fetch" in nothing.stderr
     bad = _policy("fetch", "--state-dir", tmp_path, "--config-server", "nonsense")
     assert bad.returncode == 2 and "not ID@URL" in bad.stderr
+
+
+def test_policy_status_names_configurations_never_fetched_and_exits_0_only_when_all_current(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    spec_a = f"{CONFIG_A}@{running.url('/configs')}"
+    spec_b = f"{CONFIG_B}@https://admin:pa55word@config.example.org/ai"
+    fetched = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec_a)
+    assert fetched.returncode == 0, fetched.stderr
+    current = _policy("status", "--state-dir", tmp_path, "--config-server", spec_a, "-f", "json")
+    assert current.returncode == 0, current.stderr
+    assert [c["state"] for c in json.loads(current.stdout)["configurations"]] == ["current"]
+
+    both = _policy(
+        "status", "--state-dir", tmp_path, "--config-server", spec_a, "--config-server", spec_b
+    )
+    assert both.returncode == 1
+    (line,) = [row for row in both.stdout.splitlines() if row.startswith(CONFIG_B)]
+    assert "never fetched" in line and "config.example.org" in line
+    assert "pa55word" not in both.stdout + both.stderr
+
+
+def test_policy_fetch_into_a_state_dir_that_cannot_be_written_keeps_everything(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A)})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    spec = f"{CONFIG_A}@{running.url('/configs')}"
+    done = _policy("fetch", "--state-dir", blocker / "state", "--config-server", spec)
+    assert done.returncode == 1
+    assert f"--state-dir {blocker / 'state'} cannot be written" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (401, "not allowed"),
+        (403, "not allowed"),
+        (204, "answers 200 with the zip"),
+        (500, "failed or is down"),
+    ],
+)
+def test_an_answer_that_is_not_a_configuration_keeps_the_copy_and_says_what_to_check(
+    status: int, hint: str, server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    fetch_configurations([_reference(running)], tmp_path)
+    served.status = status
+    (failed,) = fetch_configurations([_reference(running)], tmp_path)
+    assert failed.state == "last-known-good"
+    assert f"answered {status} for {CONFIG_A}.zip" in (failed.error or "")
+    assert hint in (failed.error or "")
+    assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_a_304_nobody_asked_for_is_not_read_as_unchanged(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.status = 304  # a broken proxy: no copy, no ETag sent, yet "not modified"
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "never fetched" and "misbehaves" in (status.error or "")
+    assert served.requests == [(f"{CONFIG_A}.zip", None)]
+
+
+def test_a_404_names_what_to_check(tmp_path: Path, server: tuple[ConfigServer, RunningApp]) -> None:
+    _, running = server
+    (status,) = fetch_configurations([_reference(running)], tmp_path)
+    assert status.state == "never fetched"
+    assert "check the configuration id and that the zip is on the server" in (status.error or "")
+
+
+def test_an_https_server_redirecting_to_plain_http_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "tls").mkdir()
+    tls = self_signed(tmp_path / "tls", ["localhost"])
+    plain = ConfigServer()
+    plain.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    with running_app(plain.app()) as insecure:
+        secure = ConfigServer(redirect_to=insecure.url("/configs"))
+        with running_app(secure.app(), certfile=tls.certfile, keyfile=tls.keyfile) as running:
+            reference = ConfigurationReference(
+                CONFIG_A, running.url("/configs", host="localhost"), "test"
+            )
+            (status,) = fetch_configurations([reference], tmp_path, ca_bundle=tls.certfile)
+    assert status.state == "never fetched"
+    assert "redirected" in (status.error or "") and "plain http" in (status.error or "")
+    assert _disabled(tmp_path) == ()

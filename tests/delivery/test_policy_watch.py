@@ -5,20 +5,26 @@ plugin folders. Real plugins through lupa, real HTTP over loopback, real file ev
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from policy import load_policy
+from policy import Policy, load_policy
 from policy.config_sources import ConfigurationReference
-from runtime import PolicyWatcher
+from runtime import ChatRuntime, PolicyWatcher
 from tests.servers.config_server import ConfigServer, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 
 CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 LOCK_OFF = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "%s" }'
+POLICY = shutil.which("policy", path=os.path.dirname(sys.executable)) or "policy"
 
 
 def _disabled(watcher: PolicyWatcher) -> tuple[str, ...]:
@@ -166,3 +172,121 @@ def test_bad_arguments_are_refused_with_what_would_be_valid(tmp_path: Path) -> N
             load,  # type: ignore[arg-type]
             references=[ConfigurationReference(CONFIG_A, "https://config.example", "test")],
         )
+
+
+async def test_fetch_errors_are_kept_for_the_app_and_shown_by_policy_status(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
+    )
+    state = tmp_path / "state"
+    reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
+    watcher = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=[reference],
+        state_dir=state,
+    )
+    (before,) = watcher.delivery
+    assert before.state == "never fetched" and watcher.last_change is None
+    (fetched,) = await watcher.fetch()
+    assert fetched.state == "current" and watcher.delivery == (fetched,)
+    assert (await watcher.reload()).swapped and watcher.last_change is not None
+
+    served.down = True
+    (failed,) = await watcher.fetch()
+    assert watcher.delivery == (failed,)
+    assert failed.state == "last-known-good" and "503" in (failed.error or "")
+    assert failed.last_success == fetched.last_success
+    assert _disabled(watcher) == ("web_search",)
+    shown = subprocess.run(
+        [POLICY, "status", "--state-dir", str(state), "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 1, shown.stderr
+    (record,) = json.loads(shown.stdout)["configurations"]
+    assert record["state"] == "last-known-good" and record["error"] == failed.error
+
+    # a watcher started later on the same state dir reports what the rounds recorded
+    later = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=[reference],
+        state_dir=state,
+    )
+    assert later.delivery == (failed,)
+    await watcher.aclose()
+    await later.aclose()
+
+
+async def test_a_round_into_a_state_dir_that_cannot_be_written_fails_every_configuration(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    state = blocker / "state"
+    watcher = PolicyWatcher(
+        lambda: load_policy(use_entry_points=False),
+        references=[ConfigurationReference(CONFIG_A, "http://127.0.0.1:9/configs", "test")],
+        state_dir=state,
+    )
+    (status,) = await watcher.fetch()
+    assert status.state == "never fetched" and status.last_attempt is not None
+    assert f"the state dir {state} cannot be written" in (status.error or "")
+    await watcher.aclose()
+
+
+async def test_a_load_or_build_that_fails_unexpectedly_keeps_the_policy_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    failures = {"load": False, "build": False}
+
+    def load() -> Policy:
+        if failures["load"]:
+            raise RuntimeError("the Lua worker died")
+        return load_policy(org=[folder], use_entry_points=False)
+
+    def build(policy: Policy) -> ChatRuntime:
+        if failures["build"]:
+            raise KeyError("the app's ticket service is not configured")
+        return ChatRuntime(policy)
+
+    watcher = PolicyWatcher(load, build=build, watch=[folder])
+    before = watcher.runtime
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
+    failures["load"] = True
+    with caplog.at_level(logging.ERROR, logger="runtime.policy_watch"):
+        result = await watcher.reload()
+    assert not result.swapped and watcher.last_change == result
+    assert result.error == "RuntimeError: the Lua worker died"
+    assert "keeping configuration revision" in caplog.text
+    failures.update(load=False, build=True)
+    result = await watcher.reload()
+    assert not result.swapped and "KeyError" in (result.error or "")
+    assert watcher.runtime is before and _disabled(watcher) == ("web_search",)
+    failures["build"] = False
+    assert (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("read_web_page",)
+    await watcher.aclose()
+
+
+async def test_a_changed_encryption_secret_reloads_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from policy.secrets import AI_STUDIO_ENV_SECRET, ENV_SECRET, generate_secret
+
+    monkeypatch.delenv(AI_STUDIO_ENV_SECRET, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "policy-files"))
+    monkeypatch.setenv(ENV_SECRET, generate_secret())
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "web_search"))
+    watcher = _local_watcher(folder)
+    assert not (await watcher.reload()).swapped
+    monkeypatch.setenv(ENV_SECRET, generate_secret())
+    changed = await watcher.reload()
+    assert changed.swapped and changed.old_revision != changed.new_revision
+    await watcher.aclose()

@@ -54,12 +54,15 @@ def zip_of(files: dict[str, str | bytes], *, symlinks: dict[str, str] | None = N
 @dataclass
 class ConfigServer:
     """What the server serves: archives by configuration id. `down` answers 503 to everything;
-    `stall` waits that many seconds before answering; `chunked` sends bodies without a length."""
+    `stall` waits that many seconds before answering; `chunked` sends bodies without a length;
+    `status` answers that status (no body) to every request; `redirect_to` redirects there."""
 
     archives: dict[str, bytes] = field(default_factory=dict)
     down: bool = False
     stall: float = 0.0
     chunked: bool = False
+    status: int | None = None
+    redirect_to: str | None = None
     requests: list[tuple[str, str | None]] = field(default_factory=list)
 
     def etag(self, configuration_id: str) -> str:
@@ -73,6 +76,10 @@ class ConfigServer:
                 await asyncio.sleep(self.stall)
             if self.down:
                 return Response("maintenance", status_code=503)
+            if self.status is not None:
+                return Response(status_code=self.status)
+            if self.redirect_to is not None:
+                return Response(status_code=302, headers={"Location": f"{self.redirect_to}/{name}"})
             configuration_id = name.removesuffix(".zip")
             if not name.endswith(".zip") or configuration_id not in self.archives:
                 return Response("not found", status_code=404)
