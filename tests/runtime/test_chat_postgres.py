@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,3 +148,143 @@ def test_an_unreachable_server_is_a_chat_store_error_without_the_password() -> N
         )
     assert "127.0.0.1:9/chats" in str(raised.value)
     assert "S3cretPa55" not in str(raised.value)
+
+
+def test_a_connection_dropped_mid_save_is_an_error_and_loses_nothing(
+    dsn: str, store: object
+) -> None:
+    import psycopg
+
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    chat = Chat.open(chat_id, store)
+    chat.require_provider_confidence(ConfidenceLevel.MEDIUM)
+    raised: list[BaseException] = []
+    with psycopg.connect(dsn) as admin:
+        # hold the chat's row, so the next save is in the middle of its statement when it drops
+        admin.execute("SELECT 1 FROM chat_requirements WHERE chat_id = %s FOR UPDATE", (chat_id,))
+
+        def tighten() -> None:
+            try:
+                chat.require_provider_confidence(ConfidenceLevel.HIGH)
+            except BaseException as error:
+                raised.append(error)
+
+        saver = threading.Thread(target=tighten)
+        saver.start()
+        with psycopg.connect(dsn, autocommit=True) as watcher:
+            waiting: list[tuple[int]] = []
+            for _ in range(600):  # until the save waits on the row (no clock involved)
+                waiting = watcher.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query LIKE %s",
+                    ("%chat_requirements%",),
+                ).fetchall()
+                if waiting:
+                    break
+                saver.join(timeout=0.05)
+            assert waiting, "the save never reached the database"
+            watcher.execute("SELECT pg_terminate_backend(%s)", (waiting[0][0],))
+        saver.join(timeout=60)
+        admin.rollback()
+    (error,) = raised
+    assert isinstance(error, ChatStoreError)
+    assert "127.0.0.1" in str(error) and "cannot be written" in str(error)
+    stored = store.load(chat_id)
+    assert stored is not None and stored.required_provider_confidence is ConfidenceLevel.MEDIUM
+    assert chat.required_provider_confidence is ConfidenceLevel.MEDIUM  # not claimed saved
+    # the same tightening, tried again on a healthy connection, is stored
+    assert chat.require_provider_confidence(ConfidenceLevel.HIGH)
+    stored = store.load(chat_id)
+    assert stored is not None and stored.required_provider_confidence is ConfidenceLevel.HIGH
+
+
+def test_the_schema_is_created_with_its_version_and_a_newer_one_is_refused(dsn: str) -> None:
+    import psycopg
+
+    from runtime.chat_postgres import SCHEMA_VERSION, PostgresChatStore
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute("CREATE DATABASE schema_check")
+    fresh = dsn.rsplit("/", 1)[0] + "/schema_check"
+    PostgresChatStore(fresh).close()
+    with psycopg.connect(fresh, autocommit=True) as connection:
+        rows = connection.execute("SELECT version FROM toolpolicy_schema_version").fetchall()
+        assert rows == [(SCHEMA_VERSION,)]
+        PostgresChatStore(fresh).close()  # opening again adds no second version row
+        assert connection.execute("SELECT count(*) FROM toolpolicy_schema_version").fetchone() == (
+            1,
+        )
+        connection.execute(
+            "INSERT INTO toolpolicy_schema_version VALUES (%s)", (SCHEMA_VERSION + 1,)
+        )
+    with pytest.raises(ChatStoreError, match=f"schema version {SCHEMA_VERSION + 1}.*Upgrade"):
+        PostgresChatStore(fresh)
+
+
+def _policy_chat(*args: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TOOLPOLICY_") and "API_KEY" not in k
+    }
+    environment["TOOLPOLICY_API_KEY"] = "sk-postgres-test-0123456789"
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policy.cli",
+            "chat",
+            "--org",
+            str(ROOT / "examples/organization"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def test_policy_chat_reads_the_shared_chat_from_postgresql(dsn: str, store: object) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+    from tests.servers.provider_server import running_provider_server
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    store.save(ChatRecord(chat_id, required_provider_confidence=ConfidenceLevel.HIGH))
+    with running_provider_server() as server:
+        done = _policy_chat(
+            "Summarize the plan.",
+            "--provider",
+            "OpenAI GPT-4.1",
+            "--base-url",
+            server.base_url,
+            "--chat-id",
+            chat_id,
+            "--chat-db",
+            dsn,
+        )
+        assert server.requests == []  # another instance tightened the chat: nothing is sent
+    assert done.returncode == 1
+    assert "requires a provider with confidence HIGH" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_policy_chat_with_an_unreachable_database_names_it_without_the_password() -> None:
+    done = _policy_chat(
+        "Hi",
+        "--provider",
+        "OpenAI GPT-4.1",
+        "--chat-id",
+        "c1",
+        "--chat-db",
+        "postgresql://app:S3cretPa55@127.0.0.1:9/chats?connect_timeout=2",
+    )
+    assert done.returncode == 1
+    assert "127.0.0.1:9/chats" in done.stderr
+    assert "S3cretPa55" not in done.stderr and "Traceback" not in done.stderr
