@@ -113,7 +113,7 @@ def fetch(
     Exit 1 when any configuration failed (or --state-dir cannot be written), 2 when none is
     configured.
     """
-    from runtime.config_fetch import fetch_configurations
+    from runtime.config_fetch import CaBundleError, fetch_configurations
 
     found = _references(config_servers)
     if not found.references:
@@ -127,6 +127,8 @@ def fetch(
         statuses = fetch_configurations(
             found.references, state_dir, ca_bundle=ca_bundle, timeout=timeout
         )
+    except CaBundleError as error:
+        raise click.BadParameter(str(error), param_hint="'--ca-bundle'") from None
     except OSError as error:
         reason = error.strerror or type(error).__name__
         click.echo(

@@ -12,6 +12,7 @@ off: an intranet server's own CA is added with a PEM bundle (`ca_bundle`).
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import io
 import json
@@ -50,6 +51,10 @@ LOCK_FILE = ".delivery.lock"
 
 class ConfigurationArchiveError(ValueError):
     """A downloaded archive that is refused; the message says which entry and why."""
+
+
+class CaBundleError(ValueError):
+    """The PEM bundle of extra root certificates cannot be used; the message names the file."""
 
 
 def _now() -> str:
@@ -208,7 +213,23 @@ def _round_lock(state_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
+def tls_context(ca_bundle: Path | None) -> ssl.SSLContext:
+    """The verifying TLS context for configuration servers: the system's and certifi's roots plus
+    the PEM bundle, if any. Built once per bundle (and again when the file changes); raises
+    CaBundleError naming the file when it holds no usable certificate."""
+    if ca_bundle is None:
+        return _cached_context(None, 0)
+    try:
+        changed = ca_bundle.stat().st_mtime_ns
+    except OSError as error:
+        raise CaBundleError(
+            f"the CA bundle {ca_bundle} cannot be read: {error.strerror or error}"
+        ) from None
+    return _cached_context(str(ca_bundle), changed)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_context(ca_bundle: str | None, _changed: int) -> ssl.SSLContext:
     context = ssl.create_default_context()
     try:
         import certifi
@@ -217,8 +238,20 @@ def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
     except (ImportError, OSError):
         pass
     if ca_bundle is not None:
-        context.load_verify_locations(cafile=str(ca_bundle))
-    return httpx.Client(verify=context, timeout=timeout, follow_redirects=True, trust_env=False)
+        try:
+            context.load_verify_locations(cafile=ca_bundle)
+        except (ssl.SSLError, OSError, UnicodeError) as error:
+            raise CaBundleError(
+                f"the CA bundle {ca_bundle} is not a PEM file of certificates ({error}); give "
+                "the intranet CA's certificate in PEM form (-----BEGIN CERTIFICATE-----)"
+            ) from None
+    return context
+
+
+def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
+    return httpx.Client(
+        verify=tls_context(ca_bundle), timeout=timeout, follow_redirects=True, trust_env=False
+    )
 
 
 def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
@@ -345,8 +378,10 @@ def fetch_configurations(
     """One round over every referenced configuration, then withdraw the unreferenced ones.
 
     The result is also written to `<state_dir>/delivery.json` for `policy status`. Rounds on one
-    state dir run one at a time, across processes too.
+    state dir run one at a time, across processes too. Raises CaBundleError for an unusable
+    `ca_bundle` (before anything is fetched) and OSError when `state_dir` cannot be written.
     """
+    tls_context(ca_bundle)
     with _round_lock(state_dir):
         return _fetch_round(references, state_dir, ca_bundle, timeout)
 

@@ -132,6 +132,10 @@ class PolicyWatcher:
             raise ValueError(
                 "PolicyWatcher needs state_dir to fetch configurations into (references given)."
             )
+        if ca_bundle is not None:
+            from runtime.config_fetch import tls_context
+
+            tls_context(Path(ca_bundle))  # a CaBundleError (a ValueError) naming the file
         self._load = load
         self._build = build or _default_build
         self._watch = tuple(Path(p) for p in watch)
@@ -215,7 +219,7 @@ class PolicyWatcher:
         the round with that error. Failures are also logged. No reload runs during a round."""
         if not self._references or self._state_dir is None:
             return self._delivery
-        from runtime.config_fetch import fetch_configurations
+        from runtime.config_fetch import CaBundleError, fetch_configurations
 
         async with self._lock:
             try:
@@ -225,6 +229,8 @@ class PolicyWatcher:
                     self._state_dir,
                     ca_bundle=self._ca_bundle,
                 )
+            except CaBundleError as error:  # the bundle changed on disk since the start
+                statuses = self._round_failed(self._state_dir, str(error))
             except OSError as error:
                 statuses = self._round_failed(
                     self._state_dir,

@@ -24,10 +24,12 @@ from policy.config_sources import (
     delivered_home,
     read_statuses,
 )
+from runtime import PolicyWatcher
 from runtime.config_fetch import (
     MAX_ARCHIVE_BYTES,
     MAX_FILES,
     MAX_UNPACKED_BYTES,
+    CaBundleError,
     fetch_configurations,
 )
 from tests.servers.config_server import ConfigServer, assistant_text, plugin_text, zip_of
@@ -471,3 +473,23 @@ def test_an_https_server_redirecting_to_plain_http_is_refused(tmp_path: Path) ->
     assert status.state == "never fetched"
     assert "redirected" in (status.error or "") and "plain http" in (status.error or "")
     assert _disabled(tmp_path) == ()
+
+
+def test_a_ca_bundle_that_is_not_pem_is_a_clear_error_before_anything_is_fetched(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A)})
+    bundle = tmp_path / "intranet-ca.pem"
+    bundle.write_text("this is not a certificate\n", encoding="utf-8")
+    spec = f"{CONFIG_A}@{running.url('/configs')}"
+    done = _policy(
+        "fetch", "--state-dir", tmp_path / "state", "--config-server", spec, "--ca-bundle", bundle
+    )
+    assert done.returncode == 2
+    assert "--ca-bundle" in done.stderr and f"{bundle} is not a PEM file" in done.stderr
+    assert "Traceback" not in done.stderr and served.requests == []
+    with pytest.raises(CaBundleError, match="not a PEM file"):
+        fetch_configurations([_reference(running)], tmp_path / "state", ca_bundle=bundle)
+    with pytest.raises(ValueError, match="not a PEM file"):
+        PolicyWatcher(lambda: load_policy(use_entry_points=False), ca_bundle=bundle)
