@@ -336,10 +336,22 @@ class PolicyWatcher:
         return ReloadResult(False, old, new, error)
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Fetch on the interval and reload on local file changes until `stop` is set."""
+        """Fetch on the interval and reload on local file changes until `stop` is set.
+
+        With a `state_dir`, its fetched copies are watched too: a `policy fetch` run by a timer
+        into the same state dir is in force within moments, not at the next interval."""
         stop = stop or asyncio.Event()
         tasks = [asyncio.create_task(self._fetch_loop(stop))]
         watched = [p for p in self._watch if p.exists()]
+        if self._state_dir is not None:
+            from policy.config_sources import DELIVERED_DIR
+
+            delivered = self._state_dir / DELIVERED_DIR
+            try:
+                delivered.mkdir(parents=True, exist_ok=True)
+                watched.append(delivered)
+            except OSError as error:
+                _log.warning("%s cannot be watched: %s", delivered, error.strerror or error)
         if watched:
             tasks.append(asyncio.create_task(self._watch_loop(watched, stop)))
         try:

@@ -19,6 +19,7 @@ import pytest
 from policy import Policy, load_policy
 from policy.config_sources import ConfigurationReference
 from runtime import ChatRuntime, PolicyWatcher
+from runtime.config_fetch import fetch_configurations
 from tests.servers.config_server import ConfigServer, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 
@@ -289,4 +290,29 @@ async def test_a_changed_encryption_secret_reloads_the_configuration(
     monkeypatch.setenv(ENV_SECRET, generate_secret())
     changed = await watcher.reload()
     assert changed.swapped and changed.old_revision != changed.new_revision
+    await watcher.aclose()
+
+
+async def test_a_fetch_by_another_process_into_the_state_dir_is_picked_up_at_once(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
+    )
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(  # no references: a systemd timer runs `policy fetch` instead
+        lambda: load_policy(state_dir=state, use_entry_points=False), state_dir=state
+    )
+    assert _disabled(watcher) == ()
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    await asyncio.sleep(0.5)  # let watchfiles start watching
+    reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
+    await asyncio.to_thread(fetch_configurations, [reference], state)
+    async with asyncio.timeout(30):
+        while _disabled(watcher) != ("web_search",):
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
     await watcher.aclose()
