@@ -49,6 +49,15 @@ def _local_watcher(folder: Path) -> PolicyWatcher:
     return PolicyWatcher(lambda: load_policy(org=[folder], use_entry_points=False), watch=[folder])
 
 
+def _delivered_watcher(state: Path, reference: ConfigurationReference) -> PolicyWatcher:
+    """A watcher that fetches `reference` into `state` and loads what is in force there."""
+    return PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=[reference],
+        state_dir=state,
+    )
+
+
 async def test_a_changed_plugin_swaps_the_runtime_and_an_in_flight_reference_keeps_the_old(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -119,10 +128,8 @@ async def test_a_server_change_reaches_the_runtime_and_a_broken_delivery_keeps_i
         {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
     )
     state = tmp_path / "state"
-    watcher = PolicyWatcher(
-        lambda: load_policy(state_dir=state, use_entry_points=False),
-        references=[ConfigurationReference(CONFIG_A, running.url("/configs"), "test")],
-        state_dir=state,
+    watcher = _delivered_watcher(
+        state, ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
     )
     assert _disabled(watcher) == ()
     await watcher.fetch()
@@ -184,11 +191,7 @@ async def test_fetch_errors_are_kept_for_the_app_and_shown_by_policy_status(
     )
     state = tmp_path / "state"
     reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
-    watcher = PolicyWatcher(
-        lambda: load_policy(state_dir=state, use_entry_points=False),
-        references=[reference],
-        state_dir=state,
-    )
+    watcher = _delivered_watcher(state, reference)
     (before,) = watcher.delivery
     assert before.state == "never fetched" and watcher.last_change is None
     (fetched,) = await watcher.fetch()
@@ -212,11 +215,7 @@ async def test_fetch_errors_are_kept_for_the_app_and_shown_by_policy_status(
     assert record["state"] == "last-known-good" and record["error"] == failed.error
 
     # a watcher started later on the same state dir reports what the rounds recorded
-    later = PolicyWatcher(
-        lambda: load_policy(state_dir=state, use_entry_points=False),
-        references=[reference],
-        state_dir=state,
-    )
+    later = _delivered_watcher(state, reference)
     assert later.delivery == (failed,)
     await watcher.aclose()
     await later.aclose()
