@@ -493,3 +493,33 @@ def test_a_ca_bundle_that_is_not_pem_is_a_clear_error_before_anything_is_fetched
         fetch_configurations([_reference(running)], tmp_path / "state", ca_bundle=bundle)
     with pytest.raises(ValueError, match="not a PEM file"):
         PolicyWatcher(lambda: load_policy(use_entry_points=False), ca_bundle=bundle)
+
+
+def test_slots_are_matched_as_text_ordered_by_number_and_half_pairs_are_named() -> None:
+    ids = [f"00000000-0000-4000-8000-00000000000{n}" for n in range(6)]
+    prefix = "MINDWORK_AI_STUDIO_ENTERPRISE_"
+    environ = {
+        f"{prefix}CONFIG_ID_2": ids[0],
+        f"{prefix}CONFIG_SERVER_URL_2": "https://two.example.org",
+        f"{prefix}CONFIG_ID_00001": ids[1],
+        f"{prefix}CONFIG_SERVER_URL_00001": "https://five-digit-one.example.org",
+        f"{prefix}CONFIG_ID_01": ids[2],
+        f"{prefix}CONFIG_SERVER_URL_01": "https://short-one.example.org",
+        f"{prefix}CONFIG_ID3": ids[3],  # no underscore: slot 3 as well
+        f"{prefix}CONFIG_SERVER_URL3": "https://three.example.org",
+        f"{prefix}CONFIG_ID_00004": ids[4],  # an id without its server
+        f"{prefix}CONFIG_ID": "{" + ids[5].upper() + "}",
+        f"{prefix}CONFIG_SERVER_URL": "https://single.example.org",
+    }
+    found = configuration_references(environ=environ, directories=[])
+    assert [(r.id, r.server_url) for r in found.references] == [
+        (ids[1], "https://five-digit-one.example.org"),  # slot 1, the 5-digit form first
+        (ids[2], "https://short-one.example.org"),  # "01" is another slot with the same number
+        (ids[0], "https://two.example.org"),
+        (ids[3], "https://three.example.org"),
+        (ids[5], "https://single.example.org"),  # braces and upper case read as the GUID
+    ]
+    assert any(
+        "CONFIG_ID_00004" in f.message and "without a server URL" in f.message
+        for f in found.findings
+    )
