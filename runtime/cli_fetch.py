@@ -153,21 +153,11 @@ def status(state_dir: Path, config_servers: tuple[str, ...], output_format: str)
     that no round has fetched yet (state "never fetched"). Exit 0 when every configuration is
     current, 1 when one is not (last-known-good or never fetched), for monitoring.
     """
-    from policy.config_sources import (
-        STATE_CURRENT,
-        STATE_NEVER_FETCHED,
-        DeliveryStatus,
-        read_statuses,
-    )
-    from runtime.config_fetch import shown_server
+    from policy.config_sources import STATE_CURRENT
+    from runtime.config_fetch import recorded_statuses
 
-    records = read_statuses(state_dir)
-    for reference in _references(config_servers).references:
-        if reference.id not in records:
-            records[reference.id] = DeliveryStatus(
-                reference.id, shown_server(reference.server_url), STATE_NEVER_FETCHED
-            )
-    statuses = sorted(records.values(), key=lambda s: s.id)
+    references = _references(config_servers).references
+    statuses = recorded_statuses(state_dir, references, others=True)
     click.echo(_render([s.document() for s in statuses], output_format))
     if any(s.state != STATE_CURRENT for s in statuses):
         sys.exit(1)

@@ -368,6 +368,24 @@ def fetch_one(
     )
 
 
+def recorded_statuses(
+    state_dir: Path, references: Sequence[ConfigurationReference], *, others: bool = False
+) -> tuple[DeliveryStatus, ...]:
+    """What the rounds recorded in `state_dir` for each referenced configuration, `never
+    fetched` for one no round has fetched yet; with `others`, also the records of ids no source
+    names now (sorted by id then). The one reading `policy status` and `PolicyWatcher` share."""
+    records = read_statuses(state_dir)
+    statuses = [
+        records.get(r.id) or DeliveryStatus(r.id, shown_server(r.server_url), STATE_NEVER_FETCHED)
+        for r in references
+    ]
+    if not others:
+        return tuple(statuses)
+    named = {r.id for r in references}
+    statuses.extend(status for key, status in records.items() if key not in named)
+    return tuple(sorted(statuses, key=lambda s: s.id))
+
+
 def fetch_configurations(
     references: Sequence[ConfigurationReference],
     state_dir: Path,

@@ -183,15 +183,9 @@ class PolicyWatcher:
     def _recorded_delivery(self) -> tuple[DeliveryStatus, ...]:
         if self._state_dir is None or not self._references:
             return ()
-        from policy.config_sources import STATE_NEVER_FETCHED, DeliveryStatus, read_statuses
-        from runtime.config_fetch import shown_server
+        from runtime.config_fetch import recorded_statuses
 
-        recorded = read_statuses(self._state_dir)
-        return tuple(
-            recorded.get(r.id)
-            or DeliveryStatus(r.id, shown_server(r.server_url), STATE_NEVER_FETCHED)
-            for r in self._references
-        )
+        return recorded_statuses(self._state_dir, self._references)
 
     def _folders(self) -> tuple[Path, ...]:
         delivered: tuple[Path, ...] = ()
