@@ -174,15 +174,16 @@ def validate_unpacked(folder: Path, configuration_id: str) -> None:
         )
 
 
-def _put_in_force(staging: Path, home: Path, archive: bytes) -> None:
+def _put_in_force(staging: Path, state_dir: Path, configuration_id: str, archive: bytes) -> None:
     """Make the validated copy in `staging` the one in force, atomically for every reader.
 
     The copy moves to `<home>/<content digest>/` (kept as is when that copy exists already), then
     `current.json` is replaced in one rename to point at it. The copy it replaced stays until the
     next change, so a reader that read the old pointer a moment ago still finds every file."""
+    home = delivered_home(state_dir, configuration_id)
     version = hashlib.sha256(archive).hexdigest()[:32]
     target = home / version
-    previous = delivered_folder(home.parent.parent, home.name)
+    previous = delivered_folder(state_dir, configuration_id)
     if not target.is_dir():
         os.replace(staging, target)
     pointer = home / POINTER_FILE
@@ -356,7 +357,7 @@ def fetch_one(
     try:
         unpack_archive(bytes(body), staging)
         validate_unpacked(staging, reference.id)
-        _put_in_force(staging, home, bytes(body))
+        _put_in_force(staging, state_dir, reference.id, bytes(body))
     except ConfigurationArchiveError as error:
         return failed(f"the archive from {reference.id}.zip is refused: {error}")
     except OSError as error:
