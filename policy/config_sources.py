@@ -7,7 +7,9 @@ which configuration server, the way AI Studio reads it: the environment
 `config_00000.yaml` (`id`, `server_url`) in `$XDG_CONFIG_DIRS/mindwork-ai-studio` (fallback
 `/etc/xdg/mindwork-ai-studio`); plus toolpolicy's own `TOOLPOLICY_CONFIG_SERVERS` and
 `--config-server ID@URL`. The first source with at least one valid pair wins; sources are never
-merged. This module only reads local files and variables; fetching is `runtime.config_fetch`.
+merged. AI Studio's policy file `config_encryption_secret.yaml` is read here too (the secret's
+order is `policy.secrets.configured_secret`'s). This module only reads local files and variables;
+fetching is `runtime.config_fetch`.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 For every configuration id: `GET <server>/<id>.zip` with `If-None-Match` (the ETag of the copy in
 force). 304 keeps the copy (never read as "empty"); 200 is unpacked safely into a staging folder,
-its plugin is loaded and checked (it loads, and its `ID` is the configuration id) and only then
-replaces the copy in force. Anything that goes wrong — server down, TLS failure, 404, broken zip,
-a hostile archive, a plugin that does not load — keeps the copy in force and records the error.
-A configuration that no source references any more is withdrawn. Verification is never turned
-off: an intranet server's own CA is added with a PEM bundle (`ca_bundle`).
+every plugin in it is loaded and checked (each loads; one configuration plugin whose `ID` is the
+configuration id) and only then is it put in force, by replacing a pointer in one rename so that a
+reader in any process sees the whole old copy or the whole new one. Anything that goes wrong —
+server down, TLS failure, 404, broken zip, a hostile archive, a plugin that does not load — keeps
+the copy in force and records the error. A configuration that no source references any more is
+withdrawn. Verification is never turned off: an intranet server's own CA is added with a PEM
+bundle (`ca_bundle`), and an https download redirected to plain http is refused.
 """
 
 from __future__ import annotations
