@@ -309,6 +309,7 @@ STATE_LAST_KNOWN_GOOD = "last-known-good"
 STATE_NEVER_FETCHED = "never fetched"
 
 
+_COPY_NAME = re.compile(r"^[0-9a-f]{16,64}$")
 POINTER_FILE = "current.json"
 """In `<state_dir>/delivered/<id>/`: names the copy in force, `{"copy": "<folder>"}`."""
 
@@ -331,10 +332,20 @@ def delivered_folder(state_dir: Path, configuration_id: str) -> Path | None:
     except (OSError, ValueError):
         return None
     name = pointer.get("copy") if isinstance(pointer, dict) else None
-    if not isinstance(name, str) or not re.match(r"^[0-9a-f]{16,64}$", name):
+    if not isinstance(name, str) or not _COPY_NAME.match(name):
         return None
     folder = home / name
     return folder if folder.is_dir() else None
+
+
+def set_copy_in_force(state_dir: Path, configuration_id: str, copy: str) -> None:
+    """Point `current.json` at the copy folder `copy` (a hex digest) in one atomic rename."""
+    if not _COPY_NAME.match(copy):
+        raise ValueError(f"'{copy}' is not a copy folder name (16 to 64 lower-case hex digits)")
+    home = delivered_home(state_dir, configuration_id)
+    temporary = home / f".{POINTER_FILE}.{os.urandom(8).hex()}.tmp"
+    temporary.write_text(json.dumps({"copy": copy}), encoding="utf-8")
+    os.replace(temporary, home / POINTER_FILE)
 
 
 def delivered_roots(state_dir: Path) -> tuple[Path, ...]:

@@ -17,7 +17,6 @@ import datetime
 import functools
 import hashlib
 import io
-import json
 import os
 import shutil
 import ssl
@@ -41,6 +40,7 @@ from policy.config_sources import (
     delivered_folder,
     delivered_home,
     read_statuses,
+    set_copy_in_force,
     write_statuses,
 )
 
@@ -188,10 +188,7 @@ def _put_in_force(staging: Path, state_dir: Path, configuration_id: str, archive
     previous = delivered_folder(state_dir, configuration_id)
     if not target.is_dir():
         os.replace(staging, target)
-    pointer = home / POINTER_FILE
-    temporary = home / f".{POINTER_FILE}.{os.urandom(8).hex()}.tmp"
-    temporary.write_text(json.dumps({"copy": version}), encoding="utf-8")
-    os.replace(temporary, pointer)
+    set_copy_in_force(state_dir, configuration_id, version)
     kept = {version, previous.name if previous is not None else ""}
     for folder in home.iterdir():
         if folder.is_dir() and not folder.name.startswith(".") and folder.name not in kept:

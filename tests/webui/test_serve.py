@@ -17,7 +17,12 @@ import httpx
 import pytest
 
 from policy import load_policy
-from policy.config_sources import DeliveryStatus, delivered_folder, write_statuses
+from policy.config_sources import (
+    DeliveryStatus,
+    delivered_home,
+    set_copy_in_force,
+    write_statuses,
+)
 from policy.explain import (
     build_matrix,
     decision_document,
@@ -639,9 +644,11 @@ def test_a_fetched_configuration_stays_in_force_on_both_sides_of_a_diff(
     tmp_path: Path, organization: Path
 ) -> None:
     state = tmp_path / "state"
-    fetched = delivered_folder(state, "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9")
+    configuration_id = "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
+    fetched = delivered_home(state, configuration_id) / ("0" * 32)
     fetched.mkdir(parents=True)
     (fetched / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
+    set_copy_in_force(state, configuration_id, fetched.name)
     paths = ConfigurationPaths(org=(organization,), state_dir=state)
     with running_app(web_app(paths)) as served:
         plugins = httpx.get(served.url("/api/status")).json()["plugins"]
