@@ -40,8 +40,8 @@ _LAZY_COMMANDS: dict[str, str] = {
 _LAZY_SUMMARIES: dict[str, str] = {
     "chat": "Chat with a configured provider under the organization's tool policy.",
     "fetch": "Fetch every configuration once from its server into --state-dir.",
-    "status": "Show, per fetched configuration, its server, state, ETag, last attempt and "
-    "success, error.",
+    "status": "Show, per configuration, its server, state, ETag, last attempt and success, and "
+    "error.",
     "mcp": "MCP servers: list their tools and pins, print pins, serve the governed tools.",
     "serve": "The administrator's read-only web page: status, effective settings, every "
     "decision, a what-if simulation and a diff against a candidate configuration.",
