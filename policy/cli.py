@@ -782,17 +782,36 @@ def log() -> None:
 
 
 @log.command()
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def summary(path: Path) -> None:
-    """Counts over a decision log: decisions per provider, left-out reasons, calls per status."""
-    from policy.decision_summary import DecisionLogError, read_decision_log, summary_rows
-    from policy.explain import render_table
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--since",
+    help="Only records from then on: a duration back from now (30m, 24h, 7d, 2w) or an ISO "
+    "8601 date or time (UTC unless it names its offset).",
+)
+@_format_option
+def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> None:
+    """Counts over a decision log (a file and its rotated copies FILE.1 …): decisions per
+    configuration revision and provider, refusals, left-out reasons, calls per status and tool,
+    the most frequent blocked calls."""
+    from policy.decision_summary import (
+        DecisionLogError,
+        parse_since,
+        read_decision_logs,
+        summary_rows,
+    )
+    from policy.explain import render_document, render_table
 
     try:
-        records = read_decision_log(path)
+        start = parse_since(since) if since is not None else None
+        records = read_decision_logs(paths, start)
     except DecisionLogError as error:
         raise click.ClickException(str(error)) from None
-    _print(render_table(("what", "value", "count"), summary_rows(records)))
+    rows = summary_rows(records)
+    if output_format == "table":
+        _print(render_table(("what", "value", "count"), rows))
+    else:
+        document = [{"what": w, "value": v, "count": n} for w, v, n in rows]
+        _print(render_document(document, output_format))
 
 
 @cli.command()

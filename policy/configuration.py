@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from policy.provenance import Origin, SourceLocation
-from policy.vocabulary import DataSecurity, ProviderKind
+from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
 
 if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
@@ -123,6 +123,22 @@ class BrokenPlugin:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginInForce:
+    """A plugin that took part in the merge, as a decision record names it.
+
+    `sha256` is over its Lua files (relative path and bytes); `last_known_good` is True when the
+    plugin itself did not load and its kept copy stood in.
+    """
+
+    id: str
+    name: str
+    origin: PluginOrigin
+    priority: int
+    sha256: str
+    last_known_good: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyConfiguration:
     """Everything the plugins say, merged. Absent keys are absent (not empty)."""
 
@@ -138,6 +154,11 @@ class PolicyConfiguration:
     applied_plugins: tuple[ConfigurationPlugin, ...] = ()
     """The same plugins whole (origin, priority, version, what each one asked for), for
     lint and the status page."""
+    plugins_in_force: tuple[PluginInForce, ...] = ()
+    """The same plugins with their origin, priority and content digest (for decision records)."""
+    revision: str = ""
+    """SHA-256 over the effective plugins (order, origin, id, content) and the organization
+    plugins that failed closed: equal revisions decide alike. See `configuration_revision`."""
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.settings.get(key)

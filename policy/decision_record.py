@@ -17,11 +17,17 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CallDemandsRecord",
     "CallRecord",
+    "ChatRequirementsRecord",
+    "ConfigurationRecord",
+    "ContentRecord",
     "DecisionRecord",
     "LeftOutRecord",
     "OutcomeRecord",
+    "PluginRecord",
     "ProviderRecord",
+    "RequirementsChange",
     "UsageRecord",
     "decision_log_schema",
     "uuid7",
@@ -39,6 +45,50 @@ def uuid7() -> UUID:
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PluginRecord(_Model):
+    """A plugin in force when the request was decided."""
+
+    id: str
+    name: str
+    origin: Literal["organization", "local"]
+    priority: int
+    sha256: str
+    last_known_good: bool = False
+
+
+class ConfigurationRecord(_Model):
+    """The configuration that decided: its revision (SHA-256 over the effective plugins) and the
+    plugins that made it up, in merge order."""
+
+    revision: str = ""
+    plugins: list[PluginRecord] = Field(default_factory=list)
+
+
+class ChatRequirementsRecord(_Model):
+    """What the chat demanded of a provider (names of the policy's levels)."""
+
+    provider_confidence: str = "NONE"
+    data_security: str = "NOT_SPECIFIED"
+    outbound_restriction: str = "UNRESTRICTED"
+    outbound_mailbox_id: str = ""
+
+
+class RequirementsChange(_Model):
+    """The chat's requirements when the request started and when it ended."""
+
+    before: ChatRequirementsRecord = Field(default_factory=ChatRequirementsRecord)
+    after: ChatRequirementsRecord = Field(default_factory=ChatRequirementsRecord)
+
+
+class CallDemandsRecord(_Model):
+    """What a call's result demanded of the chat (only a SUCCESS demands anything)."""
+
+    provider_confidence: str = "NONE"
+    data_security: str = "NOT_SPECIFIED"
+    outbound_restriction: str | None = None
+    outbound_data_source_id: str = ""
 
 
 class ProviderRecord(_Model):
@@ -72,13 +122,27 @@ class CallRecord(_Model):
     duration_ms: float
     result_chars: int
     status_message: str = ""
+    demands: CallDemandsRecord = Field(default_factory=CallDemandsRecord)
+    sources: list[str] = Field(default_factory=list)
+    """Addresses of the sources the result cited (user info masked), never their text."""
 
 
 class OutcomeRecord(_Model):
-    """How the response ended: a final answer, an interrupted round, or an error (class only)."""
+    """How the response ended: a final answer, an interrupted round, the chat refusing the
+    provider before any request, or an error (its class and its message with secrets masked)."""
 
-    stop_reason: Literal["final_answer", "interrupted", "error"]
+    stop_reason: Literal["final_answer", "interrupted", "refused", "error"]
     error_class: str = ""
+    error_message: str = ""
+
+
+class ContentRecord(_Model):
+    """Message and result text, kept only when the log was opened with `include_content`."""
+
+    user_message: str = ""
+    answer: str = ""
+    tool_results: dict[str, str] = Field(default_factory=dict)
+    """Call id → the result text the model read."""
 
 
 class UsageRecord(_Model):
@@ -91,6 +155,7 @@ class DecisionRecord(_Model):
 
     decision_id: str
     timestamp: datetime
+    configuration: ConfigurationRecord = Field(default_factory=ConfigurationRecord)
     chat_id: str
     component: str
     provider: ProviderRecord
@@ -101,6 +166,9 @@ class DecisionRecord(_Model):
     calls: list[CallRecord] = Field(default_factory=list)
     outcome: OutcomeRecord
     usage: UsageRecord = Field(default_factory=UsageRecord)
+    chat_requirements: RequirementsChange = Field(default_factory=RequirementsChange)
+    content: ContentRecord | None = None
+    """Only with `include_content`; None otherwise."""
 
 
 def decision_log_schema() -> dict[str, object]:

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from policy.decision_record import DecisionRecord
 
+TOP_BLOCKED = 10
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
 
 class DecisionLogError(Exception):
-    """A decision-log line that is not a record, named by file:line."""
+    """A decision-log line that is not a record, named by file:line; or a bad --since."""
 
 
 def read_decision_log(path: Path) -> list[DecisionRecord]:
     """Every record of a JSON Lines decision log; a bad line is an error naming file:line."""
     records: list[DecisionRecord] = []
-    with path.open(encoding="utf-8") as handle:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as error:
+        raise DecisionLogError(
+            f"{path}: cannot be read ({error.strerror or type(error).__name__})"
+        ) from None
+    with handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -33,16 +46,59 @@ def read_decision_log(path: Path) -> list[DecisionRecord]:
     return records
 
 
-def summary_rows(records: list[DecisionRecord]) -> list[tuple[str, str, int]]:
-    """(what, value, count) rows: decisions per provider, left-out reasons, calls per tool and status."""
+def read_decision_logs(
+    paths: Sequence[Path], since: datetime | None = None
+) -> list[DecisionRecord]:
+    """The records of several logs (a file and its rotated copies), oldest first, from `since`."""
+    records = [r for path in paths for r in read_decision_log(path)]
+    if since is not None:
+        records = [r for r in records if _aware(r.timestamp) >= since]
+    return sorted(records, key=lambda r: _aware(r.timestamp))
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`--since`: a duration back from now (30m, 24h, 7d, 2w) or an ISO 8601 date or time
+    (UTC unless it names its offset)."""
+    match = _DURATION.match(text)
+    if match:
+        amount, unit = int(match.group(1)), _UNITS[match.group(2).lower()]
+        return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise DecisionLogError(
+            f"--since {text!r} is neither a duration nor a date: write e.g. 30m, 24h, 7d, 2w, "
+            "2026-01-31 or 2026-01-31T08:00:00+01:00."
+        ) from None
+    return _aware(moment)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def summary_rows(records: Iterable[DecisionRecord]) -> list[tuple[str, str, int]]:
+    """(what, value, count) rows: decisions per configuration revision and provider, refusals,
+    left-out tools per reason, calls per status and tool, and the most frequent blocked calls."""
     counts: Counter[tuple[str, str]] = Counter()
+    blocked: Counter[str] = Counter()
+    total = 0
     for record in records:
+        total += 1
+        counts["revision", record.configuration.revision[:12] or "(none)"] += 1
         counts["provider", record.provider.id] += 1
+        if record.outcome.stop_reason in ("refused", "error"):
+            what = f"{record.outcome.stop_reason}"
+            counts[what, f"{record.provider.id}: {record.outcome.error_class}"] += 1
         for left in record.left_out:
             counts["left out", f"{left.tool_id}: {left.reason}"] += 1
         for call in record.calls:
             counts[f"call {call.status}", call.tool_id] += 1
-    return [("decisions", "", len(records))] + [
+            if call.status == "BLOCKED":
+                blocked[f"{call.tool_id}: {call.status_message}".rstrip(": ")] += 1
+    rows = [("decisions", "", total)] + [
         (what, value, n)
         for (what, value), n in sorted(counts.items(), key=lambda i: (i[0][0], -i[1], i[0][1]))
     ]
+    top = sorted(blocked.items(), key=lambda i: (-i[1], i[0]))[:TOP_BLOCKED]
+    return rows + [("top blocked", value, n) for value, n in top]

@@ -25,6 +25,7 @@ from policy.configuration import (
     BrokenPlugin,
     Finding,
     ManagedSetting,
+    PluginInForce,
     PolicyConfiguration,
     Severity,
 )
@@ -56,13 +57,67 @@ def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
     return rank, plugin.priority, plugin.path.casefold()
 
 
+def content_sha256(relative: Sequence[str], contents: Sequence[bytes]) -> str:
+    """SHA-256 over a plugin's Lua files (path relative to its folder, then the bytes): the one
+    content digest the last-known-good store and decision records use."""
+    digest = hashlib.sha256()
+    for rel, content in zip(relative, contents, strict=True):
+        digest.update(rel.encode() + b"\0" + content + b"\0")
+    return digest.hexdigest()
+
+
+def plugin_sha256(plugin: ConfigurationPlugin, max_bytes: int | None = None) -> str:
+    """`content_sha256` of a loaded plugin's files, read as the loader reads them (at most
+    `max_bytes` each, inside the plugin's folder); a file that cannot be read counts as empty."""
+    limit = max_bytes if max_bytes is not None else SandboxLimits().file_bytes
+    source_dir = Path(plugin.path).parent
+    files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
+    contents = []
+    for path in files:
+        try:
+            contents.append(read_plugin_file(path, limit, source_dir))
+        except (OSError, PluginFileError):
+            contents.append(b"")
+    return content_sha256([_relative_inside(f, source_dir) for f in files], contents)
+
+
+def configuration_revision(
+    plugins: Sequence[PluginInForce], broken: Sequence[BrokenPlugin] = ()
+) -> str:
+    """SHA-256 over the plugins in force (in merge order) and the organization plugins that
+    failed closed without a copy: two configurations with one revision decide alike."""
+    digest = hashlib.sha256()
+    for plugin in plugins:
+        digest.update(f"{plugin.origin.value}\0{plugin.id}\0{plugin.priority}\0".encode())
+        digest.update(f"{plugin.sha256}\0{plugin.last_known_good}\n".encode())
+    for failed in broken:
+        if not failed.replaced_by_last_known_good:
+            digest.update(f"failed-closed\0{failed.plugin_id or failed.path}\n".encode())
+    return digest.hexdigest()
+
+
 def merge_plugins(
     plugins: Sequence[ConfigurationPlugin],
     broken: Sequence[BrokenPlugin] = (),
     findings: Sequence[Finding] = (),
+    *,
+    last_known_good: frozenset[str] = frozenset(),
 ) -> PolicyConfiguration:
-    """Merge loaded plugins (in any order; they are sorted here) into one PolicyConfiguration."""
+    """Merge loaded plugins (in any order; they are sorted here) into one PolicyConfiguration.
+
+    `last_known_good` names the plugin ids whose kept copy stood in for a broken plugin."""
     ordered = sorted(plugins, key=plugin_order)
+    in_force = tuple(
+        PluginInForce(
+            id=p.id,
+            name=p.name,
+            origin=p.origin,
+            priority=p.priority,
+            sha256=plugin_sha256(p),
+            last_known_good=p.id in last_known_good,
+        )
+        for p in ordered
+    )
     merger = _Merger()
     for plugin in ordered:
         merger.apply(plugin)
@@ -88,6 +143,8 @@ def merge_plugins(
         ),
         plugins=tuple(p.provenance for p in ordered),
         applied_plugins=tuple(ordered),
+        plugins_in_force=in_force,
+        revision=configuration_revision(in_force, broken),
     )
 
 
@@ -335,6 +392,7 @@ def load_configuration(
             findings.append(Finding(Severity.ERROR, "invalid-sandbox-limit", problem, None))
     store = _LastKnownGood(state_dir, limits) if state_dir is not None else None
     loaded: dict[str, ConfigurationPlugin] = {}
+    restored: set[str] = set()
     broken: list[BrokenPlugin] = []
 
     def admit(plugin: ConfigurationPlugin) -> None:
@@ -362,6 +420,7 @@ def load_configuration(
         broken.append(broken_plugin)
         for copy in copies:
             admit(copy)
+            restored.add(copy.id)
 
     org_files = [(root, _discover(root)) for root in org]
     local_files = [(root, _discover(root)) for root in local]
@@ -410,7 +469,8 @@ def load_configuration(
                 continue
             admit(plugin)
 
-    return merge_plugins(list(loaded.values()), broken, findings)
+    kept = frozenset(i for i in restored if i in loaded and _is_kept_copy(loaded[i], store))
+    return merge_plugins(list(loaded.values()), broken, findings, last_known_good=kept)
 
 
 def _discover(root: Path) -> list[tuple[Path, str | None]]:
@@ -495,11 +555,8 @@ class _LastKnownGood:
         source_dir = Path(plugin.path).parent
         files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
         relative = [_relative_inside(f, source_dir) for f in files]
-        digest = hashlib.sha256()
         contents = [read_plugin_file(path, self.limits.file_bytes, source_dir) for path in files]
-        for rel, content in zip(relative, contents, strict=True):
-            digest.update(rel.encode() + b"\0" + content + b"\0")
-        version = digest.hexdigest()
+        version = content_sha256(relative, contents)
         home = self.root / plugin.id
         pointer = home / "current.json"
         current = self._pointer(plugin.id)
@@ -566,6 +623,16 @@ class _LastKnownGood:
             if source is not None and (source == wanted or wanted in source.parents):
                 found.append(home.name)
         return found
+
+
+def _is_kept_copy(plugin: ConfigurationPlugin, store: _LastKnownGood | None) -> bool:
+    """True when the plugin in force was loaded from the last-known-good store."""
+    if store is None:
+        return False
+    try:
+        return store.root.resolve() in Path(plugin.path).resolve().parents
+    except OSError:
+        return False
 
 
 def _relative_inside(path: Path, folder: Path) -> str:

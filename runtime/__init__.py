@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         open_chat_store,
     )
     from runtime.chat_postgres import PostgresChatStore
-    from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink
+    from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink, QueuedSink
     from runtime.execution import (
         ExecutableTool,
         ToolExecutionBlocked,
@@ -107,6 +107,7 @@ _LAZY: dict[str, str] = {
     "CallbackSink": "runtime.decision_log",
     "DecisionSink": "runtime.decision_log",
     "JsonLinesSink": "runtime.decision_log",
+    "QueuedSink": "runtime.decision_log",
     "ToolExecutor": "runtime.executor",
     "ToolInvocationTrace": "runtime.executor",
     "TraceStatus": "runtime.executor",
@@ -169,6 +170,7 @@ __all__ = [
     "PostgresChatStore",
     "ProviderClient",
     "ProviderError",
+    "QueuedSink",
     "ReloadResult",
     "RequestedCall",
     "ResponseEvent",

@@ -337,6 +337,7 @@ async def _converse(
             history.append(ChatMessage(Role.ASSISTANT, answer))
     finally:
         await client.aclose()
+        await assistant.flush_decision_log()
 
 
 def _api_key(provider: ProviderConfig) -> str | None:

@@ -2,41 +2,56 @@
 
 Nothing here decides. `DecisionRecorder` watches the events `respond` yields and builds the record
 from the offer decisions and call traces. Arguments are as a trace shows them (sensitive ones
-masked), an error is its class name only. Writing a record never fails the user's request: a sink that raises is warned
-about once and the answer goes on.
+masked); an error is its class and its message with secrets and address parameters masked.
+Writing a record never fails or holds up the user's request: `ChatRuntime` puts records on a
+bounded queue (`QueuedSink`) drained by a background thread, and a sink that raises is warned
+about once.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import queue
+import re
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from policy.decision import SECRET_MASK
 from policy.decision_record import (
+    CallDemandsRecord,
     CallRecord,
+    ChatRequirementsRecord,
+    ConfigurationRecord,
+    ContentRecord,
     DecisionRecord,
     LeftOutRecord,
     OutcomeRecord,
+    PluginRecord,
     ProviderRecord,
+    RequirementsChange,
     UsageRecord,
     uuid7,
 )
+from policy.secrets import without_user_info
 
 if TYPE_CHECKING:
-    from policy.configuration import ProviderConfig
+    from policy.configuration import PolicyConfiguration, ProviderConfig
     from policy.decision import OfferDecision, RunnableTools
     from policy.vocabulary import Component, ConfidenceLevel
-    from runtime.executor import ToolInvocationTrace
+    from runtime.chat import Chat
+    from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer
     from runtime.messages import Usage
 
-__all__ = ["CallbackSink", "DecisionRecorder", "DecisionSink", "JsonLinesSink"]
+__all__ = ["CallbackSink", "DecisionRecorder", "DecisionSink", "JsonLinesSink", "QueuedSink"]
 
 _log = logging.getLogger(__name__)
 
@@ -93,6 +108,136 @@ class JsonLinesSink:
         self.path.replace(self.path.with_name(f"{self.path.name}.1"))
 
 
+_STOP = object()
+_IDLE_SECONDS = 2.0
+_KEPT_DROPPED_IDS = 100
+
+
+class QueuedSink:
+    """Writes records to `sink` from a background thread through a bounded queue.
+
+    `write` never waits: when `max_pending` records are already waiting, the record is dropped,
+    counted (`dropped`, `dropped_ids`) and warned about once; `flush` and `close` say how many
+    were dropped. A sink that raises is warned about once and writing goes on. The writer thread
+    ends when idle and starts again with the next record, so a runtime rebuilt on every reload
+    leaves no thread behind; records still waiting at interpreter exit are written then.
+    `ChatRuntime` wraps the sink it is given in one of these.
+    """
+
+    def __init__(self, sink: DecisionSink, *, max_pending: int = 1000) -> None:
+        if max_pending < 1:
+            raise ValueError(f"QueuedSink needs max_pending >= 1, got {max_pending}.")
+        self.sink = sink
+        self.max_pending = max_pending
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_pending)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._dropped = 0
+        self._dropped_ids: list[str] = []
+        self._reported_drops = 0
+        _open_queues.add(self)
+
+    @property
+    def dropped(self) -> int:
+        """How many records were dropped because the queue was full."""
+        return self._dropped
+
+    @property
+    def dropped_ids(self) -> tuple[str, ...]:
+        """The decision ids of the first 100 dropped records."""
+        return tuple(self._dropped_ids)
+
+    def write(self, record: DecisionRecord) -> None:
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            with self._lock:
+                self._dropped += 1
+                if len(self._dropped_ids) < _KEPT_DROPPED_IDS:
+                    self._dropped_ids.append(record.decision_id)
+                first = self._dropped == 1
+            if first:
+                _log.warning(
+                    "The decision log queue is full (%d records waiting for %s): record %s was "
+                    "dropped; the request went on. Further drops are counted and reported on "
+                    "flush/close.",
+                    self.max_pending,
+                    type(self.sink).__name__,
+                    record.decision_id,
+                )
+            return
+        self._ensure_writer()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued record is written (True), or `timeout` seconds passed."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            self._ensure_writer()
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+        self._report_drops()
+        return True
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Flush; the sink's own `close` (if it has one) is called after."""
+        done = self.flush(timeout)
+        closer = getattr(self.sink, "close", None)
+        if callable(closer):
+            closer()
+        _open_queues.discard(self)
+        return done
+
+    def _report_drops(self) -> None:
+        with self._lock:
+            new = self._dropped - self._reported_drops
+            self._reported_drops = self._dropped
+        if new:
+            _log.warning(
+                "The decision log dropped %d record(s) because its queue was full (%d in all); "
+                "first dropped decision ids: %s.",
+                new,
+                self._dropped,
+                ", ".join(self._dropped_ids[:10]),
+            )
+
+    def _ensure_writer(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(
+                target=self._drain, name="toolpolicy-decision-log", daemon=True
+            )
+            self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self._queue.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
+            try:
+                if item is not _STOP:
+                    self.sink.write(item)  # type: ignore[arg-type]
+            except Exception as error:  # a log must never fail the user's request
+                _warn_once(self.sink, error)
+            finally:
+                self._queue.task_done()
+
+
+_open_queues: weakref.WeakSet[QueuedSink] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for sink in list(_open_queues):
+        sink.flush(timeout=5.0)
+
+
 def _left_out(decision: OfferDecision) -> LeftOutRecord:
     failed = decision.first_failure
     evidence: list[str] = []
@@ -119,29 +264,42 @@ def _left_out(decision: OfferDecision) -> LeftOutRecord:
 
 
 class DecisionRecorder:
-    """Builds the record of one `respond` from what it decided and the events it yielded."""
+    """Builds the record of one `respond` from what it decided and the events it yielded.
+
+    `include_content` adds the user's message, the answer and each result's text (off by
+    default: a decision log holds no message or result text unless an environment asks for it).
+    `secrets` are values masked in any error message kept (e.g. the API key of the request).
+    """
 
     def __init__(
         self,
         sink: DecisionSink,
         *,
-        chat_id: str,
+        configuration: PolicyConfiguration,
+        chat: Chat,
         component: Component,
         provider: ProviderConfig,
         confidence: ConfidenceLevel,
         selected_tool_ids: tuple[str, ...] | None,
+        include_content: bool = False,
+        user_message: str = "",
+        secrets: Sequence[str] = (),
     ) -> None:
         self._sink = sink
+        self._chat = chat
         self._started: dict[str, float] = {}
+        self._before = requirements_record(chat)
+        self._secrets = tuple(s for s in secrets if s and len(s) >= 4)
         self._fields: dict[str, object] = {
             "decision_id": str(uuid7()),
             "timestamp": datetime.now(UTC),
-            "chat_id": chat_id,
+            "configuration": configuration_record(configuration),
+            "chat_id": chat.id,
             "component": component.value,
             "provider": ProviderRecord(
                 id=provider.id,
                 kind=provider.kind.value,
-                host=provider.host,
+                host=without_user_info(provider.host),
                 model=provider.model,
                 confidence=confidence.name,
             ),
@@ -149,6 +307,8 @@ class DecisionRecorder:
         }
         self._calls: list[CallRecord] = []
         self._usage = UsageRecord()
+        self._content = ContentRecord(user_message=user_message) if include_content else None
+        self._results: dict[str, str] = {}
 
     @property
     def decision_id(self) -> str:
@@ -171,7 +331,7 @@ class DecisionRecorder:
     def call_started(self, call_id: str) -> None:
         self._started[call_id] = time.perf_counter()
 
-    def call_finished(self, trace: ToolInvocationTrace) -> None:
+    def call_finished(self, trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> None:
         started = self._started.pop(trace.call_id, None)
         elapsed = (time.perf_counter() - started) * 1000 if started is not None else 0.0
         self._calls.append(
@@ -183,26 +343,122 @@ class DecisionRecorder:
                 duration_ms=round(elapsed, 3),
                 result_chars=_result_chars(trace),
                 status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
+                demands=_demands(outcome),
+                sources=[without_user_info(s.url) for s in outcome.sources] if outcome else [],
             )
         )
+        if self._content is not None:
+            self._results[trace.call_id] = outcome.content if outcome else trace.result
 
     def finished(self, final: FinalAnswer) -> None:
         self._usage = _usage(final.usage)
+        if self._content is not None:
+            self._content = self._content.model_copy(update={"answer": final.text})
         self._emit(
             OutcomeRecord(stop_reason="interrupted" if final.interrupted else "final_answer")
         )
 
+    def refused(self, error: BaseException) -> None:
+        """The chat's requirements ruled the provider out; no request was sent."""
+        self._fields.setdefault("offered", [])
+        self._emit(
+            OutcomeRecord(
+                stop_reason="refused",
+                error_class=type(error).__name__,
+                error_message=self._redacted(error),
+            )
+        )
+
     def failed(self, error: BaseException) -> None:
-        self._emit(OutcomeRecord(stop_reason="error", error_class=type(error).__name__))
+        self._emit(
+            OutcomeRecord(
+                stop_reason="error",
+                error_class=type(error).__name__,
+                error_message=self._redacted(error),
+            )
+        )
+
+    def _redacted(self, error: BaseException) -> str:
+        return redacted_error_message(str(error), self._secrets)
 
     def _emit(self, outcome: OutcomeRecord) -> None:
+        content = (
+            self._content.model_copy(update={"tool_results": self._results})
+            if self._content is not None
+            else None
+        )
         record = DecisionRecord.model_validate(
-            {**self._fields, "calls": self._calls, "outcome": outcome, "usage": self._usage}
+            {
+                **self._fields,
+                "calls": self._calls,
+                "outcome": outcome,
+                "usage": self._usage,
+                "chat_requirements": RequirementsChange(
+                    before=self._before, after=requirements_record(self._chat)
+                ),
+                "content": content,
+            }
         )
         try:
             self._sink.write(record)
         except Exception as error:  # a log must never fail the user's request
             _warn_once(self._sink, error)
+
+
+def configuration_record(configuration: PolicyConfiguration) -> ConfigurationRecord:
+    """The revision and plugins of a configuration, as records name them."""
+    return ConfigurationRecord(
+        revision=configuration.revision,
+        plugins=[
+            PluginRecord(
+                id=p.id,
+                name=p.name,
+                origin=p.origin.value,
+                priority=p.priority,
+                sha256=p.sha256,
+                last_known_good=p.last_known_good,
+            )
+            for p in configuration.plugins_in_force
+        ],
+    )
+
+
+def requirements_record(chat: Chat) -> ChatRequirementsRecord:
+    """A chat's requirements by the names of the policy's levels."""
+    return ChatRequirementsRecord(
+        provider_confidence=chat.required_provider_confidence.name,
+        data_security=chat.required_data_security.value,
+        outbound_restriction=chat.outbound_restriction.name,
+        outbound_mailbox_id=chat.outbound_mailbox_id,
+    )
+
+
+_MAX_ERROR_MESSAGE = 500
+_ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redacted_error_message(message: str, secrets: Sequence[str] = ()) -> str:
+    """An error message fit for a log: known secrets masked, every address shown without user
+    info, fragment or parameter values, at most 500 characters."""
+    from runtime.web.addresses import redact_url_for_log
+
+    for secret in secrets:
+        message = message.replace(secret, SECRET_MASK)
+    message = _ADDRESS.sub(lambda m: redact_url_for_log(m.group(0)), message)
+    message = without_user_info(" ".join(message.split()))
+    return message[:_MAX_ERROR_MESSAGE]
+
+
+def _demands(outcome: ToolCallOutcome | None) -> CallDemandsRecord:
+    if outcome is None:
+        return CallDemandsRecord()
+    restriction = outcome.required_outbound_data_restriction
+    return CallDemandsRecord(
+        provider_confidence=outcome.required_provider_confidence.name,
+        data_security=outcome.required_data_security.value,
+        outbound_restriction=restriction.name if restriction is not None else None,
+        outbound_data_source_id=outcome.outbound_data_source_id,
+    )
 
 
 _warned: set[int] = set()

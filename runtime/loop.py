@@ -129,9 +129,14 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFinished:
-    """A call ended (ran, failed, was refused or invalid); the trace says which and how long."""
+    """A call ended (ran, failed, was refused or invalid); the trace says which and how long.
+
+    `outcome` is the executor's outcome: what the result demands of the chat and the sources it
+    cites (None for a call that was never run).
+    """
 
     trace: ToolInvocationTrace
+    outcome: ToolCallOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +337,7 @@ class SequentialToolCallingLoop:
         state.result_characters += len(outcome.content)
         _apply_demands(context, outcome)
         state.sources = merge_sources(state.sources, outcome.sources)
-        yield ToolCallFinished(outcome.trace)
+        yield ToolCallFinished(outcome.trace, outcome)
         adapter.record_tool_result(
             call.call_id, outcome.content, is_error=outcome.trace.status is not TraceStatus.SUCCESS
         )

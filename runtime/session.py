@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from policy.definitions import ToolDefinition
     from policy.mcp import McpServerConfig
     from runtime.chat import Chat
-    from runtime.decision_log import DecisionRecorder, DecisionSink
+    from runtime.decision_log import DecisionRecorder, DecisionSink, QueuedSink
     from runtime.execution import ExecutableTool
     from runtime.executor import ToolExecutor
     from runtime.loop import LoopLimits, ToolCallingLoop
@@ -60,13 +60,16 @@ class ChatRuntime:
     `services` are shared objects tools may use (e.g. "guard" for a prompt-injection guard);
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
-    `respond` (e.g. a `JsonLinesSink`). Build a new one when the policy changes.
+    `respond` (e.g. a `JsonLinesSink`), written from a bounded queue that never holds a response
+    up (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
+    message and result text to each record. Build a new one when the policy changes.
     """
 
     __slots__ = (
         "_base",
         "_data_sources",
         "_decision_log",
+        "_include_content",
         "_limits",
         "_loop",
         "_mailbox_name",
@@ -87,12 +90,14 @@ class ChatRuntime:
         loop: ToolCallingLoop | None = None,
         limits: LoopLimits | None = None,
         decision_log: DecisionSink | None = None,
+        include_content: bool = False,
         mcp: McpSessions | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
     ) -> None:
         self.policy = policy
         self._base = policy
-        self._decision_log = decision_log
+        self._decision_log = _queued(decision_log)
+        self._include_content = include_content
         self._data_sources = tuple(data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
@@ -114,9 +119,20 @@ class ChatRuntime:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the MCP sessions this runtime opened (stdio servers are stopped)."""
+        """Close the MCP sessions this runtime opened (stdio servers are stopped) and write the
+        decision records still queued."""
         if self._mcp is not None:
             await self._mcp.aclose()
+        await self.flush_decision_log()
+
+    async def flush_decision_log(self, timeout: float = 10.0) -> bool:
+        """Wait (off the event loop) until every queued decision record is written; False when
+        `timeout` seconds were not enough. Records are written in the background anyway."""
+        if self._decision_log is None:
+            return True
+        import asyncio
+
+        return await asyncio.to_thread(self._decision_log.flush, timeout)
 
     async def refresh_mcp_tools(self) -> None:
         """The MCP tools as listed now: a lookup while the listings are fresh; when a listing
@@ -191,7 +207,7 @@ class ChatRuntime:
         tool result tightened the chat); a `ProviderError` when the provider fails;
         `InvalidToolCallingResponse` when its first round says nothing at all.
         """
-        from runtime.chat import ensure_provider_allowed
+        from runtime.chat import ChatRequirementError, ensure_provider_allowed
         from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
         from runtime.messages import Conversation, Role
         from runtime.providers import (
@@ -222,24 +238,34 @@ class ChatRuntime:
         registry = self.policy.registry
         confidence = registry.provider_confidence(provider)
         trusted = registry.is_trusted_provider(provider)
-        ensure_provider_allowed(chat, provider.kind, confidence, trusted)
-
         selection = None if selected_tool_ids is None else tuple(selected_tool_ids)
-        offered = await self._runnable_tools(chat, provider, component, selection, retrieval_mode)
-        runnable, left_out = _executable(offered)
-        first = ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
         recorder = None
         if self._decision_log is not None:
             from runtime.decision_log import DecisionRecorder
 
             recorder = DecisionRecorder(
                 self._decision_log,
-                chat_id=chat.id,
+                configuration=self.policy.configuration,
+                chat=chat,
                 component=component,
                 provider=provider,
                 confidence=confidence,
                 selected_tool_ids=selection,
+                include_content=self._include_content,
+                user_message=messages[-1].content,
+                secrets=(api_key,) if api_key else (),
             )
+        try:
+            ensure_provider_allowed(chat, provider.kind, confidence, trusted)
+        except ChatRequirementError as refused:
+            if recorder is not None:
+                recorder.refused(refused)
+            raise
+
+        offered = await self._runnable_tools(chat, provider, component, selection, retrieval_mode)
+        runnable, left_out = _executable(offered)
+        first = ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
+        if recorder is not None:
             recorder.offered(offered, first.tool_ids, left_out)
         yield first
 
@@ -282,6 +308,10 @@ class ChatRuntime:
                 if recorder is not None:
                     _record(recorder, event)
                 yield event
+        except ChatRequirementError as refused:
+            if recorder is not None:
+                recorder.refused(refused)
+            raise
         except Exception as error:
             if recorder is not None:
                 recorder.failed(error)
@@ -353,6 +383,15 @@ class ChatRuntime:
         )
 
 
+def _queued(sink: DecisionSink | None) -> QueuedSink | None:
+    """The sink behind a bounded queue, so writing a record never holds up a response."""
+    if sink is None:
+        return None
+    from runtime.decision_log import QueuedSink
+
+    return sink if isinstance(sink, QueuedSink) else QueuedSink(sink)
+
+
 def _executable(
     offered: RunnableTools,
 ) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
@@ -387,7 +426,7 @@ def _record(recorder: DecisionRecorder, event: LoopEvent) -> None:
     if isinstance(event, ToolCallStarted):
         recorder.call_started(event.call_id)
     elif isinstance(event, ToolCallFinished):
-        recorder.call_finished(event.trace)
+        recorder.call_finished(event.trace, event.outcome)
     elif isinstance(event, FinalAnswer):
         recorder.finished(event)
 

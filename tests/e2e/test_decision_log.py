@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import subprocess
 import sys
+import threading
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +20,16 @@ import pytest
 from policy import Policy
 from policy.configuration import ProviderConfig
 from policy.decision_record import DecisionRecord, decision_log_schema
+from policy.decision_summary import parse_since
+from policy.vocabulary import ConfidenceLevel
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
-from runtime.decision_log import CallbackSink, JsonLinesSink
+from runtime.chat import ChatRequirementError
+from runtime.decision_log import (
+    CallbackSink,
+    JsonLinesSink,
+    QueuedSink,
+    redacted_error_message,
+)
 from tests.e2e._kit import (
     API_KEY,
     OPENAI_ID,
@@ -41,8 +53,8 @@ async def _respond(
     sink: Any,
     selected: tuple[str, ...] = ("calculator", "current_time"),
 ) -> None:
-    async with client(provider) as provider_client:
-        async for _ in ChatRuntime(policy, decision_log=sink).respond(
+    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=sink) as rt:
+        async for _ in rt.respond(
             chat, provider, [QUESTION], selected_tool_ids=selected, client=provider_client
         ):
             pass
@@ -81,7 +93,11 @@ async def test_a_response_with_calls_is_one_record_that_validates_and_holds_no_s
     ]
     assert record["calls"][0]["arguments"] == {"expression": "(17 + 4) * 3"}
     assert record["calls"][0]["result_chars"] > 0 and record["calls"][0]["duration_ms"] >= 0
-    assert record["outcome"] == {"stop_reason": "final_answer", "error_class": ""}
+    assert record["outcome"] == {
+        "stop_reason": "final_answer",
+        "error_class": "",
+        "error_message": "",
+    }
     assert record["usage"]["input_tokens"] == 90
     text = log.read_text()
     assert API_KEY not in text and CANARY not in text
@@ -268,3 +284,210 @@ def test_policy_log_summary_counts_a_recorded_log_and_names_a_bad_line(tmp_path:
     bad = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 1 and f"{log}:2: not a decision record" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+async def test_a_record_names_the_configuration_revision_the_plugins_and_what_each_call_demanded(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(
+        Reply([chat_call(0, "call_1", "internal_notes", "{}")]),
+        Reply(chat_text("Noted.")),
+    )
+    log = tmp_path / "decisions.jsonl"
+    vllm = organization_provider(policy, VLLM_ID, server)
+    await _respond(policy, chat, vllm, JsonLinesSink(log), ("internal_notes",))
+
+    (record,) = _lines(log)
+    jsonschema.validate(record, decision_log_schema())
+    configuration = record["configuration"]
+    assert configuration["revision"] == policy.configuration.revision
+    assert len(configuration["revision"]) == 64
+    plugins = configuration["plugins"]
+    assert [p["id"] for p in plugins] == [p.plugin_id for p in policy.configuration.plugins]
+    digests = set()
+    for folder in (f.parent for f in ORGANIZATION.rglob("plugin.lua")):
+        digest = hashlib.sha256()
+        for lua in sorted(folder.glob("*.lua")):
+            digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
+        digests.add(digest.hexdigest())
+    assert plugins and {p["sha256"] for p in plugins} == digests, "a digest of its Lua files"
+    assert all(p["origin"] == "organization" and not p["last_known_good"] for p in plugins)
+    assert all(p["name"] and isinstance(p["priority"], int) for p in plugins)
+    (call,) = record["calls"]
+    assert call["demands"]["provider_confidence"] == "HIGH"
+    requirements = record["chat_requirements"]
+    assert requirements["before"]["provider_confidence"] == "NONE"
+    assert requirements["after"]["provider_confidence"] == "HIGH"
+    assert record["content"] is None
+    assert "Q3 plan" not in log.read_text() and "Noted." not in log.read_text()
+
+
+async def test_a_provider_the_chat_refuses_is_recorded_as_refused_with_its_message(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    chat.require_provider_confidence(ConfidenceLevel.HIGH)
+    kept: list[DecisionRecord] = []
+    openai = organization_provider(policy, OPENAI_ID, server)
+    with pytest.raises(ChatRequirementError):
+        await _respond(policy, chat, openai, CallbackSink(kept.append), ("internal_notes",))
+
+    (record,) = kept
+    assert record.outcome.stop_reason == "refused"
+    assert record.outcome.error_class == "ChatRequirementError"
+    assert "HIGH or higher" in record.outcome.error_message
+    assert record.offered == [] and record.calls == []
+    assert record.chat_requirements.before.provider_confidence == "HIGH"
+    assert not server.requests, "no request was sent"
+
+
+async def test_include_content_keeps_the_message_the_answer_and_each_result(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    server.queue(
+        Reply([chat_call(0, "call_1", "internal_notes", "{}")]),
+        Reply(chat_text("Noted.")),
+    )
+    kept: list[DecisionRecord] = []
+    vllm = organization_provider(policy, VLLM_ID, server)
+    async with (
+        client(vllm) as provider_client,
+        ChatRuntime(policy, decision_log=CallbackSink(kept.append), include_content=True) as rt,
+    ):
+        async for _ in rt.respond(
+            chat, vllm, [QUESTION], selected_tool_ids=["internal_notes"], client=provider_client
+        ):
+            pass
+
+    (record,) = kept
+    assert record.content is not None
+    assert CANARY in record.content.user_message
+    assert record.content.answer == "Noted."
+    assert "Q3 plan" in record.content.tool_results["call_1"]
+    assert API_KEY not in record.model_dump_json()
+
+
+def test_an_error_message_is_kept_with_secrets_user_info_and_parameter_values_masked() -> None:
+    message = (
+        f"boom {API_KEY} at https://admin:pa55@api.example.org/v1?key=s3cr3t&x=1 "
+        "and sftp://bob:hunter2@files.example.org/x"
+    )
+    kept = redacted_error_message(message, (API_KEY,))
+    for secret in (API_KEY, "pa55", "s3cr3t", "hunter2", "admin", "bob"):
+        assert secret not in kept, kept
+    assert "api.example.org/v1?key=*****" in kept and kept.startswith("boom *****")
+    assert len(redacted_error_message("x" * 5000)) == 500
+
+
+def _record(number: int) -> DecisionRecord:
+    return DecisionRecord.model_validate(
+        {
+            "decision_id": f"id-{number}",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "chat_id": "c",
+            "component": "CHAT",
+            "provider": {
+                "id": "p",
+                "kind": "OPEN_AI",
+                "host": "",
+                "model": "m",
+                "confidence": "LOW",
+            },
+            "selected_tool_ids": None,
+            "outcome": {"stop_reason": "final_answer"},
+        }
+    )
+
+
+def test_a_full_queue_drops_records_without_waiting_and_says_which(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    written: list[str] = []
+
+    def slow(record: DecisionRecord) -> None:
+        release.wait(30)
+        written.append(record.decision_id)
+
+    queued = QueuedSink(CallbackSink(slow), max_pending=3)
+    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
+        queued.write(_record(0))
+        deadline = time.monotonic() + 10
+        while queued._queue.qsize() and time.monotonic() < deadline:  # the writer took record 0
+            time.sleep(0.001)
+        for number in range(1, 8):
+            queued.write(_record(number))  # returns at once although the sink is stuck
+        assert queued.dropped == 4 and queued.dropped_ids == ("id-4", "id-5", "id-6", "id-7")
+        release.set()
+        assert queued.close(timeout=10)
+
+    assert written == ["id-0", "id-1", "id-2", "id-3"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "runtime.decision_log"]
+    assert any("queue is full" in m and "id-4" in m for m in messages), messages
+    assert any("dropped 4 record(s)" in m and "id-7" in m for m in messages), messages
+    with pytest.raises(ValueError, match="max_pending >= 1"):
+        QueuedSink(CallbackSink(slow), max_pending=0)
+
+
+def test_policy_log_summary_counts_per_revision_over_rotated_files_and_since_a_time(
+    tmp_path: Path,
+) -> None:
+    def line(revision: str, when: str, status: str, message: str = "") -> str:
+        record = _record(0).model_dump(mode="json")
+        record["configuration"] = {"revision": revision, "plugins": []}
+        record["timestamp"] = when
+        record["calls"] = [
+            {
+                "call_id": "1",
+                "tool_id": "read_web_page",
+                "status": status,
+                "arguments": {},
+                "duration_ms": 1.0,
+                "result_chars": 0,
+                "status_message": message,
+            }
+        ]
+        return json.dumps(record) + "\n"
+
+    old, new = "a" * 64, "b" * 64
+    log = tmp_path / "d.jsonl"
+    (tmp_path / "d.jsonl.1").write_text(
+        line(old, "2026-01-01T08:00:00Z", "BLOCKED", "address not given")
+        + line(old, "2026-01-01T09:00:00Z", "SUCCESS")
+    )
+    log.write_text(
+        line(new, "2026-01-02T08:00:00+01:00", "BLOCKED", "address not given")
+        + line(new, "2026-01-02T10:00:00Z", "BLOCKED", "mailbox read")
+    )
+    command = [sys.executable, "-m", "policy.cli", "log", "summary", str(log), f"{log}.1"]
+    every = subprocess.run(
+        [*command, "-f", "json"], capture_output=True, text=True, timeout=60, check=True
+    )
+    rows = {(r["what"], r["value"]): r["count"] for r in json.loads(every.stdout)}
+    assert rows["decisions", ""] == 4
+    assert rows["revision", "a" * 12] == 2 and rows["revision", "b" * 12] == 2
+    assert rows["top blocked", "read_web_page: address not given"] == 2
+    assert rows["top blocked", "read_web_page: mailbox read"] == 1
+
+    since = subprocess.run(
+        [*command, "--since", "2026-01-02T07:30:00Z", "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    rows = {(r["what"], r["value"]): r["count"] for r in json.loads(since.stdout)}
+    assert rows["decisions", ""] == 1, "08:00+01:00 is 07:00 UTC, before the start"
+    assert ("revision", "a" * 12) not in rows
+
+    bad = subprocess.run(
+        [*command, "--since", "yesterday"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert bad.returncode == 1 and "--since 'yesterday'" in bad.stderr and "24h" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_since_reads_a_duration_back_from_now() -> None:
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    assert parse_since("24h", now) == datetime(2026, 2, 28, 12, 0, tzinfo=UTC)
+    assert parse_since("30m", now) == datetime(2026, 3, 1, 11, 30, tzinfo=UTC)
+    assert parse_since("2026-02-01", now) == datetime(2026, 2, 1, tzinfo=UTC)

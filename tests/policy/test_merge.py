@@ -369,6 +369,38 @@ def test_a_broken_plugin_is_replaced_by_its_last_known_good_copy(tmp_path: Path)
     assert stateless.fails_closed
 
 
+def test_the_revision_follows_the_effective_plugins_and_names_a_standing_in_copy(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    org = shutil.copytree(EXAMPLES / "base", tmp_path / "org" / "base")
+    first = load_configuration(org=[org], state_dir=state)
+    (plugin,) = first.plugins_in_force
+    assert len(first.revision) == 64 and not plugin.last_known_good
+    assert (
+        plugin.sha256
+        == json.loads((state / plugin.id / "current.json").read_text(encoding="utf-8"))["copy"]
+    ), "one content digest for the kept copy and the record"
+    assert load_configuration(org=[org], state_dir=state).revision == first.revision
+
+    _break(org / "plugin.lua")
+    standing_in = load_configuration(org=[org], state_dir=state)
+    (copy,) = standing_in.plugins_in_force
+    assert copy.last_known_good and copy.sha256 == plugin.sha256
+    assert standing_in.revision != first.revision, "a copy standing in is another revision"
+    closed = load_configuration(org=[org])
+    assert closed.plugins_in_force == () and closed.revision not in {
+        first.revision,
+        standing_in.revision,
+    }
+
+    (org / "plugin.lua").write_text(
+        (EXAMPLES / "base" / "plugin.lua").read_text(encoding="utf-8") + "\n-- edited\n",
+        encoding="utf-8",
+    )
+    assert load_configuration(org=[org]).revision not in {first.revision, closed.revision}
+
+
 def test_a_changed_plugin_refreshes_its_copy(tmp_path: Path) -> None:
     state = tmp_path / "state"
     path = _plugin(tmp_path / "org", G1, _setting(ENABLE_TOOLS, "true"))
