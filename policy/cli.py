@@ -36,6 +36,7 @@ _LAZY_COMMANDS: dict[str, str] = {
     "status": "runtime.cli_fetch:status",
     "mcp": "runtime.cli_mcp:mcp",
     "serve": "runtime.cli_serve:serve",
+    "replay": "runtime.cli_replay:replay",
 }
 _LAZY_SUMMARIES: dict[str, str] = {
     "chat": "Chat with a configured provider under the organization's tool policy.",

@@ -8,7 +8,7 @@ records; the runtime's `DecisionRecorder` builds them.
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from datetime import datetime
 from typing import Literal
@@ -37,7 +37,7 @@ __all__ = [
 def uuid7() -> UUID:
     """A time-ordered UUID (RFC 9562 version 7): records sort by when they were decided."""
     millis = time.time_ns() // 1_000_000
-    value = (millis & ((1 << 48) - 1)) << 80 | secrets.randbits(80)
+    value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10))
     value = (value & ~(0xF << 76)) | (0x7 << 76)
     value = (value & ~(0x3 << 62)) | (0x2 << 62)
     return UUID(int=value)
@@ -118,6 +118,8 @@ class CallRecord(_Model):
     call_id: str
     tool_id: str
     status: Literal["SUCCESS", "ERROR", "BLOCKED", "NONE"]
+    round: int = 0
+    """The 1-based round whose model reply asked for the call (0: not known)."""
     arguments: dict[str, str]
     duration_ms: float
     result_chars: int

@@ -793,6 +793,33 @@ class ToolRegistry:
             self._candidates[component] = cached
         return cached
 
+    def _request_candidates(
+        self, selected_ids: Iterable[str], component: Component
+    ) -> list[_ToolFacts]:
+        """The tools one request asks the checks about: context tools and the expanded selection."""
+        wanted = set(self.expand_selection(selected_ids))
+        return [
+            f
+            for f in self._candidates_for(component)
+            if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
+        ]
+
+    def request_decisions(
+        self,
+        selected_ids: Iterable[str],
+        provider: ProviderConfig | None,
+        component: Component,
+        *,
+        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+    ) -> tuple[OfferDecision, ...]:
+        """The checks' verdict on every candidate of one request, before any tool is asked what
+        it offers: what `runnable_tools` decides first, and what `policy replay` re-decides."""
+        provider_facts = self._provider_facts(provider)
+        return tuple(
+            self._decision(f.definition.id, provider_facts, component, outbound_restriction)
+            for f in self._request_candidates(selected_ids, component)
+        )
+
     async def runnable_tools(
         self,
         selected_ids: Iterable[str],
@@ -808,22 +835,15 @@ class ToolRegistry:
         """The tools one request offers: checks first, then each passing tool is asked what it
         offers; a failing resolution costs only that tool."""
         provider_facts = self._provider_facts(provider)
-        if (
-            not self._global_check.passed
-            or not may_run_tools
-            or not provider_facts.availability.is_available
-        ):
+        if not may_run_tools:
             return RunnableTools((), "", ())
-        wanted = set(self.expand_selection(selected_ids))
-        candidates = [
-            f
-            for f in self._candidates_for(component)
-            if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
-        ]
+        candidates = self._request_candidates(selected_ids, component)
         decisions = tuple(
             self._decision(f.definition.id, provider_facts, component, outbound_restriction)
             for f in candidates
         )
+        if not self._global_check.passed or not provider_facts.availability.is_available:
+            return RunnableTools((), "", decisions)
         shared_extras = {**self._base_extras, **(extras or {})}
         offered: list[RunnableTool] = []
         left_out: list[tuple[str, str]] = []

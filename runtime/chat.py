@@ -341,17 +341,38 @@ def ensure_provider_allowed(
     `DataSourceSecuritySettings.TrustedProviderIds`; it stands in for self-hosting where data
     security is concerned, never for confidence.
     """
-    required = chat.required_provider_confidence
-    if provider_confidence < required:
-        raise ChatRequirementError(
-            f"This chat requires a provider with confidence {required.name} or higher, because "
-            f"of data a tool brought into it; the selected provider has {provider_confidence.name}. "
-            "Choose a provider at that level or start a new chat."
+    refusal = provider_refusal(
+        chat.required_provider_confidence,
+        chat.required_data_security,
+        provider_kind,
+        provider_confidence,
+        trusted,
+    )
+    if refusal is not None:
+        raise ChatRequirementError(refusal)
+
+
+def provider_refusal(
+    required_confidence: ConfidenceLevel,
+    required_security: DataSecurity,
+    provider_kind: ProviderKind,
+    provider_confidence: ConfidenceLevel,
+    trusted: bool = False,
+) -> str | None:
+    """Why a chat with these requirements refuses the provider, or None when it may answer.
+
+    The one rule `ensure_provider_allowed` enforces and `policy replay` re-decides."""
+    if provider_confidence < required_confidence:
+        return (
+            f"This chat requires a provider with confidence {required_confidence.name} or higher, "
+            "because of data a tool brought into it; the selected provider has "
+            f"{provider_confidence.name}. Choose a provider at that level or start a new chat."
         )
-    if not may_receive_data(chat.required_data_security, provider_kind, trusted):
-        raise ChatRequirementError(
+    if not may_receive_data(required_security, provider_kind, trusted):
+        return (
             "This chat contains data that may only be sent to self-hosted providers; the "
             f"selected provider is {provider_kind.name}. Choose a self-hosted provider (or one the "
             "organization trusts in DataSourceSecuritySettings.TrustedProviderIds) or start a "
             "new chat."
         )
+    return None

@@ -14,15 +14,15 @@ import atexit
 import json
 import logging
 import os
-import queue
 import re
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from policy.decision import SECRET_MASK
 from policy.decision_record import (
@@ -73,7 +73,11 @@ class CallbackSink:
 
 
 class JsonLinesSink:
-    """Appends one JSON line per record; past `max_bytes` the file rolls to FILE.1 … FILE.N."""
+    """Appends one JSON line per record; past `max_bytes` the file rolls to FILE.1 … FILE.N.
+
+    The file stays open between records (each line is flushed at once); `close` closes it, and
+    it is opened again on the next record.
+    """
 
     def __init__(
         self, path: str | os.PathLike[str], *, max_bytes: int = 10_000_000, backups: int = 5
@@ -87,40 +91,58 @@ class JsonLinesSink:
         self._max_bytes = max_bytes
         self._backups = backups
         self._lock = threading.Lock()
+        self._handle: BinaryIO | None = None
+        self._size = 0
 
     def write(self, record: DecisionRecord) -> None:
         line = (record.model_dump_json() + "\n").encode()
         with self._lock:
-            size = self.path.stat().st_size if self.path.exists() else 0
-            if size and size + len(line) > self._max_bytes:
+            if self._handle is None:
+                self._handle = self.path.open("ab")
+                self._size = self._handle.tell()
+            if self._size and self._size + len(line) > self._max_bytes:
+                self._handle.close()
+                self._handle = None
                 self._rotate()
-            with self.path.open("ab") as handle:
-                handle.write(line)
+                self._handle = self.path.open("ab")
+                self._size = 0
+            self._handle.write(line)
+            self._handle.flush()
+            self._size += len(line)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
 
     def _rotate(self) -> None:
         if self._backups == 0:
-            self.path.unlink()
+            self.path.unlink(missing_ok=True)
             return
         for index in range(self._backups - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{index}")
             if older.exists():
                 older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
-        self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+        if self.path.exists():
+            self.path.replace(self.path.with_name(f"{self.path.name}.1"))
 
 
-_STOP = object()
 _IDLE_SECONDS = 2.0
+_BATCH_SECONDS = 0.05
 _KEPT_DROPPED_IDS = 100
 
 
 class QueuedSink:
     """Writes records to `sink` from a background thread through a bounded queue.
 
-    `write` never waits: when `max_pending` records are already waiting, the record is dropped,
-    counted (`dropped`, `dropped_ids`) and warned about once; `flush` and `close` say how many
-    were dropped. A sink that raises is warned about once and writing goes on. The writer thread
-    ends when idle and starts again with the next record, so a runtime rebuilt on every reload
-    leaves no thread behind; records still waiting at interpreter exit are written then.
+    `write` never waits: it appends to the queue, and when `max_pending` records are already
+    waiting the record is dropped, counted (`dropped`, `dropped_ids`) and warned about once;
+    `flush` and `close` say how many were dropped. The writer wakes every 50 ms (at once when
+    the queue is half full) and writes what has gathered, so a response does not pay a thread
+    switch per record. A sink that raises is warned about once and writing goes on. The writer
+    thread ends when idle and starts again with the next record, so a runtime rebuilt on every
+    reload leaves no thread behind; records still waiting at interpreter exit are written then.
     `ChatRuntime` wraps the sink it is given in one of these.
     """
 
@@ -129,9 +151,12 @@ class QueuedSink:
             raise ValueError(f"QueuedSink needs max_pending >= 1, got {max_pending}.")
         self.sink = sink
         self.max_pending = max_pending
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_pending)
+        self._queue: deque[DecisionRecord] = deque()
         self._lock = threading.Lock()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._accepted = 0
+        self._written = 0
         self._dropped = 0
         self._dropped_ids: list[str] = []
         self._reported_drops = 0
@@ -148,31 +173,39 @@ class QueuedSink:
         return tuple(self._dropped_ids)
 
     def write(self, record: DecisionRecord) -> None:
-        try:
-            self._queue.put_nowait(record)
-        except queue.Full:
-            with self._lock:
+        with self._lock:
+            if len(self._queue) >= self.max_pending:
                 self._dropped += 1
                 if len(self._dropped_ids) < _KEPT_DROPPED_IDS:
                     self._dropped_ids.append(record.decision_id)
                 first = self._dropped == 1
-            if first:
-                _log.warning(
-                    "The decision log queue is full (%d records waiting for %s): record %s was "
-                    "dropped; the request went on. Further drops are counted and reported on "
-                    "flush/close.",
-                    self.max_pending,
-                    type(self.sink).__name__,
-                    record.decision_id,
-                )
-            return
-        self._ensure_writer()
+            else:
+                first = False
+                self._queue.append(record)
+                self._accepted += 1
+                if len(self._queue) * 2 >= self.max_pending:
+                    self._wake.set()
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._drain, name="toolpolicy-decision-log", daemon=True
+                    )
+                    self._thread.start()
+                return
+        if first:
+            _log.warning(
+                "The decision log queue is full (%d records waiting for %s): record %s was "
+                "dropped; the request went on. Further drops are counted and reported on "
+                "flush/close.",
+                self.max_pending,
+                type(self.sink).__name__,
+                record.decision_id,
+            )
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued record is written (True), or `timeout` seconds passed."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            self._ensure_writer()
+        while self._written < self._accepted:
+            self._wake.set()
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.002)
@@ -201,32 +234,26 @@ class QueuedSink:
                 ", ".join(self._dropped_ids[:10]),
             )
 
-    def _ensure_writer(self) -> None:
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(
-                target=self._drain, name="toolpolicy-decision-log", daemon=True
-            )
-            self._thread.start()
-
     def _drain(self) -> None:
+        idle_since = time.monotonic()
         while True:
-            try:
-                item = self._queue.get(timeout=_IDLE_SECONDS)
-            except queue.Empty:
-                with self._lock:
-                    if self._queue.empty():
-                        self._thread = None
-                        return
-                continue
-            try:
-                if item is not _STOP:
-                    self.sink.write(item)  # type: ignore[arg-type]
-            except Exception as error:  # a log must never fail the user's request
-                _warn_once(self.sink, error)
-            finally:
-                self._queue.task_done()
+            self._wake.wait(_BATCH_SECONDS)
+            self._wake.clear()
+            with self._lock:
+                batch = list(self._queue)
+                self._queue.clear()
+                if not batch and time.monotonic() - idle_since > _IDLE_SECONDS:
+                    self._thread = None
+                    return
+            if batch:
+                idle_since = time.monotonic()
+            for record in batch:
+                try:
+                    self.sink.write(record)
+                except Exception as error:  # a log must never fail the user's request
+                    _warn_once(self.sink, error)
+                finally:
+                    self._written += 1
 
 
 _open_queues: weakref.WeakSet[QueuedSink] = weakref.WeakSet()
@@ -284,16 +311,19 @@ class DecisionRecorder:
         include_content: bool = False,
         user_message: str = "",
         secrets: Sequence[str] = (),
+        decision_id: str = "",
     ) -> None:
         self._sink = sink
         self._chat = chat
         self._started: dict[str, float] = {}
+        self._rounds: dict[str, int] = {}
+        self._round = 0
         self._before = requirements_record(chat)
         self._secrets = tuple(s for s in secrets if s and len(s) >= 4)
         self._fields: dict[str, object] = {
-            "decision_id": str(uuid7()),
+            "decision_id": decision_id or str(uuid7()),
             "timestamp": datetime.now(UTC),
-            "configuration": configuration_record(configuration),
+            "configuration": _configuration_record(configuration),
             "chat_id": chat.id,
             "component": component.value,
             "provider": ProviderRecord(
@@ -328,8 +358,10 @@ class DecisionRecorder:
         ]
         self._fields["left_out"] = records
 
-    def call_started(self, call_id: str) -> None:
+    def call_started(self, call_id: str, round_number: int = 0) -> None:
         self._started[call_id] = time.perf_counter()
+        self._round = max(self._round, round_number)
+        self._rounds[call_id] = round_number
 
     def call_finished(self, trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> None:
         started = self._started.pop(trace.call_id, None)
@@ -339,6 +371,7 @@ class DecisionRecorder:
                 call_id=trace.call_id,
                 tool_id=trace.tool_id,
                 status=trace.status.value,
+                round=self._rounds.pop(trace.call_id, self._round),
                 arguments=dict(trace.arguments),
                 duration_ms=round(elapsed, 3),
                 result_chars=_result_chars(trace),
@@ -361,6 +394,7 @@ class DecisionRecorder:
     def refused(self, error: BaseException) -> None:
         """The chat's requirements ruled the provider out; no request was sent."""
         self._fields.setdefault("offered", [])
+        self._fields.setdefault("left_out", [])
         self._emit(
             OutcomeRecord(
                 stop_reason="refused",
@@ -403,6 +437,19 @@ class DecisionRecorder:
             self._sink.write(record)
         except Exception as error:  # a log must never fail the user's request
             _warn_once(self._sink, error)
+
+
+_last_configuration: tuple[PolicyConfiguration, ConfigurationRecord] | None = None
+
+
+def _configuration_record(configuration: PolicyConfiguration) -> ConfigurationRecord:
+    """`configuration_record`, kept for the configuration in force (records share it)."""
+    global _last_configuration
+    held = _last_configuration
+    if held is None or held[0] is not configuration:
+        held = (configuration, configuration_record(configuration))
+        _last_configuration = held
+    return held[1]
 
 
 def configuration_record(configuration: PolicyConfiguration) -> ConfigurationRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.base import ToolCallingAdapter
@@ -38,6 +38,8 @@ from runtime.messages import (
     Usage,
 )
 from runtime.sources import merge_sources
+from runtime.tracing import current as tracing_current
+from runtime.tracing import end_span
 
 _log = logging.getLogger(__name__)
 
@@ -125,6 +127,8 @@ class ToolCallStarted:
     tool_name: str
     display_name: str
     arguments: dict[str, str]
+    round: int = 0
+    """The 1-based round whose model reply asked for this call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +192,9 @@ class LoopContext:
     """Request keys given word for word so far (system prompt, user messages); grows with results."""
     provider_trusted: bool = False
     """Listed in DataSourceSecuritySettings.TrustedProviderIds (counts for data security only)."""
+    trace: Any = None
+    """(tracer, context of the response's span) when the response is traced, else None
+    (`runtime.tracing`); rounds and tool calls become child spans of that span."""
 
 
 def web_addresses_given_in(*texts: str) -> set[str]:
@@ -213,6 +220,7 @@ class _State:
     """What one streaming call has gathered so far."""
 
     calls: int = 0
+    rounds: int = 0
     result_characters: int = 0
     sources: list[Source] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
@@ -272,8 +280,18 @@ class SequentialToolCallingLoop:
             )
             instruction = self.limits.final_answer_instruction(state.calls, state.result_characters)
             outcome = _RoundOutcome()
-            async for delta in _stream_round(adapter, instruction, first_round, state, outcome):
-                yield delta
+            state.rounds += 1
+            span = _round_span(context, state.rounds) if context.trace is not None else None
+            failure: BaseException | None = None
+            try:
+                async for delta in _stream_round(adapter, instruction, first_round, state, outcome):
+                    yield delta
+            except BaseException as error:
+                failure = error
+                raise
+            finally:
+                if span is not None:
+                    _end_round_span(span, outcome, failure)
             first_round = False
             completed = outcome.completed
             if completed is not None:
@@ -323,17 +341,27 @@ class SequentialToolCallingLoop:
             tool_name=call.tool_name,
             display_name=found[1].display_name if found else call.tool_name,
             arguments=context.executor.traced_arguments(call, context.runnable_tools),
+            round=state.rounds,
         )
-        outcome = await context.executor.execute(
-            call,
-            context.runnable_tools,
-            order=state.calls,
-            provider_kind=context.provider_kind,
-            provider_confidence=context.provider_confidence,
-            chat=context.chat,
-            given_web_addresses=frozenset(context.given_web_addresses),
-            provider_trusted=context.provider_trusted,
-        )
+        traced = _tool_span(context, call, state.rounds) if context.trace is not None else None
+        try:
+            with tracing_current(traced[1] if traced is not None else None):
+                outcome = await context.executor.execute(
+                    call,
+                    context.runnable_tools,
+                    order=state.calls,
+                    provider_kind=context.provider_kind,
+                    provider_confidence=context.provider_confidence,
+                    chat=context.chat,
+                    given_web_addresses=frozenset(context.given_web_addresses),
+                    provider_trusted=context.provider_trusted,
+                )
+        except BaseException as error:
+            if traced is not None:
+                end_span(traced[0], error)
+            raise
+        if traced is not None:
+            _end_tool_span(traced[0], outcome.trace)
         state.result_characters += len(outcome.content)
         _apply_demands(context, outcome)
         state.sources = merge_sources(state.sources, outcome.sources)
@@ -427,6 +455,66 @@ def _ending(
         context.model,
     )
     raise InvalidToolCallingResponse(context.provider_name)
+
+
+def _round_span(context: LoopContext, number: int) -> Any:
+    """A `chat {model}` span for one round (the model request), under the response's span."""
+    from runtime.tracing import provider_name, start_span
+
+    active, parent = context.trace
+    span, _ = start_span(
+        active,
+        f"chat {context.model}",
+        parent,
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider_name(context.provider_kind),
+            "gen_ai.request.model": context.model,
+            "toolpolicy.round": number,
+        },
+        client=True,
+    )
+    return span
+
+
+def _end_round_span(span: Any, outcome: _RoundOutcome, failure: BaseException | None) -> None:
+    completed = outcome.completed
+    if completed is not None:
+        if completed.usage.input_tokens is not None:
+            span.set_attribute("gen_ai.usage.input_tokens", completed.usage.input_tokens)
+        if completed.usage.output_tokens is not None:
+            span.set_attribute("gen_ai.usage.output_tokens", completed.usage.output_tokens)
+        span.set_attribute("toolpolicy.round.tool_calls", len(completed.calls))
+    if isinstance(failure, GeneratorExit):
+        failure = None
+    end_span(span, failure, "" if completed is not None or failure else "interrupted")
+
+
+def _tool_span(context: LoopContext, call: RequestedCall, number: int) -> tuple[Any, Any] | None:
+    """An `execute_tool {tool}` span; its context is current while the tool runs, so what the
+    tool calls (an MCP server, an instrumented HTTP client) carries the trace on."""
+    from runtime.tracing import start_span
+
+    active, parent = context.trace
+    return start_span(
+        active,
+        f"execute_tool {call.tool_name}",
+        parent,
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.tool_name,
+            "gen_ai.tool.call.id": call.call_id,
+            "gen_ai.tool.type": "function",
+            "toolpolicy.round": number,
+        },
+    )
+
+
+def _end_tool_span(span: Any, trace: ToolInvocationTrace) -> None:
+    span.set_attribute("toolpolicy.tool.id", trace.tool_id)
+    span.set_attribute("toolpolicy.tool.status", trace.status.value)
+    failed = trace.status not in (TraceStatus.SUCCESS, TraceStatus.NONE)
+    end_span(span, None, trace.status.value if failed else "")
 
 
 def _apply_demands(context: LoopContext, outcome: ToolCallOutcome) -> None:

@@ -14,9 +14,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policy.vocabulary import Component, DataSourceRetrievalMode
-from runtime.loop import LoopEvent
+from runtime.loop import (
+    FinalAnswer,
+    LoopEvent,
+    TextDeltaEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from runtime.tracing import end_span
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
     from policy import Policy
     from policy.configuration import ProviderConfig
     from policy.decision import RunnableTools
@@ -62,7 +72,9 @@ class ChatRuntime:
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (e.g. a `JsonLinesSink`), written from a bounded queue that never holds a response
     up (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
-    message and result text to each record. Build a new one when the policy changes.
+    message and result text to each record. Spans go to `tracer_provider` (default: the global
+    OpenTelemetry provider; nothing is built while none is configured). Build a new one when the
+    policy changes.
     """
 
     __slots__ = (
@@ -77,6 +89,7 @@ class ChatRuntime:
         "_mcp_version",
         "_services",
         "_settings",
+        "_tracer_provider",
         "policy",
     )
 
@@ -93,11 +106,13 @@ class ChatRuntime:
         include_content: bool = False,
         mcp: McpSessions | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.policy = policy
         self._base = policy
         self._decision_log = _queued(decision_log)
         self._include_content = include_content
+        self._tracer_provider = tracer_provider
         self._data_sources = tuple(data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
@@ -207,8 +222,13 @@ class ChatRuntime:
         tool result tightened the chat); a `ProviderError` when the provider fails;
         `InvalidToolCallingResponse` when its first round says nothing at all.
         """
+        from policy.decision_record import uuid7
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
-        from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
+        from runtime.loop import (
+            LoopContext,
+            SequentialToolCallingLoop,
+            web_addresses_given_in,
+        )
         from runtime.messages import Conversation, Role
         from runtime.providers import (
             additional_api_parameters,
@@ -239,6 +259,17 @@ class ChatRuntime:
         confidence = registry.provider_confidence(provider)
         trusted = registry.is_trusted_provider(provider)
         selection = None if selected_tool_ids is None else tuple(selected_tool_ids)
+        from runtime.tracing import tracer
+
+        active_tracer = tracer(self._tracer_provider)
+        decision_id = (
+            str(uuid7()) if self._decision_log is not None or active_tracer is not None else ""
+        )
+        span = trace_context = None
+        if active_tracer is not None:
+            span, trace_context = _respond_span(
+                active_tracer, self.policy, chat, provider, component, decision_id
+            )
         recorder = None
         if self._decision_log is not None:
             from runtime.decision_log import DecisionRecorder
@@ -254,12 +285,15 @@ class ChatRuntime:
                 include_content=self._include_content,
                 user_message=messages[-1].content,
                 secrets=(api_key,) if api_key else (),
+                decision_id=decision_id,
             )
         try:
             ensure_provider_allowed(chat, provider.kind, confidence, trusted)
         except ChatRequirementError as refused:
             if recorder is not None:
                 recorder.refused(refused)
+            if span is not None:
+                end_span(span, refused)
             raise
 
         offered = await self._runnable_tools(chat, provider, component, selection, retrieval_mode)
@@ -267,7 +301,17 @@ class ChatRuntime:
         first = ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
         if recorder is not None:
             recorder.offered(offered, first.tool_ids, left_out)
-        yield first
+        if span is not None:
+            span.set_attribute("toolpolicy.tools.offered", list(first.tool_ids))
+            span.set_attribute("toolpolicy.tools.left_out", _left_out_reasons(offered, left_out))
+        failure: BaseException | None = None
+        try:
+            yield first
+        except BaseException as error:
+            failure = error
+            if span is not None:
+                end_span(span, None if isinstance(error, GeneratorExit) else error)
+            raise
 
         instructions = (
             offered.instructions
@@ -290,6 +334,7 @@ class ChatRuntime:
                 prompt, *(m.content for m in messages if m.role is Role.USER)
             ),
             provider_trusted=trusted,
+            trace=(active_tracer, trace_context) if active_tracer is not None else None,
         )
         owned = client is None
         active = (
@@ -307,16 +352,22 @@ class ChatRuntime:
             async for event in loop.run(adapter, context):
                 if recorder is not None:
                     _record(recorder, event)
+                if span is not None and isinstance(event, FinalAnswer):
+                    _usage_attributes(span, event)
                 yield event
         except ChatRequirementError as refused:
+            failure = refused
             if recorder is not None:
                 recorder.refused(refused)
             raise
         except Exception as error:
+            failure = error
             if recorder is not None:
                 recorder.failed(error)
             raise
         finally:
+            if span is not None:
+                end_span(span, failure)
             if owned:
                 await active.aclose()
 
@@ -421,14 +472,58 @@ def _executable(
 
 
 def _record(recorder: DecisionRecorder, event: LoopEvent) -> None:
-    from runtime.loop import FinalAnswer, ToolCallFinished, ToolCallStarted
-
+    if type(event) is TextDeltaEvent:
+        return
     if isinstance(event, ToolCallStarted):
-        recorder.call_started(event.call_id)
+        recorder.call_started(event.call_id, event.round)
     elif isinstance(event, ToolCallFinished):
         recorder.call_finished(event.trace, event.outcome)
     elif isinstance(event, FinalAnswer):
         recorder.finished(event)
+
+
+def _respond_span(
+    active: Tracer,
+    policy: Policy,
+    chat: Chat,
+    provider: ProviderConfig,
+    component: Component,
+    decision_id: str,
+) -> tuple[Span, Context]:
+    """The response's span: who answers, under which configuration, with which decision id."""
+    from runtime.tracing import provider_name, start_span
+
+    return start_span(
+        active,
+        "invoke_agent toolpolicy",
+        None,
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "toolpolicy",
+            "gen_ai.provider.name": provider_name(provider.kind),
+            "gen_ai.request.model": provider.model,
+            "gen_ai.conversation.id": chat.id,
+            "toolpolicy.decision_id": decision_id,
+            "toolpolicy.configuration.revision": policy.configuration.revision,
+            "toolpolicy.component": component.value,
+            "toolpolicy.provider.id": provider.id,
+        },
+    )
+
+
+def _left_out_reasons(offered: RunnableTools, left_out: Sequence[tuple[str, str]]) -> list[str]:
+    """`tool_id: REASON` per tool left out: the failed check, or NOT_OFFERED (never a value)."""
+    reasons = [f"{d.tool_id}: {d.reason.value}" for d in offered.decisions if not d.offered]
+    return reasons + [f"{tool_id}: NOT_OFFERED" for tool_id, _ in left_out]
+
+
+def _usage_attributes(span: Span, final: FinalAnswer) -> None:
+    if final.usage.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", final.usage.input_tokens)
+    if final.usage.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", final.usage.output_tokens)
+    if final.interrupted:
+        span.set_attribute("toolpolicy.interrupted", True)
 
 
 def _effective_system_prompt(system_prompt: str, tool_instructions: str) -> str:

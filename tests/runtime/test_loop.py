@@ -271,7 +271,7 @@ async def test_calls_are_announced_with_masked_arguments_then_traced() -> None:
     )
     events = await _run(adapter, _context(tool))
     started = next(e for e in events if isinstance(e, ToolCallStarted))
-    assert started == ToolCallStarted("c1", "mail", "Mail", {"to": "*****", "n": "1"})
+    assert started == ToolCallStarted("c1", "mail", "Mail", {"to": "*****", "n": "1"}, round=1)
     assert events.index(started) < events.index(
         next(e for e in events if isinstance(e, ToolCallFinished))
     )

@@ -1,0 +1,92 @@
+"""`policy replay`: a decision log re-decided under a candidate configuration (runtime.replay).
+
+Attached to the `policy` command lazily (policy/cli.py), so `policy --help` never imports this.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from policy.cli import configuration_options
+
+
+@click.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@configuration_options
+@click.option(
+    "--tools-file",
+    "tools_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A Python file whose create_tools() returns the app's own tools (as the app that "
+    "wrote the log registered them). Repeatable.",
+)
+@click.option(
+    "--since",
+    help="Only records from then on: a duration back from now (30m, 24h, 7d) or an ISO 8601 "
+    "date or time.",
+)
+@click.option(
+    "--format",
+    "-f",
+    "output_format",
+    type=click.Choice(["table", "json", "yaml"], case_sensitive=False),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything would flip (for CI).")
+def replay(
+    logs: tuple[Path, ...],
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    tools_files: tuple[Path, ...],
+    since: str | None,
+    output_format: str,
+    fail_on_change: bool,
+) -> None:
+    """Re-decide every request of decision LOG(s) under the configuration given by --org /
+    --local and print what would flip: tools newly offered or left out (both reasons), calls
+    that would now be blocked, requests whose provider the chat would now refuse (or allow).
+
+    `policy diff` on real traffic. Exit codes: 0 (also with changes, unless --fail-on-change),
+    1 changes with --fail-on-change, a log line that is not a record, or a candidate that does
+    not load; 2 usage.
+    """
+    from policy.decision_summary import DecisionLogError, parse_since, read_decision_logs
+    from policy.explain import render_document, render_table
+    from runtime.cli_chat import load_cli_policy
+    from runtime.replay import replay as replay_records
+    from runtime.replay import replay_table
+
+    if not org and not local:
+        raise click.UsageError("name the candidate configuration with --org and/or --local")
+    try:
+        start = parse_since(since) if since is not None else None
+        records = read_decision_logs(logs, start)
+    except DecisionLogError as error:
+        raise click.ClickException(str(error)) from None
+    candidate = load_cli_policy(org, local, user_settings, state_dir, tools_files)
+    for finding in candidate.errors:
+        where = f"{finding.location}: " if finding.location is not None else ""
+        click.echo(f"{where}error: {finding.message}", err=True)
+    report = replay_records(records, candidate)
+    if output_format.lower() == "table":
+        header, rows = replay_table(report)
+        summary = (
+            f"{report.decisions} decision(s) replayed: {len(report.changed)} tool flip(s), "
+            f"{len(report.calls_now_blocked)} call(s) now blocked, "
+            f"{len(report.providers_now_refused)} provider(s) now refused, "
+            f"{len(report.providers_now_allowed)} now allowed"
+        )
+        click.echo(render_table(header, rows) if rows else "nothing would change")
+        click.echo(summary, err=True)
+    else:
+        click.echo(render_document(report.document(), output_format.lower()))
+    if fail_on_change and report.has_changes:
+        sys.exit(1)

@@ -1,0 +1,416 @@
+"""`policy replay`: logged traffic re-decided under a candidate configuration.
+
+Each decision record says what a request asked for (chat, component, provider, selection, the
+chat's requirements when it started) and what the configuration in force then decided. Replay asks
+the candidate policy the same questions, with the same registry checks `respond` asks, and
+reports what would flip: tools newly offered or left out (both reasons), calls that would now be
+blocked, and requests whose provider the chat would now refuse. Tool resolution (what a passing
+tool offers in one request) is not replayed: it depends on the request's data, not on the policy,
+so a tool that passed the checks and offered nothing counts as passing on both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    DataSecurity,
+    OutboundDataRestriction,
+    ProviderKind,
+    tighten_data_security,
+)
+from runtime.chat import provider_refusal
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import ProviderConfig
+    from policy.decision import OfferDecision
+    from policy.decision_record import CallRecord, DecisionRecord
+
+__all__ = ["BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
+
+OFFERED = "offered"
+NOT_SELECTED = "not selected"
+_PASSED_CHECKS = "NOT_OFFERED"
+"""A left-out reason of the record: passed every check, then offered nothing in that request."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFlip:
+    """A tool whose offer decision differs: `before` / `after` are "offered", "not selected" or
+    the reason that kept it out, each with the failed check's detail."""
+
+    decision_id: str
+    tool_id: str
+    before: str
+    after: str
+    before_detail: str = ""
+    after_detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockedCall:
+    """A logged call that would not run under the candidate, and why."""
+
+    decision_id: str
+    call_id: str
+    tool_id: str
+    status_before: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderChange:
+    """A request whose provider the chat would now refuse (or now allow); `detail` is the
+    refusal the user would read."""
+
+    decision_id: str
+    chat_id: str
+    provider_id: str
+    before: str
+    after: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """Everything that would flip over a log, in log order."""
+
+    decisions: int
+    changed: tuple[ToolFlip, ...]
+    calls_now_blocked: tuple[BlockedCall, ...]
+    providers_now_refused: tuple[ProviderChange, ...]
+    providers_now_allowed: tuple[ProviderChange, ...]
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(
+            self.changed
+            or self.calls_now_blocked
+            or self.providers_now_refused
+            or self.providers_now_allowed
+        )
+
+    def document(self) -> dict[str, object]:
+        """The `--format json` contract."""
+        return {
+            "decisions": self.decisions,
+            "changed": [asdict(c) for c in self.changed],
+            "calls_now_blocked": [asdict(c) for c in self.calls_now_blocked],
+            "providers_now_refused": [asdict(c) for c in self.providers_now_refused],
+            "providers_now_allowed": [asdict(c) for c in self.providers_now_allowed],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Requirements:
+    confidence: ConfidenceLevel
+    security: DataSecurity
+    restriction: OutboundDataRestriction
+
+
+def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport:
+    """Re-decide every record under `candidate` and collect what would flip."""
+    providers: dict[tuple[str, str, str, str], tuple[ProviderConfig, ConfidenceLevel, bool]] = {}
+    verdicts: dict[tuple[object, ...], _Verdict] = {}
+    changed: list[ToolFlip] = []
+    blocked: list[BlockedCall] = []
+    refused: list[ProviderChange] = []
+    allowed: list[ProviderChange] = []
+    count = 0
+    for record in records:
+        count += 1
+        provider, confidence, trusted = _provider(record, candidate, providers)
+        registry = candidate.registry
+        start = _requirements_before(record)
+        refusal = provider_refusal(
+            start.confidence, start.security, provider.kind, confidence, trusted
+        )
+        was_refused = record.outcome.stop_reason == "refused"
+        if refusal is not None:
+            if not was_refused:
+                refused.append(
+                    ProviderChange(
+                        record.decision_id,
+                        record.chat_id,
+                        record.provider.id,
+                        "allowed",
+                        "refused before the request",
+                        refusal,
+                    )
+                )
+            continue
+        if was_refused:
+            allowed.append(
+                ProviderChange(
+                    record.decision_id,
+                    record.chat_id,
+                    record.provider.id,
+                    "refused",
+                    "allowed",
+                    record.outcome.error_message,
+                )
+            )
+            continue
+        component = _component(record.component)
+        selection = (
+            tuple(record.selected_tool_ids)
+            if record.selected_tool_ids is not None
+            else registry.default_tool_ids(component)
+        )
+        key = (selection, id(provider), component, start.restriction)
+        after = verdicts.get(key)
+        if after is None:
+            after = _verdict(
+                registry.request_decisions(
+                    selection, provider, component, outbound_restriction=start.restriction
+                )
+            )
+            verdicts[key] = after
+        changed.extend(_flips(record, after))
+        blocked.extend(
+            _blocked_calls(record, candidate, provider, component, start, confidence, trusted)
+        )
+    return ReplayReport(count, tuple(changed), tuple(blocked), tuple(refused), tuple(allowed))
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The candidate's answer for one kind of request, worked out once per replay."""
+
+    offered: frozenset[str]
+    left_out: dict[str, str]
+    """Tool id → the reason that keeps it out."""
+    details: dict[str, str]
+
+
+def _verdict(decisions: Iterable[OfferDecision]) -> _Verdict:
+    offered: set[str] = set()
+    left_out: dict[str, str] = {}
+    details: dict[str, str] = {}
+    for decision in decisions:
+        if decision.offered:
+            offered.add(decision.tool_id)
+        else:
+            left_out[decision.tool_id] = decision.reason.value
+            details[decision.tool_id] = decision.message
+    return _Verdict(frozenset(offered), left_out, details)
+
+
+def _flips(record: DecisionRecord, after: _Verdict) -> list[ToolFlip]:
+    offered = set(record.offered)
+    left_out: dict[str, str] = {}
+    details: dict[str, str] = {}
+    for left in record.left_out:
+        if left.reason == _PASSED_CHECKS:
+            offered.add(left.tool_id)
+        else:
+            left_out[left.tool_id] = left.reason
+            details[left.tool_id] = left.detail
+    for tool_id in offered & left_out.keys():
+        del left_out[tool_id]
+    if offered == after.offered and left_out == after.left_out:
+        return []
+    flips = []
+    for tool_id in sorted(offered | left_out.keys() | after.offered | after.left_out.keys()):
+        was = OFFERED if tool_id in offered else left_out.get(tool_id, NOT_SELECTED)
+        now = OFFERED if tool_id in after.offered else after.left_out.get(tool_id, NOT_SELECTED)
+        if was != now:
+            flips.append(
+                ToolFlip(
+                    record.decision_id,
+                    tool_id,
+                    was,
+                    now,
+                    details.get(tool_id, ""),
+                    after.details.get(tool_id, ""),
+                )
+            )
+    return flips
+
+
+def _blocked_calls(
+    record: DecisionRecord,
+    candidate: Policy,
+    provider: ProviderConfig,
+    component: Component,
+    start: _Requirements,
+    confidence: ConfidenceLevel,
+    trusted: bool,
+) -> list[BlockedCall]:
+    """Calls that ran (or failed) then and would not run now: the tool is no longer offered
+    under the chat's requirements at that call, or the chat, tightened by an earlier round's
+    results, would refuse the provider before the call's round."""
+    found: list[BlockedCall] = []
+    held = start
+    current_round = 0
+    pending: list[CallRecord] = []
+    refusal: str | None = None
+    for call in record.calls:
+        if call.round != current_round:
+            for earlier in pending:
+                held = _tightened(held, earlier)
+            pending = []
+            current_round = call.round
+            refusal = refusal or provider_refusal(
+                held.confidence, held.security, provider.kind, confidence, trusted
+            )
+        pending.append(call)
+        if call.status not in ("SUCCESS", "ERROR"):
+            continue
+        if refusal is not None:
+            found.append(
+                BlockedCall(
+                    record.decision_id,
+                    call.call_id,
+                    call.tool_id,
+                    call.status,
+                    "PROVIDER_REFUSED",
+                    f"before round {call.round} the chat would refuse the provider: {refusal}",
+                )
+            )
+            continue
+        decision = candidate.registry.offer_decision(
+            call.tool_id, provider, component, outbound_restriction=held.restriction
+        )
+        if not decision.offered:
+            found.append(
+                BlockedCall(
+                    record.decision_id,
+                    call.call_id,
+                    call.tool_id,
+                    call.status,
+                    decision.reason.value,
+                    decision.message,
+                )
+            )
+    return found
+
+
+def _tightened(held: _Requirements, call: CallRecord) -> _Requirements:
+    demands = call.demands
+    restriction = held.restriction
+    if demands.outbound_restriction is not None:
+        restriction = min(restriction, _restriction(demands.outbound_restriction))
+    return _Requirements(
+        max(held.confidence, _confidence(demands.provider_confidence)),
+        tighten_data_security(held.security, _security(demands.data_security)),
+        restriction,
+    )
+
+
+def _requirements_before(record: DecisionRecord) -> _Requirements:
+    before = record.chat_requirements.before
+    return _Requirements(
+        _confidence(before.provider_confidence),
+        _security(before.data_security),
+        _restriction(before.outbound_restriction),
+    )
+
+
+def _provider(
+    record: DecisionRecord,
+    candidate: Policy,
+    seen: dict[tuple[str, str, str, str], tuple[ProviderConfig, ConfidenceLevel, bool]],
+) -> tuple[ProviderConfig, ConfidenceLevel, bool]:
+    """The candidate's entry for the logged provider id (else the logged provider as it was),
+    its confidence under the candidate and whether the candidate trusts it."""
+    logged = record.provider
+    key = (logged.id, logged.kind, logged.host, logged.model)
+    found = seen.get(key)
+    if found is None:
+        from policy.configuration import ProviderConfig
+
+        provider = candidate.provider(logged.id) or ProviderConfig(
+            id=logged.id,
+            name=logged.id,
+            kind=_kind(logged.kind),
+            model=logged.model,
+            host=logged.host,
+        )
+        registry = candidate.registry
+        found = (
+            provider,
+            registry.provider_confidence(provider),
+            registry.is_trusted_provider(provider),
+        )
+        seen[key] = found
+    return found
+
+
+# A level this version cannot read counts as the strictest: replay must not lift a requirement.
+
+
+_CONFIDENCE = {level.name: level for level in ConfidenceLevel}
+_RESTRICTION = {level.name: level for level in OutboundDataRestriction}
+
+
+def _confidence(name: str) -> ConfidenceLevel:
+    return _CONFIDENCE.get(name, ConfidenceLevel.HIGH)
+
+
+def _security(value: str) -> DataSecurity:
+    try:
+        return DataSecurity(value)
+    except ValueError:
+        return DataSecurity.SELF_HOSTED
+
+
+def _restriction(name: str) -> OutboundDataRestriction:
+    return _RESTRICTION.get(name, OutboundDataRestriction.ONLY_CONFIGURED_SERVICES)
+
+
+def _kind(value: str) -> ProviderKind:
+    try:
+        return ProviderKind(value)
+    except ValueError:
+        return ProviderKind.NONE
+
+
+def _component(value: str) -> Component:
+    try:
+        return Component(value)
+    except ValueError:
+        return Component.CHAT
+
+
+def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, ...]]]:
+    """One row per flip: the decision, what flipped, before and after with their reasons."""
+    rows: list[tuple[str, ...]] = []
+    for flip in report.changed:
+        rows.append(
+            (
+                flip.decision_id,
+                f"tool {flip.tool_id}",
+                _with_detail(flip.before, flip.before_detail),
+                _with_detail(flip.after, flip.after_detail),
+            )
+        )
+    for call in report.calls_now_blocked:
+        rows.append(
+            (
+                call.decision_id,
+                f"call {call.call_id} ({call.tool_id})",
+                call.status_before,
+                _with_detail(f"BLOCKED: {call.reason}", call.detail),
+            )
+        )
+    for change in (*report.providers_now_refused, *report.providers_now_allowed):
+        rows.append(
+            (
+                change.decision_id,
+                f"provider {change.provider_id} (chat {change.chat_id})",
+                change.before,
+                _with_detail(change.after, change.detail),
+            )
+        )
+    return ("decision", "what", "before", "after"), rows
+
+
+def _with_detail(state: str, detail: str) -> str:
+    return f"{state} ({detail})" if detail else state

@@ -1,0 +1,170 @@
+"""OpenTelemetry spans of real `respond` runs against the loopback provider: captured with the
+SDK's in-memory exporter, and exported over OTLP/HTTP to a loopback collector."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from policy import Policy
+from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
+from runtime.decision_log import CallbackSink
+from runtime.tracing import tracer
+from tests.e2e._kit import API_KEY, VLLM_ID, client, organization_provider
+from tests.servers.otlp_server import running_otlp_server
+from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
+from tests.servers.provider_server import ProviderServer, Reply
+
+CANARY = "canary-user-text-7d2f"
+QUESTION = ChatMessage(Role.USER, f"What is 6 * 7? {CANARY}")
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def _respond(
+    policy: Policy,
+    chat: Chat,
+    server: ProviderServer,
+    provider: TracerProvider,
+    selected: tuple[str, ...] = ("calculator", "internal_notes", "semantic_search"),
+    **runtime: Any,
+) -> None:
+    vllm = organization_provider(policy, VLLM_ID, server)
+    async with (
+        client(vllm) as provider_client,
+        ChatRuntime(policy, tracer_provider=provider, **runtime) as assistant,
+    ):
+        async for _ in assistant.respond(
+            chat, vllm, [QUESTION], selected_tool_ids=selected, client=provider_client
+        ):
+            pass
+
+
+def _two_rounds(server: ProviderServer) -> None:
+    server.queue(
+        Reply(
+            [
+                chat_call(0, "call_1", "calculator", '{"expression":"6 * 7"}'),
+                chat_call(1, "call_2", "calculator", '{"expression":"__import__(1)"}'),
+                chat_usage(90),
+            ]
+        ),
+        Reply([*chat_text("It is 42."), chat_usage(140)]),
+    )
+
+
+def _by_name(spans: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
+    named: dict[str, list[ReadableSpan]] = {}
+    for span in spans:
+        named.setdefault(span.name, []).append(span)
+    return named
+
+
+async def test_a_response_is_one_span_with_a_child_per_round_and_per_tool_call(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    _two_rounds(server)
+    provider, exporter = _provider()
+    kept: list[Any] = []
+    await _respond(policy, chat, server, provider, decision_log=CallbackSink(kept.append))
+
+    spans = exporter.get_finished_spans()
+    named = _by_name(spans)
+    (root,) = named["invoke_agent toolpolicy"]
+    rounds = named[f"chat {policy.provider(VLLM_ID).model}"]  # type: ignore[union-attr]
+    tools = named["execute_tool calculator"]
+    assert len(spans) == 1 + 2 + 2 and len(rounds) == 2 and len(tools) == 2
+    assert all(
+        s.parent is not None and s.parent.span_id == root.context.span_id
+        for s in spans
+        if s is not root
+    )
+    assert len({s.context.trace_id for s in spans}) == 1
+
+    attributes = dict(root.attributes or {})
+    (record,) = kept
+    assert attributes["toolpolicy.decision_id"] == record.decision_id
+    assert attributes["toolpolicy.configuration.revision"] == policy.configuration.revision
+    assert attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert attributes["gen_ai.conversation.id"] == chat.id
+    assert list(attributes["toolpolicy.tools.offered"]) == ["calculator", "internal_notes"]
+    assert any(r.startswith("semantic_search: ") for r in attributes["toolpolicy.tools.left_out"])
+    assert attributes["gen_ai.usage.input_tokens"] == 90
+
+    first, second = sorted(rounds, key=lambda s: s.start_time or 0)
+    assert first.attributes["gen_ai.operation.name"] == "chat"  # type: ignore[index]
+    assert first.attributes["gen_ai.provider.name"] == "self_hosted"  # type: ignore[index]
+    assert first.attributes["gen_ai.request.model"]  # type: ignore[index]
+    assert first.attributes["gen_ai.usage.input_tokens"] == 90  # type: ignore[index]
+    assert second.attributes["gen_ai.usage.input_tokens"] == 140  # type: ignore[index]
+
+    ok, failed = sorted(tools, key=lambda s: s.start_time or 0)
+    assert ok.attributes["gen_ai.operation.name"] == "execute_tool"  # type: ignore[index]
+    assert ok.attributes["gen_ai.tool.name"] == "calculator"  # type: ignore[index]
+    assert ok.attributes["gen_ai.tool.call.id"] == "call_1"  # type: ignore[index]
+    assert ok.attributes["toolpolicy.tool.status"] == "SUCCESS"  # type: ignore[index]
+    assert ok.status.status_code is not StatusCode.ERROR
+    assert failed.attributes["toolpolicy.tool.status"] == "ERROR"  # type: ignore[index]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == "ERROR"  # type: ignore[index]
+
+    dumped = json.dumps([json.loads(s.to_json()) for s in spans])
+    assert API_KEY not in dumped and CANARY not in dumped
+    assert "6 * 7" not in dumped and "It is 42" not in dumped, "no arguments, results, answers"
+
+
+async def test_a_provider_failure_ends_the_spans_as_errors(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    server.queue(Reply(chat_text("Let me ", "check"), break_after_events=True))
+    provider, exporter = _provider()
+    with pytest.raises(ProviderError):
+        await _respond(policy, chat, server, provider)
+
+    named = _by_name(exporter.get_finished_spans())
+    (root,) = named["invoke_agent toolpolicy"]
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.attributes["error.type"] == "ProviderUnavailable"  # type: ignore[index]
+    assert all(s.end_time for spans in named.values() for s in spans), "every span ended"
+
+
+async def test_spans_reach_a_loopback_collector_over_otlp_http(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    _two_rounds(server)
+    with running_otlp_server() as collector:
+        provider = TracerProvider()
+        provider.add_span_processor(
+            SimpleSpanProcessor(OTLPSpanExporter(endpoint=collector.endpoint))
+        )
+        await _respond(policy, chat, server, provider)
+        provider.shutdown()
+
+    names = sorted(s.name for s in collector.spans)
+    assert names.count("execute_tool calculator") == 2 and "invoke_agent toolpolicy" in names
+    (root,) = [s for s in collector.spans if s.name == "invoke_agent toolpolicy"]
+    assert root.attributes["toolpolicy.configuration.revision"] == policy.configuration.revision
+    assert all(s.trace_id == root.trace_id for s in collector.spans)
+    tool = next(s for s in collector.spans if s.name == "execute_tool calculator")
+    assert tool.parent_span_id == root.span_id and tool.attributes["gen_ai.tool.call.id"]
+
+
+def test_without_a_configured_tracer_provider_nothing_is_traced() -> None:
+    from opentelemetry import trace
+
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert tracer() is None
+    assert tracer(trace.NoOpTracerProvider()) is None
+    assert tracer(TracerProvider()) is not None
