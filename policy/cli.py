@@ -223,10 +223,10 @@ def require_token_beyond_loopback(host: str, token: str | None, variable: str) -
 
 def _configuration_options(function: F) -> F:
     """The configuration options and --format, which every `policy` report command takes."""
-    return configuration_options(_format_option(function))
+    return configuration_options(format_option(function))
 
 
-_format_option = click.option(
+format_option = click.option(  # public: commands attached lazily take it too
     "--format",
     "-f",
     "output_format",
@@ -789,7 +789,7 @@ def log() -> None:
     help="Only records from then on: a duration back from now (30m, 24h, 7d, 2w) or an ISO "
     "8601 date or time (UTC unless it names its offset).",
 )
-@_format_option
+@format_option
 def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> None:
     """Counts over a decision log (a file and its rotated copies FILE.1 …): decisions per
     configuration revision and provider, refusals, left-out reasons, calls per status and tool,

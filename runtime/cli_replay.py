@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from policy.cli import configuration_options
+from policy.cli import configuration_options, format_option
 
 
 @click.command()
@@ -29,15 +29,7 @@ from policy.cli import configuration_options
     help="Only records from then on: a duration back from now (30m, 24h, 7d) or an ISO 8601 "
     "date or time.",
 )
-@click.option(
-    "--format",
-    "-f",
-    "output_format",
-    type=click.Choice(["table", "json", "yaml"], case_sensitive=False),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@format_option
 @click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything would flip (for CI).")
 def replay(
     logs: tuple[Path, ...],

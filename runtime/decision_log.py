@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
 
 from policy.decision import SECRET_MASK
 from policy.decision_record import (
@@ -392,28 +392,20 @@ class DecisionRecorder:
         )
 
     def refused(self, error: BaseException) -> None:
-        """The chat's requirements ruled the provider out; no request was sent."""
-        self._fields.setdefault("offered", [])
-        self._fields.setdefault("left_out", [])
-        self._emit(
-            OutcomeRecord(
-                stop_reason="refused",
-                error_class=type(error).__name__,
-                error_message=self._redacted(error),
-            )
-        )
+        """The chat's requirements ruled the provider out (before the first request, or
+        between rounds once a result tightened the chat)."""
+        self._ended_by("refused", error)
 
     def failed(self, error: BaseException) -> None:
+        self._ended_by("error", error)
+
+    def _ended_by(self, stop_reason: Literal["refused", "error"], error: BaseException) -> None:
+        message = redacted_error_message(str(error), self._secrets)
         self._emit(
             OutcomeRecord(
-                stop_reason="error",
-                error_class=type(error).__name__,
-                error_message=self._redacted(error),
+                stop_reason=stop_reason, error_class=type(error).__name__, error_message=message
             )
         )
-
-    def _redacted(self, error: BaseException) -> str:
-        return redacted_error_message(str(error), self._secrets)
 
     def _emit(self, outcome: OutcomeRecord) -> None:
         content = (

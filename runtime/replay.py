@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, TypeVar
 
 from policy.vocabulary import (
     Component,
@@ -35,6 +36,7 @@ __all__ = ["BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"
 
 OFFERED = "offered"
 NOT_SELECTED = "not selected"
+_STRICTEST_RESTRICTION = OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
 _PASSED_CHECKS = "NOT_OFFERED"
 """A left-out reason of the record: passed every check, then offered nothing in that request."""
 
@@ -157,7 +159,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
                 )
             )
             continue
-        component = _component(record.component)
+        component = _read(Component, record.component, Component.CHAT)
         selection = (
             tuple(record.selected_tool_ids)
             if record.selected_tool_ids is not None
@@ -264,31 +266,18 @@ def _blocked_calls(
         if call.status not in ("SUCCESS", "ERROR"):
             continue
         if refusal is not None:
-            found.append(
-                BlockedCall(
-                    record.decision_id,
-                    call.call_id,
-                    call.tool_id,
-                    call.status,
-                    "PROVIDER_REFUSED",
-                    f"before round {call.round} the chat would refuse the provider: {refusal}",
-                )
+            why = (
+                "PROVIDER_REFUSED",
+                f"before round {call.round} the chat would refuse the provider: {refusal}",
             )
-            continue
-        decision = candidate.registry.offer_decision(
-            call.tool_id, provider, component, outbound_restriction=held.restriction
-        )
-        if not decision.offered:
-            found.append(
-                BlockedCall(
-                    record.decision_id,
-                    call.call_id,
-                    call.tool_id,
-                    call.status,
-                    decision.reason.value,
-                    decision.message,
-                )
+        else:
+            decision = candidate.registry.offer_decision(
+                call.tool_id, provider, component, outbound_restriction=held.restriction
             )
+            if decision.offered:
+                continue
+            why = (decision.reason.value, decision.message)
+        found.append(BlockedCall(record.decision_id, call.call_id, call.tool_id, call.status, *why))
     return found
 
 
@@ -296,10 +285,18 @@ def _tightened(held: _Requirements, call: CallRecord) -> _Requirements:
     demands = call.demands
     restriction = held.restriction
     if demands.outbound_restriction is not None:
-        restriction = min(restriction, _restriction(demands.outbound_restriction))
+        restriction = min(
+            restriction,
+            _read(OutboundDataRestriction, demands.outbound_restriction, _STRICTEST_RESTRICTION),
+        )
     return _Requirements(
-        max(held.confidence, _confidence(demands.provider_confidence)),
-        tighten_data_security(held.security, _security(demands.data_security)),
+        max(
+            held.confidence,
+            _read(ConfidenceLevel, demands.provider_confidence, ConfidenceLevel.HIGH),
+        ),
+        tighten_data_security(
+            held.security, _read(DataSecurity, demands.data_security, DataSecurity.SELF_HOSTED)
+        ),
         restriction,
     )
 
@@ -307,9 +304,9 @@ def _tightened(held: _Requirements, call: CallRecord) -> _Requirements:
 def _requirements_before(record: DecisionRecord) -> _Requirements:
     before = record.chat_requirements.before
     return _Requirements(
-        _confidence(before.provider_confidence),
-        _security(before.data_security),
-        _restriction(before.outbound_restriction),
+        _read(ConfidenceLevel, before.provider_confidence, ConfidenceLevel.HIGH),
+        _read(DataSecurity, before.data_security, DataSecurity.SELF_HOSTED),
+        _read(OutboundDataRestriction, before.outbound_restriction, _STRICTEST_RESTRICTION),
     )
 
 
@@ -329,7 +326,7 @@ def _provider(
         provider = candidate.provider(logged.id) or ProviderConfig(
             id=logged.id,
             name=logged.id,
-            kind=_kind(logged.kind),
+            kind=_read(ProviderKind, logged.kind, ProviderKind.NONE),
             model=logged.model,
             host=logged.host,
         )
@@ -343,40 +340,19 @@ def _provider(
     return found
 
 
-# A level this version cannot read counts as the strictest: replay must not lift a requirement.
+_E = TypeVar("_E", bound=Enum)
 
 
-_CONFIDENCE = {level.name: level for level in ConfidenceLevel}
-_RESTRICTION = {level.name: level for level in OutboundDataRestriction}
-
-
-def _confidence(name: str) -> ConfidenceLevel:
-    return _CONFIDENCE.get(name, ConfidenceLevel.HIGH)
-
-
-def _security(value: str) -> DataSecurity:
+def _read(kind: type[_E], text: str, fallback: _E) -> _E:
+    """A logged name (or value) of `kind`; one this version cannot read is `fallback`, which for
+    a requirement is the strictest level: replay must never lift a requirement by accident."""
+    found = kind.__members__.get(text)
+    if found is not None:
+        return found
     try:
-        return DataSecurity(value)
+        return kind(text)
     except ValueError:
-        return DataSecurity.SELF_HOSTED
-
-
-def _restriction(name: str) -> OutboundDataRestriction:
-    return _RESTRICTION.get(name, OutboundDataRestriction.ONLY_CONFIGURED_SERVICES)
-
-
-def _kind(value: str) -> ProviderKind:
-    try:
-        return ProviderKind(value)
-    except ValueError:
-        return ProviderKind.NONE
-
-
-def _component(value: str) -> Component:
-    try:
-        return Component(value)
-    except ValueError:
-        return Component.CHAT
+        return fallback
 
 
 def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, ...]]]:

@@ -154,23 +154,7 @@ async def test_a_sink_that_raises_warns_once_and_the_answer_goes_on(
 def test_the_jsonl_file_rolls_over_past_its_size_and_keeps_the_set_number_of_backups(
     tmp_path: Path,
 ) -> None:
-    record = DecisionRecord.model_validate(
-        {
-            "decision_id": "0",
-            "timestamp": "2026-01-01T00:00:00Z",
-            "chat_id": "c",
-            "component": "CHAT",
-            "provider": {
-                "id": "p",
-                "kind": "OPEN_AI",
-                "host": "",
-                "model": "m",
-                "confidence": "LOW",
-            },
-            "selected_tool_ids": None,
-            "outcome": {"stop_reason": "final_answer"},
-        }
-    )
+    record = _record(0)
     size = len(record.model_dump_json()) + 1
     log = tmp_path / "d.jsonl"
     sink = JsonLinesSink(log, max_bytes=size * 2, backups=2)
