@@ -11,7 +11,8 @@ raw, percent-encoded and in base64; with fail=true as an isError), `announce_cha
 is read on every request, so a test can change a description between runs:
 `{"descriptions": {...}, "extra_tools": N, "page_size": K, "odd_names": true}` (odd names: one
 too long for a function name, one with a dot); every call is appended to `<state file>.calls` as
-one JSON line, so a test sees what the server received; a stdio server writes its process id to
+one JSON line, so a test sees what the server received (and the W3C `traceparent` a call
+carried in `_meta`, to `<state file>.traces`); a stdio server writes its process id to
 `<state file>.pid` when it starts, so a test can see it stopped.
 """
 
@@ -143,6 +144,11 @@ def build_server(path: Path) -> Server[Any]:
         arguments = dict(params.arguments or {})
         with open(f"{path}.calls", "a", encoding="utf-8") as log:
             log.write(json.dumps({"tool": params.name, "arguments": arguments}) + "\n")
+        meta = dict(params.meta or {})
+        if "traceparent" in meta:
+            with open(f"{path}.traces", "a", encoding="utf-8") as log:
+                log.write(json.dumps({"tool": params.name, "traceparent": meta["traceparent"]}))
+                log.write("\n")
         name = params.name
         if name == "search_tickets":
             query = arguments.get("query", "")
