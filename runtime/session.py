@@ -305,42 +305,35 @@ class ChatRuntime:
             span.set_attribute("toolpolicy.tools.offered", list(first.tool_ids))
             span.set_attribute("toolpolicy.tools.left_out", _left_out_reasons(offered, left_out))
         failure: BaseException | None = None
+        owned = client is None
+        active = client
         try:
             yield first
-        except BaseException as error:
-            failure = error
-            if span is not None:
-                end_span(span, None if isinstance(error, GeneratorExit) else error)
-            raise
-
-        instructions = (
-            offered.instructions
-            if len(runnable) == len(offered.tools)
-            else registry.tool_instructions([d for d, _ in runnable])
-        )
-        prompt = _effective_system_prompt(system_prompt, instructions)
-        conversation = Conversation(
-            system_prompt=prompt, messages=list(messages), tools=[d for d, _ in runnable]
-        )
-        context = LoopContext(
-            chat=chat,
-            runnable_tools=runnable,
-            executor=self.executor(),
-            provider_kind=provider.kind,
-            provider_confidence=confidence,
-            provider_name=provider.name or provider.id,
-            model=provider.model,
-            given_web_addresses=web_addresses_given_in(
-                prompt, *(m.content for m in messages if m.role is Role.USER)
-            ),
-            provider_trusted=trusted,
-            trace=(active_tracer, trace_context) if active_tracer is not None else None,
-        )
-        owned = client is None
-        active = (
-            client if client is not None else create_client(provider, api_key, wire_api=wire_api)
-        )
-        try:
+            instructions = (
+                offered.instructions
+                if len(runnable) == len(offered.tools)
+                else registry.tool_instructions([d for d, _ in runnable])
+            )
+            prompt = _effective_system_prompt(system_prompt, instructions)
+            conversation = Conversation(
+                system_prompt=prompt, messages=list(messages), tools=[d for d, _ in runnable]
+            )
+            context = LoopContext(
+                chat=chat,
+                runnable_tools=runnable,
+                executor=self.executor(),
+                provider_kind=provider.kind,
+                provider_confidence=confidence,
+                provider_name=provider.name or provider.id,
+                model=provider.model,
+                given_web_addresses=web_addresses_given_in(
+                    prompt, *(m.content for m in messages if m.role is Role.USER)
+                ),
+                provider_trusted=trusted,
+                trace=(active_tracer, trace_context) if active_tracer is not None else None,
+            )
+            if active is None:
+                active = create_client(provider, api_key, wire_api=wire_api)
             adapter = create_adapter(
                 active,
                 conversation,
@@ -368,7 +361,7 @@ class ChatRuntime:
         finally:
             if span is not None:
                 end_span(span, failure)
-            if owned:
+            if owned and active is not None:
                 await active.aclose()
 
     async def executable_tools(

@@ -475,3 +475,23 @@ def test_since_reads_a_duration_back_from_now() -> None:
     assert parse_since("24h", now) == datetime(2026, 2, 28, 12, 0, tzinfo=UTC)
     assert parse_since("30m", now) == datetime(2026, 3, 1, 11, 30, tzinfo=UTC)
     assert parse_since("2026-02-01", now) == datetime(2026, 2, 1, tzinfo=UTC)
+
+
+async def test_a_provider_entry_that_cannot_become_a_client_is_still_recorded(
+    policy: Policy, chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime.providers.errors import ProviderConfigurationError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    openai = policy.provider(OPENAI_ID)
+    assert openai is not None and openai.api_key is None
+    kept: list[DecisionRecord] = []
+    async with ChatRuntime(policy, decision_log=CallbackSink(kept.append)) as runtime:
+        with pytest.raises(ProviderConfigurationError):
+            async for _ in runtime.respond(chat, openai, [QUESTION], selected_tool_ids=[]):
+                pass
+
+    (record,) = kept
+    assert record.outcome.stop_reason == "error"
+    assert record.outcome.error_class == "ProviderConfigurationError"
+    assert record.outcome.error_message
