@@ -32,7 +32,13 @@ if TYPE_CHECKING:
         open_chat_store,
     )
     from runtime.chat_postgres import PostgresChatStore
-    from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink, QueuedSink
+    from runtime.decision_log import (
+        CallbackSink,
+        DecisionSink,
+        JsonLinesSink,
+        OpenTelemetrySink,
+        QueuedSink,
+    )
     from runtime.execution import (
         ExecutableTool,
         ToolExecutionBlocked,
@@ -108,6 +114,7 @@ _LAZY: dict[str, str] = {
     "DecisionSink": "runtime.decision_log",
     "JsonLinesSink": "runtime.decision_log",
     "QueuedSink": "runtime.decision_log",
+    "OpenTelemetrySink": "runtime.decision_log",
     "ToolExecutor": "runtime.executor",
     "ToolInvocationTrace": "runtime.executor",
     "TraceStatus": "runtime.executor",
@@ -165,6 +172,7 @@ __all__ = [
     "McpServerError",
     "McpSessions",
     "MemoryChatStore",
+    "OpenTelemetrySink",
     "ParameterSchemaBuilder",
     "PolicyWatcher",
     "PostgresChatStore",

@@ -41,8 +41,11 @@ from policy.decision_record import (
     uuid7,
 )
 from policy.secrets import without_user_info
+from runtime.tracing import TRACER_NAME
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
+
     from policy.configuration import PolicyConfiguration, ProviderConfig
     from policy.decision import OfferDecision, RunnableTools
     from policy.vocabulary import Component, ConfidenceLevel
@@ -51,7 +54,14 @@ if TYPE_CHECKING:
     from runtime.loop import FinalAnswer
     from runtime.messages import Usage
 
-__all__ = ["CallbackSink", "DecisionRecorder", "DecisionSink", "JsonLinesSink", "QueuedSink"]
+__all__ = [
+    "CallbackSink",
+    "DecisionRecorder",
+    "DecisionSink",
+    "JsonLinesSink",
+    "OpenTelemetrySink",
+    "QueuedSink",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -126,6 +136,33 @@ class JsonLinesSink:
                 older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
         if self.path.exists():
             self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+
+
+class OpenTelemetrySink:
+    """Emits each record as an OpenTelemetry log record (event `toolpolicy.decision`), so the
+    records travel the same pipeline as the traces: the body is the record as JSON data, the
+    attributes carry `toolpolicy.decision_id` (also on the answer's span),
+    `toolpolicy.configuration.revision` and `gen_ai.conversation.id`. `logger_provider`
+    defaults to the global one; without a configured provider nothing is emitted."""
+
+    def __init__(self, logger_provider: LoggerProvider | None = None) -> None:
+        from opentelemetry._logs import get_logger
+
+        self._logger = get_logger(TRACER_NAME, logger_provider=logger_provider)
+
+    def write(self, record: DecisionRecord) -> None:
+        from opentelemetry._logs import SeverityNumber
+
+        self._logger.emit(
+            event_name="toolpolicy.decision",
+            severity_number=SeverityNumber.INFO,
+            body=record.model_dump(mode="json", exclude_none=True),
+            attributes={
+                "toolpolicy.decision_id": record.decision_id,
+                "toolpolicy.configuration.revision": record.configuration.revision,
+                "gen_ai.conversation.id": record.chat_id,
+            },
+        )
 
 
 _IDLE_SECONDS = 2.0

@@ -168,3 +168,32 @@ def test_without_a_configured_tracer_provider_nothing_is_traced() -> None:
     assert tracer() is None
     assert tracer(trace.NoOpTracerProvider()) is None
     assert tracer(TracerProvider()) is not None
+
+
+async def test_records_go_out_as_opentelemetry_log_records_next_to_the_spans(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from runtime import OpenTelemetrySink
+
+    _two_rounds(server)
+    logs = InMemoryLogRecordExporter()
+    logging_provider = LoggerProvider()
+    logging_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    provider, exporter = _provider()
+    sink = OpenTelemetrySink(logging_provider)
+    await _respond(policy, chat, server, provider, decision_log=sink)
+
+    (emitted,) = logs.get_finished_logs()
+    log = emitted.log_record
+    (root,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent toolpolicy"]
+    assert log.event_name == "toolpolicy.decision"
+    decision_id = root.attributes["toolpolicy.decision_id"]  # type: ignore[index]
+    assert log.attributes["toolpolicy.decision_id"] == decision_id  # type: ignore[index]
+    body = log.body
+    assert isinstance(body, dict) and body["decision_id"] == decision_id
+    assert [c["status"] for c in body["calls"]] == ["SUCCESS", "ERROR"]
+    text = json.dumps(body)
+    assert API_KEY not in text and CANARY not in text and "It is 42" not in text
