@@ -133,7 +133,8 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
         refusal = provider_refusal(
             start.confidence, start.security, provider.kind, confidence, trusted
         )
-        was_refused = record.outcome.stop_reason == "refused"
+        # Refused before the first request; a refusal between rounds follows a call's result.
+        was_refused = record.outcome.stop_reason == "refused" and not record.calls
         if refusal is not None:
             if not was_refused:
                 refused.append(
