@@ -46,9 +46,10 @@ def replay(
     --local and print what would flip: tools newly offered or left out (both reasons), calls
     that would now be blocked, requests whose provider the chat would now refuse (or allow).
 
-    `policy diff` on real traffic. Exit codes: 0 (also with changes, unless --fail-on-change),
-    1 changes with --fail-on-change, a log line that is not a record, or a candidate that does
-    not load; 2 usage.
+    `policy diff` on real traffic. Load errors of the candidate are printed on stderr and the
+    replay goes on (a broken organization plugin fails closed, which the flips then show).
+    Exit codes: 0 (also with changes, unless --fail-on-change), 1 changes with
+    --fail-on-change or a log that cannot be read (a bad line is named by file:line), 2 usage.
     """
     from policy.decision_summary import DecisionLogError, parse_since, read_decision_logs
     from policy.explain import render_document, render_table
