@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
 
-from policy.decision import SECRET_MASK
 from policy.decision_record import (
     CallDemandsRecord,
     CallRecord,
@@ -514,12 +513,13 @@ _ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
 def redacted_error_message(message: str, secrets: Sequence[str] = ()) -> str:
-    """An error message fit for a log: known secrets masked, every address shown without user
+    """An error message fit for a log: known secrets masked in every spelling
+    (`policy.redaction.SecretMask`), every address shown without user
     info, fragment or parameter values, at most 500 characters."""
+    from policy.redaction import SecretMask
     from runtime.web.addresses import redact_url_for_log
 
-    for secret in secrets:
-        message = message.replace(secret, SECRET_MASK)
+    message = SecretMask.of(secrets).text(message)
     message = _ADDRESS.sub(lambda m: redact_url_for_log(m.group(0)), message)
     message = without_user_info(" ".join(message.split()))
     return message[:_MAX_ERROR_MESSAGE]
