@@ -27,8 +27,10 @@ async def _events(
     server.queue(Reply([chat_call(0, "call_1", name, arguments)]), Reply(chat_text("Sorry.")))
     provider = organization_provider(policy, VLLM_ID, server)
     events: list[Any] = []
-    async with client(provider) as provider_client:
-        runtime = ChatRuntime(policy, decision_log=JsonLinesSink(log))
+    async with (
+        client(provider) as provider_client,
+        ChatRuntime(policy, decision_log=JsonLinesSink(log)) as runtime,
+    ):
         async for event in runtime.respond(
             chat, provider, [QUESTION], selected_tool_ids=["calculator"], client=provider_client
         ):
