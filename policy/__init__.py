@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from policy.decision import Check, Evidence, OfferDecision
     from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
+    from policy.errors import ToolPolicyError, UnknownProviderError
     from policy.mcp import (
         McpServerConfig,
         McpServerListing,
@@ -102,7 +103,9 @@ __all__ = [
     "ToolGate",
     "ToolOfferBlockReason",
     "ToolOutboundData",
+    "ToolPolicyError",
     "ToolRegistry",
+    "UnknownProviderError",
     "UserSettings",
     "decision_log_schema",
     "load_policy",
@@ -137,6 +140,8 @@ _LAZY = {
     "McpToolListing": "policy.mcp",
     "McpTransport": "policy.mcp",
     "PinState": "policy.mcp",
+    "ToolPolicyError": "policy.errors",
+    "UnknownProviderError": "policy.errors",
 }
 
 StrPath = str | PathLike[str]
@@ -180,8 +185,12 @@ class Policy:
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity.value != "error")
 
-    def provider(self, id_or_name: str) -> ProviderConfig | None:
-        """A configured provider by id (case-insensitive) or, failing that, by name."""
+    def provider(self, id_or_name: str) -> ProviderConfig:
+        """A configured provider by id (case-insensitive) or, failing that, by name.
+
+        Raises `UnknownProviderError` (a `LookupError`) naming a near miss and the configured
+        providers when none matches.
+        """
         wanted = id_or_name.strip().lower()
         for provider in self.providers:
             if provider.id.lower() == wanted:
@@ -189,7 +198,9 @@ class Policy:
         for provider in self.providers:
             if provider.name.strip().lower() == wanted:
                 return provider
-        return None
+        from policy.errors import UnknownProviderError
+
+        raise UnknownProviderError(id_or_name, self.providers)
 
     def offer_decision(
         self,
@@ -251,6 +262,7 @@ def load_policy(
     *,
     state_dir: StrPath | None = None,
     tools: Sequence[Tool] | None = None,
+    extra_tools: Sequence[Tool] = (),
     use_entry_points: bool = True,
     mcp_listings: Mapping[str, McpServerListing] | None = None,
     mcp_listing_dir: StrPath | None = None,
@@ -261,7 +273,8 @@ def load_policy(
 
     Bad plugins never raise: they become error findings, and a broken organization plugin makes
     the policy fail closed. A broken user settings file raises `UserSettingsError` (its message
-    names the file and line). `tools` replaces discovery (an embedding app passing its own).
+    names the file and line). `tools` replaces discovery (an embedding app passing its own);
+    `extra_tools` are registered next to the discovered ones (`policy --tools-file`).
     With `state_dir`, the configurations `policy fetch` put in force there load first, as
     organization plugins, and the tools of the configuration's MCP servers come from their last
     listings cached there (`mcp_listings`, by server id, replaces the cache; `mcp_listing_dir`
@@ -292,6 +305,7 @@ def load_policy(
         chosen, discovery_findings = discovered.tools, discovered.findings
     else:
         chosen = tuple(tools)
+    chosen = (*chosen, *extra_tools)
     if configuration.mcp_servers:
         from policy.mcp import cached_listings, mcp_tools
 

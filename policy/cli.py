@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component, ProviderKind
+from policy.cli_options import (
+    COMPONENTS,
+    NameChoice,
+    component_option,
+    format_option,
+    load_cli_policy,
+    tools_file_option,
+)
+from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -124,33 +132,8 @@ class _DefaultSubcommandGroup(click.Group):
 # --- shared options ---------------------------------------------------------------------------
 
 
-class _NameChoice(click.ParamType[str, Any]):
-    """An enum member name in any case; a wrong one is answered with the canonical spellings."""
-
-    def __init__(self, label: str, names: Sequence[str]) -> None:
-        self.name = label
-        self.names = tuple(names)
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return self.name.upper().replace(" ", "_")
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from policy.suggest import did_you_mean
-
-        wanted = str(value).strip().upper()
-        if wanted in self.names:
-            return wanted
-        hint = did_you_mean(wanted, self.names)
-        self.fail(
-            f"'{value}' is not a {self.name}{hint or '.'} Valid: {', '.join(self.names)}",
-            param,
-            ctx,
-        )
-
-
-_COMPONENT = _NameChoice("component", list(COMPONENT_NAMES))
-_PROVIDER_KIND = _NameChoice("provider kind", list(PROVIDER_KIND_NAMES))
-_FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
+_COMPONENTS = COMPONENTS
+_PROVIDER_KIND = NameChoice("provider kind", list(PROVIDER_KIND_NAMES))
 
 
 class _PluginPath(click.Path):
@@ -223,18 +206,10 @@ def require_token_beyond_loopback(host: str, token: str | None, variable: str) -
 
 def _configuration_options(function: F) -> F:
     """The configuration options and --format, which every `policy` report command takes."""
-    return configuration_options(format_option(function))
+    return configuration_options(_format_option(function))
 
 
-format_option = click.option(  # public: commands attached lazily take it too
-    "--format",
-    "-f",
-    "output_format",
-    type=_FORMAT,
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+_format_option = format_option("table", "json", "yaml")
 
 
 def _load(
@@ -243,15 +218,15 @@ def _load(
     user_settings: Path | None,
     state_dir: Path | None,
     listing_dir: Path | None = None,
+    tools_files: Sequence[Path] = (),
 ) -> Policy:
-    from policy import load_policy
-
-    return load_policy(
+    return load_cli_policy(
         org,
         local,
         user_settings,
-        state_dir=state_dir,
-        mcp_listing_dir=listing_dir,
+        state_dir,
+        tools_files,
+        listing_dir=listing_dir,
         executable_tools=False,
     )
 
@@ -306,6 +281,7 @@ def cli(debug: bool) -> None:
 
 @cli.command()
 @_configuration_options
+@tools_file_option
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 def check(
     org: tuple[Path, ...],
@@ -313,6 +289,7 @@ def check(
     user_settings: Path | None,
     state_dir: Path | None,
     output_format: str,
+    tools_files: tuple[Path, ...],
     strict: bool,
 ) -> None:
     """Load every plugin and the user settings; report errors and warnings with file:line.
@@ -330,7 +307,7 @@ def check(
     except UserSettingsError as error:
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
         user_settings = None  # the plugins still load (once) and are checked
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     findings.extend(check_findings(policy))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
@@ -376,13 +353,8 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
     help="Decide for any provider of this kind instead of a configured one.",
 )
 @click.option("--model", help="The model, with --provider-kind (decides tool-calling capability).")
-@click.option(
-    "--component",
-    type=_COMPONENT,
-    default="CHAT",
-    show_default=True,
-    help="The part of the app.",
-)
+@component_option(help="The part of the app.")
+@tools_file_option
 @click.option("--all", "show_all", is_flag=True, help="Every tool × every configured provider.")
 @click.option(
     "--fail", is_flag=True, help="Exit 1 when the tool (or any, with --all) is not offered."
@@ -398,6 +370,7 @@ def explain(
     provider_kind: str | None,
     model: str | None,
     component: str,
+    tools_files: tuple[Path, ...],
     show_all: bool,
     fail: bool,
 ) -> None:
@@ -423,7 +396,7 @@ def explain(
         raise click.UsageError("--model only goes with --provider-kind")
     if show_all == (tool_id is not None):
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     _echo_findings_to_stderr(policy.errors)
     chosen_component = _component(component)
     if show_all:
@@ -466,22 +439,20 @@ def _require_known_tool(policy: Policy, tool_id: str) -> None:
         known = ", ".join(sorted(policy.tool_ids)) or "(none installed)"
         hint = did_you_mean(tool_id, policy.tool_ids)
         raise click.BadParameter(
-            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known}", param_hint="TOOL_ID"
+            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known} (an app's own tools: "
+            "add --tools-file FILE)",
+            param_hint="TOOL_ID",
         )
 
 
 def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
-    provider = policy.provider(provider_id)
-    if provider is None:
-        from policy.suggest import did_you_mean
+    from policy.errors import UnknownProviderError
 
-        names = [name for p in policy.providers for name in (p.id, p.name)]
-        hint = did_you_mean(provider_id, names)
-        raise click.BadParameter(
-            f"no configured provider '{provider_id}'{hint or '.'} Configured: {_provider_list(policy)}",
-            param_hint="--provider",
-        )
-    return provider
+    try:
+        return policy.provider(provider_id)
+    except UnknownProviderError as error:
+        hint = "" if policy.providers else " (use --provider-kind KIND [--model MODEL])"
+        raise click.BadParameter(f"{error}{hint}", param_hint="--provider") from None
 
 
 def _provider_list(policy: Policy) -> str:
@@ -534,6 +505,7 @@ def settings() -> None:
 @settings.command("show")
 @click.argument("tool_id")
 @_configuration_options
+@tools_file_option
 def settings_show(
     tool_id: str,
     org: tuple[Path, ...],
@@ -541,12 +513,13 @@ def settings_show(
     user_settings: Path | None,
     state_dir: Path | None,
     output_format: str,
+    tools_files: tuple[Path, ...],
 ) -> None:
     """Every field of TOOL_ID: value (secrets masked), source, locked, origin."""
     from policy.explain import render_document, render_table, settings_document
     from policy.terminal import terminal_safe
 
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     _echo_findings_to_stderr(policy.errors)
     _require_known_tool(policy, tool_id)
     document = settings_document(policy, tool_id)
@@ -588,6 +561,7 @@ def _origin_text(origin: Any) -> str:
 @click.argument("field")
 @click.argument("value")
 @_configuration_options
+@tools_file_option
 def settings_set(
     tool_id: str,
     field: str,
@@ -597,6 +571,7 @@ def settings_set(
     user_settings: Path | None,
     state_dir: Path | None,
     output_format: str,
+    tools_files: tuple[Path, ...],
 ) -> None:
     """Save VALUE for TOOL_ID's FIELD in the user settings file (comments are kept).
 
@@ -609,7 +584,7 @@ def settings_set(
         raise click.UsageError(
             "name the user settings file with --user-settings FILE (or TOOLPOLICY_USER_SETTINGS)"
         )
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     _echo_findings_to_stderr(policy.errors)
     _require_known_tool(policy, tool_id)
     problem = settable_field_problem(policy, tool_id, field, value)
@@ -630,7 +605,8 @@ def settings_set(
 
 @cli.command()
 @_configuration_options
-@click.option("--component", type=_COMPONENT, help="Only the tools selectable in this component.")
+@component_option(default=None, help="Only the tools selectable in this component.")
+@tools_file_option
 def tools(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -638,11 +614,12 @@ def tools(
     state_dir: Path | None,
     output_format: str,
     component: str | None,
+    tools_files: tuple[Path, ...],
 ) -> None:
     """The tool catalog with its state: active, configured, minimum confidence and its source."""
     from policy.explain import render_document, render_table, tools_document
 
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     _echo_findings_to_stderr(policy.errors)
     chosen = _component(component) if component else None
     document = tools_document(policy, chosen)
@@ -687,12 +664,8 @@ def tools(
     type=click.Path(dir_okay=False, path_type=Path),
     help="User settings of the NEW side (default: the same as --user-settings).",
 )
-@click.option(
-    "--component",
-    "components",
-    multiple=True,
-    type=_COMPONENT,
-    help="Only these components (repeatable; default: every component).",
+@component_option(
+    multiple=True, help="Only these components (repeatable; default: every component)."
 )
 @click.option("--fail", is_flag=True, help="Exit 1 when any decision changes.")
 def diff(
@@ -789,7 +762,7 @@ def log() -> None:
     help="Only records from then on: a duration back from now (30m, 24h, 7d, 2w) or an ISO "
     "8601 date or time (UTC unless it names its offset).",
 )
-@format_option
+@_format_option
 def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> None:
     """Counts over a decision log (a file and its rotated copies FILE.1 …): decisions per
     configuration revision and provider, refusals, left-out reasons, calls per status and tool,
@@ -857,7 +830,7 @@ def encrypt() -> None:
 @_configuration_options
 @click.option(
     "--mode",
-    type=_NameChoice("mode", ["LOCKED", "DEFAULT"]),
+    type=NameChoice("mode", ["LOCKED", "DEFAULT"]),
     required=True,
     help="LOCKED: DataTools.LockedToolSettings (users cannot change the values). DEFAULT: "
     "DataTools.DefaultToolSettings (pre-filled; a value the user saves wins).",
@@ -996,7 +969,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             "off",
         ):
             raise
-        if type(error).__module__.startswith("policy."):
+        from policy.errors import ToolPolicyError
+
+        if isinstance(error, ToolPolicyError):
             click.echo(f"Error: {terminal_safe(error)}", err=True)
         else:
             click.echo(

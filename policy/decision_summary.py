@@ -11,13 +11,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from policy.decision_record import DecisionRecord
+from policy.errors import ToolPolicyError
 
 TOP_BLOCKED = 10
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-class DecisionLogError(Exception):
+class DecisionLogError(ToolPolicyError):
     """A decision-log line that is not a record, named by file:line; or a bad --since."""
 
 

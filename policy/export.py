@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from policy import secrets
+from policy.errors import ToolPolicyError
 from policy.vocabulary import SettingSource
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class ExportMode(StrEnum):
     DEFAULT = "DEFAULT"
 
 
-class ExportError(Exception):
+class ExportError(ToolPolicyError):
     """An export that cannot be produced; `argument` names what was wrong ("TOOL_ID", "--area")."""
 
     def __init__(self, message: str, argument: str = "") -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
 from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
+from policy.errors import ToolPolicyError
 from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.provenance import SourceLocation
 
@@ -146,7 +147,7 @@ def limits_from_environment() -> tuple[SandboxLimits, str | None]:
     return replace(default, wall_seconds=seconds), None
 
 
-class LuaSandboxError(Exception):
+class LuaSandboxError(ToolPolicyError):
     """A plugin could not be run; str() is `file:line: message` (or `file: message`)."""
 
     message: str

@@ -25,6 +25,7 @@ from policy.configuration import (
     SecretValue,
     Severity,
 )
+from policy.errors import ToolPolicyError
 from policy.lua_sandbox import (
     LuaFunction,
     LuaSandboxError,
@@ -151,7 +152,7 @@ class ConfigurationPlugin:
         return Origin(self.id, self.name, SourceLocation(self.path, 0))
 
 
-class PluginLoadError(Exception):
+class PluginLoadError(ToolPolicyError):
     """The whole plugin is rejected; every finding names file:line and what would be valid."""
 
     def __init__(

@@ -41,6 +41,7 @@ from policy.definitions import (
     validate_definition,
     visible_components,
 )
+from policy.errors import ToolPolicyError
 from policy.provenance import Origin, SourceLocation
 from policy.resolve import (
     DEFAULT_TOOL_IDS_BY_COMPONENT,
@@ -87,7 +88,7 @@ TOOL_POLICY_INTRO = (
 )
 
 
-class UnknownToolError(KeyError):
+class UnknownToolError(ToolPolicyError, KeyError):
     """Asked about a tool id the registry does not know."""
 
     def __init__(self, tool_id: str, known: Iterable[str]) -> None:

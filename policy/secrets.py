@@ -16,6 +16,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from policy.errors import ToolPolicyError
+
 PREFIX = "ENC:v1:"
 ENV_SECRET = "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"
 AI_STUDIO_ENV_SECRET = "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET"
@@ -31,7 +33,7 @@ _BLOCK_BYTES = 16
 _ITERATIONS = 10_000
 
 
-class SecretError(Exception):
+class SecretError(ToolPolicyError):
     """An `ENC:v1:` value or the configured secret is unusable; the message says why, never what."""
 
     def __init__(self, message: str) -> None:

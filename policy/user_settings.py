@@ -24,6 +24,7 @@ from policy.configuration import (
     Severity,
     UserSettings,
 )
+from policy.errors import ToolPolicyError
 from policy.provenance import SourceLocation
 from policy.suggest import did_you_mean
 from policy.vocabulary import (
@@ -54,7 +55,7 @@ _MANAGED_KEY_FOR = {
 }
 
 
-class UserSettingsError(Exception):
+class UserSettingsError(ToolPolicyError):
     """A bad settings file or value; the message names file:line and what would be valid."""
 
     def __init__(self, message: str, location: SourceLocation | None = None) -> None:

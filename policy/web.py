@@ -45,6 +45,7 @@ from policy.web_what_if import WhatIfError, form_list
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.configuration import ProviderConfig
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -185,7 +186,7 @@ def build_app(
         policy = snapshot().policy
         component = component_of(request)
         tool_id = request.query_params.get("tool", "")
-        provider = policy.provider(request.query_params.get("provider", ""))
+        provider = _provider(policy, request.query_params.get("provider", ""))
         if component is None:
             return not_found(unknown_component(request), api)
         if tool_id not in policy.tool_ids:
@@ -328,6 +329,15 @@ def build_app(
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
         lifespan=lifespan,
     )
+
+
+def _provider(policy: Policy, provider_id: str) -> ProviderConfig | None:
+    from policy.errors import UnknownProviderError
+
+    try:
+        return policy.provider(provider_id)
+    except UnknownProviderError:
+        return None
 
 
 def _cross_site(request: Request) -> bool:

@@ -80,14 +80,12 @@ def _simulated_provider(form: Mapping[str, Any], policy: Policy) -> ProviderConf
     if model and not kind:
         raise WhatIfError("model only goes with provider_kind", "model")
     if configured:
-        provider = policy.provider(configured)
-        if provider is None:
-            known = ", ".join(p.id for p in policy.providers) or "none"
-            raise WhatIfError(
-                f"provider: no configured provider '{configured}'; configured: {known}",
-                "provider",
-            )
-        return provider
+        from policy.errors import UnknownProviderError
+
+        try:
+            return policy.provider(configured)
+        except UnknownProviderError as error:
+            raise WhatIfError(f"provider: {error}", "provider") from None
     if kind not in PROVIDER_KIND_NAMES:
         raise WhatIfError(
             f"provider_kind: '{kind}' is not a provider kind; valid: {', '.join(PROVIDER_KIND_NAMES)}"

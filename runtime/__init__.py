@@ -20,6 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from policy.errors import ToolPolicyError
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
         Chat,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from runtime.tools import builtin_executable_tools
 
 _LAZY: dict[str, str] = {
+    "ToolPolicyError": "policy.errors",
     "ArgumentError": "runtime.arguments",
     "ArgumentReader": "runtime.arguments",
     "RequestedCall": "runtime.messages",
@@ -200,6 +202,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolExecutor",
     "ToolInvocationTrace",
+    "ToolPolicyError",
     "ToolRoundStarted",
     "ToolsOffered",
     "TraceStatus",

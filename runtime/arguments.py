@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+from policy.errors import ToolPolicyError
+
 ECHO_MAX_CHARACTERS = 40
 _INT32_MAX = 2**31 - 1
 
@@ -30,7 +32,7 @@ _DATE_EXPECTATION = (
 )
 
 
-class ArgumentError(ValueError):
+class ArgumentError(ToolPolicyError, ValueError):
     """A model argument that cannot be used; the message is meant for the model to read."""
 
     def __init__(self, argument: str, message: str) -> None:

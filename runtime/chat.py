@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from policy.errors import ToolPolicyError
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -167,7 +168,7 @@ class SqliteChatStore:
             )
 
 
-class ChatStoreError(Exception):
+class ChatStoreError(ToolPolicyError):
     """The chat store cannot be opened or written; the message names the file."""
 
 
@@ -325,7 +326,7 @@ def _stricter(held: ChatRecord, arriving: ChatRecord) -> ChatRecord:
     )
 
 
-class ChatRequirementError(Exception):
+class ChatRequirementError(ToolPolicyError):
     """A provider the chat's requirements rule out; raised before any request is sent."""
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
 import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,20 +18,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from policy.cli import configuration_options, finding_line
+from policy.cli_options import component_option, format_option, load_cli_policy, tools_file_option
 from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
 
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import ProviderConfig
-    from policy.tools import Tool
     from runtime.chat import Chat
     from runtime.messages import ChatMessage
     from runtime.providers.hosts import WireApi
     from runtime.session import ResponseEvent
 
 API_KEY_ENV = "TOOLPOLICY_API_KEY"
-TOOLS_FACTORY = "create_tools"
 _QUIT = frozenset({"exit", "quit", ":q"})
 _STOP_NOTES = {
     "max_tokens": "the output limit was reached, so the answer is cut",
@@ -66,22 +64,8 @@ _STOP_NOTES = {
     multiple=True,
     help="Select a tool (repeatable). Without it, the component's default selection.",
 )
-@click.option(
-    "--tools-file",
-    "tools_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help=f"A Python file whose {TOOLS_FACTORY}() returns the app's own tools, registered next "
-    "to the installed ones. Repeatable.",
-)
-@click.option(
-    "--component",
-    type=click.Choice([c.value for c in Component], case_sensitive=False),
-    metavar="COMPONENT",
-    default=Component.CHAT.value,
-    show_default=True,
-    help="The part of the app the conversation happens in.",
-)
+@tools_file_option
+@component_option(help="The part of the app the conversation happens in.")
 @click.option("--system", "system_prompt", default="", help="The system prompt.")
 @click.option(
     "--chat-id",
@@ -95,12 +79,9 @@ _STOP_NOTES = {
     "across instances. [env: TOOLPOLICY_CHAT_DB, default: a SQLite file in the user's data "
     "folder]",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"], case_sensitive=False),
-    default="text",
-    show_default=True,
+@format_option(
+    "text",
+    "json",
     help="text: the answer on stdout, tool calls on stderr. json: one JSON object per event.",
 )
 @click.option(
@@ -202,68 +183,17 @@ def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
             )
 
 
-def load_cli_policy(
-    org: Sequence[Path],
-    local: Sequence[Path],
-    user_settings: Path | None,
-    state_dir: Path | None,
-    tools_files: Sequence[Path],
-) -> Policy:
-    from policy import load_policy
-    from policy.discovery import discover_tools
-    from policy.user_settings import UserSettingsError
-
-    tools: list[Tool] = list(discover_tools().tools)
-    for path in tools_files:
-        tools.extend(_tools_from_file(path))
-    try:
-        return load_policy(org, local, user_settings, state_dir=state_dir, tools=tools)
-    except UserSettingsError as error:
-        raise click.ClickException(str(error)) from None
-
-
-def _tools_from_file(path: Path) -> list[Tool]:
-    """The tools `create_tools()` of a Python file returns; anything else is a usage error."""
-    from policy.tools import Tool
-
-    spec = importlib.util.spec_from_file_location(f"_toolpolicy_tools_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise click.BadParameter(f"'{path}' is not a Python file.", param_hint="--tools-file")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:
-        raise click.BadParameter(
-            f"'{path}' failed to import: {type(error).__name__}: {error}",
-            param_hint="--tools-file",
-        ) from None
-    factory = getattr(module, TOOLS_FACTORY, None)
-    if not callable(factory):
-        raise click.BadParameter(
-            f"'{path}' defines no {TOOLS_FACTORY}() returning its tools.", param_hint="--tools-file"
-        )
-    made = list(factory())
-    wrong = [type(t).__name__ for t in made if not isinstance(t, Tool)]
-    if wrong:
-        raise click.BadParameter(
-            f"{TOOLS_FACTORY}() in '{path}' returned objects that are no tools: "
-            f"{', '.join(wrong)}.",
-            param_hint="--tools-file",
-        )
-    return made
-
-
 def chosen_provider(
     policy: Policy, provider_id: str | None, base_url: str | None
 ) -> ProviderConfig:
+    from policy.errors import UnknownProviderError
+
     listed = ", ".join(f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers) or "none"
     if provider_id:
-        provider = policy.provider(provider_id)
-        if provider is None:
-            raise click.BadParameter(
-                f"no configured provider '{provider_id}'. Configured: {listed}",
-                param_hint="--provider",
-            )
+        try:
+            provider = policy.provider(provider_id)
+        except UnknownProviderError as error:
+            raise click.BadParameter(str(error), param_hint="--provider") from None
     elif len(policy.providers) == 1:
         provider = policy.providers[0]
     else:

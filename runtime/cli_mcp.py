@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from policy.cli import configuration_options, finding_line, require_token_beyond_loopback
+from policy.cli_options import component_option, format_option, load_cli_policy, tools_file_option
 from policy.terminal import terminal_json
 from policy.vocabulary import Component
 
@@ -40,8 +41,6 @@ def _policy(
     state_dir: Path | None,
     tools_files: Sequence[Path] = (),
 ) -> Policy:
-    from runtime.cli_chat import load_cli_policy
-
     policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
     for finding in policy.errors:
         click.echo(finding_line(finding, "error"), err=True)
@@ -97,13 +96,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
 
 @mcp.command("list")
 @configuration_options
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"], case_sensitive=False),
-    default="table",
-    show_default=True,
-)
+@format_option("table", "json")
 def list_servers(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -181,20 +174,8 @@ def pin(
 @mcp.command("serve")
 @configuration_options
 @click.option("--provider", "provider_id", help="A configured provider, by id or name.")
-@click.option(
-    "--component",
-    type=click.Choice([c.value for c in Component], case_sensitive=False),
-    default=Component.CHAT.value,
-    show_default=True,
-    help="The part of the app the MCP client stands for.",
-)
-@click.option(
-    "--tools-file",
-    "tools_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A Python file whose create_tools() returns the app's own tools. Repeatable.",
-)
+@component_option(help="The part of the app the MCP client stands for.")
+@tools_file_option
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"], case_sensitive=False),

@@ -10,26 +10,20 @@ from pathlib import Path
 
 import click
 
-from policy.cli import configuration_options, format_option
+from policy.cli import configuration_options
+from policy.cli_options import format_option, load_cli_policy, tools_file_option
 
 
 @click.command()
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @configuration_options
-@click.option(
-    "--tools-file",
-    "tools_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A Python file whose create_tools() returns the app's own tools (as the app that "
-    "wrote the log registered them). Repeatable.",
-)
+@tools_file_option
 @click.option(
     "--since",
     help="Only records from then on: a duration back from now (30m, 24h, 7d) or an ISO 8601 "
     "date or time.",
 )
-@format_option
+@format_option("table", "json", "yaml")
 @click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything would flip (for CI).")
 def replay(
     logs: tuple[Path, ...],
@@ -53,7 +47,6 @@ def replay(
     """
     from policy.decision_summary import DecisionLogError, parse_since, read_decision_logs
     from policy.explain import render_document, render_table
-    from runtime.cli_chat import load_cli_policy
     from runtime.replay import replay as replay_records
     from runtime.replay import replay_table
 

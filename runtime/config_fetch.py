@@ -43,6 +43,7 @@ from policy.config_sources import (
     set_copy_in_force,
     write_statuses,
 )
+from policy.errors import ToolPolicyError
 
 MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
 MAX_UNPACKED_BYTES = 32 * 1024 * 1024
@@ -51,7 +52,7 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 LOCK_FILE = ".delivery.lock"
 
 
-class ConfigurationArchiveError(ValueError):
+class ConfigurationArchiveError(ToolPolicyError, ValueError):
     """A downloaded archive that is refused; the message says which entry and why."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition
+from policy.errors import ToolPolicyError
 from policy.tools import Tool
 from policy.vocabulary import (
     ConfidenceLevel,
@@ -17,7 +18,7 @@ from policy.vocabulary import (
 from runtime.messages import Source
 
 
-class ToolExecutionBlocked(Exception):
+class ToolExecutionBlocked(ToolPolicyError):
     """An intentional policy block: the model gets the message as is, the trace says BLOCKED."""
 
 
@@ -85,20 +86,22 @@ def sensitive_argument_names(tool: object) -> frozenset[str]:
     return frozenset()
 
 
-_REQUIRED_MEMBERS: tuple[str, ...] = (
-    "definition",
-    "display_name",
-    "outbound_data",
-    "enforces_outbound_data_restriction",
-    "is_available",
-    "validate_configuration",
-    "resolve_function",
-    "resolve_instructions",
-    "execute",
-)
+def _protocol_members(protocol: type) -> tuple[str, ...]:
+    """The public members a protocol declares, its bases' first, in declaration order."""
+    names: dict[str, None] = {}
+    for base in reversed(protocol.__mro__):
+        if base is Protocol or not getattr(base, "_is_protocol", False):
+            continue
+        for name in (*vars(base), *getattr(base, "__annotations__", {})):
+            if not name.startswith("_"):
+                names[name] = None
+    return tuple(names)
 
 
 def missing_members(tool: object) -> tuple[str, ...]:
     """The members of `ExecutableTool` this object lacks (extend `DefinedTool` to get all but
     `execute`)."""
-    return tuple(name for name in _REQUIRED_MEMBERS if not hasattr(tool, name))
+    return tuple(name for name in _EXECUTABLE_MEMBERS if not hasattr(tool, name))
+
+
+_EXECUTABLE_MEMBERS = _protocol_members(ExecutableTool)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policy.errors import ToolPolicyError
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ensure_provider_allowed
@@ -166,7 +167,7 @@ class FinalAnswer:
 LoopEvent = TextDeltaEvent | ToolRoundStarted | ToolCallStarted | ToolCallFinished | FinalAnswer
 
 
-class InvalidToolCallingResponse(Exception):
+class InvalidToolCallingResponse(ToolPolicyError):
     """The provider's first round said nothing and called nothing."""
 
     def __init__(self, provider_name: str) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from policy.configuration import SecretValue
+from policy.errors import ToolPolicyError
 from policy.mcp import (
     McpServerConfig,
     McpServerListing,
@@ -55,7 +56,7 @@ def _start_seconds(server: McpServerConfig) -> float:
     return max(low, min(high, server.timeout_seconds))
 
 
-class McpServerError(Exception):
+class McpServerError(ToolPolicyError):
     """A server could not be reached, listed or called; the message names the server and never
     holds a secret from its Env or Headers."""
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from policy.errors import ToolPolicyError
 
-class ProviderError(Exception):
+
+class ProviderError(ToolPolicyError):
     """Base of every provider failure the runtime raises to the embedding application."""
 
     def __init__(self, message: str, *, provider: str = "", status_code: int | None = None) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policy.errors import ToolPolicyError
 from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
 from runtime.arguments import ArgumentError
 from runtime.web.addresses import redact_url_for_log, request_key
@@ -68,7 +69,7 @@ class BackendAnswer:
     notes: tuple[str, ...] = ()
 
 
-class SearchBackendError(Exception):
+class SearchBackendError(ToolPolicyError):
     """A backend could not answer; the message is safe to show the model and the log."""
 
 

@@ -11,14 +11,16 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Protocol
 
+from policy.errors import ToolPolicyError
+
 PIECE_SIZE = 8 * 1024
 
 
-class UnsupportedContentEncoding(ValueError):
+class UnsupportedContentEncoding(ToolPolicyError, ValueError):
     """The server compressed the body in a way we did not offer."""
 
 
-class BodyDecodingError(ValueError):
+class BodyDecodingError(ToolPolicyError, ValueError):
     """The body is not what its Content-Encoding says."""
 
 

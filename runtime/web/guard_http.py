@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from policy.errors import ToolPolicyError
 from runtime.web.addresses import redact_url_for_log
 from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
 
@@ -27,7 +28,7 @@ _MAX_SNIPPET_CHARACTERS = 240
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-class InjectionFilterError(Exception):
+class InjectionFilterError(ToolPolicyError):
     """The filtering service could not be used; the message names the service, never the token."""
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from policy.errors import ToolPolicyError
 from policy.vocabulary import ConfidenceLevel
 from runtime.web.addresses import (
     AddressClass,
@@ -97,7 +98,7 @@ _BLOCK_MESSAGES = {
 }
 
 
-class WebPageAccessBlocked(Exception):
+class WebPageAccessBlocked(ToolPolicyError):
     """An intentional refusal of a target; tools turn it into a BLOCKED call."""
 
     def __init__(self, reason: WebPageAccessBlockReason, message: str | None = None) -> None:
@@ -106,7 +107,7 @@ class WebPageAccessBlocked(Exception):
         super().__init__(self.message)
 
 
-class WebRetrievalError(Exception):
+class WebRetrievalError(ToolPolicyError):
     """Loading failed (network, HTTP status, size, content type, unreadable text): an ERROR call."""
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:

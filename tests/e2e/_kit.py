@@ -86,9 +86,7 @@ def at_loopback(provider: ProviderConfig, server: ProviderServer) -> ProviderCon
 def organization_provider(
     policy: Policy, provider_id: str, server: ProviderServer
 ) -> ProviderConfig:
-    found = policy.provider(provider_id)
-    assert found is not None
-    return at_loopback(found, server)
+    return at_loopback(policy.provider(provider_id), server)
 
 
 def anthropic_provider(server: ProviderServer) -> ProviderConfig:

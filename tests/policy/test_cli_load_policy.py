@@ -41,7 +41,12 @@ def test_the_example_organization_decides() -> None:
     self_hosted = next(p for p in loaded.providers if p.kind is ProviderKind.SELF_HOSTED)
     assert loaded.provider(self_hosted.id.upper()) == self_hosted
     assert loaded.provider(self_hosted.name) == self_hosted
-    assert loaded.provider("nobody") is None
+    with pytest.raises(policy.UnknownProviderError, match="no configured provider 'nobody'"):
+        loaded.provider("nobody")
+    with pytest.raises(LookupError, match='did you mean "Example Corp vLLM"'):
+        loaded.provider("Example Corp vLMM")
+    with pytest.raises(policy.ToolPolicyError):
+        loaded.provider("")
     decision = loaded.offer_decision("web_search", self_hosted, Component.CHAT)
     assert isinstance(decision, policy.OfferDecision)
     assert decision.reason is ToolOfferBlockReason.NONE

@@ -74,3 +74,49 @@ def test_retrieval_overrides_live_in_a_public_module() -> None:
     from runtime import RetrievalOverrides
 
     assert RetrievalOverrides.__module__ == "runtime.retrieval_overrides"
+
+
+def test_every_documented_error_derives_from_the_one_root() -> None:
+    import policy
+    import runtime
+    from policy.errors import ToolPolicyError
+    from policy.export import ExportError, SecretExportError
+    from policy.lua_sandbox import LuaSandboxError
+    from policy.plugins import PluginLoadError
+    from policy.registry import UnknownToolError
+    from policy.secrets import SecretError
+    from policy.user_settings import UserSettingsError
+    from runtime.config_fetch import ConfigurationArchiveError
+    from runtime.providers.errors import ProviderAuthError, ProviderProtocolError
+    from runtime.tools.search_backends import SearchBackendError
+    from runtime.web.guard_http import InjectionFilterError
+    from runtime.web.retrieval import WebPageAccessBlocked, WebRetrievalError
+
+    assert policy.ToolPolicyError is runtime.ToolPolicyError is ToolPolicyError
+    documented = [
+        policy.UnknownProviderError,
+        ExportError,
+        SecretExportError,
+        LuaSandboxError,
+        PluginLoadError,
+        UnknownToolError,
+        SecretError,
+        UserSettingsError,
+        ConfigurationArchiveError,
+        ProviderAuthError,
+        ProviderProtocolError,
+        SearchBackendError,
+        InjectionFilterError,
+        WebPageAccessBlocked,
+        WebRetrievalError,
+        runtime.ArgumentError,
+        runtime.ChatRequirementError,
+        runtime.ChatStoreError,
+        runtime.InvalidToolCallingResponse,
+        runtime.McpServerError,
+        runtime.ProviderError,
+        runtime.ToolExecutionBlocked,
+    ]
+    assert [e.__name__ for e in documented if not issubclass(e, ToolPolicyError)] == []
+    assert issubclass(UnknownToolError, KeyError)
+    assert issubclass(runtime.ArgumentError, ValueError)
