@@ -89,8 +89,8 @@ async def _call_overhead(rounds: int) -> tuple[float, float]:
     from mcp import Client, StdioServerParameters
 
     from policy.vocabulary import ConfidenceLevel
-    from runtime.execution import ToolExecutionContext
-    from runtime.mcp import MCP_SESSIONS_SERVICE, McpExecutableTool, McpSessions
+    from runtime.execution import ToolExecutionContext, ToolServices
+    from runtime.mcp import McpExecutableTool, McpSessions
 
     with tempfile.TemporaryDirectory() as folder:
         state = Path(folder) / "state.json"
@@ -122,7 +122,7 @@ async def _call_overhead(rounds: int) -> tuple[float, float]:
                 settings={},
                 provider_kind=ProviderKind.SELF_HOSTED,
                 provider_confidence=ConfidenceLevel.HIGH,
-                services={MCP_SESSIONS_SERVICE: sessions},
+                services=ToolServices(mcp_sessions=sessions),
             )
             await c.call_tool("add_comment", arguments)
             await tool.execute(arguments, context)

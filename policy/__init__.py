@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from policy.tools import (
         CONFIGURED,
         DefinedTool,
+        RequestExtras,
         ResolutionContext,
         Tool,
         ToolConfigurationState,
@@ -91,6 +92,7 @@ __all__ = [
     "PolicyConfiguration",
     "ProviderConfig",
     "ProviderKind",
+    "RequestExtras",
     "ResolutionContext",
     "SettingField",
     "SettingSource",
@@ -117,6 +119,7 @@ _LAZY = {
     "CONFIGURED": "policy.tools",
     "DefinedTool": "policy.tools",
     "ResolutionContext": "policy.tools",
+    "RequestExtras": "policy.tools",
     "ToolConfigurationState": "policy.tools",
     "SettingField": "policy.definitions",
     "SettingsSchema": "policy.definitions",

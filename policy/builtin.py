@@ -21,7 +21,14 @@ from policy.definitions import (
 )
 from policy.hosts import parse_allowed_private_hosts
 from policy.secrets import without_user_info
-from policy.tools import CONFIGURED, DefinedTool, ResolutionContext, ToolConfigurationState
+from policy.tools import (
+    CONFIGURED,
+    DefinedTool,
+    OfferedDataSource,
+    RequestExtras,
+    ResolutionContext,
+    ToolConfigurationState,
+)
 from policy.vocabulary import (
     ANY_LANGUAGE,
     ConfidenceLevel,
@@ -88,12 +95,6 @@ RWP_FREE_ADDRESS_CHOICE = "freeAddressChoice"
 
 SC_BASE_URL = "baseUrl"
 SC_TIMEOUT_SECONDS = "timeoutSeconds"
-
-#: `ResolutionContext.extras` keys the registry or the runtime fill in.
-EXTRA_WIKI_BASE_URL = "wiki_base_url"
-"""The configured Confluence base URL (read_web_page: the wiki is the one configured service)."""
-EXTRA_DATA_SOURCES = "data_sources"
-"""A sequence of `OfferedDataSource`: the chat's data sources the provider may use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,19 +536,6 @@ _SEMANTIC_SEARCH_INSTRUCTIONS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class OfferedDataSource:
-    """A data source semantic_search may offer, as its description lists it."""
-
-    id: str
-    name: str
-    type_label: str
-    results_per_page: int
-    last_page: int
-    description: str = ""
-    num: int = 0
-
-
 def _shortened(text: str, limit: int = DATA_SOURCE_DESCRIPTION_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
@@ -711,7 +699,7 @@ class ReadWebPageTool(DefinedTool):
             OutboundDataRestriction.UNRESTRICTED,
             OutboundDataRestriction.ONLY_LINKS_FROM_CHAT,
         )
-        if strict and not str(context.extras.get(EXTRA_WIKI_BASE_URL, "") or "").strip():
+        if strict and not context.extras.wiki_base_url.strip():
             return None
         return self.definition.function
 
@@ -726,6 +714,13 @@ class SearchConfluenceTool(DefinedTool):
 
     minimum_confidence_floor = ConfidenceLevel.HIGH
     """Wiki content never reaches a provider below HIGH, whatever the settings lower it to."""
+    companion_tool_ids = (READ_WEB_PAGE,)
+    """The wiki's search results are pages read_web_page opens, so selecting one selects both."""
+
+    def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
+        """The configured wiki is the one service read_web_page may read under a strict outbound
+        restriction."""
+        return RequestExtras(wiki_base_url=settings.get(SC_BASE_URL, "").strip())
 
     def __init__(self) -> None:
         super().__init__(
@@ -764,12 +759,7 @@ class SemanticSearchTool(DefinedTool):
     @staticmethod
     def offered_sources(context: ResolutionContext) -> tuple[OfferedDataSource, ...]:
         """The chat's usable data sources, ordered by number then id so the offer stays stable."""
-        raw = context.extras.get(EXTRA_DATA_SOURCES, ())
-        sources = [
-            s
-            for s in (raw if isinstance(raw, Sequence) else ())
-            if isinstance(s, OfferedDataSource) and s.results_per_page > 0
-        ]
+        sources = [s for s in context.extras.data_sources if s.results_per_page > 0]
         return tuple(sorted(sources, key=lambda s: (s.num, s.id)))
 
     async def resolve_function(self, context: ResolutionContext) -> ToolFunction | None:

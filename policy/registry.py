@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from policy.builtin import EXTRA_WIKI_BASE_URL, READ_WEB_PAGE, SC_BASE_URL, SEARCH_CONFLUENCE
 from policy.capabilities import ToolCallingAvailability, can_use_tools
 from policy.configuration import (
     Finding,
@@ -62,7 +61,14 @@ from policy.resolve import (
     resolve_tool_settings,
     tools_enabled,
 )
-from policy.tools import DefinedTool, ResolutionContext, Tool, ToolConfigurationState, ToolGate
+from policy.tools import (
+    DefinedTool,
+    RequestExtras,
+    ResolutionContext,
+    Tool,
+    ToolConfigurationState,
+    ToolGate,
+)
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -317,11 +323,7 @@ class ToolRegistry:
             sorted(self._facts.values(), key=lambda f: f.tool.display_name.casefold())
         )
         self._by_function = {f.definition.function.name: f.tool for f in self._facts.values()}
-        wiki = self._facts.get(SEARCH_CONFLUENCE)
-        wiki_url = wiki.values.get(SC_BASE_URL, "").strip() if wiki is not None else ""
-        self._base_extras: Mapping[str, object] = (
-            {EXTRA_WIKI_BASE_URL: wiki_url} if wiki_url else {}
-        )
+        self._request_extras: RequestExtras | None = None
         self._decisions: dict[tuple[Any, ...], OfferDecision] = {}
         self._providers: dict[tuple[Any, ...], _ProviderFacts] = {}
         self._provider_objects: dict[int, tuple[ProviderConfig | None, _ProviderFacts]] = {}
@@ -831,7 +833,7 @@ class ToolRegistry:
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
         retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH,
         chat_id: str = "",
-        extras: Mapping[str, object] | None = None,
+        extras: RequestExtras | None = None,
     ) -> RunnableTools:
         """The tools one request offers: checks first, then each passing tool is asked what it
         offers; a failing resolution costs only that tool."""
@@ -845,7 +847,7 @@ class ToolRegistry:
         )
         if not self._global_check.passed or not provider_facts.availability.is_available:
             return RunnableTools((), "", decisions)
-        shared_extras = {**self._base_extras, **(extras or {})}
+        shared_extras = self.request_extras.merged(extras) if extras else self.request_extras
         offered: list[RunnableTool] = []
         left_out: list[tuple[str, str]] = []
         for facts, decision in zip(candidates, decisions, strict=True):
@@ -960,16 +962,52 @@ class ToolRegistry:
 
     def normalize_selection(self, ids: Iterable[str]) -> tuple[str, ...]:
         """Collection ids, de-duplicated in first-seen order; context tools dropped; unknown kept;
-        search_confluence brings read_web_page along."""
+        a tool brings the companions it declares along (search_confluence: read_web_page)."""
         result: dict[str, None] = {}
         for ident in ids:
             facts = self._facts.get(ident)
             if facts is not None and facts.definition.activation is ToolActivation.CONTEXT:
                 continue
             result[self.collection_id(ident)] = None
-        if self.collection_id(SEARCH_CONFLUENCE) in result:
-            result[self.collection_id(READ_WEB_PAGE)] = None
+        for ident in tuple(result):
+            for companion in self._companions(ident):
+                result.setdefault(self.collection_id(companion), None)
         return tuple(result)
+
+    def _companions(self, ident: str) -> tuple[str, ...]:
+        """The tool ids a tool (or each tool of a collection) declares as selected along."""
+        collection = self._collections.get(ident)
+        found: list[str] = []
+        for tool_id in collection.tool_ids if collection is not None else (ident,):
+            facts = self._facts.get(tool_id)
+            declared = getattr(facts.tool, "companion_tool_ids", ()) if facts else ()
+            found.extend(str(c) for c in declared if isinstance(c, str) and c in self._facts)
+        return tuple(found)
+
+    @property
+    def request_extras(self) -> RequestExtras:
+        """What the tools' settings tell every request: each tool's `request_extras(settings)`,
+        merged in catalog order once, when first asked (a declaration that fails adds nothing)."""
+        if self._request_extras is None:
+            self._request_extras = self._declared_extras()
+        return self._request_extras
+
+    def _declared_extras(self) -> RequestExtras:
+        merged = RequestExtras()
+        for facts in self._ordered:
+            declare = getattr(facts.tool, "request_extras", None)
+            if not callable(declare):
+                continue
+            try:
+                declared = declare(facts.values)
+            except Exception:  # a broken declaration costs this tool's extras only
+                _log.exception(
+                    "Tool '%s' failed to declare its request extras", facts.definition.id
+                )
+                continue
+            if isinstance(declared, RequestExtras):
+                merged = merged.merged(declared)
+        return merged
 
     def expand_selection(self, ids: Iterable[str]) -> tuple[str, ...]:
         """Normalize, then each collection becomes its tools in listed order."""

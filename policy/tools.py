@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition, ToolFunction
@@ -47,6 +47,42 @@ class ToolGate:
 
 
 @dataclass(frozen=True, slots=True)
+class OfferedDataSource:
+    """A data source semantic_search may offer, as its description lists it."""
+
+    id: str
+    name: str
+    type_label: str
+    results_per_page: int
+    last_page: int
+    description: str = ""
+    num: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestExtras:
+    """What one request knows beyond a tool's own settings, typed.
+
+    The registry fills `wiki_base_url` from what tools declare (`Tool.request_extras`, e.g.
+    search_confluence's configured address, which read_web_page may read under a strict outbound
+    restriction); the runtime adds the chat's `data_sources` a provider may use.
+    """
+
+    wiki_base_url: str = ""
+    data_sources: tuple[OfferedDataSource, ...] = ()
+
+    def merged(self, other: RequestExtras) -> RequestExtras:
+        """These extras with every field `other` sets (non-empty) taking its place."""
+        return RequestExtras(
+            wiki_base_url=other.wiki_base_url or self.wiki_base_url,
+            data_sources=other.data_sources or self.data_sources,
+        )
+
+
+NO_EXTRAS = RequestExtras()
+
+
+@dataclass(frozen=True, slots=True)
 class ResolutionContext:
     """What a tool may look at when it decides what to offer in one request."""
 
@@ -57,12 +93,19 @@ class ResolutionContext:
     retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH
     outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
     chat_id: str = ""
-    extras: Mapping[str, object] = field(default_factory=dict)
+    extras: RequestExtras = NO_EXTRAS
 
 
 @runtime_checkable
 class Tool(Protocol):
-    """A tool as the policy sees it. `definition` is fixed; the rest is asked per decision/request."""
+    """A tool as the policy sees it. `definition` is fixed; the rest is asked per decision/request.
+
+    Optional members the registry asks for when present: `companion_tool_ids` (tools selected
+    along with this one, e.g. search_confluence brings read_web_page), `request_extras(settings)`
+    (what this tool's resolved settings tell the other tools of a request, as `RequestExtras`),
+    `switch_off_gate` / `approval_gate` (see `ToolGate`) and `setting_problem(field, value)` (a
+    field's own validity rule).
+    """
 
     @property
     def definition(self) -> ToolDefinition: ...

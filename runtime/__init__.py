@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         open_chat_store,
     )
     from runtime.chat_postgres import PostgresChatStore
+    from runtime.data_sources import SearchableDataSource
     from runtime.decision_log import (
         CallbackSink,
         DecisionSink,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         ToolExecutionBlocked,
         ToolExecutionContext,
         ToolExecutionResult,
+        ToolServices,
         missing_members,
         sensitive_argument_names,
     )
@@ -112,6 +114,8 @@ _LAZY: dict[str, str] = {
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
     "ToolExecutionResult": "runtime.execution",
+    "ToolServices": "runtime.execution",
+    "SearchableDataSource": "runtime.data_sources",
     "CallbackSink": "runtime.decision_log",
     "DecisionSink": "runtime.decision_log",
     "JsonLinesSink": "runtime.decision_log",
@@ -187,6 +191,7 @@ __all__ = [
     "RetrievalOverrides",
     "RetryPolicy",
     "Role",
+    "SearchableDataSource",
     "SequentialToolCallingLoop",
     "Source",
     "SourceOrigin",
@@ -204,6 +209,7 @@ __all__ = [
     "ToolInvocationTrace",
     "ToolPolicyError",
     "ToolRoundStarted",
+    "ToolServices",
     "ToolsOffered",
     "TraceStatus",
     "Usage",

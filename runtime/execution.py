@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition
 from policy.errors import ToolPolicyError
@@ -16,6 +16,14 @@ from policy.vocabulary import (
     ProviderKind,
 )
 from runtime.messages import Source
+
+if TYPE_CHECKING:
+    from runtime.chat import Chat
+    from runtime.data_sources import SearchableDataSource
+    from runtime.mcp import McpSessions
+    from runtime.retrieval_overrides import RetrievalOverrides
+    from runtime.tools.web_search import SearchEndpoints
+    from runtime.web.guard import PromptInjectionGuard
 
 
 class ToolExecutionBlocked(ToolPolicyError):
@@ -45,6 +53,35 @@ class ToolExecutionResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolServices:
+    """The shared objects a running tool may use, one typed field each.
+
+    An app passes its own with `ChatRuntime(policy, services=ToolServices(guard=...))`; the
+    runtime adds what the configuration and the request give (the chat's data sources, the
+    configured wiki address, the MCP sessions, the chat of the call). A field left at its default
+    means "use the built-in behaviour" (e.g. no guard: the structural injection filter).
+    """
+
+    guard: PromptInjectionGuard | None = None
+    """The prompt-injection guard every piece of outside text passes; None → the built-in one."""
+    retrieval_overrides: RetrievalOverrides | None = None
+    """How web retrieval resolves, classifies and verifies (tests route names to loopback)."""
+    search_endpoints: SearchEndpoints | None = None
+    """web_search's service addresses (tests, a company proxy); None → the services' own."""
+    data_sources: tuple[SearchableDataSource, ...] = ()
+    """The chat's searchable data sources (semantic_search)."""
+    wiki_base_url: str = ""
+    """The configured Confluence address (read_web_page's restrictions)."""
+    mcp_sessions: McpSessions | None = None
+    """The MCP sessions an MCP server's tool calls through."""
+    chat: Chat | None = None
+    """The chat of the call (set by the executor)."""
+
+
+NO_SERVICES = ToolServices()
+
+
+@dataclass(frozen=True, slots=True)
 class ToolExecutionContext:
     """Everything a running tool may look at."""
 
@@ -61,8 +98,8 @@ class ToolExecutionContext:
     given_web_addresses: frozenset[str] = frozenset()
     """Request keys of addresses given word for word to the model (system prompt, user messages
     and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""
-    services: Mapping[str, Any] = field(default_factory=dict)
-    """Shared services by name, e.g. "guard" (prompt-injection guard), "http" settings."""
+    services: ToolServices = NO_SERVICES
+    """The shared objects a tool may use (guard, data sources, retrieval overrides, ...)."""
 
 
 @runtime_checkable

@@ -29,6 +29,7 @@ from runtime.execution import (
     ToolExecutionBlocked,
     ToolExecutionContext,
     ToolExecutionResult,
+    ToolServices,
     sensitive_argument_names,
 )
 from runtime.messages import RequestedCall, Source
@@ -207,22 +208,23 @@ _OUTBOUND_DATA_NAMES = {
 class ToolExecutor:
     """Runs calls against the runnable tools of one request.
 
-    `settings_for(tool_id)` gives a tool's resolved setting values; `services` are shared objects
-    tools may use (the chat of the call is added as "chat"); `mailbox_name(id)` names the mailbox
-    behind an outbound-data restriction, None when it was removed since; `known_tools(name)` is
-    the registered tool behind a function name whether or not it is offered (the registry's
-    `tool_named`), so a call of a tool not offered is traced masked by its definition.
+    `settings_for(tool_id)` gives a tool's resolved setting values; `services` are the shared
+    objects tools may use (the chat of the call is set as `services.chat`); `mailbox_name(id)`
+    names the mailbox behind an outbound-data restriction, None when it was removed since;
+    `known_tools(name)` is the registered tool behind a function name whether or not it is
+    offered (the registry's `tool_named`), so a call of a tool not offered is traced masked by
+    its definition.
     """
 
     def __init__(
         self,
         settings_for: Callable[[str], Mapping[str, str]] | None = None,
-        services: Mapping[str, Any] | None = None,
+        services: ToolServices | None = None,
         mailbox_name: Callable[[str], str | None] | None = None,
         known_tools: KnownTools | None = None,
     ) -> None:
         self._settings_for = settings_for or (lambda _tool_id: {})
-        self._services = dict(services or {})
+        self._services = services or ToolServices()
         self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
         self._known_tools = known_tools or _no_known_tools
 
@@ -276,7 +278,7 @@ class ToolExecutor:
                 chat_id=chat.id,
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
-                services={**self._services, "chat": chat},
+                services=replace(self._services, chat=chat),
             )
             result = await tool.execute(arguments, context)
             if not isinstance(result, ToolExecutionResult):

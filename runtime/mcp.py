@@ -405,8 +405,6 @@ def _content_of(result: CallToolResult) -> _Content:
     return _Content(tuple(texts), tuple(sources))
 
 
-MCP_SESSIONS_SERVICE = "mcp_sessions"
-"""The `ToolExecutionContext.services` entry through which an MCP tool reaches its session."""
 
 
 class McpExecutableTool(McpTool):
@@ -418,8 +416,8 @@ class McpExecutableTool(McpTool):
         from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
 
-        sessions = context.services.get(MCP_SESSIONS_SERVICE)
-        if not isinstance(sessions, McpSessions):
+        sessions = context.services.mcp_sessions
+        if sessions is None:
             raise McpServerError(
                 f"MCP server {self.server.name} has no open session here (no McpSessions service)"
             )

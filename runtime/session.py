@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from policy.vocabulary import Component, DataSourceRetrievalMode
 from runtime.loop import (
@@ -33,15 +33,15 @@ if TYPE_CHECKING:
     from policy.definitions import ToolDefinition
     from policy.mcp import McpServerConfig
     from runtime.chat import Chat
+    from runtime.data_sources import SearchableDataSource
     from runtime.decision_log import DecisionRecorder, DecisionSink, QueuedSink
-    from runtime.execution import ExecutableTool
+    from runtime.execution import ExecutableTool, ToolServices
     from runtime.executor import ToolExecutor
     from runtime.loop import LoopLimits, ToolCallingLoop
     from runtime.mcp import McpSessions
     from runtime.messages import ChatMessage
     from runtime.providers.client import ProviderClient
     from runtime.providers.hosts import WireApi
-    from runtime.tools.semantic_search import SearchableDataSource
 
 _log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ ResponseEvent = ToolsOffered | LoopEvent
 class ChatRuntime:
     """Everything an app keeps between user messages; `respond` is the call per message.
 
-    `services` are shared objects tools may use (e.g. "guard" for a prompt-injection guard);
+    `services` are the shared objects tools may use (`ToolServices`, e.g. its `guard`);
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (e.g. a `JsonLinesSink`), written from a bounded queue that never holds a response
@@ -97,7 +97,7 @@ class ChatRuntime:
         self,
         policy: Policy,
         *,
-        services: Mapping[str, Any] | None = None,
+        services: ToolServices | None = None,
         data_sources: Sequence[SearchableDataSource] = (),
         mailbox_name: Callable[[str], str | None] | None = None,
         loop: ToolCallingLoop | None = None,
@@ -125,7 +125,7 @@ class ChatRuntime:
             from runtime.mcp import McpSessions
 
             self._mcp = McpSessions(servers)
-        self._services = self._shared_services(services or {})
+        self._services = self._shared_services(services)
 
     async def __aenter__(self) -> ChatRuntime:
         return self
@@ -165,24 +165,21 @@ class ChatRuntime:
         self._settings.clear()
         self._mcp_version = self._mcp.version
 
-    def _shared_services(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        """The app's services plus what the built-in tools need from the configuration."""
-        from policy.builtin import SC_BASE_URL, SEARCH_CONFLUENCE
-        from runtime.tools._common import DATA_SOURCES_SERVICE, WIKI_BASE_URL_SERVICE
+    def _shared_services(self, given: ToolServices | None) -> ToolServices:
+        """The app's services plus what the configuration gives the tools (a field the app set
+        stays as the app set it)."""
+        from dataclasses import replace
 
-        services: dict[str, Any] = {}
-        if SEARCH_CONFLUENCE in self.policy.registry.tool_ids:
-            wiki = self._tool_settings(SEARCH_CONFLUENCE).get(SC_BASE_URL, "").strip()
-            if wiki:
-                services[WIKI_BASE_URL_SERVICE] = wiki
-        if self._data_sources:
-            services[DATA_SOURCES_SERVICE] = self._data_sources
-        if self._mcp is not None:
-            from runtime.mcp import MCP_SESSIONS_SERVICE
+        from runtime.execution import ToolServices
 
-            services[MCP_SESSIONS_SERVICE] = self._mcp
-        services.update(given)
-        return services
+        services = given or ToolServices()
+        return replace(
+            services,
+            wiki_base_url=services.wiki_base_url
+            or self.policy.registry.request_extras.wiki_base_url,
+            data_sources=services.data_sources or self._data_sources,
+            mcp_sessions=services.mcp_sessions or self._mcp,
+        )
 
     def _tool_settings(self, tool_id: str) -> Mapping[str, str]:
         """A tool's resolved setting values, worked out once per configuration."""
@@ -223,19 +220,11 @@ class ChatRuntime:
         `InvalidToolCallingResponse` when its first round says nothing at all.
         """
         from policy.decision_record import uuid7
+        from runtime.adapters.factory import create_adapter
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
-        from runtime.loop import (
-            LoopContext,
-            SequentialToolCallingLoop,
-            web_addresses_given_in,
-        )
+        from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
         from runtime.messages import Conversation, Role
-        from runtime.providers import (
-            additional_api_parameters,
-            create_adapter,
-            create_client,
-            request_model,
-        )
+        from runtime.providers import additional_api_parameters, create_client, request_model
 
         if not messages or messages[-1].role is not Role.USER:
             last = f", the last from {messages[-1].role.value}" if messages else ""
@@ -397,7 +386,7 @@ class ChatRuntime:
         selected_tool_ids: Iterable[str] | None,
         retrieval_mode: DataSourceRetrievalMode | None,
     ) -> RunnableTools:
-        from policy.builtin import EXTRA_DATA_SOURCES
+        from policy.tools import RequestExtras
 
         registry = self.policy.registry
         selection = (
@@ -406,15 +395,17 @@ class ChatRuntime:
             else tuple(selected_tool_ids)
         )
         mode = retrieval_mode or registry.preselected_retrieval_mode()[0]
-        extras: dict[str, object] = {}
-        if self._data_sources:
-            from runtime.tools.semantic_search import offered_data_sources
+        extras = None
+        if self._services.data_sources:
+            from runtime.data_sources import offered_data_sources
 
-            extras[EXTRA_DATA_SOURCES] = offered_data_sources(
-                self._data_sources,
-                provider.kind,
-                registry.provider_confidence(provider),
-                registry.is_trusted_provider(provider),
+            extras = RequestExtras(
+                data_sources=offered_data_sources(
+                    self._services.data_sources,
+                    provider.kind,
+                    registry.provider_confidence(provider),
+                    registry.is_trusted_provider(provider),
+                )
             )
         return await registry.runnable_tools(
             selection,
@@ -536,7 +527,7 @@ async def respond(
     system_prompt: str = "",
     client: ProviderClient | None = None,
     api_key: str | None = None,
-    services: Mapping[str, Any] | None = None,
+    services: ToolServices | None = None,
     wire_api: WireApi | None = None,
 ) -> AsyncIterator[ResponseEvent]:
     """`ChatRuntime(policy, services=services).respond(...)` for an app that answers one message.

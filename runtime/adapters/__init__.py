@@ -1,7 +1,8 @@
 """One adapter per wire API (Chat Completions, Responses, Anthropic Messages), each translating
 one streaming call's conversation to and from the shared message model.
 
-The adapter classes load on first use, so a process that speaks one API never imports the others.
+The adapter classes load on first use, so a process that speaks one API never imports the others;
+`create_adapter(client, conversation, model)` picks the one that speaks the client's wire API.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from runtime.adapters.base import ToolCallingAdapter
 if TYPE_CHECKING:
     from runtime.adapters.anthropic import AnthropicAdapter
     from runtime.adapters.chat_completions import ChatCompletionsAdapter
+    from runtime.adapters.factory import create_adapter
     from runtime.adapters.responses import ResponsesAdapter
 
 _MODULE_OF = {
     "AnthropicAdapter": "runtime.adapters.anthropic",
     "ChatCompletionsAdapter": "runtime.adapters.chat_completions",
     "ResponsesAdapter": "runtime.adapters.responses",
+    "create_adapter": "runtime.adapters.factory",
 }
 
 
@@ -30,4 +33,10 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["AnthropicAdapter", "ChatCompletionsAdapter", "ResponsesAdapter", "ToolCallingAdapter"]
+__all__ = [
+    "AnthropicAdapter",
+    "ChatCompletionsAdapter",
+    "ResponsesAdapter",
+    "ToolCallingAdapter",
+    "create_adapter",
+]

@@ -1,4 +1,5 @@
-"""Provider hosts, their HTTP client and the adapter that fits each wire API."""
+"""Provider hosts and their HTTP client (`runtime.adapters.create_adapter` picks the adapter that
+speaks a client's wire API; providers never import adapters)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from runtime.providers.errors import (
     ProviderRequestRejected,
     ProviderUnavailable,
 )
-from runtime.providers.factory import create_adapter
 from runtime.providers.hosts import (
     ANTHROPIC,
     OPENAI_CHAT_COMPLETIONS,
@@ -42,7 +42,6 @@ __all__ = [
     "Timeouts",
     "WireApi",
     "additional_api_parameters",
-    "create_adapter",
     "create_client",
     "host_profile_for",
     "request_model",

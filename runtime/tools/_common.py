@@ -1,8 +1,8 @@
 """What the built-in tools share: services from the context, retrieval options, page content.
 
 Test and embedding hooks (a resolver, an address classifier, a TLS context) reach a tool only as
-a `RetrievalOverrides` object in `ToolExecutionContext.services`, never through settings or model
-arguments, so nothing a model writes can change how addresses are checked.
+`ToolExecutionContext.services.retrieval_overrides`, never through settings or model arguments, so
+nothing a model writes can change how addresses are checked.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext
-from runtime.retrieval_overrides import RetrievalOverrides
 
 if TYPE_CHECKING:
     from runtime.web.extract import ExtractedPage
@@ -24,15 +23,6 @@ if TYPE_CHECKING:
     )
     from runtime.web.sanitize import WebPageModelContent
 
-GUARD_SERVICE = "guard"
-"""`services[...]` key of the app's `PromptInjectionGuard`; absent → the built-in filter."""
-RETRIEVAL_OVERRIDES_SERVICE = "retrieval_overrides"
-"""`services[...]` key of a `RetrievalOverrides` (tests route fake public names to loopback)."""
-WIKI_BASE_URL_SERVICE = "wiki_base_url"
-"""`services[...]` key of the configured Confluence base URL, for read_web_page's restrictions."""
-DATA_SOURCES_SERVICE = "data_sources"
-"""`services[...]` key of the chat's searchable data sources (semantic_search)."""
-
 SMALL_PAGE_CHARACTERS = 500
 """Extracted HTML shorter than this is probably incomplete (runtime-spec §6.7, §6.8)."""
 
@@ -42,8 +32,8 @@ def retrieval_options(context: ToolExecutionContext, **fields: Any) -> Retrieval
     from runtime.web.retrieval import RetrievalOptions
 
     options = RetrievalOptions(**fields)
-    overrides = context.services.get(RETRIEVAL_OVERRIDES_SERVICE)
-    if not isinstance(overrides, RetrievalOverrides):
+    overrides = context.services.retrieval_overrides
+    if overrides is None:
         return options
     return replace(
         options,
@@ -60,8 +50,8 @@ def guard_of(context: ToolExecutionContext) -> PromptInjectionGuard:
     """The app's guard, or one over the built-in structural filter when the app gave none."""
     from runtime.web.guard import PromptInjectionGuard
 
-    given = context.services.get(GUARD_SERVICE)
-    if isinstance(given, PromptInjectionGuard):
+    given = context.services.guard
+    if given is not None:
         return given
     global _default_guard
     if _default_guard is None:

@@ -31,7 +31,6 @@ from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolEx
 from runtime.messages import Source, SourceOrigin
 from runtime.tools._common import (
     SMALL_PAGE_CHARACTERS,
-    WIKI_BASE_URL_SERVICE,
     iso_utc,
     page_content,
     retrieval_options,
@@ -93,10 +92,9 @@ def _has_usable_port(url: str) -> bool:
 def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] | None:
     from runtime.tools.search_confluence import within_wiki
 
-    base = context.services.get(WIKI_BASE_URL_SERVICE)
-    if not isinstance(base, str) or not base.strip():
+    wiki = context.services.wiki_base_url.strip()
+    if not wiki:
         return None
-    wiki = base.strip()
     return lambda url: within_wiki(url, wiki)
 
 

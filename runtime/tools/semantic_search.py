@@ -1,7 +1,7 @@
 """semantic_search: the model searches the chat's data sources with a query of its own.
 
-The app hands the tool the chat's data sources as `SearchableDataSource`s in
-`ToolExecutionContext.services["data_sources"]`, each with a `DataSourceSearcher` that answers one
+The app hands the tool the chat's data sources as `SearchableDataSource`s (runtime.data_sources)
+in `ToolExecutionContext.services.data_sources`, each with a `DataSourceSearcher` that answers one
 page of passages. The tool re-checks which of them the provider may use, searches them in
 parallel, lets them take turns (the best passage of each, then the second of each, …) within a
 100,000-character budget, filters every passage through the guard in one batch, and reports a
@@ -21,29 +21,33 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from policy.builtin import (
     ARG_DATA_SOURCE_IDS,
     ARG_PAGE,
     ARG_QUERY,
     SEMANTIC_SEARCH_MAX_QUERY_CHARACTERS,
-    OfferedDataSource,
     SemanticSearchTool,
 )
-from policy.configuration import DataSourceConfig
-from policy.vocabulary import ConfidenceLevel, DataSecurity, ProviderKind, may_receive_data
+from policy.vocabulary import ConfidenceLevel, DataSecurity
 from runtime.arguments import ArgumentError, ArgumentReader
+from runtime.data_sources import (
+    DataSourceKind,
+    Passage,
+    PassagePage,
+    SearchableDataSource,
+    SearchGap,
+    last_page,
+    usable_data_sources,
+)
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
-from runtime.tools._common import DATA_SOURCES_SERVICE, guard_of
+from runtime.tools._common import guard_of
 
 _log = logging.getLogger(__name__)
 
-MAX_RESULT_WINDOW = 100
-"""The deepest ranking position a page may reach: page p fetches p × size + 1 matches."""
 RESULT_BUDGET_CHARACTERS = 100_000
 NO_SOURCES_REFUSAL = "None of the data sources of this chat can be searched right now."
 
@@ -57,144 +61,6 @@ ISSUE_PARTIAL = (
 ISSUE_QUERY_NOT_UNDERSTOOD = (
     "This data source could not search for the query as written. Rephrase it shorter or simpler."
 )
-
-
-class DataSourceKind(StrEnum):
-    """How a data source is described to the model."""
-
-    LOCAL_FOLDER = "local folder"
-    LOCAL_FILE = "local file"
-    EXTERNAL = "external data source"
-    OTHER = "data source"
-
-
-class SearchGap(StrEnum):
-    """Why a page of passages may be incomplete."""
-
-    PARTIAL = "PARTIAL"
-    QUERY_NOT_UNDERSTOOD = "QUERY_NOT_UNDERSTOOD"
-
-
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """One passage of a data source; `key` identifies it (defaults to url), `url` is its source."""
-
-    text: str
-    title: str = ""
-    url: str = ""
-    key: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class PassagePage:
-    """One page of passages in rank order; `has_more` says whether a next page exists."""
-
-    passages: tuple[Passage, ...]
-    has_more: bool = False
-    gaps: frozenset[SearchGap] = frozenset()
-
-
-class DataSourceSearcher(Protocol):
-    """What the app supplies per data source: one page of its best passages for a query.
-
-    Raising means the data source could not be searched; the tool reports it as not searched.
-    """
-
-    async def search(self, query: str, page: int, page_size: int) -> PassagePage: ...
-
-
-def last_page(page_size: int) -> int:
-    """The last page a model may ask for; the first page is always allowed."""
-    return max(1, (MAX_RESULT_WINDOW - 1) // max(page_size, 1))
-
-
-@dataclass(frozen=True, slots=True)
-class SearchableDataSource:
-    """A data source of the chat with its searcher and what its passages demand of the chat."""
-
-    id: str
-    name: str
-    searcher: DataSourceSearcher
-    page_size: int
-    kind: DataSourceKind = DataSourceKind.OTHER
-    description: str = ""
-    num: int = 0
-    security: DataSecurity = DataSecurity.NOT_SPECIFIED
-    required_confidence: ConfidenceLevel = ConfidenceLevel.NONE
-
-    @property
-    def offer(self) -> OfferedDataSource:
-        return OfferedDataSource(
-            id=self.id,
-            name=self.name,
-            type_label=self.kind.value,
-            results_per_page=self.page_size,
-            last_page=last_page(self.page_size),
-            description=self.description,
-            num=self.num,
-        )
-
-    def may_be_used_by(
-        self, kind: ProviderKind, confidence: ConfidenceLevel, trusted: bool = False
-    ) -> bool:
-        """`trusted`: the provider is in TrustedProviderIds, which counts as self-hosted here."""
-        if self.page_size <= 0 or confidence < self.required_confidence:
-            return False
-        return may_receive_data(self.security, kind, trusted)
-
-
-def _usable_data_sources(
-    sources: Sequence[SearchableDataSource],
-    kind: ProviderKind,
-    confidence: ConfidenceLevel,
-    trusted: bool = False,
-) -> tuple[SearchableDataSource, ...]:
-    """The data sources this provider may search, by number then id (a stable offer)."""
-    usable = [s for s in sources if s.may_be_used_by(kind, confidence, trusted)]
-    return tuple(sorted(usable, key=lambda s: (s.num, s.id)))
-
-
-def offered_data_sources(
-    sources: Sequence[SearchableDataSource],
-    kind: ProviderKind,
-    confidence: ConfidenceLevel,
-    trusted: bool = False,
-) -> tuple[OfferedDataSource, ...]:
-    """What to put into `ResolutionContext.extras["data_sources"]` for a request."""
-    return tuple(s.offer for s in _usable_data_sources(sources, kind, confidence, trusted))
-
-
-def data_sources_from_configuration(
-    configured: Sequence[DataSourceConfig],
-    searchers: Mapping[str, DataSourceSearcher],
-    first_num: int = 0,
-) -> tuple[SearchableDataSource, ...]:
-    """`CONFIG["DATA_SOURCES"]` entries the app has a searcher for (the others cannot be searched).
-
-    The page size is the entry's `MaxMatches` (default 10); SELF_HOSTED entries may only be used
-    by self-hosted providers, and their passages restrict the chat to self-hosted providers.
-    """
-    sources: list[SearchableDataSource] = []
-    for number, config in enumerate(configured, start=first_num):
-        searcher = searchers.get(config.id)
-        if searcher is None:
-            continue
-        matches = config.raw.get("MaxMatches", 10)
-        page_size = matches if isinstance(matches, int) and not isinstance(matches, bool) else 10
-        description = config.raw.get("Description", "")
-        sources.append(
-            SearchableDataSource(
-                id=config.id,
-                name=config.name,
-                searcher=searcher,
-                page_size=page_size,
-                kind=DataSourceKind.EXTERNAL,
-                description=description if isinstance(description, str) else "",
-                num=number,
-                security=config.security,
-            )
-        )
-    return tuple(sources)
 
 
 # --- arguments ----------------------------------------------------------------------------------
@@ -332,14 +198,11 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
         from runtime.sources import merge_sources
         from runtime.web.guard import GuardText, tool_content
 
-        given = context.services.get(DATA_SOURCES_SERVICE, ())
-        candidates = (
-            [s for s in given if isinstance(s, SearchableDataSource)]
-            if isinstance(given, Sequence)
-            else []
-        )
-        offered = _usable_data_sources(
-            candidates, context.provider_kind, context.provider_confidence, context.provider_trusted
+        offered = usable_data_sources(
+            context.services.data_sources,
+            context.provider_kind,
+            context.provider_confidence,
+            context.provider_trusted,
         )
         if not offered:
             raise ToolExecutionBlocked(NO_SOURCES_REFUSAL)

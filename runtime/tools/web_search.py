@@ -76,9 +76,6 @@ SNIPPET_MAX_CHARACTERS = 1000
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}", re.ASCII)
 _NUMBERS = {setting.name: setting for setting in WEB_SEARCH_NUMBERS}
 
-SEARCH_ENDPOINTS_SERVICE = "search_endpoints"
-"""`services[...]` key of a `SearchEndpoints` (tests, a company proxy); absent → the services'."""
-
 
 @dataclass(frozen=True, slots=True)
 class SearchEndpoints:
@@ -438,8 +435,7 @@ class WebSearchExecutableTool(WebSearchTool):
 
         args = read_arguments(arguments)
         options = read_settings(context.settings)
-        given = context.services.get(SEARCH_ENDPOINTS_SERVICE)
-        endpoints = given if isinstance(given, SearchEndpoints) else SearchEndpoints()
+        endpoints = context.services.search_endpoints or SearchEndpoints()
         backends = configured_backends(context.settings, options, endpoints)
         if not backends:
             raise SearchBackendError(

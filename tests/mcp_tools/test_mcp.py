@@ -18,8 +18,8 @@ from policy.mcp import McpServerConfig, McpTransport, mcp_tools
 from policy.vocabulary import ToolOfferBlockReason
 from runtime import Chat, ChatMessage, ChatRuntime, Role, ToolCallFinished, ToolsOffered
 from runtime.chat import MemoryChatStore
-from runtime.execution import ToolExecutionContext
-from runtime.mcp import MCP_SESSIONS_SERVICE, McpExecutableTool, McpServerError, McpSessions
+from runtime.execution import ToolExecutionContext, ToolServices
+from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
 from tests.servers.mcp_server import INJECTION
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py"
@@ -269,7 +269,7 @@ def _context(tool: McpExecutableTool, sessions: McpSessions) -> ToolExecutionCon
         settings={},
         provider_kind=ProviderKind.OPEN_AI,
         provider_confidence=ConfidenceLevel.MEDIUM,
-        services={MCP_SESSIONS_SERVICE: sessions},
+        services=ToolServices(mcp_sessions=sessions),
     )
 
 

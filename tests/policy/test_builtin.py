@@ -6,7 +6,6 @@ import pytest
 
 from policy.builtin import (
     BUILTIN_DEFINITIONS,
-    EXTRA_WIKI_BASE_URL,
     READ_WEB_PAGE,
     SEARCH_CONFLUENCE,
     SEMANTIC_SEARCH,
@@ -23,7 +22,7 @@ from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderCo
 from policy.definitions import validate_definition
 from policy.provenance import Origin, SourceLocation
 from policy.registry import ToolRegistry
-from policy.tools import ResolutionContext, Tool
+from policy.tools import RequestExtras, ResolutionContext, Tool
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -184,7 +183,7 @@ async def test_read_web_page_offers_nothing_under_only_configured_services_witho
     strict = OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
     assert await tool.resolve_function(_context({}, outbound_restriction=strict)) is None
     with_wiki = _context(
-        {}, outbound_restriction=strict, extras={EXTRA_WIKI_BASE_URL: "https://w/"}
+        {}, outbound_restriction=strict, extras=RequestExtras(wiki_base_url="https://w/")
     )
     assert await tool.resolve_function(with_wiki) is tool.definition.function
     links = _context({}, outbound_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from policy.builtin import (
-    EXTRA_DATA_SOURCES,
     SEMANTIC_SEARCH,
     OfferedDataSource,
     builtin_tools,
@@ -11,6 +10,7 @@ from policy.builtin import (
 from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
 from policy.provenance import Origin, SourceLocation
 from policy.registry import ToolRegistry
+from policy.tools import RequestExtras
 from policy.vocabulary import (
     Component,
     DataSourceRetrievalMode,
@@ -93,7 +93,7 @@ def test_the_organizations_preselected_mode() -> None:
 
 async def test_a_chat_is_offered_the_tool_without_selecting_it() -> None:
     runnable = await _registry().runnable_tools(
-        [], CAPABLE, Component.CHAT, extras={EXTRA_DATA_SOURCES: SOURCES}
+        [], CAPABLE, Component.CHAT, extras=RequestExtras(data_sources=SOURCES)
     )
     assert runnable.tool_ids == (SEMANTIC_SEARCH,)
     function = runnable.definitions[0].function
@@ -109,7 +109,10 @@ async def test_a_chat_is_offered_the_tool_without_selecting_it() -> None:
 
 async def test_an_assistant_is_never_offered_the_tool() -> None:
     runnable = await _registry().runnable_tools(
-        [SEMANTIC_SEARCH], CAPABLE, Component.CODING_ASSISTANT, extras={EXTRA_DATA_SOURCES: SOURCES}
+        [SEMANTIC_SEARCH],
+        CAPABLE,
+        Component.CODING_ASSISTANT,
+        extras=RequestExtras(data_sources=SOURCES),
     )
     assert runnable.tools == ()
 
@@ -117,7 +120,11 @@ async def test_an_assistant_is_never_offered_the_tool() -> None:
 async def test_a_chat_which_searches_with_every_message_is_not_offered_the_tool() -> None:
     registry = _registry()
     runnable = await registry.runnable_tools(
-        [], CAPABLE, Component.CHAT, retrieval_mode=EVERY, extras={EXTRA_DATA_SOURCES: SOURCES}
+        [],
+        CAPABLE,
+        Component.CHAT,
+        retrieval_mode=EVERY,
+        extras=RequestExtras(data_sources=SOURCES),
     )
     assert runnable.tools == ()
     assert registry.offer_block_reason(SEMANTIC_SEARCH, CAPABLE) is R.NONE

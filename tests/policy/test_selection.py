@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from policy.builtin import (
     READ_WEB_PAGE,
     SEARCH_CONFLUENCE,
@@ -10,10 +12,16 @@ from policy.builtin import (
     builtin_tools,
 )
 from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
-from policy.definitions import ToolCollectionDefinition, ToolDefinition, ToolFunction
+from policy.definitions import (
+    SettingField,
+    SettingsSchema,
+    ToolCollectionDefinition,
+    ToolDefinition,
+    ToolFunction,
+)
 from policy.provenance import Origin, SourceLocation
 from policy.registry import ToolRegistry
-from policy.tools import DefinedTool
+from policy.tools import DefinedTool, RequestExtras
 from policy.vocabulary import Component, ConfidenceLevel, ProviderKind
 
 ORG = Origin("org", "Organization", SourceLocation("org/plugin.lua", 1))
@@ -137,3 +145,50 @@ def test_the_launcher_preselection_keeps_active_configured_entries_only() -> Non
         Component.CHAT, ["read_mail", WEB_SEARCH, SEARCH_CONFLUENCE]
     )
     assert chosen == ("mailboxes", READ_WEB_PAGE)
+
+
+class _Notes(DefinedTool):
+    """An app's tool that declares a companion and what its settings tell other tools."""
+
+    companion_tool_ids = ("count_mails", "no_such_tool")
+
+    def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
+        return RequestExtras(wiki_base_url=settings.get("wiki", ""))
+
+
+class _BrokenExtras(DefinedTool):
+    def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
+        raise RuntimeError("no wiki today")
+
+
+def _app_tool(cls: type[DefinedTool], tool_id: str) -> DefinedTool:
+    return cls(
+        ToolDefinition(
+            id=tool_id,
+            implementation_key=tool_id,
+            function=ToolFunction(name=tool_id),
+            settings_schema=SettingsSchema(properties={"wiki": SettingField(title="Wiki")}),
+        )
+    )
+
+
+def test_any_tool_declares_its_companions_and_request_extras() -> None:
+    registry = ToolRegistry(
+        [*builtin_tools(), *(_mail_tool(i) for i in MAIL_IDS), _app_tool(_Notes, "notes")],
+        PolicyConfiguration(),
+        UserSettings(tool_settings={"notes": {"wiki": "https://notes.example/"}}),
+        collections=(MAILBOXES,),
+        secret_reader=lambda t, f: None,
+    )
+    assert registry.normalize_selection(["notes"]) == ("notes", "mailboxes")
+    assert registry.request_extras == RequestExtras(wiki_base_url="https://notes.example/")
+
+
+def test_the_configured_wiki_reaches_every_request_and_a_broken_declaration_adds_nothing() -> None:
+    registry = ToolRegistry(
+        [*builtin_tools(), _app_tool(_BrokenExtras, "broken")],
+        PolicyConfiguration(),
+        CONFIGURED_WEB,
+        secret_reader=lambda t, f: None,
+    )
+    assert registry.request_extras.wiki_base_url == "https://wiki.example/"

@@ -19,7 +19,7 @@ from policy.vocabulary import (
 )
 from runtime.arguments import ArgumentReader
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
+from runtime.execution import ToolExecutionBlocked, ToolExecutionResult, ToolServices
 from runtime.executor import (
     ToolCallOutcome,
     ToolExecutor,
@@ -28,6 +28,8 @@ from runtime.executor import (
     is_valid_arguments_json,
 )
 from runtime.messages import RequestedCall, Source, SourceOrigin
+from runtime.web.guard import PromptInjectionGuard
+from runtime.web.injection_filter import StructuralInjectionFilter
 from tests.runtime._scripted_adapter import EchoTool
 
 DEMANDING = ToolExecutionResult(
@@ -107,13 +109,14 @@ async def test_the_tool_sees_the_chat_of_the_call() -> None:
     chat.require_outbound_data_restriction(OutboundDataRestriction.ONLY_LINKS_FROM_CHAT, "inbox")
     chat.add_known_web_addresses(["https://known.example/"])
     tool = EchoTool("t", enforces=True, outbound_data=ToolOutboundData.MODEL_CHOSEN_ADDRESSES)
+    guard = PromptInjectionGuard(StructuralInjectionFilter())
     executor = ToolExecutor(
-        settings_for=lambda tool_id: {"owner": tool_id}, services={"guard": "the guard"}
+        settings_for=lambda tool_id: {"owner": tool_id}, services=ToolServices(guard=guard)
     )
     await _run(tool, chat=chat, executor=executor, given=frozenset({"https://given.example/"}))
     context = tool.contexts[0]
-    assert context.services["chat"] is chat
-    assert context.services["guard"] == "the guard"
+    assert context.services.chat is chat
+    assert context.services.guard is guard
     assert context.chat_id == "chat-1"
     assert context.outbound_restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
     assert context.given_web_addresses == {"https://given.example/", "https://known.example/"}

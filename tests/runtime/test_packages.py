@@ -120,3 +120,41 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
     assert [e.__name__ for e in documented if not issubclass(e, ToolPolicyError)] == []
     assert issubclass(UnknownToolError, KeyError)
     assert issubclass(runtime.ArgumentError, ValueError)
+
+
+def _imported_modules(path: str) -> set[str]:
+    """Every module a source file imports, at the top or inside a function."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / path).read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_providers_never_import_adapters_and_the_session_no_tool() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for source in sorted((root / "runtime" / "providers").glob("*.py")):
+        imported = _imported_modules(str(source.relative_to(root)))
+        assert not {m for m in imported if m.startswith("runtime.adapters")}, source.name
+    session = _imported_modules("runtime/session.py")
+    assert not {m for m in session if m.startswith("runtime.tools")}, session
+    assert "policy.builtin" not in session
+
+
+def test_create_adapter_is_the_adapters_packages_and_loads_no_adapter() -> None:
+    code = (
+        "import sys\nfrom runtime.adapters import create_adapter\n"
+        "print(sorted(m for m in sys.modules if m.startswith('runtime.adapters.')))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.strip() == "['runtime.adapters.base', 'runtime.adapters.factory']"

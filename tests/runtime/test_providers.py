@@ -8,6 +8,7 @@ import pytest
 
 from policy.configuration import ProviderConfig
 from policy.vocabulary import ProviderKind
+from runtime.adapters import create_adapter
 from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.chat_completions import ChatCompletionsAdapter
 from runtime.adapters.responses import ResponsesAdapter
@@ -23,7 +24,6 @@ from runtime.providers import (
     RetryPolicy,
     Timeouts,
     additional_api_parameters,
-    create_adapter,
     create_client,
     host_profile_for,
     request_model,

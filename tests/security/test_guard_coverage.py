@@ -14,8 +14,7 @@ import pytest
 from policy.builtin import BUILTIN_DEFINITIONS, READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime import RetrievalOverrides
-from runtime.execution import ToolExecutionContext
-from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE
+from runtime.execution import ToolExecutionContext, ToolServices
 from runtime.tools.read_web_page import create_tool as read_web_page_tool
 from runtime.tools.web_search import create_tool as web_search_tool
 from runtime.web.addresses import AddressClass
@@ -52,12 +51,12 @@ def _context(tool_id: str, settings: dict[str, str], guard: RecordingGuard) -> T
         settings=settings,
         provider_kind=ProviderKind.OPEN_AI,
         provider_confidence=ConfidenceLevel.MEDIUM,
-        services={
-            GUARD_SERVICE: guard.guard,
-            RETRIEVAL_OVERRIDES_SERVICE: RetrievalOverrides(
+        services=ToolServices(
+            guard=guard.guard,
+            retrieval_overrides=RetrievalOverrides(
                 loopback_resolver, loopback_is(AddressClass.PUBLIC)
             ),
-        },
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from policy.builtin import BUILTIN_DEFINITIONS, WEB_SEARCH
 from policy.configuration import ManagedSetting, PolicyConfiguration, UserSettings
 from policy.provenance import Origin, SourceLocation
 from policy.resolve import resolve_tool_settings
+from runtime.execution import ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.tools.web_search import SearchEndpoints, create_tool
 from tests.security._chat import executor_call
@@ -62,7 +63,7 @@ async def test_locked_keys_never_leave_resolution_and_execution(
         staan=f"http://127.0.0.1:{_closed_port()}/v2/search/web",
     )
     executor = ToolExecutor(
-        settings_for=lambda _tool_id: values, services={"search_endpoints": nowhere}
+        settings_for=lambda _tool_id: values, services=ToolServices(search_endpoints=nowhere)
     )
     outcome = await executor_call(executor, create_tool(), {"query": "x"})
     assert outcome.trace.status is TraceStatus.ERROR

@@ -15,8 +15,7 @@ import pytest
 from policy.builtin import READ_WEB_PAGE, WEB_SEARCH
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime import RetrievalOverrides
-from runtime.execution import ToolExecutionContext
-from runtime.tools._common import GUARD_SERVICE, RETRIEVAL_OVERRIDES_SERVICE
+from runtime.execution import ToolExecutionContext, ToolServices
 from runtime.web.addresses import AddressClass
 from runtime.web.retrieval import WebRetrievalError, retrieve
 from tests.security._kit import INJECTION, RecordingGuard, loopback_is, loopback_resolver, options
@@ -68,7 +67,7 @@ def _context(tool_id: str, settings: dict[str, str], guard: RecordingGuard) -> T
         settings=settings,
         provider_kind=ProviderKind.OPEN_AI,
         provider_confidence=ConfidenceLevel.MEDIUM,
-        services={GUARD_SERVICE: guard.guard, RETRIEVAL_OVERRIDES_SERVICE: _OVERRIDES},
+        services=ToolServices(guard=guard.guard, retrieval_overrides=_OVERRIDES),
     )
 
 
@@ -84,7 +83,7 @@ async def test_read_web_page_failure_carries_no_reason_phrase_to_the_model() -> 
         outcome = await executor_call(
             ToolExecutor(
                 settings_for=lambda _: {"freeAddressChoice": "ON"},
-                services={RETRIEVAL_OVERRIDES_SERVICE: _OVERRIDES},
+                services=ToolServices(retrieval_overrides=_OVERRIDES),
             ),
             create_tool(),
             {"url": server.url("/reason")},

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from policy.builtin import WEB_SEARCH
-from runtime.execution import ToolExecutionResult
+from runtime.execution import ToolExecutionResult, ToolServices
 from runtime.tools.search_backends import SearchBackend, SearchBackendError, SearchRequest
 from runtime.tools.web_search import SearchEndpoints, create_tool
 from runtime.web.addresses import AddressClass
@@ -43,7 +43,7 @@ async def run_web_search(
     }
     if guard is not None:
         services["guard"] = guard.guard
-    context = make_context(WEB_SEARCH, settings, services=services)
+    context = make_context(WEB_SEARCH, settings, services=ToolServices(**services))
     return await create_tool().execute(arguments, context)
 
 

@@ -3,7 +3,7 @@
 Model URLs are never allowed to reach loopback, so tests use names (`public.test`,
 `wiki.corp.test`, ...) that a fake resolver maps to 127.0.0.1, and a classifier that calls
 127.0.0.1 public or private as the test needs. Both reach a tool only through
-`services["retrieval_overrides"]`, exactly as an embedding app would pass them.
+`services.retrieval_overrides`, exactly as an embedding app would pass them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from policy.builtin import BUILTIN_DEFINITIONS
 from policy.vocabulary import ConfidenceLevel, OutboundDataRestriction, ProviderKind
 from runtime import RetrievalOverrides
-from runtime.execution import ToolExecutionContext
+from runtime.execution import ToolExecutionContext, ToolServices
 from runtime.web.addresses import AddressClass, IPAddress, classify_ip
 from runtime.web.guard import GuardEvent, PromptInjectionGuard
 from runtime.web.injection_filter import StructuralInjectionFilter
@@ -92,7 +92,7 @@ def make_context(
     tool_id: str,
     settings: Mapping[str, str] | None = None,
     *,
-    services: Mapping[str, Any] | None = None,
+    services: ToolServices | None = None,
     confidence: ConfidenceLevel = ConfidenceLevel.MEDIUM,
     provider_kind: ProviderKind = ProviderKind.OPEN_AI,
     given: Sequence[str] = (),
@@ -109,7 +109,7 @@ def make_context(
         provider_confidence=confidence,
         outbound_restriction=restriction,
         given_web_addresses=keys,
-        services=dict(services or {}),
+        services=services or ToolServices(),
     )
 
 

@@ -18,7 +18,7 @@ from policy.vocabulary import (
 )
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
+from runtime.execution import ToolExecutionBlocked, ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall, SourceOrigin
 from runtime.tools.read_web_page import (
@@ -59,7 +59,7 @@ async def read(
     context = make_context(
         READ_WEB_PAGE,
         settings if settings is not None else ON,
-        services=services,
+        services=ToolServices(**services),
         given=given,
         confidence=confidence,
         restriction=restriction,
@@ -284,7 +284,7 @@ async def test_off_counts_only_what_the_chat_gave_not_what_the_model_wrote(
     url = page_server.url("/site/solar", "public.test")
     tool = create_tool()
     executor = ToolExecutor(
-        settings_for=lambda _id: {}, services={"retrieval_overrides": overrides()}
+        settings_for=lambda _id: {}, services=ToolServices(retrieval_overrides=overrides())
     )
 
     async def call(given: frozenset[str]) -> tuple[TraceStatus, str]:

@@ -12,7 +12,7 @@ from policy.builtin import SEARCH_CONFLUENCE, normalize_confluence_base_url
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
+from runtime.execution import ToolExecutionBlocked, ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall, SourceOrigin
 from runtime.tools.search_confluence import (
@@ -37,8 +37,10 @@ WIKI = "wiki.corp.test"
 BASE = "https://wiki.example.test/confluence/"
 
 
-def services(tls_files: TlsFiles) -> dict[str, Any]:
-    return {"retrieval_overrides": overrides(AddressClass.NON_PUBLIC, tls_files.client_context())}
+def services(tls_files: TlsFiles) -> ToolServices:
+    return ToolServices(
+        retrieval_overrides=overrides(AddressClass.NON_PUBLIC, tls_files.client_context())
+    )
 
 
 async def search(
@@ -313,9 +315,9 @@ async def test_a_public_wiki_host_needs_no_allowlist_but_still_high(
     context = make_context(
         SEARCH_CONFLUENCE,
         {"baseUrl": confluence.base_url("public.test"), "timeoutSeconds": "10"},
-        services={
-            "retrieval_overrides": overrides(AddressClass.PUBLIC, tls_files.client_context())
-        },
+        services=ToolServices(
+            retrieval_overrides=overrides(AddressClass.PUBLIC, tls_files.client_context())
+        ),
         confidence=ConfidenceLevel.HIGH,
     )
     result = await create_tool().execute({"query": "roadmap"}, context)

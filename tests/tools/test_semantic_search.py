@@ -15,28 +15,30 @@ from typing import Any
 
 import pytest
 
-from policy.builtin import EXTRA_DATA_SOURCES, SEMANTIC_SEARCH
+from policy.builtin import SEMANTIC_SEARCH
 from policy.configuration import DataSourceConfig
-from policy.tools import ResolutionContext
+from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import Component, ConfidenceLevel, DataSecurity, ProviderKind
 from runtime.arguments import ArgumentError
-from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
+from runtime.data_sources import (
+    DataSourceKind,
+    Passage,
+    PassagePage,
+    SearchableDataSource,
+    SearchGap,
+    data_sources_from_configuration,
+    last_page,
+    offered_data_sources,
+)
+from runtime.execution import ToolExecutionBlocked, ToolExecutionResult, ToolServices
 from runtime.messages import SourceOrigin
 from runtime.tools.semantic_search import (
     ISSUE_NOT_SEARCHED,
     ISSUE_PARTIAL,
     ISSUE_QUERY_NOT_UNDERSTOOD,
     NO_SOURCES_REFUSAL,
-    DataSourceKind,
     LocalFolderSearcher,
-    Passage,
-    PassagePage,
-    SearchableDataSource,
-    SearchGap,
     create_tool,
-    data_sources_from_configuration,
-    last_page,
-    offered_data_sources,
     read_request,
 )
 from runtime.web.injection_filter import REMOVAL_MARKER
@@ -101,11 +103,14 @@ async def run(
     kind: ProviderKind = ProviderKind.SELF_HOSTED,
     guard: GuardRecorder | None = None,
 ) -> ToolExecutionResult:
-    services: dict[str, Any] = {"data_sources": list(sources)}
+    services: dict[str, Any] = {"data_sources": tuple(sources)}
     if guard:
         services["guard"] = guard.guard
     context = make_context(
-        SEMANTIC_SEARCH, services=services, provider_kind=kind, confidence=ConfidenceLevel.HIGH
+        SEMANTIC_SEARCH,
+        services=ToolServices(**services),
+        provider_kind=kind,
+        confidence=ConfidenceLevel.HIGH,
     )
     return await create_tool().execute(arguments, context)
 
@@ -134,7 +139,7 @@ async def test_the_function_offers_exactly_the_usable_data_sources_in_a_stable_o
         ProviderKind.OPEN_AI,
         ConfidenceLevel.MEDIUM,
         {},
-        extras={EXTRA_DATA_SOURCES: offered},
+        extras=RequestExtras(data_sources=offered),
     )
     function = await create_tool().resolve_function(context)
     assert function is not None
@@ -446,7 +451,7 @@ async def test_a_trusted_provider_may_search_a_self_hosted_data_source() -> None
     assert [o.id for o in offered] == ["d"]
     context = make_context(
         SEMANTIC_SEARCH,
-        services={"data_sources": private},
+        services=ToolServices(data_sources=tuple(private)),
         provider_kind=ProviderKind.OPEN_AI,
         confidence=ConfidenceLevel.HIGH,
     )

@@ -18,7 +18,7 @@ from policy.vocabulary import (
 )
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionResult
+from runtime.execution import ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall
 from runtime.tools.search_backends import SearchBackendError, SearchRequest, dispatch
@@ -403,10 +403,10 @@ async def test_the_key_reaches_no_trace_no_log_and_no_result(
     }
     executor = ToolExecutor(
         settings_for=lambda _id: settings,
-        services={
-            "retrieval_overrides": overrides(AddressClass.PUBLIC),
-            "search_endpoints": SearchEndpoints(tavily=tavily.endpoint),
-        },
+        services=ToolServices(
+            retrieval_overrides=overrides(AddressClass.PUBLIC),
+            search_endpoints=SearchEndpoints(tavily=tavily.endpoint),
+        ),
     )
     tool = create_tool()
     outcomes = []

@@ -13,7 +13,7 @@ from policy.builtin import WEB_SEARCH
 from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.execution import ToolExecutionContext, ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall, SourceOrigin
 from runtime.tools.search_backends import (
@@ -51,7 +51,9 @@ async def run(
     services: dict[str, Any] = {"retrieval_overrides": overrides(AddressClass.PUBLIC)}
     if guard is not None:
         services["guard"] = guard.guard
-    context = make_context(WEB_SEARCH, settings(searxng, **extra), services=services)
+    context = make_context(
+        WEB_SEARCH, settings(searxng, **extra), services=ToolServices(**services)
+    )
     return await create_tool().execute(arguments, context)
 
 
@@ -388,7 +390,7 @@ async def test_a_page_after_the_last_is_refused_with_the_last_page(
 ) -> None:
     executor = ToolExecutor(
         settings_for=lambda _id: settings(searxng),
-        services={"retrieval_overrides": overrides()},
+        services=ToolServices(retrieval_overrides=overrides()),
     )
     tool = create_tool()
     outcome = await executor.execute(
@@ -454,10 +456,9 @@ async def test_a_configured_api_key_backend_is_asked_and_never_named_unaskable(
 ) -> None:
     searxng.state.results = [hit("https://public.test/solar", "Solar", "About solar.")]
     closed = SearchEndpoints(tavily="http://127.0.0.1:9/search", staan="http://127.0.0.1:9/x")
-    services: dict[str, Any] = {
-        "retrieval_overrides": overrides(AddressClass.PUBLIC),
-        "search_endpoints": closed,
-    }
+    services = ToolServices(
+        retrieval_overrides=overrides(AddressClass.PUBLIC), search_endpoints=closed
+    )
     keys = {"tavily.apiKey": "secret-key", "staan.apiKey": "other-key"}
     context = make_context(WEB_SEARCH, settings(searxng, **keys), services=services)
     document = body(await create_tool().execute({"query": "x"}, context))
