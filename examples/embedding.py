@@ -25,11 +25,11 @@ from runtime import (
     FinalAnswer,
     ProviderError,
     Role,
-    SqliteChatStore,
     TextDeltaEvent,
     ToolCallFinished,
     ToolCallStarted,
     builtin_executable_tools,
+    open_chat_store,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -40,13 +40,12 @@ policy = load_policy(
     tools=[*builtin_executable_tools(), *create_tools()],
 )
 assistant = ChatRuntime(policy)
-chats = SqliteChatStore(os.environ.get("TOOLPOLICY_CHAT_DB", "chats.sqlite3"))
+chats = open_chat_store()  # $TOOLPOLICY_CHAT_DB, else chats.sqlite3 in the user's data folder
 
 
 async def answer(chat_id: str, history: list[ChatMessage]) -> str:
     """One user message (the last of `history`): stream the answer, show the tool calls."""
     provider = policy.provider("Example Corp vLLM")
-    assert provider is not None
     if base_url := os.environ.get("TOOLPOLICY_BASE_URL"):
         provider = dataclasses.replace(provider, hostname=base_url)
     chat = Chat.open(chat_id, chats)  # remembers what earlier tool results demanded

@@ -131,7 +131,7 @@ _READ_WEB_PAGE_NUMBERS_BY_NAME = {s.name: s for s in READ_WEB_PAGE_NUMBERS}
 def _parameters(
     properties: Mapping[str, Mapping[str, Any]], required: Sequence[str]
 ) -> dict[str, Any]:
-    """The parameter schema as runtime-spec §3.1 writes it."""
+    """The parameter schema as the tool offers it to the model."""
     return {
         "type": "object",
         "properties": {name: dict(schema) for name, schema in properties.items()},

@@ -1,4 +1,4 @@
-"""Whether a provider's model can call tools (policy-spec §7).
+"""Whether a provider's model can call tools.
 
 The decision, in order:
 
@@ -168,7 +168,7 @@ def _function_calling_override(provider: ProviderConfig) -> bool | None:
 
 
 def can_use_tools(provider: ProviderConfig | None) -> ToolCallingAvailability:
-    """§7: provider selected, then override, then the model table."""
+    """Provider selected, then its capability override, then the model table."""
     if provider is None or provider.kind is ProviderKind.NONE:
         return NO_PROVIDER
     override = _function_calling_override(provider)

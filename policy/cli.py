@@ -24,7 +24,11 @@ import click
 
 from policy.cli_options import (
     COMPONENTS,
+    SHELLS,
     NameChoice,
+    complete_providers,
+    complete_tool_ids,
+    completion_script,
     component_option,
     format_option,
     load_cli_policy,
@@ -344,9 +348,14 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 
 
 @cli.command()
-@click.argument("tool_id", required=False)
+@click.argument("tool_id", required=False, shell_complete=complete_tool_ids)
 @_configuration_options
-@click.option("--provider", "provider_id", help="A configured provider, by id or name.")
+@click.option(
+    "--provider",
+    "provider_id",
+    help="A configured provider, by id or name.",
+    shell_complete=complete_providers,
+)
 @click.option(
     "--provider-kind",
     type=_PROVIDER_KIND,
@@ -438,9 +447,12 @@ def _require_known_tool(policy: Policy, tool_id: str) -> None:
 
         known = ", ".join(sorted(policy.tool_ids)) or "(none installed)"
         hint = did_you_mean(tool_id, policy.tool_ids)
-        raise click.BadParameter(
+        from policy.cli_errors import CodedUsageError
+
+        raise CodedUsageError(
             f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known} (an app's own tools: "
             "add --tools-file FILE)",
+            code="unknown-tool",
             param_hint="TOOL_ID",
         )
 
@@ -503,7 +515,7 @@ def settings() -> None:
 
 
 @settings.command("show")
-@click.argument("tool_id")
+@click.argument("tool_id", shell_complete=complete_tool_ids)
 @_configuration_options
 @tools_file_option
 def settings_show(
@@ -557,7 +569,7 @@ def _origin_text(origin: Any) -> str:
 
 
 @settings.command("set")
-@click.argument("tool_id")
+@click.argument("tool_id", shell_complete=complete_tool_ids)
 @click.argument("field")
 @click.argument("value")
 @_configuration_options
@@ -826,7 +838,9 @@ def encrypt() -> None:
 
 
 @cli.command("export")
-@click.argument("tool_ids", nargs=-1, required=True, metavar="TOOL_ID...")
+@click.argument(
+    "tool_ids", nargs=-1, required=True, metavar="TOOL_ID...", shell_complete=complete_tool_ids
+)
 @_configuration_options
 @click.option(
     "--mode",
@@ -899,6 +913,21 @@ def export_command(
 # --- entry point ------------------------------------------------------------------------------
 
 
+# --- completion -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (bash, zsh or fish).
+
+    It completes commands, options, tool ids, providers, provider kinds and components. Load it
+    in your shell's start file: bash `eval "$(policy completion bash)"`, zsh `eval "$(policy
+    completion zsh)"`, fish `policy completion fish | source`.
+    """
+    click.echo(completion_script(cli, shell))
+
+
 class _TerminalSafeStream:
     """A text stream that escapes what must not reach the terminal raw (`terminal_text`): where
     click prints its own usage errors, whose messages may quote a plugin's value."""
@@ -941,13 +970,15 @@ def _log_to_stderr() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The console script: click handles usage errors (exit 2); nothing else shows a traceback.
+    """The console script: a failure is printed once (JSON with a stable `code` under
+    `--format json`), usage errors exit 2, others 1; only `--debug` shows a traceback.
 
     Every message printed here (usage errors, failures, log warnings) is escaped for the
     terminal (`policy.terminal`)."""
+    from policy.cli_errors import FAILURE_EXIT, report
     from policy.terminal import terminal_safe
 
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
     _log_to_stderr()
     try:
         code = cli.main(args=arguments, prog_name="policy", standalone_mode=False)
@@ -955,33 +986,51 @@ def main(argv: Sequence[str] | None = None) -> None:
         vars(error)["message"] = terminal_safe(
             error.message
         )  # click types it Final; it is ours to print
-        error.show(file=_TerminalSafeStream(sys.stderr))  # type: ignore[arg-type]
-        sys.exit(error.exit_code)
-    except click.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
+        report(
+            error,
+            arguments,
+            error.format_message(),
+            error.exit_code,
+            stderr=_TerminalSafeStream(sys.stderr),
+        )
+    except click.Abort as error:
+        report(error, arguments, "Aborted!", FAILURE_EXIT)
     except Exception as error:
-        if "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "").strip().lower() not in (
-            "",
-            "0",
-            "false",
-            "no",
-            "off",
-        ):
+        if _debugging(arguments):
             raise
         from policy.errors import ToolPolicyError
 
         if isinstance(error, ToolPolicyError):
-            click.echo(f"Error: {terminal_safe(error)}", err=True)
-        else:
-            click.echo(
-                f"Error: unexpected failure ({type(error).__name__}: {terminal_safe(error)}). "
-                "Run again with --debug to see where it happened.",
-                err=True,
-            )
-        sys.exit(1)
-    if isinstance(code, int) and code:
+            report(error, arguments, terminal_safe(error), FAILURE_EXIT)
+        report(
+            error,
+            arguments,
+            f"unexpected failure ({type(error).__name__}: {terminal_safe(error)}). "
+            "Run again with --debug to see where it happened.",
+            FAILURE_EXIT,
+        )
+    if isinstance(code, int) and not isinstance(code, bool) and code:
         sys.exit(code)
+
+
+def _debug_first(arguments: list[str]) -> list[str]:
+    """`--debug` anywhere before a `--` moves to the front, where the group option lives, so
+    `policy check --debug` works like `policy --debug check`."""
+    end = arguments.index("--") if "--" in arguments else len(arguments)
+    if "--debug" not in arguments[:end]:
+        return arguments
+    rest = [a for i, a in enumerate(arguments) if not (a == "--debug" and i < end)]
+    return ["--debug", *rest]
+
+
+def _debugging(arguments: Sequence[str]) -> bool:
+    return "--debug" in arguments or os.environ.get("TOOLPOLICY_DEBUG", "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 if __name__ == "__main__":

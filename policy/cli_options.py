@@ -43,11 +43,14 @@ class NameChoice(click.ParamType[str, Any]):
         wanted = str(value).strip().upper()
         if wanted in self.names:
             return wanted
+        from policy.cli_errors import CodedUsageError
+
         hint = did_you_mean(wanted, self.names)
-        self.fail(
+        raise CodedUsageError(
             f"'{value}' is not a {self.name}{hint or '.'} Valid: {', '.join(self.names)}",
-            param,
-            ctx,
+            code=f"unknown-{self.name.replace(' ', '-')}",
+            param=param,
+            ctx=ctx,
         )
 
     def shell_complete(
@@ -135,37 +138,108 @@ def tools_from_files(paths: Sequence[Path]) -> list[Tool]:
     return [tool for path in paths for tool in _tools_from_file(path)]
 
 
+def _tools_file_error(message: str, param_hint: str) -> click.BadParameter:
+    from policy.cli_errors import CodedUsageError
+
+    return CodedUsageError(message, code="tools-file", param_hint=param_hint)
+
+
 def _tools_from_file(path: Path) -> list[Tool]:
     from policy.tools import Tool
 
     spec = importlib.util.spec_from_file_location(f"_toolpolicy_tools_{path.stem}", path)
     if spec is None or spec.loader is None:
-        raise click.BadParameter(f"'{path}' is not a Python file.", param_hint="--tools-file")
+        raise _tools_file_error(f"'{path}' is not a Python file.", param_hint="--tools-file")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as error:
-        raise click.BadParameter(
+        raise _tools_file_error(
             f"'{path}' failed to import: {type(error).__name__}: {error}",
             param_hint="--tools-file",
         ) from None
     factory = getattr(module, TOOLS_FACTORY, None)
     if not callable(factory):
-        raise click.BadParameter(
+        raise _tools_file_error(
             f"'{path}' defines no {TOOLS_FACTORY}() returning its tools.", param_hint="--tools-file"
         )
     try:
         made = list(factory())
     except Exception as error:
-        raise click.BadParameter(
+        raise _tools_file_error(
             f"{TOOLS_FACTORY}() in '{path}' failed: {type(error).__name__}: {error}",
             param_hint="--tools-file",
         ) from None
     wrong = [type(t).__name__ for t in made if not isinstance(t, Tool)]
     if wrong:
-        raise click.BadParameter(
+        raise _tools_file_error(
             f"{TOOLS_FACTORY}() in '{path}' returned objects that are no tools: "
             f"{', '.join(wrong)}.",
             param_hint="--tools-file",
         )
     return made
+
+
+# --- shell completion -------------------------------------------------------------------------
+
+
+def _completion_policy(ctx: click.Context) -> Policy | None:
+    """The policy the command line so far names (its --org/--local/--tools-file, else the
+    environment's); None when it cannot be loaded, since completion never fails loudly."""
+    import os
+
+    root = ctx.find_root()
+    params = {**root.params, **ctx.params}
+    org = params.get("org") or [
+        p for p in os.environ.get("TOOLPOLICY_ORG", "").split(os.pathsep) if p
+    ]
+    local = params.get("local") or ()
+    try:
+        return load_cli_policy(
+            org, local, None, params.get("state_dir"), params.get("tools_files") or ()
+        )
+    except Exception:
+        return None
+
+
+def complete_tool_ids(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Tool and collection ids of the configuration on the command line."""
+    from click.shell_completion import CompletionItem
+
+    policy = _completion_policy(ctx)
+    if policy is None:
+        return []
+    return [CompletionItem(i) for i in sorted(policy.tool_ids) if i.startswith(incomplete)]
+
+
+def complete_providers(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Configured providers by name (and id), with the other as help."""
+    from click.shell_completion import CompletionItem
+
+    policy = _completion_policy(ctx)
+    if policy is None:
+        return []
+    items = []
+    for provider in policy.providers:
+        for value, other in ((provider.name, provider.id), (provider.id, provider.name)):
+            if value and value.casefold().startswith(incomplete.casefold()):
+                items.append(CompletionItem(value, help=f"{other} ({provider.kind.value})"))
+    return items
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def completion_script(command: click.Command, shell: str, program: str = "policy") -> str:
+    """The script that teaches `shell` to complete `program` (click's own completion)."""
+    from click.shell_completion import get_completion_class
+
+    completion = get_completion_class(shell)
+    if completion is None:  # pragma: no cover - SHELLS lists only shells click supports
+        raise click.BadParameter(f"unsupported shell '{shell}'", param_hint="SHELL")
+    variable = f"_{program.replace('-', '_').upper()}_COMPLETE"
+    return completion(command, {}, program, variable).source()

@@ -1,6 +1,6 @@
 """Decisions as data: what the registry answers and explain renders. Nothing here decides.
 
-An `OfferDecision` lists every check of policy-spec §1.8 in order, passed or not, each with the
+An `OfferDecision` lists every offer check in order, passed or not, each with the
 evidence it looked at (setting key, value, and who set it). Its `reason` is the first failure.
 """
 
@@ -41,7 +41,7 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One step of §1.8: the reason it guards, whether it passed, why, and what it looked at."""
+    """One offer check: the reason it guards, whether it passed, why, and what it looked at."""
 
     guards: ToolOfferBlockReason
     passed: bool
@@ -81,7 +81,7 @@ class OfferDecision:
 
 @dataclass(frozen=True, slots=True)
 class EffectiveRetrievalMode:
-    """§1.12: who searches the chat's data sources, and what keeps semantic_search out (if any).
+    """Who searches the chat's data sources, and what keeps semantic_search out (if any).
 
     `fallback_reason` is reported whatever the user prefers, so a UI can hide a choice that is none.
     """
@@ -93,7 +93,7 @@ class EffectiveRetrievalMode:
 
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
-    """One selectable entry: a standalone tool or a whole collection (§2.5)."""
+    """One selectable entry: a standalone tool or a whole collection."""
 
     id: str
     display_name: str

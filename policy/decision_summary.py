@@ -21,6 +21,8 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 class DecisionLogError(ToolPolicyError):
     """A decision-log line that is not a record, named by file:line; or a bad --since."""
 
+    code = "decision-log"
+
 
 def read_decision_log(path: Path) -> list[DecisionRecord]:
     """Every record of a JSON Lines decision log; a bad line is an error naming file:line."""

@@ -1,7 +1,7 @@
 """Tool definitions: what a tool is, independent of any provider's wire format.
 
 The models mirror AI Studio's `ToolDefinition` record. Validation (the 13 ordered rules of
-policy-spec §1.3) lives in `validate_definition`; definitions that arrive as data go through a
+in order) lives in `validate_definition`; definitions that arrive as data go through a
 JSON Schema check first (`policy/definition_schema.json`) and then the same rules.
 """
 
@@ -103,7 +103,7 @@ class ToolDefinition(_Frozen):
 
 
 class ToolCollectionDefinition(_Frozen):
-    """Tools that only make sense together: selected, trusted and switched off as one (§1.5)."""
+    """Tools that only make sense together: selected, trusted and switched off as one."""
 
     id: str
     tool_ids: tuple[str, ...]
@@ -142,7 +142,7 @@ def _component_name(value: Component | str) -> str:
 
 
 def is_visible_in(visibility: ToolVisibility, component: Component) -> bool:
-    """§3.2: empty lists → CHAT uses `chat`, everything else `assistants`; lists replace the flags."""
+    """Empty lists → CHAT uses `chat`, everything else `assistants`; lists replace the flags."""
     allowed = {_component_name(c) for c in visibility.allowed_components}
     denied = {_component_name(c) for c in visibility.denied_components}
     if not allowed and not denied:
@@ -156,7 +156,7 @@ def visible_components(visibility: ToolVisibility) -> frozenset[Component]:
 
 
 def validate_definition(definition: ToolDefinition) -> str | None:
-    """The first failing rule of policy-spec §1.3, in its order, as a message naming the field."""
+    """The first failing definition rule, in its order, as a message naming the field."""
     for rule in _RULES:
         issue = rule(definition)
         if issue:
@@ -385,7 +385,7 @@ def _too_deep(source_name: str) -> Finding:
 def definitions_from_data(
     data: Any, source_name: str, *, raw: Any = None
 ) -> tuple[list[ToolDefinition], list[Finding]]:
-    """Definitions from parsed JSON/YAML data: JSON Schema first, then the §1.3 rules.
+    """Definitions from parsed JSON/YAML data: JSON Schema first, then the definition rules.
 
     A bad definition is skipped with a finding naming source, position and field; the others stay.
     `raw` is the ruamel.yaml tree (for line numbers) when the data came from YAML.

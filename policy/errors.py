@@ -17,11 +17,19 @@ if TYPE_CHECKING:
 
 
 class ToolPolicyError(Exception):
-    """Something toolpolicy refuses or reports on purpose; its message is meant for a person."""
+    """Something toolpolicy refuses or reports on purpose; its message is meant for a person.
+
+    `code` names the kind of failure, stable across versions (`policy ... --format json` reports
+    it); each documented error sets its own.
+    """
+
+    code: str = "error"
 
 
 class UnknownProviderError(ToolPolicyError, LookupError):
     """No configured provider has this id or name; the message lists the configured ones."""
+
+    code = "unknown-provider"
 
     def __init__(self, wanted: str, configured: Sequence[ProviderConfig]) -> None:
         from policy.suggest import did_you_mean

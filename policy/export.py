@@ -1,4 +1,4 @@
-"""`policy export`: an administrator's own tool settings as a plugin.lua fragment (policy-spec §4.6).
+"""`policy export`: an administrator's own tool settings as a plugin.lua fragment.
 
 The administrator configures tools on a test machine (user settings file, OS keyring) and deploys
 that setup to everyone by pasting the fragment into an organization plugin (or `require`-ing it).
@@ -43,6 +43,8 @@ class ExportMode(StrEnum):
 class ExportError(ToolPolicyError):
     """An export that cannot be produced; `argument` names what was wrong ("TOOL_ID", "--area")."""
 
+    code = "export"
+
     def __init__(self, message: str, argument: str = "") -> None:
         super().__init__(message)
         self.message = message
@@ -51,6 +53,8 @@ class ExportError(ToolPolicyError):
 
 class SecretExportError(ExportError):
     """Secrets were asked for but cannot be encrypted; the message never contains a secret."""
+
+    code = "secret-export"
 
 
 @dataclass(frozen=True, slots=True)

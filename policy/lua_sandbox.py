@@ -150,6 +150,8 @@ def limits_from_environment() -> tuple[SandboxLimits, str | None]:
 class LuaSandboxError(ToolPolicyError):
     """A plugin could not be run; str() is `file:line: message` (or `file: message`)."""
 
+    code = "lua"
+
     message: str
     location: SourceLocation | None
     kind: ErrorKind

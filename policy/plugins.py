@@ -1,6 +1,6 @@
 """Configuration plugins: run a plugin.lua in the sandbox and turn its globals into typed data.
 
-The rules follow AI Studio's loader (plugin-loader-spec §5–§10, §16): a problem with a required
+The rules follow AI Studio's loader: a problem with a required
 global, TYPE, CONFIG or CONFIG["SETTINGS"] (or a malformed
 `DataTools.MinimumProviderConfidenceByToolId`) rejects the whole plugin; a bad entry inside CONFIG is
 skipped with a warning naming file:line and the rest applies. Sections and keys toolpolicy does not
@@ -154,6 +154,8 @@ class ConfigurationPlugin:
 
 class PluginLoadError(ToolPolicyError):
     """The whole plugin is rejected; every finding names file:line and what would be valid."""
+
+    code = "plugin-load"
 
     def __init__(
         self,
@@ -370,7 +372,7 @@ class _Loader:
                 self._at(name),
             )
 
-    # -- required globals (§5) ---------------------------------------------------------------
+    # -- required globals ---------------------------------------------------------------
 
     def _guid_global(self, name: str) -> str:
         value = self.globals.get(name)
@@ -519,7 +521,7 @@ class _Loader:
             )
         return None
 
-    # -- CONFIG["SETTINGS"] (§9) --------------------------------------------------------------
+    # -- CONFIG["SETTINGS"] --------------------------------------------------------------
 
     def _settings(self, table: LuaTable) -> dict[str, PluginSetting]:
         settings: dict[str, PluginSetting] = {}
@@ -605,7 +607,7 @@ class _Loader:
             used_by_toolpolicy=current.used_by_toolpolicy,
         )
 
-    # -- configuration objects (§10) ----------------------------------------------------------
+    # -- configuration objects ----------------------------------------------------------
 
     def _objects(self, config: LuaTable, section: str, parse: Any) -> list[Any]:
         value = config.get(section)

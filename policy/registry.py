@@ -3,7 +3,7 @@
 Built once per configuration change (`ToolRegistry(...)`): registration, settings resolution,
 configuration states, minimum confidences and visibility are computed then, so a decision is a
 handful of lookups (and cached per tool/provider/component/restriction). Explain, lint, the
-retrieval-mode decision and request preparation all ask this one place (policy-spec §1).
+retrieval-mode decision and request preparation all ask this one place.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ TOOL_POLICY_INTRO = (
 
 class UnknownToolError(ToolPolicyError, KeyError):
     """Asked about a tool id the registry does not know."""
+
+    code = "unknown-tool"
 
     def __init__(self, tool_id: str, known: Iterable[str]) -> None:
         super().__init__(tool_id)
@@ -330,7 +332,7 @@ class ToolRegistry:
         self._candidates: dict[Component, tuple[_ToolFacts, ...]] = {}
         self._confidence_checks: dict[tuple[str, ConfidenceLevel], Check] = {}
 
-    # --- registration (§1.2, §1.5) ----------------------------------------------------------------
+    # --- registration ----------------------------------------------------------------
 
     @staticmethod
     def _register_implementations(
@@ -681,7 +683,7 @@ class ToolRegistry:
         self._confidence_checks[key] = check
         return check
 
-    # --- decisions (§1.8) -------------------------------------------------------------------------
+    # --- decisions -------------------------------------------------------------------------
 
     def offer_decision(
         self,
@@ -691,7 +693,7 @@ class ToolRegistry:
         *,
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
     ) -> OfferDecision:
-        """Every check of §1.8 in order, with evidence; the reason is the first failure."""
+        """Every offer check in order, with evidence; the reason is the first failure."""
         return self._decision(
             tool_id, self._provider_facts(provider), component, outbound_restriction
         )
@@ -787,7 +789,7 @@ class ToolRegistry:
         message = failed.detail if failed is not None else "Nothing is in the way."
         return OfferDecision(tool_id, component, provider.summary, reason, message, checks)
 
-    # --- requests (§1.9, §1.11) -------------------------------------------------------------------
+    # --- requests -------------------------------------------------------------------
 
     def _candidates_for(self, component: Component) -> tuple[_ToolFacts, ...]:
         cached = self._candidates.get(component)
@@ -941,7 +943,7 @@ class ToolRegistry:
 
     @staticmethod
     def tool_instructions(offered: Sequence[ToolDefinition]) -> str:
-        """§1.11: one section per offered tool with non-empty instructions, under one header."""
+        """One section per offered tool with non-empty instructions, under one header."""
         sections: dict[str, None] = {}
         for definition in offered:
             text = definition.system_prompt_instructions.strip()
@@ -951,7 +953,7 @@ class ToolRegistry:
             return ""
         return f"{TOOL_POLICY_HEADER}\n{TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
 
-    # --- selection (§2.2, §2.3, §2.4) -------------------------------------------------------------
+    # --- selection -------------------------------------------------------------
 
     def is_known(self, tool_or_collection_id: str) -> bool:
         return tool_or_collection_id in self._facts or tool_or_collection_id in self._collections
@@ -1019,7 +1021,7 @@ class ToolRegistry:
         return tuple(result)
 
     def default_tool_ids(self, component: Component) -> tuple[str, ...]:
-        """§2.3: the component's default selection (user's stored choice unless locked), normalized."""
+        """The component's default selection (user's stored choice unless locked), normalized."""
         managed = self.configuration.setting(DEFAULT_TOOL_IDS_BY_COMPONENT)
         managed_map: Mapping[str, Sequence[str]] = (
             managed.value if managed is not None and isinstance(managed.value, Mapping) else {}
@@ -1041,7 +1043,7 @@ class ToolRegistry:
         selected_ids: Iterable[str],
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
     ) -> tuple[str, ...]:
-        """§2.4 (token counter, assistants): expanded tool ids that are active, available,
+        """For the token counter and assistants: expanded tool ids that are active, available,
         trusted enough and allowed to send data; unknown ids pass through."""
         provider_facts = self._provider_facts(provider)
         if not self._global_check.passed or not provider_facts.availability.is_available:
@@ -1068,7 +1070,7 @@ class ToolRegistry:
     def filter_selectable_tool_ids(
         self, component: Component, ids: Iterable[str]
     ) -> tuple[str, ...]:
-        """§2.4 (launcher preselection): catalog entries wanted, active and fully configured."""
+        """The launcher preselection: catalog entries wanted, active and fully configured."""
         wanted = self.normalize_selection(ids)
         if not wanted or not self._global_check.passed:
             return ()
@@ -1081,7 +1083,7 @@ class ToolRegistry:
             and entries[i].configuration_state.is_configured
         )
 
-    # --- catalog and settings (§1.4, §2.5) --------------------------------------------------------
+    # --- catalog and settings --------------------------------------------------------
 
     def catalog(self, component: Component | None = None) -> tuple[CatalogEntry, ...]:
         """One entry per collection or standalone tool, sorted by display name.
@@ -1125,7 +1127,7 @@ class ToolRegistry:
         return tuple(sorted(entries, key=lambda e: e.display_name.casefold()))
 
     def definitions(self, component: Component | None = None) -> tuple[ToolDefinition, ...]:
-        """§1.4: available definitions (visible in `component` if given), by display name."""
+        """Available definitions (visible in `component` if given), by display name."""
         return tuple(
             f.definition
             for f in self._ordered
@@ -1168,7 +1170,7 @@ class ToolRegistry:
         return self._facts_of(tool_id).state
 
     def is_tool_active(self, tool_or_collection_id: str) -> bool:
-        """§1.6: tools on, and no settings-id of the tool's collection switched off."""
+        """Tools on, and no settings-id of the tool's collection switched off."""
         if not self._global_check.passed:
             return False
         collection = self._collections.get(tool_or_collection_id)
@@ -1198,7 +1200,7 @@ class ToolRegistry:
     def minimum_confidence_entries_after_choice(
         self, entries: Mapping[str, str], tool_id: str, level: ConfidenceLevel
     ) -> dict[str, str]:
-        """The user's `MinimumProviderConfidenceByToolId` after choosing `level` for a tool (§1.7).
+        """The user's `MinimumProviderConfidenceByToolId` after choosing `level` for a tool.
 
         The choice is stored under the collection id and the entries of its tools are removed;
         choosing the collection's own default removes the override altogether.
@@ -1234,7 +1236,7 @@ class ToolRegistry:
     def can_use_tools(self, provider: ProviderConfig | None) -> ToolCallingAvailability:
         return self._provider_facts(provider).availability
 
-    # --- retrieval mode (§1.12) -------------------------------------------------------------------
+    # --- retrieval mode -------------------------------------------------------------------
 
     def retrieval_mode(
         self,

@@ -1,6 +1,6 @@
 """Settings resolution: which value each tool field has, where it came from, and what it means.
 
-Per field (policy-spec §4.2): locked organization value → user's saved value → organization
+Per field: locked organization value → user's saved value → organization
 default → the definition's default. An explicitly saved empty string is a value. Secrets come only
 from a locked `ENC:v1:` value or the user's OS keyring, never from a default. Every resolved value
 carries its provenance so explain can name the plugin and line (or the user file) that set it.
@@ -377,7 +377,7 @@ def resolve_tool_settings(
 
 
 def option_problem(key: str, spec: SettingField, value: str) -> str | None:
-    """§4.5 shared option check: blank passes; otherwise the value must be offered exactly."""
+    """The shared option check: blank passes; otherwise the value must be offered exactly."""
     if not value.strip():
         return None
     offered = setting_choices(spec)
@@ -506,7 +506,7 @@ def disabled_tool_ids(
 
 @dataclass(frozen=True, slots=True)
 class MinimumConfidence:
-    """The effective minimum of a tool or collection, with the §1.7 source text and evidence."""
+    """The effective minimum of a tool or collection, with its source text and evidence."""
 
     level: ConfidenceLevel
     source: str
@@ -536,7 +536,7 @@ def effective_minimum_confidence(
     user: UserSettings,
     default_description: str = "",
 ) -> MinimumConfidence:
-    """§1.7: per settings-id the entry that counts; of several, the highest; none → the default.
+    """Per settings-id the entry that counts; of several, the highest; none → the default.
 
     Locked table: only its entries count; an unreadable one means HIGH (safe fallback).
     Editable table: a valid user entry wins over the table's entry for the same id.

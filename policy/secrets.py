@@ -36,6 +36,8 @@ _ITERATIONS = 10_000
 class SecretError(ToolPolicyError):
     """An `ENC:v1:` value or the configured secret is unusable; the message says why, never what."""
 
+    code = "secret"
+
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message

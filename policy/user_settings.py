@@ -58,6 +58,8 @@ _MANAGED_KEY_FOR = {
 class UserSettingsError(ToolPolicyError):
     """A bad settings file or value; the message names file:line and what would be valid."""
 
+    code = "user-settings"
+
     def __init__(self, message: str, location: SourceLocation | None = None) -> None:
         self.message = message
         self.location = location

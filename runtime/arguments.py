@@ -35,6 +35,8 @@ _DATE_EXPECTATION = (
 class ArgumentError(ToolPolicyError, ValueError):
     """A model argument that cannot be used; the message is meant for the model to read."""
 
+    code = "argument"
+
     def __init__(self, argument: str, message: str) -> None:
         super().__init__(message)
         self.argument = argument

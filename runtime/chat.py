@@ -171,6 +171,8 @@ class SqliteChatStore:
 class ChatStoreError(ToolPolicyError):
     """The chat store cannot be opened or written; the message names the file."""
 
+    code = "chat-store"
+
 
 def stored_confidence(value: object) -> ConfidenceLevel:
     """A stored confidence requirement; one this version cannot read is the strictest (HIGH)."""
@@ -328,6 +330,8 @@ def _stricter(held: ChatRecord, arriving: ChatRecord) -> ChatRecord:
 
 class ChatRequirementError(ToolPolicyError):
     """A provider the chat's requirements rule out; raised before any request is sent."""
+
+    code = "chat-requirement"
 
 
 def ensure_provider_allowed(

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from policy.cli import configuration_options, finding_line
-from policy.cli_options import component_option, format_option, load_cli_policy, tools_file_option
+from policy.cli_options import (
+    complete_providers,
+    complete_tool_ids,
+    component_option,
+    format_option,
+    load_cli_policy,
+    tools_file_option,
+)
 from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
 
@@ -28,7 +35,7 @@ if TYPE_CHECKING:
     from runtime.chat import Chat
     from runtime.messages import ChatMessage
     from runtime.providers.hosts import WireApi
-    from runtime.session import ResponseEvent
+    from runtime.session import ResponseEvent, ToolsOffered
 
 API_KEY_ENV = "TOOLPOLICY_API_KEY"
 _QUIT = frozenset({"exit", "quit", ":q"})
@@ -44,7 +51,10 @@ _STOP_NOTES = {
 @click.argument("message", required=False)
 @configuration_options
 @click.option(
-    "--provider", "provider_id", help="A configured provider, by id or name (InstanceName)."
+    "--provider",
+    "provider_id",
+    help="A configured provider, by id or name (InstanceName).",
+    shell_complete=complete_providers,
 )
 @click.option(
     "--base-url",
@@ -62,6 +72,7 @@ _STOP_NOTES = {
     "--tool",
     "tool_ids",
     multiple=True,
+    shell_complete=complete_tool_ids,
     help="Select a tool (repeatable). Without it, the component's default selection.",
 )
 @tools_file_option
@@ -170,15 +181,17 @@ def _wire_api(given: str | None) -> WireApi | None:
 
 def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
     """A `--tool` id no installed tool or collection has is a usage error, with a near miss."""
+    from policy.cli_errors import CodedUsageError
     from policy.suggest import did_you_mean
 
     registry = policy.registry
     for tool_id in tool_ids:
         if not registry.is_known(tool_id):
             known = sorted(registry.tool_ids)
-            raise click.BadParameter(
+            raise CodedUsageError(
                 f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
                 f"Known tools: {', '.join(known) or '(none installed)'}",
+                code="unknown-tool",
                 param_hint="--tool",
             )
 
@@ -242,11 +255,12 @@ async def _converse(
     from runtime.loop import FinalAnswer
     from runtime.messages import ChatMessage, Role
     from runtime.providers import create_client
-    from runtime.session import ChatRuntime
+    from runtime.session import ChatRuntime, ToolsOffered
 
     sink = JsonLinesSink(decision_log) if decision_log is not None else None
     assistant = ChatRuntime(policy, decision_log=sink)
     history: list[ChatMessage] = []
+    requested = frozenset(policy.registry.expand_selection(selection or ()))
     client = create_client(provider, _api_key(provider), wire_api=wire_api)
     try:
         for line in lines:
@@ -261,13 +275,39 @@ async def _converse(
                 system_prompt=system_prompt,
                 client=client,
             ):
-                _show(event, json_lines)
+                if isinstance(event, ToolsOffered) and selection:
+                    event = _with_refused(event, assistant.policy, selection, provider, component)
+                _show(event, json_lines, requested)
                 if isinstance(event, FinalAnswer):
                     answer = event.text
             history.append(ChatMessage(Role.ASSISTANT, answer))
     finally:
         await client.aclose()
         await assistant.flush_decision_log()
+
+
+def _with_refused(
+    offered: ToolsOffered,
+    policy: Policy,
+    selection: Sequence[str],
+    provider: ProviderConfig,
+    component: Component,
+) -> ToolsOffered:
+    """The offer plus, for each requested tool the policy refused, the check that refused it
+    (the runtime's `left_out` only names tools that passed the checks)."""
+    from runtime.session import ToolsOffered
+
+    named = {tool_id for tool_id, _ in offered.left_out}
+    refused = []
+    for tool_id in policy.registry.expand_selection(selection):
+        if tool_id in offered.tool_ids or tool_id in named:
+            continue
+        decision = policy.offer_decision(tool_id, provider, component)
+        if not decision.offered:
+            refused.append((tool_id, f"{decision.reason.value}: {decision.message}"))
+    if not refused:
+        return offered
+    return ToolsOffered(offered.tool_ids, (*offered.left_out, *refused))
 
 
 def _api_key(provider: ProviderConfig) -> str | None:
@@ -289,10 +329,11 @@ def _api_key(provider: ProviderConfig) -> str | None:
     return None
 
 
-def _show(event: ResponseEvent, json_lines: bool) -> None:
-    """One event on the terminal. The answer keeps its line breaks; every other character that
-    is not printable, and every control character in tool names, arguments, results, sources, is
-    shown escaped (`policy.terminal`): a model or a page cannot move the cursor or fake a line."""
+def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = frozenset()) -> None:
+    """One event on the terminal; `requested` are the `--tool` ids whose absence is explained.
+    The answer keeps its line breaks; every other character that is not printable, and every
+    control character in tool names, arguments, results, sources, is shown escaped
+    (`policy.terminal`): a model or a page cannot move the cursor or fake a line."""
     if json_lines:
         click.echo(terminal_json(event_document(event)))
         return
@@ -314,6 +355,12 @@ def _show(event: ResponseEvent, json_lines: bool) -> None:
     elif isinstance(event, ToolsOffered):
         offered = ", ".join(terminal_safe(t) for t in event.tool_ids) or "none"
         click.echo(f"[tools offered: {offered}]", err=True)
+        for tool_id, why in event.left_out:
+            if tool_id in requested:
+                click.echo(
+                    f"[not offered: {terminal_safe(tool_id)}: {terminal_safe(why)}]",
+                    err=True,
+                )
     elif isinstance(event, ToolCallStarted):
         shown = ", ".join(
             f"{terminal_safe(k)}={terminal_safe(v)}" for k, v in event.arguments.items()

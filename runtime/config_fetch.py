@@ -55,6 +55,8 @@ LOCK_FILE = ".delivery.lock"
 class ConfigurationArchiveError(ToolPolicyError, ValueError):
     """A downloaded archive that is refused; the message says which entry and why."""
 
+    code = "configuration-archive"
+
 
 class CaBundleError(ValueError):
     """The PEM bundle of extra root certificates cannot be used; the message names the file."""
@@ -256,7 +258,11 @@ def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
 
 
 def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
+    from runtime._network import could_not_resolve, host_of
+
     server = shown_server(reference.server_url)
+    if could_not_resolve(error):
+        return f"could not resolve {host_of(reference.server_url)} ({server})"
     if isinstance(error, httpx.ConnectError):
         cause = str(error) or "connection failed"
         if "CERTIFICATE_VERIFY_FAILED" in cause or "certificate" in cause.lower():

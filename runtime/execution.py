@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 class ToolExecutionBlocked(ToolPolicyError):
     """An intentional policy block: the model gets the message as is, the trace says BLOCKED."""
 
+    code = "tool-blocked"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionResult:

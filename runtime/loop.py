@@ -170,6 +170,8 @@ LoopEvent = TextDeltaEvent | ToolRoundStarted | ToolCallStarted | ToolCallFinish
 class InvalidToolCallingResponse(ToolPolicyError):
     """The provider's first round said nothing and called nothing."""
 
+    code = "invalid-tool-calling-response"
+
     def __init__(self, provider_name: str) -> None:
         super().__init__(
             f"The provider '{provider_name}' returned an invalid tool calling response. Check the "

@@ -60,6 +60,8 @@ class McpServerError(ToolPolicyError):
     """A server could not be reached, listed or called; the message names the server and never
     holds a secret from its Env or Headers."""
 
+    code = "mcp-server"
+
 
 @dataclass(slots=True)
 class _Session:
@@ -403,8 +405,6 @@ def _content_of(result: CallToolResult) -> _Content:
             + json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
         )
     return _Content(tuple(texts), tuple(sources))
-
-
 
 
 class McpExecutableTool(McpTool):

@@ -183,7 +183,9 @@ class ProviderClient:
             except httpx.TimeoutException:
                 failure = self._transport_error("did not answer in time", handed_on)
             except httpx.TransportError as exc:
-                failure = self._transport_error(_transport_reason(exc), handed_on)
+                failure = self._transport_error(
+                    _transport_reason(exc, self.profile.base_url), handed_on
+                )
             wait = self._wait_before_retry(failure, attempt, handed_on)
             _log.warning(
                 "Provider %s: %s; retrying in %.1f s (attempt %d of %d).",
@@ -327,9 +329,13 @@ async def _event_data(response: httpx.Response) -> AsyncIterator[str]:
         yield event.data
 
 
-def _transport_reason(exc: Exception) -> str:
+def _transport_reason(exc: Exception, base_url: str) -> str:
     import httpx
 
+    from runtime._network import could_not_resolve, host_of
+
+    if could_not_resolve(exc):
+        return f"could not be reached: could not resolve {host_of(base_url)}"
     if isinstance(exc, httpx.ConnectError):
         return "refused the connection"
     if isinstance(exc, httpx.RemoteProtocolError):

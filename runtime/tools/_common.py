@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from runtime.web.sanitize import WebPageModelContent
 
 SMALL_PAGE_CHARACTERS = 500
-"""Extracted HTML shorter than this is probably incomplete (runtime-spec §6.7, §6.8)."""
+"""Extracted HTML shorter than this is probably incomplete."""
 
 
 def retrieval_options(context: ToolExecutionContext, **fields: Any) -> RetrievalOptions:

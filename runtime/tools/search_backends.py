@@ -72,6 +72,8 @@ class BackendAnswer:
 class SearchBackendError(ToolPolicyError):
     """A backend could not answer; the message is safe to show the model and the log."""
 
+    code = "search-backend"
+
 
 class SearchBackend(Protocol):
     """What the dispatcher needs of a search service."""

@@ -1,7 +1,7 @@
 """Web addresses as the runtime sees them: which network a target is on, and which URLs are equal.
 
-Classification follows runtime-spec §6.2 exactly; the request key and the address finding follow
-§6.8. Everything here is pure (no I/O), so the retrieval service, the executor and the tools can
+Classification, the request key and the address finding are documented in README (Web retrieval).
+Everything here is pure (no I/O), so the retrieval service, the executor and the tools can
 share one meaning of "the same address" and "a private address".
 """
 
@@ -148,7 +148,7 @@ def _classify_v4(ip: ipaddress.IPv4Address) -> AddressClass:
 
 
 def classify_ip(ip: IPAddress) -> AddressClass:
-    """Never allowed, non-public or public (runtime-spec §6.2), IPv4 hidden in IPv6 included.
+    """Never allowed, non-public or public, IPv4 hidden in IPv6 included.
 
     The deprecated IPv4-compatible form (::a.b.c.d) has no public use, so it is at least
     non-public even when the IPv4 inside is public.
@@ -200,7 +200,7 @@ def canonical_host(raw_host: str) -> str | None:
 
 
 def request_key(url: str | None) -> str | None:
-    """What a URL asks for, so two spellings of one request compare equal (runtime-spec §6.8).
+    """What a URL asks for, so two spellings of one request compare equal.
 
     Scheme and host are case-insensitive (IDN as punycode, trailing dot, default port and `..`
     segments normalized, IP literals canonical); path and query stay exact; the fragment is

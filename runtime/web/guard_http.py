@@ -1,6 +1,6 @@
 """Client for an external prompt-injection filtering service (e.g. a model-based detector).
 
-Wire format (runtime-spec §7):
+Wire format:
 `POST {base}/security/prompt-injection/sanitize` with `{"text": ...}` answers one result object
 `{"sanitized_text", "findings": [{"rule_id", "category", "snippet"}], "redacted_count"}`;
 `POST {base}/security/prompt-injection/sanitize-batch` with `{"texts": [...]}` answers
@@ -30,6 +30,8 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 class InjectionFilterError(ToolPolicyError):
     """The filtering service could not be used; the message names the service, never the token."""
+
+    code = "injection-filter"
 
 
 class _WireFinding(BaseModel):

@@ -1,4 +1,4 @@
-"""The one way any tool reads a web page: SSRF-safe retrieval (runtime-spec §6.1–6.3).
+"""The one way any tool reads a web page: SSRF-safe retrieval.
 
 Per hop: the target policy is checked, the host is resolved once, every address is classified,
 and the connection is bound to exactly those addresses before a byte is sent. Redirects are
@@ -101,6 +101,8 @@ _BLOCK_MESSAGES = {
 class WebPageAccessBlocked(ToolPolicyError):
     """An intentional refusal of a target; tools turn it into a BLOCKED call."""
 
+    code = "web-access-blocked"
+
     def __init__(self, reason: WebPageAccessBlockReason, message: str | None = None) -> None:
         self.reason = reason
         self.message = message or _BLOCK_MESSAGES.get(reason, "The web page may not be read.")
@@ -109,6 +111,8 @@ class WebPageAccessBlocked(ToolPolicyError):
 
 class WebRetrievalError(ToolPolicyError):
     """Loading failed (network, HTTP status, size, content type, unreadable text): an ERROR call."""
+
+    code = "web-retrieval"
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         self.message = message
@@ -122,9 +126,9 @@ class WebRetrievalTimedOut(WebRetrievalError):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalOptions:
-    """How one retrieval may reach its target (runtime-spec §6.1).
+    """How one retrieval may reach its target.
 
-    `resolver`, `classify_address` and `ssl_context` replace the system resolver, the §6.2
+    `resolver`, `classify_address` and `ssl_context` replace the system resolver, the built-in
     classification and the certifi trust store. They are Python objects an embedding app or a test
     passes in code; no setting or model argument can produce one.
     """
@@ -194,7 +198,7 @@ async def _resolve(host: str, options: RetrievalOptions) -> tuple[IPAddress, ...
 
 
 async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target:
-    """Everything that must hold before a byte goes to this hop's target (runtime-spec §6.2)."""
+    """Everything that must hold before a byte goes to this hop's target."""
     scheme = url.scheme.lower()
     if scheme not in ("http", "https"):
         raise WebPageAccessBlocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
@@ -251,7 +255,7 @@ def media_type_of(content_type: str | None) -> str:
 
 
 def classify_content_type(media_type: str | None) -> ContentKind | None:
-    """HTML page, text document, or None for content that is refused (runtime-spec §6.2)."""
+    """HTML page, text document, or None for content that is refused."""
     kind = media_type_of(media_type)
     if kind in _HTML_TYPES:
         return ContentKind.HTML_PAGE

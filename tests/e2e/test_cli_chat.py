@@ -229,3 +229,32 @@ def test_wire_api_a_host_does_not_speak_is_a_clear_error(
     assert "speaks only the chat_completions API, not responses" in done.stderr
     assert "Traceback" not in done.stderr
     assert server.requests == []
+
+
+def test_a_requested_tool_the_policy_refuses_is_named_with_the_deciding_check(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    from tests.policy.test_cli import BASE_SETTINGS, PROVIDERS, write_plugin
+
+    organization = write_plugin(tmp_path / "org", PROVIDERS + BASE_SETTINGS)
+    for output in ("json", "text"):
+        server.queue(Reply(chat_text("Hello.")))
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "policy.cli", "chat", "Hi", "--org", str(organization),
+                "--provider", "Own cluster", "--base-url", server.base_url,
+                "--tool", "search_confluence", "--tool", "web_search",
+                "--chat-db", str(tmp_path / "chats.sqlite3"), "--format", output,
+            ],
+            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+            env={k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        if output == "json":
+            left_out = dict(
+                (entry["tool_id"], entry["why"]) for entry in _events(done.stdout)[0]["left_out"]
+            )
+            assert left_out["search_confluence"].startswith("TOOL_SWITCHED_OFF: ")
+        else:
+            assert "[not offered: search_confluence: TOOL_SWITCHED_OFF: " in done.stderr
+            assert "[not offered: semantic_search" not in done.stderr

@@ -52,6 +52,22 @@ def test_the_embedding_example_answers_with_a_tool_call(
     assert server.bodies[0]["messages"][-1] == {"role": "user", "content": "What is (17 + 4) * 3?"}
 
 
+def test_the_embedding_example_keeps_its_chats_in_the_users_data_folder(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(Reply(chat_text("Hello.")))
+    data_home = tmp_path / "data"
+    before = sorted(p.name for p in ROOT.iterdir())
+    done = _run_example(
+        "embedding.py",
+        "Hi",
+        env={"TOOLPOLICY_BASE_URL": server.base_url, "XDG_DATA_HOME": str(data_home)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert (data_home / "toolpolicy" / "chats.sqlite3").is_file()
+    assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
 def test_the_chat_example_talks_to_a_self_hosted_server_from_the_environment(
     server: ProviderServer,
 ) -> None:

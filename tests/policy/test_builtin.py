@@ -1,4 +1,4 @@
-"""The four built-in tools as the policy sees them (runtime-spec §6.7-6.10, policy-spec §5.1)."""
+"""The four built-in tools as the policy sees them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Definition validation (policy-spec §1.3, in order), visibility (§3.2) and definitions as data."""
+"""Definition validation, visibility and definitions as data."""
 
 from __future__ import annotations
 

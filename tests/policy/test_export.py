@@ -1,4 +1,4 @@
-"""`policy export` (policy-spec §4.6): the administrator's setup as a plugin.lua fragment.
+"""`policy export`: the administrator's setup as a plugin.lua fragment.
 
 Every fragment is checked the way an administrator uses it: appended to a real plugin.lua and
 loaded through the plugin loader (real Lua via lupa), then compared with what was exported.

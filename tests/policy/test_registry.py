@@ -1,5 +1,5 @@
-"""The registry: registration (§1.2), offers in order (§1.8), requests (§1.9), instructions (§1.11),
-collections (§1.5-1.7) and availability (§1.4), with small test tools."""
+"""The registry: registration, offers in order, requests, instructions,
+collections and availability, with small test tools."""
 
 from __future__ import annotations
 
@@ -372,7 +372,7 @@ async def test_requests_offer_tools_in_display_name_order() -> None:
     assert runnable.tool_ids == ("z_tool", "a_tool")
 
 
-# --- §1.11 instructions ---------------------------------------------------------------------------
+# --- instructions ---------------------------------------------------------------------------------
 
 
 def test_instructions_are_combined_per_function_and_duplicates_dropped() -> None:
@@ -386,7 +386,7 @@ def test_instructions_are_combined_per_function_and_duplicates_dropped() -> None
     assert ToolRegistry.tool_instructions([two]) == ""
 
 
-# --- registration (§1.2) --------------------------------------------------------------------------
+# --- registration --------------------------------------------------------------------------
 
 
 def test_registration_skips_bad_and_duplicate_definitions_with_warnings() -> None:

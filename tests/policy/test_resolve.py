@@ -1,4 +1,4 @@
-"""Settings resolution (policy-spec §4.2, §4.5), minimum confidences (§1.7), schemes (§6.2)."""
+"""Settings resolution, minimum confidences, schemes."""
 
 from __future__ import annotations
 
@@ -329,7 +329,7 @@ def test_the_scheme_in_force_locked_then_user_then_editable_then_trust_all() -> 
     assert confidence_scheme(editable, UserSettings()).scheme == "TRUST_USA"
 
 
-# --- tool-calling capability (§7) ---------------------------------------------------------------
+# --- tool-calling capability ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Who searches a chat's data sources (policy-spec §1.12) and semantic_search's offer (§1.10)."""
+"""Who searches a chat's data sources and semantic_search's offer."""
 
 from __future__ import annotations
 

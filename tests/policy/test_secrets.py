@@ -30,7 +30,7 @@ OTHER_SECRET = base64.b64encode(bytes(range(1, 33))).decode()
 
 
 def _reference_encrypt(plaintext: str, secret: str, salt: bytes) -> str:
-    """The recipe of plugin-loader-spec §12, built from the cryptography primitives directly."""
+    """AI Studio's ENC:v1: recipe, built from the cryptography primitives directly."""
     kdf = PBKDF2HMAC(algorithm=hashes.SHA512(), length=48, salt=salt, iterations=10_000)
     material = kdf.derive(base64.b64decode(secret))
     padder = padding.PKCS7(128).padder()

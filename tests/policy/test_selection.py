@@ -1,4 +1,4 @@
-"""Selection rules (policy-spec §2.2-2.5): normalize, expand, defaults, filters, catalog."""
+"""Selection rules: normalize, expand, defaults, filters, catalog."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 httpcore's own DEBUG trace (raw response headers) is a library switch an app turns on for
 debugging; it is left out here and named in the README.
 
-search_confluence masks its query in traces, and runtime-spec §6.8 masks parameter values in
+search_confluence masks its query in traces, and read_web_page masks parameter values in
 logged URLs; httpx's own request log line must not undo that.
 """
 

@@ -1,4 +1,4 @@
-"""read_web_page over the loopback page server (runtime-spec §6.8, §9)."""
+"""read_web_page over the loopback page server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""search_confluence against a loopback Confluence over HTTPS (runtime-spec §6.9, §9)."""
+"""search_confluence against a loopback Confluence over HTTPS."""
 
 from __future__ import annotations
 

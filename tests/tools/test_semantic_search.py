@@ -1,4 +1,4 @@
-"""semantic_search: offer, arguments, turn-taking, budget, issues, requirements (runtime-spec §6.10).
+"""semantic_search: offer, arguments, turn-taking, budget, issues, requirements.
 
 Searchers are objects of our own `DataSourceSearcher` protocol; the local-folder searcher runs
 against real files and a real SQLite database.

@@ -1,4 +1,4 @@
-"""web_search over a loopback SearXNG and the loopback page server (runtime-spec §6.7, §9)."""
+"""web_search over a loopback SearXNG and the loopback page server."""
 
 from __future__ import annotations
 
