@@ -712,15 +712,6 @@ class ToolRegistry:
             self._decisions[key] = cached
         return cached
 
-    def offer_block_reason(
-        self,
-        tool_id: str,
-        provider: ProviderConfig | None,
-        component: Component = Component.CHAT,
-    ) -> ToolOfferBlockReason:
-        """The first obstacle, judged as for a chat that read no mailbox (never OUTBOUND_...)."""
-        return self.offer_decision(tool_id, provider, component).reason
-
     def _decide(
         self,
         tool_id: str,
@@ -1037,52 +1028,6 @@ class ToolRegistry:
         )
         return self.normalize_selection(chosen)
 
-    def filter_tool_ids_for_provider(
-        self,
-        provider: ProviderConfig | None,
-        selected_ids: Iterable[str],
-        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
-    ) -> tuple[str, ...]:
-        """For the token counter and assistants: expanded tool ids that are active, available,
-        trusted enough and allowed to send data; unknown ids pass through."""
-        provider_facts = self._provider_facts(provider)
-        if not self._global_check.passed or not provider_facts.availability.is_available:
-            return ()
-        kept: list[str] = []
-        for tool_id in self.expand_selection(selected_ids):
-            facts = self._facts.get(tool_id)
-            if facts is None:
-                kept.append(tool_id)
-                continue
-            if (
-                facts.active
-                and facts.available
-                and self._confidence_check(facts, provider_facts.confidence).passed
-                and is_outbound_data_allowed(
-                    outbound_restriction,
-                    facts.tool.outbound_data,
-                    facts.tool.enforces_outbound_data_restriction,
-                )
-            ):
-                kept.append(tool_id)
-        return tuple(kept)
-
-    def filter_selectable_tool_ids(
-        self, component: Component, ids: Iterable[str]
-    ) -> tuple[str, ...]:
-        """The launcher preselection: catalog entries wanted, active and fully configured."""
-        wanted = self.normalize_selection(ids)
-        if not wanted or not self._global_check.passed:
-            return ()
-        entries = {e.id: e for e in self.catalog(component)}
-        return tuple(
-            i
-            for i in wanted
-            if i in entries
-            and entries[i].is_active
-            and entries[i].configuration_state.is_configured
-        )
-
     # --- catalog and settings --------------------------------------------------------
 
     def catalog(self, component: Component | None = None) -> tuple[CatalogEntry, ...]:
@@ -1169,18 +1114,6 @@ class ToolRegistry:
     def configuration_state(self, tool_id: str) -> ToolConfigurationState:
         return self._facts_of(tool_id).state
 
-    def is_tool_active(self, tool_or_collection_id: str) -> bool:
-        """Tools on, and no settings-id of the tool's collection switched off."""
-        if not self._global_check.passed:
-            return False
-        collection = self._collections.get(tool_or_collection_id)
-        ids = (
-            (tool_or_collection_id, *collection.tool_ids)
-            if collection is not None
-            else self._settings_ids(tool_or_collection_id)
-        )
-        return not any(i in self._disabled for i in ids)
-
     @property
     def tools_enabled(self) -> bool:
         return self._global_check.passed
@@ -1197,29 +1130,6 @@ class ToolRegistry:
             (tool_id,), ConfidenceLevel.NONE, self.configuration, self.user
         )
 
-    def minimum_confidence_entries_after_choice(
-        self, entries: Mapping[str, str], tool_id: str, level: ConfidenceLevel
-    ) -> dict[str, str]:
-        """The user's `MinimumProviderConfidenceByToolId` after choosing `level` for a tool.
-
-        The choice is stored under the collection id and the entries of its tools are removed;
-        choosing the collection's own default removes the override altogether.
-        """
-        collection_id = self.collection_id(tool_id)
-        settings_ids = set(self._settings_ids(tool_id)) | {collection_id}
-        chosen = {k: v for k, v in entries.items() if k not in settings_ids}
-        collection = self._collections.get(collection_id)
-        facts = self._facts.get(tool_id)
-        if collection is not None:
-            default = collection.definition.minimum_provider_confidence
-        elif facts is not None:
-            default = facts.definition.minimum_provider_confidence
-        else:
-            default = ConfidenceLevel.NONE
-        if level is not default:
-            chosen[collection_id] = level.name
-        return chosen
-
     def is_trusted_provider(self, provider: ProviderConfig | None) -> bool:
         """In `DataSourceSecuritySettings.TrustedProviderIds` (case-insensitive). Counts only for
         data-source security, never as confidence."""
@@ -1232,9 +1142,6 @@ class ToolRegistry:
 
     def provider_confidence(self, provider: ProviderConfig | None) -> ConfidenceLevel:
         return self._provider_facts(provider).confidence
-
-    def can_use_tools(self, provider: ProviderConfig | None) -> ToolCallingAvailability:
-        return self._provider_facts(provider).availability
 
     # --- retrieval mode -------------------------------------------------------------------
 

@@ -238,11 +238,11 @@ def test_search_confluence_is_offered_to_high_confidence_providers_only_even_whe
     openai = ProviderConfig("oa", "OpenAI", ProviderKind.OPEN_AI, "gpt-4o")
     local = ProviderConfig("local", "Local", ProviderKind.SELF_HOSTED, "qwen3-32b")
     assert (
-        registry.offer_block_reason(SEARCH_CONFLUENCE, openai)
+        registry.offer_decision(SEARCH_CONFLUENCE, openai).reason
         is ToolOfferBlockReason.PROVIDER_CONFIDENCE_TOO_LOW
     )
     assert registry.effective_minimum_confidence(SEARCH_CONFLUENCE).level is ConfidenceLevel.HIGH
-    assert registry.offer_block_reason(SEARCH_CONFLUENCE, local) is ToolOfferBlockReason.NONE
+    assert registry.offer_decision(SEARCH_CONFLUENCE, local).reason is ToolOfferBlockReason.NONE
 
 
 @pytest.mark.parametrize(

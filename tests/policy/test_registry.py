@@ -172,7 +172,7 @@ async def test_tools_switched_off_altogether() -> None:
 
 async def test_a_model_without_tools_and_no_provider() -> None:
     registry = _registry(FakeTool("demo"))
-    assert registry.offer_block_reason("demo", NO_TOOLS) is R.MODEL_CANNOT_USE_TOOLS
+    assert registry.offer_decision("demo", NO_TOOLS).reason is R.MODEL_CANNOT_USE_TOOLS
     decision = registry.offer_decision("demo", None)
     assert decision.reason is R.MODEL_CANNOT_USE_TOOLS
     assert decision.message == "Please select an LLM provider."
@@ -181,8 +181,10 @@ async def test_a_model_without_tools_and_no_provider() -> None:
 
 def test_a_tool_not_meant_for_the_chat_and_a_tool_nobody_knows() -> None:
     registry = _registry(FakeTool("demo", visible=ToolVisibility(chat=False)))
-    assert registry.offer_block_reason("demo", SELF_HOSTED, Component.CHAT) is R.NOT_AVAILABLE_HERE
-    assert registry.offer_block_reason("demo", SELF_HOSTED, Component.CODING_ASSISTANT) is R.NONE
+    assert (
+        registry.offer_decision("demo", SELF_HOSTED, Component.CHAT).reason is R.NOT_AVAILABLE_HERE
+    )
+    assert registry.offer_decision("demo", SELF_HOSTED, Component.CODING_ASSISTANT).reason is R.NONE
     unknown = registry.offer_decision("nobody", SELF_HOSTED)
     assert unknown.reason is R.NOT_AVAILABLE_HERE
     assert len(unknown.checks) == 9
@@ -207,16 +209,16 @@ async def test_a_tool_missing_a_setting() -> None:
     assert (await registry.runnable_tools(["demo"], SELF_HOSTED, Component.CHAT)).tools == ()
     user = UserSettings(tool_settings={"demo": {"url": "https://x"}})
     assert (
-        _registry(FakeTool("demo", required=("url",)), user=user).offer_block_reason(
-            "demo", SELF_HOSTED
-        )
+        _registry(FakeTool("demo", required=("url",)), user=user)
+        .offer_decision("demo", SELF_HOSTED)
+        .reason
         is R.NONE
     )
 
 
 def test_a_provider_trusted_too_little_and_a_raised_requirement() -> None:
     registry = _registry(FakeTool("demo", minimum=ConfidenceLevel.HIGH))
-    assert registry.offer_block_reason("demo", OPEN_AI) is R.PROVIDER_CONFIDENCE_TOO_LOW
+    assert registry.offer_decision("demo", OPEN_AI).reason is R.PROVIDER_CONFIDENCE_TOO_LOW
     raised = _registry(
         FakeTool("demo"),
         settings=(_setting("DataTools.MinimumProviderConfidenceByToolId", {"demo": "HIGH"}),),
@@ -257,12 +259,12 @@ async def test_a_broken_organization_plugin_switches_every_tool_off() -> None:
         FakeTool("demo"),
         broken=(BrokenPlugin("org/plugin.lua", "x", replaced_by_last_known_good=True),),
     )
-    assert recovered.offer_block_reason("demo", SELF_HOSTED) is R.NONE
+    assert recovered.offer_decision("demo", SELF_HOSTED).reason is R.NONE
 
 
 def test_the_offer_never_reports_an_outbound_restriction_but_a_restricted_chat_does() -> None:
     registry = _registry(FakeTool("open"), FakeTool("careful", enforces=True))
-    assert registry.offer_block_reason("open", SELF_HOSTED) is R.NONE
+    assert registry.offer_decision("open", SELF_HOSTED).reason is R.NONE
     restricted = registry.offer_decision(
         "open", SELF_HOSTED, outbound_restriction=OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
     )
@@ -306,7 +308,7 @@ async def test_nothing_to_offer_leaves_the_tool_out_yet_the_offer_reason_is_none
     runnable = await registry.runnable_tools(["demo"], SELF_HOSTED, Component.CHAT)
     assert runnable.tools == ()
     assert runnable.left_out == (("demo", "nothing to offer in this request"),)
-    assert registry.offer_block_reason("demo", SELF_HOSTED) is R.NONE
+    assert registry.offer_decision("demo", SELF_HOSTED).reason is R.NONE
 
 
 async def test_parameters_which_are_no_schema_are_not_offered() -> None:
@@ -473,7 +475,7 @@ def test_an_entry_for_one_tool_counts_for_the_whole_collection_and_the_strictest
     )
     for tool_id in MAILBOXES.tool_ids:
         assert registry.effective_minimum_confidence(tool_id).level is ConfidenceLevel.HIGH
-        assert registry.offer_block_reason(tool_id, OPEN_AI) is R.PROVIDER_CONFIDENCE_TOO_LOW
+        assert registry.offer_decision(tool_id, OPEN_AI).reason is R.PROVIDER_CONFIDENCE_TOO_LOW
 
 
 async def test_switching_off_the_collection_or_one_of_its_tools_switches_off_every_tool() -> None:
@@ -484,11 +486,10 @@ async def test_switching_off_the_collection_or_one_of_its_tools_switches_off_eve
             settings=(_setting("DataTools.DisabledToolIds", (disabled,)),),
         )
         for tool_id in MAILBOXES.tool_ids:
-            assert registry.offer_block_reason(tool_id, SELF_HOSTED) is R.TOOL_SWITCHED_OFF
+            assert registry.offer_decision(tool_id, SELF_HOSTED).reason is R.TOOL_SWITCHED_OFF
         assert (
             await registry.runnable_tools(["mailboxes"], SELF_HOSTED, Component.CHAT)
         ).tools == ()
-        assert not registry.is_tool_active("mailboxes")
 
 
 def test_collection_registration_rules() -> None:
@@ -523,7 +524,7 @@ def test_an_unknown_tool_cannot_disable_a_collection() -> None:
         collections=(collection,),
         settings=(_setting("DataTools.DisabledToolIds", ("ghost",)),),
     )
-    assert registry.offer_block_reason("read_mail", SELF_HOSTED) is R.NONE
+    assert registry.offer_decision("read_mail", SELF_HOSTED).reason is R.NONE
 
 
 # --- ToolAvailabilityTests ------------------------------------------------------------------------
@@ -534,11 +535,10 @@ async def test_an_unavailable_tool_appears_in_no_list_and_no_request() -> None:
     assert [e.id for e in registry.catalog(Component.CHAT)] == ["demo"]
     assert [e.id for e in registry.catalog()] == ["demo"]
     assert [d.id for d in registry.definitions()] == ["demo"]
-    assert registry.offer_block_reason("preview", SELF_HOSTED) is R.NOT_AVAILABLE_HERE
+    assert registry.offer_decision("preview", SELF_HOSTED).reason is R.NOT_AVAILABLE_HERE
     runnable = await registry.runnable_tools(["preview", "demo"], SELF_HOSTED, Component.CHAT)
     assert runnable.tool_ids == ("demo",)
     assert registry.normalize_selection(["preview"]) == ("preview",)
-    assert registry.filter_tool_ids_for_provider(SELF_HOSTED, ["preview", "demo"]) == ("demo",)
 
 
 def test_the_app_settings_list_shows_context_tools_but_component_catalogs_do_not() -> None:
@@ -573,26 +573,11 @@ def test_settings_carry_their_source_and_a_registry_keeps_secrets_out_of_finding
     assert "plaintext-key" not in repr(decision)
 
 
-def test_choosing_a_level_for_one_tool_chooses_it_for_its_whole_collection() -> None:
-    registry = _registry(*_mail_tools(), FakeTool("alone"), collections=(MAILBOXES,))
-    entries = {"read_mail": "HIGH", "count_mails": "LOW", "alone": "LOW"}
-    chosen = registry.minimum_confidence_entries_after_choice(
-        entries, "search_mails", ConfidenceLevel.MEDIUM
-    )
-    assert chosen == {"mailboxes": "MEDIUM", "alone": "LOW"}
-    back = registry.minimum_confidence_entries_after_choice(
-        chosen, "read_mail", ConfidenceLevel.VERY_LOW
-    )
-    assert back == {"alone": "LOW"}
-    single = registry.minimum_confidence_entries_after_choice({}, "alone", ConfidenceLevel.HIGH)
-    assert single == {"alone": "HIGH"}
-
-
 def test_trusted_providers_are_matched_case_insensitively_and_bring_no_confidence() -> None:
     trusted = _setting("DataSourceSecuritySettings.TrustedProviderIds", ("OA",))
     registry = _registry(FakeTool("demo", minimum=ConfidenceLevel.HIGH), settings=(trusted,))
     assert registry.is_trusted_provider(OPEN_AI) and not registry.is_trusted_provider(SELF_HOSTED)
-    assert registry.offer_block_reason("demo", OPEN_AI) is R.PROVIDER_CONFIDENCE_TOO_LOW
+    assert registry.offer_decision("demo", OPEN_AI).reason is R.PROVIDER_CONFIDENCE_TOO_LOW
 
 
 async def test_a_runnable_tool_unpacks_as_definition_and_tool() -> None:
@@ -611,6 +596,8 @@ def test_a_capability_override_is_part_of_what_a_decision_depends_on() -> None:
         "gpt-4o",
         capability_overrides={"FUNCTION_CALLING": False},
     )
-    assert registry.offer_block_reason("demo", OPEN_AI) is R.NONE
-    assert registry.offer_block_reason("demo", same_but_without_tools) is R.MODEL_CANNOT_USE_TOOLS
-    assert registry.offer_block_reason("demo", OPEN_AI) is R.NONE
+    assert registry.offer_decision("demo", OPEN_AI).reason is R.NONE
+    assert (
+        registry.offer_decision("demo", same_but_without_tools).reason is R.MODEL_CANNOT_USE_TOOLS
+    )
+    assert registry.offer_decision("demo", OPEN_AI).reason is R.NONE

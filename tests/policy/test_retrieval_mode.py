@@ -127,7 +127,7 @@ async def test_a_chat_which_searches_with_every_message_is_not_offered_the_tool(
         extras=RequestExtras(data_sources=SOURCES),
     )
     assert runnable.tools == ()
-    assert registry.offer_block_reason(SEMANTIC_SEARCH, CAPABLE) is R.NONE
+    assert registry.offer_decision(SEMANTIC_SEARCH, CAPABLE).reason is R.NONE
 
 
 async def test_a_chat_without_data_sources_is_not_offered_the_tool() -> None:

@@ -11,7 +11,7 @@ from policy.builtin import (
     WEB_SEARCH,
     builtin_tools,
 )
-from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
+from policy.configuration import ManagedSetting, PolicyConfiguration, UserSettings
 from policy.definitions import (
     SettingField,
     SettingsSchema,
@@ -22,7 +22,7 @@ from policy.definitions import (
 from policy.provenance import Origin, SourceLocation
 from policy.registry import ToolRegistry
 from policy.tools import DefinedTool, RequestExtras
-from policy.vocabulary import Component, ConfidenceLevel, ProviderKind
+from policy.vocabulary import Component, ConfidenceLevel
 
 ORG = Origin("org", "Organization", SourceLocation("org/plugin.lua", 1))
 MAIL_IDS = ("search_mails", "read_mail", "count_mails")
@@ -127,24 +127,6 @@ def test_locked_defaults_beat_the_users_and_editable_ones_yield() -> None:
     assert _registry(editable, user=UserSettings()).default_tool_ids(Component.CHAT) == (
         READ_WEB_PAGE,
     )
-
-
-def test_the_token_count_filter_returns_every_tool_of_a_collection() -> None:
-    provider = ProviderConfig("oa", "OpenAI", ProviderKind.OPEN_AI, "gpt-4o")
-    registry = _registry()
-    kept = registry.filter_tool_ids_for_provider(
-        provider, ["mailboxes", SEARCH_CONFLUENCE, "ghost"]
-    )
-    assert kept == (*MAIL_IDS, "ghost", READ_WEB_PAGE)
-
-
-def test_the_launcher_preselection_keeps_active_configured_entries_only() -> None:
-    disabled = ManagedSetting("DataTools.DisabledToolIds", (WEB_SEARCH,), True, ORG)
-    registry = _registry(disabled, user=UserSettings())
-    chosen = registry.filter_selectable_tool_ids(
-        Component.CHAT, ["read_mail", WEB_SEARCH, SEARCH_CONFLUENCE]
-    )
-    assert chosen == ("mailboxes", READ_WEB_PAGE)
 
 
 class _Notes(DefinedTool):
