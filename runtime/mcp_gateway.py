@@ -182,10 +182,12 @@ class McpGateway:
         return view
 
     async def _build_view(self, runtime: ChatRuntime, policy: Policy, chat: Chat) -> _View:
+        from policy.errors import UnknownProviderError
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
 
-        provider = policy.provider(self._provider)
-        if provider is None:
+        try:
+            provider = policy.provider(self._provider)
+        except UnknownProviderError:
             refusal = (
                 f"The provider '{self._provider}' is not configured (any more); the gateway "
                 "offers no tool until it is."
