@@ -97,7 +97,8 @@ class _PolicyGroup(click.Group):
         return loaded if isinstance(loaded, click.Command) else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Click's listing, with a lazy command's registered summary instead of importing it."""
+        """Click's listing, with a lazy command's registered summary instead of importing it,
+        and each command's first sentence whole (wrapped, never cut off)."""
         commands: list[tuple[str, click.Command]] = []
         for name in self.list_commands(ctx):
             summary = _LAZY_SUMMARIES.get(name)
@@ -109,9 +110,14 @@ class _PolicyGroup(click.Group):
             if listed is not None and not listed.hidden:
                 commands.append((name, listed))
         if commands:
-            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
             with formatter.section("Commands"):
-                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
+                formatter.write_dl(
+                    [(n, c.get_short_help_str(limit=_WHOLE_SENTENCE)) for n, c in commands]
+                )
+
+
+_WHOLE_SENTENCE = 1000
+"""A summary limit no first sentence reaches, so `policy --help` shows each one whole."""
 
 
 def _module_exists(target: str) -> bool:
@@ -881,7 +887,7 @@ def export_command(
     include_secrets: bool,
     minimum_confidence: bool,
 ) -> None:
-    """Print the settings of TOOL_ID... (tools or collections) as a plugin.lua fragment.
+    """Print the settings of tools or collections as a plugin.lua fragment.
 
     Values are what this setup resolves to (organization value or your own), never a tool's
     built-in default. Exit 1, with nothing on stdout, when secrets cannot be encrypted.

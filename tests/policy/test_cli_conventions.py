@@ -115,3 +115,11 @@ def test_the_bash_completion_script_loads_in_bash() -> None:
         assert other.returncode == 0 and "policy" in other.stdout
     wrong = run("completion", "tcsh")
     assert wrong.returncode == 2 and "'tcsh' is not one of" in wrong.stderr
+
+
+def test_the_command_summaries_are_not_cut_off() -> None:
+    done = run("--help")
+    assert done.returncode == 0
+    listed = done.stdout.split("Commands:", 1)[1]
+    assert "..." not in listed, listed
+    assert "completion" in listed and "explain" in listed
