@@ -15,6 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from policy.errors import ToolPolicyError
+
 __all__ = ["PluginFileError", "read_plugin_file"]
 
 _OPEN_FLAGS = (
@@ -28,8 +30,10 @@ _LINK_ERRORS = frozenset({errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)})
 _CHUNK = 1 << 16
 
 
-class PluginFileError(Exception):
+class PluginFileError(ToolPolicyError):
     """A plugin file was refused or could not be read; str() says why, without the file name."""
+
+    code = "plugin-file"
 
     def __init__(self, message: str, missing: bool = False) -> None:
         self.message = message

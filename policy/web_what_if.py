@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policy.errors import ToolPolicyError
 from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component, ProviderKind
 from policy.web_documents import ConfigurationPaths, finding_document
 
@@ -23,8 +24,10 @@ _MAX_PASTED_CHARS = 256 * 1024
 _PASTED_USER_SETTINGS = "pasted user settings"
 
 
-class WhatIfError(Exception):
+class WhatIfError(ToolPolicyError):
     """A what-if the page cannot decide (a bad path, YAML that does not parse): shown as 400."""
+
+    code = "what-if"
 
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)
