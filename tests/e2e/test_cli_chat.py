@@ -258,3 +258,26 @@ def test_a_requested_tool_the_policy_refuses_is_named_with_the_deciding_check(
         else:
             assert "[not offered: search_confluence: TOOL_SWITCHED_OFF: " in done.stderr
             assert "[not offered: semantic_search" not in done.stderr
+
+
+def test_a_cut_answer_is_said_to_be_cut(server: ProviderServer, tmp_path: Path) -> None:
+    cut = chat_text("Python 3.14 brings")
+    cut[-1]["choices"][0]["finish_reason"] = "length"
+    server.queue(Reply(cut), Reply(cut))
+    common = [
+        "Hi",
+        "--provider",
+        "Example Corp vLLM",
+        "--base-url",
+        server.base_url,
+        "--chat-db",
+        str(tmp_path / "chats.sqlite3"),
+    ]
+    shown = _policy_chat(*common)
+    assert shown.returncode == 0, shown.stderr
+    assert "Python 3.14 brings" in shown.stdout
+    assert "[the answer ended early: the output limit was reached, so the answer is cut]" in (
+        shown.stderr
+    )
+    as_json = _policy_chat(*common, "--format", "json")
+    assert _events(as_json.stdout)[-1]["stop_reason"] == "max_tokens"

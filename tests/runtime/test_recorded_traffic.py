@@ -121,6 +121,23 @@ CASES = [
         ("web_search",),
     ),
     Case(
+        "xai_grok_reasoning_content",
+        _CLOUD_HOSTS[ProviderKind.X],
+        _CHAT,
+        "grok-3-mini",
+        "",
+        _COMPLETED,
+        ("web_search",),
+    ),
+    Case(
+        "google_gemini_content_filter",
+        _CLOUD_HOSTS[ProviderKind.GOOGLE],
+        _CHAT,
+        "gemini-2.5-flash",
+        "Here is an overview of the topic: ",
+        StopReason.CONTENT_FILTER,
+    ),
+    Case(
         "mistral_length",
         _CLOUD_HOSTS[ProviderKind.MISTRAL],
         _CHAT,

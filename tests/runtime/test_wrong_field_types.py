@@ -257,6 +257,8 @@ _RECORDED_ACCUMULATORS: dict[str, tuple[type, Callable[[Any], Any] | None]] = {
     "deepseek": (ChatCompletionAccumulator, None),
     "mistral": (ChatCompletionAccumulator, None),
     "openai_chat": (ChatCompletionAccumulator, None),
+    "xai": (ChatCompletionAccumulator, None),
+    "google": (ChatCompletionAccumulator, None),
     "openai_responses": (ResponsesAccumulator, responses_round),
     "anthropic": (AnthropicAccumulator, anthropic_round),
 }
@@ -270,6 +272,8 @@ RECORDED_UNREAD = (
     "system_fingerprint",
     "service_tier",
     "obfuscation",
+    "num_sources_used",
+    "usage.num_sources_used",
     "choices[*].index",
     "choices[*].logprobs",
     "choices[*].native_finish_reason",
