@@ -206,7 +206,8 @@ class ChatCompletionAccumulator(_wire.TypedFields):
     def feed(self, data: str) -> TextDelta | None:
         """Take one payload; return what the user should see of it (text, sources, usage)."""
         if data == "[DONE]":
-            return None
+            held = self._flush_think()
+            return TextDelta(held) if held else None
         chunk = _wire.loads_payload(data)
         if not isinstance(chunk, dict):
             return None
@@ -238,9 +239,20 @@ class ChatCompletionAccumulator(_wire.TypedFields):
                     annotations = self.array(delta, "annotations", where)
                     if annotations:
                         sources += self._annotation_sources(annotations, where)
+        if self._finish is not None:
+            text += self._flush_think()
         if text or usage.is_known or sources:
             return TextDelta(text, tuple(sources), usage)
         return None
+
+    def _flush_think(self) -> str:
+        """Answer text the think splitter still holds, once the answer is over."""
+        if self._think is None:
+            return ""
+        held = self._think.flush()
+        if held:
+            self._text.append(held)
+        return held
 
     def _new_usage(self, chunk: dict[str, Any]) -> Usage:
         """The usage this chunk reports (Groq nests it under `x_groq`) if it is news, else unknown."""
@@ -387,10 +399,7 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         """The round's message, or None when the stream said nothing (a failed round)."""
         if not self._read_something:
             return None
-        if self._think is not None:
-            rest = self._think.flush()
-            if rest:
-                self._text.append(rest)
+        self._flush_think()
         calls = tuple(
             StreamedCall(
                 call_id=c.call_id,
