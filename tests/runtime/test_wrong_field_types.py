@@ -87,12 +87,7 @@ def test_a_wrong_type_in_any_field_never_raises_out_of_an_accumulator(
         if other_which == which:
             with contextlib.suppress(KeyError, IndexError, TypeError):  # path already replaced
                 events[other_position] = _replaced(events[other_position], other_path, value)
-    accumulator = accumulator_type()
-    for event in events:
-        accumulator.feed(event if isinstance(event, str) else json.dumps(event))
-    message = accumulator.build()
-    if round_of is not None and message is not None and accumulator.protocol_error is None:
-        round_of(message)
+    _play(accumulator_type, round_of, events)
 
 
 UNREAD: list[frozenset[str]] = [
@@ -131,6 +126,23 @@ def _json_type(value: Any) -> str:
     return json_type_name(value)
 
 
+def _play(accumulator_type: type, round_of: Callable[[Any], Any] | None, events: list[Any]) -> str:
+    """Feed the events; the round is read too unless a protocol problem ended it (never raises)."""
+    accumulator = accumulator_type()
+    for event in events:
+        accumulator.feed(event if isinstance(event, str) else json.dumps(event))
+    message = accumulator.build()
+    if round_of is not None and message is not None and accumulator.protocol_error is None:
+        round_of(message)
+    return accumulator.protocol_error or ""
+
+
+def _is_wrong(value: Any, original: Any, field: str) -> bool:
+    """Whether `value` has another JSON type than the field's (null stands for absent)."""
+    allowed = (_json_type(original), ALTERNATIVE_TYPES.get(field))
+    return value is not None and original is not None and _json_type(value) not in allowed
+
+
 def test_every_field_of_every_stream_is_covered_with_every_wrong_type() -> None:
     """The exhaustive pass behind the random one: each field, each wrong value, once. A value
     of another JSON type in a field an adapter reads is a protocol problem naming that field."""
@@ -139,26 +151,15 @@ def test_every_field_of_every_stream_is_covered_with_every_wrong_type() -> None:
         accumulator_type, stream, round_of = _STREAMS[which]
         original = _value_at(stream()[position], path)
         field = _field_name(path)
+        kind = stream()[position].get("type")
+        unread = field in UNREAD[which] or f"{kind}:{field}" in UNREAD[which]
         for value in WRONG_VALUES:
             events = stream()
             events[position] = _replaced(events[position], path, value)
-            accumulator = accumulator_type()
-            for event in events:
-                accumulator.feed(event if isinstance(event, str) else json.dumps(event))
-            message = accumulator.build()
-            if round_of is not None and message is not None:
-                round_of(message)
-            wrong = (
-                value is not None
-                and original is not None
-                and _json_type(value) not in (_json_type(original), ALTERNATIVE_TYPES.get(field))
-            )
-            kind = stream()[position].get("type")
-            unread = field in UNREAD[which] or f"{kind}:{field}" in UNREAD[which]
-            if wrong and not unread:
-                problem = accumulator.protocol_error or ""
-                if not problem.startswith(f"the field {field} is "):
-                    unnamed.append(f"{accumulator_type.__name__} {field} = {value!r}: {problem!r}")
+            problem = _play(accumulator_type, round_of, events)
+            named = problem.startswith(f"the field {field} is ")
+            if _is_wrong(value, original, field) and not unread and not named:
+                unnamed.append(f"{accumulator_type.__name__} {field} = {value!r}: {problem!r}")
     assert not unnamed, "\n".join(unnamed)
 
 
@@ -406,20 +407,11 @@ def test_every_field_of_every_recorded_stream_is_read_typed_or_known_unread() ->
         if "error" in events[position]:
             continue  # the host's error: the chunk ends the round, nothing else in it is read
         for value in WRONG_VALUES:
-            if value is None or _json_type(value) in (
-                _json_type(original),
-                ALTERNATIVE_TYPES.get(field),
-            ):
+            if not _is_wrong(value, original, field):
                 continue
             changed = list(events)
             changed[position] = _replaced(events[position], path, value)
-            accumulator = accumulator_type()
-            for event in changed:
-                accumulator.feed(event if isinstance(event, str) else json.dumps(event))
-            message = accumulator.build()
-            if round_of is not None and message is not None and accumulator.protocol_error is None:
-                round_of(message)
-            problem = accumulator.protocol_error or ""
+            problem = _play(accumulator_type, round_of, changed)
             if not problem.startswith(f"the field {field} is "):
                 unnamed.append(f"{stem} #{position} {field} = {value!r}: {problem!r}")
     assert not unnamed, "\n".join(unnamed[:80])
