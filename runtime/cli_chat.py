@@ -351,7 +351,7 @@ def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = fr
         click.echo(terminal_text(event.text), nl=False)
         sys.stdout.flush()
     elif isinstance(event, ToolRoundStarted):
-        click.echo(f"\n[{terminal.terminal_safe(event.status_line)}]", err=True)
+        click.echo(f"\n[{terminal_safe(event.status_line)}]", err=True)
     elif isinstance(event, ToolsOffered):
         offered = ", ".join(terminal_safe(t) for t in event.tool_ids) or "none"
         click.echo(f"[tools offered: {offered}]", err=True)
