@@ -58,6 +58,10 @@ _LAZY_SUMMARIES: dict[str, str] = {
     "mcp": "MCP servers: list their tools and pins, print pins, serve the governed tools.",
     "serve": "The administrator's read-only web page: status, effective settings, every "
     "decision, a what-if simulation and a diff against a candidate configuration.",
+    "replay": "Re-decide every request of decision LOG(s) under the configuration given by "
+    "--org / --local and print what would flip: tools newly offered or left out (both reasons), "
+    "calls that would now be blocked, requests whose provider the chat would now refuse (or "
+    "allow).",
 }
 """The first paragraph of each lazy command's docstring, so that `policy --help` imports none."""
 
