@@ -131,9 +131,10 @@ class CallRecord(_Model):
 
 class OutcomeRecord(_Model):
     """How the response ended: a final answer, an interrupted round, the chat refusing the
-    provider before any request, or an error (its class and its message with secrets masked)."""
+    provider before any request, or an error (its class and its message with secrets masked).
+    A call an MCP client made through the gateway ends as `tool_call` (no model answered)."""
 
-    stop_reason: Literal["final_answer", "interrupted", "refused", "error"]
+    stop_reason: Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
     error_class: str = ""
     error_message: str = ""
 
@@ -153,7 +154,11 @@ class UsageRecord(_Model):
 
 
 class DecisionRecord(_Model):
-    """Everything one `respond` decided, as kept in a decision log (one JSON object a line)."""
+    """Everything one `respond` decided, as kept in a decision log (one JSON object a line).
+
+    A call through the MCP gateway (`policy mcp serve`) is one record too: what the gateway
+    offered that client and the one call, `served_by` "mcp_gateway".
+    """
 
     decision_id: str
     timestamp: datetime
@@ -171,6 +176,8 @@ class DecisionRecord(_Model):
     chat_requirements: RequirementsChange = Field(default_factory=RequirementsChange)
     content: ContentRecord | None = None
     """Only with `include_content`; None otherwise."""
+    served_by: Literal["respond", "mcp_gateway"] = "respond"
+    """What decided: an answer of `respond`, or a call of an MCP client through the gateway."""
 
 
 def decision_log_schema() -> dict[str, object]:

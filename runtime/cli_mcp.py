@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from policy.mcp import McpServerListing
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
+    from runtime.session import ChatRuntime
 
 
 @click.group()
@@ -202,6 +203,13 @@ def pin(
     show_default=True,
     help="Reload when the plugin folders or the user settings change; clients are told.",
 )
+@click.option(
+    "--decision-log",
+    "decision_log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append one decision record per call to this JSON Lines file (rolls over at 10 MB, "
+    "5 backups), as policy chat does per answer. Schema: policy schema --decision-log.",
+)
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -215,12 +223,14 @@ def serve(
     port: int,
     token: str | None,
     watch: bool,
+    decision_log: Path | None,
 ) -> None:
     """Serve the tools the policy offers for --provider and --component to any MCP client.
 
     Every call is checked again against the policy in force and logged as one JSON line on
-    stderr (arguments masked). Connected clients get tools/list_changed when the offered tools
-    change.
+    stderr (arguments masked); with --decision-log also as a decision record (served_by
+    "mcp_gateway": what the client was offered, the call, its status). Connected clients get
+    tools/list_changed when the offered tools change.
     """
     if transport == "http":
         require_token_beyond_loopback(host, token, "TOOLPOLICY_MCP_TOKEN")
@@ -230,15 +240,31 @@ def serve(
     def load() -> Policy:
         return _policy(org, local, user_settings, state_dir, tools_files)
 
+    sink = None
+    if decision_log is not None:
+        from runtime.decision_log import JsonLinesSink, QueuedSink
+
+        sink = QueuedSink(JsonLinesSink(decision_log))
+
+    def build(policy: Policy) -> ChatRuntime:
+        from runtime.session import ChatRuntime
+
+        return ChatRuntime(policy, decision_log=sink)
+
     watcher = PolicyWatcher(
         load,
         watch=[*org, *local, *([user_settings] if user_settings else [])] if watch else [],
         state_dir=state_dir,
+        build=build,
     )
     provider = chosen_provider(watcher.runtime.policy, provider_id, None)
-    asyncio.run(
-        _serve(watcher, provider.id, Component(component.upper()), transport, host, port, token)
-    )
+    try:
+        asyncio.run(
+            _serve(watcher, provider.id, Component(component.upper()), transport, host, port, token)
+        )
+    finally:
+        if sink is not None:
+            sink.close()
 
 
 async def _serve(

@@ -348,6 +348,7 @@ class DecisionRecorder:
         user_message: str = "",
         secrets: Sequence[str] = (),
         decision_id: str = "",
+        served_by: Literal["respond", "mcp_gateway"] = "respond",
     ) -> None:
         self._sink = sink
         self._chat = chat
@@ -370,6 +371,7 @@ class DecisionRecorder:
                 confidence=confidence.name,
             ),
             "selected_tool_ids": list(selected_tool_ids) if selected_tool_ids is not None else None,
+            "served_by": served_by,
         }
         self._calls: list[CallRecord] = []
         self._usage = UsageRecord()
@@ -426,6 +428,10 @@ class DecisionRecorder:
         self._emit(
             OutcomeRecord(stop_reason="interrupted" if final.interrupted else "final_answer")
         )
+
+    def gateway_call_ended(self) -> None:
+        """The one call an MCP client made through the gateway is recorded; the record ends."""
+        self._emit(OutcomeRecord(stop_reason="tool_call"))
 
     def refused(self, error: BaseException) -> None:
         """The chat's requirements ruled the provider out (before the first request, or

@@ -33,9 +33,13 @@ if TYPE_CHECKING:
 
     from policy import Policy
     from policy.configuration import ProviderConfig
+    from policy.decision import RunnableTools
     from policy.definitions import ToolDefinition
     from runtime.chat import Chat
+    from runtime.decision_log import DecisionRecorder
     from runtime.execution import ExecutableTool
+    from runtime.executor import ToolCallOutcome
+    from runtime.messages import RequestedCall
     from runtime.session import ChatRuntime
 
 __all__ = ["GatewayCall", "McpGateway"]
@@ -87,6 +91,8 @@ class _View:
     listed: tuple[types.Tool, ...]
     refusal: str = ""
     """Why nothing at all is offered (the provider is gone, the chat rules it out), else ""."""
+    decided: RunnableTools | None = None
+    """The offer decisions behind the view, as a decision record keeps them."""
 
 
 @dataclass(slots=True)
@@ -134,7 +140,8 @@ class McpGateway:
         self._on_call = on_call
         self._poll = change_poll_seconds
         self._views = _Views()
-        self._clients: weakref.WeakKeyDictionary[Any, _Client] = weakref.WeakKeyDictionary()
+        self._clients: dict[str, _Client] = {}
+        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._probe = self._new_client("probe")
         self._bus = InMemorySubscriptionBus()
         self.server: Server[Any] = Server(
@@ -156,11 +163,21 @@ class McpGateway:
 
         return _Client(label, Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore()))
 
-    def _client(self, session: Any) -> _Client:
-        client = self._clients.get(session)
+    def _client(self, ctx: Any) -> _Client:
+        """The client a request comes from, with its chat.
+
+        A transport session (stdio; streamable HTTP under the protocol versions that have
+        sessions) is one client. The stateless streamable HTTP of 2026-07-28 carries no client
+        identity, so all such requests share one chat: what one call's result demands holds for
+        every later call (the requirements only tighten, never reset per request).
+        """
+        self._sessions.add(ctx.session)
+        key = _client_key(ctx)
+        client = self._clients.get(key)
         if client is None:
-            client = self._new_client(f"client-{len(self._clients) + 1}")
-            self._clients[session] = client
+            label = "http" if key == _STATELESS else f"client-{len(self._clients) + 1}"
+            client = self._new_client(label)
+            self._clients[key] = client
         return client
 
     async def _view(self, chat: Chat) -> _View:
@@ -203,12 +220,14 @@ class McpGateway:
             )
         except ChatRequirementError as error:
             return _View(runtime, policy, provider, {}, {}, (), str(error))
-        runnable, left_out = await runtime.executable_tools(
+        offer = await runtime.executable_tools(
             chat, provider, component=self._component, selected_tool_ids=registry.tool_ids
         )
-        by_function = {d.function.name: (d, t) for d, t in runnable}
-        listed = tuple(_listed(d, t) for d, t in runnable)
-        return _View(runtime, policy, provider, by_function, dict(left_out), listed)
+        by_function = {d.function.name: (d, t) for d, t in offer.tools}
+        listed = tuple(_listed(d, t) for d, t in offer.tools)
+        return _View(
+            runtime, policy, provider, by_function, dict(offer.left_out), listed, "", offer.decided
+        )
 
     def _refusal(self, view: _View, name: str) -> str:
         if view.refusal:
@@ -228,7 +247,7 @@ class McpGateway:
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         import mcp_types as types
 
-        view = await self._view(self._client(ctx.session).chat)
+        view = await self._view(self._client(ctx).chat)
         return types.ListToolsResult(tools=list(view.listed))
 
     async def _call_tool(
@@ -236,24 +255,25 @@ class McpGateway:
     ) -> types.CallToolResult:
         import mcp_types as types
 
-        from runtime.executor import apply_call_demands
         from runtime.messages import RequestedCall
 
-        client = self._client(ctx.session)
+        client = self._client(ctx)
         view = await self._view(client.chat)
         name = params.name
         arguments = dict(params.arguments or {})
+        client.calls += 1
+        call = RequestedCall(f"{client.label}-{client.calls}", name, json.dumps(arguments))
+        recorder = self._recorder(view, client, call.call_id)
         if name not in view.by_function:
             message = self._refusal(view, name)
-            self._report(
-                GatewayCall(client.label, name, "REFUSED", message, _all_masked(arguments))
-            )
+            masked = view.runtime.executor().traced_arguments(call, ())
+            self._report(GatewayCall(client.label, name, "REFUSED", message, masked))
+            self._ended(recorder, view, client, _refused(call, client.calls, message, masked))
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         assert view.provider is not None
-        client.calls += 1
         registry = view.policy.registry
         outcome = await view.runtime.executor().execute(
-            RequestedCall(f"{client.label}-{client.calls}", name, json.dumps(arguments)),
+            call,
             tuple(view.by_function.values()),
             order=client.calls,
             provider_kind=view.provider.kind,
@@ -261,7 +281,7 @@ class McpGateway:
             chat=client.chat,
             provider_trusted=registry.is_trusted_provider(view.provider),
         )
-        apply_call_demands(client.chat, outcome)
+        self._ended(recorder, view, client, outcome)
         trace = outcome.trace
         self._report(
             GatewayCall(
@@ -272,6 +292,47 @@ class McpGateway:
             content=[types.TextContent(text=outcome.content)],
             is_error=trace.status.value != "SUCCESS",
         )
+
+    def _recorder(self, view: _View, client: _Client, call_id: str) -> DecisionRecorder | None:
+        """The decision record of one call (when the runtime keeps a decision log): what this
+        client is offered, then the call. None without a log or without a provider."""
+        if view.provider is None:
+            return None
+        recorder = view.runtime.decision_recorder(
+            client.chat,
+            view.provider,
+            self._component,
+            view.policy.registry.tool_ids,
+            served_by="mcp_gateway",
+        )
+        if recorder is None:
+            return None
+        if view.decided is not None:
+            offered = tuple(definition.id for definition, _ in view.by_function.values())
+            recorder.offered(view.decided, offered, tuple(view.left_out.items()))
+        recorder.call_started(call_id, 1)
+        return recorder
+
+    def _ended(
+        self,
+        recorder: DecisionRecorder | None,
+        view: _View,
+        client: _Client,
+        outcome: ToolCallOutcome,
+    ) -> None:
+        """A call's demands tighten the client's chat; its record is written."""
+        from runtime.executor import apply_call_demands
+
+        apply_call_demands(client.chat, outcome)
+        if recorder is None:
+            return
+        recorder.call_finished(outcome.trace, outcome)
+        if view.refusal:
+            from runtime.chat import ChatRequirementError
+
+            recorder.refused(ChatRequirementError(view.refusal))
+        else:
+            recorder.gateway_call_ended()
 
     def _report(self, call: GatewayCall) -> None:
         if self._on_call is None:
@@ -310,7 +371,7 @@ class McpGateway:
         from mcp.shared.subscriptions import ToolsListChanged
 
         await self._bus.publish(ToolsListChanged())
-        for session in list(self._clients.keys()):
+        for session in list(self._sessions):
             with contextlib.suppress(Exception):
                 await session.send_tool_list_changed()
 
@@ -354,9 +415,38 @@ def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
     )
 
 
-def _all_masked(arguments: Mapping[str, Any]) -> dict[str, str]:
-    """A refused call's arguments as a log may show them: names only."""
-    return {str(k): "*****" for k in arguments}
+_STATELESS = "stateless-http"
+
+
+def _client_key(ctx: Any) -> str:
+    """A request's client: its transport session id, stdio (one client per process), or the
+    stateless pool."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "stdio"
+    session_id = headers.get("mcp-session-id")
+    return f"http-{session_id}" if session_id else _STATELESS
+
+
+def _refused(
+    call: RequestedCall, order: int, message: str, arguments: Mapping[str, str]
+) -> ToolCallOutcome:
+    """A call of a tool this client is not offered, as the executor would trace it (never run)."""
+    from runtime.executor import ToolCallOutcome, ToolInvocationTrace, TraceStatus
+
+    trace = ToolInvocationTrace(
+        order=order,
+        tool_id=call.tool_name,
+        tool_name=call.tool_name,
+        call_id=call.call_id,
+        status=TraceStatus.BLOCKED,
+        was_executed=False,
+        status_message=message,
+        arguments=arguments,
+        result=message,
+    )
+    return ToolCallOutcome(message, trace)
 
 
 def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from policy.vocabulary import Component, DataSourceRetrievalMode
 from runtime.loop import (
@@ -46,6 +46,16 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutableOffer:
+    """What one request would offer: the tools that can run (definition and implementation),
+    the selected tools left out with why, and the offer decisions behind both."""
+
+    tools: tuple[tuple[ToolDefinition, ExecutableTool], ...]
+    left_out: tuple[tuple[str, str], ...]
+    decided: RunnableTools
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,23 +269,15 @@ class ChatRuntime:
             span, trace_context = _respond_span(
                 active_tracer, self.policy, chat, provider, component, decision_id
             )
-        recorder = None
-        if self._decision_log is not None:
-            from runtime.decision_log import DecisionRecorder
-
-            recorder = DecisionRecorder(
-                self._decision_log,
-                configuration=self.policy.configuration,
-                chat=chat,
-                component=component,
-                provider=provider,
-                confidence=confidence,
-                selected_tool_ids=selection,
-                include_content=self._include_content,
-                user_message=messages[-1].content,
-                secrets=(api_key,) if api_key else (),
-                decision_id=decision_id,
-            )
+        recorder = self.decision_recorder(
+            chat,
+            provider,
+            component,
+            selection,
+            user_message=messages[-1].content,
+            secrets=(api_key,) if api_key else (),
+            decision_id=decision_id,
+        )
         try:
             ensure_provider_allowed(chat, provider.kind, confidence, trusted)
         except ChatRequirementError as refused:
@@ -360,12 +362,46 @@ class ChatRuntime:
         *,
         component: Component = Component.CHAT,
         selected_tool_ids: Iterable[str] | None = None,
-    ) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
-        """What `respond` would offer now, and what it leaves out and why (the MCP gateway
-        serves exactly this); MCP listings are refreshed first when stale."""
+    ) -> ExecutableOffer:
+        """What `respond` would offer now, what it leaves out and why, and the decisions behind
+        it (the MCP gateway serves exactly this); MCP listings are refreshed first when stale."""
         await self.refresh_mcp_tools()
         offered = await self._runnable_tools(chat, provider, component, selected_tool_ids, None)
-        return _executable(offered)
+        runnable, left_out = _executable(offered)
+        return ExecutableOffer(runnable, left_out, offered)
+
+    def decision_recorder(
+        self,
+        chat: Chat,
+        provider: ProviderConfig,
+        component: Component,
+        selected_tool_ids: tuple[str, ...] | None,
+        *,
+        user_message: str = "",
+        secrets: Sequence[str] = (),
+        decision_id: str = "",
+        served_by: Literal["respond", "mcp_gateway"] = "respond",
+    ) -> DecisionRecorder | None:
+        """The recorder of one decision into this runtime's decision log (None without one):
+        `respond` and the MCP gateway both record through it."""
+        if self._decision_log is None:
+            return None
+        from runtime.decision_log import DecisionRecorder
+
+        return DecisionRecorder(
+            self._decision_log,
+            configuration=self.policy.configuration,
+            chat=chat,
+            component=component,
+            provider=provider,
+            confidence=self.policy.registry.provider_confidence(provider),
+            selected_tool_ids=selected_tool_ids,
+            include_content=self._include_content,
+            user_message=user_message,
+            secrets=secrets,
+            decision_id=decision_id,
+            served_by=served_by,
+        )
 
     def executor(self) -> ToolExecutor:
         """The executor `respond` runs calls with: the app's services, settings resolved once."""

@@ -77,7 +77,10 @@ async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
     org = write_org(
         tmp_path / "org", state, extra=f'  ["Pins"] = {{ ["search_tickets"] = "{pin}" }},\n'
     )
-    with running_gateway("--org", org, "--provider", "OpenAI", "--token", "t0ken") as (url, log):
+    decisions = tmp_path / "decisions.jsonl"
+    with running_gateway(
+        "--org", org, "--provider", "OpenAI", "--token", "t0ken", "--decision-log", decisions
+    ) as (url, log):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         assert httpx.post(url, json={}).status_code == 401, "no token, no tools"
         gateway = McpServerConfig(
@@ -108,7 +111,9 @@ async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
             (after,) = listings.values()
             assert "tickets__search_tickets" not in {t.name for t in after.tools}
 
-            refused = await client.call_tool(GATEWAY_ID, "tickets__search_tickets", {"q": "x"})
+            refused = await client.call_tool(
+                GATEWAY_ID, "tickets__search_tickets", {"q": "x", "token": "s3cr3t-t0ken"}
+            )
             assert refused.is_error
             assert "DEFINITION_NOT_APPROVED" in refused.content[0].text  # type: ignore[union-attr]
     assert [c["tool"] for c in calls_received(state)] == ["announce_change"]
@@ -117,7 +122,41 @@ async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
         ("tickets__announce_change", "SUCCESS"),
         ("tickets__search_tickets", "REFUSED"),
     ]
-    assert records[1]["arguments"] == {"q": "*****"}, "a refused call's arguments are masked"
+    assert records[1]["arguments"] == {"q": "x", "token": "*****"}, "masked by its definition"
+    _assert_gateway_decisions(decisions, org)
+
+
+def _assert_gateway_decisions(decisions: Path, org: Path) -> None:
+    """Each gateway call is one decision record: what the client was offered, and the call."""
+    import jsonschema
+
+    from policy.decision_record import decision_log_schema
+
+    text = decisions.read_text(encoding="utf-8")
+    assert "s3cr3t-t0ken" not in text
+    passed, refused = [json.loads(line) for line in text.splitlines()]
+    for record in (passed, refused):
+        jsonschema.validate(record, decision_log_schema())
+        assert record["served_by"] == "mcp_gateway"
+        assert record["outcome"]["stop_reason"] == "tool_call"
+        assert record["provider"]["id"] == "OpenAI" or record["provider"]["kind"]
+    assert passed["chat_id"] == refused["chat_id"], "one chat per MCP client"
+    assert "tickets__search_tickets" in passed["offered"]
+    assert "tickets__search_tickets" not in refused["offered"]
+    left_out = {entry["tool_id"]: entry for entry in refused["left_out"]}
+    assert left_out["tickets__search_tickets"]["reason"] == "DEFINITION_NOT_APPROVED"
+    assert left_out["tickets__delete_ticket"]["reason"] == "TOOL_SWITCHED_OFF"
+    (call,) = passed["calls"]
+    assert (call["tool_id"], call["status"]) == ("tickets__announce_change", "SUCCESS")
+    (call,) = refused["calls"]
+    assert (call["tool_id"], call["status"]) == ("tickets__search_tickets", "BLOCKED")
+    assert call["arguments"] == {"q": "x", "token": "*****"}
+    assert "DEFINITION_NOT_APPROVED" in call["status_message"]
+    summary = policy_cli("log", "summary", decisions, "--format", "json")
+    assert summary.returncode == 0, summary.stderr
+    replayed = policy_cli("replay", decisions, "--org", org, "--format", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["decisions"] == 2
 
 
 def test_a_gateway_reachable_from_other_machines_needs_a_token(tmp_path: Path, state: Path) -> None:
@@ -238,3 +277,58 @@ async def test_a_servers_secret_is_masked_in_every_spelling_in_results_and_error
             await leak.execute({"fail": True}, _context(leak, sessions))
     for spelling in spellings:
         assert spelling not in text and spelling not in str(failed.value)
+
+
+CONFIDENTIAL_TOOLS = """
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+from policy.vocabulary import ConfidenceLevel
+from runtime.execution import ToolExecutionResult
+
+
+class ConfidentialNotes(DefinedTool):
+    async def execute(self, arguments, context):
+        return ToolExecutionResult(
+            text_content="Q3 plan", required_provider_confidence=ConfidenceLevel.HIGH
+        )
+
+
+def create_tools():
+    definition = ToolDefinition(
+        id="confidential_notes",
+        implementation_key="confidential_notes",
+        function=ToolFunction(name="confidential_notes", description_for_llm="Read notes."),
+    )
+    return [ConfidentialNotes(definition, display_name="Confidential notes")]
+"""
+
+
+async def test_what_a_result_demands_holds_for_later_stateless_http_calls(
+    tmp_path: Path, state: Path
+) -> None:
+    """Streamable HTTP of 2026-07-28 has no sessions: every request is its own connection. A
+    result that tightens the chat must still hold for the next call, not reset per request."""
+    org = write_org(tmp_path / "org", state)
+    tools = tmp_path / "confidential.py"
+    tools.write_text(CONFIDENTIAL_TOOLS, encoding="utf-8")
+    with running_gateway("--org", org, "--provider", "OpenAI", "--tools-file", tools) as (url, _):
+        gateway = McpServerConfig(
+            id=GATEWAY_ID,
+            name="gateway",
+            transport=McpTransport.STREAMABLE_HTTP,
+            url=url,
+            timeout_seconds=30,
+        )
+        async with McpSessions([gateway]) as client:
+            (listing,) = (await client.listings()).values()
+            assert {"confidential_notes", "tickets__search_tickets"} <= {
+                t.name for t in listing.tools
+            }
+            before = await client.call_tool(GATEWAY_ID, "tickets__search_tickets", {"q": "a"})
+            assert not before.is_error
+            notes = await client.call_tool(GATEWAY_ID, "confidential_notes", {})
+            assert not notes.is_error
+            after = await client.call_tool(GATEWAY_ID, "tickets__search_tickets", {"q": "b"})
+            assert after.is_error, "the chat now demands a HIGH provider; OpenAI is below"
+            assert "HIGH" in after.content[0].text  # type: ignore[union-attr]
+    assert [c["arguments"] for c in calls_received(state)] == [{"q": "a"}]
