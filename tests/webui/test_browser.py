@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from policy.web import ConfigurationPaths
@@ -77,10 +76,20 @@ def _submit(browser: WebDriver, button: WebElement) -> None:
     """Click a submit button and wait until the page it leads to has replaced this one."""
     page = browser.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda _: _replaced(page))
     WebDriverWait(browser, 30).until(
         lambda b: b.execute_script("return document.readyState") == "complete"
     )
+
+
+def _replaced(element: WebElement) -> bool:
+    """The element left the document. Chromium under load may say so as an inspector error
+    ("Node with given id does not belong to the document") instead of a stale reference."""
+    try:
+        element.is_enabled()
+    except WebDriverException:  # StaleElementReferenceException is one of them
+        return True
+    return False
 
 
 def _heading(browser: WebDriver) -> str:
