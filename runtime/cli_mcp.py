@@ -21,6 +21,7 @@ from policy.cli import configuration_options, finding_line, require_token_beyond
 from policy.cli_options import component_option, format_option, load_cli_policy, tools_file_option
 from policy.terminal import terminal_json
 from policy.vocabulary import Component
+from runtime.serving import listening_options
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -183,19 +184,8 @@ def pin(
     default="stdio",
     show_default=True,
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="For --transport http.")
-@click.option(
-    "--port",
-    default=8765,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="For --transport http; 0 picks a free port (printed on stderr).",
-)
-@click.option(
-    "--token",
-    envvar="TOOLPOLICY_MCP_TOKEN",
-    help="For --transport http: every request must send 'Authorization: Bearer <token>'. "
-    "Required for a host other than loopback. [env: TOOLPOLICY_MCP_TOKEN]",
+@listening_options(
+    "TOOLPOLICY_MCP_TOKEN", "Authorization: Bearer <token>", scope="For --transport http: "
 )
 @click.option(
     "--watch/--no-watch",

@@ -13,24 +13,12 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options, require_token_beyond_loopback
+from runtime.serving import listening_options
 
 
 @click.command()
 @configuration_options
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
-@click.option(
-    "--port",
-    default=8765,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="The port to listen on; 0 picks a free one (the address is printed).",
-)
-@click.option(
-    "--token",
-    envvar="TOOLPOLICY_SERVE_TOKEN",
-    help="Every request must present it (Authorization: Bearer, or ?token= once). Required "
-    "for a host other than loopback. [env: TOOLPOLICY_SERVE_TOKEN]",
-)
+@listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],

@@ -5,10 +5,52 @@ http`): bound before the server starts, so `--port 0` can print the port the sys
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-__all__ = ["listen", "url_of"]
+__all__ = ["listen", "listening_options", "url_of"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def listening_options(token_variable: str, presented: str, scope: str = "") -> Callable[[F], F]:
+    """`--host` (127.0.0.1), `--port` (8765; 0 picks one) and `--token` (also from
+    `token_variable`; `presented` says how a request shows it), as every serving command takes
+    them. `scope` starts each help text (e.g. "For --transport http: ")."""
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--token",
+            envvar=token_variable,
+            help=_sentence(
+                f"{scope}every request must present it ({presented}). Required for a host "
+                f"other than loopback. [env: {token_variable}]"
+            ),
+        )(function)
+        function = click.option(
+            "--port",
+            default=8765,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help=_sentence(
+                f"{scope}the port to listen on; 0 picks a free one (the address is printed "
+                "on stderr)."
+            ),
+        )(function)
+        return click.option(
+            "--host",
+            default="127.0.0.1",
+            show_default=True,
+            help=_sentence(f"{scope}the address to listen on."),
+        )(function)
+
+    return decorate
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def listen(host: str, port: int) -> socket.socket:
