@@ -726,12 +726,14 @@ def diff(
         # The same plugins on both sides: they run once, and only the user settings differ.
         new = old.with_user_settings(load_user_settings(against_user_settings))
     else:
-        new = _load(
+        from policy.explain import load_candidate
+
+        new = load_candidate(
             against_org or org,
             against_local or (() if against_org else local),
             against_user_settings or user_settings,
-            None,
-            listing_dir=state_dir,
+            state_dir,
+            executable_tools=False,
         )
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])

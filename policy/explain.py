@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from policy.configuration import ProviderConfig, SecretValue
@@ -321,6 +322,34 @@ def diff_policies(
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
     chosen = list(components) or [Component(name) for name in COMPONENT_NAMES]
     return diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
+
+
+def load_candidate(
+    org: Sequence[Path],
+    local: Sequence[Path],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    *,
+    executable_tools: bool = True,
+) -> Policy:
+    """The candidate side of a diff (`policy diff`, the web page's Diff). It writes nothing
+    into `state_dir` (no last-known-good copy is kept of a candidate), but the configurations
+    `policy fetch` put in force there load first and the MCP tools come from the listings cached
+    there, as on the side in force: only what the candidate changes can flip a decision."""
+    from policy import load_policy
+
+    organization = list(org)
+    if state_dir is not None:
+        from policy.config_sources import delivered_roots
+
+        organization = [*delivered_roots(state_dir), *organization]
+    return load_policy(
+        organization,
+        local,
+        user_settings,
+        mcp_listing_dir=state_dir,
+        executable_tools=executable_tools,
+    )
 
 
 def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:

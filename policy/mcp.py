@@ -391,8 +391,14 @@ def pin_fragment(
 # --- the last listing of each server, kept in a state directory ---------------------------------
 
 
+def listing_cache_folder(state_dir: Path) -> Path:
+    """Where `policy mcp list` caches each server's listing in a state directory: a change
+    there changes the MCP tools a policy loaded with that state directory has."""
+    return state_dir / _CACHE_FOLDER
+
+
 def cache_path(state_dir: Path, server_id: str) -> Path:
-    return state_dir / _CACHE_FOLDER / f"{server_id}.json"
+    return listing_cache_folder(state_dir) / f"{server_id}.json"
 
 
 def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerListing | None:

@@ -65,14 +65,16 @@ class ConfigurationPaths:
         return load_policy(self.org, self.local, self.user_settings, state_dir=self.state_dir)
 
     def watched(self) -> tuple[Path, ...]:
-        """The files and folders whose change is a new configuration (the fetched copies too)."""
+        """The files and folders whose change is a new configuration: the fetched copies too,
+        and the MCP listings `policy mcp list` cached (the MCP tools and their definitions)."""
         paths = [*self.org, *self.local]
         if self.user_settings is not None:
             paths.append(self.user_settings)
         if self.state_dir is not None:
             from policy.config_sources import DELIVERED_DIR
+            from policy.mcp import listing_cache_folder
 
-            paths.append(self.state_dir / DELIVERED_DIR)
+            paths.extend((self.state_dir / DELIVERED_DIR, listing_cache_folder(self.state_dir)))
         return tuple(paths)
 
     def document(self) -> dict[str, Any]:

@@ -136,8 +136,7 @@ def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path)
     """The candidate configuration of a diff, loaded without a state directory (nothing is
     written): other organization plugins and/or one pasted plugin.lua, other user settings.
     The configurations `policy fetch` put in force stay in force on both sides."""
-    from policy import load_policy
-    from policy.config_sources import delivered_roots
+    from policy.explain import load_candidate
 
     org_lines = [line.strip() for line in str(form.get("org") or "").splitlines() if line.strip()]
     pasted = _pasted(form, "plugin_lua")
@@ -156,15 +155,10 @@ def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path)
         plugin.parent.mkdir()
         plugin.write_text(pasted, encoding="utf-8")
         organization.append(plugin.parent)
-    if paths.state_dir is not None:
-        organization = [*delivered_roots(paths.state_dir), *organization]
     user = _what_if_user(form)
     user_file: Path | None = paths.user_settings
-    candidate = load_policy(
-        organization,
-        paths.local,
-        user_file if user is None else None,
-        mcp_listing_dir=paths.state_dir,
+    candidate = load_candidate(
+        organization, paths.local, user_file if user is None else None, paths.state_dir
     )
     return candidate.with_user_settings(user) if user is not None else candidate
 

@@ -1,0 +1,321 @@
+"""Every route of `policy serve` through Starlette's test client, and every JSON twin under
+/api/ equal to what the `policy` command prints with `--format json` for the same configuration
+(run as a subprocess, as an administrator runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from policy import load_policy
+from policy.config_sources import delivered_home, set_copy_in_force
+from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
+from tests.webui.conftest import SECRET, hostile_organization, web_app
+from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
+
+LINT_WARNING = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serach" }\n'
+CHECK_FINDING_KEYS = ("file", "line", "code", "message")
+
+
+@pytest.fixture(scope="module")
+def organization(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The hostile example organization with a lint warning (a misspelled tool id)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        folder = hostile_organization(tmp_path_factory.mktemp("contracts"), monkeypatch)
+        department = folder / "department" / "plugin.lua"
+        department.write_text(department.read_text() + LINT_WARNING)
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def user_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("user") / "settings.yaml"
+    path.write_text("tools:\n  settings:\n    web_search:\n      defaultLanguage: de-DE\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def app(organization: Path, user_settings: Path) -> Starlette:
+    return web_app(ConfigurationPaths(org=(organization,), user_settings=user_settings))
+
+
+@pytest.fixture(scope="module")
+def client(app: Starlette) -> Iterator[TestClient]:
+    with TestClient(app, base_url="http://127.0.0.1:8765") as test_client:
+        yield test_client
+
+
+def _cli(arguments: Sequence[str]) -> Any:
+    return _cli_all([arguments])[0]
+
+
+def _cli_all(calls: Sequence[Sequence[str]]) -> list[Any]:
+    """What `policy ... --format json` prints for each call (run side by side)."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "policy.cli", *arguments, "--format", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for arguments in calls
+    ]
+    documents = []
+    for arguments, process in zip(calls, processes, strict=True):
+        out, err = process.communicate(timeout=120)
+        assert out, (arguments, err)
+        documents.append(json.loads(out))
+    return documents
+
+
+def _configuration(organization: Path, user_settings: Path) -> list[str]:
+    return ["--org", str(organization), "--user-settings", str(user_settings)]
+
+
+# --- every route --------------------------------------------------------------------------------
+
+GET_PAGES = {
+    "/": "Status",
+    "/settings": "Effective settings",
+    "/decisions": "Tools offered in CHAT",
+    "/simulate": "Simulate a decision",
+    "/diff": "Which decisions flip",
+}
+
+
+def _requests(provider_id: str) -> dict[tuple[str, str], tuple[dict[str, Any], int, str]]:
+    """Per route and method: the request, the status it answers with, the media type."""
+    decision = {"tool": "web_search", "provider": provider_id, "component": "CHAT"}
+    simulate = {"provider_kind": "OPEN_AI", "model": "gpt-4o"}
+    diff = {"plugin_lua": DISABLE_WEB_SEARCH, "component": ["CHAT"]}
+    html, api = "text/html", "application/json"
+    return {
+        **{(path, "GET"): ({}, 200, html) for path in GET_PAGES},
+        ("/api/status", "GET"): ({}, 200, api),
+        ("/api/settings", "GET"): ({"params": {"unset": "1"}}, 200, api),
+        ("/api/decisions", "GET"): ({"params": {"component": "WRITER"}}, 200, api),
+        ("/decision", "GET"): ({"params": decision}, 200, html),
+        ("/api/decision", "GET"): ({"params": decision}, 200, api),
+        ("/simulate", "POST"): ({"data": simulate}, 200, html),
+        ("/api/simulate", "POST"): ({"json": simulate}, 200, api),
+        ("/diff", "POST"): ({"data": diff}, 200, html),
+        ("/api/diff", "POST"): ({"json": diff}, 200, api),
+        ("/reload", "POST"): ({}, 303, ""),
+        ("/api/reload", "POST"): ({}, 200, api),
+        ("/style.css", "GET"): ({}, 200, "text/css"),
+    }
+
+
+def _routes(app: Starlette) -> set[tuple[str, str]]:
+    return {
+        (route.path, method)
+        for route in app.routes
+        if isinstance(route, Route)
+        for method in route.methods or ()
+        if method != "HEAD"
+    }
+
+
+def test_every_route_answers_through_the_test_client(
+    app: Starlette, client: TestClient, organization: Path
+) -> None:
+    requests = _requests(load_policy([organization]).providers[0].id)
+    assert set(requests) == _routes(app), "a route without a request here is untested"
+    for (path, method), (arguments, status, media_type) in requests.items():
+        response = client.request(method, path, follow_redirects=False, **arguments)
+        assert response.status_code == status, (method, path, response.text[:300])
+        assert response.headers.get("content-type", "").startswith(media_type), (method, path)
+        assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert SECRET not in response.text, (method, path)
+        if path in GET_PAGES:
+            assert f"<h1>{GET_PAGES[path]}</h1>" in response.text
+    assert client.post("/reload", follow_redirects=False).headers["location"] == "/"
+
+
+def test_every_route_needs_the_token_when_one_is_set(organization: Path) -> None:
+    paths = ConfigurationPaths(org=(organization,))
+    app = web_app(paths, token="t0ken-for-every-route")
+    requests = _requests(load_policy([organization]).providers[0].id)
+    with TestClient(app, base_url="http://192.0.2.10:8765") as client:
+        for (path, method), (arguments, status, _) in requests.items():
+            refused = client.request(method, path, follow_redirects=False, **arguments)
+            assert refused.status_code == 401, (method, path)
+            assert refused.json() == {"error": "a valid token is required"}
+            wrong = {"Authorization": "Bearer t0ken-for-every-rout"}
+            assert client.request(method, path, headers=wrong, **arguments).status_code == 401
+            right = {"Authorization": "Bearer t0ken-for-every-route"}
+            answered = client.request(
+                method, path, headers=right, follow_redirects=False, **arguments
+            )
+            assert answered.status_code == status, (method, path)
+
+
+class _Addresses(HTMLParser):
+    """Every address a page makes the browser load or send to (href, src, action, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("href", "src", "action", "srcset", "poster", "data") and value:
+                self.found.append(value)
+            if name == "style" and value and "url(" in value:
+                self.found.append(value)
+
+
+def test_the_pages_load_nothing_from_another_host(client: TestClient) -> None:
+    """Works offline: no CDN, no font or script from elsewhere; every address is this server's."""
+    for path in GET_PAGES:
+        parser = _Addresses()
+        parser.feed(client.get(path).text)
+        assert parser.found, path
+        for address in parser.found:
+            assert address.startswith("/") and not address.startswith("//"), (path, address)
+    stylesheet = client.get("/style.css").text
+    assert "url(" not in stylesheet and "@import" not in stylesheet
+    assert "'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+    assert re.search(r"default-src 'none'", CONTENT_SECURITY_POLICY)
+
+
+# --- each JSON twin is the command's --format json ------------------------------------------------
+
+
+def test_the_matrix_is_explain_all(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    components = ("CHAT", "APP_SETTINGS", "WRITER")
+    configuration = _configuration(organization, user_settings)
+    expected = _cli_all(
+        [["explain", "--all", *configuration, "--component", c] for c in components]
+    )
+    for component, cli in zip(components, expected, strict=True):
+        assert client.get("/api/decisions", params={"component": component}).json() == cli
+
+
+def test_each_decision_is_explain(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    matrix = client.get("/api/decisions").json()
+    cells = [(d["tool"], d["provider"]["id"]) for d in matrix["decisions"]]
+    assert len(cells) == len(matrix["tools"]) * len(matrix["providers"]) > 1
+    configuration = _configuration(organization, user_settings)
+    expected = _cli_all(
+        [["explain", tool, *configuration, "--provider", provider] for tool, provider in cells]
+    )
+    for (tool, provider), cli in zip(cells, expected, strict=True):
+        asked = {"tool": tool, "provider": provider, "component": "CHAT"}
+        assert client.get("/api/decision", params=asked).json() == cli, (tool, provider)
+
+
+def test_each_tools_settings_are_policy_settings(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    tools = [t["tool"] for t in client.get("/api/settings", params={"unset": "1"}).json()["tools"]]
+    assert "web_search" in tools
+    configuration = _configuration(organization, user_settings)
+    expected = _cli_all([["settings", tool, *configuration] for tool in tools])
+    for tool, cli in zip(tools, expected, strict=True):
+        [shown] = client.get("/api/settings", params={"tool": tool, "unset": "1"}).json()["tools"]
+        assert shown == cli, tool
+
+
+def test_the_status_findings_are_policy_check(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    status = client.get("/api/status").json()
+    checked = _cli(["check", *_configuration(organization, user_settings)])
+    for part in ("errors", "warnings"):
+        shown = [{key: f[key] for key in CHECK_FINDING_KEYS} for f in status[part]]
+        assert shown == checked[part], part
+    assert any("web_serach" in w["message"] and w["line"] for w in status["warnings"])
+
+
+def test_simulate_is_explain_all_for_one_provider(
+    client: TestClient, organization: Path, user_settings: Path, tmp_path: Path
+) -> None:
+    other_settings = tmp_path / "other.yaml"
+    other_settings.write_text(BAD_MAX_RESULTS)
+    configured = load_policy([organization]).providers[0].id
+    configuration = _configuration(organization, user_settings)
+    asked = [
+        {"provider_kind": "SELF_HOSTED", "model": "tiny-model", "component": "WRITER"},
+        {"provider": configured, "component": "CHAT"},
+    ]
+    expected = _cli_all(
+        [
+            ["explain", "--all", "--org", str(organization), "--user-settings",
+             str(other_settings), "--provider-kind", "SELF_HOSTED", "--model", "tiny-model",
+             "--component", "WRITER"],
+            ["explain", "--all", *configuration, "--provider", configured],
+        ]
+    )  # fmt: skip
+    with_file = client.post(
+        "/api/simulate", json={**asked[0], "user_settings_file": str(other_settings)}
+    )
+    assert with_file.json() == expected[0]
+    assert client.post("/api/simulate", json=asked[1]).json() == expected[1]
+
+
+def test_diff_is_policy_diff(
+    client: TestClient, organization: Path, user_settings: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    (other / "only").mkdir(parents=True)
+    (other / "only" / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
+    other_settings = tmp_path / "other.yaml"
+    other_settings.write_text(BAD_MAX_RESULTS)
+    configuration = _configuration(organization, user_settings)
+    expected = _cli_all(
+        [
+            ["diff", *configuration, "--against-org", str(other)],
+            ["diff", *configuration, "--against-user-settings", str(other_settings),
+             "--component", "CHAT"],
+        ]
+    )  # fmt: skip
+    against_org = client.post("/api/diff", json={"org": str(other)}).json()
+    against_user = client.post(
+        "/api/diff", json={"user_settings_file": str(other_settings), "component": ["CHAT"]}
+    ).json()
+    for answer, cli in zip((against_org, against_user), expected, strict=True):
+        assert answer.pop("candidate_errors") == []
+        assert answer == cli
+    assert against_org["changed"] > 0 and against_user["changed"] > 0
+
+
+def test_a_fetched_configuration_stays_in_force_in_policy_diff_as_on_the_page(
+    tmp_path: Path, organization: Path
+) -> None:
+    """The configurations `policy fetch` put in force load first on both sides of a diff, in
+    the command as on the page: the same organization plugins are no change."""
+    state = tmp_path / "state"
+    configuration_id = "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
+    fetched = delivered_home(state, configuration_id) / ("0" * 32)
+    fetched.mkdir(parents=True)
+    (fetched / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
+    set_copy_in_force(state, configuration_id, fetched.name)
+    copy = tmp_path / "copy"
+    shutil.copytree(organization, copy)
+    cli = _cli(["diff", "--org", str(organization), "--state-dir", str(state), "--against-org",
+                str(copy)])  # fmt: skip
+    assert cli == {"changed": 0, "changes": []}
+    paths = ConfigurationPaths(org=(organization,), state_dir=state)
+    with TestClient(web_app(paths), base_url="http://127.0.0.1") as client:
+        answer = client.post("/api/diff", json={"org": str(copy)}).json()
+    assert answer == {**cli, "candidate_errors": []}
