@@ -197,7 +197,7 @@ def build_app(
         document = decision_document(policy.offer_decision(tool_id, provider, component))
         if api:
             return JSONResponse(document)
-        return page("decision.html", decision=document)
+        return page("decision.html", decision=document, provider_name=provider.name)
 
     async def form_of(request: Request) -> Mapping[str, Any]:
         if is_api(request):

@@ -1,4 +1,4 @@
-"""`policy serve` in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
+"""A running `policy serve` in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
 every page loads, a matrix cell leads to its checks and evidence, the settings filters, the
 simulate form and the diff form work, Reload works, and a hostile plugin's text is shown as text
 with no script run. Every step after a click waits for the new page before it reads it.
@@ -7,6 +7,9 @@ Screenshots land in test-artifacts/webui/."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +22,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from policy.web import ConfigurationPaths
-from tests.servers.loopback import RunningApp, running_app
-from tests.webui.conftest import HOSTILE, SECRET, hostile_organization, web_app
+from tests.servers.loopback import RunningApp
+from tests.webui.conftest import HOSTILE, SECRET, hostile_organization
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -61,10 +63,36 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """A running `policy serve --port 0` over the hostile organization, as an administrator
+    starts it (its own process; the address it prints first is where it answers)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         organization = hostile_organization(tmp_path_factory.mktemp("org"), monkeypatch)
-        with running_app(web_app(ConfigurationPaths(org=(organization,)))) as app:
-            yield app
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "policy.cli",
+                "serve",
+                "--org",
+                str(organization),
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line.startswith("policy serve: http://127.0.0.1:"), line
+        # what it says later (warnings) is read away, so the pipe never fills
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        yield RunningApp(port=int(line.split()[2].rstrip("/").rsplit(":", 1)[1]), scheme="http")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def _screenshot(browser: WebDriver, name: str) -> None:
@@ -133,6 +161,11 @@ def test_a_hostile_plugin_value_is_shown_as_text(browser: WebDriver, served: Run
         o.text for o in browser.find_elements(By.CSS_SELECTOR, "select[name=provider] option")
     ]
     assert any(HOSTILE in text for text in options)
+    _no_script_ran(browser)
+    browser.get(served.url("/decisions"))
+    headers = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "#matrix tr th")]
+    assert any(text.startswith(HOSTILE) for text in headers), headers
+    assert browser.find_elements(By.CSS_SELECTOR, "main img, main script") == []
     _no_script_ran(browser)
 
 
@@ -206,7 +239,9 @@ def test_the_simulate_form_decides_a_what_if(browser: WebDriver, served: Running
     summary = row.find_element(By.CSS_SELECTOR, "summary.verdict")
     assert summary.text.startswith("NOT_CONFIGURED")
     summary.click()
-    assert any("maxResults" in li.text for li in row.find_elements(By.CSS_SELECTOR, "ol.checks li"))
+    checks = row.find_element(By.CSS_SELECTOR, "ol.checks")
+    WebDriverWait(browser, 30).until(lambda _: checks.is_displayed())
+    assert any("maxResults" in li.text for li in checks.find_elements(By.TAG_NAME, "li"))
     _no_script_ran(browser)
     _screenshot(browser, "simulate")
 

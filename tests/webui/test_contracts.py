@@ -319,3 +319,105 @@ def test_a_fetched_configuration_stays_in_force_in_policy_diff_as_on_the_page(
     with TestClient(web_app(paths), base_url="http://127.0.0.1") as client:
         answer = client.post("/api/diff", json={"org": str(copy)}).json()
     assert answer == {**cli, "candidate_errors": []}
+
+
+# --- status and settings: every part the issue names ---------------------------------------------
+
+
+def test_status_lists_every_plugin_in_merge_order_with_origin_priority_and_file(
+    organization: Path, tmp_path: Path
+) -> None:
+    local = tmp_path / "local" / "mine"
+    local.mkdir(parents=True)
+    (local / "plugin.lua").write_text(
+        DISABLE_WEB_SEARCH.replace("5d1c8f0e", "7a3e0b21").replace("PRIORITY = 500", "")
+    )
+    paths = ConfigurationPaths(org=(organization,), local=(local.parent,))
+    with TestClient(web_app(paths), base_url="http://localhost") as client:
+        status = client.get("/api/status").json()
+        page = client.get("/").text
+    applied = load_policy([organization], [local.parent]).configuration.applied_plugins
+    assert [(p["id"], p["origin"], p["priority"], p["file"]) for p in status["plugins"]] == [
+        (p.id, p.origin.value, p.priority, p.path) for p in applied
+    ]
+    assert [p["origin"] for p in status["plugins"]] == ["organization", "organization", "local"]
+    assert status["sources"]["local"] == [str(local.parent)]
+    assert page.index("base configuration") < page.index("Research department")
+    assert page.index("Research department") < page.index("Candidate: no web search")
+    assert page.count("<td>local</td>") == 1 and str(local / "plugin.lua") in page
+
+
+def test_the_settings_page_lists_every_key_and_field_with_file_and_line(
+    client: TestClient, organization: Path
+) -> None:
+    from policy.settings_keys import TOOLPOLICY_KEYS
+
+    document = client.get("/api/settings", params={"unset": "1"}).json()
+    assert [row["key"] for row in document["keys"]] == [k.name for k in TOOLPOLICY_KEYS]
+    policy = load_policy([organization])
+    assert [t["tool"] for t in document["tools"]] == sorted(policy.tool_ids)
+    page = client.get("/settings", params={"unset": "1"}).text
+    rows = [*document["keys"], *(row for t in document["tools"] for row in t["settings"])]
+    set_by_a_plugin = [row for row in rows if row["origin"] and row["origin"].get("plugin")]
+    assert len(set_by_a_plugin) > 5
+    for row in set_by_a_plugin:
+        origin = row["origin"]
+        assert isinstance(origin["line"], int) and origin["line"] > 0, row
+        assert f"{origin['file']}:{origin['line']}" in page, row
+    for key in TOOLPOLICY_KEYS:
+        assert f"<code>{key.name}</code>" in page
+    assert "locked" in page and "editable default" in page and "editable" in page
+
+
+def _files(*folders: Path) -> dict[str, bytes]:
+    return {
+        str(path): path.read_bytes()
+        for folder in folders
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_simulate_and_diff_write_nothing(organization: Path, tmp_path: Path) -> None:
+    """Neither the configuration, the user settings file nor the state directory changes,
+    whatever the what-if (pasted settings, another settings file, a pasted plugin, other
+    organization plugins)."""
+    state = tmp_path / "state"
+    settings = tmp_path / "user" / "settings.yaml"
+    settings.parent.mkdir()
+    settings.write_text("tools:\n  settings:\n    web_search:\n      defaultLanguage: de-DE\n")
+    other_settings = tmp_path / "other.yaml"
+    other_settings.write_text(BAD_MAX_RESULTS)
+    paths = ConfigurationPaths(org=(organization,), user_settings=settings, state_dir=state)
+    with TestClient(web_app(paths), base_url="http://127.0.0.1") as client:
+        before = _files(organization, settings.parent, state, tmp_path)
+        provider = client.get("/api/status").json()["providers"][0]["id"]
+        asked: list[tuple[str, dict[str, Any]]] = [
+            ("/api/simulate", {"provider": provider, "user_settings_yaml": BAD_MAX_RESULTS}),
+            (
+                "/api/simulate",
+                {"provider_kind": "OPEN_AI", "user_settings_file": str(other_settings)},
+            ),
+            ("/simulate", {"provider_kind": "ANTHROPIC", "model": "claude", "component": "WRITER"}),
+            ("/api/diff", {"plugin_lua": DISABLE_WEB_SEARCH}),
+            ("/api/diff", {"org": str(organization), "user_settings_yaml": BAD_MAX_RESULTS}),
+            ("/diff", {"plugin_lua": DISABLE_WEB_SEARCH, "component": "CHAT"}),
+        ]
+        for path, form in asked:
+            sent = {"json": form} if path.startswith("/api/") else {"data": form}
+            assert client.post(path, **sent).status_code == 200, (path, form)
+        after = _files(organization, settings.parent, state, tmp_path)
+    assert after == before
+
+
+def test_the_decision_page_names_its_provider(client: TestClient, organization: Path) -> None:
+    """The heading names the provider as the matrix does (a hostile name as text); the id is
+    shown next to its kind and model."""
+    provider = next(p for p in load_policy([organization]).providers if "script" in p.name)
+    asked = {"tool": "web_search", "provider": provider.id, "component": "CHAT"}
+    page = client.get("/decision", params=asked).text
+    heading = page[page.index("<h1>") : page.index("</h1>")]
+    assert heading.endswith(
+        "with &lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+    )
+    assert f"<code>{provider.id}</code>" in page
