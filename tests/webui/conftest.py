@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 
+from policy.config_sources import delivered_home, set_copy_in_force
 from policy.secrets import encrypt, generate_secret
 from policy.web import ConfigurationPaths, build_app
 from runtime import PolicyWatcher
@@ -40,3 +41,13 @@ def web_app(
     """`policy serve`'s app over a PolicyWatcher of `paths`, as the command builds it."""
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
     return build_app(watcher, paths, token, watch=watch)
+
+
+def fetched_in_force(state_dir: Path, plugin_lua: str) -> Path:
+    """A configuration as `policy fetch` leaves it in `state_dir`: one copy, put in force."""
+    configuration_id = "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
+    fetched = delivered_home(state_dir, configuration_id) / ("0" * 32)
+    fetched.mkdir(parents=True)
+    (fetched / "plugin.lua").write_text(plugin_lua)
+    set_copy_in_force(state_dir, configuration_id, fetched.name)
+    return fetched

@@ -21,9 +21,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from policy import load_policy
-from policy.config_sources import delivered_home, set_copy_in_force
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
-from tests.webui.conftest import SECRET, hostile_organization, web_app
+from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization, web_app
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 LINT_WARNING = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serach" }\n'
@@ -305,11 +304,7 @@ def test_a_fetched_configuration_stays_in_force_in_policy_diff_as_on_the_page(
     """The configurations `policy fetch` put in force load first on both sides of a diff, in
     the command as on the page: the same organization plugins are no change."""
     state = tmp_path / "state"
-    configuration_id = "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
-    fetched = delivered_home(state, configuration_id) / ("0" * 32)
-    fetched.mkdir(parents=True)
-    (fetched / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
-    set_copy_in_force(state, configuration_id, fetched.name)
+    fetched_in_force(state, DISABLE_WEB_SEARCH)
     copy = tmp_path / "copy"
     shutil.copytree(organization, copy)
     cli = _cli(["diff", "--org", str(organization), "--state-dir", str(state), "--against-org",

@@ -17,12 +17,7 @@ import httpx
 import pytest
 
 from policy import load_policy
-from policy.config_sources import (
-    DeliveryStatus,
-    delivered_home,
-    set_copy_in_force,
-    write_statuses,
-)
+from policy.config_sources import DeliveryStatus, write_statuses
 from policy.explain import (
     build_matrix,
     decision_document,
@@ -37,7 +32,7 @@ from policy.secrets import encrypt
 from policy.vocabulary import Component, ProviderKind
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
 from tests.servers.loopback import RunningApp, running_app
-from tests.webui.conftest import HOSTILE, SECRET, hostile_organization, web_app
+from tests.webui.conftest import HOSTILE, SECRET, fetched_in_force, hostile_organization, web_app
 
 ESCAPED_HOSTILE = "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;"
 DISABLE_WEB_SEARCH = """
@@ -644,11 +639,7 @@ def test_a_fetched_configuration_stays_in_force_on_both_sides_of_a_diff(
     tmp_path: Path, organization: Path
 ) -> None:
     state = tmp_path / "state"
-    configuration_id = "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"
-    fetched = delivered_home(state, configuration_id) / ("0" * 32)
-    fetched.mkdir(parents=True)
-    (fetched / "plugin.lua").write_text(DISABLE_WEB_SEARCH)
-    set_copy_in_force(state, configuration_id, fetched.name)
+    fetched_in_force(state, DISABLE_WEB_SEARCH)
     paths = ConfigurationPaths(org=(organization,), state_dir=state)
     with running_app(web_app(paths)) as served:
         plugins = httpx.get(served.url("/api/status")).json()["plugins"]
