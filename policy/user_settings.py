@@ -228,6 +228,11 @@ def _load_text(text: str, file: str) -> Any:
         raise UserSettingsError(f"not valid YAML: {problem}", SourceLocation(file, line)) from None
     except YAMLError as error:
         raise UserSettingsError(f"not valid YAML: {error}", SourceLocation(file, 0)) from None
+    except RecursionError:
+        raise UserSettingsError(
+            "nested too deeply to be settings (a settings file is a few levels deep)",
+            SourceLocation(file, 0),
+        ) from None
 
 
 class _Reader:

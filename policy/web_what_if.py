@@ -59,7 +59,7 @@ def _what_if_user(form: Mapping[str, Any]) -> UserSettings | None:
         if pasted.strip():
             return parse_user_settings(pasted, _PASTED_USER_SETTINGS)
         if named:
-            path = Path(named).expanduser()
+            path = _path_on_this_machine(named, "user_settings_file")
             if not path.is_file():
                 raise WhatIfError(
                     f"user_settings_file: '{named}' is not a file on this machine",
@@ -70,6 +70,16 @@ def _what_if_user(form: Mapping[str, Any]) -> UserSettings | None:
         field = "user_settings_yaml" if pasted.strip() else "user_settings_file"
         raise WhatIfError(str(error), field) from None
     return None
+
+
+def _path_on_this_machine(text: str, field: str) -> Path:
+    """A path a form names (`~` and `~user` expanded); a user that does not exist says so."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        raise WhatIfError(
+            f"{field}: '{text}': no such user to expand '{text.split('/')[0]}' for", field
+        ) from None
 
 
 def _simulated_provider(form: Mapping[str, Any], policy: Policy) -> ProviderConfig:
@@ -146,7 +156,7 @@ def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path)
             "or other user settings",
             "org",
         )
-    organization = [Path(line).expanduser() for line in org_lines] or list(paths.org)
+    organization = [_path_on_this_machine(line, "org") for line in org_lines] or list(paths.org)
     for path, line in zip(organization, org_lines, strict=False):
         if not path.exists():
             raise WhatIfError(f"org: '{line}' does not exist on this machine", "org")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from policy.user_settings import (
     UserSettingsError,
     ignored_user_settings,
     load_user_settings,
+    parse_user_settings,
     remove_tool_setting,
     save_tool_setting,
     set_confidence_scheme,
@@ -336,3 +339,23 @@ def test_a_section_that_is_not_a_mapping_names_its_line(
         load_user_settings(path)
     assert caught.value.message.startswith(f"{dotted} must be a mapping")
     assert caught.value.location == SourceLocation(str(path), line)
+
+
+def test_a_file_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
+    """YAML nested thousands deep is refused with the file named (not a RecursionError)."""
+    deep = "tools: " + "[" * 5000 + "]" * 5000 + "\n"
+    path = tmp_path / "deep.yaml"
+    path.write_text(deep)
+    for read in (lambda: load_user_settings(path), lambda: parse_user_settings(deep, "pasted")):
+        with pytest.raises(UserSettingsError) as raised:
+            read()
+        assert "nested too deeply" in raised.value.message
+    result = subprocess.run(
+        [sys.executable, "-m", "policy.cli", "check", "--user-settings", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert f"{path}" in result.stdout + result.stderr and "nested too deeply" in result.stdout
+    assert "RecursionError" not in result.stdout + result.stderr

@@ -416,3 +416,31 @@ def test_the_decision_page_names_its_provider(client: TestClient, organization: 
         "with &lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
     )
     assert f"<code>{provider.id}</code>" in page
+
+
+@pytest.mark.parametrize(
+    ("path", "asked", "field", "words"),
+    [
+        (
+            "/api/simulate",
+            {"provider_kind": "OPEN_AI", "user_settings_yaml": "tools: " + "[" * 5000},
+            "user_settings_yaml",
+            "pasted user settings: nested too deeply",
+        ),
+        (
+            "/api/simulate",
+            {"provider_kind": "OPEN_AI", "user_settings_file": "~no-such-user-a13/s.yaml"},
+            "user_settings_file",
+            "'~no-such-user-a13/s.yaml': no such user",
+        ),
+        ("/api/diff", {"org": "~no-such-user-a13/plugins"}, "org", "no such user"),
+    ],
+)
+def test_a_what_if_that_cannot_be_read_is_a_400_naming_the_field(
+    client: TestClient, path: str, asked: dict[str, str], field: str, words: str
+) -> None:
+    answer = client.post(path, json=asked)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["field"] == field and words in answer.json()["error"]
+    page = client.post(path.removeprefix("/api"), data=asked)
+    assert page.status_code == 400 and words.split(": ")[-1] in page.text
