@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -61,6 +62,7 @@ CONTENT_SECURITY_POLICY = (
     "frame-ancestors 'none'; base-uri 'none'"
 )
 _TEMPLATES = Path(__file__).with_name("web_templates")
+_log = logging.getLogger(__name__)
 _TOKEN_COOKIE = "toolpolicy_token"
 
 
@@ -104,12 +106,15 @@ def build_app(
     token: str | None = None,
     *,
     watch: bool = True,
+    debug: bool = False,
 ) -> Starlette:
     """The web app over `source`'s policy; with `token`, every request must present it.
 
     With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
-    when it stops), so a changed plugin file is in force without a click on Reload. Without a token, only requests addressed to a
-    loopback name are answered (a DNS-rebinding page cannot read it).
+    when it stops), so a changed plugin file is in force without a click on Reload. Without a
+    token, only requests addressed to a loopback name are answered (a DNS-rebinding page cannot
+    read it). A failure no page expects is logged in one line (with its traceback only with
+    `debug`) and answered with a 500 that names its type.
     """
     from policy.explain import decision_document
 
@@ -279,6 +284,25 @@ def build_app(
         Route("/style.css", stylesheet),
     ]
 
+    def unexpected(request: Request, error: Exception) -> Response:
+        """A failure no page expects: its text goes only to the log (it is no plugin's text
+        to show), its traceback only with `debug` (`policy --debug serve`)."""
+        _log.error(
+            "%s %s failed unexpectedly (%s: %s)",
+            request.method,
+            request.url.path,
+            type(error).__name__,
+            error,
+            exc_info=error if debug else None,
+        )
+        message = (
+            f"unexpected failure ({type(error).__name__}); the terminal running policy serve "
+            "says more"
+        )
+        if is_api(request):
+            return JSONResponse({"error": message}, status_code=500)
+        return page("error.html", message=message, title="Something went wrong", status=500)
+
     async def guard(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
@@ -301,7 +325,10 @@ def build_app(
             return JSONResponse(
                 {"error": "a form of another site cannot post here"}, status_code=403
             )
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception as error:  # a defect: one line in the log, one clear answer
+            response = unexpected(request, error)
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -20,8 +22,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from policy import load_policy
-from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
+from policy import Policy, load_policy
+from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths, build_app
+from runtime import PolicyWatcher, ReloadResult
 from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization, web_app
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
@@ -444,3 +447,58 @@ def test_a_what_if_that_cannot_be_read_is_a_400_naming_the_field(
     assert answer.json()["field"] == field and words in answer.json()["error"]
     page = client.post(path.removeprefix("/api"), data=asked)
     assert page.status_code == 400 and words.split(": ")[-1] in page.text
+
+
+class _BreakingSource:
+    """The policy source of `policy serve`, with a defect switched on: reading the policy fails."""
+
+    def __init__(self, watcher: PolicyWatcher) -> None:
+        self._watcher = watcher
+        self.broken = False
+
+    @property
+    def policy(self) -> Policy:
+        if self.broken:
+            raise RuntimeError("a defect while reading the policy")
+        return self._watcher.policy
+
+    @property
+    def revision(self) -> str:
+        return self._watcher.revision
+
+    @property
+    def last_change(self) -> ReloadResult | None:
+        return self._watcher.last_change
+
+    async def reload(self) -> ReloadResult:
+        return await self._watcher.reload()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        await self._watcher.run(stop)
+
+    async def aclose(self) -> None:
+        await self._watcher.aclose()
+
+
+def test_an_unexpected_failure_is_one_clear_answer_without_a_traceback(
+    organization: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = ConfigurationPaths(org=(organization,))
+    source = _BreakingSource(PolicyWatcher(paths.load, watch=paths.watched()))
+    app = build_app(source, paths, watch=False)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/api/status").status_code == 200
+        source.broken = True
+        with caplog.at_level(logging.ERROR):
+            answer = client.get("/api/status")
+            page = client.get("/settings")
+    assert answer.status_code == 500
+    assert answer.json() == {
+        "error": "unexpected failure (RuntimeError); the terminal running policy serve says more"
+    }
+    assert page.status_code == 500 and "unexpected failure (RuntimeError)" in page.text
+    assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "Traceback" not in page.text and "a defect" not in page.text
+    [record] = [r for r in caplog.records if "/settings" in r.getMessage()]
+    assert "RuntimeError: a defect while reading the policy" in record.getMessage()
+    assert record.exc_info is None, "no traceback without --debug"
