@@ -336,18 +336,21 @@ class PolicyWatcher:
         into the same state dir is in force within moments, not at the next interval."""
         stop = stop or asyncio.Event()
         tasks = [asyncio.create_task(self._fetch_loop(stop))]
-        watched = [p for p in self._watch if p.exists()]
+        folders = [p for p in self._watch if p.is_dir()]
+        files = [p for p in self._watch if not p.is_dir() and p.parent.is_dir()]
         if self._state_dir is not None:
             from policy.config_sources import DELIVERED_DIR
 
             delivered = self._state_dir / DELIVERED_DIR
             try:
                 delivered.mkdir(parents=True, exist_ok=True)
-                watched.append(delivered)
+                folders.append(delivered)
             except OSError as error:
                 _log.warning("%s cannot be watched: %s", delivered, error.strerror or error)
-        if watched:
-            tasks.append(asyncio.create_task(self._watch_loop(watched, stop)))
+        if folders:
+            tasks.append(asyncio.create_task(self._watch_loop(folders, stop, recursive=True)))
+        if files:
+            tasks.append(asyncio.create_task(self._watch_files(files, stop)))
         try:
             await stop.wait()
         finally:
@@ -364,11 +367,37 @@ class PolicyWatcher:
             except TimeoutError:
                 continue
 
-    async def _watch_loop(self, watched: Sequence[Path], stop: asyncio.Event) -> None:
-        from watchfiles import awatch
+    async def _watch_loop(
+        self,
+        watched: Sequence[Path],
+        stop: asyncio.Event,
+        *,
+        recursive: bool,
+        only: Callable[[Path], bool] | None = None,
+    ) -> None:
+        from watchfiles import DefaultFilter, awatch
 
-        async for _changes in awatch(*watched, stop_event=stop, debounce=200):
+        def relevant(_change: object, path: str) -> bool:
+            return only is not None and only(Path(path))
+
+        async for _changes in awatch(
+            *watched,
+            stop_event=stop,
+            debounce=200,
+            recursive=recursive,
+            watch_filter=DefaultFilter() if only is None else relevant,
+        ):
             await self.reload()
+
+    async def _watch_files(self, files: Sequence[Path], stop: asyncio.Event) -> None:
+        """A watched file is followed through its folder: saving by replacing the file (what
+        `policy settings set` and most editors do) ends a watch on the file itself, and a file
+        that does not exist yet cannot be watched at all."""
+        names = {file.absolute() for file in files}
+        folders = sorted({file.parent for file in files})
+        await self._watch_loop(
+            folders, stop, recursive=False, only=lambda path: path.absolute() in names
+        )
 
 
 def _default_build(policy: Policy) -> ChatRuntime:

@@ -315,3 +315,34 @@ async def test_a_fetch_by_another_process_into_the_state_dir_is_picked_up_at_onc
     stop.set()
     await task
     await watcher.aclose()
+
+
+async def test_a_watched_file_is_followed_across_saves_that_replace_it(tmp_path: Path) -> None:
+    """A watched file (the user settings file, a plugin.lua named by itself) is saved by
+    replacing it (`policy settings set`, most editors): every save is noticed, not only the
+    first, and so is a file that did not exist when the watcher started."""
+    from policy.user_settings import save_tool_setting
+
+    folder = tmp_path / "org"
+    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
+    user = tmp_path / "user" / "settings.yaml"
+    user.parent.mkdir()
+    watcher = PolicyWatcher(
+        lambda: load_policy(org=[folder], user_settings=user, use_entry_points=False),
+        watch=[folder, user],
+    )
+
+    def language() -> str | None:
+        return watcher.policy.user.tool_settings.get("web_search", {}).get("defaultLanguage")
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    await asyncio.sleep(0.5)  # let watchfiles start watching
+    for wanted in ("de-DE", "fr-FR", "it-IT"):
+        async with asyncio.timeout(30):
+            while language() != wanted:
+                save_tool_setting(user, "web_search", "defaultLanguage", wanted)
+                await asyncio.sleep(0.5)
+    stop.set()
+    await task
+    await watcher.aclose()
