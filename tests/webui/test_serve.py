@@ -480,14 +480,15 @@ def test_a_changed_plugin_file_is_in_force_without_reload(
     paths: ConfigurationPaths, organization: Path
 ) -> None:
     with running_app(web_app(paths, watch=True), lifespan=True) as served:
-        _rename_base(organization, "Watched")
         deadline = time.monotonic() + WAIT_SECONDS
         names: list[str] = []
         while time.monotonic() < deadline:
+            # saved on every turn: under load the watcher may start watching after the first save
+            _rename_base(organization, "Watched")
             names = [p["plugin"] for p in httpx.get(served.url("/api/status")).json()["plugins"]]
             if "Watched - base configuration" in names:
                 break
-            time.sleep(0.1)
+            time.sleep(0.2)
         assert "Watched - base configuration" in names
         assert httpx.get(served.url("/api/status")).json()["last_change"]["swapped"] is True
 
@@ -566,12 +567,12 @@ def test_serve_on_port_0_prints_the_bound_port_and_follows_file_changes(
         port = int(url.rstrip("/").rsplit(":", 1)[1])
         assert port != 0
         assert httpx.get(url, timeout=10).status_code == 200
-        _rename_base(organization, "Served")
         deadline = time.monotonic() + WAIT_SECONDS
         while time.monotonic() < deadline:
+            _rename_base(organization, "Served")  # saved on every turn, as above
             if "Served - base" in httpx.get(url, timeout=10).text:
                 break
-            time.sleep(0.1)
+            time.sleep(0.2)
         assert "Served - base" in httpx.get(url, timeout=10).text
     finally:
         process.terminate()
