@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.registry import ToolRegistry
     from policy.resolve import MinimumConfidence, ResolvedSetting
+    from policy.tools import Tool
 
 SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
@@ -330,12 +331,14 @@ def load_candidate(
     user_settings: Path | None,
     state_dir: Path | None,
     *,
+    extra_tools: Sequence[Tool] = (),
     executable_tools: bool = True,
 ) -> Policy:
     """The candidate side of a diff (`policy diff`, the web page's Diff). It writes nothing
     into `state_dir` (no last-known-good copy is kept of a candidate), but the configurations
     `policy fetch` put in force there load first and the MCP tools come from the listings cached
-    there, as on the side in force: only what the candidate changes can flip a decision."""
+    there, as on the side in force (and the app's own `extra_tools`): only what the candidate
+    changes can flip a decision."""
     from policy import load_policy
 
     organization = list(org)
@@ -348,6 +351,7 @@ def load_candidate(
         local,
         user_settings,
         mcp_listing_dir=state_dir,
+        extra_tools=extra_tools,
         executable_tools=executable_tools,
     )
 

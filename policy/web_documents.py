@@ -17,6 +17,7 @@ from policy.vocabulary import Component, SettingSource
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding
+    from policy.tools import Tool
 
 __all__ = [
     "ConfigurationPaths",
@@ -51,23 +52,40 @@ class ReloadOutcome(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ConfigurationPaths:
-    """The configuration options of `policy serve` (--org, --local, --user-settings, --state-dir)."""
+    """The configuration options of `policy serve` (--org, --local, --user-settings, --state-dir,
+    --tools-file)."""
 
     org: tuple[Path, ...] = ()
     local: tuple[Path, ...] = ()
     user_settings: Path | None = None
     state_dir: Path | None = None
+    tools_files: tuple[Path, ...] = ()
 
     def load(self) -> Policy:
         """The policy of these paths, as every other command loads it."""
         from policy import load_policy
 
-        return load_policy(self.org, self.local, self.user_settings, state_dir=self.state_dir)
+        return load_policy(
+            self.org,
+            self.local,
+            self.user_settings,
+            state_dir=self.state_dir,
+            extra_tools=self.extra_tools(),
+        )
+
+    def extra_tools(self) -> list[Tool]:
+        """The app's own tools, from each `--tools-file` as it reads now (a file that gives no
+        tools raises the usage error that names it)."""
+        if not self.tools_files:
+            return []
+        from policy.cli_options import tools_from_files
+
+        return tools_from_files(self.tools_files)
 
     def watched(self) -> tuple[Path, ...]:
         """The files and folders whose change is a new configuration: the fetched copies too,
         and the MCP listings `policy mcp list` cached (the MCP tools and their definitions)."""
-        paths = [*self.org, *self.local]
+        paths = [*self.org, *self.local, *self.tools_files]
         if self.user_settings is not None:
             paths.append(self.user_settings)
         if self.state_dir is not None:
@@ -83,6 +101,7 @@ class ConfigurationPaths:
             "local": [str(p) for p in self.local],
             "user_settings": str(self.user_settings) if self.user_settings else None,
             "state_dir": str(self.state_dir) if self.state_dir else None,
+            "tools_files": [str(p) for p in self.tools_files],
         }
 
 

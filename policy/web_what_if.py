@@ -168,7 +168,11 @@ def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path)
     user = _what_if_user(form)
     user_file: Path | None = paths.user_settings
     candidate = load_candidate(
-        organization, paths.local, user_file if user is None else None, paths.state_dir
+        organization,
+        paths.local,
+        user_file if user is None else None,
+        paths.state_dir,
+        extra_tools=paths.extra_tools(),
     )
     return candidate.with_user_settings(user) if user is not None else candidate
 

@@ -13,17 +13,20 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options, require_token_beyond_loopback
+from policy.cli_options import tools_file_option
 from runtime.serving import listening_options
 
 
 @click.command()
 @configuration_options
+@tools_file_option
 @listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
     user_settings: Path | None,
     state_dir: Path | None,
+    tools_files: tuple[Path, ...],
     host: str,
     port: int,
     token: str | None,
@@ -41,7 +44,7 @@ def serve(
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
 
-    paths = ConfigurationPaths(org, local, user_settings, state_dir)
+    paths = ConfigurationPaths(org, local, user_settings, state_dir, tools_files)
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))

@@ -502,3 +502,41 @@ def test_an_unexpected_failure_is_one_clear_answer_without_a_traceback(
     [record] = [r for r in caplog.records if "/settings" in r.getMessage()]
     assert "RuntimeError: a defect while reading the policy" in record.getMessage()
     assert record.exc_info is None, "no traceback without --debug"
+
+
+CLOCK = Path(__file__).resolve().parents[2] / "examples" / "clock_tool.py"
+
+
+def test_an_apps_own_tools_file_is_on_every_page_like_in_explain(
+    organization: Path, tmp_path: Path
+) -> None:
+    """`policy serve --tools-file` as every deciding command: the app's own tools are decided,
+    shown, compared in a diff like the others, and a changed tools file is a new configuration."""
+    tools_file = tmp_path / "clock_tool.py"
+    shutil.copy(CLOCK, tools_file)
+    paths = ConfigurationPaths(org=(organization,), tools_files=(tools_file,))
+    assert tools_file in paths.watched()
+    expected = _cli(
+        ["explain", "--all", "--org", str(organization), "--tools-file", str(tools_file)]
+    )
+    with TestClient(web_app(paths), base_url="http://127.0.0.1") as client:
+        matrix = client.get("/api/decisions").json()
+        assert matrix == expected and {"current_time", "calculator"} <= set(matrix["tools"])
+        assert client.get("/api/status").json()["sources"]["tools_files"] == [str(tools_file)]
+        assert str(tools_file) in client.get("/").text
+        assert "current_time" in client.get("/settings", params={"unset": "1"}).text
+        unchanged = client.post("/api/diff", json={"org": str(organization)}).json()
+        assert unchanged == {"changed": 0, "changes": [], "candidate_errors": []}
+
+
+def test_serve_refuses_a_tools_file_that_gives_no_tools(organization: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken_tools.py"
+    broken.write_text("raise ValueError('not today')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "policy.cli", "serve", "--org", str(organization),
+         "--tools-file", str(broken), "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert str(broken) in result.stderr and "not today" in result.stderr
+    assert "--tools-file" in result.stderr and "Traceback" not in result.stderr
