@@ -521,7 +521,8 @@ def _matrix_providers(
 
 @cli.group(cls=_DefaultSubcommandGroup)
 def settings() -> None:
-    """Show a tool's settings (`policy settings TOOL_ID`) or save one (`policy settings set`)."""
+    """Show a tool's settings (`policy settings TOOL_ID`) or save one (`policy settings set`);
+    `policy settings keys` shows the configuration keys."""
 
 
 @settings.command("show")
@@ -576,6 +577,43 @@ def _origin_text(origin: Any) -> str:
         return "-"
     where = f"{origin['file']}:{origin['line']}" if origin.get("line") else origin.get("file", "")
     return f"{origin['plugin']} ({where})" if origin.get("plugin") else where
+
+
+@settings.command("keys")
+@_configuration_options
+def settings_keys(
+    org: tuple[Path, ...],
+    local: tuple[Path, ...],
+    user_settings: Path | None,
+    state_dir: Path | None,
+    output_format: str,
+) -> None:
+    """Every configuration key toolpolicy acts on (DataTools.*, DataConfidence.*, ...): value
+    (secrets masked), locked or an editable default, origin, and the values it beat."""
+    from policy.explain import render_document, render_table, settings_keys_document
+
+    policy = _load(org, local, user_settings, state_dir)
+    _echo_findings_to_stderr(policy.errors)
+    keys = settings_keys_document(policy)
+    if output_format != "table":
+        _print(render_document({"keys": keys}, output_format))
+        return
+    rows = [
+        [
+            k["key"],
+            f"- (default {_shown_value(k['default'])})"
+            if k["value"] is None
+            else _shown_value(k["value"]),
+            "-" if k["value"] is None else ("locked" if k["locked"] else "editable default"),
+            _origin_text(k["origin"]),
+            "; ".join(
+                f"{_shown_value(b['value'])} ({_origin_text(b['origin'])})" for b in k["beaten"]
+            )
+            or "-",
+        ]
+        for k in keys
+    ]
+    _print(render_table(["key", "value", "locked", "origin", "values it beat"], rows))
 
 
 @settings.command("set")

@@ -540,3 +540,25 @@ def test_serve_refuses_a_tools_file_that_gives_no_tools(organization: Path, tmp_
     assert result.returncode == 2
     assert str(broken) in result.stderr and "not today" in result.stderr
     assert "--tools-file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_configuration_keys_are_policy_settings_keys(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    """The settings page's configuration keys have their command too (`policy settings keys`):
+    the same rows, set or not, secrets masked."""
+    configuration = _configuration(organization, user_settings)
+    cli = _cli(["settings", "keys", *configuration])
+    assert client.get("/api/settings", params={"unset": "1"}).json()["keys"] == cli["keys"]
+    table = subprocess.run(
+        [sys.executable, "-m", "policy.cli", "settings", "keys", *configuration],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    disabled = next(line for line in lines if line.startswith("DataTools.DisabledToolIds"))
+    assert (
+        "web_serach" in disabled and "locked" in disabled and "department/plugin.lua:" in disabled
+    )
+    assert "DataTools.AllowLocalMcpServers" in table.stdout and SECRET not in table.stdout
+    assert "*****" in table.stdout
