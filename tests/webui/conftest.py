@@ -1,5 +1,5 @@
-"""A copy of the example organization with a hostile provider name and an encrypted secret, and
-`policy serve`'s app over it."""
+"""A copy of the example organization with a hostile provider name and settings key and an
+encrypted secret, and `policy serve`'s app over it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from runtime import PolicyWatcher
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
 SECRET = "tvly-live-9f8e7d6c5b4a"
+HOSTILE_KEY = "DataTools.<script>alert(2)</script><img src=x onerror=alert(3)>"
+"""A settings key no tool knows: the status page lists it as a warning, as text."""
 
 
 def hostile_organization(parent: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -31,6 +33,7 @@ def hostile_organization(parent: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         department.read_text()
         + '\nCONFIG["SETTINGS"]["DataTools.LockedToolSettings"]["web_search.tavily.apiKey"]'
         f' = "{encrypt(SECRET, key)}"\n'
+        f'CONFIG["SETTINGS"]["{HOSTILE_KEY}"] = true\n'
     )
     return folder
 

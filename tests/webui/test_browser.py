@@ -23,7 +23,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.servers.loopback import RunningApp
-from tests.webui.conftest import HOSTILE, SECRET, hostile_organization
+from tests.webui.conftest import HOSTILE, HOSTILE_KEY, SECRET, hostile_organization
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -154,6 +154,8 @@ def test_a_hostile_plugin_value_is_shown_as_text(browser: WebDriver, served: Run
     browser.get(served.url("/"))
     names = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "#providers td")]
     assert HOSTILE in names
+    findings = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#findings li")]
+    assert any(HOSTILE_KEY in text and "department/plugin.lua:" in text for text in findings)
     assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
     _no_script_ran(browser)
     browser.get(served.url("/simulate"))

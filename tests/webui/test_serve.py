@@ -32,7 +32,14 @@ from policy.secrets import encrypt
 from policy.vocabulary import Component, ProviderKind
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
 from tests.servers.loopback import RunningApp, running_app
-from tests.webui.conftest import HOSTILE, SECRET, fetched_in_force, hostile_organization, web_app
+from tests.webui.conftest import (
+    HOSTILE,
+    HOSTILE_KEY,
+    SECRET,
+    fetched_in_force,
+    hostile_organization,
+    web_app,
+)
 
 ESCAPED_HOSTILE = "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;"
 DISABLE_WEB_SEARCH = """
@@ -665,3 +672,13 @@ def test_serve_with_a_broken_user_settings_file_names_it(
     assert result.returncode == 1
     assert f"{settings}:2: not valid YAML" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_hostile_settings_key_is_a_warning_shown_as_text(served: RunningApp) -> None:
+    page = httpx.get(served.url("/")).text
+    assert "<script>alert(2)" not in page and "<img src=x onerror=alert(3)>" not in page
+    assert (
+        "DataTools.&lt;script&gt;alert(2)&lt;/script&gt;&lt;img src=x onerror=alert(3)&gt;" in page
+    )
+    warnings = httpx.get(served.url("/api/status")).json()["warnings"]
+    assert any(HOSTILE_KEY in w["message"] and w["line"] for w in warnings)
