@@ -239,6 +239,7 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
             for p in matrix.providers
         ],
         "tools": list(matrix.tool_ids),
+        "context_tools": [t for t in matrix.tool_ids if t in matrix.context_tool_ids],
         "decisions": [
             decision_document(matrix.decision(tool_id, provider.id))
             for tool_id in matrix.tool_ids

@@ -562,3 +562,15 @@ def test_the_configuration_keys_are_policy_settings_keys(
     )
     assert "DataTools.AllowLocalMcpServers" in table.stdout and SECRET not in table.stdout
     assert "*****" in table.stdout
+
+
+def test_the_matrix_marks_the_tools_that_offer_themselves_from_context(
+    client: TestClient,
+) -> None:
+    """As `policy explain --all` marks them "(context)": semantic_search is never selected, it
+    offers itself when the chat gives it data sources."""
+    matrix = client.get("/api/decisions").json()
+    assert matrix["context_tools"] == ["semantic_search"]
+    page = client.get("/decisions").text
+    assert "<th>semantic_search <small>(context)</small></th>" in page
+    assert "<th>web_search</th>" in page and 'id="context-note"' in page
