@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -308,14 +309,19 @@ def build_app(
     ) -> Response:
         set_cookie = False
         if token is not None:
+            in_query = request.query_params.get("token", "")
             presented = (
-                request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-                or request.cookies.get(_TOKEN_COOKIE, "")
-                or request.query_params.get("token", "")
+                request.headers.get("authorization", "").removeprefix("Bearer ").strip(),
+                request.cookies.get(_TOKEN_COOKIE, ""),
+                in_query,
             )
-            if not hmac.compare_digest(presented.encode(), token.encode()):
+            if not any(hmac.compare_digest(p.encode(), token.encode()) for p in presented if p):
                 return JSONResponse({"error": "a valid token is required"}, status_code=401)
-            set_cookie = "token" in request.query_params
+            set_cookie = hmac.compare_digest(in_query.encode(), token.encode())
+            if set_cookie and request.method in ("GET", "HEAD") and not is_api(request):
+                kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+                target = request.url.path + (f"?{urlencode(kept)}" if kept else "")
+                return secured(RedirectResponse(target, status_code=303), set_cookie)
         elif not is_loopback_host(_host_name(request.headers.get("host", ""))):
             return JSONResponse(
                 {"error": "without --token, only requests to a loopback address are answered"},
@@ -329,6 +335,9 @@ def build_app(
             response = await call_next(request)
         except Exception as error:  # a defect: one line in the log, one clear answer
             response = unexpected(request, error)
+        return secured(response, set_cookie)
+
+    def secured(response: Response, set_cookie: bool) -> Response:
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"

@@ -511,9 +511,24 @@ def test_a_token_guards_every_request(paths: ConfigurationPaths) -> None:
         headers = {"Authorization": "Bearer s3cret-token"}
         assert httpx.get(served.url("/api/status"), headers=headers).status_code == 200
         with httpx.Client() as browser:
-            first = browser.get(served.url("/"), params={"token": "s3cret-token"})
-            assert first.status_code == 200
+            first = browser.get(
+                served.url("/settings"), params={"token": "s3cret-token", "tool": "web_search"}
+            )
+            assert first.status_code == 303, "the token leaves the address bar and history"
+            assert first.headers["location"] == "/settings?tool=web_search"
+            assert "s3cret-token" not in first.headers["location"]
             assert browser.get(served.url("/settings")).status_code == 200  # the cookie
+            followed = httpx.get(
+                served.url("/decisions"), params={"token": "s3cret-token"}, follow_redirects=True
+            )
+            assert followed.status_code == 200 and str(followed.url) == served.url("/decisions")
+            posted = browser.post(served.url("/api/reload"), params={"token": "s3cret-token"})
+            assert posted.status_code == 200, "a post is answered, not redirected"
+        with httpx.Client(cookies={"toolpolicy_token": "an-old-token"}) as stale:
+            assert stale.get(served.url("/")).status_code == 401
+            renewed = stale.get(served.url("/"), params={"token": "s3cret-token"})
+            assert renewed.status_code == 303 and "s3cret-token" in renewed.headers["set-cookie"]
+            assert stale.get(served.url("/")).status_code == 200, "the new cookie replaced it"
 
 
 def test_without_a_token_only_loopback_host_names_are_answered(served: RunningApp) -> None:
