@@ -8,9 +8,10 @@ carries its provenance so explain can name the plugin and line (or the user file
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from policy import secrets
 from policy.configuration import ManagedSetting, PolicyConfiguration, SecretValue, UserSettings
@@ -209,12 +210,30 @@ def _user_location(user: UserSettings, dotted: str) -> SourceLocation:
     return user.locations.get(dotted) or SourceLocation(user.path or "user settings", 0)
 
 
+_MACOS_KEYCHAIN_BINDINGS = "keyring.backends.macOS.api"
+"""keyring's ctypes bindings to the macOS frameworks; importing them outside macOS only runs
+`ctypes.util.find_library`, which starts ldconfig, gcc and ld (about 15 programs) and then fails."""
+
+
+def _keyring() -> Any:
+    """The `keyring` package, its backend chosen without starting a program.
+
+    keyring picks its backend by importing every backend module; outside macOS the macOS
+    bindings cannot load (their import fails, which keyring already takes as "not viable"), so
+    they are marked unimportable first. The backend keyring then chooses is the same one: its
+    macOS backend refuses every other platform before it looks at the bindings.
+    """
+    if sys.platform != "darwin":
+        sys.modules.setdefault(_MACOS_KEYCHAIN_BINDINGS, None)
+    import keyring
+
+    return keyring
+
+
 def default_secret_reader(tool_id: str, field_name: str) -> str | None:
     """The user's OS keyring entry `tool::<tool id>` / field; an unusable keyring reads as empty."""
     try:
-        import keyring
-
-        value = keyring.get_password(f"tool::{tool_id}", field_name)
+        value = _keyring().get_password(f"tool::{tool_id}", field_name)
     except Exception:  # any keyring backend failure means: no stored secret
         return None
     return value if isinstance(value, str) else None

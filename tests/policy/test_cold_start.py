@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import click
@@ -52,6 +51,79 @@ def test_a_command_that_reads_no_secret_starts_no_program(args: tuple[str, ...])
     assert report.programs_started == []
     assert report.other_forks == []
     assert "keyring" not in report.modules
+
+
+_ONE_KEY_KEYRING = """\
+from keyring.backend import KeyringBackend
+from keyring.errors import PasswordDeleteError, PasswordSetError
+
+
+class Keyring(KeyringBackend):
+    priority = 1
+
+    def get_password(self, service, username):
+        if (service, username) == ("tool::web_search", "tavily.apiKey"):
+            return "tvly-canary-7f3a"
+        return None
+
+    def set_password(self, service, username, password):
+        raise PasswordSetError("read only")
+
+    def delete_password(self, service, username):
+        raise PasswordDeleteError("read only")
+"""
+
+
+def _installed_keyring_backend(folder: Path) -> dict[str, str]:
+    """A keyring backend installed the way a real one is (a distribution announcing it in the
+    `keyring.backends` entry point group), so keyring has to detect it: nothing names it."""
+    (folder / "one_key_keyring.py").write_text(_ONE_KEY_KEYRING, encoding="utf-8")
+    dist = folder / "one_key_keyring-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: one-key-keyring\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[keyring.backends]\none_key = one_key_keyring\n", encoding="utf-8"
+    )
+    return {"PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_explain_reads_the_keyring_without_starting_a_program(tmp_path: Path) -> None:
+    """web_search's API keys decide whether it is configured, so explain reads the keyring;
+    keyring's backend detection then starts no program (its macOS bindings, which probe for
+    libraries with ldconfig/gcc/ld, are not imported elsewhere) and still finds the backend."""
+    env = _installed_keyring_backend(tmp_path)
+    report = _run("settings", "web_search", "--org", str(EXAMPLES), "--format", "json", env=env)
+    assert report.programs_started == []
+    assert report.other_forks == []
+    fields = {s["field"]: s for s in json.loads(report.stdout)["settings"]}
+    assert fields["tavily.apiKey"]["source"] == "USER"
+    assert fields["staan.apiKey"]["source"] == "UNSET"
+    assert "tvly-canary-7f3a" not in report.stdout + report.stderr
+
+    matrix = _run("explain", "--org", str(EXAMPLES), "--all", env=env)
+    assert "keyring" in matrix.modules
+    assert matrix.programs_started == []
+    assert matrix.other_forks == []
+
+
+def test_keyring_detects_the_same_backend_as_on_its_own(tmp_path: Path) -> None:
+    env = {**os.environ, **_installed_keyring_backend(tmp_path)}
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    chosen = []
+    for setup in ("", "from policy.resolve import default_secret_reader as read; read('a', 'b')"):
+        done = subprocess.run(
+            [sys.executable, "-c", f"{setup}\nimport keyring\nprint(keyring.get_keyring())"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env=env,
+        )
+        chosen.append(done.stdout.strip())
+    assert chosen[0] == chosen[1]
+    assert chosen[0].startswith("one_key_keyring.Keyring")
 
 
 def test_help_imports_no_lazily_attached_command() -> None:
@@ -101,30 +173,7 @@ def test_decision_commands_import_no_runtime_tool_module() -> None:
 def test_the_keyring_is_read_when_a_tool_setting_needs_a_secret(tmp_path: Path) -> None:
     """A command that does look at a secret still reads the user's keyring (through keyring's
     own backend configuration, here a backend module named by PYTHON_KEYRING_BACKEND)."""
-    (tmp_path / "one_key_keyring.py").write_text(
-        textwrap.dedent(
-            """\
-            from keyring.backend import KeyringBackend
-            from keyring.errors import PasswordDeleteError, PasswordSetError
-
-
-            class Keyring(KeyringBackend):
-                priority = 1
-
-                def get_password(self, service, username):
-                    if (service, username) == ("tool::web_search", "tavily.apiKey"):
-                        return "tvly-canary-7f3a"
-                    return None
-
-                def set_password(self, service, username, password):
-                    raise PasswordSetError("read only")
-
-                def delete_password(self, service, username):
-                    raise PasswordDeleteError("read only")
-            """
-        ),
-        encoding="utf-8",
-    )
+    (tmp_path / "one_key_keyring.py").write_text(_ONE_KEY_KEYRING, encoding="utf-8")
     env = {
         "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
         "PYTHON_KEYRING_BACKEND": "one_key_keyring.Keyring",

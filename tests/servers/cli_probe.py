@@ -55,6 +55,7 @@ class ProbeReport:
     """(audit event, calling modules innermost first) per program start or fork."""
     modules: frozenset[str]
     stderr: str
+    stdout: str = ""
 
     @property
     def programs_started(self) -> list[str]:
@@ -96,4 +97,5 @@ def probe_cli(
         started=tuple((e["event"], tuple(e["callers"])) for e in found["started"]),
         modules=frozenset(found["modules"]),
         stderr=done.stderr,
+        stdout=done.stdout,
     )
