@@ -13,6 +13,9 @@ kept for all conversations, and reports the median process CPU time per round:
 - ours, `ChatRuntime.respond` without I/O: the same payloads from memory, plus the registry,
   the loop, the executor and the tool (everything of ours per user message);
 - ours, end to end: `ChatRuntime.respond` over httpx to the server (the ratios use this one);
+- floor, httpx + httpx-sse: the same two requests POSTed with httpx, the events decoded by
+  httpx-sse and each payload parsed with `json.loads` (what any client must do at least);
+- floor, raw asyncio: the same over asyncio streams, one write per request, events split by hand;
 - LiteLLM: `litellm.acompletion(stream=True)` twice per conversation, chunks assembled with
   `stream_chunk_builder` (translation only: the tool call is answered by hand);
 - pydantic-ai: an `Agent` with one tool, streamed (`event_stream_handler`).
@@ -20,7 +23,7 @@ kept for all conversations, and reports the median process CPU time per round:
 The peers live in their own virtual environment, bench/.peers/ (made here on first use with
 `pip install litellm pydantic-ai`; never project dependencies). When that fails, this says so and
 still prints our figures. Targets: ≥ 5× less CPU per round than LiteLLM, ≥ 2× less than
-pydantic-ai, `import runtime` ≤ 150 ms. This is not a test: it asserts nothing and only reports.
+pydantic-ai, ours ≤ 1.05× the httpx + httpx-sse floor, `import runtime` ≤ 150 ms. This is not a test: it asserts nothing and only reports.
 """
 
 from __future__ import annotations
@@ -300,6 +303,91 @@ def measure_ours(count: int, base_url: str | None = None) -> dict[str, float]:
     return _summary(asyncio.run(run()))
 
 
+# --- floors: the same two rounds over the same server, nothing but HTTP, SSE and JSON -------------
+
+
+def _floor_bodies() -> tuple[bytes, bytes]:
+    """Round 1's request and round 2's (the tool result appended), as a client must send them."""
+    question: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "What is 6 * 7?"},
+    ]
+    call = {"id": "call_bench_1", "type": "function"}
+    call["function"] = {"name": TOOL_NAME, "arguments": TOOL_ARGUMENTS}
+    follow_up = [
+        *question,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_bench_1", "content": '{"result":42}'},
+    ]
+    request = {"model": MODEL, "stream": True, "tools": [_TOOL_SCHEMA]}
+    return (
+        json.dumps({**request, "messages": question}).encode(),
+        json.dumps({**request, "messages": follow_up}).encode(),
+    )
+
+
+def measure_httpx_sse_floor(base_url: str, count: int) -> dict[str, float]:
+    """httpx POSTs each round, httpx-sse decodes the events, `json.loads` parses each payload."""
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    bodies = _floor_bodies()
+    headers = {"content-type": "application/json", "authorization": "Bearer bench"}
+    url = f"{base_url}/chat/completions"
+
+    async def run() -> list[float]:
+        async with httpx.AsyncClient() as client:
+
+            async def conversation() -> None:
+                for body in bodies:
+                    async with aconnect_sse(
+                        client, "POST", url, content=body, headers=headers
+                    ) as source:
+                        async for event in source.aiter_sse():
+                            if event.data != "[DONE]":
+                                json.loads(event.data)
+
+            return await _cpu_per_round(conversation, count)
+
+    return _summary(asyncio.run(run()))
+
+
+def measure_raw_floor(base_url: str, count: int) -> dict[str, float]:
+    """asyncio streams: one write per request, the body read by its length, split into events
+    by hand and each payload parsed with `json.loads` (one kept-alive connection)."""
+    host_port = base_url.split("//", 1)[1].split("/", 1)[0]
+    port = int(host_port.rsplit(":", 1)[1])
+    requests = [
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: "
+        + host_port.encode()
+        + b"\r\ncontent-type: application/json\r\nauthorization: Bearer bench\r\n"
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+        for body in _floor_bodies()
+    ]
+    length_header = re.compile(rb"(?i)\r\ncontent-length:\s*(\d+)")
+
+    async def run() -> list[float]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+        async def conversation() -> None:
+            for request in requests:
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                found = length_header.search(head)
+                assert found is not None
+                for event in (await reader.readexactly(int(found.group(1)))).split(b"\n\n"):
+                    if event.startswith(b"data: ") and event != b"data: [DONE]":
+                        json.loads(event[6:])
+
+        try:
+            return await _cpu_per_round(conversation, count)
+        finally:
+            writer.close()
+
+    return _summary(asyncio.run(run()))
+
+
 def measure_import_ms(runs: int = 5) -> float:
     code = "import time; t = time.perf_counter(); import runtime; print(time.perf_counter() - t)"
     times = [
@@ -453,6 +541,8 @@ def main() -> None:
     server = _Server()
     try:
         ours = measure_ours(count, server.base_url)
+        httpx_floor = measure_httpx_sse_floor(server.base_url, count)
+        raw_floor = measure_raw_floor(server.base_url, count)
         peers: dict[str, dict[str, float] | str] = {}
         if not args.no_peers:
             python, why = _peers_python()
@@ -465,6 +555,8 @@ def main() -> None:
         ("ours: translation only (no I/O)", translation),
         ("ours: ChatRuntime.respond (no I/O)", in_memory),
         ("ours: ChatRuntime.respond end to end", ours),
+        ("floor: httpx + httpx-sse + json.loads", httpx_floor),
+        ("floor: raw asyncio streams + json.loads", raw_floor),
     ]
     print(f"{'contender':<40} {'median µs':>10} {'p90 µs':>10} {'ours ×less':>11}")
     for label, figures in rows:
@@ -480,6 +572,15 @@ def main() -> None:
             f"{name:<40} {figures['median_us']:>10.0f} {figures['p90_us']:>10.0f} "
             f"{ratio:>10.1f}×  ({verdict} the ≥ {targets[name]:g}× target)"
         )
+    over_httpx = ours["median_us"] / httpx_floor["median_us"]
+    verdict = "meets" if over_httpx <= 1.05 else "misses"
+    print(
+        f"\nours end to end / (httpx + SSE decode): {over_httpx:.2f}× "
+        f"({verdict} the ≤ 1.05× goal); ours end to end / raw asyncio: "
+        f"{ours['median_us'] / raw_floor['median_us']:.2f}×; "
+        f"(httpx + SSE decode) / raw asyncio: "
+        f"{httpx_floor['median_us'] / raw_floor['median_us']:.2f}×"
+    )
     verdict = "meets" if import_ms <= 150 else "misses"
     print(f"\nimport runtime: {import_ms:.1f} ms ({verdict} the ≤ 150 ms target)")
 
