@@ -223,8 +223,8 @@ def _keyring() -> Any:
     they are marked unimportable first. The backend keyring then chooses is the same one: its
     macOS backend refuses every other platform before it looks at the bindings.
     """
-    if sys.platform != "darwin":
-        sys.modules.setdefault(_MACOS_KEYCHAIN_BINDINGS, None)
+    if sys.platform != "darwin" and _MACOS_KEYCHAIN_BINDINGS not in sys.modules:
+        sys.modules[_MACOS_KEYCHAIN_BINDINGS] = None  # type: ignore[assignment]  # import refused
     import keyring
 
     return keyring
