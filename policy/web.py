@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -360,9 +361,30 @@ def build_app(
             await watcher
             await source.aclose()
 
+    api_paths = [r.path for r in routes if r.path.startswith("/api/")]
+    page_paths = [r.path for r in routes if not r.path.startswith("/api/") and "." not in r.path]
+
+    async def http_error(request: Request, error: Exception) -> Response:
+        """No such address or method: said in kind (JSON under /api/), naming what is valid."""
+        assert isinstance(error, HTTPException)
+        path, api = request.url.path, is_api(request)
+        if error.status_code == 405:
+            allowed = [m for m in (error.headers or {}).get("Allow", "").split(", ") if m != "HEAD"]
+            message, title = f"{request.method} {path}: use {' or '.join(allowed)}", "Not allowed"
+        elif error.status_code == 404:
+            known = ", ".join(api_paths if api else page_paths)
+            message = f"no page {path}; the {'JSON twins' if api else 'pages'}: {known}"
+            title = "Not found"
+        else:
+            message, title = str(error.detail), "Error"
+        if api:
+            return JSONResponse({"error": message}, status_code=error.status_code)
+        return page("error.html", message=message, title=title, status=error.status_code)
+
     return Starlette(
         routes=routes,
         middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
+        exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
 

@@ -574,3 +574,18 @@ def test_the_matrix_marks_the_tools_that_offer_themselves_from_context(
     page = client.get("/decisions").text
     assert "<th>semantic_search <small>(context)</small></th>" in page
     assert "<th>web_search</th>" in page and 'id="context-note"' in page
+
+
+def test_an_unknown_address_or_method_is_answered_in_kind(client: TestClient) -> None:
+    """Under /api/ a JSON error naming what is valid, elsewhere the error page."""
+    missing = client.get("/api/nope")
+    assert missing.status_code == 404
+    assert missing.json()["error"].startswith("no page /api/nope; the JSON twins: /api/status")
+    page = client.get("/nope")
+    assert page.status_code == 404 and "<h1>Not found</h1>" in page.text
+    assert "no page /nope" in page.text
+    assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    wrong = client.post("/api/status")
+    assert wrong.status_code == 405 and wrong.json() == {"error": "POST /api/status: use GET"}
+    assert client.get("/api/reload").json() == {"error": "GET /api/reload: use POST"}
+    assert "GET /reload: use POST" in client.get("/reload").text
