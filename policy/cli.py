@@ -717,7 +717,7 @@ def tools(
     "--against-local",
     multiple=True,
     type=click.Path(exists=True, path_type=Path),
-    help="Local plugins of the NEW configuration (repeatable).",
+    help="Local plugins of the NEW configuration (repeatable; default: the same as --local).",
 )
 @click.option(
     "--against-user-settings",
@@ -768,7 +768,7 @@ def diff(
 
         new = load_candidate(
             against_org or org,
-            against_local or (() if against_org else local),
+            against_local or local,
             against_user_settings or user_settings,
             state_dir,
             executable_tools=False,

@@ -23,6 +23,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from policy import Policy, load_policy
+from policy.explain import diff_policies
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths, build_app
 from runtime import PolicyWatcher, ReloadResult
 from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization, web_app
@@ -30,6 +31,10 @@ from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 LINT_WARNING = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serach" }\n'
 CHECK_FINDING_KEYS = ("file", "line", "code", "message")
+OPENAI = """CONFIG["LLM_PROVIDERS"] = {}
+CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "11111111-1111-4111-8111-111111111111",
+  ["InstanceName"] = "OpenAI", ["UsedLLMProvider"] = "OPEN_AI", ["Host"] = "NONE",
+  ["Hostname"] = "", ["Model"] = { ["Id"] = "gpt-4.1", ["DisplayName"] = "GPT" } }"""
 
 
 @pytest.fixture(scope="module")
@@ -589,3 +594,32 @@ def test_an_unknown_address_or_method_is_answered_in_kind(client: TestClient) ->
     assert wrong.status_code == 405 and wrong.json() == {"error": "POST /api/status: use GET"}
     assert client.get("/api/reload").json() == {"error": "GET /api/reload: use POST"}
     assert "GET /reload: use POST" in client.get("/reload").text
+
+
+def test_local_plugins_stay_on_the_new_side_of_policy_diff_as_on_the_page(
+    tmp_path: Path,
+) -> None:
+    """What `policy diff` leaves out stays as on the old side (README): with --against-org
+    only, the local plugins are on both sides, as on the page's Diff."""
+    organization = tmp_path / "org" / "only"
+    organization.mkdir(parents=True)
+    (organization / "plugin.lua").write_text(
+        DISABLE_WEB_SEARCH.replace(
+            'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }', OPENAI
+        )
+    )
+    local = tmp_path / "local" / "mine"
+    local.mkdir(parents=True)
+    (local / "plugin.lua").write_text(DISABLE_WEB_SEARCH.replace("5d1c8f0e", "7a3e0b21"))
+    assert diff_policies(
+        load_policy([organization]), load_policy([organization], [local.parent])
+    ), "the local plugin changes decisions"
+    copy = tmp_path / "copy"
+    shutil.copytree(organization.parent, copy)
+    cli = _cli(["diff", "--org", str(organization.parent), "--local", str(local.parent),
+                "--against-org", str(copy)])  # fmt: skip
+    assert cli == {"changed": 0, "changes": []}
+    paths = ConfigurationPaths(org=(organization.parent,), local=(local.parent,))
+    with TestClient(web_app(paths), base_url="http://127.0.0.1") as client:
+        answer = client.post("/api/diff", json={"org": str(copy)}).json()
+    assert answer == {**cli, "candidate_errors": []}
