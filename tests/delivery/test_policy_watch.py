@@ -158,11 +158,13 @@ async def test_run_reloads_when_a_watched_folder_changes(tmp_path: Path) -> None
     watcher = _local_watcher(folder)
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
-    await asyncio.sleep(0.5)  # let watchfiles start watching
-    _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % "read_web_page"))
-    async with asyncio.timeout(30):
-        while _disabled(watcher) != ("read_web_page",):
-            await asyncio.sleep(0.05)
+    # The first change may be read by the reload `run` starts with, the second only by watching.
+    for switched_off in ("read_web_page", "web_search"):
+        async with asyncio.timeout(30):
+            while _disabled(watcher) != (switched_off,):
+                # saved on every turn: under load watchfiles may start watching after a save
+                _write_plugin(folder, plugin_text(CONFIG_A, LOCK_OFF % switched_off))
+                await asyncio.sleep(0.2)
     stop.set()
     await task
 
@@ -337,10 +339,9 @@ async def test_a_watched_file_is_followed_across_saves_that_replace_it(tmp_path:
 
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
-    await asyncio.sleep(0.5)  # let watchfiles start watching
     for wanted in ("de-DE", "fr-FR", "it-IT"):
         async with asyncio.timeout(30):
-            while language() != wanted:
+            while language() != wanted:  # saved on every turn, as above
                 save_tool_setting(user, "web_search", "defaultLanguage", wanted)
                 await asyncio.sleep(0.5)
     stop.set()
