@@ -22,6 +22,7 @@ from policy.config_sources import (
     configuration_references,
     delivered_folder,
     delivered_home,
+    policy_directories,
     read_statuses,
 )
 from runtime import PolicyWatcher
@@ -31,6 +32,7 @@ from runtime.config_fetch import (
     MAX_UNPACKED_BYTES,
     CaBundleError,
     fetch_configurations,
+    recorded_statuses,
 )
 from tests.servers.config_server import ConfigServer, assistant_text, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
@@ -51,6 +53,12 @@ def server() -> Iterator[tuple[ConfigServer, RunningApp]]:
 
 def _reference(running: RunningApp, configuration_id: str = CONFIG_A) -> ConfigurationReference:
     return ConfigurationReference(configuration_id, running.url("/configs"), "test")
+
+
+def _status_says(state_dir: Path, reference: ConfigurationReference) -> dict[str, object]:
+    """The block `policy status --state-dir` shows for `reference` (read back from the disk)."""
+    (shown,) = recorded_statuses(state_dir, [reference], others=True)
+    return shown.document()
 
 
 def _disabled(state_dir: Path) -> tuple[str, ...]:
@@ -74,6 +82,9 @@ def test_a_fetched_configuration_is_in_force_and_a_304_keeps_it(
     assert served.requests[-1] == (f"{CONFIG_A}.zip", served.etag(CONFIG_A))
     assert second.state == "current" and second.etag == first.etag
     assert _disabled(tmp_path) == ("web_search",)  # a 304 is never read as "empty"
+    shown = _status_says(tmp_path, _reference(running))
+    assert (shown["state"], shown["etag"], shown["error"]) == ("current", first.etag, None)
+    assert shown["last_success"] == second.last_success
 
 
 def test_a_changed_archive_replaces_the_copy(
@@ -92,6 +103,8 @@ def test_a_changed_archive_replaces_the_copy(
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert status.state == "current"
     assert _disabled(tmp_path) == ("read_web_page",)
+    shown = _status_says(tmp_path, _reference(running))
+    assert (shown["state"], shown["etag"]) == ("current", served.etag(CONFIG_A))
 
 
 def _directory_with_data() -> bytes:
@@ -184,6 +197,9 @@ def test_a_server_that_is_down_or_answers_404_keeps_the_copy(
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert status.state == "last-known-good" and "404" in (status.error or "")
     assert _disabled(tmp_path) == ("web_search",)
+    shown = _status_says(tmp_path, _reference(running))
+    assert shown["state"] == "last-known-good" and "404" in str(shown["error"])
+    assert shown["last_success"] is not None and shown["last_attempt"] == status.last_attempt
 
 
 def test_an_assistant_next_to_the_configuration_is_delivered_and_stray_files_are_left_out(
@@ -221,6 +237,8 @@ def test_a_download_larger_than_the_cap_is_refused_with_or_without_a_length(
         assert status.state == "last-known-good"
         assert f"larger than {MAX_ARCHIVE_BYTES} bytes" in (status.error or "")
         assert _disabled(tmp_path) == ("web_search",)
+        shown = _status_says(tmp_path, _reference(running))
+        assert shown["state"] == "last-known-good" and shown["error"] == status.error
 
 
 def test_a_server_that_goes_away_or_stalls_never_empties_the_configuration(tmp_path: Path) -> None:
@@ -252,6 +270,7 @@ def test_a_copy_removed_by_hand_is_downloaded_again_without_a_stale_etag(
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert served.requests[-1] == (f"{CONFIG_A}.zip", None)
     assert status.state == "current" and _disabled(tmp_path) == ("web_search",)
+    assert _status_says(tmp_path, _reference(running))["state"] == "current"
 
 
 def test_an_unreachable_server_on_first_fetch_is_never_fetched(tmp_path: Path) -> None:
@@ -260,6 +279,9 @@ def test_an_unreachable_server_on_first_fetch_is_never_fetched(tmp_path: Path) -
     assert status.state == "never fetched"
     assert "could not be reached" in (status.error or "")
     assert _disabled(tmp_path) == ()
+    shown = _status_says(tmp_path, unreachable)
+    assert (shown["state"], shown["etag"], shown["last_success"]) == ("never fetched", None, None)
+    assert "could not be reached" in str(shown["error"])
 
 
 def test_an_unreferenced_configuration_is_withdrawn(
@@ -274,6 +296,7 @@ def test_an_unreferenced_configuration_is_withdrawn(
     assert not delivered_home(tmp_path, CONFIG_A).exists()
     assert _disabled(tmp_path) == ()
     assert set(read_statuses(tmp_path)) == {CONFIG_B}
+    assert [s.id for s in recorded_statuses(tmp_path, [], others=True)] == [CONFIG_B]
 
 
 def test_https_with_an_intranet_ca_bundle_and_without_it(tmp_path: Path) -> None:
@@ -289,6 +312,10 @@ def test_https_with_an_intranet_ca_bundle_and_without_it(tmp_path: Path) -> None
         (trusted,) = fetch_configurations([reference], tmp_path / "b", ca_bundle=tls.certfile)
     assert untrusted.state == "never fetched" and "certificate" in (untrusted.error or "")
     assert trusted.state == "current"
+    assert _status_says(tmp_path / "a", reference)["state"] == "never fetched"
+    assert "certificate" in str(_status_says(tmp_path / "a", reference)["error"])
+    assert _status_says(tmp_path / "b", reference)["state"] == "current"
+    assert _disabled(tmp_path / "a") == () and _disabled(tmp_path / "b") == ("web_search",)
 
 
 def test_references_from_ai_studio_environment_and_policy_files(tmp_path: Path) -> None:
@@ -436,6 +463,7 @@ def test_an_answer_that_is_not_a_configuration_keeps_the_copy_and_says_what_to_c
     served.status = status
     (failed,) = fetch_configurations([_reference(running)], tmp_path)
     assert failed.state == "last-known-good"
+    assert _status_says(tmp_path, _reference(running))["error"] == failed.error
     assert f"answered {status} for {CONFIG_A}.zip" in (failed.error or "")
     assert hint in (failed.error or "")
     assert _disabled(tmp_path) == ("web_search",)
@@ -449,6 +477,8 @@ def test_a_304_nobody_asked_for_is_not_read_as_unchanged(
     (status,) = fetch_configurations([_reference(running)], tmp_path)
     assert status.state == "never fetched" and "misbehaves" in (status.error or "")
     assert served.requests == [(f"{CONFIG_A}.zip", None)]
+    assert _status_says(tmp_path, _reference(running))["state"] == "never fetched"
+    assert _disabled(tmp_path) == ()
 
 
 def test_a_404_names_what_to_check(tmp_path: Path, server: tuple[ConfigServer, RunningApp]) -> None:
@@ -473,6 +503,7 @@ def test_an_https_server_redirecting_to_plain_http_is_refused(tmp_path: Path) ->
     assert status.state == "never fetched"
     assert "redirected" in (status.error or "") and "plain http" in (status.error or "")
     assert _disabled(tmp_path) == ()
+    assert _status_says(tmp_path, reference)["error"] == status.error
 
 
 def test_a_ca_bundle_that_is_not_pem_is_a_clear_error_before_anything_is_fetched(
@@ -522,4 +553,24 @@ def test_slots_are_matched_as_text_ordered_by_number_and_half_pairs_are_named() 
     assert any(
         "CONFIG_ID_00004" in f.message and "without a server URL" in f.message
         for f in found.findings
+    )
+
+
+def test_the_combined_list_alone_and_the_policy_folder_when_xdg_is_unset() -> None:
+    environ = {
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIGS": (
+            f" {CONFIG_B.upper()}@https://b.example.org/c ; {CONFIG_A}@https://a.example.org;"
+        )
+    }
+    found = configuration_references(environ=environ, directories=[])
+    assert found.source == "environment"
+    assert [(r.id, r.server_url) for r in found.references] == [
+        (CONFIG_B, "https://b.example.org/c"),
+        (CONFIG_A, "https://a.example.org"),
+    ]
+    assert found.references[0].download_url == f"https://b.example.org/c/{CONFIG_B}.zip"
+    assert policy_directories({}) == (Path("/etc/xdg/mindwork-ai-studio"),)
+    assert policy_directories({"XDG_CONFIG_DIRS": "/opt/a::/opt/b"}) == (
+        Path("/opt/a/mindwork-ai-studio"),
+        Path("/opt/b/mindwork-ai-studio"),
     )

@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from policy import Policy
+from policy.decision_record import decision_log_schema
 from runtime import ChatRuntime, FinalAnswer, ToolCallFinished, ToolCallStarted, TraceStatus
 from runtime.chat import Chat
 from runtime.decision_log import JsonLinesSink
@@ -61,6 +64,12 @@ async def test_a_tool_not_offered_is_refused_with_its_sensitive_arguments_masked
     assert started == traced == {"query": REDACTED, "limit": "3"}
     assert finished.trace.status is TraceStatus.BLOCKED and not finished.trace.was_executed
     assert QUERY not in _shown_text(events) and QUERY not in log.read_text()
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    jsonschema.validate(record, decision_log_schema())
+    assert [(c["tool_id"], c["status"], c["arguments"]) for c in record["calls"]] == [
+        ("search_confluence", "BLOCKED", {"query": REDACTED, "limit": "3"})
+    ]
+    assert record["calls"][0]["result_chars"] > 0 and record["calls"][0]["sources"] == []
     assert QUERY in server.bodies[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"], (
         "the model keeps what it wrote"
     )

@@ -61,7 +61,21 @@ async def _respond(
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """Every line of a decision log, each checked against the published JSON Schema."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        jsonschema.validate(line, decision_log_schema())
+    return lines
+
+
+def _validated(kept: list[DecisionRecord]) -> CallbackSink:
+    """A sink keeping each record after checking its JSON against the published JSON Schema."""
+
+    def keep(record: DecisionRecord) -> None:
+        jsonschema.validate(record.model_dump(mode="json"), decision_log_schema())
+        kept.append(record)
+
+    return CallbackSink(keep)
 
 
 async def test_a_response_with_calls_is_one_record_that_validates_and_holds_no_secret(
@@ -110,7 +124,7 @@ async def test_a_tool_the_policy_refuses_is_left_out_with_the_failed_check_and_i
     server.queue(Reply(chat_text("Hi.")))
     kept: list[DecisionRecord] = []
     openai = organization_provider(policy, OPENAI_ID, server)
-    await _respond(policy, chat, openai, CallbackSink(kept.append), ("web_search", "calculator"))
+    await _respond(policy, chat, openai, _validated(kept), ("web_search", "calculator"))
 
     (record,) = kept
     assert record.offered == ["calculator"]
@@ -126,7 +140,7 @@ async def test_a_provider_failure_is_recorded_as_an_error_class_and_still_raised
     kept: list[DecisionRecord] = []
     with pytest.raises(ProviderError):
         await _respond(
-            policy, chat, organization_provider(policy, VLLM_ID, server), CallbackSink(kept.append)
+            policy, chat, organization_provider(policy, VLLM_ID, server), _validated(kept)
         )
 
     (record,) = kept
@@ -313,7 +327,7 @@ async def test_a_provider_the_chat_refuses_is_recorded_as_refused_with_its_messa
     kept: list[DecisionRecord] = []
     openai = organization_provider(policy, OPENAI_ID, server)
     with pytest.raises(ChatRequirementError):
-        await _respond(policy, chat, openai, CallbackSink(kept.append), ("internal_notes",))
+        await _respond(policy, chat, openai, _validated(kept), ("internal_notes",))
 
     (record,) = kept
     assert record.outcome.stop_reason == "refused"
@@ -335,7 +349,7 @@ async def test_include_content_keeps_the_message_the_answer_and_each_result(
     vllm = organization_provider(policy, VLLM_ID, server)
     async with (
         client(vllm) as provider_client,
-        ChatRuntime(policy, decision_log=CallbackSink(kept.append), include_content=True) as rt,
+        ChatRuntime(policy, decision_log=_validated(kept), include_content=True) as rt,
     ):
         async for _ in rt.respond(
             chat, vllm, [QUESTION], selected_tool_ids=["internal_notes"], client=provider_client
@@ -486,7 +500,7 @@ async def test_a_provider_entry_that_cannot_become_a_client_is_still_recorded(
     openai = policy.provider(OPENAI_ID)
     assert openai is not None and openai.api_key is None
     kept: list[DecisionRecord] = []
-    async with ChatRuntime(policy, decision_log=CallbackSink(kept.append)) as runtime:
+    async with ChatRuntime(policy, decision_log=_validated(kept)) as runtime:
         with pytest.raises(ProviderConfigurationError):
             async for _ in runtime.respond(chat, openai, [QUESTION], selected_tool_ids=[]):
                 pass

@@ -174,6 +174,20 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
     assert done.returncode == 1, done.stderr
     document = json.loads(done.stdout)
     assert document["decisions"] == 3
+    assert list(document) == [
+        "decisions",
+        "changed",
+        "calls_now_blocked",
+        "providers_now_refused",
+        "providers_now_allowed",
+    ], "the contract's keys first, then the providers' flips"
+    assert all(
+        list(c)[:4] == ["decision_id", "tool_id", "before", "after"] for c in document["changed"]
+    )
+    assert all(
+        {"decision_id", "call_id", "tool_id", "reason"} <= set(c)
+        for c in document["calls_now_blocked"]
+    )
     assert {
         (c["decision_id"], c["tool_id"], c["before"], c["after"]) for c in document["changed"]
     } >= {
