@@ -4,20 +4,32 @@ SDK's in-memory exporter, and exported over OTLP/HTTP to a loopback collector.""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
-from policy import Policy
+from policy import Policy, load_policy
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+from policy.vocabulary import ToolOutboundData
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
 from runtime.decision_log import CallbackSink
+from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.tracing import tracer
-from tests.e2e._kit import API_KEY, VLLM_ID, client, organization_provider
+from tests.e2e._kit import API_KEY, ORGANIZATION, VLLM_ID, client, organization_provider
+from tests.servers.loopback import running_app
 from tests.servers.otlp_server import running_otlp_server
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
@@ -197,3 +209,59 @@ async def test_records_go_out_as_opentelemetry_log_records_next_to_the_spans(
     assert [c["status"] for c in body["calls"]] == ["SUCCESS", "ERROR"]
     text = json.dumps(body)
     assert API_KEY not in text and CANARY not in text and "It is 42" not in text
+
+
+class _TicketLookupTool(DefinedTool):
+    """An app's HTTP tool instrumented the OpenTelemetry way: it injects the current context
+    into its request headers (what an httpx instrumentation does)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            ToolDefinition(
+                id="ticket_lookup",
+                implementation_key="ticket_lookup",
+                function=ToolFunction(name="ticket_lookup", description_for_llm="Find a ticket."),
+            ),
+            display_name="Ticket lookup",
+            outbound_data=ToolOutboundData.NONE,
+        )
+        self.url = url
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult:
+        from opentelemetry.propagate import inject
+
+        headers: dict[str, str] = {}
+        inject(headers)
+        async with httpx.AsyncClient() as http:
+            answer = await http.get(self.url, headers=headers)
+        return ToolExecutionResult(text_content=answer.text)
+
+
+async def test_an_http_tool_sends_the_traceparent_of_its_tool_span(
+    example_tools: ModuleType, chat: Chat, server: ProviderServer
+) -> None:
+    received: list[str] = []
+
+    async def ticket(request: Request) -> PlainTextResponse:
+        received.append(request.headers.get("traceparent", ""))
+        return PlainTextResponse("Ticket 12: VPN drops.")
+
+    with running_app(Starlette(routes=[Route("/ticket", ticket)])) as tickets:
+        tool = _TicketLookupTool(tickets.url("/ticket"))
+        policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), tool])
+        server.queue(
+            Reply([chat_call(0, "call_1", "ticket_lookup", "{}")]),
+            Reply(chat_text("Ticket 12.")),
+        )
+        provider, exporter = _provider()
+        await _respond(policy, chat, server, provider, ("ticket_lookup",))
+
+    (tool_span,) = [
+        s for s in exporter.get_finished_spans() if s.name == "execute_tool ticket_lookup"
+    ]
+    (traceparent,) = received
+    version, trace_id, parent_id, _flags = traceparent.split("-")
+    assert version == "00" and trace_id == f"{tool_span.context.trace_id:032x}"
+    assert parent_id == f"{tool_span.context.span_id:016x}", "the tool's span is the parent"
