@@ -126,7 +126,8 @@ class CallRecord(_Model):
     status_message: str = ""
     demands: CallDemandsRecord = Field(default_factory=CallDemandsRecord)
     sources: list[str] = Field(default_factory=list)
-    """Addresses of the sources the result cited (user info masked), never their text."""
+    """Addresses of the sources the result cited as logs show them (no user info or fragment,
+    parameter values masked: a signed link's query is a credential), never their text."""
 
 
 class OutcomeRecord(_Model):

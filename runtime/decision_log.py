@@ -97,6 +97,11 @@ class JsonLinesSink:
                 f"backups={backups}."
             )
         self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(
+                f"JsonLinesSink needs a file to append to, got the folder {str(path)!r}; name a "
+                "file such as decisions.jsonl."
+            )
         self._max_bytes = max_bytes
         self._backups = backups
         self._lock = threading.Lock()
@@ -415,7 +420,7 @@ class DecisionRecorder:
                 result_chars=_result_chars(trace),
                 status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
                 demands=_demands(outcome),
-                sources=[without_user_info(s.url) for s in outcome.sources] if outcome else [],
+                sources=_cited(outcome),
             )
         )
         if self._content is not None:
@@ -529,6 +534,15 @@ def redacted_error_message(message: str, secrets: Sequence[str] = ()) -> str:
     message = _ADDRESS.sub(lambda m: redact_url_for_log(m.group(0)), message)
     message = without_user_info(" ".join(message.split()))
     return message[:_MAX_ERROR_MESSAGE]
+
+
+def _cited(outcome: ToolCallOutcome | None) -> list[str]:
+    """The addresses a result cited, as logs show them (`redact_url_for_log`)."""
+    if outcome is None or not outcome.sources:
+        return []
+    from runtime.web.addresses import redact_url_for_log
+
+    return [redact_url_for_log(source.url) for source in outcome.sources]
 
 
 def _demands(outcome: ToolCallOutcome | None) -> CallDemandsRecord:

@@ -9,6 +9,7 @@ and streams its events. Nothing here decides on its own: the registry decides, t
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -80,8 +81,8 @@ class ChatRuntime:
     `services` are the shared objects tools may use (`ToolServices`, e.g. its `guard`);
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
-    `respond` (e.g. a `JsonLinesSink`), written from a bounded queue that never holds a response
-    up (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
+    `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
+    a `CallbackSink`), written from a bounded queue that never holds a response up (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
     message and result text to each record. Spans go to `tracer_provider` (default: the global
     OpenTelemetry provider; nothing is built while none is configured). Build a new one when the
     policy changes.
@@ -112,7 +113,7 @@ class ChatRuntime:
         mailbox_name: Callable[[str], str | None] | None = None,
         loop: ToolCallingLoop | None = None,
         limits: LoopLimits | None = None,
-        decision_log: DecisionSink | None = None,
+        decision_log: DecisionSink | str | os.PathLike[str] | None = None,
         include_content: bool = False,
         mcp: McpSessions | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
@@ -454,12 +455,20 @@ class ChatRuntime:
         )
 
 
-def _queued(sink: DecisionSink | None) -> QueuedSink | None:
-    """The sink behind a bounded queue, so writing a record never holds up a response."""
+def _queued(sink: DecisionSink | str | os.PathLike[str] | None) -> QueuedSink | None:
+    """The sink behind a bounded queue, so writing a record never holds up a response; a path is
+    a JSON Lines file (the default sink)."""
     if sink is None:
         return None
-    from runtime.decision_log import QueuedSink
+    from runtime.decision_log import JsonLinesSink, QueuedSink
 
+    if isinstance(sink, str | os.PathLike):
+        sink = JsonLinesSink(sink)
+    elif not callable(getattr(sink, "write", None)):
+        raise TypeError(
+            f"ChatRuntime(decision_log=...) takes a file path or a sink with write(record), "
+            f"got {type(sink).__name__}."
+        )
     return sink if isinstance(sink, QueuedSink) else QueuedSink(sink)
 
 

@@ -10,18 +10,23 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+from uuid import RFC_4122
 
 import jsonschema
 import pytest
 
-from policy import Policy
+from policy import Policy, load_policy
 from policy.configuration import ProviderConfig
-from policy.decision_record import DecisionRecord, decision_log_schema
+from policy.decision_record import DecisionRecord, decision_log_schema, uuid7
 from policy.decision_summary import parse_since
-from policy.vocabulary import ConfidenceLevel
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+from policy.vocabulary import ConfidenceLevel, ToolOutboundData
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
 from runtime.chat import ChatRequirementError
 from runtime.decision_log import (
@@ -30,6 +35,8 @@ from runtime.decision_log import (
     QueuedSink,
     redacted_error_message,
 )
+from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.messages import Source
 from tests.e2e._kit import (
     API_KEY,
     OPENAI_ID,
@@ -509,3 +516,91 @@ async def test_a_provider_entry_that_cannot_become_a_client_is_still_recorded(
     assert record.outcome.stop_reason == "error"
     assert record.outcome.error_class == "ProviderConfigurationError"
     assert record.outcome.error_message
+
+
+class _CitingTool(DefinedTool):
+    """An app's search tool whose result cites an address with user info and a signed query."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            ToolDefinition(
+                id="wiki_search",
+                implementation_key="wiki_search",
+                function=ToolFunction(name="wiki_search", description_for_llm="Search the wiki."),
+            ),
+            display_name="Wiki search",
+            outbound_data=ToolOutboundData.NONE,
+        )
+
+    async def execute(
+        self, arguments: Mapping[str, Any], context: ToolExecutionContext
+    ) -> ToolExecutionResult:
+        return ToolExecutionResult(
+            text_content="The VPN page says: reconnect.",
+            sources=(Source("VPN", CITED),),
+        )
+
+
+CITED = "https://bob:hunter2@wiki.example.org/vpn?sig=s1gn3d-7f&page=2#top"
+
+
+async def test_a_call_records_the_addresses_it_cited_never_their_secrets(
+    example_tools: ModuleType, chat: Chat, server: ProviderServer
+) -> None:
+    policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), _CitingTool()])
+    server.queue(
+        Reply([chat_call(0, "call_1", "wiki_search", "{}"), chat_usage(90, 7)]),
+        Reply([*chat_text("Reconnect."), chat_usage(120, 3)]),
+    )
+    kept: list[DecisionRecord] = []
+    vllm = organization_provider(policy, VLLM_ID, server)
+    await _respond(policy, chat, vllm, _validated(kept), ("wiki_search",))
+
+    (record,) = kept
+    (call,) = record.calls
+    assert (call.tool_id, call.status) == ("wiki_search", "SUCCESS")
+    assert call.sources == ["https://wiki.example.org/vpn?sig=*****&page=*****"]
+    assert call.result_chars == len("The VPN page says: reconnect.")
+    text = record.model_dump_json()
+    for secret in ("bob", "hunter2", "s1gn3d-7f", "reconnect"):
+        assert secret not in text, secret
+    configured = policy.provider(VLLM_ID)
+    assert configured is not None
+    assert record.provider.model_dump() == {
+        "id": VLLM_ID,
+        "kind": configured.kind.value,
+        "host": configured.host,
+        "model": configured.model,
+        "confidence": policy.registry.provider_confidence(configured).name,
+    }
+    assert record.usage.model_dump() == {"input_tokens": 90, "output_tokens": 7}, "first round"
+
+
+def test_decision_ids_are_uuid7_in_the_order_they_were_made() -> None:
+    before = time.time_ns() // 1_000_000
+    made = []
+    for _ in range(3):
+        made.append(uuid7())
+        time.sleep(0.002)
+    after = time.time_ns() // 1_000_000
+    assert all(u.version == 7 and u.variant == RFC_4122 for u in made)
+    assert all(before <= u.int >> 80 <= after for u in made), "the first 48 bits are Unix ms"
+    assert sorted(made) == made and sorted(str(u) for u in made) == [str(u) for u in made]
+    assert len({uuid7() for _ in range(1000)}) == 1000
+
+
+async def test_a_file_path_is_a_json_lines_log_and_anything_else_must_be_a_sink(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    server.queue(Reply(chat_text("Hi.")))
+    log = tmp_path / "decisions.jsonl"
+    await _respond(policy, chat, organization_provider(policy, VLLM_ID, server), str(log))
+    (record,) = _lines(log)
+    assert record["outcome"]["stop_reason"] == "final_answer"
+
+    with pytest.raises(TypeError, match=r"a file path or a sink with write\(record\), got int"):
+        ChatRuntime(policy, decision_log=7)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"got the folder .*; name a file such as decisions\.jsonl"
+    ):
+        ChatRuntime(policy, decision_log=tmp_path)
