@@ -20,10 +20,10 @@ from policy._lua_rewrite import NO_CONSTRUCTORS, prepare_chunk
 
 _COMPILER_SOURCE = b"""
 local load, dump = load, string.dump
-return function(source, name)
+return function(source, name, strip)
   local chunk, problem = load(source, name, "t", {})
   if chunk == nil then return nil, problem end
-  return dump(chunk)
+  return dump(chunk, strip)
 end
 """
 _COMPILER_MEMORY = 256 * 1024 * 1024
@@ -45,7 +45,9 @@ def chunk_name(file_index: int) -> bytes:
     return b"=@%d" % file_index
 
 
-def _compile_text(source: str, name: bytes) -> tuple[bytes | None, str | None]:
+def _compile_text(
+    source: str, name: bytes, *, strip: bool = False
+) -> tuple[bytes | None, str | None]:
     global _compiler
     with _lock:
         if _compiler is None:
@@ -59,7 +61,7 @@ def _compile_text(source: str, name: bytes) -> tuple[bytes | None, str | None]:
                 unpack_returned_tuples=True,
             )
             _compiler = runtime.execute(_COMPILER_SOURCE)
-        outcome = _compiler(source.encode(), name)
+        outcome = _compiler(source.encode(), name, strip)
     if isinstance(outcome, tuple):
         problem = outcome[1]
         return None, problem.decode("utf-8", "replace") if isinstance(problem, bytes) else str(
@@ -86,7 +88,7 @@ def compile_chunk(text: str, file_index: int, first_constructor: int) -> Compile
 
 @lru_cache(maxsize=1)
 def prelude_bytecode() -> bytes:
-    bytecode, problem = _compile_text(PRELUDE, b"=sandbox")
+    bytecode, problem = _compile_text(PRELUDE, b"=sandbox", strip=True)
     if bytecode is None:
         raise RuntimeError(f"the sandbox prelude does not compile: {problem}")
     return bytecode

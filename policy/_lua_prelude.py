@@ -157,6 +157,9 @@ proxy_meta.__newindex = function(proxy, key, value)
 end
 proxy_meta.__len = function(proxy) return #rawget(proxy, REAL) end
 local function plugin_next(t, key)
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'next' (table expected, got " .. type(t) .. ")", 2)
+  end
   local real = field(t, REAL)
   if real ~= nil then return next(real, key) end
   return next(t, key)
@@ -207,7 +210,16 @@ local string_copy = copy(string, "dump")
 getmetatable("").__index = string_copy
 local string_view = readonly({__index = string_copy}, "the string metatable")
 
+-- The wrappers check their arguments as the functions they stand for do: the prelude is loaded
+-- without debug information, so an error raised inside it could not name the function.
+local function expect_table(value, position, name)
+  if type(value) ~= "table" then
+    error(s_format("bad argument #%d to '%s' (table expected, got %s)", position, name, type(value)), 3)
+  end
+end
+
 local function plugin_rawget(t, key)
+  expect_table(t, 1, "rawget")
   local real = field(t, REAL)
   if real == nil then return rawget(t, key) end
   local value = rawget(real, key)
@@ -216,6 +228,7 @@ local function plugin_rawget(t, key)
 end
 
 local function plugin_rawset(t, key, value)
+  expect_table(t, 1, "rawset")
   if rawequal(t, string_view) then error("the string metatable is read-only", 2) end
   if field(t, REAL) == nil then return rawset(t, key, value) end
   tracked_set(t, key, value)
@@ -223,10 +236,18 @@ local function plugin_rawset(t, key, value)
 end
 
 local function plugin_rawlen(v)
+  local kind = type(v)
+  if kind ~= "table" and kind ~= "string" then
+    error("bad argument #1 to 'rawlen' (table or string expected, got " .. kind .. ")", 2)
+  end
   return rawlen(field(v, REAL) or v)
 end
 
 local function plugin_setmetatable(t, meta)
+  expect_table(t, 1, "setmetatable")
+  if meta ~= nil and type(meta) ~= "table" then
+    error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
+  end
   if field(t, REAL) == nil then
     meta = field(meta, REAL) or meta  -- Lua reads metamethods raw, so hand it the real table
     -- Lua runs finalizers with hooks switched off, out of the budget's reach.
@@ -234,9 +255,6 @@ local function plugin_setmetatable(t, meta)
       error("finalizers (__gc) are not available in configuration plugins", 2)
     end
     return setmetatable(t, meta)
-  end
-  if meta ~= nil and type(meta) ~= "table" then
-    error("bad argument #2 to 'setmetatable' (nil or table expected)", 2)
   end
   local current = rawget(t, META)
   if current ~= nil and meta_field(current, "__metatable") ~= nil then
@@ -275,6 +293,9 @@ local function plugin_xpcall(f, handler, ...)
 end
 
 local function plugin_create(f)
+  if type(f) ~= "function" then
+    error("bad argument #1 to 'create' (function expected, got " .. type(f) .. ")", 2)
+  end
   local thread = co_create(f)
   threads[thread] = true
   sethook(thread, hook, "", state.hook_count)
@@ -282,6 +303,9 @@ local function plugin_create(f)
 end
 
 local function plugin_wrap(f)
+  if type(f) ~= "function" then
+    error("bad argument #1 to 'wrap' (function expected, got " .. type(f) .. ")", 2)
+  end
   local thread = plugin_create(f)
   return function(...)
     local result = t_pack(co_resume(thread, ...))
@@ -350,6 +374,12 @@ do
     if math_type(n) ~= "integer" then n = tointeger(fmod(n, 4294967296.0)) or 0 end
     return n & MASK
   end
+  local function count(n, i)
+    if type(n) ~= "number" then
+      error("bad argument #" .. i .. " to bit32 function (number expected, got " .. type(n) .. ")", 3)
+    end
+    return floor(n)
+  end
   local function shift(x, n)
     if n <= -32 or n >= 32 then return 0 end
     if n >= 0 then return (x << n) & MASK end
@@ -380,19 +410,19 @@ do
   end
   function bit32.btest(...) return bit32.band(...) ~= 0 end
   function bit32.bnot(x) return (~u32(x, 1)) & MASK end
-  function bit32.lshift(x, n) return shift(u32(x, 1), floor(n)) end
-  function bit32.rshift(x, n) return shift(u32(x, 1), -floor(n)) end
+  function bit32.lshift(x, n) return shift(u32(x, 1), count(n, 2)) end
+  function bit32.rshift(x, n) return shift(u32(x, 1), -count(n, 2)) end
   function bit32.arshift(x, n)
-    x, n = u32(x, 1), floor(n)
+    x, n = u32(x, 1), count(n, 2)
     if n <= 0 or x & 0x80000000 == 0 then return shift(x, -n) end
     if n >= 32 then return MASK end
     return ((x >> n) | (MASK << (32 - n))) & MASK
   end
   function bit32.lrotate(x, n)
-    x, n = u32(x, 1), floor(n) % 32
+    x, n = u32(x, 1), count(n, 2) % 32
     return ((x << n) | (x >> (32 - n))) & MASK
   end
-  function bit32.rrotate(x, n) return bit32.lrotate(x, -floor(n)) end
+  function bit32.rrotate(x, n) return bit32.lrotate(x, -count(n, 2)) end
   function bit32.extract(n, field, width)
     local f, m = field_mask(field, width, 2)
     return (u32(n, 1) >> f) & m

@@ -513,40 +513,44 @@ def _location(files: list[str], file_index: int, line: int) -> SourceLocation:
 def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
     """Builds the result from the sandbox's JSON (shape described in `_lua_prelude`)."""
     root = json.loads(encoded.decode("utf-8", "replace"))
-    cache: dict[int, SourceLocation] = {}
-
-    def location(packed: int | None) -> SourceLocation | None:
-        if packed is None:
-            return None
-        known = cache.get(packed)
-        if known is None:
-            known = cache[packed] = _location(files, packed >> 32, packed & 0xFFFFFFFF)
-        return known
-
-    def table(node: list[Any]) -> LuaTable:
-        keys = node[1::3]
-        values = node[2::3]
-        for index, item in enumerate(values):  # scalars stay as they are, in place
-            kind = type(item)
-            if kind is list:
-                values[index] = table(item)
-            elif kind is dict:
-                values[index] = LuaFunction(location(item["f"]))
-        entries = dict(zip(keys, values, strict=True))
-        locations = {}
-        for key, packed in zip(keys, node[3::3], strict=True):
-            if packed is not None:
-                known = cache.get(packed)
-                locations[key] = known if known is not None else location(packed)
-        return LuaTable(
-            MappingProxyType(entries),
-            MappingProxyType(locations),  # type: ignore[arg-type]
-            location(node[0]),
-        )
-
-    top = table(root)
+    top = _decode_table(root, files, {})
     globals_ = {key: item for key, item in top.entries.items() if isinstance(key, str)}
     global_locations = {key: where for key, where in top.locations.items() if isinstance(key, str)}
     return LuaRunResult(
         MappingProxyType(globals_), MappingProxyType(global_locations), tuple(files)
+    )
+
+
+def _decode_location(
+    packed: int | None, files: list[str], cache: dict[int, SourceLocation]
+) -> SourceLocation | None:
+    if packed is None:
+        return None
+    known = cache.get(packed)
+    if known is None:
+        known = cache[packed] = _location(files, packed >> 32, packed & 0xFFFFFFFF)
+    return known
+
+
+def _decode_table(node: list[Any], files: list[str], cache: dict[int, SourceLocation]) -> LuaTable:
+    """One encoded table (`[location, key, value, location, ...]`); plain recursion, so the
+    decoding leaves no reference cycle behind for the garbage collector."""
+    keys = node[1::3]
+    values = node[2::3]
+    for index, item in enumerate(values):  # scalars stay as they are, in place
+        kind = type(item)
+        if kind is list:
+            values[index] = _decode_table(item, files, cache)
+        elif kind is dict:
+            values[index] = LuaFunction(_decode_location(item["f"], files, cache))
+    entries = dict(zip(keys, values, strict=True))
+    locations = {}
+    for key, packed in zip(keys, node[3::3], strict=True):
+        if packed is not None:
+            known = cache.get(packed)
+            locations[key] = known if known is not None else _decode_location(packed, files, cache)
+    return LuaTable(
+        MappingProxyType(entries),
+        MappingProxyType(locations),  # type: ignore[arg-type]
+        _decode_location(node[0], files, cache),
     )

@@ -703,3 +703,33 @@ def test_bit32_refuses_bad_arguments_with_the_line(source: str, message: str) ->
     with pytest.raises(LuaSandboxError) as refused:
         _run(source)
     assert message in str(refused.value) and ":1:" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("rawget(1)", "bad argument #1 to 'rawget' (table expected, got number)"),
+        ("rawset(1, 2, 3)", "bad argument #1 to 'rawset' (table expected, got number)"),
+        ("rawlen(5)", "bad argument #1 to 'rawlen' (table or string expected, got number)"),
+        ("setmetatable(1, {})", "bad argument #1 to 'setmetatable' (table expected, got number)"),
+        ("setmetatable({}, 5)", "bad argument #2 to 'setmetatable' (nil or table expected)"),
+        ("next(5)", "bad argument #1 to 'next' (table expected, got number)"),
+        ("coroutine.create(5)", "bad argument #1 to 'create' (function expected, got number)"),
+        ("coroutine.wrap(5)", "bad argument #1 to 'wrap' (function expected, got number)"),
+        (
+            'X = bit32.lshift(1, "x")',
+            "bad argument #2 to bit32 function (number expected, got string)",
+        ),
+        (
+            "X = bit32.rrotate(1, {})",
+            "bad argument #2 to bit32 function (number expected, got table)",
+        ),
+    ],
+)
+def test_sandbox_functions_name_themselves_in_argument_errors(source: str, message: str) -> None:
+    """The sandbox's stand-ins for standard functions report a bad argument as Lua does, at the
+    plugin's line, naming the function and never a line of the sandbox's own code."""
+    with pytest.raises(LuaSandboxError) as refused:
+        _run(source)
+    assert str(refused.value).endswith(f":1: {message}")
+    assert "sandbox" not in str(refused.value) and "'?'" not in str(refused.value)
