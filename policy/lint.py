@@ -7,6 +7,7 @@ the file:line of the entry it is about. Rules never change anything and never ra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from policy.provenance import SourceLocation
 from policy.resolve import field_problem, setting_choices, setting_text
 from policy.secrets import is_encrypted
 from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
-from policy.suggest import did_you_mean
+from policy.suggest import HintBudget
 from policy.vocabulary import ProviderKind, ToolActivation
 
 if TYPE_CHECKING:
@@ -91,15 +92,16 @@ class _Context:
         self.configuration = configuration
         self.definitions = definitions
         self.is_known = is_known
-        self.reported: dict[SourceLocation | None, list[str]] = {}
-        for finding in reported:
-            self.reported.setdefault(finding.location, []).append(finding.message)
+        self.said = {
+            (finding.location, key) for finding in reported for key in _named_keys(finding.message)
+        }
         self.known_tools = ", ".join(sorted(definitions)) or "none"
+        self.hints = HintBudget()
 
-    def already_said(self, location: SourceLocation | None, mentioning: str) -> bool:
-        """Loading already reported this place (e.g. an unknown key); lint adds nothing.
-        Looked up by place, so lint stays linear in the number of findings."""
-        return any(mentioning in message for message in self.reported.get(location, ()))
+    def already_said(self, location: SourceLocation | None, key: str) -> bool:
+        """Loading already reported `key` (as `["key"]`) at this place; lint adds nothing.
+        One set lookup, so lint stays linear however many findings share a line (a loop)."""
+        return (location, key) in self.said
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.configuration.setting(key)
@@ -126,6 +128,14 @@ class _Context:
         return self.known_tools
 
 
+_NAMED_KEY = re.compile(r'\["(.*?)"\]')
+
+
+def _named_keys(message: str) -> list[str]:
+    """The keys a message names in `["key"]` form (how loading names a setting it reports)."""
+    return _NAMED_KEY.findall(message)
+
+
 def _warning(code: str, message: str, location: SourceLocation | None) -> Finding:
     return Finding(Severity.WARNING, code, message, location)
 
@@ -142,7 +152,7 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     def unknown(tool_id: str, where: str, location: SourceLocation | None) -> Finding:
         return _warning(
             "unknown-tool-id",
-            f"{where} names the unknown tool '{tool_id}'{did_you_mean(tool_id, c.definitions)} "
+            f"{where} names the unknown tool '{tool_id}'{c.hints.did_you_mean(tool_id, c.definitions)} "
             f"(known: {c.known_list()}); "
             "it has no effect unless a tool of that id is installed",
             location,
@@ -183,7 +193,7 @@ def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
         ):
             yield _warning(
                 "unknown-datatools-key",
-                f'unknown key "{key}"{unknown_key_hint(base)}; toolpolicy ignores it. '
+                f'unknown key "{key}"{unknown_key_hint(base, c.hints)}; toolpolicy ignores it. '
                 f"DataTools keys: {known}",
                 setting.origin.location,
             )
@@ -203,7 +213,7 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                 yield _warning(
                     "unknown-tool-setting",
                     f'{key}["{entry}"]: {tool_id} has no setting "{field_name}"'
-                    f"{did_you_mean(field_name, properties)} "
+                    f"{c.hints.did_you_mean(field_name, properties)} "
                     f"(its settings: {fields}); the entry has no effect",
                     location,
                 )

@@ -49,6 +49,7 @@ from policy.settings_keys import (
     setting_key,
     unknown_key_hint,
 )
+from policy.suggest import HintBudget
 from policy.vocabulary import PROVIDER_KIND_NAMES, DataSecurity, PluginOrigin, ProviderKind
 
 if TYPE_CHECKING:
@@ -283,6 +284,7 @@ class _Loader:
         self.issues: list[Finding] = []
         self.warnings: list[Finding] = []
         self.unused: list[Finding] = []
+        self.hints = HintBudget()
         self.plugin_id = ""
         self.name = ""
 
@@ -548,7 +550,7 @@ class _Loader:
         spec = setting_key(key)
         if spec is None or not spec.used_by_toolpolicy:
             if spec is None:
-                reason = f"not a setting toolpolicy knows{unknown_key_hint(key)}"
+                reason = f"not a setting toolpolicy knows{unknown_key_hint(key, self.hints)}"
             elif spec.replaced_by:
                 reason = (
                     "a retired AI Studio setting that neither toolpolicy nor current AI Studio "

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.vocabulary import (
     COMPONENT_NAMES,
@@ -26,6 +26,9 @@ from policy.vocabulary import (
     DataSourceRetrievalMode,
     OutboundDataRestriction,
 )
+
+if TYPE_CHECKING:
+    from policy.suggest import HintBudget
 
 OVERRIDE_SUFFIX = ".AllowUserOverride"
 
@@ -371,11 +374,12 @@ def companion_of(name: str) -> str:
     return name[: -len(OVERRIDE_SUFFIX)]
 
 
-def unknown_key_hint(name: str) -> str:
-    """A near-miss suggestion for an unknown key (case slips are the common typo)."""
+def unknown_key_hint(name: str, budget: HintBudget | None = None) -> str:
+    """A near-miss suggestion for an unknown key (case slips are the common typo); with a
+    `budget`, only while it lasts."""
     from policy.suggest import closest_name
 
-    match = closest_name(name, SETTING_KEYS)
+    match = budget.closest_name(name, SETTING_KEYS) if budget else closest_name(name, SETTING_KEYS)
     if match is None:
         return ""
     case = " keys are case-sensitive" if match.lower() == name.lower() else ""

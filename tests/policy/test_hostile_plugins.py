@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from policy import _lua_worker, lua_sandbox
+from policy import _lua_worker, lua_sandbox, suggest
 from policy.cli import cli
 from policy.lint import lint_configuration
 from policy.lua_sandbox import WALL_SECONDS_VARIABLE, SandboxLimits, stop_sandbox_worker
@@ -219,8 +219,9 @@ def test_the_data_a_plugin_hands_back_is_capped_with_a_clear_error(
     tmp_path: Path, text: str, message: str
 ) -> None:
     plugin = _bomb_plugin(tmp_path / "big", text)
+    roomy = SandboxLimits(wall_seconds=30)  # the data caps, not a busy machine's clock, decide
     with pytest.raises(PluginLoadError) as caught:
-        load_plugin(plugin, PluginOrigin.ORGANIZATION)
+        load_plugin(plugin, PluginOrigin.ORGANIZATION, roomy)
     assert message in caught.value.message
     assert caught.value.findings[0].location is not None
     assert caught.value.findings[0].location.file == str(plugin)
@@ -263,17 +264,58 @@ def _disabled_ids(folder: Path, count: int) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("shape", [_unknown_keys, _disabled_ids], ids=["keys", "disabled ids"])
+def _looped_unknown_keys(folder: Path, count: int) -> Path:
+    """Unknown keys set in a loop: every finding about them shares one line."""
+    loop = (
+        f"for i = 1, {count} do "
+        'CONFIG["SETTINGS"]["DataTools.Unknown" .. string.format("%05d", i)] = "x" end'
+    )
+    write_plugin(folder / "loop", loop, ID=f'"{uuid.uuid4()}"')
+    return folder
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [_unknown_keys, _looped_unknown_keys, _disabled_ids],
+    ids=["keys", "keys on one line", "disabled ids"],
+)
 def test_loading_merging_and_linting_grow_linearly(tmp_path: Path, shape: Any) -> None:
-    def work(count: int) -> int:
+    def work(count: int) -> tuple[int, int]:
+        """Calls made loading and merging, and calls made linting (apart, so that neither
+        hides the other's growth)."""
         folder = shape(tmp_path / str(count), count)
-
-        def load_and_lint() -> None:
-            configuration = load_configuration([folder])
-            lint_configuration(configuration, {}, None, configuration.findings)
-
-        load_and_lint()  # compiled and cached once, so both sizes are measured alike
-        return _python_calls(load_and_lint)  # names of one length: alike but for their count
+        load_configuration([folder])  # compiled and cached once, so both sizes are measured alike
+        loaded: list[Any] = []
+        loading = _python_calls(lambda: loaded.append(load_configuration([folder])))
+        configuration = loaded[0]
+        linting = _python_calls(
+            lambda: lint_configuration(configuration, {}, None, configuration.findings)
+        )
+        return loading, linting  # names of one length: alike but for their count
 
     small, large = work(100), work(1000)
-    assert large < 12 * small, (small, large)  # linear: 10x the work; quadratic: 100x
+    for part, before, after in zip(("load", "lint"), small, large, strict=True):
+        assert after < 12 * before, (part, before, after)  # linear: 10x; quadratic: 100x
+
+
+def test_did_you_mean_hints_stop_after_a_budget_so_unknown_names_cost_little(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    searched: list[str] = []
+    search = suggest.closest_name
+
+    def counted(wanted: str, known: Any) -> str | None:
+        searched.append(wanted)
+        return search(wanted, known)
+
+    monkeypatch.setattr(suggest, "closest_name", counted)
+    near_misses = 'for i = 1, 1000 do CONFIG["SETTINGS"]["DataTools.EnableTool" .. i] = true end'
+    write_plugin(tmp_path / "typos", near_misses, ID=f'"{uuid.uuid4()}"')
+    configuration = load_configuration([tmp_path])
+    later = lint_configuration(configuration, {}, None, configuration.findings)
+    unknown = [f for f in configuration.findings if f.code == "not-used-by-toolpolicy"]
+    assert len(unknown) == 1000
+    hinted = [f for f in unknown if 'did you mean "DataTools.EnableTools"?' in f.message]
+    assert hinted == unknown[: suggest.MAX_HINTS]
+    assert len(searched) == suggest.MAX_HINTS  # each search compares with every known key
+    assert not [f for f in later if f.code == "unknown-datatools-key"], "said once, at loading"
