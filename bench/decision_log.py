@@ -10,11 +10,13 @@ time per round is reported for:
 - JSONL sink: `decision_log=JsonLinesSink(tmp file)` (the queue's writer thread counts too);
 - no-op tracer: `tracer_provider=NoOpTracerProvider()` (toolpolicy builds no span);
 - OTel on: the SDK's `TracerProvider` with a `BatchSpanProcessor` over an exporter that drops
-  the spans (span building and processing, no export I/O).
+  the spans (span building and processing, no export I/O);
+- SDK floor: the same SDK making the spans of one answer directly (no toolpolicy code), so the
+  OTel figure splits into what the SDK costs anyone and what is ours.
 
-The variants take turns in slices of the run, so a busy machine slows them alike.
-
-Overhead is each figure against plain (target: ≤ 5% for the JSONL sink and for OTel, ≈ 0 for the
+The variants take turns in slices of the run (in a rotating order), so a busy machine slows them
+alike; a variant's overhead is the median over the slices of its ratio to plain in the same
+slice. Overhead is each figure against plain (target: ≤ 5% for the JSONL sink and for OTel, ≈ 0 for the
 no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
 same policy (target ≥ 20,000 decisions/s). Needs the `[otel]` extra for the OTel figure. This is
 not a test: it asserts nothing and only reports.
@@ -45,9 +47,13 @@ from loop_overhead import (
 TOOL_COUNT = 100
 
 
-def measure(count: int, variants: dict[str, dict[str, Any]], passes: int = 6) -> dict[str, float]:
+def measure(
+    count: int, variants: dict[str, dict[str, Any]], passes: int = 12
+) -> tuple[dict[str, float], dict[str, float]]:
     """Median CPU µs per round of `respond` from memory for each variant (ChatRuntime keyword
-    arguments), the variants taking turns in `passes` slices so drift hits them alike."""
+    arguments), and each variant's overhead against the first one: the median over `passes`
+    slices of the ratio within a slice. The variants take turns, in a rotating order, so drift
+    and a background writer still busy from the slice before hit them alike."""
     from runtime import Chat, ChatMessage, ChatRuntime, FinalAnswer, MemoryChatStore, Role
 
     _, provider, policy = _our_setup("http://127.0.0.1:9/v1")
@@ -55,13 +61,16 @@ def measure(count: int, variants: dict[str, dict[str, Any]], passes: int = 6) ->
     question = [ChatMessage(Role.USER, "What is 6 * 7?")]
     store = MemoryChatStore()
     samples: dict[str, list[float]] = {name: [] for name in variants}
+    per_pass: dict[str, list[float]] = {name: [] for name in variants}
 
     async def run() -> None:
         client = _recorded_client(provider)
         number = 0
+        names = list(runtimes)
         try:
-            for _ in range(passes):
-                for name, assistant in runtimes.items():
+            for turn in range(passes):
+                for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                    assistant = runtimes[name]
 
                     async def conversation(assistant: Any = assistant) -> None:
                         nonlocal number
@@ -73,14 +82,69 @@ def measure(count: int, variants: dict[str, dict[str, Any]], passes: int = 6) ->
                             if isinstance(event, FinalAnswer):
                                 assert event.text.startswith("word0"), event
 
-                    samples[name] += await _cpu_per_round(conversation, count // passes)
+                    taken = await _cpu_per_round(conversation, max(count // passes, 5))
+                    samples[name] += taken
+                    per_pass[name].append(statistics.median(taken))
         finally:
             await client.aclose()
             for assistant in runtimes.values():
                 await assistant.aclose()
 
     asyncio.run(run())
-    return {name: statistics.median(values) for name, values in samples.items()}
+    first = next(iter(variants))
+    overhead = {
+        name: statistics.median(
+            value / base - 1 for value, base in zip(values, per_pass[first], strict=True)
+        )
+        for name, values in per_pass.items()
+        if name != first
+    }
+    return {name: statistics.median(values) for name, values in samples.items()}, overhead
+
+
+def measure_sdk_floor(sdk: Any, count: int) -> float:
+    """Median CPU µs per round for the SDK alone to make the spans one two-round answer makes
+    (the response, two rounds, one tool call, nested, with as many attributes as ours): what
+    any instrumentation pays with the SDK on, ours or not."""
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
+    tracer = sdk.get_tracer("bench-floor")
+    root_attributes = {f"a.{n}": "value" for n in range(9)}
+    samples: list[float] = []
+    for number in range(count + 20):
+        started = time.process_time()
+        root = tracer.start_span("invoke_agent toolpolicy", attributes=root_attributes)
+        parent = trace.set_span_in_context(root)
+        root.set_attribute("toolpolicy.tools.offered", ["calculator"])
+        root.set_attribute("toolpolicy.tools.left_out", [])
+        for round_number in (1, 2):
+            span = tracer.start_span(
+                "chat model",
+                context=parent,
+                kind=trace.SpanKind.CLIENT,
+                attributes={"r.a": "x", "r.b": "y", "r.c": "z", "r.d": round_number},
+            )
+            if round_number == 1:
+                tool = tracer.start_span(
+                    "execute_tool calculator",
+                    context=parent,
+                    attributes={"t.a": "x", "t.b": "y", "t.c": "z", "t.d": "w", "t.e": 1},
+                )
+                token = otel_context.attach(trace.set_span_in_context(tool, parent))
+                otel_context.detach(token)
+                tool.set_attribute("t.f", "calculator")
+                tool.set_attribute("t.g", "SUCCESS")
+                tool.end()
+            for name in ("u.a", "u.b", "u.c"):
+                span.set_attribute(name, 1)
+            span.end()
+        root.set_attribute("u.a", 1)
+        root.set_attribute("u.b", 1)
+        root.end()
+        if number >= 20:
+            samples.append((time.process_time() - started) * 1e6 / 2)
+    return statistics.median(samples)
 
 
 def _dropping_exporter() -> Any:
@@ -196,15 +260,21 @@ def main() -> None:
             sdk = TracerProvider()
             sdk.add_span_processor(BatchSpanProcessor(_dropping_exporter()))
             variants["otel"] = {"tracer_provider": sdk}
-        medians = measure(args.conversations, variants)
+        medians, overhead = measure(args.conversations, variants)
         figures["jsonl_records_written"] = sum(1 for _ in log.open())
         if sdk is not None:
+            floor = measure_sdk_floor(sdk, args.conversations)
             sdk.shutdown()
     plain = medians.pop("plain")
     figures["plain_us_per_round"] = round(plain, 1)
     for name, value in medians.items():
         figures[f"{name}_us_per_round"] = round(value, 1)
-        figures[f"{name}_overhead_ratio"] = round((value - plain) / plain, 4)
+        figures[f"{name}_overhead_ratio"] = round(overhead[name], 4)
+
+    if sdk is not None:
+        figures["otel_sdk_floor_us_per_round"] = round(floor, 1)
+        figures["otel_sdk_floor_ratio"] = round(floor / plain, 4)
+        figures["otel_ours_beyond_floor_ratio"] = round(overhead["otel"] - floor / plain, 4)
 
     figures.update(measure_replay(args.records))
     for key, value in figures.items():

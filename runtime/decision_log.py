@@ -11,6 +11,7 @@ about once.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -47,7 +48,13 @@ if TYPE_CHECKING:
 
     from policy.configuration import PolicyConfiguration, ProviderConfig
     from policy.decision import OfferDecision, RunnableTools
-    from policy.vocabulary import Component, ConfidenceLevel
+    from policy.vocabulary import (
+        Component,
+        ConfidenceLevel,
+        DataSecurity,
+        OutboundDataRestriction,
+        ProviderKind,
+    )
     from runtime.chat import Chat
     from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer
@@ -360,7 +367,7 @@ class DecisionRecorder:
         self._started: dict[str, float] = {}
         self._rounds: dict[str, int] = {}
         self._round = 0
-        self._before = requirements_record(chat)
+        self._before = _requirements_key(chat)
         self._secrets = tuple(s for s in secrets if s and len(s) >= 4)
         self._fields: dict[str, object] = {
             "decision_id": decision_id or str(uuid7()),
@@ -368,12 +375,8 @@ class DecisionRecorder:
             "configuration": _configuration_record(configuration),
             "chat_id": chat.id,
             "component": component.value,
-            "provider": ProviderRecord(
-                id=provider.id,
-                kind=provider.kind.value,
-                host=without_user_info(provider.host),
-                model=provider.model,
-                confidence=confidence.name,
+            "provider": _provider_record(
+                provider.id, provider.kind, provider.host, provider.model, confidence
             ),
             "selected_tool_ids": list(selected_tool_ids) if selected_tool_ids is not None else None,
             "served_by": served_by,
@@ -417,9 +420,9 @@ class DecisionRecorder:
                 round=self._rounds.pop(trace.call_id, self._round),
                 arguments=dict(trace.arguments),
                 duration_ms=round(elapsed, 3),
-                result_chars=_result_chars(trace),
+                result_chars=_result_chars(trace, outcome),
                 status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
-                demands=_demands(outcome),
+                demands=_demands(outcome) if outcome is not None else _NO_DEMANDS,
                 sources=_cited(outcome),
             )
         )
@@ -466,8 +469,8 @@ class DecisionRecorder:
                 "calls": self._calls,
                 "outcome": outcome,
                 "usage": self._usage,
-                "chat_requirements": RequirementsChange(
-                    before=self._before, after=requirements_record(self._chat)
+                "chat_requirements": _requirements_change(
+                    self._before, _requirements_key(self._chat)
                 ),
                 "content": content,
             }
@@ -511,11 +514,55 @@ def configuration_record(configuration: PolicyConfiguration) -> ConfigurationRec
 
 def requirements_record(chat: Chat) -> ChatRequirementsRecord:
     """A chat's requirements by the names of the policy's levels."""
+    return _requirements(*_requirements_key(chat))
+
+
+# A record is built on every answer from a handful of values that repeat (the provider, the
+# chat's requirement levels, what a result demanded): each part is made once per distinct value
+# and shared, records being frozen.
+
+_RequirementsKey = tuple["ConfidenceLevel", "DataSecurity", "OutboundDataRestriction", str]
+
+
+def _requirements_key(chat: Chat) -> _RequirementsKey:
+    return (
+        chat.required_provider_confidence,
+        chat.required_data_security,
+        chat.outbound_restriction,
+        chat.outbound_mailbox_id,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _requirements(
+    confidence: ConfidenceLevel,
+    security: DataSecurity,
+    restriction: OutboundDataRestriction,
+    mailbox_id: str,
+) -> ChatRequirementsRecord:
     return ChatRequirementsRecord(
-        provider_confidence=chat.required_provider_confidence.name,
-        data_security=chat.required_data_security.value,
-        outbound_restriction=chat.outbound_restriction.name,
-        outbound_mailbox_id=chat.outbound_mailbox_id,
+        provider_confidence=confidence.name,
+        data_security=security.value,
+        outbound_restriction=restriction.name,
+        outbound_mailbox_id=mailbox_id,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _requirements_change(before: _RequirementsKey, after: _RequirementsKey) -> RequirementsChange:
+    return RequirementsChange(before=_requirements(*before), after=_requirements(*after))
+
+
+@functools.lru_cache(maxsize=256)
+def _provider_record(
+    provider_id: str, kind: ProviderKind, host: str, model: str, confidence: ConfidenceLevel
+) -> ProviderRecord:
+    return ProviderRecord(
+        id=provider_id,
+        kind=kind.value,
+        host=without_user_info(host),
+        model=model,
+        confidence=confidence.name,
     )
 
 
@@ -545,15 +592,30 @@ def _cited(outcome: ToolCallOutcome | None) -> list[str]:
     return [redact_url_for_log(source.url) for source in outcome.sources]
 
 
-def _demands(outcome: ToolCallOutcome | None) -> CallDemandsRecord:
-    if outcome is None:
-        return CallDemandsRecord()
-    restriction = outcome.required_outbound_data_restriction
+_NO_DEMANDS = CallDemandsRecord()
+
+
+def _demands(outcome: ToolCallOutcome) -> CallDemandsRecord:
+    return _demands_record(
+        outcome.required_provider_confidence,
+        outcome.required_data_security,
+        outcome.required_outbound_data_restriction,
+        outcome.outbound_data_source_id,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _demands_record(
+    confidence: ConfidenceLevel,
+    security: DataSecurity,
+    restriction: OutboundDataRestriction | None,
+    source_id: str,
+) -> CallDemandsRecord:
     return CallDemandsRecord(
-        provider_confidence=outcome.required_provider_confidence.name,
-        data_security=outcome.required_data_security.value,
+        provider_confidence=confidence.name,
+        data_security=security.value,
         outbound_restriction=restriction.name if restriction is not None else None,
-        outbound_data_source_id=outcome.outbound_data_source_id,
+        outbound_data_source_id=source_id,
     )
 
 
@@ -572,14 +634,23 @@ def _warn_once(sink: DecisionSink, error: Exception) -> None:
     )
 
 
-def _result_chars(trace: ToolInvocationTrace) -> int:
-    """The size of what the call returned, never its text (a JSON result counted compact)."""
+def _result_chars(trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> int:
+    """The size of what the call returned, never its text (a JSON result counted compact, as
+    the model read it)."""
     if trace.result or trace.json_result is None:
         return len(trace.result)
-    return len(
-        json.dumps(trace.json_result, separators=(",", ":"), ensure_ascii=False, default=str)
-    )
+    if outcome is not None and outcome.content:
+        return len(outcome.content)
+    return len(_COMPACT_JSON.encode(trace.json_result))
+
+
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _usage(usage: Usage) -> UsageRecord:
-    return UsageRecord(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return _usage_record(usage.input_tokens, usage.output_tokens)
+
+
+@functools.lru_cache(maxsize=1024)
+def _usage_record(input_tokens: int | None, output_tokens: int | None) -> UsageRecord:
+    return UsageRecord(input_tokens=input_tokens, output_tokens=output_tokens)

@@ -113,7 +113,11 @@ async def test_a_response_with_calls_is_one_record_that_validates_and_holds_no_s
         ("call_2", "calculator", "ERROR"),
     ]
     assert record["calls"][0]["arguments"] == {"expression": "(17 + 4) * 3"}
-    assert record["calls"][0]["result_chars"] > 0 and record["calls"][0]["duration_ms"] >= 0
+    assert record["calls"][0]["duration_ms"] >= 0
+    read = [m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [c["result_chars"] for c in record["calls"]] == [len(text) for text in read], (
+        "the size of each result as the model read it"
+    )
     assert record["outcome"] == {
         "stop_reason": "final_answer",
         "error_class": "",
