@@ -63,6 +63,12 @@ DISABLE_CALCULATOR = (
     'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "calculator" }',
 )
 
+SWAPPED_KINDS = (
+    ("base", '["UsedLLMProvider"] = "SELF_HOSTED"', '["UsedLLMProvider"] = "MISTRAL"'),
+    ("base", '["UsedLLMProvider"] = "OPEN_AI"', '["UsedLLMProvider"] = "SELF_HOSTED"'),
+)
+"""vLLM becomes a cloud provider (MEDIUM), OpenAI a self-hosted one."""
+
 
 async def _recorded_log(
     policy: Policy, server: ProviderServer, tmp_path: Path
@@ -133,14 +139,7 @@ async def test_replay_finds_a_provider_the_chat_would_refuse_between_rounds_and_
     policy = load_policy(org=[ORGANIZATION], tools=_tools(example_tools))
     _, records = await _recorded_log(policy, server, tmp_path)
     candidate = load_policy(
-        org=[
-            _organization(
-                tmp_path,
-                "swapped-kinds",
-                ("base", '["UsedLLMProvider"] = "SELF_HOSTED"', '["UsedLLMProvider"] = "MISTRAL"'),
-                ("base", '["UsedLLMProvider"] = "OPEN_AI"', '["UsedLLMProvider"] = "SELF_HOSTED"'),
-            )
-        ],
+        org=[_organization(tmp_path, "swapped-kinds", *SWAPPED_KINDS)],
         tools=_tools(example_tools),
     )
     report = replay(records, candidate)
@@ -233,3 +232,72 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
         env={k: v for k, v in __import__("os").environ.items() if not k.startswith("TOOLPOLICY_")},
     )
     assert no_side.returncode == 2 and "--org" in no_side.stderr
+
+
+async def test_replay_finds_a_chat_whose_provider_would_now_be_refused_before_the_request(
+    example_tools: ModuleType, server: ProviderServer, tmp_path: Path
+) -> None:
+    """The notes (HIGH) tighten the chat; its next answer on vLLM starts under HIGH, which the
+    candidate's vLLM (now a MEDIUM cloud provider) no longer meets."""
+    policy = load_policy(org=[ORGANIZATION], tools=_tools(example_tools))
+    log = tmp_path / "decisions.jsonl"
+    chat = Chat.open("notes", SqliteChatStore(tmp_path / "chats.sqlite3"))
+    vllm = organization_provider(policy, VLLM_ID, server)
+    server.queue(
+        Reply([chat_call(0, "call_1", "internal_notes", "{}")]),
+        Reply(chat_text("Noted.")),
+        Reply(chat_text("Still noted.")),
+    )
+    async with ChatRuntime(policy, decision_log=JsonLinesSink(log)) as runtime:
+        for selection in (["internal_notes"], []):
+            async with client(vllm) as provider_client:
+                async for _ in runtime.respond(
+                    chat, vllm, [QUESTION], selected_tool_ids=selection, client=provider_client
+                ):
+                    pass
+    first, second = read_decision_log(log)
+    assert second.chat_requirements.before.provider_confidence == "HIGH"
+
+    candidate = load_policy(
+        org=[_organization(tmp_path, "swapped-kinds", *SWAPPED_KINDS)],
+        tools=_tools(example_tools),
+    )
+    report = replay([first, second], candidate)
+
+    assert [(c.decision_id, c.before, c.after) for c in report.providers_now_refused] == [
+        (second.decision_id, "allowed", "refused before the request")
+    ]
+    (refused,) = report.providers_now_refused
+    assert refused.chat_id == "notes" and refused.provider_id == VLLM_ID
+    assert "HIGH" in refused.detail, refused.detail
+    assert report.changed == () and report.calls_now_blocked == ()
+    assert report.providers_now_allowed == ()
+
+    answer_only = tmp_path / "answer-only.jsonl"
+    answer_only.write_text(log.read_text().splitlines()[1] + "\n")
+    unchanged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policy.cli",
+            "replay",
+            str(answer_only),
+            "--org",
+            str(ORGANIZATION),
+            "-f",
+            "json",
+            "--fail-on-change",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert unchanged.returncode == 0, unchanged.stderr
+    assert json.loads(unchanged.stdout) == {
+        "decisions": 1,
+        "changed": [],
+        "calls_now_blocked": [],
+        "providers_now_refused": [],
+        "providers_now_allowed": [],
+    }, "nothing flips under the configuration that decided: --fail-on-change passes"
