@@ -48,7 +48,7 @@ TOOL_COUNT = 100
 
 
 def measure(
-    count: int, variants: dict[str, dict[str, Any]], passes: int = 12
+    count: int, variants: dict[str, dict[str, Any]], passes: int = 30
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Median CPU µs per round of `respond` from memory for each variant (ChatRuntime keyword
     arguments), and each variant's overhead against the first one: the median over `passes`

@@ -114,6 +114,7 @@ async def test_a_response_is_one_span_with_a_child_per_round_and_per_tool_call(
     assert list(attributes["toolpolicy.tools.offered"]) == ["calculator", "internal_notes"]
     assert any(r.startswith("semantic_search: ") for r in attributes["toolpolicy.tools.left_out"])
     assert attributes["gen_ai.usage.input_tokens"] == 90
+    assert attributes["gen_ai.usage.output_tokens"] == 5
 
     first, second = sorted(rounds, key=lambda s: s.start_time or 0)
     assert first.attributes["gen_ai.operation.name"] == "chat"  # type: ignore[index]
@@ -121,6 +122,7 @@ async def test_a_response_is_one_span_with_a_child_per_round_and_per_tool_call(
     assert first.attributes["gen_ai.request.model"]  # type: ignore[index]
     assert first.attributes["gen_ai.usage.input_tokens"] == 90  # type: ignore[index]
     assert second.attributes["gen_ai.usage.input_tokens"] == 140  # type: ignore[index]
+    assert second.attributes["gen_ai.usage.output_tokens"] == 5  # type: ignore[index]
 
     ok, failed = sorted(tools, key=lambda s: s.start_time or 0)
     assert ok.attributes["gen_ai.operation.name"] == "execute_tool"  # type: ignore[index]
