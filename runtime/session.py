@@ -82,7 +82,8 @@ class ChatRuntime:
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
-    a `CallbackSink`), written from a bounded queue that never holds a response up (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
+    a `CallbackSink`), written from a bounded queue that never holds a response up
+    (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
     message and result text to each record. Spans go to `tracer_provider` (default: the global
     OpenTelemetry provider; nothing is built while none is configured). Build a new one when the
     policy changes.
