@@ -263,8 +263,15 @@ _SPACED_KEYWORDS = re.compile("|".join(_SPACED_KEYWORD_LIST))
 _SPACED_LETTERS = tuple(frozenset(keyword) for keyword in _SPACED_KEYWORD_LIST)
 """A letter-spaced keyword shows each of its letters as a one-letter word: a cheap precondition."""
 
+_BASE64_CHARACTER = r"[A-Za-z0-9+/_\-]"
+"""The base64 alphabet, the URL-safe one's `-` and `_` included."""
+_MIN_CARRIER_RUN = 16
 _BASE64_CANDIDATE = re.compile(
-    r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])"
+    rf"(?<![A-Za-z0-9+/=_\-]){_BASE64_CHARACTER}{{{_MIN_CARRIER_RUN},}}={{0,2}}(?![A-Za-z0-9+/=_\-])"
+)
+_CARRIER_RUN = b"c" * _MIN_CARRIER_RUN
+_AS_CARRIER_CHARACTERS = bytes(
+    0x63 if re.fullmatch(_BASE64_CHARACTER, chr(byte)) else 0x20 for byte in range(256)
 )
 _HEX_DIGITS = re.compile(r"(?:[0-9A-Fa-f]{2}){8,}")
 _HEX_PART = re.compile(r"(?<![0-9A-Za-z])[0-9A-Fa-f]{16,}(?![0-9A-Za-z])")
@@ -537,9 +544,17 @@ def _decode_hex(candidate: str) -> bytes | None:
         return None
 
 
+def _may_hold_base64_run(text: str) -> bool:
+    """Whether the text has 16 base64 characters (`-` and `_` included) in a row, which every
+    base64 or hex candidate needs; found in C, several times faster than the candidate pattern
+    on text without one. Every non-ASCII character (a lone surrogate too) counts as a break."""
+    return _CARRIER_RUN in text.encode("ascii", "replace").translate(_AS_CARRIER_CHARACTERS)
+
+
 def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
     """(kind, start, end, digits) of every base64 or hex run, found in one pass."""
-    for match in _BASE64_CANDIDATE.finditer(view_text):
+    runs = _BASE64_CANDIDATE.finditer(view_text) if _may_hold_base64_run(view_text) else ()
+    for match in runs:
         token = match.group(0)
         start = match.start()
         if token[:2] in ("0x", "0X"):
