@@ -390,7 +390,8 @@ def _request(url: httpx.URL, cookies: httpx.Cookies) -> httpx.Request:
     """
     import httpx
 
-    request = httpx.Request("GET", url, headers=_HEADERS, cookies=cookies)
+    # An empty jar adds no Cookie header; skipping it spares httpx its cookie-jar round trip.
+    request = httpx.Request("GET", url, headers=_HEADERS, cookies=cookies if cookies else None)
     if url.userinfo:
         request = next(httpx.BasicAuth(url.username, url.password).sync_auth_flow(request))
     return request
@@ -439,7 +440,8 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
         non_public = non_public or target.non_public
         transport = PinnedTransport(target.host, target.port, target.addresses, options.ssl_context)
         async with transport, _sent(transport, _request(current, cookies)) as response:
-            cookies.extract_cookies(response)
+            if "set-cookie" in response.headers:  # the jar takes nothing from other answers
+                cookies.extract_cookies(response)
             if 300 <= response.status_code < 400:
                 location = response.headers.get("Location")
                 if not location:
