@@ -198,13 +198,20 @@ def stored_restriction(value: object) -> OutboundDataRestriction:
         return OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
 
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def open_chat_store(location: str | os.PathLike[str] | None = None) -> ChatStore:
     """The store a location names: `postgresql://…` (or `postgres://…`) → `PostgresChatStore`,
-    anything else → a SQLite file; None → the default SQLite file."""
+    anything else → a SQLite file; None → `$TOOLPOLICY_CHAT_DB` read the same way, else the
+    default SQLite file (so instances configured with a PostgreSQL address share their chats)."""
     if location is None:
-        return SqliteChatStore(default_chat_database_path())
+        configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+        if not configured.startswith(_POSTGRES_SCHEMES):
+            return SqliteChatStore(default_chat_database_path())
+        location = configured
     text = os.fspath(location)
-    if text.startswith(("postgresql://", "postgres://")):
+    if text.startswith(_POSTGRES_SCHEMES):
         from runtime.chat_postgres import PostgresChatStore
 
         return PostgresChatStore(text)
@@ -212,9 +219,10 @@ def open_chat_store(location: str | os.PathLike[str] | None = None) -> ChatStore
 
 
 def default_chat_database_path() -> Path:
-    """`$TOOLPOLICY_CHAT_DB`, else `chats.sqlite3` in the user's data folder."""
+    """The SQLite file chats are kept in by default: `$TOOLPOLICY_CHAT_DB` when it names a file
+    (not a `postgresql://` address), else `chats.sqlite3` in the user's data folder."""
     configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
-    if configured:
+    if configured and not configured.startswith(_POSTGRES_SCHEMES):
         return Path(configured).expanduser()
     base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
     if os.name == "nt":
@@ -231,10 +239,11 @@ class Chat:
 
     @classmethod
     def open(cls, chat_id: str, store: ChatStore | None = None) -> Chat:
-        """The chat as stored, or a new one demanding nothing (kept in the default SQLite file)."""
+        """The chat as stored, or a new one demanding nothing; without `store`, in the store
+        `open_chat_store()` opens (`$TOOLPOLICY_CHAT_DB`, else the default SQLite file)."""
         if not chat_id.strip():
             raise ValueError("A chat needs a non-blank id to keep its requirements under.")
-        store = store if store is not None else SqliteChatStore(default_chat_database_path())
+        store = store if store is not None else open_chat_store()
         return cls(store.load(chat_id) or ChatRecord(chat_id), store)
 
     @property

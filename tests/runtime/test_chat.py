@@ -25,6 +25,7 @@ from runtime.chat import (
     SqliteChatStore,
     default_chat_database_path,
     ensure_provider_allowed,
+    open_chat_store,
 )
 
 C = ConfidenceLevel
@@ -216,6 +217,25 @@ def test_the_default_database_follows_the_environment(
     chat.require_provider_confidence(C.LOW)
     assert (tmp_path / "data" / "toolpolicy" / "chats.sqlite3").is_file()
 
+
+
+def test_a_postgresql_address_in_the_environment_is_never_a_sqlite_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TOOLPOLICY_CHAT_DB=postgresql://… opens the shared store (here: an unreachable one, an
+    error naming it); it never becomes a local SQLite file an instance would keep alone."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv(
+        "TOOLPOLICY_CHAT_DB", "postgresql://app:S3cretPa55@127.0.0.1:9/chats?connect_timeout=2"
+    )
+    for opening in (open_chat_store, lambda: Chat.open("c")):
+        with pytest.raises(ChatStoreError) as raised:
+            opening()
+        assert "127.0.0.1:9/chats" in str(raised.value)
+        assert "S3cretPa55" not in str(raised.value)
+    assert default_chat_database_path() == tmp_path / "data" / "toolpolicy" / "chats.sqlite3"
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no data folder
 
 # -- providers -------------------------------------------------------------------------------------
 
