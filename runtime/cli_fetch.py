@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from policy.cli_options import format_option
+
 if TYPE_CHECKING:
     from policy.config_sources import ConfigurationReferences
 
-_FORMAT = click.Choice(["table", "json", "yaml"], case_sensitive=False)
 _STATE_DIR = click.option(
     "--state-dir",
     "state_dir",
@@ -26,9 +27,7 @@ _STATE_DIR = click.option(
     help="Where fetched configurations and their status are kept (every other command reads "
     "the fetched copies from it). [env: TOOLPOLICY_STATE_DIR]",
 )
-_FORMAT_OPTION = click.option(
-    "--format", "-f", "output_format", type=_FORMAT, default="table", show_default=True
-)
+_FORMAT_OPTION = format_option("table", "json", "yaml")
 
 
 def _render(statuses: list[dict[str, Any]], output_format: str) -> str:

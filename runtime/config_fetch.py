@@ -58,8 +58,10 @@ class ConfigurationArchiveError(ToolPolicyError, ValueError):
     code = "configuration-archive"
 
 
-class CaBundleError(ValueError):
+class CaBundleError(ToolPolicyError, ValueError):
     """The PEM bundle of extra root certificates cannot be used; the message names the file."""
+
+    code = "ca-bundle"
 
 
 def _now() -> str:

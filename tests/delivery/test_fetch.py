@@ -409,6 +409,40 @@ def test_policy_fetch_status_and_explain_from_the_state_dir(
     assert bad.returncode == 2 and "not ID@URL" in bad.stderr
 
 
+def test_the_other_commands_read_the_fetched_configuration_from_the_state_dir(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    """check, tools and settings keys load what `policy fetch` put in force (explain: above)."""
+    served, running = server
+    lock = LOCK_WEB_SEARCH_OFF.replace('"web_search"', '"web_search", "no_such_tool"')
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, lock)})
+    state = tmp_path / "state"
+    (status,) = fetch_configurations([_reference(running)], state)
+    delivered = delivered_folder(state, CONFIG_A)
+    assert status.state == "current" and delivered is not None
+
+    checked = _policy("check", "--state-dir", state)
+    assert checked.returncode == 0, checked.stderr
+    assert f"{delivered / 'plugin.lua'}:" in checked.stdout + checked.stderr
+    assert "no_such_tool" in checked.stdout + checked.stderr
+
+    tools = _policy("tools", "--state-dir", state, "-f", "json")
+    assert tools.returncode == 0, tools.stderr
+    active = {tool["id"]: tool["active"] for tool in json.loads(tools.stdout)["tools"]}
+    assert active["web_search"] is False and active["read_web_page"] is True
+
+    keys = _policy("settings", "keys", "--state-dir", state, "-f", "json")
+    assert keys.returncode == 0, keys.stderr
+    (disabled,) = [
+        k for k in json.loads(keys.stdout)["keys"] if k["key"] == "DataTools.DisabledToolIds"
+    ]
+    assert disabled["locked"] is True and "web_search" in disabled["value"]
+    assert disabled["origin"]["plugin"] == "Fleet"
+
+    without = _policy("tools", "-f", "json")  # the same command without the state dir
+    assert {t["id"]: t["active"] for t in json.loads(without.stdout)["tools"]}["web_search"]
+
+
 def test_policy_status_names_configurations_never_fetched_and_exits_0_only_when_all_current(
     server: tuple[ConfigServer, RunningApp], tmp_path: Path
 ) -> None:

@@ -218,7 +218,6 @@ def test_the_default_database_follows_the_environment(
     assert (tmp_path / "data" / "toolpolicy" / "chats.sqlite3").is_file()
 
 
-
 def test_a_postgresql_address_in_the_environment_is_never_a_sqlite_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -236,6 +235,7 @@ def test_a_postgresql_address_in_the_environment_is_never_a_sqlite_file(
         assert "S3cretPa55" not in str(raised.value)
     assert default_chat_database_path() == tmp_path / "data" / "toolpolicy" / "chats.sqlite3"
     assert list(tmp_path.iterdir()) == []  # no "postgresql:" folder, no data folder
+
 
 # -- providers -------------------------------------------------------------------------------------
 

@@ -139,7 +139,6 @@ def test_open_chat_store_picks_postgres_by_scheme(dsn: str, tmp_path: Path) -> N
     assert isinstance(open_chat_store(tmp_path / "chats.db"), SqliteChatStore)
 
 
-
 def test_the_environment_names_the_shared_store_for_chats_opened_without_one(
     dsn: str, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,6 +156,7 @@ def test_the_environment_names_the_shared_store_for_chats_opened_without_one(
     # another instance's tightening is what a chat opened without a store starts from
     assert Chat.open(chat_id).required_provider_confidence is ConfidenceLevel.HIGH
     assert list(tmp_path.iterdir()) == []
+
 
 def test_an_unreachable_server_is_a_chat_store_error_without_the_password() -> None:
     from runtime.chat_postgres import PostgresChatStore

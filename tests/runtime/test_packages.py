@@ -86,7 +86,7 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
     from policy.registry import UnknownToolError
     from policy.secrets import SecretError
     from policy.user_settings import UserSettingsError
-    from runtime.config_fetch import ConfigurationArchiveError
+    from runtime.config_fetch import CaBundleError, ConfigurationArchiveError
     from runtime.providers.errors import ProviderAuthError, ProviderProtocolError
     from runtime.tools.search_backends import SearchBackendError
     from runtime.web.guard_http import InjectionFilterError
@@ -103,6 +103,7 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
         SecretError,
         UserSettingsError,
         ConfigurationArchiveError,
+        CaBundleError,
         ProviderAuthError,
         ProviderProtocolError,
         SearchBackendError,
