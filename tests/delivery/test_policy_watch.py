@@ -20,6 +20,7 @@ from policy import Policy, load_policy
 from policy.config_sources import ConfigurationReference
 from runtime import ChatRuntime, PolicyWatcher
 from runtime.config_fetch import fetch_configurations
+from runtime.policy_watch import DEFAULT_INTERVAL_SECONDS
 from tests.servers.config_server import ConfigServer, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 
@@ -184,6 +185,50 @@ def test_bad_arguments_are_refused_with_what_would_be_valid(tmp_path: Path) -> N
         )
 
 
+def test_the_interval_is_16_minutes_by_default_jittered_and_configurable() -> None:
+    def load() -> Policy:
+        return load_policy(use_entry_points=False)
+
+    assert DEFAULT_INTERVAL_SECONDS == 16 * 60
+    watcher = PolicyWatcher(load)
+    default = [watcher.next_delay() for _ in range(200)]
+    assert all(16 * 60 * 0.9 <= delay <= 16 * 60 * 1.1 for delay in default)
+    assert len(set(default)) > 100  # spread, so a fleet does not ask in the same second
+    configured = PolicyWatcher(load, interval=120, jitter=0.25)
+    delays = [configured.next_delay() for _ in range(200)]
+    assert all(90 <= delay <= 150 for delay in delays) and max(delays) - min(delays) > 30
+    assert {PolicyWatcher(load, interval=5, jitter=0).next_delay() for _ in range(10)} == {5}
+
+
+async def test_run_fetches_again_on_the_configured_interval(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
+    )
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=[ConfigurationReference(CONFIG_A, running.url("/configs"), "test")],
+        state_dir=state,
+        interval=0.2,
+        jitter=0,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    async with asyncio.timeout(30):
+        while len(served.requests) < 3:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    first, *again = served.requests
+    assert first == (f"{CONFIG_A}.zip", None)  # then only ETag checks, answered 304
+    assert again and all(request == (f"{CONFIG_A}.zip", served.etag(CONFIG_A)) for request in again)
+    assert _disabled(watcher) == ("web_search",)
+    await watcher.aclose()
+
+
 async def test_fetch_errors_are_kept_for_the_app_and_shown_by_policy_status(
     server: tuple[ConfigServer, RunningApp], tmp_path: Path
 ) -> None:
@@ -308,12 +353,20 @@ async def test_a_fetch_by_another_process_into_the_state_dir_is_picked_up_at_onc
     assert _disabled(watcher) == ()
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
-    await asyncio.sleep(0.5)  # let watchfiles start watching
     reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
-    await asyncio.to_thread(fetch_configurations, [reference], state)
-    async with asyncio.timeout(30):
-        while _disabled(watcher) != ("web_search",):
-            await asyncio.sleep(0.05)
+    # The first change may be read by the reload `run` starts with, the second only by watching
+    # (the next interval is 16 minutes away). Each turn fetches a changed archive, since under
+    # load watchfiles may start watching after a fetch.
+    turn = 0
+    for switched_off in ("web_search", "read_web_page"):
+        async with asyncio.timeout(30):
+            while _disabled(watcher) != (switched_off,):
+                turn += 1
+                served.archives[CONFIG_A] = zip_of(
+                    {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % switched_off + f" -- {turn}")}
+                )
+                await asyncio.to_thread(fetch_configurations, [reference], state)
+                await asyncio.sleep(0.2)
     stop.set()
     await task
     await watcher.aclose()
