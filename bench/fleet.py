@@ -3,8 +3,9 @@
     .venv/bin/python bench/fleet.py [--quick]
 
 1. ETag check round for 10 configurations against a loopback configuration server: requests per
-   configuration when nothing changed and the share sent conditionally (target: 1 request each,
-   all with If-None-Match, so no download), and the round's median time next to the first (downloading) round in the same run.
+   configuration when nothing changed, the share sent conditionally and the downloads the server
+   made (target: 1 request each, all with If-None-Match, all answered 304, no download), and the
+   round's median time next to the first (downloading) round in the same run.
 2. Reload-to-first-request: from a changed plugin on disk to the first request that sees it
    (`PolicyWatcher.reload()` + reading `watcher.runtime`), median, next to a plain `load_policy`
    of the same kind of change in the same run (a changed plugin each time on both sides, so no
@@ -56,14 +57,19 @@ def etag_round(repeats: int) -> None:
         fetch_configurations(references, Path(state))
         first_ms = (time.perf_counter() - start) * 1000
         served.requests.clear()
+        served.answers.clear()
         unchanged_ms = _median_ms(lambda: fetch_configurations(references, Path(state)), repeats)
         rounds = repeats
         per_configuration = len(served.requests) / (rounds * len(ids))
         conditional = sum(1 for _, tag in served.requests if tag) / len(served.requests)
+        downloads = sum(1 for status in served.answers if status == 200)
+        not_modified = sum(1 for status in served.answers if status == 304)
     print("1. ETag check, 10 configurations")
     print(f"   requests per configuration per unchanged round: {per_configuration:.2f} (target 1)")
+    print(f"   share sent with If-None-Match: {conditional:.0%}")
     print(
-        f"   share sent with If-None-Match (the server answers 304 to a matching tag): {conditional:.0%}"
+        f"   answers in {rounds} unchanged rounds: {not_modified} x 304, "
+        f"{downloads} downloads (target 0)"
     )
     print(f"   first round (download + validate) {first_ms:.1f} ms")
     print(f"   unchanged round median {unchanged_ms:.1f} ms ({unchanged_ms / first_ms:.2f}x first)")

@@ -64,12 +64,19 @@ class ConfigServer:
     status: int | None = None
     redirect_to: str | None = None
     requests: list[tuple[str, str | None]] = field(default_factory=list)
+    answers: list[int] = field(default_factory=list)
+    """The status of each answer, in the order of `requests` (200 is a download, 304 none)."""
 
     def etag(self, configuration_id: str) -> str:
         return '"' + hashlib.sha256(self.archives[configuration_id]).hexdigest()[:16] + '"'
 
     def app(self) -> Starlette:
         async def archive(request: Request) -> Response:
+            response = await answer(request)
+            self.answers.append(response.status_code)
+            return response
+
+        async def answer(request: Request) -> Response:
             name = request.path_params["name"]
             self.requests.append((name, request.headers.get("if-none-match")))
             if self.stall:
