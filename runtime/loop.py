@@ -49,7 +49,9 @@ NO_ANSWER_AFTER_LIMIT = (
     "The model did not return a final answer after completing the available tool calls."
 )
 NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
-NO_ANSWER_WITHOUT_TOOLS = "The provider returned no answer."
+NO_ANSWER = "The provider returned no answer."
+"""The notice for an empty first round that is no tool-calling failure: no tool was offered, or
+the provider said why it stopped (cut at its output limit, filtered, refused)."""
 MAX_PAUSED_CONTINUATIONS = 5
 """How often a paused turn (Anthropic `pause_turn`) is sent back to continue before the answer
 ends as paused."""
@@ -168,7 +170,8 @@ LoopEvent = TextDeltaEvent | ToolRoundStarted | ToolCallStarted | ToolCallFinish
 
 
 class InvalidToolCallingResponse(ToolPolicyError):
-    """The provider's first round said nothing and called nothing."""
+    """Tools were offered, and the provider's first round said nothing, called nothing and
+    claimed to be complete (an early stop or a round without tools is a plain empty answer)."""
 
     code = "invalid-tool-calling-response"
 
@@ -445,13 +448,17 @@ def _ending(
         return [state.final()]
     if state.calls > 0:
         return state.notice(NO_ANSWER_AFTER_TOOL_CALL)
-    if not context.runnable_tools:
+    stopped = completed.stop_reason
+    if not context.runnable_tools or stopped is not StopReason.COMPLETED:
         _log.warning(
-            "Provider %r (model %r) returned an empty answer (no tools were offered).",
+            "Provider %r (model %r) returned an empty answer (%s).",
             context.provider_name,
             context.model,
+            "no tools were offered"
+            if stopped is StopReason.COMPLETED
+            else f"it stopped early: {stopped.value}",
         )
-        return state.notice(NO_ANSWER_WITHOUT_TOOLS)
+        return state.notice(NO_ANSWER)
     _log.error(
         "Provider %r (model %r) answered the first round with neither text nor calls.",
         context.provider_name,

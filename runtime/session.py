@@ -229,7 +229,8 @@ class ChatRuntime:
         one bare string); `ChatRequirementError`
         before any request when the chat rules the provider out (also between rounds, once a
         tool result tightened the chat); a `ProviderError` when the provider fails;
-        `InvalidToolCallingResponse` when its first round says nothing at all.
+        `InvalidToolCallingResponse` when tools were offered and its first round says nothing at
+        all although it claims to be complete.
         """
         from policy.decision_record import uuid7
         from runtime.adapters.factory import create_adapter

@@ -14,7 +14,7 @@ from runtime.chat import Chat, ChatRequirementError, MemoryChatStore
 from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.loop import (
-    NO_ANSWER_WITHOUT_TOOLS,
+    NO_ANSWER,
     FinalAnswer,
     InvalidToolCallingResponse,
     LoopContext,
@@ -27,7 +27,7 @@ from runtime.loop import (
     ToolCallStarted,
     web_addresses_given_in,
 )
-from runtime.messages import RoundCompleted, Source, SourceOrigin, Usage
+from runtime.messages import Round, RoundCompleted, Source, SourceOrigin, StopReason, Usage
 from tests.runtime._scripted_adapter import EchoTool, ScriptedAdapter, call, completed, text
 
 NO_FINAL_ANSWER = (
@@ -152,7 +152,7 @@ async def test_an_empty_reply_without_tools_offered_is_no_tool_calling_error() -
     """No tool was sent, so an empty answer says so plainly instead of blaming tool calling."""
     adapter = ScriptedAdapter([[completed("")]])
     final = _final(await _run(adapter, _context()))
-    assert final.text == NO_ANSWER_WITHOUT_TOOLS
+    assert final.text == NO_ANSWER
     assert not final.interrupted
 
 
@@ -493,3 +493,16 @@ async def test_another_loop_drives_the_same_adapter() -> None:
     events = [event async for event in loop.run(adapter, _context())]
     assert _final(events).text == "Short."
     assert adapter.requests == [("Answer briefly.", False)]
+
+
+@pytest.mark.parametrize(
+    "stop", [StopReason.MAX_TOKENS, StopReason.CONTENT_FILTER, StopReason.REFUSAL]
+)
+async def test_an_empty_first_round_that_stopped_early_is_no_tool_calling_error(
+    stop: StopReason,
+) -> None:
+    """Tools were offered, but the provider said why it stopped (a reasoning model that spent its
+    output limit thinking, a filter, a refusal): the answer says so, the stop reason is kept."""
+    adapter = ScriptedAdapter([[RoundCompleted(Round("", (), (), Usage(), stop))]])
+    final = _final(await _run(adapter, _context(EchoTool("lookup"))))
+    assert (final.text, final.stop_reason, final.interrupted) == (NO_ANSWER, stop, False)

@@ -21,10 +21,19 @@ from typing import Any
 
 import pytest
 
-from policy.vocabulary import ProviderKind
+from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.chat_completions import ChatCompletionsAdapter
 from runtime.adapters.responses import ResponsesAdapter
+from runtime.chat import Chat, MemoryChatStore
+from runtime.executor import ToolExecutor
+from runtime.loop import (
+    NO_ANSWER,
+    FinalAnswer,
+    LoopContext,
+    SequentialToolCallingLoop,
+    TextDeltaEvent,
+)
 from runtime.messages import Round, RoundCompleted, StopReason, TextDelta
 from runtime.providers import (
     ANTHROPIC,
@@ -34,6 +43,7 @@ from runtime.providers import (
     ProviderUnavailable,
 )
 from runtime.providers.hosts import _CLOUD_HOSTS
+from tests.runtime._scripted_adapter import EchoTool
 from tests.servers.provider_scripts import (
     anthropic_text_message,
     chat_text,
@@ -42,6 +52,7 @@ from tests.servers.provider_scripts import (
 )
 from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
 from tests.servers.provider_testkit import adapter_for
+from tests.servers.sdk_request_types import sdk_problem
 
 RECORDED = Path(__file__).parent / "recorded"
 NEXT_REQUESTS: dict[str, list[Any]] = json.loads(
@@ -125,6 +136,15 @@ CASES = [
         _CLOUD_HOSTS[ProviderKind.X],
         _CHAT,
         "grok-3-mini",
+        "",
+        _COMPLETED,
+        ("web_search",),
+    ),
+    Case(
+        "huggingface_cerebras_gpt_oss_reasoning",
+        _CLOUD_HOSTS[ProviderKind.HUGGINGFACE],
+        _CHAT,
+        "openai/gpt-oss-120b:cerebras",
         "",
         _COMPLETED,
         ("web_search",),
@@ -256,10 +276,11 @@ async def test_a_recorded_stream_shows_what_it_should_and_goes_back_exactly(
 
 
 def test_every_recorded_stream_is_replayed() -> None:
-    replayed = {c.fixture for c in CASES} | {
-        "openrouter_error_chunk",
-        "anthropic_citations_end_turn",
-    }
+    replayed = (
+        {c.fixture for c in CASES}
+        | {c.fixture for c in EMPTY_EARLY_STOPS}
+        | {"openrouter_error_chunk", "anthropic_citations_end_turn"}
+    )
     assert replayed == {p.stem for p in RECORDED.glob("*.sse")}
     assert set(NEXT_REQUESTS) == {c.fixture for c in CASES}
 
@@ -289,7 +310,9 @@ def test_reasoning_models_ask_for_encrypted_reasoning_and_plain_models_do_not(
         adapter = adapter_for(
             ResponsesAdapter, OPENAI_RESPONSES, server.base_url, model, extra_body=extra
         )
-        return json.loads(adapter.request_body(None, True)).get("include")
+        body = adapter.request_body(None, True)
+        assert sdk_problem("/v1/responses", body) is None
+        return json.loads(body).get("include")
 
     assert include("gpt-5-mini") == ["reasoning.encrypted_content"]
     assert include("o4-mini-2025-04-16") == ["reasoning.encrypted_content"]
@@ -340,3 +363,60 @@ async def test_a_paused_server_search_continues_and_its_citations_go_back_verbat
             }
         ],
     }
+
+
+EMPTY_EARLY_STOPS = [
+    Case(
+        "deepseek_reasoner_length_while_reasoning",
+        _CLOUD_HOSTS[ProviderKind.DEEP_SEEK],
+        _CHAT,
+        "deepseek-reasoner",
+        NO_ANSWER,
+        StopReason.MAX_TOKENS,
+    ),
+    Case(
+        "openai_responses_incomplete_while_reasoning",
+        OPENAI_RESPONSES,
+        ResponsesAdapter,
+        "gpt-5-mini",
+        NO_ANSWER,
+        StopReason.MAX_TOKENS,
+    ),
+    Case(
+        "anthropic_max_tokens_while_thinking",
+        ANTHROPIC,
+        AnthropicAdapter,
+        "claude-sonnet-4-5",
+        NO_ANSWER,
+        StopReason.MAX_TOKENS,
+    ),
+]
+"""Reasoning models that spend the whole output limit thinking: nothing said, nothing called."""
+
+
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
+@pytest.mark.parametrize("case", EMPTY_EARLY_STOPS, ids=[c.fixture for c in EMPTY_EARLY_STOPS])
+async def test_a_first_round_cut_while_reasoning_is_an_early_stop_not_a_tool_calling_error(
+    server: ProviderServer, case: Case, chunk_bytes: int | None
+) -> None:
+    server.reset()
+    recorded = (RECORDED / f"{case.fixture}.sse").read_text(encoding="utf-8")
+    server.queue(Reply(raw=recorded, chunk_bytes=chunk_bytes))
+    adapter = adapter_for(case.adapter, case.profile, server.base_url, case.model)
+    context = LoopContext(
+        chat=Chat.open("chat-1", MemoryChatStore()),
+        runnable_tools=[EchoTool("web_search").runnable()],
+        executor=ToolExecutor(),
+        provider_kind=ProviderKind.OPEN_AI,
+        provider_confidence=ConfidenceLevel.MEDIUM,
+        provider_name="Test provider",
+        model=case.model,
+    )
+    events = [e async for e in SequentialToolCallingLoop().run(adapter, context)]
+
+    final = events[-1]
+    assert isinstance(final, FinalAnswer)
+    assert (final.text, final.stop_reason, final.interrupted) == (case.shown, case.stop, False)
+    assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == case.shown
+    assert len(server.requests) == 1
+    assert "tools" in server.bodies[0] and server.bodies[0]["tools"]
