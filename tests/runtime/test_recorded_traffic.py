@@ -5,7 +5,9 @@ lines, SSE event names), covering what reasoning models and gateways send: OpenR
 `reasoning_details` (streamed in pieces and whole), Groq's `reasoning` and raw `<think>` tags,
 DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk, Responses reasoning items with and without
 `encrypted_content`, truncation and refusals, Anthropic server tools with `pause_turn` and
-citations. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
+citations, Cerebras `reasoning` through the Hugging Face router, reasoning models that spend the
+whole output limit thinking (through the loop: an early stop, no tool-calling error) and an empty
+reply when no tool was offered. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
 line by line; each case asserts what the app sees and, byte for byte after parsing, what the next
 request sends back (recorded/next_requests.json). Every request also passes the official SDKs'
 request types (the provider server checks them when it stops).
@@ -21,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from policy.configuration import ProviderConfig
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.chat_completions import ChatCompletionsAdapter
@@ -42,7 +45,7 @@ from runtime.providers import (
     HostProfile,
     ProviderUnavailable,
 )
-from runtime.providers.hosts import _CLOUD_HOSTS
+from runtime.providers.hosts import _CLOUD_HOSTS, host_profile_for
 from tests.runtime._scripted_adapter import EchoTool
 from tests.servers.provider_scripts import (
     anthropic_text_message,
@@ -279,6 +282,7 @@ def test_every_recorded_stream_is_replayed() -> None:
     replayed = (
         {c.fixture for c in CASES}
         | {c.fixture for c in EMPTY_EARLY_STOPS}
+        | {EMPTY_WITHOUT_TOOLS.fixture}
         | {"openrouter_error_chunk", "anthropic_citations_end_turn"}
     )
     assert replayed == {p.stem for p in RECORDED.glob("*.sse")}
@@ -394,18 +398,24 @@ EMPTY_EARLY_STOPS = [
 """Reasoning models that spend the whole output limit thinking: nothing said, nothing called."""
 
 
-@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
-@pytest.mark.parametrize("case", EMPTY_EARLY_STOPS, ids=[c.fixture for c in EMPTY_EARLY_STOPS])
-async def test_a_first_round_cut_while_reasoning_is_an_early_stop_not_a_tool_calling_error(
-    server: ProviderServer, case: Case, chunk_bytes: int | None
-) -> None:
+async def _loop_answer(
+    server: ProviderServer, case: Case, chunk_bytes: int | None, *, offered: bool
+) -> FinalAnswer:
+    """Play a recorded first round through the real loop, web_search offered or nothing."""
     server.reset()
     recorded = (RECORDED / f"{case.fixture}.sse").read_text(encoding="utf-8")
     server.queue(Reply(raw=recorded, chunk_bytes=chunk_bytes))
-    adapter = adapter_for(case.adapter, case.profile, server.base_url, case.model)
+    tools = [EchoTool("web_search")] if offered else []
+    adapter = adapter_for(
+        case.adapter,
+        case.profile,
+        server.base_url,
+        case.model,
+        tools=None if offered else (),
+    )
     context = LoopContext(
         chat=Chat.open("chat-1", MemoryChatStore()),
-        runnable_tools=[EchoTool("web_search").runnable()],
+        runnable_tools=[tool.runnable() for tool in tools],
         executor=ToolExecutor(),
         provider_kind=ProviderKind.OPEN_AI,
         provider_confidence=ConfidenceLevel.MEDIUM,
@@ -413,10 +423,42 @@ async def test_a_first_round_cut_while_reasoning_is_an_early_stop_not_a_tool_cal
         model=case.model,
     )
     events = [e async for e in SequentialToolCallingLoop().run(adapter, context)]
-
     final = events[-1]
     assert isinstance(final, FinalAnswer)
-    assert (final.text, final.stop_reason, final.interrupted) == (case.shown, case.stop, False)
-    assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == case.shown
+    assert "".join(e.text for e in events if isinstance(e, TextDeltaEvent)) == final.text
     assert len(server.requests) == 1
-    assert "tools" in server.bodies[0] and server.bodies[0]["tools"]
+    assert bool(server.bodies[0].get("tools")) is offered
+    return final
+
+
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
+@pytest.mark.parametrize("case", EMPTY_EARLY_STOPS, ids=[c.fixture for c in EMPTY_EARLY_STOPS])
+async def test_a_first_round_cut_while_reasoning_is_an_early_stop_not_a_tool_calling_error(
+    server: ProviderServer, case: Case, chunk_bytes: int | None
+) -> None:
+    final = await _loop_answer(server, case, chunk_bytes, offered=True)
+    assert (final.text, final.stop_reason, final.interrupted) == (case.shown, case.stop, False)
+
+
+_OLLAMA = host_profile_for(
+    ProviderConfig(
+        id="0d4f3a1e-0000-4000-8000-000000000002",
+        name="Local Ollama",
+        kind=ProviderKind.SELF_HOSTED,
+        model="qwen3:8b",
+        host="OLLAMA",
+        hostname="http://localhost:11434",
+    )
+)
+EMPTY_WITHOUT_TOOLS = Case(
+    "ollama_empty_reply_without_tools", _OLLAMA, _CHAT, "qwen3:8b", NO_ANSWER, _COMPLETED
+)
+
+
+@pytest.mark.parametrize("chunk_bytes", CHUNK_SIZES)
+async def test_an_empty_reply_when_no_tool_was_offered_is_a_plain_answer(
+    server: ProviderServer, chunk_bytes: int | None
+) -> None:
+    final = await _loop_answer(server, EMPTY_WITHOUT_TOOLS, chunk_bytes, offered=False)
+    assert (final.text, final.stop_reason, final.interrupted) == (NO_ANSWER, _COMPLETED, False)
+    assert "tool" not in final.text.lower()
