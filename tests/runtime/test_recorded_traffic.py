@@ -4,8 +4,8 @@ Each file in recorded/ is one response as the host streams it (its ids, extra me
 lines, SSE event names), covering what reasoning models and gateways send: OpenRouter's
 `reasoning_details` (streamed in pieces and whole), Groq's `reasoning` and raw `<think>` tags,
 DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk, Responses reasoning items with and without
-`encrypted_content`, truncation and refusals, Anthropic server tools with `pause_turn` and
-citations, Cerebras `reasoning` through the Hugging Face router, reasoning models that spend the
+`encrypted_content`, truncation and refusals, Anthropic server tools (web search with `pause_turn`,
+citations, code execution before a tool call), Cerebras `reasoning` through the Hugging Face router, reasoning models that spend the
 whole output limit thinking (through the loop: an early stop, no tool-calling error) and an empty
 reply when no tool was offered. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
 line by line; each case asserts what the app sees and, byte for byte after parsing, what the next
@@ -209,6 +209,15 @@ CASES = [
         "claude-sonnet-4-5",
         "I'll search for that.",
         StopReason.PAUSED,
+    ),
+    Case(
+        "anthropic_code_execution_then_tool_use",
+        ANTHROPIC,
+        AnthropicAdapter,
+        "claude-sonnet-4-5",
+        "Σ is 5050. Now the release notes.",
+        _COMPLETED,
+        ("web_search",),
     ),
     Case(
         "anthropic_max_tokens",
