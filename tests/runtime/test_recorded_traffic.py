@@ -3,11 +3,12 @@
 Each file in recorded/ is one response as the host streams it (its ids, extra members, comment
 lines, SSE event names), covering what reasoning models and gateways send: OpenRouter's
 `reasoning_details` (streamed in pieces and whole), Groq's `reasoning` and raw `<think>` tags,
-DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk, Responses reasoning items with and without
-`encrypted_content`, truncation and refusals, Anthropic server tools (web search with `pause_turn`,
-citations, code execution before a tool call), Cerebras `reasoning` through the Hugging Face router, reasoning models that spend the
-whole output limit thinking (through the loop: an early stop, no tool-calling error) and an empty
-reply when no tool was offered. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
+DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk,
+Responses reasoning items with and without `encrypted_content`, truncation and refusals, Anthropic
+server tools (web search with `pause_turn`, citations, code execution before a tool call), Cerebras
+`reasoning` through the Hugging Face router, reasoning models that spend the whole output limit
+thinking (through the loop: an early stop, no tool-calling error) and an empty reply when no tool
+was offered. Every file is sent cut into odd-sized pieces (through UTF-8 sequences and JSON) and
 line by line; each case asserts what the app sees and, byte for byte after parsing, what the next
 request sends back (recorded/next_requests.json). Every request also passes the official SDKs'
 request types (the provider server checks them when it stops).
