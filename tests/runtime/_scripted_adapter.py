@@ -11,8 +11,11 @@ from typing import Any
 
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.tools import DefinedTool
-from policy.vocabulary import ToolOutboundData
+from policy.vocabulary import ConfidenceLevel, ProviderKind, ToolOutboundData
+from runtime.chat import Chat, MemoryChatStore
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.executor import ToolExecutor
+from runtime.loop import LoopContext
 from runtime.messages import (
     AdapterEvent,
     RequestedCall,
@@ -117,3 +120,23 @@ class EchoTool(DefinedTool):
 
     def runnable(self) -> tuple[ToolDefinition, EchoTool]:
         return (self.definition, self)
+
+
+def loop_context(
+    *tools: EchoTool,
+    chat: Chat | None = None,
+    confidence: ConfidenceLevel = ConfidenceLevel.MEDIUM,
+    provider_kind: ProviderKind = ProviderKind.OPEN_AI,
+    provider_name: str = "Company OpenAI",
+    model: str = "gpt-test",
+) -> LoopContext:
+    """One streaming call's context with `tools` runnable through the real executor."""
+    return LoopContext(
+        chat=chat or Chat.open("chat-1", MemoryChatStore()),
+        runnable_tools=[tool.runnable() for tool in tools],
+        executor=ToolExecutor(),
+        provider_kind=provider_kind,
+        provider_confidence=confidence,
+        provider_name=provider_name,
+        model=model,
+    )

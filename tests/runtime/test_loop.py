@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction, ProviderKind
+from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ChatRequirementError, MemoryChatStore
 from runtime.execution import ToolExecutionBlocked, ToolExecutionResult
-from runtime.executor import ToolExecutor, TraceStatus
+from runtime.executor import TraceStatus
 from runtime.loop import (
     NO_ANSWER,
     FinalAnswer,
@@ -28,7 +28,14 @@ from runtime.loop import (
     web_addresses_given_in,
 )
 from runtime.messages import Round, RoundCompleted, Source, SourceOrigin, StopReason, Usage
-from tests.runtime._scripted_adapter import EchoTool, ScriptedAdapter, call, completed, text
+from tests.runtime._scripted_adapter import (
+    EchoTool,
+    ScriptedAdapter,
+    call,
+    completed,
+    loop_context,
+    text,
+)
 
 NO_FINAL_ANSWER = (
     "The model did not return a final answer after completing the available tool calls."
@@ -36,18 +43,7 @@ NO_FINAL_ANSWER = (
 NO_ANSWER_AFTER_CALL = "The model completed the tool call but did not return a final answer."
 
 
-def _context(
-    *tools: EchoTool, chat: Chat | None = None, confidence: ConfidenceLevel = ConfidenceLevel.MEDIUM
-) -> LoopContext:
-    return LoopContext(
-        chat=chat or Chat.open("chat-1", MemoryChatStore()),
-        runnable_tools=[tool.runnable() for tool in tools],
-        executor=ToolExecutor(),
-        provider_kind=ProviderKind.OPEN_AI,
-        provider_confidence=confidence,
-        provider_name="Company OpenAI",
-        model="gpt-test",
-    )
+_context = loop_context
 
 
 async def _run(

@@ -3,9 +3,7 @@ ended, a paused turn continued, and the texts really sent for token counting."""
 
 from __future__ import annotations
 
-from policy.vocabulary import ConfidenceLevel, ProviderKind
-from runtime.chat import Chat, MemoryChatStore
-from runtime.executor import ToolExecutor
+from policy.vocabulary import ProviderKind
 from runtime.loop import (
     MAX_PAUSED_CONTINUATIONS,
     FinalAnswer,
@@ -17,16 +15,20 @@ from runtime.loop import (
     ToolRoundStarted,
 )
 from runtime.messages import Round, RoundCompleted, StopReason, Usage
-from tests.runtime._scripted_adapter import EchoTool, ScriptedAdapter, call, completed, text
+from tests.runtime._scripted_adapter import (
+    EchoTool,
+    ScriptedAdapter,
+    call,
+    completed,
+    loop_context,
+    text,
+)
 
 
 def _context(*tools: EchoTool) -> LoopContext:
-    return LoopContext(
-        chat=Chat.open("chat-1", MemoryChatStore()),
-        runnable_tools=[tool.runnable() for tool in tools],
-        executor=ToolExecutor(),
+    return loop_context(
+        *tools,
         provider_kind=ProviderKind.ANTHROPIC,
-        provider_confidence=ConfidenceLevel.MEDIUM,
         provider_name="Company Claude",
         model="claude-test",
     )

@@ -25,16 +25,13 @@ from typing import Any
 import pytest
 
 from policy.configuration import ProviderConfig
-from policy.vocabulary import ConfidenceLevel, ProviderKind
+from policy.vocabulary import ProviderKind
 from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.chat_completions import ChatCompletionsAdapter
 from runtime.adapters.responses import ResponsesAdapter
-from runtime.chat import Chat, MemoryChatStore
-from runtime.executor import ToolExecutor
 from runtime.loop import (
     NO_ANSWER,
     FinalAnswer,
-    LoopContext,
     SequentialToolCallingLoop,
     TextDeltaEvent,
 )
@@ -47,7 +44,7 @@ from runtime.providers import (
     ProviderUnavailable,
 )
 from runtime.providers.hosts import _CLOUD_HOSTS, host_profile_for
-from tests.runtime._scripted_adapter import EchoTool
+from tests.runtime._scripted_adapter import EchoTool, loop_context
 from tests.servers.provider_scripts import (
     anthropic_text_message,
     chat_text,
@@ -415,7 +412,6 @@ async def _loop_answer(
     server.reset()
     recorded = (RECORDED / f"{case.fixture}.sse").read_text(encoding="utf-8")
     server.queue(Reply(raw=recorded, chunk_bytes=chunk_bytes))
-    tools = [EchoTool("web_search")] if offered else []
     adapter = adapter_for(
         case.adapter,
         case.profile,
@@ -423,15 +419,7 @@ async def _loop_answer(
         case.model,
         tools=None if offered else (),
     )
-    context = LoopContext(
-        chat=Chat.open("chat-1", MemoryChatStore()),
-        runnable_tools=[tool.runnable() for tool in tools],
-        executor=ToolExecutor(),
-        provider_kind=ProviderKind.OPEN_AI,
-        provider_confidence=ConfidenceLevel.MEDIUM,
-        provider_name="Test provider",
-        model=case.model,
-    )
+    context = loop_context(*([EchoTool("web_search")] if offered else []), model=case.model)
     events = [e async for e in SequentialToolCallingLoop().run(adapter, context)]
     final = events[-1]
     assert isinstance(final, FinalAnswer)
