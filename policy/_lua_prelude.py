@@ -366,6 +366,7 @@ base.coroutine = coroutine_copy
 -- bit32: AI Studio runs Lua 5.2, whose plugins may use it; built on 5.4's integer operators.
 do
   local floor, fmod, tointeger, MASK = math.floor, math.fmod, math.tointeger, 0xFFFFFFFF
+  local to_number = tonumber
   local function u32(x, i)
     if type(x) ~= "number" then
       error("bad argument #" .. i .. " to bit32 function (number expected, got " .. type(x) .. ")", 3)
@@ -375,10 +376,12 @@ do
     return n & MASK
   end
   local function count(n, i)
-    if type(n) ~= "number" then
+    local number = n
+    if type(n) == "string" then number = to_number(n) end  -- as math.floor reads it
+    if type(number) ~= "number" then
       error("bad argument #" .. i .. " to bit32 function (number expected, got " .. type(n) .. ")", 3)
     end
-    return floor(n)
+    return floor(number)
   end
   local function shift(x, n)
     if n <= -32 or n >= 32 then return 0 end

@@ -733,3 +733,10 @@ def test_sandbox_functions_name_themselves_in_argument_errors(source: str, messa
         _run(source)
     assert str(refused.value).endswith(f":1: {message}")
     assert "sandbox" not in str(refused.value) and "'?'" not in str(refused.value)
+
+
+def test_bit32_shift_counts_read_numeric_strings_as_math_floor_does() -> None:
+    result = _run(
+        'X = bit32.lshift(1, "3")  Y = bit32.rshift(16, " 0x2 ")  Z = bit32.lrotate(1, 1.5)'
+    )
+    assert dict(result.globals) == {"X": 8, "Y": 4, "Z": 2}
