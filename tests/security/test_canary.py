@@ -70,6 +70,7 @@ REPORTS = [
     ("explain", "--all"),
     ("settings", "web_search"),
     ("settings", "read_web_page"),
+    ("settings", "keys"),
     ("tools",),
     ("diff", "--against-org", str(EXAMPLES)),
     ("export", "web_search", "read_web_page", "--mode", "LOCKED"),
@@ -127,7 +128,11 @@ def test_no_event_trace_log_or_decision_record_of_a_chat_shows_the_canary(
     model_read = json.dumps(provider.bodies[1]["messages"][-2:])
     assert_no_canary(model_read, "what the model read")
     assert_no_canary(output, f"chat --format {output_format}")
-    assert_no_canary((tmp_path / "decisions.jsonl").read_text(), "decision log")
+    log = tmp_path / "decisions.jsonl"
+    assert_no_canary(log.read_text(), "decision log")
+    for view in (("log", "summary", log), ("replay", log, "--org", organization)):
+        shown = run(*view, "--format", output_format.replace("text", "table"), secret=secret)
+        assert_no_canary(shown, " ".join(map(str, view[:2])))
 
 
 def test_a_host_echoing_the_key_in_its_error_shows_no_canary(

@@ -72,6 +72,7 @@ REPORTS = [
     ("explain", "web_search", "--provider", VLLM),
     ("explain", "--all"),
     ("settings", "web_search"),
+    ("settings", "keys"),
     ("tools",),
     ("diff", "--against-org", str(EXAMPLES)),
     ("export", "web_search", "--mode", "DEFAULT"),
