@@ -5,7 +5,8 @@ last-known-good) goes through `read_plugin_file`: a symbolic link is followed on
 same folder, the file is opened without following a link and without blocking (a FIFO cannot hang
 the loader), `fstat` comes before any read, only a regular file is read (no device, FIFO or
 socket), and never more than the cap + 1 bytes (a sparse or growing file is refused without being
-read whole).
+read whole). `read_regular_file` applies the same rules but the folder one to a file the user
+names themselves (the user settings file, which may well be a link into a dotfiles folder).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from policy.errors import ToolPolicyError
 
-__all__ = ["PluginFileError", "read_plugin_file"]
+__all__ = ["PluginFileError", "read_plugin_file", "read_regular_file"]
 
 _OPEN_FLAGS = (
     os.O_RDONLY
@@ -28,6 +29,7 @@ _OPEN_FLAGS = (
 )
 _LINK_ERRORS = frozenset({errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)})
 _CHUNK = 1 << 16
+_FOLDER = "this is a folder, not a file"
 
 
 class PluginFileError(ToolPolicyError):
@@ -45,18 +47,30 @@ def read_plugin_file(path: Path, max_bytes: int, folder: Path | None = None) -> 
     """The bytes of `path`, a regular file of at most `max_bytes` inside `folder` (its own folder
     by default). A symbolic link counts as the file it names, which must lie in that folder too."""
     descriptor = _open(path, path.parent if folder is None else folder)
+    return _read_descriptor(
+        descriptor, max_bytes, "a plugin file may have (SandboxLimits.file_bytes)"
+    )
+
+
+def read_regular_file(path: Path, max_bytes: int, cap: str) -> bytes:
+    """The bytes of `path` (a link is followed), a regular file of at most `max_bytes`: a FIFO or
+    device is refused without waiting on it, and never more than the cap + 1 bytes are read.
+    `cap` says whose cap it is in the error ("a user settings file may have")."""
+    return _read_descriptor(_open_following(path), max_bytes, cap)
+
+
+def _read_descriptor(descriptor: int, max_bytes: int, cap: str) -> bytes:
     try:
         info = os.fstat(descriptor)
         if stat.S_ISDIR(info.st_mode):
-            raise PluginFileError("this is a folder, not a Lua file")
+            raise PluginFileError(_FOLDER)
         if not stat.S_ISREG(info.st_mode):
             raise PluginFileError(
-                f"this is {_kind(info.st_mode)}, not a regular file; the plugin loader reads "
-                "only regular files"
+                f"this is {_kind(info.st_mode)}, not a regular file; only regular files are read"
             )
         if info.st_size > max_bytes:
-            raise PluginFileError(_too_big(f"{info.st_size:,} bytes", max_bytes))
-        return _read_at_most(descriptor, max_bytes)
+            raise PluginFileError(_too_big(f"{info.st_size:,} bytes", max_bytes, cap))
+        return _read_at_most(descriptor, max_bytes, cap)
     finally:
         os.close(descriptor)
 
@@ -78,6 +92,13 @@ def _open(path: Path, folder: Path) -> int:
         raise PluginFileError("this symbolic link changed while it was opened") from None
 
 
+def _open_following(path: Path) -> int:
+    try:
+        return _open_with(path, _OPEN_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    except _SymbolicLink:  # a link loop
+        raise PluginFileError("this symbolic link points to itself, in a loop") from None
+
+
 class _SymbolicLink(PluginFileError):
     """The last part of the path is a symbolic link (only `_open` sees this one)."""
 
@@ -85,24 +106,28 @@ class _SymbolicLink(PluginFileError):
 def _open_no_follow(path: Path) -> int:
     if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):
         raise _SymbolicLink("symbolic link")
+    return _open_with(path, _OPEN_FLAGS)
+
+
+def _open_with(path: Path, flags: int) -> int:
     try:
-        return os.open(path, _OPEN_FLAGS)
+        return os.open(path, flags)
     except FileNotFoundError:
         raise PluginFileError("the file does not exist", missing=True) from None
     except IsADirectoryError:
-        raise PluginFileError("this is a folder, not a Lua file") from None
+        raise PluginFileError(_FOLDER) from None
     except OSError as error:
         if error.errno in _LINK_ERRORS:
             raise _SymbolicLink("symbolic link") from None
         if error.errno == errno.ENXIO:
             raise PluginFileError(
-                "this is a socket or device without a reader, not a regular file; the plugin "
-                "loader reads only regular files"
+                "this is a socket or device without a reader, not a regular file; only regular "
+                "files are read"
             ) from None
         raise PluginFileError(f"cannot read the file: {error.strerror}") from None
 
 
-def _read_at_most(descriptor: int, max_bytes: int) -> bytes:
+def _read_at_most(descriptor: int, max_bytes: int, cap: str) -> bytes:
     parts: list[bytes] = []
     total = 0
     while total <= max_bytes:
@@ -114,14 +139,11 @@ def _read_at_most(descriptor: int, max_bytes: int) -> bytes:
             return b"".join(parts)
         parts.append(chunk)
         total += len(chunk)
-    raise PluginFileError(_too_big(f"more than {max_bytes:,} bytes", max_bytes))
+    raise PluginFileError(_too_big(f"more than {max_bytes:,} bytes", max_bytes, cap))
 
 
-def _too_big(size: str, max_bytes: int) -> str:
-    return (
-        f"the file has {size}, over the cap of {max_bytes:,} bytes a plugin file may have "
-        "(SandboxLimits.file_bytes)"
-    )
+def _too_big(size: str, max_bytes: int, cap: str) -> str:
+    return f"the file has {size}, over the cap of {max_bytes:,} bytes {cap}"
 
 
 def _kind(mode: int) -> str:

@@ -43,6 +43,9 @@ _TOOLS_KEYS = (
     "default_tool_ids_by_component",
 )
 _TOP_KEYS = ("tools", "confidence")
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""The largest user settings file read (a real one has a few hundred bytes); a FIFO or device is
+refused, so neither can make a load wait or read without end."""
 _CONFIDENCE_KEYS = ("scheme",)
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _FIELD = re.compile(r"^\S+$")
@@ -204,15 +207,16 @@ def _yaml() -> Any:
 
 
 def _read_document(path: Path) -> Any:
+    from policy.plugin_files import PluginFileError, read_regular_file
+
+    where = SourceLocation(str(path), 0)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_regular_file(path, MAX_FILE_BYTES, "a user settings file may have")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise UserSettingsError(
-            "the file is not UTF-8 text", SourceLocation(str(path), 0)
-        ) from None
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise UserSettingsError(f"cannot be read: {reason}", SourceLocation(str(path), 0)) from None
+        raise UserSettingsError("the file is not UTF-8 text", where) from None
+    except PluginFileError as error:
+        raise UserSettingsError(f"cannot be read: {error.message}", where) from None
     return _load_text(text, str(path))
 
 

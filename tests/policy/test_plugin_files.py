@@ -192,3 +192,53 @@ def test_a_module_over_the_cap_is_refused(tmp_path: Path) -> None:
         handle.truncate(10 * 1024**2)
     with pytest.raises(PluginLoadError, match=r"icon\.lua: the file has 10,485,760 bytes, over"):
         load_plugin(plugin, ORG)
+
+
+# --- the user settings file: the same rules, but a link is the user's own choice ----------------
+
+
+def test_a_fifo_as_user_settings_is_refused_by_policy_check_without_hanging(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "plugin"
+    write_plugin(folder)
+    os.mkfifo(tmp_path / "settings.yaml")
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    done = subprocess.run(
+        [POLICY, "check", "--org", str(folder), "--user-settings", str(tmp_path / "settings.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a guard against a hang, not a timing bound
+        check=False,
+        env=variables,
+    )
+    assert done.returncode == 1
+    assert (
+        f"{tmp_path / 'settings.yaml'}: error [user-settings]: cannot be read: this is a FIFO "
+        "(named pipe), not a regular file; only regular files are read"
+    ) in done.stdout
+
+
+def test_a_device_or_an_oversized_user_settings_file_is_refused_unread(tmp_path: Path) -> None:
+    from policy.user_settings import MAX_FILE_BYTES, UserSettingsError, load_user_settings
+
+    sparse = tmp_path / "settings.yaml"
+    with sparse.open("wb") as handle:
+        handle.truncate(3 * 1024**3)
+    with pytest.raises(UserSettingsError, match=f"over the cap of {MAX_FILE_BYTES:,} bytes a user"):
+        load_user_settings(sparse)
+    zero = Path("/dev/zero")
+    if zero.exists():
+        with pytest.raises(UserSettingsError, match="this is a character device"):
+            load_user_settings(zero)
+
+
+def test_a_user_settings_file_linked_from_a_dotfiles_folder_is_read(tmp_path: Path) -> None:
+    from policy.user_settings import load_user_settings
+
+    (tmp_path / "dotfiles").mkdir()
+    real = tmp_path / "dotfiles" / "settings.yaml"
+    real.write_text("tools:\n  enabled: false\n", encoding="utf-8")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "settings.yaml").symlink_to(real)
+    assert load_user_settings(tmp_path / "config" / "settings.yaml").tools_enabled is False
