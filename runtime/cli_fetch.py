@@ -5,7 +5,6 @@ Attached to the `policy` command lazily (policy/cli.py), so `policy --help` impo
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -32,12 +31,10 @@ _FORMAT_OPTION = format_option("table", "json", "yaml")
 
 def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
     document = {"configurations": statuses}
-    if output_format == "json":
-        return json.dumps(document, indent=2)
-    if output_format == "yaml":
+    if output_format in ("json", "yaml"):
         from policy.explain import render_document
 
-        return render_document(document, "yaml")
+        return render_document(document, output_format)
     if not statuses:
         return "no configurations fetched"
     from policy.explain import render_table

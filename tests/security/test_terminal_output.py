@@ -100,6 +100,27 @@ def test_usage_errors_quoting_a_plugin_value_are_escaped(organization: Path, sec
     assert_terminal_safe(done, "usage error")
 
 
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_policy_status_escapes_what_a_server_sent(
+    tmp_path: Path, secret: str, output_format: str
+) -> None:
+    from policy.config_sources import DeliveryStatus, write_statuses
+
+    recorded = DeliveryStatus(
+        "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9",
+        "https://config.example.org/ai",
+        "last-known-good",
+        etag=f'"v1{HOSTILE}"',
+        last_attempt="2026-12-03T10:00:00+00:00",
+        error=f"the server said: {HOSTILE}",
+    )
+    write_statuses(tmp_path, [recorded])
+    done = policy("status", "--state-dir", tmp_path, "--format", output_format, secret=secret)
+    assert done.returncode == 1, done.stderr  # not current
+    assert_terminal_safe(done, f"status --format {output_format}")
+    assert done.stdout.count("pwned") == 2
+
+
 @pytest.fixture(scope="module")
 def provider() -> Iterator[ProviderServer]:
     with running_provider_server() as server:
