@@ -275,7 +275,7 @@ class ProviderClient:
         text = response.text
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             message = text
         else:
             message = _message_of(parsed) or ""
@@ -300,13 +300,16 @@ def _refuse_unsendable_key(key: str, provider_name: str) -> None:
 
 
 def _message_of(payload: Any) -> str | None:
-    if isinstance(payload, str):
-        return payload
-    if isinstance(payload, dict):
-        for key in ("error", "message", "detail"):
-            found = _message_of(payload.get(key))
-            if found:
-                return found
+    """The first text under `error` / `message` / `detail`, depth first (a loop, not recursion: a
+    host's body may nest as deep as the JSON parser allows)."""
+    pending = [payload]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if item:
+                return item
+        elif isinstance(item, dict):
+            pending.extend(item.get(key) for key in ("detail", "message", "error"))
     return None
 
 

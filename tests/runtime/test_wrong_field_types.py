@@ -249,6 +249,39 @@ def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
     assert "expected" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("profile", "adapter_type"),
+    [
+        (OPENAI_CHAT_COMPLETIONS, ChatCompletionsAdapter),
+        (OPENAI_RESPONSES, ResponsesAdapter),
+        (ANTHROPIC, AnthropicAdapter),
+    ],
+)
+@pytest.mark.parametrize(
+    "body",
+    ['{"error": ' * 100_000, '{"error": ' * 990 + '"deep"' + "}" * 990],
+    ids=["too deep to parse", "deep but whole"],
+)
+def test_an_error_body_nested_too_deep_is_the_status_error(
+    server: ProviderServer, profile: Any, adapter_type: Any, body: str
+) -> None:
+    server.replies.clear()
+    server.queue(Reply(status=400, body=body))
+
+    async def play() -> ProviderError:
+        client = client_for(profile, server.base_url, retry=RetryPolicy(max_attempts=1))
+        try:
+            with pytest.raises(ProviderError) as caught:
+                await run_round(adapter_type(client, conversation(web_search_tool()), "m"))
+            return caught.value
+        finally:
+            await client.aclose()
+
+    error = asyncio.run(play())
+    assert "rejected the request (HTTP 400)" in str(error)
+    assert len(str(error)) < 1000, "the host's text is cut to length"
+
+
 # -- the recorded streams: every field a host really sends ---------------------------------------
 
 RECORDED = Path(__file__).parent / "recorded"
