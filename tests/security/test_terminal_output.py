@@ -121,6 +121,23 @@ def test_policy_status_escapes_what_a_server_sent(
     assert done.stdout.count("pwned") == 2
 
 
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_policy_mcp_list_escapes_what_an_mcp_server_names(
+    tmp_path: Path, secret: str, output_format: str
+) -> None:
+    from tests.mcp_tools.test_mcp import write_org
+
+    state = tmp_path / "server-state.json"
+    state.write_text(json.dumps({"hostile_name": f"evil{HOSTILE}"}), encoding="utf-8")
+    org = write_org(tmp_path / "org", state)
+    done = policy(
+        "mcp", "list", "--org", org, "--state-dir", tmp_path / "state", "--format", output_format,
+        secret=secret,
+    )  # fmt: skip
+    assert_terminal_safe(done, f"mcp list --format {output_format}")
+    assert "pwned" in done.stdout, done.stdout + done.stderr
+
+
 @pytest.fixture(scope="module")
 def provider() -> Iterator[ProviderServer]:
     with running_provider_server() as server:

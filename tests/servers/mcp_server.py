@@ -108,6 +108,9 @@ def _tools(path: Path) -> list[types.Tool]:
             tools.append(
                 types.Tool(name=name, description="Odd name.", input_schema={"type": "object"})
             )
+    if state.get("hostile_name"):  # a name and description with control characters in them
+        hostile = str(state["hostile_name"])
+        tools.append(types.Tool(name=hostile, description=hostile, input_schema={"type": "object"}))
     for index in range(int(state.get("extra_tools", 0))):
         tools.append(
             types.Tool(
