@@ -8,8 +8,9 @@ runtime's reading code cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from policy.definitions import (
@@ -19,6 +20,7 @@ from policy.definitions import (
     ToolFunction,
     ToolVisibility,
 )
+from policy.errors import ToolPolicyError
 from policy.hosts import parse_allowed_private_hosts
 from policy.secrets import without_user_info
 from policy.tools import (
@@ -36,6 +38,7 @@ from policy.vocabulary import (
     FreeAddressChoice,
     OptionSource,
     OutboundDataRestriction,
+    SafeSearch,
     ToolActivation,
     ToolOutboundData,
     WebSearchBackend,
@@ -775,6 +778,144 @@ class SemanticSearchTool(DefinedTool):
                 "parameters": _semantic_search_parameters([s.id for s in sources]),
             }
         )
+
+
+# --- settings as the tools read them at run time ---------------------------------------------------
+
+
+class ToolSettingsError(ToolPolicyError, ValueError):
+    """A tool was asked to run with settings its own checks refuse.
+
+    The registry never offers a tool in that state (NOT_CONFIGURED), so this is only met by a
+    tool run outside the policy; the message is the one `policy check` and `explain` give.
+    """
+
+    code = "tool-settings"
+
+
+def _checked_values(tool: DefinedTool, values: Mapping[str, str]) -> Mapping[str, str]:
+    """`values` once the tool's settings rules (`values_state`, the registry's) accept them."""
+    from policy.resolve import values_state
+
+    state = values_state(tool.definition, values, tool)
+    if not state.is_configured:
+        raise ToolSettingsError(f"{tool.definition.id} is not configured: {state.message}")
+    return values
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _choice(kind: type[_E], text: str) -> _E | None:
+    """An offered value (checked before) as its member; blank is None."""
+    return kind(text) if text.strip() else None
+
+
+def _number(values: Mapping[str, str], setting: IntegerSetting) -> int:
+    text = values.get(setting.name, "").strip()
+    return int(text) if text else setting.default
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchSettings:
+    """web_search's settings, checked and typed: what the tool reads at run time."""
+
+    max_results: int
+    search_timeout: int
+    page_timeout: int
+    all_pages_timeout: int
+    max_total_characters: int
+    min_characters_per_result: int
+    default_language: str
+    safe_search: SafeSearch | None
+    strategy: WebSearchBackendStrategy
+    primary: WebSearchBackend | None
+    backends: tuple[WebSearchBackend, ...]
+    searxng_base_url: str
+    staan_market: str
+    tavily_search_depth: str
+    staan_api_key: str = field(default="", repr=False)
+    tavily_api_key: str = field(default="", repr=False)
+
+
+def web_search_settings(tool: DefinedTool, values: Mapping[str, str]) -> WebSearchSettings:
+    """web_search's resolved values as `WebSearchSettings`; refused ones raise ToolSettingsError."""
+    values = _checked_values(tool, values)
+    numbers = _WEB_SEARCH_NUMBERS_BY_NAME
+
+    def text(name: str) -> str:
+        return values.get(name, "").strip()
+
+    return WebSearchSettings(
+        max_results=_number(values, numbers[WS_MAX_RESULTS]),
+        search_timeout=_number(values, numbers[WS_SEARCH_TIMEOUT_SECONDS]),
+        page_timeout=_number(values, numbers[WS_PAGE_TIMEOUT_SECONDS]),
+        all_pages_timeout=_number(values, numbers[WS_ALL_PAGES_TIMEOUT_SECONDS]),
+        max_total_characters=_number(values, numbers[WS_MAX_TOTAL_CONTENT_CHARACTERS]),
+        min_characters_per_result=_number(values, numbers[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]),
+        default_language=text(WS_DEFAULT_LANGUAGE) or ANY_LANGUAGE,
+        safe_search=_choice(SafeSearch, text(WS_DEFAULT_SAFE_SEARCH)),
+        strategy=_choice(WebSearchBackendStrategy, text(WS_BACKEND_STRATEGY))
+        or WebSearchBackendStrategy.FAILOVER,
+        primary=_choice(WebSearchBackend, text(WS_PRIMARY_BACKEND)),
+        backends=web_search_backends_configured(values),
+        searxng_base_url=text(WS_SEARXNG_BASE_URL),
+        staan_market=text(WS_STAAN_MARKET),
+        tavily_search_depth=text(WS_TAVILY_SEARCH_DEPTH),
+        staan_api_key=text(WS_STAAN_API_KEY),
+        tavily_api_key=text(WS_TAVILY_API_KEY),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadWebPageSettings:
+    """read_web_page's settings, checked and typed: what the tool reads at run time."""
+
+    timeout_seconds: int
+    max_content_characters: int
+    allowed_private_hosts: tuple[str, ...]
+    """Canonical allowlist entries (`parse_allowed_private_hosts`)."""
+    free_address_choice: bool
+
+
+def read_web_page_settings(tool: DefinedTool, values: Mapping[str, str]) -> ReadWebPageSettings:
+    """read_web_page's resolved values as `ReadWebPageSettings`; refused ones raise
+    ToolSettingsError."""
+    values = _checked_values(tool, values)
+    numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
+    return ReadWebPageSettings(
+        timeout_seconds=_number(values, numbers[RWP_TIMEOUT_SECONDS]),
+        max_content_characters=_number(values, numbers[RWP_MAX_CONTENT_CHARACTERS]),
+        allowed_private_hosts=parse_allowed_private_hosts(values.get(RWP_ALLOWED_PRIVATE_HOSTS)),
+        free_address_choice=is_free_address_choice_on(values),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfluenceSettings:
+    """search_confluence's settings, checked and typed: what the tool reads at run time."""
+
+    base_url: str
+    """The wiki's normalized HTTPS base address (`normalize_confluence_base_url`)."""
+    timeout_seconds: int
+
+
+def search_confluence_settings(
+    tool: DefinedTool, values: Mapping[str, str]
+) -> SearchConfluenceSettings:
+    """search_confluence's resolved values as `SearchConfluenceSettings`; a missing or refused
+    address raises ToolSettingsError."""
+    values = _checked_values(tool, values)
+    base = values.get(SC_BASE_URL, "").strip()
+    if not base:
+        raise ToolSettingsError(
+            f"The setting {SEARCH_CONFLUENCE}.{SC_BASE_URL} is empty; the administrator has to "
+            "set the HTTPS address of the wiki."
+        )
+    return SearchConfluenceSettings(
+        base_url=normalize_confluence_base_url(base),
+        timeout_seconds=_number(values, SEARCH_CONFLUENCE_NUMBERS[0]),
+    )
 
 
 def builtin_tools() -> tuple[

@@ -432,16 +432,24 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def settings_document(policy: Policy, tool_id: str) -> dict[str, Any]:
     """The JSON contract of `policy settings TOOL_ID`; secret values are masked."""
-    from policy.resolve import field_problem
+    from policy.resolve import value_problem
 
     resolved = policy.registry.settings(tool_id)
+    values = resolved.values_for_tool()
     tool = next(t for t in policy.tools if t.definition.id == tool_id)
     rows = []
     for setting in resolved.fields.values():
         row = _setting_row(setting, policy)
         plain = setting.plain()
         problem = (
-            field_problem(tool.definition, setting.field, plain, tool)
+            value_problem(
+                tool.definition,
+                values,
+                setting.field,
+                plain,
+                tool,
+                resolved.value_below(setting.field),
+            )
             if plain is not None
             else None
         )
@@ -564,7 +572,7 @@ def settable_field_problem(
     policy: Policy, tool_id: str, field: str, value: str
 ) -> tuple[str | None, str] | None:
     """Why `policy settings set` must refuse: (argument at fault or None, message); None = fine."""
-    from policy.resolve import field_problem
+    from policy.resolve import value_problem
 
     tool = next(t for t in policy.tools if t.definition.id == tool_id)
     definition = tool.definition
@@ -594,7 +602,8 @@ def settable_field_problem(
             f"{tool_id}.{field} is locked by {who}; your value would never apply. "
             "Ask whoever maintains that plugin to change it or to make it a default.",
         )
-    problem = field_problem(definition, field, value, tool)
+    values = policy.registry.settings(tool_id).values_for_tool()
+    problem = value_problem(definition, values, field, value, tool, values.get(field))
     if problem is not None:
         return "VALUE", problem
     return None

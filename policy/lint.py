@@ -7,14 +7,22 @@ the file:line of the entry it is about. Rules never change anything and never ra
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
 from policy.definitions import ToolDefinition
 from policy.provenance import SourceLocation
-from policy.resolve import field_problem, setting_choices, setting_text
+from policy.resolve import (
+    ResolvedSettings,
+    field_problem,
+    resolve_tool_settings,
+    setting_choices,
+    setting_text,
+    value_problem,
+)
 from policy.secrets import is_encrypted
 from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
 from policy.suggest import HintBudget
@@ -23,6 +31,7 @@ from policy.vocabulary import ProviderKind, ToolActivation
 if TYPE_CHECKING:
     from policy import Policy
     from policy.plugins import ConfigurationPlugin
+    from policy.tools import Tool
 
 ENABLE_TOOLS = "DataTools.EnableTools"
 DISABLED = "DataTools.DisabledToolIds"
@@ -49,6 +58,17 @@ def lint_policy(policy: Policy) -> tuple[Finding, ...]:
         policy.findings,
         policy.configuration.applied_plugins,
         {t.definition.id: t for t in policy.tools},
+        functools.partial(_settings_without_keyring, policy),
+    )
+
+
+def _settings_without_keyring(policy: Policy, tool_id: str) -> ResolvedSettings:
+    """A tool's settings as configured, the user's keyring left unread: `policy check` starts
+    no keyring program. The rules across fields ask whether a value breaks the tool, which a
+    secret only the keyring holds does not change (the value is compared with its default)."""
+    definition = policy.registry.definition(tool_id)
+    return resolve_tool_settings(
+        definition, policy.configuration, policy.user, lambda _tool, _field: None
     )
 
 
@@ -64,13 +84,17 @@ def lint_configuration(
     already_reported: Iterable[Finding] = (),
     plugins: Sequence[ConfigurationPlugin] = (),
     tools: Mapping[str, object] | None = None,
+    settings_of: Callable[[str], ResolvedSettings] | None = None,
 ) -> tuple[Finding, ...]:
     """Findings for a merged configuration. `tools` (by id) lets each setting value be checked by
-    its tool's own field rule; without it only the definitions' offered values are checked."""
+    its tool's own field rule; without it only the definitions' offered values are checked.
+    `settings_of(tool_id)` (the resolved settings in force) adds the rules across fields for each
+    value in force: one that leaves its tool NOT_CONFIGURED is an error too."""
     earlier = tuple(already_reported)
     context = _Context(
         configuration, definitions, is_known or definitions.__contains__, earlier, tools or {}
     )
+    context.settings_of = settings_of
     findings: list[Finding] = []
     for rule in _RULES:
         findings.extend(rule(context))
@@ -89,6 +113,7 @@ class _Context:
         tools: Mapping[str, object] | None = None,
     ) -> None:
         self.tools = tools or {}
+        self.settings_of: Callable[[str], ResolvedSettings] | None = None
         self.configuration = configuration
         self.definitions = definitions
         self.is_known = is_known
@@ -220,9 +245,7 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                 continue
             if properties[field_name].secret:
                 continue
-            problem = field_problem(
-                definition, field_name, setting_text(value), c.tools.get(tool_id)
-            )
+            problem = _value_problem(c, definition, field_name, setting_text(value))
             if problem is not None:
                 code = (
                     "value-not-allowed"
@@ -235,6 +258,22 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                     f'{key}["{entry}"]: {problem}. {tool_id} is not configured until it is fixed',
                     location,
                 )
+
+
+def _value_problem(c: _Context, definition: ToolDefinition, name: str, text: str) -> str | None:
+    """The field's rule; for the value in force also the rules across fields (`value_problem`)."""
+    tool = c.tools.get(definition.id)
+    resolved = c.settings_of(definition.id) if c.settings_of is not None else None
+    if resolved is None or resolved.fields[name].plain() != text:
+        return field_problem(definition, name, text, tool)
+    return value_problem(
+        definition,
+        resolved.values_for_tool(),
+        name,
+        text,
+        cast("Tool", tool) if hasattr(tool, "validate_configuration") else None,
+        resolved.value_below(name),
+    )
 
 
 def _secrets(c: _Context) -> Iterable[Finding]:

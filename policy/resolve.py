@@ -131,6 +131,14 @@ class ResolvedSettings:
     def __getitem__(self, name: str) -> ResolvedSetting:
         return self.fields[name]
 
+    def value_below(self, name: str) -> str | None:
+        """What field `name` would be without the value in force: the next layer's value by
+        `resolve_setting`'s precedence (None: the tool's default)."""
+        for beaten in self.fields[name].beaten:
+            if beaten.source in (SettingSource.USER, SettingSource.ORG_DEFAULT):
+                return beaten.plain()
+        return None
+
     @property
     def notes(self) -> tuple[str, ...]:
         return tuple(f"{s.key}: {s.note}" for s in self.fields.values() if s.note)
@@ -447,7 +455,14 @@ def configuration_state(
     definition: ToolDefinition, settings: ResolvedSettings, tool: Tool | None = None
 ) -> ToolConfigurationState:
     """Required fields, then each field's validity, then the tool's own check (fails closed)."""
-    values = settings.values_for_tool()
+    return values_state(definition, settings.values_for_tool(), tool)
+
+
+def values_state(
+    definition: ToolDefinition, values: Mapping[str, str], tool: Tool | None = None
+) -> ToolConfigurationState:
+    """`configuration_state` over plain field → value: the registry's NOT_CONFIGURED check, and
+    what a tool asks before it reads its settings at run time."""
     missing = tuple(
         name for name in definition.settings_schema.required if not values.get(name, "").strip()
     )
@@ -469,6 +484,40 @@ def configuration_state(
             f"{definition.id}: its settings could not be checked ({type(error).__name__})",
         )
     return CONFIGURED if state.is_configured else state
+
+
+def value_problem(
+    definition: ToolDefinition,
+    values: Mapping[str, str],
+    name: str,
+    value: str,
+    tool: Tool | None = None,
+    instead: str | None = None,
+) -> str | None:
+    """Why `value` for field `name` is refused when the other fields are as in `values`, or None.
+
+    The field's own rule (`field_problem`) first; then the rules across fields (a content budget
+    too small for its per-result share, SPECIFIC without a preferred backend, a required field
+    left blank, ...): a value that leaves the tool NOT_CONFIGURED where the field's own default
+    would not — or not for that reason — is refused with the reason. A field without a default
+    is compared with `instead`, the value it has without this one. So a tool that is not
+    configured for another reason (no search backend yet) does not make every value wrong.
+    `policy check` (for each organization value in force), `policy settings set` and `settings
+    show` ask this, so they agree with the registry.
+    """
+    problem = field_problem(definition, name, value, tool)
+    if problem is not None:
+        return problem
+    after = values_state(definition, {**values, name: value}, tool)
+    if after.is_configured:
+        return None
+    spec = definition.settings_schema.properties.get(name)
+    default = spec.default if spec is not None else None
+    reference = default if default is not None else instead or ""
+    before = values_state(definition, {**values, name: reference}, tool)
+    if before.is_configured or before.message != after.message:
+        return after.message
+    return None
 
 
 # --- global switches ------------------------------------------------------------------------------

@@ -15,16 +15,9 @@ from urllib.parse import urlsplit
 
 from policy.builtin import (
     ARG_URL,
-    READ_WEB_PAGE,
-    READ_WEB_PAGE_NUMBERS,
-    RWP_ALLOWED_PRIVATE_HOSTS,
-    RWP_MAX_CONTENT_CHARACTERS,
-    RWP_TIMEOUT_SECONDS,
     ReadWebPageTool,
-    is_free_address_choice_on,
-    read_integer_setting,
+    read_web_page_settings,
 )
-from policy.hosts import parse_allowed_private_hosts
 from policy.vocabulary import OutboundDataRestriction
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
@@ -66,8 +59,6 @@ SMALL_PAGE_WARNING = (
     "Only a small amount of readable page content was extracted; the result may be incomplete."
 )
 
-_NUMBERS = {setting.name: setting for setting in READ_WEB_PAGE_NUMBERS}
-
 
 def _read_url(arguments: Mapping[str, Any]) -> tuple[str, str]:
     """The url argument and its request key; anything but an absolute http(s) URL is refused."""
@@ -98,7 +89,9 @@ def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] |
     return lambda url: within_wiki(url, wiki)
 
 
-def _target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[[str], bool] | None:
+def _target_rule(
+    url: str, key: str, context: ToolExecutionContext, free_address_choice: bool
+) -> Callable[[str], bool] | None:
     """Refuses what the chat's restriction and free address choice forbid; else the redirect rule.
 
     Returns the check every hop must pass (the wiki only, when only the wiki makes the address
@@ -119,18 +112,9 @@ def _target_rule(url: str, key: str, context: ToolExecutionContext) -> Callable[
         if not is_wiki_page:
             raise ToolExecutionBlocked(ONLY_CONFIGURED_SERVICES_REFUSAL)
         rule = in_wiki
-    if not is_free_address_choice_on(context.settings) and not given:
+    if not free_address_choice and not given:
         raise ToolExecutionBlocked(FREE_ADDRESS_CHOICE_REFUSAL)
     return rule
-
-
-def _allowed_private_hosts(settings: Mapping[str, str]) -> tuple[str, ...]:
-    try:
-        return parse_allowed_private_hosts(settings.get(RWP_ALLOWED_PRIVATE_HOSTS, ""))
-    except ValueError as error:
-        raise ValueError(
-            f"The setting {READ_WEB_PAGE}.{RWP_ALLOWED_PRIVATE_HOSTS} is not valid: {error}"
-        ) from error
 
 
 class ReadWebPageExecutableTool(ReadWebPageTool):
@@ -144,19 +128,19 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
     ) -> ToolExecutionResult:
         from runtime.web.truncate import truncate_markdown
 
+        settings = read_web_page_settings(self, context.settings)
         url, key = _read_url(arguments)
-        rule = _target_rule(url, key, context)
-        settings = context.settings
+        rule = _target_rule(url, key, context, settings.free_address_choice)
         options = retrieval_options(
             context,
-            timeout_seconds=read_integer_setting(settings, _NUMBERS[RWP_TIMEOUT_SECONDS]),
+            timeout_seconds=settings.timeout_seconds,
             provider_confidence=context.provider_confidence,
-            allowed_private_hosts=_allowed_private_hosts(settings),
+            allowed_private_hosts=settings.allowed_private_hosts,
             is_target_allowed=rule,
         )
         page = await retrieve_page(url, options, REDIRECT_OUT_OF_BOUNDS_REFUSAL)
         content = await page_content(page)
-        limit = read_integer_setting(settings, _NUMBERS[RWP_MAX_CONTENT_CHARACTERS])
+        limit = settings.max_content_characters
         markdown = truncate_markdown(content.markdown, limit)
         truncated = markdown != content.markdown
         warnings: list[str] = []

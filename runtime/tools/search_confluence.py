@@ -20,12 +20,9 @@ from policy.builtin import (
     ARG_SPACE_KEY,
     CONFLUENCE_MAX_QUERY_CHARACTERS,
     CONFLUENCE_MAX_SPACE_KEY_CHARACTERS,
-    SC_BASE_URL,
-    SEARCH_CONFLUENCE,
-    SEARCH_CONFLUENCE_NUMBERS,
     SearchConfluenceTool,
     normalize_confluence_base_url,
-    read_integer_setting,
+    search_confluence_settings,
 )
 from policy.vocabulary import ConfidenceLevel
 from runtime.arguments import ArgumentError, echo, has_control_character
@@ -135,20 +132,6 @@ def is_login_page(url: str) -> bool:
     return any(name.lower() == "os_destination" for name, _ in parse_qsl(parts.query, True))
 
 
-def configured_base_url(tool: SearchConfluenceTool, settings: Mapping[str, str]) -> str:
-    """The wiki's normalized base URL; a missing or invalid setting is a configuration error."""
-    base = settings.get(SC_BASE_URL, "").strip()
-    if not base:
-        raise ValueError(
-            f"The setting {SEARCH_CONFLUENCE}.{SC_BASE_URL} is empty; the administrator has to "
-            "set the HTTPS address of the wiki."
-        )
-    state = tool.validate_configuration(settings)
-    if not state.is_configured:
-        raise ValueError(state.message)
-    return normalize_confluence_base_url(base)
-
-
 class SearchConfluenceExecutableTool(SearchConfluenceTool):
     """The policy-side search_confluence plus its execution."""
 
@@ -164,11 +147,12 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             raise ToolExecutionBlocked(CONFIDENCE_REFUSAL)
         query = read_query(arguments)
         space_key = read_space_key(arguments)
-        base = configured_base_url(self, context.settings)
+        settings = search_confluence_settings(self, context.settings)
+        base = settings.base_url
         url = search_url(base, query, space_key)
         options = retrieval_options(
             context,
-            timeout_seconds=read_integer_setting(context.settings, SEARCH_CONFLUENCE_NUMBERS[0]),
+            timeout_seconds=settings.timeout_seconds,
             provider_confidence=context.provider_confidence,
             allowed_private_hosts=(urlsplit(base).hostname or "",),
             is_target_allowed=lambda hop: within_wiki(hop, base),

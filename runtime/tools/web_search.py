@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from policy.builtin import (
     ARG_LANGUAGE,
@@ -24,27 +24,11 @@ from policy.builtin import (
     ARG_TIME_RANGE,
     TIME_RANGES,
     WEB_SEARCH_MAX_LIMIT,
-    WEB_SEARCH_NUMBERS,
-    WS_ALL_PAGES_TIMEOUT_SECONDS,
-    WS_BACKEND_STRATEGY,
-    WS_DEFAULT_LANGUAGE,
-    WS_DEFAULT_SAFE_SEARCH,
-    WS_MAX_RESULTS,
-    WS_MAX_TOTAL_CONTENT_CHARACTERS,
-    WS_MIN_CONTENT_CHARACTERS_PER_RESULT,
-    WS_PAGE_TIMEOUT_SECONDS,
-    WS_PRIMARY_BACKEND,
-    WS_SEARCH_TIMEOUT_SECONDS,
-    WS_SEARXNG_BASE_URL,
-    WS_STAAN_API_KEY,
-    WS_STAAN_MARKET,
-    WS_TAVILY_API_KEY,
-    WS_TAVILY_SEARCH_DEPTH,
+    WebSearchSettings,
     WebSearchTool,
-    read_integer_setting,
-    web_search_backends_configured,
+    web_search_settings,
 )
-from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend, WebSearchBackendStrategy
+from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
@@ -58,7 +42,6 @@ from runtime.tools._common import (
 from runtime.tools.search_backends import (
     Candidate,
     SearchBackend,
-    SearchBackendError,
     SearchRequest,
     SearxngBackend,
     dispatch,
@@ -74,7 +57,6 @@ if TYPE_CHECKING:
 MAX_PARALLEL_PAGES = 4
 SNIPPET_MAX_CHARACTERS = 1000
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}", re.ASCII)
-_NUMBERS = {setting.name: setting for setting in WEB_SEARCH_NUMBERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,78 +114,29 @@ def read_arguments(arguments: Mapping[str, Any]) -> WebSearchArguments:
     return WebSearchArguments(query, language, time_range, page, limit)
 
 
-@dataclass(frozen=True, slots=True)
-class WebSearchSettings:
-    """The tool's settings, read once per call."""
-
-    max_results: int
-    search_timeout: int
-    page_timeout: int
-    all_pages_timeout: int
-    max_total_characters: int
-    min_characters_per_result: int
-    default_language: str
-    safe_search: SafeSearch | None
-    strategy: WebSearchBackendStrategy
-    primary: WebSearchBackend | None
-    searxng_base_url: str
-
-
-_E = TypeVar("_E", bound=StrEnum)
-
-
-def _member(kind: type[_E], text: str) -> _E | None:
-    name = text.strip().upper()
-    return kind(name) if name in kind.__members__ else None
-
-
-def read_settings(settings: Mapping[str, str]) -> WebSearchSettings:
-    """The tool's settings as values (blank numbers take their default, large ones their maximum)."""
-
-    def number(name: str) -> int:
-        return read_integer_setting(settings, _NUMBERS[name])
-
-    return WebSearchSettings(
-        max_results=number(WS_MAX_RESULTS),
-        search_timeout=number(WS_SEARCH_TIMEOUT_SECONDS),
-        page_timeout=number(WS_PAGE_TIMEOUT_SECONDS),
-        all_pages_timeout=number(WS_ALL_PAGES_TIMEOUT_SECONDS),
-        max_total_characters=number(WS_MAX_TOTAL_CONTENT_CHARACTERS),
-        min_characters_per_result=number(WS_MIN_CONTENT_CHARACTERS_PER_RESULT),
-        default_language=settings.get(WS_DEFAULT_LANGUAGE, "").strip() or ANY_LANGUAGE,
-        safe_search=_member(SafeSearch, settings.get(WS_DEFAULT_SAFE_SEARCH, "")),
-        strategy=_member(WebSearchBackendStrategy, settings.get(WS_BACKEND_STRATEGY, ""))
-        or WebSearchBackendStrategy.FAILOVER,
-        primary=_member(WebSearchBackend, settings.get(WS_PRIMARY_BACKEND, "")),
-        searxng_base_url=settings.get(WS_SEARXNG_BASE_URL, "").strip(),
-    )
-
-
 def configured_backends(
-    settings: Mapping[str, str],
-    options: WebSearchSettings,
-    endpoints: SearchEndpoints = SearchEndpoints(),
+    options: WebSearchSettings, endpoints: SearchEndpoints = SearchEndpoints()
 ) -> list[SearchBackend]:
     """A backend for every service with what it needs (an address or an API key)."""
     backends: list[SearchBackend] = []
-    for kind in web_search_backends_configured(settings):
+    for kind in options.backends:
         if kind is WebSearchBackend.SEARXNG:
             backends.append(SearxngBackend(options.searxng_base_url, options.search_timeout))
         elif kind is WebSearchBackend.TAVILY:
             backends.append(
                 TavilyBackend(
-                    settings.get(WS_TAVILY_API_KEY, ""),
+                    options.tavily_api_key,
                     options.search_timeout,
-                    search_depth=settings.get(WS_TAVILY_SEARCH_DEPTH, ""),
+                    search_depth=options.tavily_search_depth,
                     endpoint=endpoints.tavily,
                 )
             )
         else:
             backends.append(
                 StaanBackend(
-                    settings.get(WS_STAAN_API_KEY, ""),
+                    options.staan_api_key,
                     options.search_timeout,
-                    market=settings.get(WS_STAAN_MARKET, ""),
+                    market=options.staan_market,
                     endpoint=endpoints.staan,
                 )
             )
@@ -434,15 +367,9 @@ class WebSearchExecutableTool(WebSearchTool):
         from runtime.web.sanitize import sanitize_pages_and_texts
 
         args = read_arguments(arguments)
-        options = read_settings(context.settings)
+        options = web_search_settings(self, context.settings)
         endpoints = context.services.search_endpoints or SearchEndpoints()
-        backends = configured_backends(context.settings, options, endpoints)
-        if not backends:
-            raise SearchBackendError(
-                "No search service is configured; the administrator has to set "
-                f"web_search.{WS_SEARXNG_BASE_URL}, web_search.{WS_STAAN_API_KEY} or "
-                f"web_search.{WS_TAVILY_API_KEY}."
-            )
+        backends = configured_backends(options, endpoints)
         request = SearchRequest(
             query=args.query,
             language=args.language or options.default_language,

@@ -143,3 +143,64 @@ def test_a_mistyped_tool_setting_key_in_a_plugin_gets_a_hint(tmp_path: Path) -> 
     text = done.stdout + done.stderr
     assert "unknown tool 'web_serch'; did you mean \"web_search\"?" in text
     assert 'has no setting "maxResult"; did you mean "maxResults"?' in text
+
+
+BUDGET = (
+    "web_search.maxTotalContentCharacters (1000) must be at least 20 × "
+    "minContentCharactersPerResult (2000)"
+)
+
+
+@pytest.fixture
+def small_budget(tmp_path: Path) -> Path:
+    folder = tmp_path / "budget"
+    write_plugin(
+        folder,
+        PROVIDERS
+        + 'CONFIG["SETTINGS"] = {}\n'
+        + 'CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {\n'
+        + '    ["web_search.searxng.baseUrl"] = "https://searx.example.org",\n'
+        + '    ["web_search.maxTotalContentCharacters"] = "1000",\n'
+        + "}\n",
+    )
+    return folder
+
+
+def test_check_reports_a_value_that_breaks_a_rule_across_fields(small_budget: Path) -> None:
+    done = run("check", "--org", small_budget)
+    assert done.returncode == 1
+    assert f"plugin.lua:{_line_of(small_budget, 'maxTotalContentCharacters')}: error" in done.stdout
+    assert BUDGET in done.stdout
+    assert "web_search is not configured until it is fixed" in done.stdout
+    shown = run("settings", "show", "web_search", "--org", small_budget)
+    assert f"invalid: {BUDGET}" in shown.stdout
+
+
+def test_settings_set_refuses_a_value_that_would_leave_the_tool_not_configured(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "org"
+    write_plugin(
+        folder,
+        PROVIDERS
+        + 'CONFIG["SETTINGS"] = {}\n'
+        + 'CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = '
+        + '{ ["web_search.searxng.baseUrl"] = "https://searx.example.org" }\n',
+    )
+    user = tmp_path / "user.yaml"
+    user.write_text("", encoding="utf-8")
+    common = ("--org", folder, "--user-settings", user)
+    done = run("settings", "set", "web_search", "maxTotalContentCharacters", "1000", *common)
+    assert done.returncode == 2
+    assert BUDGET in done.stderr
+    blank = run("settings", "set", "web_search", "searxng.baseUrl", "", *common)
+    assert blank.returncode == 2
+    assert "no search backend is configured" in blank.stderr
+    assert user.read_text(encoding="utf-8") == ""
+    fine = run("settings", "set", "web_search", "maxTotalContentCharacters", "50000", *common)
+    assert fine.returncode == 0, fine.stderr
+
+
+def _line_of(folder: Path, text: str) -> int:
+    lines = (folder / "plugin.lua").read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)

@@ -101,7 +101,9 @@ async def test_web_search_reason_carries_no_content_type_to_the_model() -> None:
     async with raw_server(HOSTILE_ROUTES) as server:
         with running_searxng() as searxng:
             searxng.state.results = [hit(server.url("/content-type"), "A title", "A snippet")]
-            context = _context(WEB_SEARCH, {"searxng.baseUrl": searxng.base_url}, guard)
+            context = _context(
+                WEB_SEARCH, {"defaultLanguage": "all", "searxng.baseUrl": searxng.base_url}, guard
+            )
             result = await create_tool().execute({"query": "report"}, context)
     [entry] = result.json_content["results"]
     assert entry["page"]["status"] == "snippet only"

@@ -241,8 +241,8 @@ async def test_a_broken_allowlist_names_the_setting(page_server: PageServer) -> 
             {**ON, "allowedPrivateHosts": "https://intranet.test/"},
         )
     assert str(broken.value) == (
-        "The setting read_web_page.allowedPrivateHosts is not valid: Allowed private hosts must "
-        "be host names only, without scheme or path."
+        "read_web_page is not configured: read_web_page.allowedPrivateHosts: Allowed private "
+        "hosts must be host names only, without scheme or path."
     )
 
 
@@ -307,16 +307,29 @@ async def test_off_counts_only_what_the_chat_gave_not_what_the_model_wrote(
     assert status is TraceStatus.SUCCESS and "module prices" in content
 
 
-@pytest.mark.parametrize("value", ["", "1", "ON, OFF", "of"])
-async def test_anything_but_on_reads_as_off(page_server: PageServer, value: str) -> None:
+async def test_a_blank_free_address_choice_reads_as_off(page_server: PageServer) -> None:
     url = page_server.url("/site/solar", "public.test")
-    assert await refused(url, settings={"freeAddressChoice": value}) == FREE_ADDRESS_CHOICE_REFUSAL
+    assert await refused(url, settings={"freeAddressChoice": ""}) == FREE_ADDRESS_CHOICE_REFUSAL
+
+
+@pytest.mark.parametrize("value", ["1", "ON, OFF", "of", "on"])
+async def test_a_free_address_choice_the_policy_refuses_never_runs(
+    page_server: PageServer, value: str
+) -> None:
+    requests_before = len(page_server.state.paths)
+    with pytest.raises(ValueError) as refused_run:
+        await read(page_server.url("/site/solar", "public.test"), {"freeAddressChoice": value})
+    assert str(refused_run.value).startswith(
+        f"read_web_page is not configured: read_web_page.freeAddressChoice: '{value}' is not one "
+        "of the offered values (OFF, ON)"
+    )
+    assert len(page_server.state.paths) == requests_before
 
 
 async def test_on_lets_the_model_choose_and_the_instructions_follow_the_setting(
     page_server: PageServer,
 ) -> None:
-    result = await read(page_server.url("/site/wind", "public.test"), {"freeAddressChoice": "on"})
+    result = await read(page_server.url("/site/wind", "public.test"), {"freeAddressChoice": "ON"})
     assert body(result)["status"] == "complete"
 
     def context(settings: dict[str, str]) -> ResolutionContext:

@@ -8,7 +8,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from policy.builtin import SEARCH_CONFLUENCE, normalize_confluence_base_url
+from policy.builtin import (
+    SEARCH_CONFLUENCE,
+    normalize_confluence_base_url,
+    search_confluence_settings,
+)
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
@@ -20,7 +24,6 @@ from runtime.tools.search_confluence import (
     EMPTY_RESULT_ERROR,
     LOGIN_PAGE_ERROR,
     REDIRECT_REFUSAL,
-    configured_base_url,
     create_tool,
     is_login_page,
     search_cql,
@@ -72,7 +75,7 @@ def test_a_base_url_ends_with_exactly_one_slash() -> None:
         "https://wiki.example.test/confluence",
         "https://wiki.example.test/confluence///",
     ):
-        assert configured_base_url(tool, {"baseUrl": written}) == BASE
+        assert search_confluence_settings(tool, {"baseUrl": written}).base_url == BASE
     assert (
         normalize_confluence_base_url("https://wiki.example.test") == "https://wiki.example.test/"
     )
@@ -86,14 +89,14 @@ def test_a_base_url_ends_with_exactly_one_slash() -> None:
         ("https://wiki.example.test/?os_authType=basic", "must not contain a query or fragment"),
         ("https://wiki.example.test/#top", "must not contain a query or fragment"),
         ("wiki.example.test", "expected an absolute HTTPS address"),
-        ("", "is empty"),
+        ("", "Required settings are missing: search_confluence.baseUrl"),
     ],
 )
 def test_a_base_url_which_is_not_a_plain_https_address_is_refused(
     written: str, problem: str
 ) -> None:
     with pytest.raises(ValueError) as refused:
-        configured_base_url(create_tool(), {"baseUrl": written})
+        search_confluence_settings(create_tool(), {"baseUrl": written})
     assert problem in str(refused.value)
     assert "pw" not in str(refused.value).replace(problem, "")
 

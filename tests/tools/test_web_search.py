@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policy.builtin import WEB_SEARCH
+from policy.builtin import WEB_SEARCH, ToolSettingsError
 from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
 from runtime.arguments import ArgumentError
 from runtime.chat import Chat, MemoryChatStore
@@ -445,8 +445,9 @@ async def test_an_unreachable_searxng_is_named_without_its_query_string() -> Non
 
 async def test_no_configured_backend_names_every_setting_that_would_configure_one() -> None:
     context = make_context(WEB_SEARCH, {"defaultLanguage": "all"})
-    with pytest.raises(SearchBackendError) as failed:
+    with pytest.raises(ToolSettingsError) as failed:
         await create_tool().execute({"query": "x"}, context)
+    assert str(failed.value).startswith("web_search is not configured: ")
     for key in ("searxng.baseUrl", "staan.apiKey", "tavily.apiKey"):
         assert key in str(failed.value)
 
