@@ -250,8 +250,12 @@ def _component(name: str) -> Component:
 
 
 def _echo_findings_to_stderr(findings: Sequence[Finding]) -> None:
+    from policy.terminal import colour_allowed, coloured
+
+    colour = colour_allowed(sys.stderr)
     for finding in findings:
-        click.echo(finding_line(finding), err=True)
+        line = finding_line(finding)
+        click.echo(coloured(line) if colour else line, err=True)
 
 
 def finding_line(finding: Finding, severity: str | None = None, *, with_code: bool = False) -> str:
@@ -267,9 +271,10 @@ def finding_line(finding: Finding, severity: str | None = None, *, with_code: bo
 def _print(text: str) -> None:
     """Every line the command prints goes here: its values were made `terminal_safe` by the
     renderer; what is left of control characters other than the layout's own is escaped."""
-    from policy.terminal import terminal_text
+    from policy.terminal import colour_allowed, coloured, terminal_text
 
-    click.echo(terminal_text(text))
+    safe = terminal_text(text)
+    click.echo(coloured(safe) if colour_allowed(sys.stdout) else safe)
 
 
 # --- the group --------------------------------------------------------------------------------

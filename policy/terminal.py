@@ -89,3 +89,50 @@ def _json_escape(character: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+# --- colour -------------------------------------------------------------------------------------
+
+_SGR = {"red": "\x1b[31m", "green": "\x1b[32m", "yellow": "\x1b[33m"}
+_RESET = "\x1b[0m"
+_MARKS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
+    # a finding: `file:line: severity [code]: message`
+    (
+        re.compile(r"^((?:\S[^\n]*?: )?)(error|warning)((?: \[[\w.-]+\])?: )", re.M),
+        {"error": "red", "warning": "yellow"},
+    ),
+    # `policy check`'s summary line
+    (re.compile(r"^()(failed|ok)(: \d+ error)", re.M), {"failed": "red", "ok": "green"}),
+    # `policy explain`: the verdict and each check's mark
+    (
+        re.compile(r"^(  )(NOT OFFERED|OFFERED)(\b)", re.M),
+        {"NOT OFFERED": "red", "OFFERED": "green"},
+    ),
+    (re.compile(r"^(  \d+\. \[)(FAIL|pass)(\])", re.M), {"FAIL": "red", "pass": "green"}),
+)
+
+
+def colour_allowed(stream: object) -> bool:
+    """Colour only on a terminal: never into a pipe or file, never with `NO_COLOR` set to
+    anything (no-color.org) or `TERM=dumb`."""
+    import os
+
+    if os.environ.get("NO_COLOR", "") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def coloured(text: str) -> str:
+    """Text already made terminal-safe, with its verdict words coloured: errors and failed
+    checks red, warnings yellow, passes green. Only the layout's own positions are marked."""
+    for pattern, colours in _MARKS:
+
+        def paint(match: re.Match[str], colours: dict[str, str] = colours) -> str:
+            return f"{match[1]}{_SGR[colours[match[2]]]}{match[2]}{_RESET}{match[3]}"
+
+        text = pattern.sub(paint, text)
+    return text
