@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
@@ -74,7 +75,49 @@ def _settings_without_keyring(policy: Policy, tool_id: str) -> ResolvedSettings:
 
 def check_findings(policy: Policy) -> tuple[Finding, ...]:
     """What `policy check` reports for a loaded policy: the load findings, then lint's."""
-    return (*policy.findings, *lint_policy(policy))
+    return (*policy.findings, *lint_policy(policy), *_user_names(policy))
+
+
+def _user_names(policy: Policy) -> Iterable[Finding]:
+    """The user's file names a tool or a setting that does not exist: a warning with the near
+    miss (the value has no effect; the file itself loads, it may serve another installation)."""
+    user = policy.user
+    known = [t.definition.id for t in policy.tools]
+
+    def where(dotted: str) -> SourceLocation | None:
+        return user.locations.get(dotted)
+
+    def unknown_tool(tool_id: str, dotted: str) -> Finding:
+        return _warning(
+            "unknown-user-tool",
+            f"{dotted}: unknown tool '{tool_id}'{did_you_mean(tool_id, known)}; the entry has "
+            "no effect (an app's own tool needs --tools-file)",
+            where(dotted),
+        )
+
+    for tool_id, fields in user.tool_settings.items():
+        if not policy.registry.is_known(tool_id):
+            finding = unknown_tool(tool_id, f"tools.settings.{tool_id}")
+            first = next((where(f"tools.settings.{tool_id}.{name}") for name in fields), None)
+            yield finding if finding.location else replace(finding, location=first)
+            continue
+        properties = policy.registry.definition(tool_id).settings_schema.properties
+        for name in fields:
+            if name not in properties:
+                dotted = f"tools.settings.{tool_id}.{name}"
+                yield _warning(
+                    "unknown-user-tool-setting",
+                    f'{dotted}: {tool_id} has no setting "{name}"{did_you_mean(name, properties)} '
+                    f"(its settings: {', '.join(properties) or 'none'}); the entry has no effect",
+                    where(dotted),
+                )
+    for tool_id in user.minimum_provider_confidence:
+        if not policy.registry.is_known(tool_id):
+            yield unknown_tool(tool_id, f"tools.minimum_provider_confidence.{tool_id}")
+    for component, tool_ids in user.default_tool_ids_by_component.items():
+        for tool_id in tool_ids:
+            if not policy.registry.is_known(tool_id):
+                yield unknown_tool(tool_id, f"tools.default_tool_ids_by_component.{component}")
 
 
 def lint_configuration(

@@ -423,7 +423,10 @@ def _canonical(
 ) -> str:
     name = value.strip().upper() if isinstance(value, str) else None
     if name not in choices:
-        raise UserSettingsError(f"{what}: {value!r} is not one of {', '.join(choices)}", where)
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        raise UserSettingsError(
+            f"{what}: {value!r} is not one of {', '.join(choices)}{hint}", where
+        )
     assert name is not None
     return name
 

@@ -204,3 +204,42 @@ def test_settings_set_refuses_a_value_that_would_leave_the_tool_not_configured(
 def _line_of(folder: Path, text: str) -> int:
     lines = (folder / "plugin.lua").read_text(encoding="utf-8").splitlines()
     return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
+def test_every_name_in_the_user_settings_file_gets_a_did_you_mean(tmp_path: Path) -> None:
+    organization = Path(__file__).resolve().parents[2] / "examples" / "organization"
+    names = tmp_path / "names.yaml"
+    names.write_text(
+        "tools:\n"
+        "  settings:\n"
+        "    web_search:\n"
+        '      maxResult: "5"\n'
+        "    web_serch:\n"
+        '      maxResults: "5"\n'
+        "  default_tool_ids_by_component:\n"
+        "    CHAT: [read_webpage]\n",
+        encoding="utf-8",
+    )
+    done = run("check", "--org", organization, "--user-settings", names)
+    assert done.returncode == 0, done.stdout
+    assert (
+        f"{names}:4: warning [unknown-user-tool-setting]: tools.settings.web_search.maxResult: "
+        'web_search has no setting "maxResult"; did you mean "maxResults"?'
+    ) in done.stdout
+    assert (
+        f"{names}:6: warning [unknown-user-tool]: tools.settings.web_serch: unknown tool "
+        "'web_serch'; did you mean \"web_search\"?"
+    ) in done.stdout
+    assert "unknown tool 'read_webpage'; did you mean \"read_web_page\"?" in done.stdout
+    _no_repeated_lines(done.stdout)
+    for text, hint in (
+        ("tools:\n  enabeld: true\n", 'did you mean "enabled"?'),
+        ("confidence:\n  schme: TRUST_ALL\n", 'did you mean "scheme"?'),
+        ("tools:\n  minimum_provider_confidence:\n    web_search: HIHG\n", 'did you mean "HIGH"?'),
+        ("tools:\n  default_tool_ids_by_component:\n    CHTA: [web_search]\n", '"CHAT"?'),
+    ):
+        broken = tmp_path / "broken.yaml"
+        broken.write_text(text, encoding="utf-8")
+        failed = run("check", "--org", organization, "--user-settings", broken)
+        assert failed.returncode == 1
+        assert hint in failed.stdout, failed.stdout
