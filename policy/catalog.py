@@ -1,0 +1,714 @@
+"""The tool catalog: which tools exist, their collections, settings and selection rules.
+
+Built once per configuration change (`ToolCatalog(...)`, through `ToolRegistry`): registration,
+settings resolution, configuration states, switch-offs, minimum confidences and visibility are
+computed then, so the decider (`policy.decider`) and the request planner
+(`policy.request_planner`) only look them up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from policy.configuration import (
+    Finding,
+    PolicyConfiguration,
+    Severity,
+    UserSettings,
+)
+from policy.decision import (
+    CatalogEntry,
+    Check,
+    Evidence,
+)
+from policy.definitions import (
+    DefinitionSource,
+    ToolCollectionDefinition,
+    ToolDefinition,
+    validate_definition,
+    visible_components,
+)
+from policy.errors import ToolPolicyError
+from policy.resolve import (
+    DEFAULT_TOOL_IDS_BY_COMPONENT,
+    DISABLED_TOOL_IDS,
+    SOURCE_LOCKED,
+    MinimumConfidence,
+    ResolvedSettings,
+    SecretReader,
+    configuration_state,
+    disabled_tool_ids,
+    effective_minimum_confidence,
+    managed_layer,
+    resolve_setting,
+    resolve_tool_settings,
+)
+from policy.tools import (
+    DefinedTool,
+    RequestExtras,
+    Tool,
+    ToolConfigurationState,
+    ToolGate,
+)
+from policy.vocabulary import (
+    Component,
+    ConfidenceLevel,
+    ToolActivation,
+    ToolOfferBlockReason,
+)
+
+_log = logging.getLogger(__name__)
+_R = ToolOfferBlockReason
+IMPLEMENTATIONS_SOURCE = "tool implementations"
+
+
+class UnknownToolError(ToolPolicyError, KeyError):
+    """Asked about a tool id the registry does not know."""
+
+    code = "unknown-tool"
+
+    def __init__(self, tool_id: str, known: Iterable[str]) -> None:
+        super().__init__(tool_id)
+        from policy.suggest import did_you_mean
+
+        names = sorted(known)
+        hint = did_you_mean(tool_id, names)
+        self.message = f"unknown tool id '{tool_id}'{hint}; known tools: {', '.join(names)}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, slots=True)
+class _Collection:
+    definition: ToolCollectionDefinition
+    tool_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _SettingsFacts:
+    """A tool's resolved settings and what they make of it: configured or not, with evidence."""
+
+    settings: ResolvedSettings
+    values: Mapping[str, str]
+    state: ToolConfigurationState
+    configured_check: Check
+
+
+class _OnFirstUse:
+    """The settings facts of a tool that reads a secret, resolved when first asked for.
+
+    Reading the OS keyring starts its backend detection (which may spawn processes), so a
+    command that never looks at such a tool's settings never touches the keyring. Two threads
+    asking at once both resolve the same facts; the first assignment stands.
+    """
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], _SettingsFacts]) -> None:
+        self._make: Callable[[], _SettingsFacts] | None = make
+        self._value: _SettingsFacts | None = None
+
+    def get(self) -> _SettingsFacts:
+        if self._value is None:
+            assert self._make is not None
+            self._value = self._make()
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFacts:
+    """Everything a decision needs about one tool, computed once per configuration."""
+
+    definition: ToolDefinition
+    tool: Tool
+    available: bool
+    visible_in: frozenset[Component]
+    collection_id: str
+    active: bool
+    switched_off_check: Check
+    available_check: Check
+    approved_check: Check
+    settings_facts: _SettingsFacts | _OnFirstUse
+    notes: tuple[str, ...]
+    """What resolution refused (locked plaintext secrets and the like); known without a keyring."""
+    minimum: MinimumConfidence
+    untailored: bool
+    visibility_evidence: tuple[Evidence, ...]
+    """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
+
+    def _settled(self) -> _SettingsFacts:
+        facts = self.settings_facts
+        return facts.get() if isinstance(facts, _OnFirstUse) else facts
+
+    @property
+    def settings(self) -> ResolvedSettings:
+        return self._settled().settings
+
+    @property
+    def values(self) -> Mapping[str, str]:
+        return self._settled().values
+
+    @property
+    def state(self) -> ToolConfigurationState:
+        return self._settled().state
+
+    @property
+    def configured_check(self) -> Check:
+        return self._settled().configured_check
+
+
+def _warning(code: str, message: str) -> Finding:
+    return Finding(Severity.WARNING, code, message)
+
+
+def _visibility_evidence(definition: ToolDefinition) -> tuple[Evidence, ...]:
+    shown = definition.visible_in
+    value: dict[str, object] = {"chat": shown.chat, "assistants": shown.assistants}
+    if shown.allowed_components or shown.denied_components:
+        value = {
+            "allowed_components": [str(c) for c in shown.allowed_components],
+            "denied_components": [str(c) for c in shown.denied_components],
+        }
+    return (Evidence("visible_in", value, "tool definition"),)
+
+
+def _collection_id_problem(
+    collection_id: str, tools: Mapping[str, ToolDefinition], registered: Mapping[str, object]
+) -> str:
+    """Why a collection cannot be registered under this ID ("" when it can)."""
+    if not collection_id.strip():
+        return "its ID is empty"
+    if collection_id in tools:
+        return "a tool already has this ID"
+    if collection_id in registered:
+        return "the ID is already registered"
+    return ""
+
+
+def _member_problem(
+    tool_id: str, tools: Mapping[str, ToolDefinition], collection_of: Mapping[str, str]
+) -> str:
+    """Why a tool cannot join a collection ("" when it can)."""
+    if tool_id not in tools:
+        return "it is not registered"
+    if tools[tool_id].activation is not ToolActivation.SELECTION:
+        return "nobody selects the tool (it offers itself from the chat)"
+    if tool_id in collection_of:
+        return f"it already belongs to collection '{collection_of[tool_id]}'"
+    return ""
+
+
+def _is_untailored(tool: Tool) -> bool:
+    kind = type(tool)
+    return (
+        getattr(kind, "resolve_function", None) is DefinedTool.resolve_function
+        and getattr(kind, "resolve_instructions", None) is DefinedTool.resolve_instructions
+    )
+
+
+_NEEDS_NO_APPROVAL = Check(
+    _R.DEFINITION_NOT_APPROVED, True, "Its definition ships with the installation; no pin applies."
+)
+
+
+def _gate(tool: Tool, name: str) -> ToolGate | None:
+    """A tool's own verdict on a check (`ToolGate`), if it carries one."""
+    gate = getattr(tool, name, None)
+    return gate if isinstance(gate, ToolGate) else None
+
+
+def _safely_available(tool: Tool) -> bool:
+    try:
+        return bool(tool.is_available())
+    except Exception:  # a tool that cannot say is not offered
+        _log.exception("is_available failed for a tool; treating it as unavailable")
+        return False
+
+
+def _settings_facts(
+    definition: ToolDefinition, tool: Tool, settings: ResolvedSettings
+) -> _SettingsFacts:
+    state = configuration_state(definition, settings, tool)
+    return _SettingsFacts(
+        settings,
+        MappingProxyType(settings.values_for_tool()),
+        state,
+        Check(
+            _R.NOT_CONFIGURED,
+            state.is_configured,
+            "Its settings are complete and valid." if state.is_configured else state.message,
+            tuple(s.evidence() for s in settings.fields.values()),
+        ),
+    )
+
+
+class ToolCatalog:
+    """The registered tools of one configuration: definitions, collections, settings and what
+    they make of each tool (configured, switched off, minimum confidence), and the selection
+    rules. Computed once, when the configuration changes; everything after is a lookup."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        configuration: PolicyConfiguration,
+        user: UserSettings,
+        *,
+        definition_sources: Sequence[DefinitionSource] = (),
+        collections: Sequence[ToolCollectionDefinition] = (),
+        secret_reader: SecretReader | None = None,
+    ) -> None:
+        self.configuration = configuration
+        self.user = user
+        findings: list[Finding] = []
+        implementations = self._register_implementations(tools, findings)
+        self.refused: dict[str, str] = {}
+        """Why each invalid definition was skipped, by id: a decision about it says so."""
+        definitions = self._register_definitions(
+            implementations, definition_sources, findings, self.refused
+        )
+        self._collections, self._collection_of = self._register_collections(
+            collections, definitions, findings
+        )
+        self._disabled, self._disabled_setting = disabled_tool_ids(configuration)
+        self._facts: dict[str, ToolFacts] = {}
+        for definition in definitions:
+            tool = implementations[definition.implementation_key]
+            facts = self._tool_facts(definition, tool, secret_reader)
+            self._facts[definition.id] = facts
+            findings.extend(_warning("tool-setting-refused", note) for note in facts.notes)
+        self.findings: tuple[Finding, ...] = tuple(findings)
+        self.ordered = tuple(
+            sorted(self._facts.values(), key=lambda f: f.tool.display_name.casefold())
+        )
+        """Every registered tool's facts, by display name."""
+        self._by_function = {f.definition.function.name: f.tool for f in self._facts.values()}
+        self._request_extras: RequestExtras | None = None
+
+    @staticmethod
+    def _register_implementations(
+        tools: Sequence[Tool], findings: list[Finding]
+    ) -> dict[str, Tool]:
+        implementations: dict[str, Tool] = {}
+        for tool in tools:
+            key = tool.definition.implementation_key
+            if not key.strip():
+                findings.append(
+                    _warning(
+                        "blank-implementation-key",
+                        f"Skipping tool implementation {type(tool).__name__}: its implementation "
+                        "key is empty",
+                    )
+                )
+            elif key in implementations:
+                findings.append(
+                    _warning(
+                        "duplicate-implementation",
+                        f"Skipping tool implementation {type(tool).__name__}: the implementation "
+                        f"key '{key}' is already registered",
+                    )
+                )
+            else:
+                implementations[key] = tool
+        return implementations
+
+    @staticmethod
+    def _register_definitions(
+        implementations: Mapping[str, Tool],
+        sources: Sequence[DefinitionSource],
+        findings: list[Finding],
+        refused: dict[str, str],
+    ) -> list[ToolDefinition]:
+        """The accepted definitions; `refused` gets why each invalid one was skipped, so a
+        decision about its id can say so instead of "unknown"."""
+        own = DefinitionSource(
+            IMPLEMENTATIONS_SOURCE, tuple(t.definition for t in implementations.values())
+        )
+        accepted: list[ToolDefinition] = []
+        ids: set[str] = set()
+        names: set[str] = set()
+        for source in (own, *sources):
+            for definition in source.definitions:
+                prefix = f"Skipping tool definition '{definition.id}' from source '{source.name}'"
+                issue = validate_definition(definition)
+                if issue:
+                    findings.append(_warning("invalid-tool-definition", f"{prefix}: {issue}"))
+                    refused.setdefault(definition.id, issue)
+                elif definition.implementation_key not in implementations:
+                    findings.append(
+                        _warning(
+                            "unknown-implementation",
+                            f"{prefix}: no implementation is registered under "
+                            f"'{definition.implementation_key}'",
+                        )
+                    )
+                elif definition.id in ids:
+                    findings.append(
+                        _warning(
+                            "duplicate-tool-id",
+                            f"{prefix}: a tool with this ID is already registered",
+                        )
+                    )
+                elif definition.function.name in names:
+                    findings.append(
+                        _warning(
+                            "duplicate-function-name",
+                            f"{prefix}: the function name '{definition.function.name}' is "
+                            "already registered",
+                        )
+                    )
+                else:
+                    accepted.append(definition)
+                    ids.add(definition.id)
+                    names.add(definition.function.name)
+        return accepted
+
+    @staticmethod
+    def _register_collections(
+        collections: Sequence[ToolCollectionDefinition],
+        definitions: Sequence[ToolDefinition],
+        findings: list[Finding],
+    ) -> tuple[dict[str, _Collection], dict[str, str]]:
+        by_id = {d.id: d for d in definitions}
+        registered: dict[str, _Collection] = {}
+        collection_of: dict[str, str] = {}
+        for declared in collections:
+            prefix = f"Skipping tool collection '{declared.id}'"
+            problem = _collection_id_problem(declared.id, by_id, registered)
+            if problem:
+                findings.append(_warning("invalid-collection", f"{prefix}: {problem}"))
+                continue
+            members: list[str] = []
+            for tool_id in dict.fromkeys(declared.tool_ids):
+                why = _member_problem(tool_id, by_id, collection_of)
+                if why:
+                    findings.append(
+                        _warning(
+                            "collection-member-left-out",
+                            f"Tool '{tool_id}' is left out of collection '{declared.id}': {why}",
+                        )
+                    )
+                else:
+                    members.append(tool_id)
+            if not members:
+                findings.append(
+                    _warning("invalid-collection", f"{prefix}: none of its tools is registered")
+                )
+                continue
+            for tool_id in members:
+                collection_of[tool_id] = declared.id
+            registered[declared.id] = _Collection(declared, tuple(members))
+        return registered, collection_of
+
+    # --- precomputation -------------------------------------------------------------------------
+
+    def _settings_ids(self, tool_id: str) -> tuple[str, ...]:
+        collection_id = self._collection_of.get(tool_id)
+        if collection_id is None:
+            return (tool_id,)
+        return (collection_id, *self._collections[collection_id].tool_ids)
+
+    def _tool_facts(
+        self, definition: ToolDefinition, tool: Tool, secret_reader: SecretReader | None
+    ) -> ToolFacts:
+        collection_id = self._collection_of.get(definition.id, definition.id)
+        settings_ids = self._settings_ids(definition.id)
+        disabled_by = [i for i in settings_ids if i in self._disabled]
+        active = not disabled_by
+        if active:
+            switched = Check(
+                _R.TOOL_SWITCHED_OFF, True, "The organization has not switched it off."
+            )
+        else:
+            setting = self._disabled_setting
+            evidence = tuple(
+                Evidence(
+                    DISABLED_TOOL_IDS,
+                    ident,
+                    SOURCE_LOCKED,
+                    setting.origin if setting is not None else None,
+                )
+                for ident in disabled_by
+            )
+            what = "its collection" if collection_id != definition.id else "it"
+            switched = Check(
+                _R.TOOL_SWITCHED_OFF,
+                False,
+                f"The organization switched {what} off ({', '.join(disabled_by)} in "
+                f"{DISABLED_TOOL_IDS}).",
+                evidence,
+            )
+        gate = _gate(tool, "switch_off_gate")
+        if active and gate is not None and not gate.passed:
+            switched = Check(_R.TOOL_SWITCHED_OFF, False, gate.detail, gate.evidence)
+            active = False
+        approval = _gate(tool, "approval_gate")
+        approved_check = (
+            Check(_R.DEFINITION_NOT_APPROVED, approval.passed, approval.detail, approval.evidence)
+            if approval is not None
+            else _NEEDS_NO_APPROVAL
+        )
+        available = _safely_available(tool)
+        available_check = Check(
+            _R.NOT_AVAILABLE_HERE,
+            available,
+            "Its implementation is available."
+            if available
+            else "Its implementation is not available in this installation (e.g. a preview "
+            "feature is off).",
+        )
+        secrets_asked: list[str] = []
+
+        def unread_secret(_tool_id: str, field_name: str) -> None:
+            secrets_asked.append(field_name)
+
+        settings = resolve_tool_settings(definition, self.configuration, self.user, unread_secret)
+        settings_facts: _SettingsFacts | _OnFirstUse = (
+            _OnFirstUse(
+                lambda: _settings_facts(
+                    definition,
+                    tool,
+                    resolve_tool_settings(definition, self.configuration, self.user, secret_reader),
+                )
+            )
+            if secrets_asked
+            else _settings_facts(definition, tool, settings)
+        )
+        collection = self._collections.get(collection_id)
+        default = (
+            collection.definition.minimum_provider_confidence
+            if collection is not None
+            else definition.minimum_provider_confidence
+        )
+        minimum = effective_minimum_confidence(
+            settings_ids,
+            default,
+            self.configuration,
+            self.user,
+            "collection default" if collection is not None else "tool default",
+        )
+        floor = getattr(tool, "minimum_confidence_floor", ConfidenceLevel.NONE)
+        if isinstance(floor, ConfidenceLevel) and floor > minimum.level:
+            said = getattr(tool, "minimum_confidence_floor_evidence", None)
+            minimum = MinimumConfidence(
+                floor,
+                "tool floor",
+                (
+                    *minimum.evidence,
+                    said
+                    if isinstance(said, Evidence)
+                    else Evidence(
+                        "minimum_provider_confidence",
+                        floor.name,
+                        "the tool always requires at least this level",
+                    ),
+                ),
+            )
+        return ToolFacts(
+            definition=definition,
+            tool=tool,
+            available=available,
+            visible_in=visible_components(definition.visible_in),
+            collection_id=collection_id,
+            active=active,
+            switched_off_check=switched,
+            available_check=available_check,
+            approved_check=approved_check,
+            settings_facts=settings_facts,
+            notes=settings.notes,
+            minimum=minimum,
+            untailored=_is_untailored(tool),
+            visibility_evidence=_visibility_evidence(definition),
+        )
+
+    # --- selection ----------------------------------------------------------------------------
+
+    def is_known(self, tool_or_collection_id: str) -> bool:
+        return tool_or_collection_id in self._facts or tool_or_collection_id in self._collections
+
+    def collection_id(self, tool_id: str) -> str:
+        """A tool's collection id; a collection id or an unknown id comes back unchanged."""
+        return self._collection_of.get(tool_id, tool_id)
+
+    def normalize_selection(self, ids: Iterable[str]) -> tuple[str, ...]:
+        """Collection ids, de-duplicated in first-seen order; context tools dropped; unknown kept;
+        a tool brings the companions it declares along (search_confluence: read_web_page)."""
+        result: dict[str, None] = {}
+        for ident in ids:
+            facts = self._facts.get(ident)
+            if facts is not None and facts.definition.activation is ToolActivation.CONTEXT:
+                continue
+            result[self.collection_id(ident)] = None
+        for ident in tuple(result):
+            for companion in self._companions(ident):
+                result.setdefault(self.collection_id(companion), None)
+        return tuple(result)
+
+    def _companions(self, ident: str) -> tuple[str, ...]:
+        """The tool ids a tool (or each tool of a collection) declares as selected along."""
+        collection = self._collections.get(ident)
+        found: list[str] = []
+        for tool_id in collection.tool_ids if collection is not None else (ident,):
+            facts = self._facts.get(tool_id)
+            declared = getattr(facts.tool, "companion_tool_ids", ()) if facts else ()
+            found.extend(str(c) for c in declared if isinstance(c, str) and c in self._facts)
+        return tuple(found)
+
+    @property
+    def request_extras(self) -> RequestExtras:
+        """What the tools' settings tell every request: each tool's `request_extras(settings)`,
+        merged in catalog order once, when first asked (a declaration that fails adds nothing)."""
+        if self._request_extras is None:
+            self._request_extras = self._declared_extras()
+        return self._request_extras
+
+    def _declared_extras(self) -> RequestExtras:
+        merged = RequestExtras()
+        for facts in self.ordered:
+            declare = getattr(facts.tool, "request_extras", None)
+            if not callable(declare):
+                continue
+            try:
+                declared = declare(facts.values)
+            except Exception:  # a broken declaration costs this tool's extras only
+                _log.exception(
+                    "Tool '%s' failed to declare its request extras", facts.definition.id
+                )
+                continue
+            if isinstance(declared, RequestExtras):
+                merged = merged.merged(declared)
+        return merged
+
+    def expand_selection(self, ids: Iterable[str]) -> tuple[str, ...]:
+        """Normalize, then each collection becomes its tools in listed order."""
+        result: dict[str, None] = {}
+        for ident in self.normalize_selection(ids):
+            collection = self._collections.get(ident)
+            for tool_id in collection.tool_ids if collection is not None else (ident,):
+                result[tool_id] = None
+        return tuple(result)
+
+    def default_tool_ids(self, component: Component) -> tuple[str, ...]:
+        """The component's default selection (user's stored choice unless locked), normalized."""
+        managed = self.configuration.setting(DEFAULT_TOOL_IDS_BY_COMPONENT)
+        managed_map: Mapping[str, Sequence[str]] = (
+            managed.value if managed is not None and isinstance(managed.value, Mapping) else {}
+        )
+        locked, organization = managed_layer(managed, managed_map.get(component.value, ()))
+        chosen = (
+            resolve_setting(
+                locked=locked,
+                user=self.user.default_tool_ids_by_component.get(component.value),
+                organization=organization,
+            ).value
+            or ()
+        )
+        return self.normalize_selection(chosen)
+
+    # --- catalog and settings --------------------------------------------------------
+
+    def catalog(
+        self, component: Component | None = None, *, tools_on: bool = True
+    ) -> tuple[CatalogEntry, ...]:
+        """One entry per collection or standalone tool, sorted by display name.
+
+        For a component: only selectable tools visible there. Without one (the app settings
+        list): every available tool, context tools included, so they can be switched off.
+        `tools_on`: tools are switched on at all (an entry is active only then).
+        """
+        grouped: dict[str, list[ToolFacts]] = {}
+        for facts in self.ordered:
+            if not facts.available:
+                continue
+            if component is not None and (
+                component not in facts.visible_in
+                or facts.definition.activation is not ToolActivation.SELECTION
+            ):
+                continue
+            grouped.setdefault(facts.collection_id, []).append(facts)
+        entries: list[CatalogEntry] = []
+        for entry_id, members in grouped.items():
+            collection = self._collections.get(entry_id)
+            if collection is not None:
+                order = {t: i for i, t in enumerate(collection.tool_ids)}
+                members.sort(key=lambda f: order[f.definition.id])
+            first = members[0]
+            unconfigured = next((f.state for f in members if not f.state.is_configured), None)
+            declared = collection.definition if collection is not None else None
+            entries.append(
+                CatalogEntry(
+                    id=entry_id,
+                    display_name=(declared.display_name if declared else "")
+                    or first.tool.display_name,
+                    description_for_llm=(declared.description_for_llm if declared else "")
+                    or first.definition.function.description_for_llm,
+                    tool_ids=tuple(f.definition.id for f in members),
+                    configuration_state=unconfigured or first.state,
+                    is_active=tools_on and first.active,
+                    minimum_provider_confidence=first.minimum.level,
+                    is_collection=collection is not None,
+                )
+            )
+        return tuple(sorted(entries, key=lambda e: e.display_name.casefold()))
+
+    def definitions(self, component: Component | None = None) -> tuple[ToolDefinition, ...]:
+        """Available definitions (visible in `component` if given), by display name."""
+        return tuple(
+            f.definition
+            for f in self.ordered
+            if f.available and (component is None or component in f.visible_in)
+        )
+
+    def definition(self, tool_id: str) -> ToolDefinition:
+        return self._facts_of(tool_id).definition
+
+    def tool(self, tool_id: str) -> Tool:
+        return self._facts_of(tool_id).tool
+
+    def tool_named(self, function_name: str) -> Tool | None:
+        """The registered tool whose function has this name, offered or not (None: unknown).
+
+        A model may call a tool this request did not offer; its trace still masks what the
+        tool's definition calls sensitive."""
+        return self._by_function.get(function_name)
+
+    def facts(self, tool_id: str) -> ToolFacts | None:
+        """What the checks need about a registered tool (None: not registered)."""
+        return self._facts.get(tool_id)
+
+    def _facts_of(self, tool_id: str) -> ToolFacts:
+        facts = self._facts.get(tool_id)
+        if facts is None:
+            raise UnknownToolError(tool_id, self._facts)
+        return facts
+
+    @property
+    def tool_ids(self) -> tuple[str, ...]:
+        """Every registered tool id, available or not, by display name."""
+        return tuple(f.definition.id for f in self.ordered)
+
+    def collection_tool_ids(self, collection_id: str) -> tuple[str, ...]:
+        collection = self._collections.get(collection_id)
+        return collection.tool_ids if collection is not None else ()
+
+    def settings(self, tool_id: str) -> ResolvedSettings:
+        """Every field of the tool, resolved, with its source and provenance (secrets masked)."""
+        return self._facts_of(tool_id).settings
+
+    def configuration_state(self, tool_id: str) -> ToolConfigurationState:
+        return self._facts_of(tool_id).state
+
+    def effective_minimum_confidence(self, tool_id: str) -> MinimumConfidence:
+        """The minimum that applies to the tool (its collection's), with source and evidence."""
+        facts = self._facts.get(tool_id)
+        if facts is not None:
+            return facts.minimum
+        collection = self._collections.get(tool_id)
+        if collection is not None:
+            return self._facts[collection.tool_ids[0]].minimum
+        return effective_minimum_confidence(
+            (tool_id,), ConfidenceLevel.NONE, self.configuration, self.user
+        )

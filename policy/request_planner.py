@@ -1,0 +1,224 @@
+"""The request planner: from a request's selection to the tools it offers.
+
+Asks the `OfferDecider` about every candidate (`request_decisions`, which `policy replay` asks
+too), then each tool that passed what it offers in this request (`runnable_tools`); a tool whose
+resolution fails costs only itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from policy.catalog import ToolCatalog, ToolFacts
+from policy.configuration import (
+    ProviderConfig,
+)
+from policy.decider import OfferDecider
+from policy.decision import (
+    OfferDecision,
+    RunnableTool,
+    RunnableTools,
+)
+from policy.definitions import (
+    ToolDefinition,
+    ToolFunction,
+)
+from policy.tools import (
+    RequestExtras,
+    ResolutionContext,
+)
+from policy.vocabulary import (
+    Component,
+    DataSourceRetrievalMode,
+    OutboundDataRestriction,
+    ProviderKind,
+    ToolActivation,
+)
+
+_log = logging.getLogger(__name__)
+
+TOOL_POLICY_HEADER = "# Tool usage instructions:"
+TOOL_POLICY_INTRO = (
+    "You can use several tools, each with its own purpose and its own usage policy. Choose the "
+    "tool that fits the task, ask the user when you are unsure which one to use or whether to use "
+    "one at all, and follow the policy of every tool you use. Here are the usage policies for "
+    "each tool:"
+)
+
+
+class RequestPlanner:
+    """What one request offers: its candidates (context tools and the expanded selection), the
+    decider's verdict on each, then what each passing tool offers now (`resolve_function`,
+    `resolve_instructions`), and the instructions for the system prompt."""
+
+    def __init__(self, catalog: ToolCatalog, decider: OfferDecider) -> None:
+        self._catalog = catalog
+        self._decider = decider
+        self._candidates: dict[Component, tuple[ToolFacts, ...]] = {}
+
+    def _candidates_for(self, component: Component) -> tuple[ToolFacts, ...]:
+        cached = self._candidates.get(component)
+        if cached is None:
+            cached = tuple(
+                f for f in self._catalog.ordered if f.available and component in f.visible_in
+            )
+            self._candidates[component] = cached
+        return cached
+
+    def _request_candidates(
+        self, selected_ids: Iterable[str], component: Component
+    ) -> list[ToolFacts]:
+        """The tools one request asks the checks about: context tools and the expanded selection."""
+        wanted = set(self._catalog.expand_selection(selected_ids))
+        return [
+            f
+            for f in self._candidates_for(component)
+            if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
+        ]
+
+    def request_decisions(
+        self,
+        selected_ids: Iterable[str],
+        provider: ProviderConfig | None,
+        component: Component,
+        *,
+        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+    ) -> tuple[OfferDecision, ...]:
+        """The checks' verdict on every candidate of one request, before any tool is asked what
+        it offers: what `runnable_tools` decides first, and what `policy replay` re-decides."""
+        provider_facts = self._decider.provider_facts(provider)
+        return tuple(
+            self._decider.decision(f.definition.id, provider_facts, component, outbound_restriction)
+            for f in self._request_candidates(selected_ids, component)
+        )
+
+    async def runnable_tools(
+        self,
+        selected_ids: Iterable[str],
+        provider: ProviderConfig | None,
+        component: Component,
+        *,
+        may_run_tools: bool = True,
+        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+        retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH,
+        chat_id: str = "",
+        extras: RequestExtras | None = None,
+    ) -> RunnableTools:
+        """The tools one request offers: checks first, then each passing tool is asked what it
+        offers; a failing resolution costs only that tool."""
+        provider_facts = self._decider.provider_facts(provider)
+        if not may_run_tools:
+            return RunnableTools((), "", ())
+        candidates = self._request_candidates(selected_ids, component)
+        decisions = tuple(
+            self._decider.decision(f.definition.id, provider_facts, component, outbound_restriction)
+            for f in candidates
+        )
+        if not self._decider.global_check.passed or not provider_facts.availability.is_available:
+            return RunnableTools((), "", decisions)
+        shared_extras = (
+            self._catalog.request_extras.merged(extras) if extras else self._catalog.request_extras
+        )
+        offered: list[RunnableTool] = []
+        left_out: list[tuple[str, str]] = []
+        for facts, decision in zip(candidates, decisions, strict=True):
+            if not decision.offered:
+                continue
+            if facts.untailored:
+                offered.append(RunnableTool(facts.definition, facts.tool))
+                continue
+            context = ResolutionContext(
+                component=component,
+                provider_kind=provider_facts.summary.kind
+                if provider_facts.summary
+                else ProviderKind.NONE,
+                provider_confidence=provider_facts.confidence,
+                settings=facts.values,
+                retrieval_mode=retrieval_mode,
+                outbound_restriction=outbound_restriction,
+                chat_id=chat_id,
+                extras=shared_extras,
+            )
+            definition, why = await self._resolve(facts, context)
+            if definition is None:
+                left_out.append((facts.definition.id, why))
+            else:
+                offered.append(RunnableTool(definition, facts.tool))
+        definitions = [t.definition for t in offered]
+        return RunnableTools(
+            tuple(offered), self.tool_instructions(definitions), decisions, tuple(left_out)
+        )
+
+    async def _resolve(
+        self, facts: ToolFacts, context: ResolutionContext
+    ) -> tuple[ToolDefinition | None, str]:
+        registered = facts.definition
+        tool_id = registered.id
+        try:
+            function = await facts.tool.resolve_function(context)
+        except Exception:  # a broken resolution costs this tool only
+            _log.exception("Tool '%s' failed to resolve its function; left out", tool_id)
+            return None, "its function could not be resolved"
+        if function is None:
+            return None, "nothing to offer in this request"
+        try:
+            instructions = await facts.tool.resolve_instructions(context)
+        except Exception:
+            _log.exception("Tool '%s' failed to resolve its instructions; left out", tool_id)
+            return None, "its instructions could not be resolved"
+        offered_function = self._offered_function(registered.function, function, tool_id)
+        if (
+            offered_function is registered.function
+            and instructions == registered.system_prompt_instructions
+        ):
+            return registered, ""
+        return (
+            registered.model_copy(
+                update={
+                    "function": offered_function,
+                    "system_prompt_instructions": instructions,
+                }
+            ),
+            "",
+        )
+
+    @staticmethod
+    def _offered_function(
+        registered: ToolFunction, tailored: ToolFunction, tool_id: str
+    ) -> ToolFunction:
+        if tailored is registered:
+            return registered
+        if not isinstance(tailored.parameters, Mapping):
+            _log.warning(
+                "Tool '%s' tailored parameters that are no JSON object; the registered function "
+                "is offered",
+                tool_id,
+            )
+            return registered
+        if tailored.name != registered.name or tailored.strict != registered.strict:
+            _log.warning(
+                "Tool '%s' tried to change its function name or strict mode; both stay as "
+                "registered",
+                tool_id,
+            )
+        if tailored == registered:
+            return registered
+        return registered.model_copy(
+            update={
+                "description_for_llm": tailored.description_for_llm,
+                "parameters": tailored.parameters,
+            }
+        )
+
+    @staticmethod
+    def tool_instructions(offered: Sequence[ToolDefinition]) -> str:
+        """One section per offered tool with non-empty instructions, under one header."""
+        sections: dict[str, None] = {}
+        for definition in offered:
+            text = definition.system_prompt_instructions.strip()
+            if text:
+                sections[f"## Tool `{definition.function.name}`\n{text}"] = None
+        if not sections:
+            return ""
+        return f"{TOOL_POLICY_HEADER}\n{TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
