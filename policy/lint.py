@@ -83,6 +83,7 @@ def _user_names(policy: Policy) -> Iterable[Finding]:
     miss (the value has no effect; the file itself loads, it may serve another installation)."""
     user = policy.user
     known = [t.definition.id for t in policy.tools]
+    hints = HintBudget()
 
     def where(dotted: str) -> SourceLocation | None:
         return user.locations.get(dotted)
@@ -90,7 +91,7 @@ def _user_names(policy: Policy) -> Iterable[Finding]:
     def unknown_tool(tool_id: str, dotted: str) -> Finding:
         return _warning(
             "unknown-user-tool",
-            f"{dotted}: unknown tool '{tool_id}'{did_you_mean(tool_id, known)}; the entry has "
+            f"{dotted}: unknown tool '{tool_id}'{hints.did_you_mean(tool_id, known)}; the entry has "
             "no effect (an app's own tool needs --tools-file)",
             where(dotted),
         )
@@ -107,7 +108,7 @@ def _user_names(policy: Policy) -> Iterable[Finding]:
                 dotted = f"tools.settings.{tool_id}.{name}"
                 yield _warning(
                     "unknown-user-tool-setting",
-                    f'{dotted}: {tool_id} has no setting "{name}"{did_you_mean(name, properties)} '
+                    f'{dotted}: {tool_id} has no setting "{name}"{hints.did_you_mean(name, properties)} '
                     f"(its settings: {', '.join(properties) or 'none'}); the entry has no effect",
                     where(dotted),
                 )
