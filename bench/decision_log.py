@@ -11,13 +11,14 @@ time per round is reported for:
 - no-op tracer: `tracer_provider=NoOpTracerProvider()` (toolpolicy builds no span);
 - OTel on: the SDK's `TracerProvider` with a `BatchSpanProcessor` over an exporter that drops
   the spans (span building and processing, no export I/O);
+- plain control: plain again, as its own runtime: how far two identical variants land apart in
+  the same run (the resolution of every other ratio);
 - SDK floor: the same SDK making the spans of one answer directly (no toolpolicy code), so the
   OTel figure splits into what the SDK costs anyone and what is ours.
 
-The variants take turns in slices of the run (in a rotating order), so a busy machine slows them
-alike; a variant's overhead is the median over the slices of its ratio to plain in the same
-slice. Overhead is each figure against plain (target: ≤ 5% for the JSONL sink and for OTel, ≈ 0 for the
-no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
+The variants take turns in 30 slices of the run (in a rotating order), so a busy machine slows
+them alike; a variant's overhead is the median over the slices of its ratio to plain in the same
+slice (target: ≤ 5% for the JSONL sink and for OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
 same policy (target ≥ 20,000 decisions/s). Needs the `[otel]` extra for the OTel figure. This is
 not a test: it asserts nothing and only reports.
 """
@@ -234,7 +235,7 @@ def measure_replay(records: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--conversations", type=int, default=300)
+    parser.add_argument("--conversations", type=int, default=1500)
     parser.add_argument("--records", type=int, default=5000)
     args = parser.parse_args()
 
@@ -249,6 +250,7 @@ def main() -> None:
             "plain": {},
             "jsonl": {"decision_log": JsonLinesSink(log, max_bytes=1_000_000_000)},
             "noop_tracer": {"tracer_provider": trace.NoOpTracerProvider()},
+            "plain_control": {},
         }
         sdk = None
         try:

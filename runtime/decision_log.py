@@ -21,6 +21,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
     from runtime.chat import Chat
     from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer
-    from runtime.messages import Usage
 
 __all__ = [
     "CallbackSink",
@@ -199,7 +199,7 @@ class QueuedSink:
             raise ValueError(f"QueuedSink needs max_pending >= 1, got {max_pending}.")
         self.sink = sink
         self.max_pending = max_pending
-        self._queue: deque[DecisionRecord] = deque()
+        self._queue: deque[DecisionRecord | _PendingRecord] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -221,6 +221,11 @@ class QueuedSink:
         return tuple(self._dropped_ids)
 
     def write(self, record: DecisionRecord) -> None:
+        self.put(record)
+
+    def put(self, record: DecisionRecord | _PendingRecord) -> None:
+        """Queue a record, or one the writer thread builds (what `DecisionRecorder` hands over:
+        building it is off the request's path too)."""
         with self._lock:
             if len(self._queue) >= self.max_pending:
                 self._dropped += 1
@@ -295,9 +300,9 @@ class QueuedSink:
                     return
             if batch:
                 idle_since = time.monotonic()
-            for record in batch:
+            for item in batch:
                 try:
-                    self.sink.write(record)
+                    self.sink.write(item.build() if isinstance(item, _PendingRecord) else item)
                 except Exception as error:  # a log must never fail the user's request
                     _warn_once(self.sink, error)
                 finally:
@@ -339,7 +344,12 @@ def _left_out(decision: OfferDecision) -> LeftOutRecord:
 
 
 class DecisionRecorder:
-    """Builds the record of one `respond` from what it decided and the events it yielded.
+    """Gathers what one `respond` decided and the events it yielded, and hands the record over.
+
+    The request only keeps references and a few numbers; the record itself (its parts, the
+    left-out evidence, the masked error message, validation) is built where it is written: on
+    the `QueuedSink`'s writer thread, off the request's path. With any other sink it is built
+    and written at once.
 
     `include_content` adds the user's message, the answer and each result's text (off by
     default: a decision log holds no message or result text unless an environment asks for it).
@@ -364,31 +374,26 @@ class DecisionRecorder:
     ) -> None:
         self._sink = sink
         self._chat = chat
-        self._started: dict[str, float] = {}
-        self._rounds: dict[str, int] = {}
+        self._started: dict[str, tuple[float, int]] = {}
         self._round = 0
         self._before = _requirements_key(chat)
-        self._secrets = tuple(s for s in secrets if s and len(s) >= 4)
-        self._fields: dict[str, object] = {
-            "decision_id": decision_id or str(uuid7()),
-            "timestamp": datetime.now(UTC),
-            "configuration": _configuration_record(configuration),
-            "chat_id": chat.id,
-            "component": component.value,
-            "provider": _provider_record(
-                provider.id, provider.kind, provider.host, provider.model, confidence
-            ),
-            "selected_tool_ids": list(selected_tool_ids) if selected_tool_ids is not None else None,
-            "served_by": served_by,
-        }
-        self._calls: list[CallRecord] = []
-        self._usage = UsageRecord()
-        self._content = ContentRecord(user_message=user_message) if include_content else None
-        self._results: dict[str, str] = {}
+        self._secrets = secrets
+        self._decision_id = decision_id or str(uuid7())
+        self._timestamp = datetime.now(UTC)
+        self._configuration = configuration
+        self._component = component
+        self._provider = (provider.id, provider.kind, provider.host, provider.model, confidence)
+        self._selected = selected_tool_ids
+        self._served_by = served_by
+        self._offered: tuple[RunnableTools, tuple[str, ...], tuple[tuple[str, str], ...]] | None
+        self._offered = None
+        self._calls: list[_EndedCall] = []
+        self._usage: tuple[int | None, int | None] = (None, None)
+        self._content: list[str] | None = [user_message, ""] if include_content else None
 
     @property
     def decision_id(self) -> str:
-        return str(self._fields["decision_id"])
+        return self._decision_id
 
     def offered(
         self,
@@ -396,89 +401,151 @@ class DecisionRecorder:
         offered_ids: tuple[str, ...],
         left_out: tuple[tuple[str, str], ...],
     ) -> None:
-        self._fields["offered"] = list(offered_ids)
-        records = [_left_out(d) for d in decided.decisions if not d.offered]
-        records += [
-            LeftOutRecord(tool_id=tool_id, reason="NOT_OFFERED", detail=why)
-            for tool_id, why in left_out
-        ]
-        self._fields["left_out"] = records
+        self._offered = (decided, offered_ids, left_out)
 
     def call_started(self, call_id: str, round_number: int = 0) -> None:
-        self._started[call_id] = time.perf_counter()
+        self._started[call_id] = (time.perf_counter(), round_number)
         self._round = max(self._round, round_number)
-        self._rounds[call_id] = round_number
 
     def call_finished(self, trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> None:
         started = self._started.pop(trace.call_id, None)
-        elapsed = (time.perf_counter() - started) * 1000 if started is not None else 0.0
-        self._calls.append(
-            CallRecord(
-                call_id=trace.call_id,
-                tool_id=trace.tool_id,
-                status=trace.status.value,
-                round=self._rounds.pop(trace.call_id, self._round),
-                arguments=dict(trace.arguments),
-                duration_ms=round(elapsed, 3),
-                result_chars=_result_chars(trace, outcome),
-                status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
-                demands=_demands(outcome) if outcome is not None else _NO_DEMANDS,
-                sources=_cited(outcome),
-            )
-        )
-        if self._content is not None:
-            self._results[trace.call_id] = outcome.content if outcome else trace.result
+        if started is None:
+            elapsed, round_number = 0.0, self._round
+        else:
+            elapsed, round_number = (time.perf_counter() - started[0]) * 1000, started[1]
+        self._calls.append(_EndedCall(trace, outcome, round_number, elapsed))
 
     def finished(self, final: FinalAnswer) -> None:
-        self._usage = _usage(final.usage)
+        self._usage = (final.usage.input_tokens, final.usage.output_tokens)
         if self._content is not None:
-            self._content = self._content.model_copy(update={"answer": final.text})
-        self._emit(
-            OutcomeRecord(stop_reason="interrupted" if final.interrupted else "final_answer")
-        )
+            self._content[1] = final.text
+        self._emit("interrupted" if final.interrupted else "final_answer")
 
     def gateway_call_ended(self) -> None:
         """The one call an MCP client made through the gateway is recorded; the record ends."""
-        self._emit(OutcomeRecord(stop_reason="tool_call"))
+        self._emit("tool_call")
 
     def refused(self, error: BaseException) -> None:
         """The chat's requirements ruled the provider out (before the first request, or
         between rounds once a result tightened the chat)."""
-        self._ended_by("refused", error)
+        self._emit("refused", error)
 
     def failed(self, error: BaseException) -> None:
-        self._ended_by("error", error)
+        self._emit("error", error)
 
-    def _ended_by(self, stop_reason: Literal["refused", "error"], error: BaseException) -> None:
-        message = redacted_error_message(str(error), self._secrets)
-        self._emit(
-            OutcomeRecord(
-                stop_reason=stop_reason, error_class=type(error).__name__, error_message=message
-            )
-        )
-
-    def _emit(self, outcome: OutcomeRecord) -> None:
-        content = (
-            self._content.model_copy(update={"tool_results": self._results})
-            if self._content is not None
-            else None
-        )
-        record = DecisionRecord.model_validate(
-            {
-                **self._fields,
-                "calls": self._calls,
-                "outcome": outcome,
-                "usage": self._usage,
-                "chat_requirements": _requirements_change(
-                    self._before, _requirements_key(self._chat)
-                ),
-                "content": content,
-            }
+    def _emit(self, stop_reason: _StopReason, error: BaseException | None = None) -> None:
+        pending = _PendingRecord(
+            self,
+            stop_reason,
+            (type(error).__name__, str(error)) if error is not None else None,
+            _requirements_key(self._chat),
         )
         try:
-            self._sink.write(record)
+            if isinstance(self._sink, QueuedSink):
+                self._sink.put(pending)
+            else:
+                self._sink.write(pending.build())
         except Exception as error:  # a log must never fail the user's request
             _warn_once(self._sink, error)
+
+    def _record(
+        self,
+        stop_reason: _StopReason,
+        error: tuple[str, str] | None,
+        after: _RequirementsKey,
+    ) -> DecisionRecord:
+        offered: list[str] = []
+        left_out: list[LeftOutRecord] = []
+        if self._offered is not None:
+            decided, offered_ids, not_runnable = self._offered
+            offered = list(offered_ids)
+            left_out = [_left_out(d) for d in decided.decisions if not d.offered]
+            left_out += [
+                LeftOutRecord(tool_id=tool_id, reason="NOT_OFFERED", detail=why)
+                for tool_id, why in not_runnable
+            ]
+        outcome = OutcomeRecord(stop_reason=stop_reason)
+        if error is not None:
+            secrets = [s for s in self._secrets if s and len(s) >= 4]
+            outcome = OutcomeRecord(
+                stop_reason=stop_reason,
+                error_class=error[0],
+                error_message=redacted_error_message(error[1], secrets),
+            )
+        content = None
+        if self._content is not None:
+            content = ContentRecord(
+                user_message=self._content[0],
+                answer=self._content[1],
+                tool_results={
+                    c.trace.call_id: c.outcome.content if c.outcome else c.trace.result
+                    for c in self._calls
+                },
+            )
+        selected = self._selected
+        return DecisionRecord(
+            decision_id=self._decision_id,
+            timestamp=self._timestamp,
+            configuration=_configuration_record(self._configuration),
+            chat_id=self._chat.id,
+            component=self._component.value,
+            provider=_provider_record(*self._provider),
+            selected_tool_ids=list(selected) if selected is not None else None,
+            offered=offered,
+            left_out=left_out,
+            calls=[c.record() for c in self._calls],
+            outcome=outcome,
+            usage=_usage_record(*self._usage),
+            chat_requirements=_requirements_change(self._before, after),
+            content=content,
+            served_by=self._served_by,
+        )
+
+
+_StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
+
+
+@dataclass(frozen=True, slots=True)
+class _EndedCall:
+    """A call as the recorder keeps it until the record is built (the trace and outcome are
+    frozen, so what is built later is what happened)."""
+
+    trace: ToolInvocationTrace
+    outcome: ToolCallOutcome | None
+    round: int
+    elapsed_ms: float
+
+    def record(self) -> CallRecord:
+        trace, outcome = self.trace, self.outcome
+        return CallRecord(
+            call_id=trace.call_id,
+            tool_id=trace.tool_id,
+            status=trace.status.value,
+            round=self.round,
+            arguments=dict(trace.arguments),
+            duration_ms=round(self.elapsed_ms, 3),
+            result_chars=_result_chars(trace, outcome),
+            status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
+            demands=_demands(outcome) if outcome is not None else _NO_DEMANDS,
+            sources=_cited(outcome),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingRecord:
+    """A record to be built: what the recorder gathered plus how the answer ended."""
+
+    recorder: DecisionRecorder
+    stop_reason: _StopReason
+    error: tuple[str, str] | None
+    after: _RequirementsKey
+
+    @property
+    def decision_id(self) -> str:
+        return self.recorder.decision_id
+
+    def build(self) -> DecisionRecord:
+        return self.recorder._record(self.stop_reason, self.error, self.after)
 
 
 _last_configuration: tuple[PolicyConfiguration, ConfigurationRecord] | None = None
@@ -645,10 +712,6 @@ def _result_chars(trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -
 
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _usage(usage: Usage) -> UsageRecord:
-    return _usage_record(usage.input_tokens, usage.output_tokens)
 
 
 @functools.lru_cache(maxsize=1024)
