@@ -97,8 +97,12 @@ class ProviderRecord(_Model):
     id: str
     kind: str
     host: str
+    """The self-hosting software (AI Studio's `Host`: VLLM, OLLAMA, …), empty for a cloud API."""
     model: str
     confidence: str
+    hostname: str = ""
+    """The configured address of a self-hosted provider, as logs show addresses (no user info,
+    parameter values masked); empty when the entry names none."""
 
 
 class LeftOutRecord(_Model):

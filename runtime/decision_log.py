@@ -382,7 +382,14 @@ class DecisionRecorder:
         self._timestamp = datetime.now(UTC)
         self._configuration = configuration
         self._component = component
-        self._provider = (provider.id, provider.kind, provider.host, provider.model, confidence)
+        self._provider = (
+            provider.id,
+            provider.kind,
+            provider.host,
+            provider.model,
+            confidence,
+            provider.hostname,
+        )
         self._selected = selected_tool_ids
         self._served_by = served_by
         self._offered: tuple[RunnableTools, tuple[str, ...], tuple[tuple[str, str], ...]] | None
@@ -622,14 +629,25 @@ def _requirements_change(before: _RequirementsKey, after: _RequirementsKey) -> R
 
 @functools.lru_cache(maxsize=256)
 def _provider_record(
-    provider_id: str, kind: ProviderKind, host: str, model: str, confidence: ConfidenceLevel
+    provider_id: str,
+    kind: ProviderKind,
+    host: str,
+    model: str,
+    confidence: ConfidenceLevel,
+    hostname: str,
 ) -> ProviderRecord:
+    address = ""
+    if hostname.strip():
+        from runtime.web.addresses import redact_url_for_log
+
+        address = redact_url_for_log(hostname)
     return ProviderRecord(
         id=provider_id,
         kind=kind.value,
         host=without_user_info(host),
         model=model,
         confidence=confidence.name,
+        hostname=address,
     )
 
 

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -548,7 +549,7 @@ class _CitingTool(DefinedTool):
 CITED = "https://bob:hunter2@wiki.example.org/vpn?sig=s1gn3d-7f&page=2#top"
 
 
-async def test_a_call_records_the_addresses_it_cited_never_their_secrets(
+async def test_a_record_keeps_the_addresses_cited_and_the_providers_never_their_secrets(
     example_tools: ModuleType, chat: Chat, server: ProviderServer
 ) -> None:
     policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), _CitingTool()])
@@ -558,7 +559,15 @@ async def test_a_call_records_the_addresses_it_cited_never_their_secrets(
     )
     kept: list[DecisionRecord] = []
     vllm = organization_provider(policy, VLLM_ID, server)
-    await _respond(policy, chat, vllm, _validated(kept), ("wiki_search",))
+    entry = replace(vllm, hostname="http://ops:s3cr3t-pw@vllm.internal:8000/v1?api-key=k3y-42")
+    async with (
+        client(vllm) as provider_client,
+        ChatRuntime(policy, decision_log=_validated(kept)) as runtime,
+    ):
+        async for _ in runtime.respond(
+            chat, entry, [QUESTION], selected_tool_ids=["wiki_search"], client=provider_client
+        ):
+            pass
 
     (record,) = kept
     (call,) = record.calls
@@ -566,7 +575,7 @@ async def test_a_call_records_the_addresses_it_cited_never_their_secrets(
     assert call.sources == ["https://wiki.example.org/vpn?sig=*****&page=*****"]
     assert call.result_chars == len("The VPN page says: reconnect.")
     text = record.model_dump_json()
-    for secret in ("bob", "hunter2", "s1gn3d-7f", "reconnect"):
+    for secret in ("bob", "hunter2", "s1gn3d-7f", "reconnect", "ops", "s3cr3t-pw", "k3y-42"):
         assert secret not in text, secret
     configured = policy.provider(VLLM_ID)
     assert configured is not None
@@ -576,6 +585,7 @@ async def test_a_call_records_the_addresses_it_cited_never_their_secrets(
         "host": configured.host,
         "model": configured.model,
         "confidence": policy.registry.provider_confidence(configured).name,
+        "hostname": "http://vllm.internal:8000/v1?api-key=*****",
     }
     assert record.usage.model_dump() == {"input_tokens": 90, "output_tokens": 7}, "first round"
 
