@@ -6,6 +6,7 @@ next round's ETag check with 304 (no download) and serve a changed zip again."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,10 @@ from runtime.config_fetch import fetch_configurations
 from tests.servers.config_server import plugin_text, zip_of
 from tests.servers.static_servers import (
     caddy_installed,
+    caddy_statuses,
     free_port,
     nginx_installed,
+    nginx_statuses,
     running_caddy,
     running_nginx,
 )
@@ -59,10 +62,14 @@ def _missing(installed: bool, package: str) -> pytest.MarkDecorator:
 
 
 def _serve_and_fetch(
-    folder: Path, state: Path, reference: ConfigurationReference, **tls: Path
+    folder: Path,
+    state: Path,
+    reference: ConfigurationReference,
+    statuses: Callable[[], list[int]],
+    **tls: Path,
 ) -> None:
-    """Two rounds with the zip unchanged (the second an ETag check answered 304), then a changed
-    zip: each time the copy in force is the one on the server."""
+    """Two rounds with the zip unchanged (the second an ETag check answered 304, as the server's
+    access log shows), then a changed zip: each time the copy in force is the one on the server."""
 
     def disabled() -> tuple[str, ...]:
         setting = load_policy(state_dir=state, use_entry_points=False).configuration.setting(
@@ -88,6 +95,7 @@ def _serve_and_fetch(
     (third,) = fetch_configurations([reference], state, **tls)
     assert third.state == "current" and third.etag != first.etag, third.error
     assert disabled() == ("read_web_page",)
+    assert statuses() == [200, 304, 200]  # the unchanged round downloaded nothing
 
 
 @_missing(caddy_installed(), "caddy")
@@ -95,15 +103,20 @@ def test_the_readme_caddy_configuration_serves_the_zips_with_etags(tmp_path: Pat
     served = tmp_path / "served"
     served.mkdir()
     port = free_port()
+    log = tmp_path / "caddy" / "access.log"
     caddyfile = (
         _readme_block("file_server")
-        .replace(f"{HOST} {{", f"http://127.0.0.1:{port} {{", 1)
+        .replace(
+            f"{HOST} {{",
+            f"http://127.0.0.1:{port} {{\n    log {{\n        output file {log}\n    }}",
+            1,
+        )
         .replace(SERVED_FOLDER, str(served))
     )
     reference = ConfigurationReference(CONFIG_ID, f"http://127.0.0.1:{port}/ai", "README")
     (tmp_path / "caddy").mkdir()
     with running_caddy(caddyfile, port, tmp_path / "caddy"):
-        _serve_and_fetch(served, tmp_path / "state", reference)
+        _serve_and_fetch(served, tmp_path / "state", reference, lambda: caddy_statuses(log))
 
 
 @_missing(nginx_installed(), "nginx-light")
@@ -126,4 +139,10 @@ def test_the_readme_nginx_configuration_serves_the_zips_with_etags_over_https(
     reference = ConfigurationReference(CONFIG_ID, f"https://localhost:{port}/ai", "README")
     (tmp_path / "nginx").mkdir()
     with running_nginx(server_block, port, tmp_path / "nginx"):
-        _serve_and_fetch(served, tmp_path / "state", reference, ca_bundle=tls.certfile)
+        _serve_and_fetch(
+            served,
+            tmp_path / "state",
+            reference,
+            lambda: nginx_statuses(tmp_path / "nginx"),
+            ca_bundle=tls.certfile,
+        )

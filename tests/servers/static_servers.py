@@ -58,8 +58,9 @@ def _running(command: list[str], port: int, log: Path, env: dict[str, str]) -> I
 @contextmanager
 def running_nginx(server_block: str, port: int, folder: Path) -> Iterator[None]:
     """nginx serving `server_block` (an nginx `server { … }`), listening on `port`; its pid,
-    logs and temporary files live in `folder`. One process (no workers), so it reads the files
-    of whoever runs the test."""
+    logs and temporary files live in `folder`, the status of each answer is a line of
+    `folder/access.log`. One process (no workers), so it reads the files of whoever runs the
+    test."""
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     configuration = folder / "nginx.conf"
     temporary = {name: folder / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
@@ -70,7 +71,8 @@ pid {folder / "nginx.pid"};
 error_log {folder / "error.log"} warn;
 events {{}}
 http {{
-    access_log off;
+    log_format statuses '$status';
+    access_log {folder / "access.log"} statuses;
     client_body_temp_path {temporary["body"]};
     proxy_temp_path {temporary["proxy"]};
     fastcgi_temp_path {temporary["fastcgi"]};
@@ -89,7 +91,7 @@ http {{
 @contextmanager
 def running_caddy(caddyfile: str, port: int, folder: Path) -> Iterator[None]:
     """Caddy serving `caddyfile`, listening on `port`, without its admin endpoint; its data
-    and configuration folders live in `folder`."""
+    and configuration folders live in `folder`. (A site logs its answers with a `log` block.)"""
     binary = shutil.which("caddy") or "/usr/bin/caddy"
     configuration = folder / "Caddyfile"
     configuration.write_text("{\n    admin off\n}\n\n" + caddyfile, encoding="utf-8")
@@ -110,3 +112,17 @@ def nginx_installed() -> bool:
 
 def caddy_installed() -> bool:
     return shutil.which("caddy") is not None
+
+
+def nginx_statuses(folder: Path) -> list[int]:
+    """The status of each answer `running_nginx(…, folder)` gave so far."""
+    log = folder / "access.log"
+    return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+
+def caddy_statuses(log: Path) -> list[int]:
+    """The status of each answer in a Caddy access log (`log { output file … }`, JSON lines)."""
+    import json
+
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [int(json.loads(line)["status"]) for line in lines if line.strip()]
