@@ -50,12 +50,15 @@ def _local_watcher(folder: Path) -> PolicyWatcher:
     return PolicyWatcher(lambda: load_policy(org=[folder], use_entry_points=False), watch=[folder])
 
 
-def _delivered_watcher(state: Path, reference: ConfigurationReference) -> PolicyWatcher:
+def _delivered_watcher(
+    state: Path, reference: ConfigurationReference, **options: float
+) -> PolicyWatcher:
     """A watcher that fetches `reference` into `state` and loads what is in force there."""
     return PolicyWatcher(
         lambda: load_policy(state_dir=state, use_entry_points=False),
         references=[reference],
         state_dir=state,
+        **options,
     )
 
 
@@ -207,14 +210,8 @@ async def test_run_fetches_again_on_the_configured_interval(
     served.archives[CONFIG_A] = zip_of(
         {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
     )
-    state = tmp_path / "state"
-    watcher = PolicyWatcher(
-        lambda: load_policy(state_dir=state, use_entry_points=False),
-        references=[ConfigurationReference(CONFIG_A, running.url("/configs"), "test")],
-        state_dir=state,
-        interval=0.2,
-        jitter=0,
-    )
+    reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
+    watcher = _delivered_watcher(tmp_path / "state", reference, interval=0.2, jitter=0)
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
     async with asyncio.timeout(30):

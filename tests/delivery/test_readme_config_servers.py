@@ -15,10 +15,10 @@ from policy import load_policy
 from policy.config_sources import ConfigurationReference
 from runtime.config_fetch import fetch_configurations
 from tests.servers.config_server import plugin_text, zip_of
+from tests.servers.processes import free_port
 from tests.servers.static_servers import (
     caddy_installed,
     caddy_statuses,
-    free_port,
     nginx_installed,
     nginx_statuses,
     running_caddy,

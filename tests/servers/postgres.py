@@ -11,13 +11,14 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.servers.processes import free_port, stop
 
 _START_SECONDS = 30
 
@@ -29,12 +30,6 @@ def server_binaries() -> Path | None:
             return Path(folder)
     found = shutil.which("initdb")
     return Path(found).resolve().parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
@@ -52,7 +47,7 @@ def running_postgres() -> Iterator[str]:
         account = pwd.getpwnam("postgres")
         os.chown(folder, account.pw_uid, account.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
+    port = free_port()
     subprocess.run(
         [
             *prefix,
@@ -105,10 +100,5 @@ def running_postgres() -> Iterator[str]:
                 time.sleep(0.1)
         yield dsn
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         shutil.rmtree(folder, ignore_errors=True)

@@ -16,14 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.servers.processes import stop
+
 _START_SECONDS = 20
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the server binds it a moment later)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _wait_listening(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
@@ -47,12 +42,7 @@ def _running(command: list[str], port: int, log: Path, env: dict[str, str]) -> I
         _wait_listening(port, server, log)
         yield
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
 
 
 @contextmanager

@@ -1,0 +1,24 @@
+"""What every test server run as a program shares: a free loopback port to give it, and
+stopping it at the end of its block (terminated, killed when it does not end in time)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on now (the server binds it a moment later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    """End `server`: terminate, then kill when it has not ended within 20 seconds."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
