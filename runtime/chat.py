@@ -218,6 +218,24 @@ def open_chat_store(location: str | os.PathLike[str] | None = None) -> ChatStore
     return SqliteChatStore(text)
 
 
+_shared_stores: dict[str, ChatStore] = {}
+_shared_stores_lock = threading.Lock()
+
+
+def _default_store() -> ChatStore:
+    """The store of a chat opened without one: a PostgreSQL address in `$TOOLPOLICY_CHAT_DB` is
+    opened once per process (one pool serves every such chat, none is left open per chat); a
+    SQLite file, which holds no connection, for each chat."""
+    configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+    if not configured.startswith(_POSTGRES_SCHEMES):
+        return SqliteChatStore(default_chat_database_path())
+    with _shared_stores_lock:
+        store = _shared_stores.get(configured)
+        if store is None:
+            store = _shared_stores[configured] = open_chat_store(configured)
+        return store
+
+
 def default_chat_database_path() -> Path:
     """The SQLite file chats are kept in by default: `$TOOLPOLICY_CHAT_DB` when it names a file
     (not a `postgresql://` address), else `chats.sqlite3` in the user's data folder."""
@@ -240,10 +258,11 @@ class Chat:
     @classmethod
     def open(cls, chat_id: str, store: ChatStore | None = None) -> Chat:
         """The chat as stored, or a new one demanding nothing; without `store`, in the store
-        `open_chat_store()` opens (`$TOOLPOLICY_CHAT_DB`, else the default SQLite file)."""
+        `$TOOLPOLICY_CHAT_DB` names (a PostgreSQL one opened once per process), else the default
+        SQLite file."""
         if not chat_id.strip():
             raise ValueError("A chat needs a non-blank id to keep its requirements under.")
-        store = store if store is not None else open_chat_store()
+        store = store if store is not None else _default_store()
         return cls(store.load(chat_id) or ChatRecord(chat_id), store)
 
     @property

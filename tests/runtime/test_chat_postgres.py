@@ -155,6 +155,12 @@ def test_the_environment_names_the_shared_store_for_chats_opened_without_one(
     opened.close()
     # another instance's tightening is what a chat opened without a store starts from
     assert Chat.open(chat_id).required_provider_confidence is ConfidenceLevel.HIGH
+    threads = threading.active_count()
+    chats = [Chat.open(str(uuid.uuid4())) for _ in range(5)]  # an app's open conversations
+    for chat in chats:
+        chat.require_provider_confidence(ConfidenceLevel.LOW)
+    # one pool serves every chat opened so: no pool, threads or connections of its own per chat
+    assert threading.active_count() == threads
     assert list(tmp_path.iterdir()) == []
 
 
