@@ -107,6 +107,15 @@ def error_message(payload: Any) -> str:
     return ""
 
 
+def error_text(error: Any) -> str:
+    """An error a host put into its stream as "message (code N)" (the code when it gave one)."""
+    message = error_message(error) or "unknown error"
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, (int, str)) and not isinstance(code, bool) and str(code).strip():
+        return f"{message} (code {code})"
+    return message
+
+
 def without_reserved(
     extras: Mapping[str, Any] | None, reserved: frozenset[str], api: str
 ) -> dict[str, Any]:

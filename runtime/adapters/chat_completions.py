@@ -212,7 +212,9 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         if not isinstance(chunk, dict):
             return None
         if chunk.get("error") is not None:
-            self.error = _error_text(chunk["error"])
+            # Hosts (OpenRouter, gateways) put it next to choices whose finish_reason is "error",
+            # null or anything else: it is the host's error all the same.
+            self.error = _wire.error_text(chunk["error"])
             return None
         usage = self._new_usage(chunk)
         sources = (
@@ -426,17 +428,6 @@ class ChatCompletionAccumulator(_wire.TypedFields):
             think="".join(self._think.think) if self._think is not None else "",
             stop_reason=stop,
         )
-
-
-def _error_text(error: Any) -> str:
-    """A chunk's `error` object as "message (code N)": hosts (OpenRouter, gateways) put it next to
-    choices whose finish_reason is "error", null or anything else — it is the host's error all
-    the same."""
-    message = _wire.error_message(error) or "unknown error"
-    code = error.get("code") if isinstance(error, dict) else None
-    if isinstance(code, (int, str)) and not isinstance(code, bool) and str(code).strip():
-        return f"{message} (code {code})"
-    return message
 
 
 class ChatCompletionsAdapter:

@@ -142,7 +142,7 @@ class ResponsesAccumulator(_wire.TypedFields):
         if kind in ("error", "response.failed"):
             response = event.get("response")
             detail = response.get("error") if isinstance(response, dict) else event
-            self.error = _wire.error_message(detail) or "unknown error"
+            self.error = _wire.error_text(detail)
         return None
 
     def _keep_done_item(self, event: dict[str, Any], data: str) -> None:

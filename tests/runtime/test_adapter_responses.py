@@ -176,8 +176,24 @@ async def test_a_failed_response_is_a_provider_error(server: ProviderServer) -> 
         "response": {"error": {"code": "server_error", "message": "The model crashed."}},
     }
     server.queue(Reply([*responses_text("Par"), failed]))
-    with pytest.raises(ProviderUnavailable, match="The model crashed"):
+    with pytest.raises(ProviderUnavailable, match=r"The model crashed\. \(code server_error\)"):
         await run_round(_adapter(server))
+
+
+async def test_an_error_event_names_its_code(server: ProviderServer) -> None:
+    error = {
+        "type": "error",
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model.",
+        "param": "input",
+        "sequence_number": 2,
+    }
+    server.queue(Reply([*responses_text("Par"), error]))
+    with pytest.raises(ProviderUnavailable) as caught:
+        await run_round(_adapter(server))
+    assert str(caught.value).endswith(
+        "Your input exceeds the context window of this model. (code context_length_exceeded)"
+    )
 
 
 async def test_a_stream_cut_off_before_anything_is_a_failed_round(server: ProviderServer) -> None:
