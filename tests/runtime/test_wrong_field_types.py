@@ -228,23 +228,31 @@ _NAMED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("profile", "adapter_type", "events", "field"), _NAMED_CASES)
-def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
-    server: ProviderServer, profile: Any, adapter_type: Any, events: list[Any], field: str
-) -> None:
+def _round_error(
+    server: ProviderServer, profile: Any, adapter_type: Any, reply: Reply
+) -> ProviderError:
+    """The ProviderError one round ends with when the host sends `reply` (never another error)."""
     server.replies.clear()
-    server.queue(Reply(events))
+    server.queue(reply)
 
     async def play() -> ProviderError:
         client = client_for(profile, server.base_url, retry=RetryPolicy(max_attempts=1))
         try:
-            with pytest.raises(ProviderProtocolError) as caught:
+            with pytest.raises(ProviderError) as caught:
                 await run_round(adapter_type(client, conversation(web_search_tool()), "m"))
             return caught.value
         finally:
             await client.aclose()
 
-    error = asyncio.run(play())
+    return asyncio.run(play())
+
+
+@pytest.mark.parametrize(("profile", "adapter_type", "events", "field"), _NAMED_CASES)
+def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
+    server: ProviderServer, profile: Any, adapter_type: Any, events: list[Any], field: str
+) -> None:
+    error = _round_error(server, profile, adapter_type, Reply(events))
+    assert isinstance(error, ProviderProtocolError)
     assert f"the field {field} is " in str(error)
     assert "expected" in str(error)
 
@@ -265,19 +273,7 @@ def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(
 def test_an_error_body_nested_too_deep_is_the_status_error(
     server: ProviderServer, profile: Any, adapter_type: Any, body: str
 ) -> None:
-    server.replies.clear()
-    server.queue(Reply(status=400, body=body))
-
-    async def play() -> ProviderError:
-        client = client_for(profile, server.base_url, retry=RetryPolicy(max_attempts=1))
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await run_round(adapter_type(client, conversation(web_search_tool()), "m"))
-            return caught.value
-        finally:
-            await client.aclose()
-
-    error = asyncio.run(play())
+    error = _round_error(server, profile, adapter_type, Reply(status=400, body=body))
     assert "rejected the request (HTTP 400)" in str(error)
     assert len(str(error)) < 1000, "the host's text is cut to length"
 
