@@ -45,21 +45,28 @@ class SecretError(ToolPolicyError):
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\\\]+")
 USER_INFO_MASK = "*****"
+_AUTHORITY_END = re.compile(r"[/?#\\]")
 
 
 def without_user_info(text: str) -> str:
     """`text` (an address or a host entry) with any user name and password masked.
 
-    The URL standard reads user info up to the last `@` of the authority, and a password may hold
-    `/`, `?`, `#` or `\\`; so, failing closed, everything from the start of the authority (after
-    `scheme:` and its slashes, else the start of a bare host entry) up to the last `@` is masked.
-    The one rule every output asks (settings, explain, tools, check, export, errors)."""
+    The URL standard reads user info up to the last `@` of the authority (which ends at the first
+    `/`, `?`, `#` or `\\`), but a password may hold those characters too. So, failing closed,
+    everything from the start of the authority (after `scheme:` and its slashes, else the start
+    of a bare host entry) up to the last `@` is masked when the authority holds an `@`, or holds
+    a `:` (a user name and the start of a password, or a port) with an `@` after it. An `@` after
+    a plain host (`https://social.example/@alice`) is no user info. The one rule every output
+    and log asks (settings, explain, tools, check, export, errors, logged addresses)."""
     at = text.rfind("@")
     if at < 0:
         return text
     scheme = _SCHEME.match(text)
     start = scheme.end() if scheme else 0
     if at < start:
+        return text
+    authority = _AUTHORITY_END.split(text[start:], maxsplit=1)[0]
+    if "@" not in authority and ":" not in authority:
         return text
     return f"{text[:start]}{USER_INFO_MASK}{text[at:]}"
 

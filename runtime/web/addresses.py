@@ -291,13 +291,16 @@ _MAX_LOGGED_URL = 2000
 
 
 def redact_url_for_log(url: str) -> str:
-    """A URL safe to log or show in an error: no user info or fragment, parameter values masked.
+    """A URL safe to log or show in an error: no user info (read as `without_user_info` reads it,
+    so a password holding `/` is no path) or fragment, parameter values masked.
 
     Parameter names stay so the log remains useful; a parameter without `=` could itself be a
     token, so it is masked whole. The result is at most 2000 characters.
     """
+    from policy.secrets import without_user_info
+
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(without_user_info(url.strip()))
         host = parts.hostname or ""
         port = parts.port
     except ValueError:
