@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.policy.test_cli import PROVIDERS, run, write_plugin
+from tests.policy.test_cli import PROVIDERS, run, run_json, write_plugin
 
 OPEN_AI = "11111111-1111-4111-8111-111111111111"
 RANGE = "web_search.maxResults: '500' is not valid; expected a whole number from 1 to 20"
@@ -243,3 +243,17 @@ def test_every_name_in_the_user_settings_file_gets_a_did_you_mean(tmp_path: Path
         failed = run("check", "--org", organization, "--user-settings", broken)
         assert failed.returncode == 1
         assert hint in failed.stdout, failed.stdout
+
+
+def test_strict_turns_warnings_into_errors_and_says_so() -> None:
+    organization = Path(__file__).resolve().parents[2] / "examples" / "organization"
+    plain = run("check", "--org", organization)
+    assert plain.returncode == 0
+    assert plain.stdout.splitlines()[-1] == "ok: 0 error(s), 1 warning(s)"
+    strict = run("check", "--org", organization, "--strict")
+    assert strict.returncode == 1
+    assert strict.stdout.splitlines()[-1] == (
+        "failed: 0 error(s), 1 warning(s) (--strict: warnings count as errors)"
+    )
+    code, document = run_json("check", "--org", organization, "--strict")
+    assert (code, document["ok"], len(document["warnings"])) == (1, False, 1)
