@@ -79,6 +79,7 @@ def test_retrieval_overrides_live_in_a_public_module() -> None:
 def test_every_documented_error_derives_from_the_one_root() -> None:
     import policy
     import runtime
+    from policy.builtin import ToolSettingsError
     from policy.errors import ToolPolicyError
     from policy.export import ExportError, SecretExportError
     from policy.lua_sandbox import LuaSandboxError
@@ -101,6 +102,7 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
         PluginLoadError,
         UnknownToolError,
         SecretError,
+        ToolSettingsError,
         UserSettingsError,
         ConfigurationArchiveError,
         CaBundleError,
