@@ -301,20 +301,13 @@ class ToolExecutor:
             return run.failed(message, traced_arguments, traced=traced)
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
-        content = f"Tool '{call.tool_name}' is not available."
-        arguments = self.traced_arguments(call, ())
-        trace = ToolInvocationTrace(
-            order=order,
-            tool_id=call.tool_name,
-            tool_name=call.tool_name,
-            call_id=call.call_id,
-            status=TraceStatus.BLOCKED,
-            was_executed=False,
-            status_message="Tool is not available in the current context.",
-            arguments=arguments,
-            result=content,
+        return not_run_outcome(
+            call,
+            order,
+            f"Tool '{call.tool_name}' is not available.",
+            "Tool is not available in the current context.",
+            self.traced_arguments(call, ()),
         )
-        return ToolCallOutcome(content, trace)
 
     def _outbound_refusal(self, chat: Chat, tool: ExecutableTool) -> str | None:
         """Why a chat that read a mailbox may not run this tool now, or None when it may."""
@@ -557,3 +550,27 @@ def _argument_texts(arguments: Mapping[str, Any]) -> list[str]:
         elif isinstance(value, list):
             pending.extend(value)
     return texts
+
+
+def not_run_outcome(
+    call: RequestedCall,
+    order: int,
+    content: str,
+    status_message: str,
+    arguments: Mapping[str, str],
+) -> ToolCallOutcome:
+    """A call refused before any tool ran: what the model reads and its BLOCKED trace.
+
+    `arguments` must already be masked (`ToolExecutor.traced_arguments`)."""
+    trace = ToolInvocationTrace(
+        order=order,
+        tool_id=call.tool_name,
+        tool_name=call.tool_name,
+        call_id=call.call_id,
+        status=TraceStatus.BLOCKED,
+        was_executed=False,
+        status_message=status_message,
+        arguments=arguments,
+        result=content,
+    )
+    return ToolCallOutcome(content, trace)

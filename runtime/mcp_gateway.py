@@ -432,21 +432,10 @@ def _client_key(ctx: Any) -> str:
 def _refused(
     call: RequestedCall, order: int, message: str, arguments: Mapping[str, str]
 ) -> ToolCallOutcome:
-    """A call of a tool this client is not offered, as the executor would trace it (never run)."""
-    from runtime.executor import ToolCallOutcome, ToolInvocationTrace, TraceStatus
+    """A call of a tool this client is not offered, as the executor traces it (never run)."""
+    from runtime.executor import not_run_outcome
 
-    trace = ToolInvocationTrace(
-        order=order,
-        tool_id=call.tool_name,
-        tool_name=call.tool_name,
-        call_id=call.call_id,
-        status=TraceStatus.BLOCKED,
-        was_executed=False,
-        status_message=message,
-        arguments=arguments,
-        result=message,
-    )
-    return ToolCallOutcome(message, trace)
+    return not_run_outcome(call, order, message, message, arguments)
 
 
 def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:
