@@ -14,7 +14,7 @@ import binascii
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.entities import html5
 
 from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
@@ -64,6 +64,18 @@ class _Rule:
     words: tuple[frozenset[str], ...] = ()
     markers: tuple[str, ...] = ()
     whole_sentence: bool = True
+    marker_groups: tuple[tuple[str, tuple[str, ...]], ...] = field(
+        init=False, repr=False, compare=False
+    )
+    """The markers by their first character, which a one-character search (memchr) finds far
+    faster than a marker: text without that character cannot hold any marker of its group."""
+
+    def __post_init__(self) -> None:
+        groups: dict[str, list[str]] = {}
+        for marker in self.markers:
+            groups.setdefault(marker[0], []).append(marker)
+        grouped = tuple((first, tuple(group)) for first, group in groups.items())
+        object.__setattr__(self, "marker_groups", grouped)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -306,6 +318,17 @@ _SPECIAL = re.compile(
     r"|(?P<tags>[\U000E0000-\U000E007F]+)"
 )
 _SPECIAL_START = re.compile(rf"[\\&{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
+
+
+def _may_hold_special(text: str) -> bool:
+    """What `_SPECIAL_START.search(text) is not None` answers. Every special start but `\\` and
+    `&` is non-ASCII, so ASCII text is settled by two one-character searches (memchr), many
+    times faster than the pattern's character class."""
+    if text.isascii():
+        return "\\" in text or "&" in text
+    return _SPECIAL_START.search(text) is not None
+
+
 _INVISIBLE_DECODED = re.compile(rf"[{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 _WHITESPACE = re.compile(r"\s+")
@@ -316,7 +339,10 @@ def _rule_applies(rule: _Rule, words: frozenset[str], text: str) -> bool:
     for group in rule.words:
         if group.isdisjoint(words):
             return False
-    return not rule.markers or any(marker in text for marker in rule.markers)
+    return not rule.markers or any(
+        first in text and any(marker in text for marker in group)
+        for first, group in rule.marker_groups
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,7 +442,7 @@ def _build_view(text: str) -> tuple[_View, list[tuple[int, int]], list[_Hit]]:
         literal.append(is_literal)
         view_length += len(piece)
 
-    if _SPECIAL_START.search(text) is None:
+    if not _may_hold_special(text):
         return _View(text, (), (), (), ()), [], []
     for match in _SPECIAL.finditer(text):
         start, end = match.span()

@@ -73,8 +73,9 @@ async def sanitize_pages_and_texts(
     """`sanitize_pages` plus other outside texts of the same call (e.g. a search service's notes),
     still in ONE guard batch."""
     page_texts = [
-        GuardText(text, web_content(final_url))
+        GuardText(text, source)
         for content, final_url in pages
+        for source in (web_content(final_url),)
         for text in _fields(content)
     ]
     if not page_texts and not texts:
