@@ -704,19 +704,39 @@ def _demands_record(
     )
 
 
-_warned: set[int] = set()
+# The sinks already warned about, by id with a weak reference that says whether the id is still
+# that sink's: a freed sink's id is often the next sink's, which must be warned about too. A sink
+# that takes no weak reference is held instead, so its id stays its own.
+_warned: dict[int, Callable[[], object]] = {}
+_warned_lock = threading.RLock()  # a weak reference's callback may run inside (a collection)
 
 
 def _warn_once(sink: DecisionSink, error: Exception) -> None:
-    if id(sink) in _warned:
-        return
-    _warned.add(id(sink))
+    key = id(sink)
+    with _warned_lock:
+        held = _warned.get(key)
+        if held is not None and held() is sink:
+            return
+        try:
+            _warned[key] = weakref.ref(sink, functools.partial(_forget_warned, key))
+        except TypeError:
+            _warned[key] = functools.partial(_itself, sink)
     _log.warning(
         "The decision log %s could not write a record (%s); the request went on, later failures "
         "of this sink are not repeated.",
         type(sink).__name__,
         type(error).__name__,
     )
+
+
+def _forget_warned(key: int, reference: weakref.ref[DecisionSink]) -> None:
+    with _warned_lock:
+        if _warned.get(key) is reference:
+            del _warned[key]
+
+
+def _itself(value: object) -> object:
+    return value
 
 
 def _result_chars(trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> int:

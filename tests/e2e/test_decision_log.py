@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -27,11 +28,13 @@ from policy.decision_record import DecisionRecord, decision_log_schema, uuid7
 from policy.decision_summary import parse_since
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.tools import DefinedTool
-from policy.vocabulary import ConfidenceLevel, ToolOutboundData
+from policy.vocabulary import Component, ConfidenceLevel, ToolOutboundData
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
 from runtime.chat import ChatRequirementError
 from runtime.decision_log import (
     CallbackSink,
+    DecisionRecorder,
+    DecisionSink,
     JsonLinesSink,
     QueuedSink,
     redacted_error_message,
@@ -175,6 +178,47 @@ async def test_a_sink_that_raises_warns_once_and_the_answer_goes_on(
 
     warnings = [r.getMessage() for r in caplog.records if r.name == "runtime.decision_log"]
     assert len(warnings) == 1 and "OSError" in warnings[0] and API_KEY not in warnings[0]
+
+
+def test_every_failing_sink_is_warned_about_once_even_where_a_freed_one_lived(
+    policy: Policy, chat: Chat, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An app that rebuilds its sink (a reload) gets a warning for each new sink that fails:
+    a freed sink's memory, and so its id, is often the next one's."""
+    provider = policy.provider(VLLM_ID)
+
+    def broken(record: DecisionRecord) -> None:
+        raise OSError("disk full")
+
+    class Unreferenceable:
+        """A sink that takes no weak reference (slots without __weakref__)."""
+
+        __slots__ = ()
+
+        def write(self, record: DecisionRecord) -> None:
+            raise OSError("disk full")
+
+    def answer_into(sink: DecisionSink) -> None:
+        DecisionRecorder(
+            sink,
+            configuration=policy.configuration,
+            chat=chat,
+            component=Component.CHAT,
+            provider=provider,
+            confidence=policy.registry.provider_confidence(provider),
+            selected_tool_ids=None,
+        ).failed(RuntimeError("provider down"))
+
+    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
+        for number in range(30):
+            sink: DecisionSink = CallbackSink(broken) if number % 2 else Unreferenceable()
+            answer_into(sink)
+            answer_into(sink)
+            del sink
+            gc.collect()
+
+    warnings = [r for r in caplog.records if r.name == "runtime.decision_log"]
+    assert len(warnings) == 30, "one warning per failing sink, none for its second failure"
 
 
 def test_the_jsonl_file_rolls_over_past_its_size_and_keeps_the_set_number_of_backups(
