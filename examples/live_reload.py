@@ -6,8 +6,10 @@ restart.
 
 Every change to a watched plugin is loaded; when it loads, the new runtime is swapped in (a request
 in flight keeps the runtime it started with) and the revision change is printed. A change that does
-not load keeps the policy in force. With TOOLPOLICY_CONFIG_SERVERS set (`ID@URL;…`), each interval
-is also a fetch round from the configuration server into ./state.
+not load keeps the policy in force. With TOOLPOLICY_CONFIG_SERVERS set (`ID@URL;…`, or AI Studio's
+policy files or variables), each interval is also a fetch round from the configuration server into
+./state; the sources are read anew before every round, so a configuration they stop naming is
+withdrawn and a newly named one fetched.
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ HERE = Path(__file__).parent
 async def main(seconds: float) -> None:
     organization = HERE / "organization"
     state = Path("state")
-    references = configuration_references().references
     watcher = PolicyWatcher(
         lambda: load_policy(org=[organization], state_dir=state),
         watch=[organization],
-        references=references,
+        references=configuration_references,  # read before every round
         state_dir=state,
         interval=16 * 60,
     )
@@ -51,6 +52,8 @@ async def main(seconds: float) -> None:
             f"configuration {status.id}: {status.state}"
             + (f" ({status.error})" if status.error else "")
         )
+    if watcher.sources_error:  # the sources could not be read: nothing was withdrawn
+        print(f"configuration sources: {watcher.sources_error}")
     if watcher.last_change is not None and watcher.last_change.error:
         print(f"last reload kept the policy in force: {watcher.last_change.error}")
 

@@ -63,6 +63,24 @@ class ConfigurationReferences:
     source: str
     findings: tuple[Finding, ...] = ()
 
+    @property
+    def withdrawal_refused(self) -> str | None:
+        """Why this reading may not withdraw the configurations it does not name, or None.
+
+        Only a reading that read every source whole and names at least one configuration
+        withdraws the others: a policy file that is ignored, an entry that is skipped or a
+        folder that cannot be read may be the very configuration that is missing, and no
+        configuration at all is what a lost environment (`sudo`, a service unit without the
+        variables) reads as. Absent is not empty: the copies in force stay until the sources
+        name the configurations that remain (`policy fetch` and `PolicyWatcher` both ask this).
+        """
+        if self.findings:
+            problems = "; ".join(f.message for f in self.findings)
+            return f"the configuration sources could not be read whole ({problems})"
+        if not self.references:
+            return "no configuration source names a configuration"
+        return None
+
 
 def parse_reference(text: str, source: str) -> ConfigurationReference:
     """`ID@URL` (as `--config-server` and `TOOLPOLICY_CONFIG_SERVERS` take it); raises ValueError."""
@@ -73,13 +91,21 @@ def parse_reference(text: str, source: str) -> ConfigurationReference:
 
 
 def _reference(identifier: str, url: str, source: str) -> ConfigurationReference:
+    from policy.secrets import without_user_info
+
     guid = identifier.strip().lower().strip("{}")
     if not _GUID.match(guid):
+        if re.search(r"[:/]", identifier):  # an address where the id belongs: may hold a password
+            raise ValueError(
+                f"{source}: an entry starts with an address, not a configuration id (a GUID); "
+                "write ID@URL"
+            )
         raise ValueError(f"{source}: '{identifier.strip()}' is not a configuration id (a GUID)")
     address = url.strip()
     if not re.match(r"^https?://[^/\s]+", address, re.IGNORECASE):
         raise ValueError(
-            f"{source}: '{address}' is not a configuration server address (http:// or https://)"
+            f"{source}: '{without_user_info(address)}' is not a configuration server address "
+            "(http:// or https://)"
         )
     return ConfigurationReference(guid, address, source)
 
@@ -217,7 +243,18 @@ def _from_policy_files(
     for directory in directories:
         try:
             names = sorted(p.name for p in directory.iterdir() if p.is_file())
-        except OSError:
+        except FileNotFoundError:
+            continue  # no policy folder there: nothing named
+        except OSError as error:
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "configuration-reference",
+                    f"the policy folder {directory} cannot be read "
+                    f"({error.strerror or type(error).__name__}); its policy files are not read",
+                    SourceLocation(str(directory), 0),
+                )
+            )
             continue
         for name in names:
             match = re.match(r"^config(_?\d{1,5})\.yaml$", name)

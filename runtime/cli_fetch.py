@@ -106,8 +106,9 @@ def fetch(
     """Fetch every configuration once from its server into --state-dir.
 
     A configuration that cannot be fetched or does not validate keeps its last-known-good copy.
-    Exit 1 when any configuration failed (or --state-dir cannot be written), 2 when none is
-    configured.
+    A configuration the sources no longer name is withdrawn, unless a source could not be read
+    whole (then nothing is withdrawn). Exit 1 when any configuration failed (or --state-dir
+    cannot be written), 2 when none is configured (every copy in force is kept).
     """
     from runtime.config_fetch import CaBundleError, fetch_configurations
 
@@ -115,13 +116,20 @@ def fetch(
     if not found.references:
         click.echo(
             "error: no configuration to fetch; pass --config-server ID@URL or set "
-            "TOOLPOLICY_CONFIG_SERVERS",
+            "TOOLPOLICY_CONFIG_SERVERS (every copy in force is kept)",
             err=True,
         )
         sys.exit(2)
+    refused = found.withdrawal_refused
+    if refused is not None:
+        click.echo(f"warning: nothing is withdrawn: {refused}", err=True)
     try:
         statuses = fetch_configurations(
-            found.references, state_dir, ca_bundle=ca_bundle, timeout=timeout
+            found.references,
+            state_dir,
+            ca_bundle=ca_bundle,
+            timeout=timeout,
+            withdraw=refused is None,
         )
     except CaBundleError as error:
         raise click.BadParameter(str(error), param_hint="'--ca-bundle'") from None

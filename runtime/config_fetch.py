@@ -401,16 +401,20 @@ def fetch_configurations(
     *,
     ca_bundle: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    withdraw: bool = True,
 ) -> tuple[DeliveryStatus, ...]:
     """One round over every referenced configuration, then withdraw the unreferenced ones.
 
-    The result is also written to `<state_dir>/delivery.json` for `policy status`. Rounds on one
-    state dir run one at a time, across processes too. Raises CaBundleError for an unusable
-    `ca_bundle` (before anything is fetched) and OSError when `state_dir` cannot be written.
+    With `withdraw=False` (the sources could not be read whole, see
+    `ConfigurationReferences.withdrawal_refused`) nothing is withdrawn: a copy in force that the
+    round does not name stays in force, and so does its status record. The result is also
+    written to `<state_dir>/delivery.json` for `policy status`. Rounds on one state dir run one
+    at a time, across processes too. Raises CaBundleError for an unusable `ca_bundle` (before
+    anything is fetched) and OSError when `state_dir` cannot be written.
     """
     tls_context(ca_bundle)
     with _round_lock(state_dir):
-        return _fetch_round(references, state_dir, ca_bundle, timeout)
+        return _fetch_round(references, state_dir, ca_bundle, timeout, withdraw)
 
 
 def _fetch_round(
@@ -418,6 +422,7 @@ def _fetch_round(
     state_dir: Path,
     ca_bundle: Path | None,
     timeout: float,
+    withdraw: bool,
 ) -> tuple[DeliveryStatus, ...]:
     previous = read_statuses(state_dir)
     with _client(ca_bundle, timeout) as client:
@@ -427,14 +432,15 @@ def _fetch_round(
         )
     referenced = {r.id for r in references}
     home = state_dir / DELIVERED_DIR
+    kept: list[DeliveryStatus] = []
     if home.is_dir():
-        for folder in home.iterdir():
-            if (
-                folder.is_dir()
-                and not folder.name.startswith(".")
-                and folder.name not in referenced
-            ):
+        for folder in sorted(home.iterdir()):
+            if not folder.is_dir() or folder.name.startswith(".") or folder.name in referenced:
+                continue
+            if withdraw:
                 (folder / POINTER_FILE).unlink(missing_ok=True)  # withdrawn for readers at once
                 shutil.rmtree(folder, ignore_errors=True)
-    write_statuses(state_dir, statuses)
+            elif folder.name in previous:
+                kept.append(previous[folder.name])  # still in force: its record stays too
+    write_statuses(state_dir, (*statuses, *kept))
     return statuses

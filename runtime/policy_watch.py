@@ -10,6 +10,12 @@ copy) keeps the policy in force and is logged; nothing is half-applied. A replac
 closed (its MCP sessions and stdio servers stopped) `retire_after_seconds` after the swap, when the
 requests that read it have had time to end; `aclose()` closes every runtime the watcher built.
 
+Which configurations to fetch is either fixed (a sequence of references) or read anew before every
+round (a callable, e.g. `configuration_references`): a configuration the sources stop naming is
+withdrawn by that round, a newly named one is fetched. A reading that fails (the callable raises,
+a policy file is ignored, nothing is named any more) withdraws nothing: every configuration in
+force stays and keeps being fetched, and `sources_error` says why.
+
 What went wrong is kept, not only logged: `delivery` is each configuration's status after the last
 fetch round (the same records `policy status` shows), `last_change` the latest reload that found
 changed files, with its error. A round or reload that fails unexpectedly is recorded there and the
@@ -32,7 +38,11 @@ from policy.user_settings import UserSettingsError
 
 if TYPE_CHECKING:
     from policy import Policy
-    from policy.config_sources import ConfigurationReference, DeliveryStatus
+    from policy.config_sources import (
+        ConfigurationReference,
+        ConfigurationReferences,
+        DeliveryStatus,
+    )
     from runtime.session import ChatRuntime
 
 _log = logging.getLogger(__name__)
@@ -104,6 +114,9 @@ class PolicyWatcher:
     turns it into a runtime (default `ChatRuntime(policy)`; pass your own to add services).
     `watch` are the local folders/files whose changes trigger a reload; `references` and
     `state_dir` make each interval a fetch round from the configuration server first.
+    `references` is a fixed sequence or a callable read before every round (e.g.
+    `configuration_references`, returning `ConfigurationReferences` or a sequence), so the
+    configurations named now are fetched and the ones no longer named are withdrawn.
     Read `watcher.runtime` once per request; `run()` is the task that keeps it current.
     """
 
@@ -113,7 +126,8 @@ class PolicyWatcher:
         *,
         build: Callable[[Policy], ChatRuntime] | None = None,
         watch: Sequence[Path | str] = (),
-        references: Sequence[ConfigurationReference] = (),
+        references: Sequence[ConfigurationReference]
+        | Callable[[], ConfigurationReferences | Sequence[ConfigurationReference]] = (),
         state_dir: Path | str | None = None,
         ca_bundle: Path | None = None,
         interval: float = DEFAULT_INTERVAL_SECONDS,
@@ -128,7 +142,7 @@ class PolicyWatcher:
             raise ValueError(
                 f"PolicyWatcher retire_after_seconds must be >= 0, got {retire_after_seconds!r}."
             )
-        if references and state_dir is None:
+        if (callable(references) or references) and state_dir is None:
             raise ValueError(
                 "PolicyWatcher needs state_dir to fetch configurations into (references given)."
             )
@@ -139,7 +153,11 @@ class PolicyWatcher:
         self._load = load
         self._build = build or _default_build
         self._watch = tuple(Path(p) for p in watch)
-        self._references = tuple(references)
+        self._read_sources = references if callable(references) else None
+        self._named: tuple[ConfigurationReference, ...] = (
+            () if callable(references) else tuple(references)
+        )
+        self._sources_error: str | None = None
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self._ca_bundle = ca_bundle
         self._interval = interval
@@ -148,6 +166,7 @@ class PolicyWatcher:
         self._retire_after = retire_after_seconds
         self._retiring: dict[asyncio.Task[None], ChatRuntime] = {}
         self._last_change: ReloadResult | None = None
+        self._named = self._read_references()[0]
         self._delivery = self._recorded_delivery()
         self._revision = self._current_revision()
         self._runtime = self._build(self._load())
@@ -180,20 +199,72 @@ class PolicyWatcher:
         round, what the state dir recorded."""
         return self._delivery
 
+    @property
+    def references(self) -> tuple[ConfigurationReference, ...]:
+        """The configurations the last round fetched: the fixed ones, or what the callable read
+        (with every configuration still in force when that reading withdrew nothing)."""
+        return self._named
+
+    @property
+    def sources_error(self) -> str | None:
+        """Why the last reading of the configuration sources withdrew nothing (the callable
+        raised, a source could not be read whole, no source names a configuration), or None.
+        The configurations in force stay and keep being fetched until a reading succeeds. An app
+        whose sources name nothing and that has nothing in force has nothing to report (None)."""
+        return self._sources_error
+
     def _recorded_delivery(self) -> tuple[DeliveryStatus, ...]:
-        if self._state_dir is None or not self._references:
+        if self._state_dir is None or not self._named:
             return ()
         from runtime.config_fetch import recorded_statuses
 
-        return recorded_statuses(self._state_dir, self._references)
+        return recorded_statuses(self._state_dir, self._named)
+
+    def _read_references(self) -> tuple[tuple[ConfigurationReference, ...], bool]:
+        """What this round fetches, and whether it may withdraw what that does not name.
+
+        Fixed references: themselves, withdrawing the rest. A callable: what it reads now; when
+        the reading fails or may not withdraw (`ConfigurationReferences.withdrawal_refused`),
+        also every configuration named before, and nothing is withdrawn."""
+        if self._read_sources is None:
+            return self._named, True
+        from policy.config_sources import ConfigurationReferences
+
+        refused: str | None
+        try:
+            read = self._read_sources()
+        except Exception as error:  # the sources are the app's: keep serving what is in force
+            found = None
+            refused = f"reading the configuration sources failed ({type(error).__name__}: {error})"
+        else:
+            found = (
+                read
+                if isinstance(read, ConfigurationReferences)
+                else ConfigurationReferences(tuple(read), "references")
+            )
+            refused = found.withdrawal_refused
+        named = found.references if found is not None else ()
+        if refused is None:
+            self._sources_error = None
+            return named, True
+        ids = {r.id for r in named}
+        kept = (*named, *(r for r in self._named if r.id not in ids))
+        if not kept and found is not None and not found.findings and not self._delivered():
+            self._sources_error = None  # nothing named and nothing in force: nothing to keep
+            return kept, False
+        self._sources_error = refused
+        _log.warning("%s; nothing is withdrawn, every configuration in force stays", refused)
+        return kept, False
+
+    def _delivered(self) -> tuple[Path, ...]:
+        if self._state_dir is None:
+            return ()
+        from policy.config_sources import delivered_roots
+
+        return delivered_roots(self._state_dir)
 
     def _folders(self) -> tuple[Path, ...]:
-        delivered: tuple[Path, ...] = ()
-        if self._state_dir is not None:
-            from policy.config_sources import delivered_roots
-
-            delivered = delivered_roots(self._state_dir)
-        return (*self._watch, *delivered)
+        return (*self._watch, *self._delivered())
 
     def _current_revision(self) -> str:
         from policy.secrets import configured_secret
@@ -208,21 +279,19 @@ class PolicyWatcher:
     async def fetch(self) -> tuple[DeliveryStatus, ...]:
         """One fetch round into `state_dir` (nothing without references); returns `delivery`.
 
-        Never raises for the server or the state dir: a configuration that fails keeps its copy
-        and its status says why; a state dir that cannot be written fails every configuration of
-        the round with that error. Failures are also logged. No reload runs during a round."""
-        if not self._references or self._state_dir is None:
+        A callable `references` is read first: the configurations it names are fetched, the
+        ones it no longer names withdrawn — unless the reading fails (see `sources_error`).
+        Never raises for the sources, the server or the state dir: a configuration that fails
+        keeps its copy and its status says why; a state dir that cannot be written fails every
+        configuration of the round with that error. Failures are also logged. No reload runs
+        during a round."""
+        if self._state_dir is None or (self._read_sources is None and not self._named):
             return self._delivery
-        from runtime.config_fetch import CaBundleError, fetch_configurations
+        from runtime.config_fetch import CaBundleError
 
         async with self._lock:
             try:
-                statuses = await asyncio.to_thread(
-                    fetch_configurations,
-                    self._references,
-                    self._state_dir,
-                    ca_bundle=self._ca_bundle,
-                )
+                statuses = await asyncio.to_thread(self._fetch_round, self._state_dir)
             except CaBundleError as error:  # the bundle changed on disk since the start
                 statuses = self._round_failed(self._state_dir, str(error))
             except OSError as error:
@@ -236,6 +305,22 @@ class PolicyWatcher:
             if status.error:
                 _log.warning("configuration %s: %s", status.id, status.error)
         return statuses
+
+    def _fetch_round(self, state_dir: Path) -> tuple[DeliveryStatus, ...]:
+        from runtime.config_fetch import fetch_configurations
+
+        before = {r.id for r in self._named}
+        self._named, withdraw = self._read_references()
+        now = {r.id for r in self._named}
+        for configuration_id in sorted(now - before):
+            _log.info("configuration %s is named by the sources: fetching it", configuration_id)
+        for configuration_id in sorted(before - now):
+            _log.info("configuration %s is no longer named: withdrawing it", configuration_id)
+        if not self._named and not withdraw:
+            return ()  # nothing to fetch and nothing to withdraw: the state dir is not touched
+        return fetch_configurations(
+            self._named, state_dir, ca_bundle=self._ca_bundle, withdraw=withdraw
+        )
 
     def _round_failed(self, state_dir: Path, message: str) -> tuple[DeliveryStatus, ...]:
         from policy.config_sources import (

@@ -353,8 +353,11 @@ def test_references_from_ai_studio_environment_and_policy_files(tmp_path: Path) 
         configuration_references(["no-at-sign"], environ={})
 
 
-def _policy(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def _policy(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
+    environment.update(env or {})
     return subprocess.run(
         [POLICY, *map(str, args)], capture_output=True, text=True, env=environment, timeout=120
     )
@@ -608,3 +611,98 @@ def test_the_combined_list_alone_and_the_policy_folder_when_xdg_is_unset() -> No
         Path("/opt/a/mindwork-ai-studio"),
         Path("/opt/b/mindwork-ai-studio"),
     )
+
+
+def test_policy_fetch_reads_the_sources_each_run_and_withdraws_what_they_no_longer_name(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    """A timer runs `policy fetch` with no --config-server: each run reads the device's sources
+    anew. A configuration they stop naming is withdrawn; one they name newly is fetched; a run
+    whose sources cannot be read whole, or name nothing, withdraws nothing."""
+    served, running = server
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    served.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
+    url = running.url("/configs")
+    state = tmp_path / "state"
+    folder = tmp_path / "xdg" / "mindwork-ai-studio"
+    folder.mkdir(parents=True)
+    device = {"XDG_CONFIG_DIRS": str(tmp_path / "xdg")}
+
+    def fetched(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return _policy("fetch", "--state-dir", state, "-f", "json", env={**device, **env})
+
+    def in_force() -> list[str]:
+        return sorted(c for c in (CONFIG_A, CONFIG_B) if delivered_folder(state, c) is not None)
+
+    both = fetched({"TOOLPOLICY_CONFIG_SERVERS": f"{CONFIG_A}@{url};{CONFIG_B}@{url}"})
+    assert both.returncode == 0, both.stderr
+    assert in_force() == sorted([CONFIG_A, CONFIG_B])
+    only_b = fetched({"TOOLPOLICY_CONFIG_SERVERS": f"{CONFIG_B}@{url}"})
+    assert only_b.returncode == 0, only_b.stderr
+    assert in_force() == [CONFIG_B] and _disabled(state) == ()
+    assert [c["id"] for c in json.loads(only_b.stdout)["configurations"]] == [CONFIG_B]
+
+    # the policy files name A again (new) and B; then A's file is saved half-written
+    (folder / "config_00000.yaml").write_text(f"id: {CONFIG_A}\nserver_url: {url}\n")
+    (folder / "config_00001.yaml").write_text(f"id: {CONFIG_B}\nserver_url: {url}\n")
+    assert fetched({}).returncode == 0 and in_force() == sorted([CONFIG_A, CONFIG_B])
+    (folder / "config_00000.yaml").write_text(f"id: '{CONFIG_A}\n")
+    broken = fetched({})
+    assert "config_00000.yaml is not a valid policy file" in broken.stderr
+    assert "nothing is withdrawn" in broken.stderr
+    assert in_force() == sorted([CONFIG_A, CONFIG_B]) and _disabled(state) == ("web_search",)
+    shown = _policy("status", "--state-dir", state, "-f", "json", env=device)
+    assert sorted(c["id"] for c in json.loads(shown.stdout)["configurations"]) == in_force()
+
+    (folder / "config_00000.yaml").unlink()
+    (folder / "config_00001.yaml").unlink()
+    nothing = fetched({})  # nothing named (a lost environment reads the same): kept
+    assert nothing.returncode == 2 and "every copy in force is kept" in nothing.stderr
+    assert in_force() == sorted([CONFIG_A, CONFIG_B])
+
+
+def test_a_policy_folder_that_cannot_be_read_is_named_and_withdraws_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "xdg").mkdir()
+    (tmp_path / "xdg" / "mindwork-ai-studio").write_text("a file where the folder should be")
+    environ = {
+        "XDG_CONFIG_DIRS": str(tmp_path / "xdg"),
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ID": CONFIG_B,
+        "MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_SERVER_URL": "https://b.example.org",
+    }
+    found = configuration_references(environ=environ)
+    assert [r.id for r in found.references] == [CONFIG_B]
+    (finding,) = found.findings
+    assert f"the policy folder {tmp_path / 'xdg' / 'mindwork-ai-studio'} cannot be read" in (
+        finding.message
+    )
+    assert "cannot be read" in (found.withdrawal_refused or "")
+    absent = configuration_references(environ={**environ, "XDG_CONFIG_DIRS": str(tmp_path / "no")})
+    assert absent.findings == () and absent.withdrawal_refused is None
+
+
+def test_a_malformed_source_entry_never_shows_its_password(tmp_path: Path) -> None:
+    """The warnings name what is wrong (and `PolicyWatcher.sources_error` and its log repeat
+    them): an address typed where the id belongs, or a server address that is not http(s),
+    is described without the user info it carries."""
+    found = configuration_references(
+        environ={
+            "TOOLPOLICY_CONFIG_SERVERS": (
+                f"https://admin:s3cr3t@config.example.org/ai;{CONFIG_A}@ftp://it:s3cr3t@files"
+            )
+        },
+        directories=[],
+    )
+    messages = [f.message for f in found.findings]
+    assert any("starts with an address, not a configuration id" in m for m in messages)
+    assert any("'ftp://*****@files' is not a configuration server address" in m for m in messages)
+    assert "s3cr3t" not in " ".join(messages) + (found.withdrawal_refused or "")
+    shown = _policy(
+        "fetch",
+        "--state-dir",
+        tmp_path,
+        env={"TOOLPOLICY_CONFIG_SERVERS": "https://admin:s3cr3t@config.example.org/ai"},
+    )
+    assert shown.returncode == 2 and "starts with an address" in shown.stderr
+    assert "s3cr3t" not in shown.stdout + shown.stderr

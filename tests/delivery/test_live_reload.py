@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 
 from policy import load_policy
-from policy.config_sources import ConfigurationReference
+from policy.config_sources import (
+    ConfigurationReference,
+    configuration_references,
+    delivered_home,
+)
 from runtime import (
     Chat,
     ChatMessage,
@@ -48,6 +52,7 @@ from tests.servers.provider_server import ProviderServer, Reply, running_provide
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+CONFIG_B = "0b9a8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d"
 SELECTED = ("calculator", "current_time")
 OLD = ("current_time",)
 """Offered under the old configuration (it switches the calculator off)."""
@@ -56,9 +61,9 @@ NEW = ("calculator",)
 QUESTION = ChatMessage(Role.USER, "What time is it in Berlin?")
 
 
-def _archive(switched_off: str) -> bytes:
+def _archive(switched_off: str, configuration_id: str = CONFIG_A) -> bytes:
     lock = f'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = {{ "{switched_off}" }}'
-    return zip_of({"plugin.lua": plugin_text(CONFIG_A, lock)})
+    return zip_of({"plugin.lua": plugin_text(configuration_id, lock)})
 
 
 OLD_ARCHIVE = _archive("calculator")
@@ -202,6 +207,52 @@ async def test_requests_are_answered_throughout_reloads_each_under_one_whole_con
     assert {offered for offered, _ in answers} == {OLD, NEW}  # never neither, never both
     assert all(text == "ok" for _, text in answers)
     assert all(_tools_sent(r.json) in (OLD, NEW) for r in provider_server.requests)
+
+
+async def test_the_sources_stop_naming_a_configuration_and_the_next_request_runs_without_it(
+    config_server: tuple[ConfigServer, RunningApp],
+    provider_server: ProviderServer,
+    tmp_path: Path,
+) -> None:
+    """An administrator changes AI Studio's policy files while the app runs: the watcher reads
+    them before every round, fetches the configuration they name now and withdraws the one they
+    no longer name, and the next request is answered under exactly that."""
+    served, running = config_server
+    served.archives[CONFIG_B] = _archive("current_time", CONFIG_B)
+    provider_server.reset()
+    folder = tmp_path / "xdg" / "mindwork-ai-studio"
+    folder.mkdir(parents=True)
+
+    def name(slot: str, configuration_id: str) -> None:
+        (folder / f"config_{slot}.yaml").write_text(
+            f"id: {configuration_id}\nserver_url: {running.url('/configs')}\n", encoding="utf-8"
+        )
+
+    name("00000", CONFIG_A)
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(
+        _loader(state),
+        references=lambda: configuration_references(
+            environ={"XDG_CONFIG_DIRS": str(tmp_path / "xdg")}
+        ),
+        state_dir=state,
+    )
+    await watcher.fetch()
+    assert (await watcher.reload()).swapped
+    provider_server.queue(Reply(anthropic_text_message("It is noon.")))
+    assert await _answer(watcher.runtime, provider_server) == (OLD, "It is noon.")
+
+    (folder / "config_00000.yaml").unlink()
+    name("00001", CONFIG_B)
+    (fetched,) = await watcher.fetch()
+    assert (fetched.id, fetched.state) == (CONFIG_B, "current")
+    assert not delivered_home(state, CONFIG_A).exists()  # withdrawn by the round
+    assert watcher.sources_error is None
+    assert (await watcher.reload()).swapped
+    provider_server.queue(Reply(anthropic_text_message("The calculator is ready.")))
+    assert await _answer(watcher.runtime, provider_server) == (NEW, "The calculator is ready.")
+    assert [_tools_sent(r.json) for r in provider_server.requests] == [OLD, NEW]
+    await watcher.aclose()
 
 
 def test_a_reader_of_the_state_dir_sees_one_whole_copy_at_every_step_of_a_swap(

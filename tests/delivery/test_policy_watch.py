@@ -11,15 +11,21 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from policy import Policy, load_policy
-from policy.config_sources import ConfigurationReference
+from policy.config_sources import (
+    ConfigurationReference,
+    ConfigurationReferences,
+    DeliveryStatus,
+    configuration_references,
+    delivered_folder,
+)
 from runtime import ChatRuntime, PolicyWatcher
-from runtime.config_fetch import fetch_configurations
+from runtime.config_fetch import fetch_configurations, recorded_statuses
 from runtime.policy_watch import DEFAULT_INTERVAL_SECONDS
 from tests.servers.config_server import ConfigServer, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
@@ -132,13 +138,13 @@ async def test_a_server_change_reaches_the_runtime_and_a_broken_delivery_keeps_i
         {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
     )
     state = tmp_path / "state"
-    watcher = _delivered_watcher(
-        state, ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
-    )
+    reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "test")
+    watcher = _delivered_watcher(state, reference)  # a fixed sequence of references
     assert _disabled(watcher) == ()
     await watcher.fetch()
     assert (await watcher.reload()).swapped
     assert _disabled(watcher) == ("web_search",)
+    assert watcher.references == (reference,) and watcher.sources_error is None
 
     await watcher.fetch()  # 304: nothing changed, nothing reloaded
     assert not (await watcher.reload()).swapped
@@ -396,4 +402,184 @@ async def test_a_watched_file_is_followed_across_saves_that_replace_it(tmp_path:
                 await asyncio.sleep(0.5)
     stop.set()
     await task
+    await watcher.aclose()
+
+
+CONFIG_B = "0b9a8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d"
+
+
+class _PolicyFiles:
+    """AI Studio's policy folder of one device, as an administrator's tooling edits it; the app
+    reads it with `configuration_references` (or fails to: `failure` is raised instead)."""
+
+    def __init__(self, root: Path, server_url: str) -> None:
+        self.root = root
+        self.folder = root / "mindwork-ai-studio"
+        self.folder.mkdir(parents=True)
+        self.server_url = server_url
+        self.failure: Exception | None = None
+
+    def name(self, slot: str, configuration_id: str) -> None:
+        (self.folder / f"config_{slot}.yaml").write_text(
+            f"id: {configuration_id}\nserver_url: {self.server_url}\n", encoding="utf-8"
+        )
+
+    def read(self) -> ConfigurationReferences:
+        if self.failure is not None:
+            raise self.failure
+        return configuration_references(environ={"XDG_CONFIG_DIRS": str(self.root)})
+
+
+@pytest.fixture
+def two_configurations(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> tuple[_PolicyFiles, PolicyWatcher, Path]:
+    """A device whose policy files name A (web_search off) and B (read_web_page off), both
+    fetched and in force; the watcher re-reads the policy files before every round."""
+    served, running = server
+    served.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A, LOCK_OFF % "web_search")}
+    )
+    served.archives[CONFIG_B] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_B, LOCK_OFF % "read_web_page", name="Other")}
+    )
+    files = _PolicyFiles(tmp_path / "xdg", running.url("/configs"))
+    files.name("00000", CONFIG_A)
+    files.name("00001", CONFIG_B)
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=files.read,
+        state_dir=state,
+    )
+    return files, watcher, state
+
+
+def _in_force(watcher: PolicyWatcher) -> list[str]:
+    return sorted(plugin.id for plugin in watcher.policy.configuration.plugins_in_force)
+
+
+def _ids(statuses: Sequence[DeliveryStatus]) -> list[str]:
+    return sorted(status.id for status in statuses)
+
+
+async def test_a_configuration_no_longer_named_is_withdrawn_and_a_newly_named_one_fetched(
+    two_configurations: tuple[_PolicyFiles, PolicyWatcher, Path],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    files, watcher, state = two_configurations
+    assert _ids(watcher.delivery) == sorted([CONFIG_A, CONFIG_B])  # read at construction
+    (files.folder / "config_00001.yaml").unlink()
+    assert _ids(await watcher.fetch()) == [CONFIG_A]  # re-read before the round
+    assert [r.id for r in watcher.references] == [CONFIG_A]
+    assert (await watcher.reload()).swapped
+    assert _disabled(watcher) == ("web_search",)
+
+    files.name("00001", CONFIG_B)  # newly named: fetched at the next round
+    with caplog.at_level(logging.INFO, logger="runtime.policy_watch"):
+        assert _ids(await watcher.fetch()) == sorted([CONFIG_A, CONFIG_B])
+    assert f"configuration {CONFIG_B} is named by the sources" in caplog.text
+    assert (await watcher.reload()).swapped
+    assert _in_force(watcher) == sorted([CONFIG_A, CONFIG_B])
+
+    (files.folder / "config_00000.yaml").unlink()  # no longer named: withdrawn
+    with caplog.at_level(logging.INFO, logger="runtime.policy_watch"):
+        assert _ids(await watcher.fetch()) == [CONFIG_B]
+    assert f"configuration {CONFIG_A} is no longer named: withdrawing it" in caplog.text
+    assert delivered_folder(state, CONFIG_A) is None and watcher.sources_error is None
+    with caplog.at_level(logging.INFO, logger="runtime.policy_watch"):
+        swapped = await watcher.reload()
+    assert swapped.swapped and _disabled(watcher) == ("read_web_page",)
+    assert f"{swapped.old_revision} -> {swapped.new_revision}" in caplog.text
+    assert _ids(recorded_statuses(state, [], others=True)) == [CONFIG_B]
+    await watcher.aclose()
+
+
+async def test_a_policy_file_that_breaks_withdraws_nothing_and_says_why(
+    two_configurations: tuple[_PolicyFiles, PolicyWatcher, Path],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    files, watcher, state = two_configurations
+    await watcher.fetch()
+    assert (await watcher.reload()).swapped
+    before = watcher.runtime
+    broken = files.folder / "config_00000.yaml"
+    broken.write_text("id 'half-saved\n", encoding="utf-8")  # A's file: ignored whole
+    with caplog.at_level(logging.WARNING, logger="runtime.policy_watch"):
+        statuses = await watcher.fetch()
+    assert _ids(statuses) == sorted([CONFIG_A, CONFIG_B])  # A is still in force and still fetched
+    assert all(status.state == "current" for status in statuses)
+    assert delivered_folder(state, CONFIG_A) is not None
+    assert f"{broken} is not a valid policy file" in (watcher.sources_error or "")
+    assert "nothing is withdrawn" in caplog.text
+    assert not (await watcher.reload()).swapped and watcher.runtime is before
+    assert _in_force(watcher) == sorted([CONFIG_A, CONFIG_B])
+    shown = subprocess.run(
+        [POLICY, "status", "--state-dir", str(state), "-f", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert [c["id"] for c in json.loads(shown.stdout)["configurations"]] == sorted(
+        [CONFIG_A, CONFIG_B]
+    ), shown.stderr
+    # an app started while the file is broken never named A, and still withdraws nothing
+    restarted = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=files.read,
+        state_dir=state,
+    )
+    assert [r.id for r in restarted.references] == [CONFIG_B]
+    assert _ids(await restarted.fetch()) == [CONFIG_B]
+    assert delivered_folder(state, CONFIG_A) is not None
+    assert _in_force(restarted) == sorted([CONFIG_A, CONFIG_B])
+    await restarted.aclose()
+
+    broken.unlink()  # the administrator's removal, read whole: now A is withdrawn
+    assert _ids(await watcher.fetch()) == [CONFIG_B] and watcher.sources_error is None
+    assert delivered_folder(state, CONFIG_A) is None
+    assert (await watcher.reload()).swapped and _disabled(watcher) == ("read_web_page",)
+    await watcher.aclose()
+
+
+async def test_sources_that_cannot_be_read_or_name_nothing_keep_every_configuration(
+    two_configurations: tuple[_PolicyFiles, PolicyWatcher, Path],
+) -> None:
+    files, watcher, state = two_configurations
+    await watcher.fetch()
+    assert (await watcher.reload()).swapped
+    in_force = watcher.runtime
+    files.failure = RuntimeError("the registry service is restarting")
+    statuses = await watcher.fetch()
+    assert _ids(statuses) == sorted([CONFIG_A, CONFIG_B])
+    assert watcher.sources_error == (
+        "reading the configuration sources failed "
+        "(RuntimeError: the registry service is restarting)"
+    )
+    assert delivered_folder(state, CONFIG_A) and delivered_folder(state, CONFIG_B)
+    assert not (await watcher.reload()).swapped and watcher.runtime is in_force
+
+    files.failure = None
+    for slot in ("00000", "00001"):
+        (files.folder / f"config_{slot}.yaml").unlink()  # nothing named: absent is not empty
+    assert _ids(await watcher.fetch()) == sorted([CONFIG_A, CONFIG_B])
+    assert watcher.sources_error == "no configuration source names a configuration"
+    assert delivered_folder(state, CONFIG_A) and delivered_folder(state, CONFIG_B)
+    assert not (await watcher.reload()).swapped and watcher.runtime is in_force
+    await watcher.aclose()
+
+
+async def test_sources_that_name_nothing_on_a_device_without_configurations_are_quiet(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = _PolicyFiles(tmp_path / "xdg", "http://127.0.0.1:9/configs")
+    state = tmp_path / "state"
+    watcher = PolicyWatcher(
+        lambda: load_policy(state_dir=state, use_entry_points=False),
+        references=files.read,
+        state_dir=state,
+    )
+    with caplog.at_level(logging.WARNING, logger="runtime.policy_watch"):
+        assert await watcher.fetch() == ()
+    assert watcher.sources_error is None and caplog.text == ""
     await watcher.aclose()
