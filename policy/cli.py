@@ -1034,6 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from policy.terminal import terminal_safe
 
     arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
+    _without_pydantic_plugins(arguments)
     _log_to_stderr()
     try:
         code = cli.main(args=arguments, prog_name="policy", standalone_mode=False)
@@ -1066,6 +1067,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if isinstance(code, int) and not isinstance(code, bool) and code:
         sys.exit(code)
+
+
+PYDANTIC_PLUGINS_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
+
+
+def _without_pydantic_plugins(arguments: Sequence[str]) -> None:
+    """Run toolpolicy's own commands without pydantic plugins, unless the environment says
+    otherwise (`PYDANTIC_DISABLE_PLUGINS` already set, even empty, is left as it is).
+
+    pydantic looks for plugins by reading the entry points of every installed distribution
+    when the first model is built; the report commands build only the tool-definition models
+    and validate nothing a plugin (tracing, say) should observe, so the scan is pure start-up
+    cost. A lazily attached command (`policy chat`, `serve`, ...: the runtime's) keeps
+    pydantic's default. Only the console script does this, for its own process: the variable is
+    inherited by the Lua worker (a fork) and by nothing else these commands start; an app that
+    calls `cli.main` in its own process is left alone."""
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    if command not in _LAZY_COMMANDS:
+        os.environ.setdefault(PYDANTIC_PLUGINS_VARIABLE, "__all__")
 
 
 def _debug_first(arguments: list[str]) -> list[str]:

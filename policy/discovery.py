@@ -53,8 +53,9 @@ def discover_tools(
         return DiscoveredTools(tuple(fallback.values()))
     found: dict[str, Tool] = {}
     findings: list[Finding] = []
+    ours: dict[int, bool] = {}
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        if not executable and entry.name in fallback and _announced_by_us(entry):
+        if not executable and entry.name in fallback and _announced_by_us(entry, ours):
             found.setdefault(entry.name, fallback[entry.name])
             continue
         tool, problem = _load_entry_point(entry)
@@ -91,9 +92,17 @@ def discover_tools(
     return DiscoveredTools(tuple(found.values()), tuple(findings))
 
 
-def _announced_by_us(entry: EntryPoint) -> bool:
+def _announced_by_us(entry: EntryPoint, known: dict[int, bool]) -> bool:
+    """Whether toolpolicy's own distribution announces `entry`. A distribution's name is read
+    from its metadata, which holds the whole README (about 160 KB to parse), so each
+    distribution's answer is kept in `known` (by the distribution object, which all entry points
+    of one distribution share) and asked once per scan."""
     distribution = getattr(entry, "dist", None)
-    return distribution is not None and distribution.name == DISTRIBUTION
+    if distribution is None:
+        return False
+    if id(distribution) not in known:
+        known[id(distribution)] = distribution.name == DISTRIBUTION
+    return known[id(distribution)]
 
 
 def _load_entry_point(entry: EntryPoint) -> tuple[Tool | None, str]:

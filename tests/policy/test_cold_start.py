@@ -74,19 +74,29 @@ class Keyring(KeyringBackend):
 """
 
 
+def _installed_distribution(folder: Path, module: str, source: str, entry_point: str) -> str:
+    """`module` installed in `folder` the way a real package is: a distribution (dist-info)
+    announcing `entry_point` ("[group]\\nname = target"). Returns the PYTHONPATH to find it."""
+    (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    dist = folder / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n",
+        encoding="utf-8",
+    )
+    (dist / "entry_points.txt").write_text(f"{entry_point}\n", encoding="utf-8")
+    return os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
+
+
 def _installed_keyring_backend(folder: Path) -> dict[str, str]:
     """A keyring backend installed the way a real one is (a distribution announcing it in the
     `keyring.backends` entry point group), so keyring has to detect it: nothing names it."""
-    (folder / "one_key_keyring.py").write_text(_ONE_KEY_KEYRING, encoding="utf-8")
-    dist = folder / "one_key_keyring-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: one-key-keyring\nVersion: 1.0\n", encoding="utf-8"
-    )
-    (dist / "entry_points.txt").write_text(
-        "[keyring.backends]\none_key = one_key_keyring\n", encoding="utf-8"
-    )
-    return {"PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    entry_point = "[keyring.backends]\none_key = one_key_keyring"
+    return {
+        "PYTHONPATH": _installed_distribution(
+            folder, "one_key_keyring", _ONE_KEY_KEYRING, entry_point
+        )
+    }
 
 
 def test_explain_reads_the_keyring_without_starting_a_program(tmp_path: Path) -> None:
@@ -238,3 +248,49 @@ def test_deciding_without_the_runtime_gives_the_same_tools_and_decisions() -> No
                 assert decision_document(
                     full.offer_decision(tool_id, provider, component)
                 ) == decision_document(light.offer_decision(tool_id, provider, component))
+
+
+_PYDANTIC_PLUGIN = """\
+import os
+from pathlib import Path
+
+Path(os.environ["PROBE_PLUGIN_MARKER"]).write_text("loaded", encoding="utf-8")
+
+
+class _Plugin:
+    def new_schema_validator(self, *args, **kwargs):
+        return None, None, None
+
+
+plugin = _Plugin()
+"""
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["default", "PYDANTIC_DISABLE_PLUGINS="])
+def test_report_commands_load_no_pydantic_plugin_unless_asked(
+    tmp_path: Path, opted_in: bool
+) -> None:
+    """pydantic finds its plugins by reading every installed distribution's entry points when the
+    first model is built; the `policy` command's own commands run without them (a start-up cost
+    they do not need), and an explicitly set PYDANTIC_DISABLE_PLUGINS (here empty: load them all)
+    is left as the user set it."""
+    entry_point = "[pydantic]\nprobe = probe_pydantic_plugin:plugin"
+    marker = tmp_path / "loaded.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLPOLICY_", "PYDANTIC_"))}
+    env["PYTHONPATH"] = _installed_distribution(
+        tmp_path, "probe_pydantic_plugin", _PYDANTIC_PLUGIN, entry_point
+    )
+    env["PROBE_PLUGIN_MARKER"] = str(marker)
+    if opted_in:
+        env["PYDANTIC_DISABLE_PLUGINS"] = ""
+    done = subprocess.run(
+        [sys.executable, "-m", "policy.cli", "check", "--org", str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert marker.exists() is opted_in
