@@ -310,6 +310,12 @@ def test_https_with_an_intranet_ca_bundle_and_without_it(tmp_path: Path) -> None
         )
         (untrusted,) = fetch_configurations([reference], tmp_path / "a")
         (trusted,) = fetch_configurations([reference], tmp_path / "b", ca_bundle=tls.certfile)
+        # the intranet CA is no longer trusted (a device lost the bundle): the copy stays
+        (failed,) = fetch_configurations([reference], tmp_path / "c", ca_bundle=tls.certfile)
+        (failed,) = fetch_configurations([reference], tmp_path / "c")
+    assert failed.state == "last-known-good" and "certificate" in (failed.error or "")
+    assert failed.last_success is not None and _disabled(tmp_path / "c") == ("web_search",)
+    assert _status_says(tmp_path / "c", reference)["state"] == "last-known-good"
     assert untrusted.state == "never fetched" and "certificate" in (untrusted.error or "")
     assert trusted.state == "current"
     assert _status_says(tmp_path / "a", reference)["state"] == "never fetched"
