@@ -234,8 +234,13 @@ class PolicyWatcher:
         try:
             read = self._read_sources()
         except Exception as error:  # the sources are the app's: keep serving what is in force
+            from runtime.decision_log import redacted_error_message
+
             found = None
-            refused = f"reading the configuration sources failed ({type(error).__name__}: {error})"
+            refused = (
+                "reading the configuration sources failed "
+                f"({type(error).__name__}: {redacted_error_message(str(error))})"
+            )
         else:
             found = (
                 read

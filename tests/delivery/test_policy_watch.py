@@ -559,6 +559,12 @@ async def test_sources_that_cannot_be_read_or_name_nothing_keep_every_configurat
     assert delivered_folder(state, CONFIG_A) and delivered_folder(state, CONFIG_B)
     assert not (await watcher.reload()).swapped and watcher.runtime is in_force
 
+    files.failure = OSError("cannot reach https://admin:s3cr3t-pw@registry.example/v1?token=t0k3n")
+    await watcher.fetch()
+    error = watcher.sources_error or ""
+    assert "registry.example" in error
+    assert "s3cr3t-pw" not in error and "t0k3n" not in error
+
     files.failure = None
     for slot in ("00000", "00001"):
         (files.folder / f"config_{slot}.yaml").unlink()  # nothing named: absent is not empty
