@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import (
+    EntryPoint,
+    EntryPoints,
+    PackageNotFoundError,
+    distribution,
+    entry_points,
+)
 
 from policy.configuration import Finding, Severity
 from policy.tools import Tool
@@ -53,7 +59,7 @@ def discover_tools(
         return DiscoveredTools(tuple(fallback.values()))
     found: dict[str, Tool] = {}
     findings: list[Finding] = []
-    ours: dict[int, bool] = {}
+    ours: list[EntryPoints] = []
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if not executable and entry.name in fallback and _announced_by_us(entry, ours):
             found.setdefault(entry.name, fallback[entry.name])
@@ -92,17 +98,18 @@ def discover_tools(
     return DiscoveredTools(tuple(found.values()), tuple(findings))
 
 
-def _announced_by_us(entry: EntryPoint, known: dict[int, bool]) -> bool:
-    """Whether toolpolicy's own distribution announces `entry`. A distribution's name is read
-    from its metadata, which holds the whole README (about 160 KB to parse), so each
-    distribution's answer is kept in `known` (by the distribution object, which all entry points
-    of one distribution share) and asked once per scan."""
-    distribution = getattr(entry, "dist", None)
-    if distribution is None:
-        return False
-    if id(distribution) not in known:
-        known[id(distribution)] = distribution.name == DISTRIBUTION
-    return known[id(distribution)]
+def _announced_by_us(entry: EntryPoint, ours: list[EntryPoints]) -> bool:
+    """Whether toolpolicy's own distribution announces `entry` (the same name, target and
+    group). Asked by comparing entry points, not distribution names: reading a distribution's
+    name parses its whole metadata, which for toolpolicy holds the README (about 160 KB). Another
+    distribution announcing exactly our entry point names our module, so it would load the same
+    tool. `ours` keeps toolpolicy's entry points once read (empty list: not read yet)."""
+    if not ours:
+        try:
+            ours.append(distribution(DISTRIBUTION).entry_points)
+        except PackageNotFoundError:
+            ours.append(EntryPoints(()))
+    return entry in ours[0]
 
 
 def _load_entry_point(entry: EntryPoint) -> tuple[Tool | None, str]:

@@ -97,9 +97,12 @@ def test_a_third_party_tool_package_is_found(
     assert all(f.severity.value == "warning" for f in found.findings)
 
 
+@pytest.mark.parametrize("executable", [True, False], ids=["running", "deciding only"])
 def test_a_broken_builtin_entry_point_falls_back_to_the_policy_definition(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executable: bool
 ) -> None:
+    """Another distribution announcing a built-in's name is loaded (and its failure reported)
+    even when only deciding: only toolpolicy's own entry points stand for the built-ins."""
     info = tmp_path / "shadow-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow\nVersion: 1.0\n")
@@ -107,7 +110,7 @@ def test_a_broken_builtin_entry_point_falls_back_to_the_policy_definition(
         f"[{ENTRY_POINT_GROUP}]\nweb_search = no_such_module_anywhere:create_tool\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = discover_tools()
+    found = discover_tools(executable=executable)
     assert set(found.ids) >= BUILTIN_IDS
     assert found.ids.count("web_search") == 1
     shadow = [f for f in found.findings if "no_such_module_anywhere" in f.message]
