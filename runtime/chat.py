@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,6 +83,12 @@ CREATE TABLE IF NOT EXISTS chat_known_web_addresses (
 );
 """
 
+STORED_COLUMNS = (
+    "required_provider_confidence, required_data_security, outbound_restriction,"
+    " outbound_mailbox_id"
+)
+"""The columns of `chat_requirements` that `stored_record` reads, in its order (every store)."""
+
 
 class SqliteChatStore:
     """Chat requirements in one SQLite file; each operation opens and closes its own connection.
@@ -125,25 +131,14 @@ class SqliteChatStore:
     def load(self, chat_id: str) -> ChatRecord | None:
         with self._lock, self._reported(), closing(self._connect()) as connection:
             row = connection.execute(
-                "SELECT required_provider_confidence, required_data_security,"
-                " outbound_restriction, outbound_mailbox_id"
-                " FROM chat_requirements WHERE chat_id = ?",
-                (chat_id,),
+                f"SELECT {STORED_COLUMNS} FROM chat_requirements WHERE chat_id = ?", (chat_id,)
             ).fetchone()
             if row is None:
                 return None
             keys = connection.execute(
                 "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = ?", (chat_id,)
             ).fetchall()
-        confidence, security, restriction, mailbox = row
-        return ChatRecord(
-            chat_id=chat_id,
-            required_provider_confidence=stored_confidence(confidence),
-            required_data_security=stored_data_security(security),
-            outbound_restriction=stored_restriction(restriction),
-            outbound_mailbox_id=str(mailbox or ""),
-            known_web_addresses=frozenset(str(k) for (k,) in keys),
-        )
+        return stored_record(chat_id, row, keys)
 
     def save(self, record: ChatRecord) -> None:
         with self._lock, self._reported(), closing(self._connect()) as connection, connection:
@@ -172,6 +167,25 @@ class ChatStoreError(ToolPolicyError):
     """The chat store cannot be opened or written; the message names the file."""
 
     code = "chat-store"
+
+
+def stored_record(
+    chat_id: str, row: Sequence[object], keys: Iterable[Sequence[object]]
+) -> ChatRecord:
+    """A chat's record from its stored row (`STORED_COLUMNS`) and its known addresses' rows.
+
+    Every store reads its rows through here, so a value this version cannot read counts as the
+    strictest it knows in all of them.
+    """
+    confidence, security, restriction, mailbox = row
+    return ChatRecord(
+        chat_id=chat_id,
+        required_provider_confidence=stored_confidence(confidence),
+        required_data_security=stored_data_security(security),
+        outbound_restriction=stored_restriction(restriction),
+        outbound_mailbox_id=str(mailbox or ""),
+        known_web_addresses=frozenset(str(key) for (key,) in keys),
+    )
 
 
 def stored_confidence(value: object) -> ConfidenceLevel:

@@ -13,13 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from runtime.chat import (
-    ChatRecord,
-    ChatStoreError,
-    stored_confidence,
-    stored_data_security,
-    stored_restriction,
-)
+from runtime.chat import STORED_COLUMNS, ChatRecord, ChatStoreError, stored_record
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -143,10 +137,7 @@ class PostgresChatStore:
     def load(self, chat_id: str) -> ChatRecord | None:
         with self._reported("be read"), self._pool.connection() as connection:
             row = connection.execute(
-                "SELECT required_provider_confidence, required_data_security,"
-                " outbound_restriction, outbound_mailbox_id"
-                " FROM chat_requirements WHERE chat_id = %s",
-                (chat_id,),
+                f"SELECT {STORED_COLUMNS} FROM chat_requirements WHERE chat_id = %s", (chat_id,)
             ).fetchone()
             if row is None:
                 return None
@@ -154,15 +145,7 @@ class PostgresChatStore:
                 "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = %s",
                 (chat_id,),
             ).fetchall()
-        confidence, security, restriction, mailbox = row
-        return ChatRecord(
-            chat_id=chat_id,
-            required_provider_confidence=stored_confidence(confidence),
-            required_data_security=stored_data_security(security),
-            outbound_restriction=stored_restriction(restriction),
-            outbound_mailbox_id=str(mailbox or ""),
-            known_web_addresses=frozenset(str(k) for (k,) in keys),
-        )
+        return stored_record(chat_id, row, keys)
 
     def save(self, record: ChatRecord) -> None:
         """Join `record` into the stored requirements in one statement (they only tighten)."""
