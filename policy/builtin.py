@@ -89,7 +89,10 @@ WS_TAVILY_API_KEY = "tavily.apiKey"
 WS_TAVILY_SEARCH_DEPTH = "tavily.searchDepth"
 
 STAAN_MARKETS: tuple[str, ...] = ("de-de", "en-us", "fr-fr")
+STAAN_DEFAULT_MARKET = "en-us"
+"""Staan's own default is fr-fr; the widest index answers an unset market better."""
 TAVILY_SEARCH_DEPTHS: tuple[str, ...] = ("basic", "advanced")
+TAVILY_DEFAULT_SEARCH_DEPTH = "basic"
 
 RWP_TIMEOUT_SECONDS = "timeoutSeconds"
 RWP_MAX_CONTENT_CHARACTERS = "maxContentCharacters"
@@ -313,7 +316,7 @@ def _web_search_definition() -> ToolDefinition:
             description="Market when the language names none.",
             enum=STAAN_MARKETS,
             group="staan",
-            default="en-us",
+            default=STAAN_DEFAULT_MARKET,
         ),
         WS_TAVILY_API_KEY: SettingField(
             title="Tavily API key", description="API key for Tavily.", secret=True, group="tavily"
@@ -323,7 +326,7 @@ def _web_search_definition() -> ToolDefinition:
             description="basic or advanced (slower, more thorough).",
             enum=TAVILY_SEARCH_DEPTHS,
             group="tavily",
-            default="basic",
+            default=TAVILY_DEFAULT_SEARCH_DEPTH,
         ),
     }
     parameters = _parameters(

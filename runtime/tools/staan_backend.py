@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin import STAAN_MARKETS, WS_STAAN_API_KEY
+from policy.builtin import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
 from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
 from runtime.tools.search_backends import (
     BackendAnswer,
@@ -31,8 +31,6 @@ STAAN_SEARCH_URL = "https://api.staan.ai/v2/search/web"
 STAAN_RESULTS_PER_PAGE = 10
 STAAN_MAX_PAGE = 4
 STAAN_MAX_QUERY_CHARACTERS = 400
-STAAN_DEFAULT_MARKET = "en-us"
-"""Staan's own default is fr-fr; the widest index answers an unset market better."""
 
 _LABEL = "Staan"
 _MARKET_BY_LANGUAGE = {"de": "de-de", "en": "en-us", "fr": "fr-fr"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin import TAVILY_SEARCH_DEPTHS, WS_TAVILY_API_KEY
+from policy.builtin import TAVILY_DEFAULT_SEARCH_DEPTH, TAVILY_SEARCH_DEPTHS, WS_TAVILY_API_KEY
 from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend
 from runtime.tools.search_backends import (
     BackendAnswer,
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 TAVILY_SEARCH_URL = "https://api.tavily.com/search"
 TAVILY_MAX_PAGE = 1
 TAVILY_MAX_RESULTS = 20
-TAVILY_DEFAULT_SEARCH_DEPTH = "basic"
 
 _LABEL = "Tavily"
 _STATUS_HINTS: dict[int, str] = {
