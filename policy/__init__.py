@@ -286,9 +286,7 @@ def load_policy(
     only decides and never runs a tool: the built-in tools are their policy-side halves (the
     same decisions, without importing the runtime's tool modules).
     """
-    from policy.discovery import discover_tools
     from policy.merge import load_configuration
-    from policy.registry import ToolRegistry
     from policy.user_settings import ignored_user_settings, load_user_settings
 
     organization = [Path(p) for p in org]
@@ -302,6 +300,12 @@ def load_policy(
         Path(state_dir) if state_dir is not None else None,
     )
     user = load_user_settings(Path(user_settings) if user_settings is not None else None)
+    # Imported only now: the plugins above are run by the Lua worker, forked on first use, and a
+    # process without pydantic and the tool-definition models yet is cheaper to fork (less to
+    # copy at the fork and after it).
+    from policy.discovery import discover_tools
+    from policy.registry import ToolRegistry
+
     discovery_findings: tuple[Finding, ...] = ()
     if tools is None:
         discovered = discover_tools(use_entry_points=use_entry_points, executable=executable_tools)

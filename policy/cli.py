@@ -1,7 +1,8 @@
 """The `policy` command: thin over the library — parse arguments, ask the library, print.
 
 Nothing heavy is imported at module level, so `policy --help` starts fast; each command imports
-what it needs. Exit codes: 0 ok, 1 findings / blocked with --fail / errors, 2 usage. No traceback
+what it needs, and a command that loads the policy imports what renders it only afterwards, so
+the Lua sandbox's worker is forked from a process without pydantic yet. Exit codes: 0 ok, 1 findings / blocked with --fail / errors, 2 usage. No traceback
 reaches the user unless `--debug` (or TOOLPOLICY_DEBUG=1) asks for one.
 
 Other packages attach commands lazily: `register_lazy_command("chat", "runtime.cli_chat:chat",
@@ -316,8 +317,6 @@ def check(
     Exit 1 when there are errors (or, with --strict, warnings).
     """
     from policy.configuration import Finding, Severity
-    from policy.explain import render_document
-    from policy.lint import check_findings
     from policy.user_settings import UserSettingsError, load_user_settings
 
     findings: list[Finding] = []
@@ -327,6 +326,9 @@ def check(
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
         user_settings = None  # the plugins still load (once) and are checked
     policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    from policy.explain import render_document
+    from policy.lint import check_findings
+
     findings.extend(check_findings(policy))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
@@ -402,6 +404,13 @@ def explain(
 
     With --all: the matrix of every tool × every configured provider for one component.
     """
+    if provider_id and provider_kind:
+        raise click.UsageError("use either --provider or --provider-kind, not both")
+    if model and not provider_kind:
+        raise click.UsageError("--model only goes with --provider-kind")
+    if show_all == (tool_id is not None):
+        raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     from policy.explain import (
         build_matrix,
         decision_document,
@@ -414,13 +423,6 @@ def explain(
     )
     from policy.vocabulary import ToolOfferBlockReason
 
-    if provider_id and provider_kind:
-        raise click.UsageError("use either --provider or --provider-kind, not both")
-    if model and not provider_kind:
-        raise click.UsageError("--model only goes with --provider-kind")
-    if show_all == (tool_id is not None):
-        raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
     _echo_findings_to_stderr(policy.errors)
     chosen_component = _component(component)
     if show_all:

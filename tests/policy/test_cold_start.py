@@ -175,6 +175,25 @@ def test_help_lists_the_lazy_commands_with_their_own_help() -> None:
         assert f"  {name} " in done.stdout
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("check", "--org", str(EXAMPLES)), ("explain", "--org", str(EXAMPLES), "--all")],
+    ids=["check", "explain --all"],
+)
+def test_the_lua_worker_is_forked_before_the_tool_definitions_are_imported(
+    args: tuple[str, ...],
+) -> None:
+    """The plugins load first, so the sandbox's worker is forked from a process that has not
+    imported pydantic and the tool-definition models yet: less to copy at the fork and after."""
+    report = _run(*args)
+    assert report.sandbox_forks == 1
+    loaded = report.loaded_at_sandbox_fork
+    assert "lupa.lua54" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] == "pydantic") == []
+    assert "policy.definitions" not in loaded
+    assert "pydantic" in report.modules
+
+
 def test_decision_commands_import_no_runtime_tool_module() -> None:
     report = _run("explain", "--org", str(EXAMPLES), "--all", "--format", "json")
     assert sorted(m for m in report.modules if m.startswith("runtime.tools")) == []

@@ -1,8 +1,9 @@
 """Runs the `policy` command in a fresh interpreter and reports what it started and imported.
 
 An audit hook (`sys.addaudithook`) records every attempt to start a program (subprocess, exec,
-spawn, system) and every fork, with the modules on the stack that asked; at the end the probe
-lists the modules the command imported. Used by the cold-start tests and `bench/cold_start.py`.
+spawn, system) and every fork, with the modules on the stack that asked (and, for a fork, the
+modules imported by then, which the forked process starts with); at the end the probe lists the
+modules the command imported. Used by the cold-start tests and `bench/cold_start.py`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def watch(event, args):
         while frame is not None:
             callers.append(frame.f_globals.get("__name__", ""))
             frame = frame.f_back
-        started.append({{"event": event, "callers": callers}})
+        loaded = sorted(sys.modules) if event in {_FORKS!r} else []
+        started.append({{"event": event, "callers": callers, "loaded": loaded}})
 
 sys.addaudithook(watch)
 from policy.cli import cli
@@ -54,6 +56,8 @@ class ProbeReport:
     started: tuple[tuple[str, tuple[str, ...]], ...]
     """(audit event, calling modules innermost first) per program start or fork."""
     modules: frozenset[str]
+    loaded_at_forks: tuple[frozenset[str], ...]
+    """The modules imported when each fork happened (the forked process starts with them)."""
     stderr: str
     stdout: str = ""
 
@@ -64,6 +68,19 @@ class ProbeReport:
     @property
     def sandbox_forks(self) -> int:
         return sum(1 for event, callers in self.started if self._sandbox_fork(event, callers))
+
+    @property
+    def loaded_at_sandbox_fork(self) -> frozenset[str]:
+        """The modules imported when the Lua sandbox's worker was forked (empty: no such fork)."""
+        forks = [(event, callers) for event, callers in self.started if event in _FORKS]
+        return next(
+            (
+                loaded
+                for (event, callers), loaded in zip(forks, self.loaded_at_forks, strict=True)
+                if self._sandbox_fork(event, callers)
+            ),
+            frozenset(),
+        )
 
     @property
     def other_forks(self) -> list[tuple[str, ...]]:
@@ -96,6 +113,9 @@ def probe_cli(
     return ProbeReport(
         started=tuple((e["event"], tuple(e["callers"])) for e in found["started"]),
         modules=frozenset(found["modules"]),
+        loaded_at_forks=tuple(
+            frozenset(e["loaded"]) for e in found["started"] if e["event"] in _FORKS
+        ),
         stderr=done.stderr,
         stdout=done.stdout,
     )
