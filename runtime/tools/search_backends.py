@@ -250,7 +250,8 @@ async def post_with_api_key(
 ) -> bytes:
     """POST a JSON search to an API-key service and read its JSON answer under the cap.
 
-    `setting` names where the key is configured, so a key that cannot be sent is traced there.
+    `setting` names where the key is configured, so a key that cannot be sent or is refused is
+    traced there; `hints` explain the statuses that are the service's own (402, 432, ...).
     """
     headers = bearer_header(api_key, label, setting)
     outgoing = outgoing_request("POST", endpoint, timeout_seconds, headers=headers, json_body=body)
@@ -260,7 +261,7 @@ async def post_with_api_key(
         shown=redact_url_for_log(endpoint),
         timeout_seconds=timeout_seconds,
         transport=transport,
-        check_status=lambda response: check_api_status(response, label, hints),
+        check_status=lambda response: check_api_status(response, label, setting, hints),
     )
 
 
@@ -294,11 +295,14 @@ def bearer_header(api_key: str, label: str, setting: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def check_api_status(response: httpx.Response, label: str, hints: Mapping[int, str]) -> None:
+def check_api_status(
+    response: httpx.Response, label: str, setting: str, hints: Mapping[int, str]
+) -> None:
     """An API-key service's status: the service's own hints first, then the common cases."""
     code = response.status_code
-    if code in hints:
-        raise SearchBackendError(f"{label} refused the search with HTTP {code}. {hints[code]}")
+    hint = hints.get(code) or _api_status_hint(code, label, setting)
+    if hint:
+        raise SearchBackendError(f"{label} refused the search with HTTP {code}. {hint}")
     if 300 <= code < 400:
         raise SearchBackendError(
             f"{label} redirected the search (HTTP {code}); its API address may have changed."
@@ -311,6 +315,18 @@ def check_api_status(response: httpx.Response, label: str, hints: Mapping[int, s
     if not 200 <= code < 300:
         raise SearchBackendError(f"{label} refused the search with HTTP {code}.")
     require_json(response, label)
+
+
+def _api_status_hint(code: int, label: str, setting: str) -> str:
+    """What every API-key service's refusal with `code` means ("" for a status without one);
+    `setting` names where the key is configured, so a refused key is traced there."""
+    if code == 400:
+        return f"{label} did not accept the parameters of the search."
+    if code in (401, 403):
+        return f"{label} refused the API key; check that {setting} is complete and still active."
+    if code == 429:
+        return f"{label} rate-limits this API key. Wait a moment before searching again."
+    return ""
 
 
 def json_object(body: bytes, label: str) -> dict[str, Any]:

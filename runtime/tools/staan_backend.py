@@ -36,14 +36,8 @@ _LABEL = "Staan"
 _MARKET_BY_LANGUAGE = {"de": "de-de", "en": "en-us", "fr": "fr-fr"}
 _ALTERED_QUERY_SHOWN = 400
 _STATUS_HINTS: dict[int, str] = {
-    400: "Staan did not accept the parameters of the search.",
-    401: f"Staan refused the API key; check that web_search.{WS_STAAN_API_KEY} is complete and "
-    "still active.",
     402: "The Staan account has no searches left: the free requests are used up and paid usage "
     "has to be set up to continue.",
-    403: f"Staan refused the API key; check that web_search.{WS_STAAN_API_KEY} is complete and "
-    "still active.",
-    429: "Staan rate-limits this API key. Wait a moment before searching again.",
 }
 
 

@@ -36,12 +36,6 @@ TAVILY_MAX_RESULTS = 20
 
 _LABEL = "Tavily"
 _STATUS_HINTS: dict[int, str] = {
-    400: "Tavily did not accept the parameters of the search.",
-    401: f"Tavily refused the API key; check that web_search.{WS_TAVILY_API_KEY} is complete "
-    "and still active.",
-    403: f"Tavily refused the API key; check that web_search.{WS_TAVILY_API_KEY} is complete "
-    "and still active.",
-    429: "Tavily rate-limits this API key. Wait a moment before searching again.",
     432: "The Tavily plan's monthly requests, or this key's own limit, are used up. Searching "
     "works again next month or with a larger plan.",
     433: "The spending limit of the Tavily pay-as-you-go account is reached; raising it in the "
