@@ -115,14 +115,13 @@ OPENAI_RESPONSES = HostProfile(
     reasoning_model_prefixes=_OPENAI_REASONING_MODELS,
     non_reasoning_model_prefixes=_OPENAI_PLAIN_MODELS,
 )
-OPENAI_CHAT_COMPLETIONS = HostProfile(
-    name="OpenAI",
+OPENAI_CHAT_COMPLETIONS = dataclasses.replace(
+    OPENAI_RESPONSES,  # the same host (address, key, strict binding) over Chat Completions
     wire_api="chat_completions",
-    base_url="https://api.openai.com/v1",
-    enforces_strict_tool_schemas=True,
-    api_key_env="OPENAI_API_KEY",
     max_tokens_field="max_completion_tokens",
     asks_for_stream_usage=True,
+    reasoning_model_prefixes=(),
+    non_reasoning_model_prefixes=(),
 )
 ANTHROPIC = HostProfile(
     name="Anthropic",
