@@ -248,7 +248,7 @@ _WEB_SEARCH_INSTRUCTIONS = (
 
 def _web_search_definition() -> ToolDefinition:
     backends = [b.value for b in WebSearchBackend]
-    numbers = {s.name: s for s in WEB_SEARCH_NUMBERS}
+    numbers = _WEB_SEARCH_NUMBERS_BY_NAME
     fields: dict[str, SettingField] = {
         WS_DEFAULT_LANGUAGE: SettingField(
             title="Default language",
@@ -427,7 +427,7 @@ def read_web_page_instructions(
 
 
 def _read_web_page_definition() -> ToolDefinition:
-    numbers = {s.name: s for s in READ_WEB_PAGE_NUMBERS}
+    numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
     fields = {
         RWP_TIMEOUT_SECONDS: _number_field(
             numbers[RWP_TIMEOUT_SECONDS], "Timeout (seconds)", "How long loading a page may take."
@@ -644,8 +644,12 @@ class WebSearchTool(DefinedTool):
         if problem:
             return problem
         budget = (
-            read_integer_setting(settings, WEB_SEARCH_NUMBERS[4]),
-            read_integer_setting(settings, WEB_SEARCH_NUMBERS[5]),
+            read_integer_setting(
+                settings, _WEB_SEARCH_NUMBERS_BY_NAME[WS_MAX_TOTAL_CONTENT_CHARACTERS]
+            ),
+            read_integer_setting(
+                settings, _WEB_SEARCH_NUMBERS_BY_NAME[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
+            ),
         )
         if budget[0] < budget[1] * WEB_SEARCH_MAX_LIMIT:
             return _not_configured(
@@ -814,11 +818,6 @@ def _choice(kind: type[_E], text: str) -> _E | None:
     return kind(text) if text.strip() else None
 
 
-def _number(values: Mapping[str, str], setting: IntegerSetting) -> int:
-    text = values.get(setting.name, "").strip()
-    return int(text) if text else setting.default
-
-
 @dataclass(frozen=True, slots=True)
 class WebSearchSettings:
     """web_search's settings, checked and typed: what the tool reads at run time."""
@@ -850,12 +849,14 @@ def web_search_settings(tool: DefinedTool, values: Mapping[str, str]) -> WebSear
         return values.get(name, "").strip()
 
     return WebSearchSettings(
-        max_results=_number(values, numbers[WS_MAX_RESULTS]),
-        search_timeout=_number(values, numbers[WS_SEARCH_TIMEOUT_SECONDS]),
-        page_timeout=_number(values, numbers[WS_PAGE_TIMEOUT_SECONDS]),
-        all_pages_timeout=_number(values, numbers[WS_ALL_PAGES_TIMEOUT_SECONDS]),
-        max_total_characters=_number(values, numbers[WS_MAX_TOTAL_CONTENT_CHARACTERS]),
-        min_characters_per_result=_number(values, numbers[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]),
+        max_results=read_integer_setting(values, numbers[WS_MAX_RESULTS]),
+        search_timeout=read_integer_setting(values, numbers[WS_SEARCH_TIMEOUT_SECONDS]),
+        page_timeout=read_integer_setting(values, numbers[WS_PAGE_TIMEOUT_SECONDS]),
+        all_pages_timeout=read_integer_setting(values, numbers[WS_ALL_PAGES_TIMEOUT_SECONDS]),
+        max_total_characters=read_integer_setting(values, numbers[WS_MAX_TOTAL_CONTENT_CHARACTERS]),
+        min_characters_per_result=read_integer_setting(
+            values, numbers[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
+        ),
         default_language=text(WS_DEFAULT_LANGUAGE) or ANY_LANGUAGE,
         safe_search=_choice(SafeSearch, text(WS_DEFAULT_SAFE_SEARCH)),
         strategy=_choice(WebSearchBackendStrategy, text(WS_BACKEND_STRATEGY))
@@ -887,8 +888,8 @@ def read_web_page_settings(tool: DefinedTool, values: Mapping[str, str]) -> Read
     values = _checked_values(tool, values)
     numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
     return ReadWebPageSettings(
-        timeout_seconds=_number(values, numbers[RWP_TIMEOUT_SECONDS]),
-        max_content_characters=_number(values, numbers[RWP_MAX_CONTENT_CHARACTERS]),
+        timeout_seconds=read_integer_setting(values, numbers[RWP_TIMEOUT_SECONDS]),
+        max_content_characters=read_integer_setting(values, numbers[RWP_MAX_CONTENT_CHARACTERS]),
         allowed_private_hosts=parse_allowed_private_hosts(values.get(RWP_ALLOWED_PRIVATE_HOSTS)),
         free_address_choice=is_free_address_choice_on(values),
     )
@@ -917,7 +918,7 @@ def search_confluence_settings(
         )
     return SearchConfluenceSettings(
         base_url=normalize_confluence_base_url(base),
-        timeout_seconds=_number(values, SEARCH_CONFLUENCE_NUMBERS[0]),
+        timeout_seconds=read_integer_setting(values, SEARCH_CONFLUENCE_NUMBERS[0]),
     )
 
 
