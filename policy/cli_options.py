@@ -95,6 +95,18 @@ def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], 
     )
 
 
+def decision_log_option(record_per: str, note: str = "") -> Callable[[F], F]:
+    """`--decision-log FILE` as `decision_log`: one decision record per `record_per` (a
+    `JsonLinesSink` with its defaults, which the help states)."""
+    return click.option(
+        "--decision-log",
+        "decision_log",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=f"Append one decision record per {record_per} to this JSON Lines file (rolls over at "
+        f"10 MB, 5 backups){note}. Schema: policy schema --decision-log.",
+    )
+
+
 def tools_file_option(function: F) -> F:
     """`--tools-file FILE` (repeatable), as `tools_files`: the app's own tools next to the
     installed ones."""

@@ -22,6 +22,7 @@ from policy.cli_options import (
     complete_providers,
     complete_tool_ids,
     component_option,
+    decision_log_option,
     format_option,
     load_cli_policy,
     tools_file_option,
@@ -95,13 +96,7 @@ _STOP_NOTES = {
     "json",
     help="text: the answer on stdout, tool calls on stderr. json: one JSON object per event.",
 )
-@click.option(
-    "--decision-log",
-    "decision_log",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Append one decision record per answer to this JSON Lines file (rolls over at 10 MB, "
-    "5 backups). Schema: policy schema --decision-log.",
-)
+@decision_log_option("answer")
 def chat(
     message: str | None,
     org: tuple[Path, ...],

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from policy.cli import configuration_options, finding_line, require_token_beyond_loopback
-from policy.cli_options import component_option, format_option, load_cli_policy, tools_file_option
+from policy.cli_options import (
+    component_option,
+    decision_log_option,
+    format_option,
+    load_cli_policy,
+    tools_file_option,
+)
 from policy.terminal import terminal_json
 from policy.vocabulary import Component
 from runtime.serving import listening_options
@@ -193,13 +199,7 @@ def pin(
     show_default=True,
     help="Reload when the plugin folders or the user settings change; clients are told.",
 )
-@click.option(
-    "--decision-log",
-    "decision_log",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Append one decision record per call to this JSON Lines file (rolls over at 10 MB, "
-    "5 backups), as policy chat does per answer. Schema: policy schema --decision-log.",
-)
+@decision_log_option("call", ", as policy chat does per answer")
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
