@@ -14,7 +14,7 @@ from policy.catalog import ToolCatalog, ToolFacts
 from policy.configuration import (
     ProviderConfig,
 )
-from policy.decider import OfferDecider
+from policy.decider import OfferDecider, ProviderFacts
 from policy.decision import (
     OfferDecision,
     RunnableTool,
@@ -77,6 +77,20 @@ class RequestPlanner:
             if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
         ]
 
+    def _decisions(
+        self,
+        candidates: Sequence[ToolFacts],
+        provider: ProviderFacts,
+        component: Component,
+        restriction: OutboundDataRestriction,
+    ) -> tuple[OfferDecision, ...]:
+        """The decider's verdict on each candidate, in order: `request_decisions` and
+        `runnable_tools` both ask here, so a replay re-decides exactly what a request decided."""
+        return tuple(
+            self._decider.decision(f.definition.id, provider, component, restriction)
+            for f in candidates
+        )
+
     def request_decisions(
         self,
         selected_ids: Iterable[str],
@@ -88,10 +102,8 @@ class RequestPlanner:
         """The checks' verdict on every candidate of one request, before any tool is asked what
         it offers: what `runnable_tools` decides first, and what `policy replay` re-decides."""
         provider_facts = self._decider.provider_facts(provider)
-        return tuple(
-            self._decider.decision(f.definition.id, provider_facts, component, outbound_restriction)
-            for f in self._request_candidates(selected_ids, component)
-        )
+        candidates = self._request_candidates(selected_ids, component)
+        return self._decisions(candidates, provider_facts, component, outbound_restriction)
 
     async def runnable_tools(
         self,
@@ -111,10 +123,7 @@ class RequestPlanner:
         if not may_run_tools:
             return RunnableTools((), "", ())
         candidates = self._request_candidates(selected_ids, component)
-        decisions = tuple(
-            self._decider.decision(f.definition.id, provider_facts, component, outbound_restriction)
-            for f in candidates
-        )
+        decisions = self._decisions(candidates, provider_facts, component, outbound_restriction)
         if not self._decider.global_check.passed or not provider_facts.availability.is_available:
             return RunnableTools((), "", decisions)
         shared_extras = (
