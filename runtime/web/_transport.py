@@ -7,15 +7,98 @@ DNS answer that changes between check and connect cannot take effect.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import ssl
 import typing
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 
 import httpcore
 import httpx
 
 from runtime.web.addresses import IPAddress, normalize_host
+
+
+@contextmanager
+def _raised_as(
+    timed_out: type[httpcore.TimeoutException], failed: type[httpcore.NetworkError]
+) -> Iterator[None]:
+    """A timeout or a socket/TLS error as the httpcore error httpcore's own backends raise."""
+    try:
+        yield
+    except TimeoutError as error:
+        raise timed_out(str(error) or type(error).__name__) from error
+    except OSError as error:  # ssl.SSLError included
+        raise failed(_reason(error)) from error
+
+
+def _reason(error: OSError) -> str:
+    """What failed, without the address and port asyncio's messages quote: the caller names
+    the page, and the address it resolved to is not the model's business."""
+    if isinstance(error, ssl.SSLError):
+        return str(error)
+    if error.errno is not None:
+        return os.strerror(error.errno)
+    return type(error).__name__
+
+
+class _AsyncioStream(httpcore.AsyncNetworkStream):
+    """One connection as asyncio streams.
+
+    httpcore's anyio backend wraps every read and write in a cancel scope and looks up the
+    running async library each time; asyncio alone does the same I/O for about a third less of
+    the CPU a page costs to fetch (`bench/fetch_extract.py`).
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        with _raised_as(httpcore.ReadTimeout, httpcore.ReadError):
+            async with asyncio.timeout(timeout):
+                return await self._reader.read(max_bytes)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        with _raised_as(httpcore.WriteTimeout, httpcore.WriteError):
+            async with asyncio.timeout(timeout):
+                self._writer.write(buffer)
+                await self._writer.drain()
+
+    async def aclose(self) -> None:
+        # As httpcore's own backends: no TLS close_notify, whose answer a server may never send.
+        transport = self._writer.transport
+        if not transport.is_closing():
+            transport.abort()
+            await asyncio.sleep(0)  # the loop closes the socket on its next turn
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            with _raised_as(httpcore.ConnectTimeout, httpcore.ConnectError):
+                async with asyncio.timeout(timeout):
+                    await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        name = {
+            "ssl_object": "ssl_object",
+            "client_addr": "sockname",
+            "server_addr": "peername",
+            "socket": "socket",
+        }.get(info)
+        return self._writer.get_extra_info(name) if name is not None else None
 
 
 class _PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
@@ -25,7 +108,6 @@ class _PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         self._host = normalize_host(host)
         self._port = port
         self._addresses = tuple(dict.fromkeys(addresses))
-        self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -40,13 +122,7 @@ class _PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         last_error: Exception = httpcore.ConnectError("No validated address to connect to.")
         for address in self._addresses:
             try:
-                return await self._inner.connect_tcp(
-                    str(address),
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
+                return await _connect(str(address), port, timeout, local_address, socket_options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
                 last_error = error
         raise last_error
@@ -60,7 +136,30 @@ class _PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         raise httpcore.ConnectError("Unix sockets are never used for web pages.")
 
     async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        await asyncio.sleep(seconds)
+
+
+async def _connect(
+    address: str,
+    port: int,
+    timeout: float | None,
+    local_address: str | None,
+    socket_options: Iterable[httpcore.SOCKET_OPTION] | None,
+) -> _AsyncioStream:
+    """A TCP connection to one IP address (a literal: nothing is resolved)."""
+    with _raised_as(httpcore.ConnectTimeout, httpcore.ConnectError):
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(
+                address, port, local_addr=(local_address, 0) if local_address else None
+            )
+    stream = _AsyncioStream(reader, writer)
+    try:
+        for option in socket_options or ():
+            writer.get_extra_info("socket").setsockopt(*option)
+    except OSError as error:
+        await stream.aclose()
+        raise httpcore.ConnectError(_reason(error)) from error
+    return stream
 
 
 _TIMEOUTS = (httpcore.TimeoutException,)
@@ -119,7 +218,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        assert isinstance(request.stream, typing.AsyncIterable)
+        assert isinstance(request.stream, AsyncIterable)
         core_request = httpcore.Request(
             method=request.method,
             url=httpcore.URL(
@@ -134,7 +233,7 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
         with _MappedErrors():
             response = await self._pool.handle_async_request(core_request)
-        assert isinstance(response.stream, typing.AsyncIterable)
+        assert isinstance(response.stream, AsyncIterable)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
