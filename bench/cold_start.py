@@ -9,6 +9,10 @@ editable install count on both sides); the peer for `--help` is a minimal click 
 same commands and help lines, written to a temporary file. Targets: `policy --help` ≤ 1.3× the
 peer; `check` and `explain --all` on examples/organization ≤ 6× the floor.
 
+A second floor shows what any command that decides must import while the tool definitions are
+public pydantic models: click and `policy.definitions` (pydantic and the five definition models
+built, without pydantic plugins, as the `policy` command runs), and nothing else.
+
 Child processes are counted per command with an audit hook (`sys.addaudithook`: every fork and
 every program started, with the module that asked) and, when `strace` is installed, with
 `strace -f` (every execve and every process clone). The Lua sandbox worker is the one fork a
@@ -46,6 +50,7 @@ from tests.servers.cli_probe import probe_cli  # noqa: E402
 EXAMPLES = ROOT / "examples" / "organization"
 PYTHON = sys.executable
 KEYRING_NAMED = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+MODELS_FLOOR = "click + tool-definition models"
 
 
 def _peer_parameters(command: Any) -> list[str]:
@@ -198,6 +203,10 @@ def main() -> None:
         commands: dict[str, tuple[list[str], dict[str, str]]] = {
             "python -c pass": ([PYTHON, "-c", "pass"], env),
             "click peer --help": ([PYTHON, str(peer), "--help"], env),
+            MODELS_FLOOR: (
+                [PYTHON, "-c", "import click, policy.definitions"],
+                {**env, "PYDANTIC_DISABLE_PLUGINS": "__all__"},
+            ),
             **{
                 label: ([PYTHON, "-m", "policy.cli", *args], env)
                 for label, args in policy_args.items()
@@ -229,7 +238,7 @@ def main() -> None:
             for label in ("policy check", "policy explain --all"):
                 print(
                     f"  ratio {label} / python -c pass: {median[label] / floor:.1f}x   "
-                    "(target <= 6x)"
+                    f"(target <= 6x; {MODELS_FLOOR} alone: {median[MODELS_FLOOR] / floor:.1f}x)"
                 )
             keyring_cost = (
                 median["policy explain --all"] - median["policy explain --all (keyring named)"]
