@@ -65,6 +65,8 @@ class PreparedChunk:
 
 @dataclass(slots=True)
 class _Token:
+    """One token of the Lua source: its kind, its text where it matters, its span."""
+
     kind: str
     text: str
     start: int
@@ -73,6 +75,8 @@ class _Token:
 
 @dataclass(slots=True)
 class _Frame:
+    """An open bracket or block while scanning: what opened it and the table fields seen."""
+
     opener: str
     constructor: int = 0
     at_field_start: bool = False

@@ -43,6 +43,8 @@ class JobOutcome:
 
 @dataclass(slots=True)
 class _Worker:
+    """The running worker: its process id, both pipe ends and the handler it was forked with."""
+
     pid: int
     to_worker: int
     from_worker: int

@@ -84,6 +84,8 @@ class UnknownToolError(ToolPolicyError, KeyError):
 
 @dataclass(frozen=True, slots=True)
 class _Collection:
+    """A registered collection: its definition and its member tools that are registered."""
+
     definition: ToolCollectionDefinition
     tool_ids: tuple[str, ...]
 

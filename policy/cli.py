@@ -326,7 +326,6 @@ def check(
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
         user_settings = None  # the plugins still load (once) and are checked
     policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
-    from policy.explain import render_document
     from policy.lint import check_findings
 
     findings.extend(check_findings(policy))
@@ -342,6 +341,8 @@ def check(
             f"{len(warnings)} warning(s){strict_note}"
         )
     else:
+        from policy.explain import render_document
+
         document = {
             "ok": not errors and not (strict and warnings),
             "errors": [_finding_document(f) for f in errors],

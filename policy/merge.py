@@ -150,6 +150,8 @@ def merge_plugins(
 
 @dataclass
 class _Held:
+    """A key's value while merging: where it came from, whether locked, what it beat."""
+
     value: Any
     origin: Origin
     locked: bool

@@ -679,6 +679,8 @@ def provider_confidence_under(
 
 @dataclass(frozen=True, slots=True)
 class ConfidenceSchemeChoice:
+    """The confidence scheme in force, a custom scheme's levels and the evidence for it."""
+
     scheme: str
     custom: Mapping[str, object]
     evidence: tuple[Evidence, ...]

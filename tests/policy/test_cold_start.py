@@ -194,6 +194,13 @@ def test_the_lua_worker_is_forked_before_the_tool_definitions_are_imported(
     assert "pydantic" in report.modules
 
 
+def test_check_imports_no_rendering_module_for_its_table() -> None:
+    """`policy check` prints finding lines; the decision renderers (and tabulate) stay unloaded."""
+    report = _run("check", "--org", str(EXAMPLES))
+    assert "ok: 0 error(s)" in report.stdout
+    assert sorted({"policy.explain", "tabulate", "yaml"} & report.modules) == []
+
+
 def test_decision_commands_import_no_runtime_tool_module() -> None:
     report = _run("explain", "--org", str(EXAMPLES), "--all", "--format", "json")
     assert sorted(m for m in report.modules if m.startswith("runtime.tools")) == []
