@@ -18,8 +18,11 @@ time per round is reported for:
   ours (`otel_ours_beyond_sdk_spans_ratio`); the SDK floor is the same spans in a tight loop.
 
 The variants take turns in 30 slices of the run (in a rotating order), so a busy machine slows
-them alike; a variant's overhead is the median over the slices of its ratio to plain in the same
-slice (target: ≤ 5% for the JSONL sink and for OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
+them alike; a slice's figure is the process CPU it took per round, from its first answer until
+its decision log is written and its spans are processed (the writer thread and the span
+processor count, not only the answers' own median), and a variant's overhead is the median over
+the slices of its ratio to plain in the same slice (target: ≤ 5% for the JSONL sink and for
+OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
 same policy (target ≥ 20,000 decisions/s). Needs the `[otel]` extra for the OTel figure. This is
 not a test: it asserts nothing and only reports.
 """
@@ -41,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loop_overhead import (
     ROOT,
     TOOL_NAME,
+    WARMUP,
     _cpu_per_round,
     _our_setup,
     _recorded_client,
@@ -53,17 +57,24 @@ def measure(
     count: int, variants: dict[str, dict[str, Any]], passes: int = 30
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Median CPU µs per round of `respond` from memory for each variant (ChatRuntime keyword
-    arguments), and each variant's overhead against the first one: the median over `passes`
-    slices of the ratio within a slice. The variants take turns, in a rotating order, so drift
-    and a background writer still busy from the slice before hit them alike."""
+    arguments, plus `after_answer` and `slice_end` callables), and each variant's overhead
+    against the first one: the median over `passes` slices of the ratio within a slice of the
+    process CPU per round the whole slice took, ending with its decision log written and its
+    spans processed (so the background threads' work counts, in the slice that caused it).
+    The variants take turns in a rotating order, so drift hits them alike."""
     from runtime import Chat, ChatMessage, ChatRuntime, FinalAnswer, MemoryChatStore, Role
 
     _, provider, policy = _our_setup("http://127.0.0.1:9/v1")
     runtimes = {
-        name: ChatRuntime(policy, **{k: v for k, v in options.items() if k != "after_answer"})
+        name: ChatRuntime(
+            policy,
+            **{k: v for k, v in options.items() if k not in ("after_answer", "slice_end")},
+        )
         for name, options in variants.items()
     }
     after_answer = {name: options.get("after_answer") for name, options in variants.items()}
+    slice_end = {name: options.get("slice_end") for name, options in variants.items()}
+    per_slice = max(count // passes, 5)
     question = [ChatMessage(Role.USER, "What is 6 * 7?")]
     store = MemoryChatStore()
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -92,9 +103,15 @@ def measure(
                         if after is not None:
                             after()
 
-                    taken = await _cpu_per_round(conversation, max(count // passes, 5))
+                    started = time.process_time()
+                    taken = await _cpu_per_round(conversation, per_slice)
+                    # what the slice left to background threads is done and counts in it
+                    await assistant.flush_decision_log()
+                    if slice_end[name] is not None:
+                        slice_end[name]()
+                    spent = time.process_time() - started
                     samples[name] += taken
-                    per_pass[name].append(statistics.median(taken))
+                    per_pass[name].append(spent * 1e6 / (2 * (per_slice + WARMUP)))
         finally:
             await client.aclose()
             for assistant in runtimes.values():
@@ -277,9 +294,12 @@ def main() -> None:
         else:
             sdk = TracerProvider()
             sdk.add_span_processor(BatchSpanProcessor(_dropping_exporter()))
-            variants["otel"] = {"tracer_provider": sdk}
+            variants["otel"] = {"tracer_provider": sdk, "slice_end": sdk.force_flush}
             floor_tracer = sdk.get_tracer("bench-floor")
-            variants["sdk_spans"] = {"after_answer": lambda: answer_spans(floor_tracer)}
+            variants["sdk_spans"] = {
+                "after_answer": lambda: answer_spans(floor_tracer),
+                "slice_end": sdk.force_flush,
+            }
         medians, overhead = measure(args.conversations, variants)
         figures["jsonl_records_written"] = sum(1 for _ in log.open())
         if sdk is not None:

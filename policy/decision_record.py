@@ -34,9 +34,10 @@ __all__ = [
 ]
 
 
-def uuid7() -> UUID:
-    """A time-ordered UUID (RFC 9562 version 7): records sort by when they were decided."""
-    millis = time.time_ns() // 1_000_000
+def uuid7(nanoseconds: int | None = None) -> UUID:
+    """A time-ordered UUID (RFC 9562 version 7): records sort by when they were decided.
+    `nanoseconds` is that time (`time.time_ns()`), now when not given."""
+    millis = (time.time_ns() if nanoseconds is None else nanoseconds) // 1_000_000
     value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10))
     value = (value & ~(0xF << 76)) | (0x7 << 76)
     value = (value & ~(0x3 << 62)) | (0x2 << 62)

@@ -22,13 +22,14 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
 
+from pydantic_core import to_json
+
 from policy.decision_record import (
     CallDemandsRecord,
-    CallRecord,
     ChatRequirementsRecord,
     ConfigurationRecord,
     ContentRecord,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
         OutboundDataRestriction,
         ProviderKind,
     )
-    from runtime.chat import Chat
+    from runtime.chat import Chat, ChatRecord
     from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer
 
@@ -116,20 +117,31 @@ class JsonLinesSink:
         self._size = 0
 
     def write(self, record: DecisionRecord) -> None:
-        line = (record.model_dump_json() + "\n").encode()
+        self.write_lines([record.model_dump_json().encode() + b"\n"])
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        """Append records already serialized (each a JSON object ending in a newline) in as few
+        writes as the rotation allows: one, unless the file rolls over on the way."""
         with self._lock:
             if self._handle is None:
                 self._handle = self.path.open("ab")
                 self._size = self._handle.tell()
-            if self._size and self._size + len(line) > self._max_bytes:
-                self._handle.close()
-                self._handle = None
-                self._rotate()
-                self._handle = self.path.open("ab")
-                self._size = 0
-            self._handle.write(line)
+            chunk: list[bytes] = []
+            pending = self._size
+            for line in lines:
+                if pending and pending + len(line) > self._max_bytes:
+                    self._handle.write(b"".join(chunk))
+                    chunk.clear()
+                    self._handle.close()
+                    self._handle = None
+                    self._rotate()
+                    self._handle = self.path.open("ab")
+                    pending = 0
+                chunk.append(line)
+                pending += len(line)
+            self._handle.write(b"".join(chunk))
             self._handle.flush()
-            self._size += len(line)
+            self._size = pending
 
     def close(self) -> None:
         with self._lock:
@@ -188,7 +200,9 @@ class QueuedSink:
     waiting the record is dropped, counted (`dropped`, `dropped_ids`) and warned about once;
     `flush` and `close` say how many were dropped. The writer wakes every 50 ms (at once when
     the queue is half full) and writes what has gathered, so a response does not pay a thread
-    switch per record. A sink that raises is warned about once and writing goes on. The writer
+    switch per record; a `JsonLinesSink` gets the whole batch as JSON lines in one write, each
+    line serialized straight from what the answer gathered (`DecisionRecorder.json_line`), any
+    other sink a `DecisionRecord` at a time. A sink that raises is warned about once and writing goes on. The writer
     thread ends when idle and starts again with the next record, so a runtime rebuilt on every
     reload leaves no thread behind; records still waiting at interpreter exit are written then.
     `ChatRuntime` wraps the sink it is given in one of these.
@@ -199,7 +213,7 @@ class QueuedSink:
             raise ValueError(f"QueuedSink needs max_pending >= 1, got {max_pending}.")
         self.sink = sink
         self.max_pending = max_pending
-        self._queue: deque[DecisionRecord | _PendingRecord] = deque()
+        self._queue: deque[DecisionRecord | DecisionRecorder] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -223,9 +237,9 @@ class QueuedSink:
     def write(self, record: DecisionRecord) -> None:
         self.put(record)
 
-    def put(self, record: DecisionRecord | _PendingRecord) -> None:
-        """Queue a record, or one the writer thread builds (what `DecisionRecorder` hands over:
-        building it is off the request's path too)."""
+    def put(self, record: DecisionRecord | DecisionRecorder) -> None:
+        """Queue a record, or an ended `DecisionRecorder` whose record the writer thread makes
+        (off the request's path)."""
         with self._lock:
             if len(self._queue) >= self.max_pending:
                 self._dropped += 1
@@ -300,13 +314,34 @@ class QueuedSink:
                     return
             if batch:
                 idle_since = time.monotonic()
+                try:
+                    self._write(batch)
+                finally:
+                    self._written += len(batch)
+
+    def _write(self, batch: list[DecisionRecord | DecisionRecorder]) -> None:
+        sink = self.sink
+        if isinstance(sink, JsonLinesSink):
+            lines: list[bytes] = []
             for item in batch:
                 try:
-                    self.sink.write(item.build() if isinstance(item, _PendingRecord) else item)
+                    lines.append(
+                        item.json_line()
+                        if isinstance(item, DecisionRecorder)
+                        else item.model_dump_json().encode() + b"\n"
+                    )
                 except Exception as error:  # a log must never fail the user's request
-                    _warn_once(self.sink, error)
-                finally:
-                    self._written += 1
+                    _warn_once(sink, error)
+            try:
+                sink.write_lines(lines)
+            except Exception as error:
+                _warn_once(sink, error)
+            return
+        for item in batch:
+            try:
+                sink.write(item.record() if isinstance(item, DecisionRecorder) else item)
+            except Exception as error:
+                _warn_once(sink, error)
 
 
 _open_queues: weakref.WeakSet[QueuedSink] = weakref.WeakSet()
@@ -344,17 +379,44 @@ def _left_out(decision: OfferDecision) -> LeftOutRecord:
 
 
 class DecisionRecorder:
-    """Gathers what one `respond` decided and the events it yielded, and hands the record over.
+    """Gathers what one `respond` decided and the events it yielded, and hands itself over once
+    the answer ended.
 
-    The request only keeps references and a few numbers; the record itself (its parts, the
-    left-out evidence, the masked error message, validation) is built where it is written: on
-    the `QueuedSink`'s writer thread, off the request's path. With any other sink it is built
-    and written at once.
+    The request only keeps references (the chat's requirements are frozen records, a call's
+    trace and outcome frozen too) and takes the time; the decision id (a UUIDv7 of that time,
+    unless the answer's span already named one), the record's parts, the left-out evidence and
+    the masked error message are made where the record is written: on the `QueuedSink`'s writer
+    thread, off the request's path. `json_line` serializes the record as a JSON Lines log keeps
+    it, straight from what was gathered (the parts every record repeats are serialized once);
+    `record` is the same record as a `DecisionRecord`, for any other sink. With a sink that is
+    not a `QueuedSink` it is made and written at once.
 
     `include_content` adds the user's message, the answer and each result's text (off by
     default: a decision log holds no message or result text unless an environment asks for it).
     `secrets` are values masked in any error message kept (e.g. the API key of the request).
     """
+
+    __slots__ = (
+        "_at",
+        "_before",
+        "_calls",
+        "_chat",
+        "_component",
+        "_confidence",
+        "_configuration",
+        "_content",
+        "_decision_id",
+        "_ended",
+        "_offered",
+        "_provider",
+        "_round",
+        "_secrets",
+        "_selected",
+        "_served_by",
+        "_sink",
+        "_started",
+        "_usage",
+    )
 
     def __init__(
         self,
@@ -372,34 +434,35 @@ class DecisionRecorder:
         decision_id: str = "",
         served_by: Literal["respond", "mcp_gateway"] = "respond",
     ) -> None:
+        self._at = time.time_ns()
         self._sink = sink
         self._chat = chat
-        self._started: dict[str, tuple[float, int]] = {}
-        self._round = 0
-        self._before = _requirements_key(chat)
-        self._secrets = secrets
-        self._decision_id = decision_id or str(uuid7())
-        self._timestamp = datetime.now(UTC)
+        self._before = chat.record
         self._configuration = configuration
         self._component = component
-        self._provider = (
-            provider.id,
-            provider.kind,
-            provider.host,
-            provider.model,
-            confidence,
-            provider.hostname,
-        )
+        self._provider = provider
+        self._confidence = confidence
         self._selected = selected_tool_ids
+        self._secrets = secrets
+        self._decision_id = decision_id
         self._served_by = served_by
         self._offered: tuple[RunnableTools, tuple[str, ...], tuple[tuple[str, str], ...]] | None
         self._offered = None
+        self._started: dict[str, tuple[float, int]] = {}
+        self._round = 0
         self._calls: list[_EndedCall] = []
         self._usage: tuple[int | None, int | None] = (None, None)
         self._content: list[str] | None = [user_message, ""] if include_content else None
+        self._ended: tuple[_StopReason, tuple[str, str] | None, ChatRecord] | None = None
 
     @property
     def decision_id(self) -> str:
+        """The record's id: the one given, else a UUIDv7 of when the answer started (made on
+        first use, on whichever thread asks)."""
+        if not self._decision_id:
+            with _decision_id_lock:
+                if not self._decision_id:
+                    self._decision_id = str(uuid7(self._at))
         return self._decision_id
 
     def offered(
@@ -412,7 +475,8 @@ class DecisionRecorder:
 
     def call_started(self, call_id: str, round_number: int = 0) -> None:
         self._started[call_id] = (time.perf_counter(), round_number)
-        self._round = max(self._round, round_number)
+        if round_number > self._round:
+            self._round = round_number
 
     def call_finished(self, trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> None:
         started = self._started.pop(trace.call_id, None)
@@ -423,7 +487,8 @@ class DecisionRecorder:
         self._calls.append(_EndedCall(trace, outcome, round_number, elapsed))
 
     def finished(self, final: FinalAnswer) -> None:
-        self._usage = (final.usage.input_tokens, final.usage.output_tokens)
+        usage = final.usage
+        self._usage = (usage.input_tokens, usage.output_tokens)
         if self._content is not None:
             self._content[1] = final.text
         self._emit("interrupted" if final.interrupted else "final_answer")
@@ -441,129 +506,174 @@ class DecisionRecorder:
         self._emit("error", error)
 
     def _emit(self, stop_reason: _StopReason, error: BaseException | None = None) -> None:
-        pending = _PendingRecord(
-            self,
+        self._ended = (
             stop_reason,
             (type(error).__name__, str(error)) if error is not None else None,
-            _requirements_key(self._chat),
+            self._chat.record,
         )
+        sink = self._sink
         try:
-            if isinstance(self._sink, QueuedSink):
-                self._sink.put(pending)
+            if isinstance(sink, QueuedSink):
+                sink.put(self)
             else:
-                self._sink.write(pending.build())
+                sink.write(self.record())
         except Exception as error:  # a log must never fail the user's request
-            _warn_once(self._sink, error)
+            _warn_once(sink, error)
 
-    def _record(
-        self,
-        stop_reason: _StopReason,
-        error: tuple[str, str] | None,
-        after: _RequirementsKey,
-    ) -> DecisionRecord:
-        offered: list[str] = []
+    def record(self) -> DecisionRecord:
+        """The ended answer's record (what `json_line` writes, as a model)."""
+        return DecisionRecord.model_validate_json(self.json_line())
+
+    def json_line(self) -> bytes:
+        """The ended answer's record as one JSON Lines line: exactly
+        `DecisionRecord.model_dump_json()` of `record()`, plus the newline, made without
+        building the model (a record is written on every answer)."""
+        if self._ended is None:
+            raise RuntimeError("DecisionRecorder.json_line: the answer has not ended yet.")
+        stop_reason, error, after = self._ended
+        offered: tuple[str, ...] = ()
         left_out: list[LeftOutRecord] = []
         if self._offered is not None:
-            decided, offered_ids, not_runnable = self._offered
-            offered = list(offered_ids)
+            decided, offered, not_runnable = self._offered
             left_out = [_left_out(d) for d in decided.decisions if not d.offered]
             left_out += [
                 LeftOutRecord(tool_id=tool_id, reason="NOT_OFFERED", detail=why)
                 for tool_id, why in not_runnable
             ]
-        outcome = OutcomeRecord(stop_reason=stop_reason)
-        if error is not None:
+        if error is None:
+            outcome = _outcome_json(stop_reason)
+        else:
             secrets = [s for s in self._secrets if s and len(s) >= 4]
-            outcome = OutcomeRecord(
-                stop_reason=stop_reason,
-                error_class=error[0],
-                error_message=redacted_error_message(error[1], secrets),
+            outcome = (
+                OutcomeRecord(
+                    stop_reason=stop_reason,
+                    error_class=error[0],
+                    error_message=redacted_error_message(error[1], secrets),
+                )
+                .model_dump_json()
+                .encode()
             )
-        content = None
+        content = b"null"
         if self._content is not None:
-            content = ContentRecord(
-                user_message=self._content[0],
-                answer=self._content[1],
-                tool_results={
-                    c.trace.call_id: c.outcome.content if c.outcome else c.trace.result
-                    for c in self._calls
-                },
+            content = (
+                ContentRecord(
+                    user_message=self._content[0],
+                    answer=self._content[1],
+                    tool_results={
+                        c.trace.call_id: c.outcome.content if c.outcome else c.trace.result
+                        for c in self._calls
+                    },
+                )
+                .model_dump_json()
+                .encode()
             )
+        provider = self._provider
         selected = self._selected
-        return DecisionRecord(
-            decision_id=self._decision_id,
-            timestamp=self._timestamp,
-            configuration=_configuration_record(self._configuration),
-            chat_id=self._chat.id,
-            component=self._component.value,
-            provider=_provider_record(*self._provider),
-            selected_tool_ids=list(selected) if selected is not None else None,
-            offered=offered,
-            left_out=left_out,
-            calls=[c.record() for c in self._calls],
-            outcome=outcome,
-            usage=_usage_record(*self._usage),
-            chat_requirements=_requirements_change(self._before, after),
-            content=content,
-            served_by=self._served_by,
+        return b"".join(
+            (
+                b'{"decision_id":',
+                to_json(self.decision_id),
+                b',"timestamp":',
+                to_json(_EPOCH + timedelta(microseconds=self._at // 1000)),
+                b',"configuration":',
+                _configuration_json(self._configuration),
+                b',"chat_id":',
+                to_json(self._before.chat_id),
+                b',"component":',
+                to_json(self._component.value),
+                b',"provider":',
+                _provider_json(
+                    provider.id,
+                    provider.kind,
+                    provider.host,
+                    provider.model,
+                    self._confidence,
+                    provider.hostname,
+                ),
+                b',"selected_tool_ids":',
+                to_json(selected),
+                b',"offered":',
+                to_json(offered),
+                b',"left_out":[',
+                b",".join(r.model_dump_json().encode() for r in left_out),
+                b'],"calls":[',
+                b",".join(c.json() for c in self._calls),
+                b'],"outcome":',
+                outcome,
+                b',"usage":',
+                _usage_json(*self._usage),
+                b',"chat_requirements":',
+                _requirements_change_json(
+                    _requirements_key(self._before), _requirements_key(after)
+                ),
+                b',"content":',
+                content,
+                b',"served_by":',
+                to_json(self._served_by),
+                b"}\n",
+            )
         )
 
 
+_decision_id_lock = threading.Lock()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
 
 
 @dataclass(frozen=True, slots=True)
 class _EndedCall:
-    """A call as the recorder keeps it until the record is built (the trace and outcome are
-    frozen, so what is built later is what happened)."""
+    """A call as the recorder keeps it until the record is made (the trace and outcome are
+    frozen, so what is made later is what happened)."""
 
     trace: ToolInvocationTrace
     outcome: ToolCallOutcome | None
     round: int
     elapsed_ms: float
 
-    def record(self) -> CallRecord:
+    def json(self) -> bytes:
+        """The call as the record's `calls` hold it: exactly `CallRecord.model_dump_json()`."""
         trace, outcome = self.trace, self.outcome
-        return CallRecord(
-            call_id=trace.call_id,
-            tool_id=trace.tool_id,
-            status=trace.status.value,
-            round=self.round,
-            arguments=dict(trace.arguments),
-            duration_ms=round(self.elapsed_ms, 3),
-            result_chars=_result_chars(trace, outcome),
-            status_message=trace.status_message if trace.status.value != "SUCCESS" else "",
-            demands=_demands(outcome) if outcome is not None else _NO_DEMANDS,
-            sources=_cited(outcome),
+        status = trace.status.value
+        return b"".join(
+            (
+                b'{"call_id":',
+                to_json(trace.call_id),
+                b',"tool_id":',
+                to_json(trace.tool_id),
+                b',"status":',
+                to_json(status),
+                b',"round":',
+                to_json(self.round),
+                b',"arguments":',
+                to_json(trace.arguments),
+                b',"duration_ms":',
+                to_json(round(self.elapsed_ms, 3)),
+                b',"result_chars":',
+                to_json(_result_chars(trace, outcome)),
+                b',"status_message":',
+                to_json(trace.status_message if status != "SUCCESS" else ""),
+                b',"demands":',
+                _demands_json(outcome) if outcome is not None else _NO_DEMANDS,
+                b',"sources":',
+                to_json(_cited(outcome)),
+                b"}",
+            )
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _PendingRecord:
-    """A record to be built: what the recorder gathered plus how the answer ended."""
+# A record is made on every answer from parts that repeat (the configuration, the provider, the
+# chat's requirement levels, what a result demanded, the usage): each part is made and
+# serialized once per distinct value and shared.
 
-    recorder: DecisionRecorder
-    stop_reason: _StopReason
-    error: tuple[str, str] | None
-    after: _RequirementsKey
-
-    @property
-    def decision_id(self) -> str:
-        return self.recorder.decision_id
-
-    def build(self) -> DecisionRecord:
-        return self.recorder._record(self.stop_reason, self.error, self.after)
+_last_configuration: tuple[PolicyConfiguration, bytes] | None = None
 
 
-_last_configuration: tuple[PolicyConfiguration, ConfigurationRecord] | None = None
-
-
-def _configuration_record(configuration: PolicyConfiguration) -> ConfigurationRecord:
-    """`configuration_record`, kept for the configuration in force (records share it)."""
+def _configuration_json(configuration: PolicyConfiguration) -> bytes:
+    """`configuration_record` as JSON, kept for the configuration in force."""
     global _last_configuration
     held = _last_configuration
     if held is None or held[0] is not configuration:
-        held = (configuration, configuration_record(configuration))
+        held = (configuration, configuration_record(configuration).model_dump_json().encode())
         _last_configuration = held
     return held[1]
 
@@ -586,19 +696,10 @@ def configuration_record(configuration: PolicyConfiguration) -> ConfigurationRec
     )
 
 
-def requirements_record(chat: Chat) -> ChatRequirementsRecord:
-    """A chat's requirements by the names of the policy's levels."""
-    return _requirements(*_requirements_key(chat))
-
-
-# A record is built on every answer from a handful of values that repeat (the provider, the
-# chat's requirement levels, what a result demanded): each part is made once per distinct value
-# and shared, records being frozen.
-
 _RequirementsKey = tuple["ConfidenceLevel", "DataSecurity", "OutboundDataRestriction", str]
 
 
-def _requirements_key(chat: Chat) -> _RequirementsKey:
+def _requirements_key(chat: ChatRecord) -> _RequirementsKey:
     return (
         chat.required_provider_confidence,
         chat.required_data_security,
@@ -623,25 +724,26 @@ def _requirements(
 
 
 @functools.lru_cache(maxsize=256)
-def _requirements_change(before: _RequirementsKey, after: _RequirementsKey) -> RequirementsChange:
-    return RequirementsChange(before=_requirements(*before), after=_requirements(*after))
+def _requirements_change_json(before: _RequirementsKey, after: _RequirementsKey) -> bytes:
+    change = RequirementsChange(before=_requirements(*before), after=_requirements(*after))
+    return change.model_dump_json().encode()
 
 
 @functools.lru_cache(maxsize=256)
-def _provider_record(
+def _provider_json(
     provider_id: str,
     kind: ProviderKind,
     host: str,
     model: str,
     confidence: ConfidenceLevel,
     hostname: str,
-) -> ProviderRecord:
+) -> bytes:
     address = ""
     if hostname.strip():
         from runtime.web.addresses import redact_url_for_log
 
         address = redact_url_for_log(hostname)
-    return ProviderRecord(
+    record = ProviderRecord(
         id=provider_id,
         kind=kind.value,
         host=without_user_info(host),
@@ -649,6 +751,7 @@ def _provider_record(
         confidence=confidence.name,
         hostname=address,
     )
+    return record.model_dump_json().encode()
 
 
 _MAX_ERROR_MESSAGE = 500
@@ -677,11 +780,11 @@ def _cited(outcome: ToolCallOutcome | None) -> list[str]:
     return [redact_url_for_log(source.url) for source in outcome.sources]
 
 
-_NO_DEMANDS = CallDemandsRecord()
+_NO_DEMANDS = CallDemandsRecord().model_dump_json().encode()
 
 
-def _demands(outcome: ToolCallOutcome) -> CallDemandsRecord:
-    return _demands_record(
+def _demands_json(outcome: ToolCallOutcome) -> bytes:
+    return _demands_record_json(
         outcome.required_provider_confidence,
         outcome.required_data_security,
         outcome.required_outbound_data_restriction,
@@ -690,18 +793,19 @@ def _demands(outcome: ToolCallOutcome) -> CallDemandsRecord:
 
 
 @functools.lru_cache(maxsize=256)
-def _demands_record(
+def _demands_record_json(
     confidence: ConfidenceLevel,
     security: DataSecurity,
     restriction: OutboundDataRestriction | None,
     source_id: str,
-) -> CallDemandsRecord:
-    return CallDemandsRecord(
+) -> bytes:
+    record = CallDemandsRecord(
         provider_confidence=confidence.name,
         data_security=security.value,
         outbound_restriction=restriction.name if restriction is not None else None,
         outbound_data_source_id=source_id,
     )
+    return record.model_dump_json().encode()
 
 
 # The sinks already warned about, by id with a weak reference that says whether the id is still
@@ -753,5 +857,11 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, defa
 
 
 @functools.lru_cache(maxsize=1024)
-def _usage_record(input_tokens: int | None, output_tokens: int | None) -> UsageRecord:
-    return UsageRecord(input_tokens=input_tokens, output_tokens=output_tokens)
+def _usage_json(input_tokens: int | None, output_tokens: int | None) -> bytes:
+    record = UsageRecord(input_tokens=input_tokens, output_tokens=output_tokens)
+    return record.model_dump_json().encode()
+
+
+@functools.lru_cache(maxsize=8)
+def _outcome_json(stop_reason: _StopReason) -> bytes:
+    return OutcomeRecord(stop_reason=stop_reason).model_dump_json().encode()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from policy.vocabulary import Component, DataSourceRetrievalMode
+from policy.vocabulary import Component, ConfidenceLevel, DataSourceRetrievalMode
 from runtime.loop import (
     FinalAnswer,
     LoopEvent,
@@ -264,11 +264,10 @@ class ChatRuntime:
         from runtime.tracing import tracer
 
         active_tracer = tracer(self._tracer_provider)
-        decision_id = (
-            str(uuid7()) if self._decision_log is not None or active_tracer is not None else ""
-        )
+        decision_id = ""  # the record makes its own id off the request's path, unless traced
         span = trace_context = None
         if active_tracer is not None:
+            decision_id = str(uuid7())
             span, trace_context = _respond_span(
                 active_tracer, self.policy, chat, provider, component, decision_id
             )
@@ -280,6 +279,7 @@ class ChatRuntime:
             user_message=messages[-1].content,
             secrets=(api_key,) if api_key else (),
             decision_id=decision_id,
+            confidence=confidence,
         )
         try:
             ensure_provider_allowed(chat, provider.kind, confidence, trusted)
@@ -337,7 +337,7 @@ class ChatRuntime:
             )
             loop = self._loop or SequentialToolCallingLoop(self._limits)
             async for event in loop.run(adapter, context):
-                if recorder is not None:
+                if recorder is not None and type(event) is not TextDeltaEvent:
                     _record(recorder, event)
                 if span is not None and isinstance(event, FinalAnswer):
                     _usage_attributes(span, event)
@@ -384,9 +384,11 @@ class ChatRuntime:
         secrets: Sequence[str] = (),
         decision_id: str = "",
         served_by: Literal["respond", "mcp_gateway"] = "respond",
+        confidence: ConfidenceLevel | None = None,
     ) -> DecisionRecorder | None:
         """The recorder of one decision into this runtime's decision log (None without one):
-        `respond` and the MCP gateway both record through it."""
+        `respond` and the MCP gateway both record through it. `confidence` is the provider's,
+        when the caller has it already."""
         if self._decision_log is None:
             return None
         from runtime.decision_log import DecisionRecorder
@@ -397,7 +399,11 @@ class ChatRuntime:
             chat=chat,
             component=component,
             provider=provider,
-            confidence=self.policy.registry.provider_confidence(provider),
+            confidence=(
+                self.policy.registry.provider_confidence(provider)
+                if confidence is None
+                else confidence
+            ),
             selected_tool_ids=selected_tool_ids,
             include_content=self._include_content,
             user_message=user_message,
@@ -503,8 +509,6 @@ def _executable(
 
 
 def _record(recorder: DecisionRecorder, event: LoopEvent) -> None:
-    if type(event) is TextDeltaEvent:
-        return
     if isinstance(event, ToolCallStarted):
         recorder.call_started(event.call_id, event.round)
     elif isinstance(event, ToolCallFinished):

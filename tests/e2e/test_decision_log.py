@@ -41,8 +41,10 @@ from runtime.decision_log import (
 )
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source
+from runtime.providers import create_client
 from tests.e2e._kit import (
     API_KEY,
+    FAST_RETRIES,
     OPENAI_ID,
     ORGANIZATION,
     ROOT,
@@ -72,10 +74,15 @@ async def _respond(
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    """Every line of a decision log, each checked against the published JSON Schema."""
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    for line in lines:
-        jsonschema.validate(line, decision_log_schema())
+    """Every line of a decision log, each checked against the published JSON Schema and found
+    to be exactly the JSON of its `DecisionRecord` (fields, their order, how values are written)."""
+    text = path.read_text()
+    assert text.endswith("\n"), "every line ends with a newline"
+    lines = []
+    for line in text.splitlines():
+        assert DecisionRecord.model_validate_json(line).model_dump_json() == line
+        lines.append(json.loads(line))
+        jsonschema.validate(lines[-1], decision_log_schema())
     return lines
 
 
@@ -146,6 +153,50 @@ async def test_a_tool_the_policy_refuses_is_left_out_with_the_failed_check_and_i
     (left,) = [r for r in record.left_out if r.tool_id == "web_search"]
     assert left.reason != "NONE" and left.check == left.reason and left.detail
     assert any(".lua:" in e for e in left.evidence), left.evidence
+
+
+async def test_each_json_line_is_exactly_its_records_json_with_every_part_filled(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    """The JSON Lines log writes each line straight from what the answer gathered: left-out
+    tools with evidence, a failed call, the content kept, an error outcome all come out as the
+    published `DecisionRecord` writes them (`_lines` compares each line to its model's JSON)."""
+    server.queue(
+        Reply([chat_call(0, "call_1", "calculator", '{"expression":"__import__(\'os\')"}')]),
+        Reply(chat_text("It failed.")),
+        Reply(chat_text("Let me ", "check"), break_after_events=True),
+    )
+    log = tmp_path / "decisions.jsonl"
+    openai = organization_provider(policy, OPENAI_ID, server)
+    async with (
+        create_client(
+            openai, API_KEY, wire_api="chat_completions", retry=FAST_RETRIES
+        ) as provider_client,
+        ChatRuntime(policy, decision_log=log, include_content=True) as rt,
+    ):
+        for expected_error in (False, True):
+            try:
+                async for _ in rt.respond(
+                    chat,
+                    openai,
+                    [QUESTION],
+                    selected_tool_ids=["web_search", "calculator"],
+                    client=provider_client,
+                    api_key=API_KEY,
+                ):
+                    pass
+            except ProviderError:
+                assert expected_error
+            else:
+                assert not expected_error
+
+    answered, failed = _lines(log)
+    (left,) = [r for r in answered["left_out"] if r["tool_id"] == "web_search"]
+    assert any(".lua:" in e for e in left["evidence"]), left
+    assert [c["status"] for c in answered["calls"]] == ["ERROR"]
+    assert answered["content"]["answer"] == "It failed."
+    assert failed["outcome"]["stop_reason"] == "error" and failed["outcome"]["error_class"]
+    assert API_KEY not in log.read_text()
 
 
 async def test_a_provider_failure_is_recorded_as_an_error_class_and_still_raised(
@@ -236,8 +287,31 @@ def test_the_jsonl_file_rolls_over_past_its_size_and_keeps_the_set_number_of_bac
         2,
         2,
     ]
+    written = [p.read_text() for p in (log, tmp_path / "d.jsonl.1", tmp_path / "d.jsonl.2")]
+    for path in tmp_path.iterdir():
+        path.unlink()
+    batched = JsonLinesSink(log, max_bytes=size * 2, backups=2)
+    batched.write_lines([record.model_dump_json().encode() + b"\n"] * 7)
+    assert [p.read_text() for p in (log, tmp_path / "d.jsonl.1", tmp_path / "d.jsonl.2")] == (
+        written
+    ), "a batch in one call rolls over where records one at a time do"
     with pytest.raises(ValueError, match="max_bytes >= 1"):
         JsonLinesSink(log, max_bytes=0)
+
+
+def test_records_still_queued_when_the_interpreter_exits_are_written(tmp_path: Path) -> None:
+    log = tmp_path / "d.jsonl"
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from runtime.decision_log import JsonLinesSink, QueuedSink
+from tests.e2e.test_decision_log import _record
+queued = QueuedSink(JsonLinesSink({str(log)!r}))
+for number in range(500):
+    queued.write(_record(number))
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert [line["decision_id"] for line in _lines(log)] == [f"id-{n}" for n in range(500)]
 
 
 def test_policy_chat_appends_a_record_per_answer_that_matches_the_published_schema(
