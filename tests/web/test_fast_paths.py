@@ -4,24 +4,31 @@ Each faster helper is checked against the slower formulation it replaced (the or
 inputs where they could drift apart: non-ASCII letters and lone surrogates for the filter's word
 set and its check for escapes and invisible characters; markers and their pieces for its rule
 gate; comments, processing instructions, scripts, entities and tails for the text length; blank,
-repeated and `<meta>` microdata for the item properties.
+repeated and `<meta>` microdata for the item properties; form controls, comments, processing
+instructions and entities for the parser's node classes.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 from lxml import html as lxml_html
 
+import runtime.web.extract as extract_module
 from runtime.web.extract import (
     _CONTROL_CHARACTERS,
     _EXCESS_BLANK_LINES,
     _ITEMPROPS,
+    _absolute,
     _itemprop_texts,
     _normalize_markdown,
+    _origin,
+    _readable,
     _text_length,
     extract_page,
 )
@@ -209,3 +216,69 @@ def test_microdata_fills_the_metadata_a_page_leaves_out() -> None:
     )
     assert page.authors == ("Jane Doe",)
     assert page.published_time == "2025-03-01"
+
+
+_FILLER = "Ordinary article text, long enough to be the page's main content. " * 12
+_PAGES_WITH_EVERY_NODE_KIND = [
+    "<html><head><title>Forms</title></head><body><main><h1>Order</h1>"
+    f"<p>{_FILLER}</p><form action='javascript:x()'><label for=q>Query</label>"
+    "<input id=q value=SECRET><select><option>one</option></select>"
+    "<textarea>typed</textarea><fieldset><legend>Group</legend><p>kept</p></fieldset>"
+    "<button>Send</button></form><!-- a comment --><?php echo 1; ?>"
+    "<p>&copy; &amp; &#169; &nbsp;entities</p></main></body></html>",
+    '<html lang="de"><body><article><h2 hidden>Hidden</h2>'
+    f"<p>{_FILLER}<a href='/rel'>link</a> <img src='/i.png' alt='Chart'></p>"
+    "<table><tr><th>Item</th></tr><tr><td>1</td></tr></table>"
+    "<iframe src='https://ads.example/'></iframe><svg><text>svg</text></svg></article>"
+    "<aside>Aside</aside><footer>Footer</footer></body></html>",
+    '<?xml version="1.0" encoding="utf-8"?><html><body><p>Declared as XML, read as HTML.</p>'
+    f"<div><p>{_FILLER}</p></div></body></html>",
+]
+
+
+@pytest.mark.parametrize("markup", _PAGES_WITH_EVERY_NODE_KIND)
+def test_the_parser_reads_a_page_as_lxml_html_s_own_parser_does(
+    markup: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Classes chosen in C (every element an HtmlElement) give what lxml.html's lookup gives."""
+    ours = extract_page(markup, "https://news.example/a")
+    monkeypatch.setattr(
+        extract_module,
+        "_html_parser",
+        lambda encoding=None: lxml_html.HTMLParser(encoding=encoding),
+    )
+    assert extract_page(markup, "https://news.example/a") == ours
+    assert ours.markdown
+
+
+def _absolute_asking_urlsplit_first(value: str, base: str) -> str | None:
+    """`_absolute` before site-relative paths skipped urlsplit's check."""
+    value = value.strip()
+    if not _readable(value):
+        return None
+    if value.startswith(("https://", "http://")):
+        return value
+    if value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return _origin(base) + value
+    joined = urljoin(base, value)
+    return joined if joined.startswith(("https://", "http://")) else None
+
+
+_URL_PIECES = st.sampled_from(
+    [
+        *("/", "//", "\\", "\t", "\n", "\r", "\x00", " ", "[", "]", ":", "a", "x.test", "?q"),
+        *("#f", "http:", "https://", "javascript:", "\u00e9", "\u2028", "%2F", "::1"),
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_URL_PIECES, max_size=8).map("".join))
+def test_a_link_is_made_absolute_as_when_urlsplit_was_always_asked(value: str) -> None:
+    for base in ("https://news.example/articles/42", "http://[::1]:8080/a/b"):
+        assert _absolute(value, base) == _absolute_asking_urlsplit_first(value, base), value
+
+
+def test_a_tab_that_would_make_a_path_a_host_still_gets_the_url_check() -> None:
+    assert _absolute("/\t/[broken", "https://news.example/") is None
+    assert _absolute("/section/1", "https://news.example/a") == "https://news.example/section/1"
