@@ -39,8 +39,9 @@ from runtime.messages import (
     Usage,
 )
 from runtime.sources import merge_sources
-from runtime.tracing import current as tracing_current
-from runtime.tracing import end_span
+from runtime.tracing import attach as tracing_attach
+from runtime.tracing import child_context, end_span, provider_name, start_span
+from runtime.tracing import detach as tracing_detach
 
 _log = logging.getLogger(__name__)
 
@@ -349,25 +350,29 @@ class SequentialToolCallingLoop:
             arguments=context.executor.traced_arguments(call, context.runnable_tools),
             round=state.rounds,
         )
-        traced = _tool_span(context, call, state.rounds) if context.trace is not None else None
+        span = token = None
+        if context.trace is not None:
+            span = _tool_span(context, call, state.rounds)
+            token = tracing_attach(child_context(span, context.trace[1]))
         try:
-            with tracing_current(traced[1] if traced is not None else None):
-                outcome = await context.executor.execute(
-                    call,
-                    context.runnable_tools,
-                    order=state.calls,
-                    provider_kind=context.provider_kind,
-                    provider_confidence=context.provider_confidence,
-                    chat=context.chat,
-                    given_web_addresses=frozenset(context.given_web_addresses),
-                    provider_trusted=context.provider_trusted,
-                )
+            outcome = await context.executor.execute(
+                call,
+                context.runnable_tools,
+                order=state.calls,
+                provider_kind=context.provider_kind,
+                provider_confidence=context.provider_confidence,
+                chat=context.chat,
+                given_web_addresses=frozenset(context.given_web_addresses),
+                provider_trusted=context.provider_trusted,
+            )
         except BaseException as error:
-            if traced is not None:
-                end_span(traced[0], error)
+            if span is not None:
+                tracing_detach(token)
+                end_span(span, error)
             raise
-        if traced is not None:
-            _end_tool_span(traced[0], outcome.trace)
+        if span is not None:
+            tracing_detach(token)
+            _end_tool_span(span, outcome.trace)
         state.result_characters += len(outcome.content)
         _apply_demands(context, outcome)
         state.sources = merge_sources(state.sources, outcome.sources)
@@ -469,10 +474,8 @@ def _ending(
 
 def _round_span(context: LoopContext, number: int) -> Any:
     """A `chat {model}` span for one round (the model request), under the response's span."""
-    from runtime.tracing import provider_name, start_span
-
     active, parent = context.trace
-    span, _ = start_span(
+    return start_span(
         active,
         f"chat {context.model}",
         parent,
@@ -484,27 +487,25 @@ def _round_span(context: LoopContext, number: int) -> Any:
         },
         client=True,
     )
-    return span
 
 
 def _end_round_span(span: Any, outcome: _RoundOutcome, failure: BaseException | None) -> None:
     completed = outcome.completed
-    if completed is not None:
+    attributes: dict[str, Any] | None = None
+    if completed is not None and span.is_recording():
+        attributes = {"toolpolicy.round.tool_calls": len(completed.calls)}
         if completed.usage.input_tokens is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", completed.usage.input_tokens)
+            attributes["gen_ai.usage.input_tokens"] = completed.usage.input_tokens
         if completed.usage.output_tokens is not None:
-            span.set_attribute("gen_ai.usage.output_tokens", completed.usage.output_tokens)
-        span.set_attribute("toolpolicy.round.tool_calls", len(completed.calls))
+            attributes["gen_ai.usage.output_tokens"] = completed.usage.output_tokens
     if isinstance(failure, GeneratorExit):
         failure = None
-    end_span(span, failure, "" if completed is not None or failure else "interrupted")
+    end_span(span, failure, "" if completed is not None or failure else "interrupted", attributes)
 
 
-def _tool_span(context: LoopContext, call: RequestedCall, number: int) -> tuple[Any, Any] | None:
+def _tool_span(context: LoopContext, call: RequestedCall, number: int) -> Any:
     """An `execute_tool {tool}` span; its context is current while the tool runs, so what the
     tool calls (an MCP server, an instrumented HTTP client) carries the trace on."""
-    from runtime.tracing import start_span
-
     active, parent = context.trace
     return start_span(
         active,
@@ -521,10 +522,14 @@ def _tool_span(context: LoopContext, call: RequestedCall, number: int) -> tuple[
 
 
 def _end_tool_span(span: Any, trace: ToolInvocationTrace) -> None:
-    span.set_attribute("toolpolicy.tool.id", trace.tool_id)
-    span.set_attribute("toolpolicy.tool.status", trace.status.value)
     failed = trace.status not in (TraceStatus.SUCCESS, TraceStatus.NONE)
-    end_span(span, None, trace.status.value if failed else "")
+    attributes = None
+    if span.is_recording():
+        attributes = {
+            "toolpolicy.tool.id": trace.tool_id,
+            "toolpolicy.tool.status": trace.status.value,
+        }
+    end_span(span, None, trace.status.value if failed else "", attributes)
 
 
 def _apply_demands(context: LoopContext, outcome: ToolCallOutcome) -> None:

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from policy.vocabulary import Component, ConfidenceLevel, DataSourceRetrievalMode
 from runtime.loop import (
@@ -295,10 +295,15 @@ class ChatRuntime:
         first = ToolsOffered(tuple(d.id for d, _ in runnable), left_out)
         if recorder is not None:
             recorder.offered(offered, first.tool_ids, left_out)
-        if span is not None:
-            span.set_attribute("toolpolicy.tools.offered", list(first.tool_ids))
-            span.set_attribute("toolpolicy.tools.left_out", _left_out_reasons(offered, left_out))
+        if span is not None and span.is_recording():
+            span.set_attributes(
+                {
+                    "toolpolicy.tools.offered": first.tool_ids,
+                    "toolpolicy.tools.left_out": _left_out_reasons(offered, left_out),
+                }
+            )
         failure: BaseException | None = None
+        usage: dict[str, Any] | None = None
         owned = client is None
         active = client
         try:
@@ -339,8 +344,8 @@ class ChatRuntime:
             async for event in loop.run(adapter, context):
                 if recorder is not None and type(event) is not TextDeltaEvent:
                     _record(recorder, event)
-                if span is not None and isinstance(event, FinalAnswer):
-                    _usage_attributes(span, event)
+                if span is not None and type(event) is FinalAnswer:
+                    usage = _usage_attributes(span, event)
                 yield event
         except ChatRequirementError as refused:
             failure = refused
@@ -354,7 +359,7 @@ class ChatRuntime:
             raise
         finally:
             if span is not None:
-                end_span(span, failure)
+                end_span(span, failure, attributes=usage)
             if owned and active is not None:
                 await active.aclose()
 
@@ -525,10 +530,11 @@ def _respond_span(
     component: Component,
     decision_id: str,
 ) -> tuple[Span, Context]:
-    """The response's span: who answers, under which configuration, with which decision id."""
-    from runtime.tracing import provider_name, start_span
+    """The response's span (who answers, under which configuration, with which decision id)
+    and the context its children start from."""
+    from runtime.tracing import child_context, provider_name, start_span
 
-    return start_span(
+    span = start_span(
         active,
         "invoke_agent toolpolicy",
         None,
@@ -544,6 +550,7 @@ def _respond_span(
             "toolpolicy.provider.id": provider.id,
         },
     )
+    return span, child_context(span, None)
 
 
 def _left_out_reasons(offered: RunnableTools, left_out: Sequence[tuple[str, str]]) -> list[str]:
@@ -552,13 +559,18 @@ def _left_out_reasons(offered: RunnableTools, left_out: Sequence[tuple[str, str]
     return reasons + [f"{tool_id}: NOT_OFFERED" for tool_id, _ in left_out]
 
 
-def _usage_attributes(span: Span, final: FinalAnswer) -> None:
+def _usage_attributes(span: Span, final: FinalAnswer) -> dict[str, Any] | None:
+    """What the answer's span learns at its end (None when the span records nothing)."""
+    if not span.is_recording():
+        return None
+    attributes: dict[str, Any] = {}
     if final.usage.input_tokens is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", final.usage.input_tokens)
+        attributes["gen_ai.usage.input_tokens"] = final.usage.input_tokens
     if final.usage.output_tokens is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", final.usage.output_tokens)
+        attributes["gen_ai.usage.output_tokens"] = final.usage.output_tokens
     if final.interrupted:
-        span.set_attribute("toolpolicy.interrupted", True)
+        attributes["toolpolicy.interrupted"] = True
+    return attributes
 
 
 def _effective_system_prompt(system_prompt: str, tool_instructions: str) -> str:

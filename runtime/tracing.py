@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from policy.vocabulary import ProviderKind
@@ -75,7 +73,7 @@ def _is_noop(provider: TracerProvider) -> bool:
 
 def provider_name(kind: ProviderKind) -> str:
     """`gen_ai.provider.name` for a provider kind."""
-    return _PROVIDER_NAMES.get(kind, kind.value.lower())
+    return _PROVIDER_NAMES.get(kind) or kind.value.lower()
 
 
 def start_span(
@@ -85,43 +83,55 @@ def start_span(
     attributes: dict[str, Any],
     *,
     client: bool = False,
-) -> tuple[Span, Context]:
-    """A started span under `parent` and the context a child starts from."""
-    from opentelemetry import trace
+) -> Span:
+    """A started span under `parent`, with every attribute known at its start in one dict (the
+    SDK checks them in one pass)."""
+    from opentelemetry.trace import SpanKind
 
-    kind = trace.SpanKind.CLIENT if client else trace.SpanKind.INTERNAL
-    span = active.start_span(name, context=parent, kind=kind, attributes=attributes)
-    return span, trace.set_span_in_context(span, parent)
-
-
-@contextmanager
-def current(context: Context | None) -> Iterator[None]:
-    """Make `context` the current one around one awaited step (not across a `yield`)."""
-    if context is None:
-        yield
-        return
-    from opentelemetry import context as otel_context
-
-    token = otel_context.attach(context)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+    kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
+    return active.start_span(name, context=parent, kind=kind, attributes=attributes)
 
 
-def end_span(span: Span, error: BaseException | None = None, error_type: str = "") -> None:
-    """End a span; an error marks it failed with `error.type` (never the message)."""
+def child_context(span: Span, parent: Context | None) -> Context:
+    """The context a child of `span` starts from (or that is current while `span` runs)."""
+    from opentelemetry.trace import set_span_in_context
+
+    return set_span_in_context(span, parent)
+
+
+def attach(context: Context) -> object:
+    """Make `context` the current one around one awaited step (not across a `yield`); give the
+    token back to `detach`."""
+    from opentelemetry.context import attach as attach_context
+
+    return attach_context(context)
+
+
+def detach(token: object) -> None:
+    from opentelemetry.context import detach as detach_context
+
+    detach_context(token)  # type: ignore[arg-type]
+
+
+def end_span(
+    span: Span,
+    error: BaseException | None = None,
+    error_type: str = "",
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    """End a span. `attributes` learnt by its end are set in one call (a caller builds them only
+    when `span.is_recording()`); an error marks it failed with `error.type` (never the
+    message)."""
     if error is not None or error_type:
         from opentelemetry.trace import Status, StatusCode
 
-        span.set_attribute("error.type", error_type or type(error).__name__)
+        attributes = dict(attributes or ())
+        attributes["error.type"] = error_type or type(error).__name__
+        span.set_attributes(attributes)
         span.set_status(Status(StatusCode.ERROR))
+    elif attributes:
+        span.set_attributes(attributes)
     span.end()
-
-
-def left_out_attribute(left_out: Sequence[tuple[str, str]]) -> list[str]:
-    """`tool_id: REASON` per left-out tool (reasons are policy words, never values)."""
-    return [f"{tool_id}: {reason}" for tool_id, reason in left_out]
 
 
 def _version() -> str:

@@ -14,6 +14,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import StatusCode
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -173,6 +174,22 @@ async def test_spans_reach_a_loopback_collector_over_otlp_http(
     assert all(s.trace_id == root.trace_id for s in collector.spans)
     tool = next(s for s in collector.spans if s.name == "execute_tool calculator")
     assert tool.parent_span_id == root.span_id and tool.attributes["gen_ai.tool.call.id"]
+
+
+async def test_a_response_the_sampler_drops_is_answered_and_recorded_without_spans(
+    policy: Policy, chat: Chat, server: ProviderServer
+) -> None:
+    _two_rounds(server)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    kept: list[Any] = []
+    await _respond(policy, chat, server, provider, decision_log=CallbackSink(kept.append))
+
+    assert exporter.get_finished_spans() == ()
+    (record,) = kept
+    assert [c.status for c in record.calls] == ["SUCCESS", "ERROR"]
+    assert record.usage.input_tokens == 90 and record.outcome.stop_reason == "final_answer"
 
 
 def test_without_a_configured_tracer_provider_nothing_is_traced() -> None:
