@@ -570,17 +570,39 @@ def _decode_hex(candidate: str) -> bytes | None:
         return None
 
 
+def _carrier_marks(text: str) -> bytes:
+    """One byte per character of the text: `c` for a base64 character, a space for every other
+    one (every non-ASCII character, a lone surrogate too, is a break)."""
+    return text.encode("ascii", "replace").translate(_AS_CARRIER_CHARACTERS)
+
+
 def _may_hold_base64_run(text: str) -> bool:
     """Whether the text has 16 base64 characters (`-` and `_` included) in a row, which every
     base64 or hex candidate needs; found in C, several times faster than the candidate pattern
-    on text without one. Every non-ASCII character (a lone surrogate too) counts as a break."""
-    return _CARRIER_RUN in text.encode("ascii", "replace").translate(_AS_CARRIER_CHARACTERS)
+    on text without one."""
+    return _CARRIER_RUN in _carrier_marks(text)
+
+
+def _base64_candidates(view_text: str) -> Iterator[re.Match[str]]:
+    """What `_BASE64_CANDIDATE.finditer` finds. A candidate is a whole run of 16 or more base64
+    characters (its look-behind refuses a start inside a run), so the pattern is tried only
+    where such a run begins, and the runs are found by byte searches among the text's marks:
+    links with long paths no longer make the pattern try every position of a page."""
+    marks = _carrier_marks(view_text)
+    start = marks.find(_CARRIER_RUN)  # the first run of 16 starts a run: shorter ones came first
+    while start >= 0:
+        match = _BASE64_CANDIDATE.match(view_text, start)
+        if match is not None:
+            yield match
+        end = marks.find(b" ", start + _MIN_CARRIER_RUN)
+        if end < 0:
+            return
+        start = marks.find(_CARRIER_RUN, end)
 
 
 def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
     """(kind, start, end, digits) of every base64 or hex run, found in one pass."""
-    runs = _BASE64_CANDIDATE.finditer(view_text) if _may_hold_base64_run(view_text) else ()
-    for match in runs:
+    for match in _base64_candidates(view_text):
         token = match.group(0)
         start = match.start()
         if token[:2] in ("0x", "0X"):

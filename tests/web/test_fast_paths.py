@@ -34,6 +34,7 @@ from runtime.web.injection_filter import (
     _BASE64_CANDIDATE,
     _RULES,
     _SPECIAL_START,
+    _base64_candidates,
     _carrier_candidates,
     _letter_runs,
     _may_hold_base64_run,
@@ -73,6 +74,23 @@ def test_text_without_a_base64_run_has_no_carrier_candidate(text: str) -> None:
         assert [kind for kind, *_ in _carrier_candidates(text)] == [
             "hex_carrier" for _ in re.finditer(r"(?:\\x[0-9A-Fa-f]{2}){8,}", text)
         ]
+
+
+_CARRIER_CHUNKS = st.sampled_from(
+    [
+        *("aB3+/_-x" * 2, "QUJDREVGR0hJSktM", "0x", "a", "9", "/", "-", "=", "==", "==="),
+        *(" ", ".", ":", "\u00e9", "\ud800", "\\x41", "http://x.test:4006/related/12"),
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_CARRIER_CHUNKS, max_size=10).map("".join))
+def test_the_base64_candidates_are_what_the_pattern_finds_at_every_position(text: str) -> None:
+    """Trying the pattern only where a run of 16 begins finds every match, in the same order."""
+    assert [m.span() for m in _base64_candidates(text)] == [
+        m.span() for m in _BASE64_CANDIDATE.finditer(text)
+    ]
 
 
 def test_the_base64_run_check_counts_only_unbroken_ascii_runs() -> None:
