@@ -335,7 +335,8 @@ def _decode_utf8(raw: bytes, file_name: str) -> str:
 
 
 def _serve_request(request: bytes) -> Iterator[bytes]:
-    """The worker's side of one request: each plugin in a fresh Lua state, one reply each."""
+    """The worker's side of one request: each plugin in a fresh Lua state, one reply each; once
+    the last reply is out, fresh states for the next request are prepared while the worker idles."""
     from lupa import lua54
 
     jobs, limits = pickle.loads(request)
@@ -351,6 +352,88 @@ def _serve_request(request: bytes) -> Iterator[bytes]:
         except Exception as error:  # the worker must always answer
             reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
         yield pickle.dumps(reply)
+    _prepare_states(lua54, prelude, limits, len(jobs))
+
+
+class _ReaderSlot:
+    """The `require` reader a prepared Lua state is set up with; the plugin's own reader is put
+    in when the state is given to that plugin."""
+
+    __slots__ = ("reader",)
+
+    def __init__(self) -> None:
+        self.reader: _ModuleReader | None = None
+
+    def __call__(self, raw_name: bytes) -> tuple[Any, ...]:
+        if self.reader is None:
+            return (None, b"module loading is not available before the plugin runs")
+        return self.reader(raw_name)
+
+
+@dataclass(slots=True)
+class _FreshState:
+    """A new Lua state with the sandbox prelude loaded and set up, never given to any plugin."""
+
+    lua: Any
+    control: Any
+    sethook: Any
+    reader: _ReaderSlot
+
+
+_MAX_PREPARED = 32
+_prepared: list[_FreshState] = []
+_prepared_caps: tuple[int, ...] = ()
+"""The caps the prepared states were set up under; a request with other caps never gets them."""
+
+
+def _state_caps(limits: SandboxLimits) -> tuple[int, ...]:
+    return (
+        limits.memory_bytes,
+        limits.instructions,
+        limits.max_values,
+        limits.max_depth,
+        limits.max_text_bytes,
+    )
+
+
+def _new_state(lua54: Any, prelude: bytes, limits: SandboxLimits) -> _FreshState:
+    lua = lua54.LuaRuntime(
+        max_memory=limits.memory_bytes,
+        encoding=None,
+        register_eval=False,
+        register_builtins=False,
+        unpack_returned_tuples=True,
+    )
+    runtime_globals = lua.globals()
+    reader = _ReaderSlot()
+    setup = runtime_globals.load(prelude, b"=sandbox", b"b")
+    control = setup(
+        limits.instructions, limits.max_values, limits.max_depth, reader, limits.max_text_bytes
+    )
+    return _FreshState(lua, control, runtime_globals.debug.sethook, reader)
+
+
+def _take_state(lua54: Any, prelude: bytes, limits: SandboxLimits) -> _FreshState:
+    """A fresh state for one plugin: a prepared one when the caps match, else a new one. Either
+    way no plugin has run in it before, and it is dropped after this one."""
+    if _prepared and _prepared_caps == _state_caps(limits):
+        return _prepared.pop()
+    return _new_state(lua54, prelude, limits)
+
+
+def _prepare_states(lua54: Any, prelude: bytes, limits: SandboxLimits, count: int) -> None:
+    """Prepare up to `count` fresh states (as many as the request just answered had plugins), so
+    the next request does not wait for them: the CPU is still spent, but while the worker idles."""
+    global _prepared_caps
+    caps = _state_caps(limits)
+    if caps != _prepared_caps:
+        _prepared.clear()
+        _prepared_caps = caps
+    try:
+        while len(_prepared) < min(count, _MAX_PREPARED):
+            _prepared.append(_new_state(lua54, prelude, limits))
+    except Exception:  # e.g. a memory cap too small for the prelude: each plugin then says so
+        _prepared.clear()
 
 
 def _run_in_lua(
@@ -364,25 +447,16 @@ def _run_in_lua(
 ) -> tuple[Any, ...]:
     """Runs in the worker; returns ("ok", json, files) or ("error", ..., files)."""
     files = [file_name]
-    reader = _ModuleReader(plugin_dir, folder, files, compiled.constructor_count, limits)
-    lua = lua54.LuaRuntime(
-        max_memory=limits.memory_bytes,
-        encoding=None,
-        register_eval=False,
-        register_builtins=False,
-        unpack_returned_tuples=True,
-    )
-    runtime_globals = lua.globals()
-    sethook = runtime_globals.debug.sethook
 
     def fail(message: str, file_index: int, line: int, kind: ErrorKind) -> tuple[Any, ...]:
         return ("error", message, file_index, line, kind, files)
 
     try:
-        setup = runtime_globals.load(prelude, b"=sandbox", b"b")
-        control = setup(
-            limits.instructions, limits.max_values, limits.max_depth, reader, limits.max_text_bytes
+        fresh = _take_state(lua54, prelude, limits)
+        fresh.reader.reader = _ModuleReader(
+            plugin_dir, folder, files, compiled.constructor_count, limits
         )
+        control, sethook = fresh.control, fresh.sethook
         chunk = control.load_compiled(compiled.bytecode)
         sethook(control.hook, b"", control.hook_every)
         try:

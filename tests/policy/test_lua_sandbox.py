@@ -20,9 +20,11 @@ from policy.lua_sandbox import (
     LuaRunResult,
     LuaSandboxError,
     LuaTable,
+    PluginSource,
     SandboxLimits,
     run_plugin,
     run_plugin_source,
+    run_plugin_sources,
     stop_sandbox_worker,
 )
 from policy.provenance import SourceLocation
@@ -442,6 +444,43 @@ def test_each_run_gets_a_fresh_state() -> None:
     _run("LEAK = 1\nstring.leak = 1")
     result = _run("A = LEAK\nB = string.leak")
     assert "A" not in result.globals and "B" not in result.globals
+
+
+def test_a_state_prepared_under_other_caps_is_never_used() -> None:
+    # The worker prepares fresh states for the next request while it idles; they carry the caps
+    # they were set up with, so a request with a smaller budget must not get them.
+    for _ in range(2):
+        _run("A = 1")
+    loop = "local n = 0\nfor i = 1, 50000 do n = n + i end\nN = n"
+    assert _run(loop).globals["N"] == 1250025000
+    small = SandboxLimits(instructions=10_000, wall_seconds=1.0, memory_bytes=32 * 1024 * 1024)
+    with pytest.raises(LuaSandboxError, match="instruction budget of 10,000") as caught:
+        run_plugin_source(loop, "plugin.lua", None, small)
+    assert caught.value.kind == "limit"
+    assert _run(loop).globals["N"] == 1250025000
+
+
+def test_each_plugin_of_a_request_gets_its_own_state_and_modules(tmp_path: Path) -> None:
+    folders = []
+    for name in ("one", "two", "three"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "who.lua").write_text(f'return "{name}"', encoding="utf-8")
+        folders.append(folder)
+    source = (
+        "WHO = require('who')\nSEEN = SHARED\nMARK = string.mark\nSHARED = WHO\nstring.mark = WHO"
+    )
+    plugins = [PluginSource(source, str(f / "plugin.lua"), f) for f in folders]
+    for _ in range(3):  # the later rounds run in states prepared after the round before
+        outcomes = run_plugin_sources(plugins, FAST)
+        assert [o.globals["WHO"] for o in outcomes if isinstance(o, LuaRunResult)] == [
+            "one",
+            "two",
+            "three",
+        ]
+        assert all(
+            isinstance(o, LuaRunResult) and not {"SEEN", "MARK"} & set(o.globals) for o in outcomes
+        ), outcomes
 
 
 def test_a_module_that_is_not_utf8_is_named(tmp_path: Path) -> None:
