@@ -100,6 +100,9 @@ class LuaRunResult:
     globals: Mapping[str, LuaValue]
     locations: Mapping[str, SourceLocation]
     files: tuple[str, ...]
+    module_bytes: tuple[bytes, ...] = ()
+    """The bytes of each module the plugin required (`files[1:]`), as the sandbox read and ran
+    them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,11 +272,11 @@ def _outcome(
             "limit",
         )
     reply = pickle.loads(outcome.reply)
-    files: list[str] = reply[-1]
     if reply[0] == "error":
-        _, message, file_index, line, kind, _files = reply
+        _, message, file_index, line, kind, files = reply
         return LuaSandboxError(message, _location(files, file_index, line), kind)
-    return _decode_result(reply[1], files)
+    _, encoded, files, module_bytes = reply
+    return replace(_decode_result(encoded, files), module_bytes=tuple(module_bytes))
 
 
 def stop_sandbox_worker() -> None:
@@ -445,7 +448,7 @@ def _run_in_lua(
     folder: Path | None,
     limits: SandboxLimits,
 ) -> tuple[Any, ...]:
-    """Runs in the worker; returns ("ok", json, files) or ("error", ..., files)."""
+    """Runs in the worker; returns ("ok", json, files, module bytes) or ("error", ..., files)."""
     files = [file_name]
 
     def fail(message: str, file_index: int, line: int, kind: ErrorKind) -> tuple[Any, ...]:
@@ -453,9 +456,8 @@ def _run_in_lua(
 
     try:
         fresh = _take_state(lua54, prelude, limits)
-        fresh.reader.reader = _ModuleReader(
-            plugin_dir, folder, files, compiled.constructor_count, limits
-        )
+        reader = _ModuleReader(plugin_dir, folder, files, compiled.constructor_count, limits)
+        fresh.reader.reader = reader
         control, sethook = fresh.control, fresh.sethook
         chunk = control.load_compiled(compiled.bytecode)
         sethook(control.hook, b"", control.hook_every)
@@ -492,7 +494,7 @@ def _run_in_lua(
             _, problem, location = encoded
             file_index, line = _unpack_location(location)
             return fail(_text(problem), file_index, line, "result")
-        return ("ok", encoded, files)
+        return ("ok", encoded, files, reader.contents)
     except lua54.LuaMemoryError:
         return fail(
             f"the plugin needed more memory than the cap of {limits.memory_bytes:,} bytes",
@@ -539,6 +541,8 @@ class _ModuleReader:
         self._files = files
         self._next_constructor = first_constructor
         self._limits = limits
+        self.contents: list[bytes] = []
+        """The bytes of each module read, in the order of `files[1:]`."""
 
     def __call__(self, raw_name: bytes) -> tuple[Any, ...]:
         try:
@@ -568,6 +572,7 @@ class _ModuleReader:
         text = _decode_utf8(raw, file_name)
         file_index = len(self._files)
         self._files.append(file_name)
+        self.contents.append(raw)
         text = normalize_newlines(text.removeprefix("\ufeff"))
         prepared = prepare_chunk(text, file_index, self._next_constructor)
         self._next_constructor += prepared.constructor_count

@@ -67,18 +67,33 @@ def content_sha256(relative: Sequence[str], contents: Sequence[bytes]) -> str:
 
 
 def plugin_sha256(plugin: ConfigurationPlugin, max_bytes: int | None = None) -> str:
-    """`content_sha256` of a loaded plugin's files, read as the loader reads them (at most
-    `max_bytes` each, inside the plugin's folder); a file that cannot be read counts as empty."""
+    """`content_sha256` of a loaded plugin's files: the bytes the loader ran (a file it did not
+    keep is read as the loader reads it, at most `max_bytes`, inside the plugin's folder; one that
+    cannot be read counts as empty)."""
     limit = max_bytes if max_bytes is not None else SandboxLimits().file_bytes
+    return content_sha256(*_plugin_files(plugin, limit, unreadable_as_empty=True))
+
+
+def _plugin_files(
+    plugin: ConfigurationPlugin, max_bytes: int, *, unreadable_as_empty: bool
+) -> tuple[list[str], list[bytes]]:
+    """A plugin's Lua files (paths relative to its folder, sorted) and their bytes: those the
+    loader ran where it kept them, else read safely now."""
     source_dir = Path(plugin.path).parent
     files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
+    known = {Path(name): content for name, content in plugin.contents.items()}
     contents = []
     for path in files:
-        try:
-            contents.append(read_plugin_file(path, limit, source_dir))
-        except (OSError, PluginFileError):
-            contents.append(b"")
-    return content_sha256([_relative_inside(f, source_dir) for f in files], contents)
+        content = known.get(path)
+        if content is None:
+            try:
+                content = read_plugin_file(path, max_bytes, source_dir)
+            except (OSError, PluginFileError):
+                if not unreadable_as_empty:
+                    raise
+                content = b""
+        contents.append(content)
+    return [_relative_inside(f, source_dir) for f in files], contents
 
 
 def configuration_revision(
@@ -554,10 +569,9 @@ class _LastKnownGood:
         return []
 
     def _save(self, plugin: ConfigurationPlugin) -> None:
-        source_dir = Path(plugin.path).parent
-        files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
-        relative = [_relative_inside(f, source_dir) for f in files]
-        contents = [read_plugin_file(path, self.limits.file_bytes, source_dir) for path in files]
+        relative, contents = _plugin_files(
+            plugin, self.limits.file_bytes, unreadable_as_empty=False
+        )
         version = content_sha256(relative, contents)
         home = self.root / plugin.id
         pointer = home / "current.json"

@@ -144,6 +144,9 @@ class ConfigurationPlugin:
     files: tuple[str, ...] = ()
     other_sections: Mapping[str, Any] = field(default_factory=dict)
     deployed_using_config_server: bool | None = None
+    contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    """The bytes of each file in `files` as the loader read and ran them (empty for a plugin made
+    by hand): what its digest and last-known-good copy are made of."""
 
     def origin_at(self, location: SourceLocation) -> Origin:
         return Origin(self.id, self.name, location)
@@ -234,7 +237,11 @@ def load_plugins(
             outcomes[index] = _not_run(file, result, text)
             continue
         origin = plugin_files[index][1]
-        loader = _Loader(file, origin, result.globals, result.locations, result.files, text)
+        contents = dict(zip(result.files[1:], result.module_bytes, strict=True))
+        contents[result.files[0]] = text.encode("utf-8")  # the bytes read: they decoded strictly
+        loader = _Loader(
+            file, origin, result.globals, result.locations, result.files, text, contents
+        )
         try:
             outcomes[index] = loader.load()
         except PluginLoadError as failure:
@@ -274,9 +281,11 @@ class _Loader:
         locations: Mapping[str, SourceLocation],
         files: tuple[str, ...],
         text: str = "",
+        contents: Mapping[str, bytes] | None = None,
     ) -> None:
         self.file = file
         self.text = text
+        self.contents = contents if contents is not None else {}
         self.origin = origin
         self.globals = globals_
         self.locations = locations
@@ -343,6 +352,7 @@ class _Loader:
             files=self.files,
             other_sections=other,
             deployed_using_config_server=deployed,
+            contents=self.contents,
         )
 
     def _at(self, name: str) -> SourceLocation:

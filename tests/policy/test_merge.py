@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from policy.configuration import BrokenPlugin, PolicyConfiguration, Severity
-from policy.merge import ENABLE_TOOLS, load_configuration, merge_plugins
+from policy.merge import ENABLE_TOOLS, content_sha256, load_configuration, merge_plugins
 from policy.plugins import load_plugin
 from policy.vocabulary import PluginOrigin
 
@@ -416,6 +416,22 @@ def test_a_changed_plugin_refreshes_its_copy(tmp_path: Path) -> None:
     _break(path)
     assert load_configuration(org=[path], state_dir=state).settings[ENABLE_TOOLS].value is False
     assert not load_configuration(org=[path], state_dir=state).fails_closed
+
+
+def test_the_digest_is_of_the_files_that_ran_even_when_they_changed_since(tmp_path: Path) -> None:
+    folder = tmp_path / "org"
+    path = _plugin(folder, G1, _setting(ENABLE_TOOLS, "true"), extra='require("helper")')
+    (folder / "helper.lua").write_text("return 1\n", encoding="utf-8")
+    plugin = load_plugin(path, PluginOrigin.ORGANIZATION)
+    ran = {name: (folder / name).read_bytes() for name in ("helper.lua", "plugin.lua")}
+    expected = content_sha256(list(ran), list(ran.values()))
+    assert merge_plugins([plugin]).plugins_in_force[0].sha256 == expected
+
+    (folder / "helper.lua").write_text("return 2\n", encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8") + "-- edited\n", encoding="utf-8")
+    assert merge_plugins([plugin]).plugins_in_force[0].sha256 == expected, "what ran, not now"
+    reloaded = merge_plugins([load_plugin(path, PluginOrigin.ORGANIZATION)])
+    assert reloaded.plugins_in_force[0].sha256 != expected
 
 
 def test_a_vanished_organization_folder_falls_back_to_its_copies(tmp_path: Path) -> None:
