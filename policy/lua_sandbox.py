@@ -15,6 +15,7 @@ import math
 import os
 import pickle
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -589,8 +590,37 @@ def _location(files: list[str], file_index: int, line: int) -> SourceLocation:
     return SourceLocation(name, line)
 
 
+_RESULTS_KEPT = 64
+_RESULT_BYTES_KEPT = 4 * 1024 * 1024
+_results: dict[tuple[bytes, tuple[str, ...]], LuaRunResult] = {}
+"""Decoded results by their encoding and files, oldest first: a plugin loaded again with the
+same outcome (a reload) gets the same read-only result back instead of a new decoding."""
+_results_lock = threading.Lock()
+
+
 def _decode_result(encoded: bytes, files: list[str]) -> LuaRunResult:
-    """Builds the result from the sandbox's JSON (shape described in `_lua_prelude`)."""
+    """Builds the result from the sandbox's JSON (shape described in `_lua_prelude`), or hands
+    back the one built for the same JSON and files before (at most `_RESULTS_KEPT` results of up
+    to `_RESULT_BYTES_KEPT` bytes of JSON in all are kept, the latest)."""
+    key = (encoded, tuple(files))
+    with _results_lock:
+        known = _results.pop(key, None)
+        if known is not None:
+            _results[key] = known
+            return known
+    result = _decode_new_result(encoded, files)
+    if len(encoded) <= _RESULT_BYTES_KEPT // 4:
+        with _results_lock:
+            _results[key] = result
+            kept = sum(len(encoding) for encoding, _ in _results)
+            while len(_results) > _RESULTS_KEPT or kept > _RESULT_BYTES_KEPT:
+                oldest = next(iter(_results))
+                kept -= len(oldest[0])
+                del _results[oldest]
+    return result
+
+
+def _decode_new_result(encoded: bytes, files: list[str]) -> LuaRunResult:
     root = json.loads(encoded.decode("utf-8", "replace"))
     top = _decode_table(root, files, {})
     globals_ = {key: item for key, item in top.entries.items() if isinstance(key, str)}
