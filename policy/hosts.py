@@ -100,19 +100,23 @@ def ascii_host_name(name: str) -> str | None:
         return None
 
 
-_HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
-_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
+def host_key(host: str) -> str | None:
+    """The one canonical form of a host, which every host comparison compares; None if no host.
 
-
-def _allowlist_host(entry: str) -> str | None:
-    """The canonical host of one allowlist entry (IDN as punycode, IP literals canonical)."""
-    literal = parse_host_literal(entry)
+    IP literals in every form the resolver reads become one address (IPv6 compressed, without
+    brackets or zone id); names become ASCII lower case (IDN as punycode) without one trailing
+    dot. Anything else (empty labels, `%`, `:` outside an IPv6 literal) is no host: a caller
+    deciding whether two hosts are one treats None as "not the same", never as a match.
+    """
+    literal = parse_host_literal(host)
     if literal is not None:
         return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
-    if ":" in entry or not entry.strip(".") or ".." in entry:
-        return None
-    host = ascii_host_name(normalize_host(entry))
-    return host if host is not None and HOST_NAME_PATTERN.match(host) else None
+    name = ascii_host_name(normalize_host(host))
+    return name if name is not None and HOST_NAME_PATTERN.match(name) else None
+
+
+_HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
+_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
 
 
 def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
@@ -129,7 +133,7 @@ def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
         if any(mark in entry for mark in ("://", "/", "\\", "?", "#", "@")):
             raise ValueError(_HOSTS_ONLY)
         wildcard = entry.startswith("*.")
-        host = _allowlist_host(entry[2:] if wildcard else entry)
+        host = host_key(entry[2:] if wildcard else entry)
         if host is None or (wildcard and parse_host_literal(host) is not None):
             raise ValueError(f"Allowed private host '{entry}' is not valid.")
         canonical = f"*.{host}" if wildcard else host
@@ -140,7 +144,7 @@ def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:
 
 def is_host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
     """Whether a URL host is on an allowlist; `*.x` matches subdomains of x, never x itself."""
-    name = _allowlist_host(normalize_host(host))
+    name = host_key(host)
     if name is None:
         return False
     for entry in allowed_hosts:

@@ -1,8 +1,9 @@
 """Sources shown with an answer: deduplicated while the loop collects them, rendered as Markdown.
 
-Two sources are the same when they name the same address: scheme and host case do not matter,
-nor a default port or a fragment. `file:` links keep a `#page=` fragment, because two pages of one
-document are two different citations.
+Two sources are the same when they name the same address: scheme case, the spelling of the host
+(as the address rules read it: `runtime.web.addresses.canonical_host`), a default port
+(`default_port`) and a fragment do not matter. `file:` links keep a `#page=` fragment, because
+two pages of one document are two different citations.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 
 from runtime.messages import Source, SourceOrigin
+from runtime.web.addresses import canonical_host, default_port
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
 _MARKDOWN_LINK = re.compile(r"^\[[^\]]*\]\((?P<url>.*)\)$")
 _ANGLE_LINK = re.compile(r"^<(?P<url>[^<>]*)>$")
 _PAGE_ANCHOR = re.compile(r"^page=\d+$", re.IGNORECASE)
@@ -49,15 +50,9 @@ def _absolute(url: str) -> SplitResult | None:
 
 
 def _host(host: str) -> str:
-    host = host.lower().rstrip(".")
-    if not host or host.startswith("[") or host.isascii():
-        return host
-    import idna
-
-    try:
-        return idna.encode(host, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        return host
+    """The host as the address rules write it; one they cannot read stays as written, in lower
+    case (a source is still shown, it only finds no other spelling of itself)."""
+    return canonical_host(host) or host.lower()
 
 
 def source_key(url: str) -> str:
@@ -67,12 +62,10 @@ def source_key(url: str) -> str:
     if parts is None:
         return cleaned
     scheme = parts.scheme.lower()
-    host = _host(parts.hostname or "")
-    if ":" in host:
-        host = f"[{host}]"
+    host = _host(parts.hostname) if parts.hostname else ""
     port = parts.port
     netloc = host
-    if port is not None and _DEFAULT_PORTS.get(scheme) != port:
+    if port is not None and default_port(scheme) != port:
         netloc = f"{host}:{port}"
     if parts.username is not None or parts.password is not None:
         userinfo = parts.netloc.rpartition("@")[0]

@@ -29,6 +29,7 @@ from runtime.arguments import ArgumentError, echo, has_control_character
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
 from runtime.tools._common import page_content, retrieval_options, retrieve_page, sanitized_page
+from runtime.web.addresses import host_key, web_origin
 
 CONTENT_LIMIT = 30_000
 CONFIDENCE_REFUSAL = "Searching your company's wiki requires a High-confidence provider."
@@ -42,7 +43,6 @@ _QUERY_REFUSAL = (
     f"Argument '{ARG_QUERY}' must contain 1 to {CONFLUENCE_MAX_QUERY_CHARACTERS} characters "
     "without control characters."
 )
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def read_query(arguments: Mapping[str, Any]) -> str:
@@ -94,34 +94,29 @@ def search_url(base_url: str, query: str, space_key: str | None) -> str:
     return f"{base_url}dosearchsite.action?cql={cql}&queryString={quote(query, safe='')}"
 
 
-def _origin(url: str) -> tuple[str, str, int] | None:
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower().rstrip(".")
-    if scheme not in _DEFAULT_PORTS or not host:
-        return None
-    return scheme, host, port or _DEFAULT_PORTS[scheme]
-
-
 def within_wiki(url: str, base_url: str) -> bool:
-    """Same scheme, host and port as the base, and a path that starts with the base path.
+    """Same origin as the base (the address rules' `web_origin`), and a path below the base path.
 
-    Paths are compared decoded, and any `..` segment (also `%2e%2e`, after a backslash, or with a
-    path parameter as in `..;x`, which Tomcat reads as `..`) is outside, since a server may
-    resolve it above the base path.
+    A URL or base the address rules cannot read is outside. Paths are compared decoded, and any
+    `..` segment (also `%2e%2e`, after a backslash, or with a path parameter as in `..;x`, which
+    Tomcat reads as `..`) is outside, since a server may resolve it above the base path.
     """
-    origin, base_origin = _origin(url), _origin(base_url)
-    if origin is None or origin != base_origin:
+    origin = web_origin(url)
+    if origin is None or origin != web_origin(base_url):
         return False
     base_path = unquote(urlsplit(normalize_confluence_base_url(base_url)).path)
     path = unquote(urlsplit(url.strip()).path)
     if any(segment.split(";", 1)[0] == ".." for segment in re.split(r"[/\\]", path)):
         return False
     return path.startswith(base_path)
+
+
+def wiki_host(base_url: str) -> tuple[str, ...]:
+    """The base URL's host as the allowlist writes it (the wiki may be on a private address);
+    none when the address rules cannot read the base, so nothing private is let through."""
+    origin = web_origin(base_url)
+    host = None if origin is None else host_key(origin[1])
+    return () if host is None else (host,)
 
 
 def is_login_page(url: str) -> bool:
@@ -154,7 +149,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             context,
             timeout_seconds=settings.timeout_seconds,
             provider_confidence=context.provider_confidence,
-            allowed_private_hosts=(urlsplit(base).hostname or "",),
+            allowed_private_hosts=wiki_host(base),
             is_target_allowed=lambda hop: within_wiki(hop, base),
         )
         page = await retrieve_page(url, options, REDIRECT_REFUSAL)

@@ -10,28 +10,38 @@ from __future__ import annotations
 import html
 import ipaddress
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from policy.hosts import (
-    HOST_NAME_PATTERN,
     IPAddress,
+    host_key,
     is_host_allowed,
     normalize_host,
     parse_allowed_private_hosts,
     parse_host_literal,
 )
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = [
+    "DEFAULT_PORTS",
+    "WEB_SCHEMES",
     "AddressClass",
     "IPAddress",
     "canonical_host",
     "classify_ip",
     "connectable_ip",
+    "default_port",
     "embedded_ipv4",
     "embedded_ipv4s",
     "find_web_addresses",
+    "host_key",
     "is_host_allowed",
     "is_local_host_name",
     "normalize_host",
@@ -39,6 +49,7 @@ __all__ = [
     "parse_host_literal",
     "redact_url_for_log",
     "request_key",
+    "web_origin",
 ]
 
 
@@ -185,18 +196,60 @@ def is_local_host_name(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost")
 
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The port a scheme means when an address names none: the one table every address rule reads.
+DEFAULT_PORTS: Mapping[str, int] = MappingProxyType(
+    {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
+)
+#: The schemes a web page is read over.
+WEB_SCHEMES = ("http", "https")
+
+
+def default_port(scheme: str) -> int | None:
+    """The port an address of this scheme names when it writes none (None: no such default)."""
+    return DEFAULT_PORTS.get(scheme.lower())
 
 
 def canonical_host(raw_host: str) -> str | None:
-    """A URL host in canonical form (IP literals canonical, names ASCII lowercase), or None if invalid."""
-    literal = parse_host_literal(raw_host)
-    if isinstance(literal, ipaddress.IPv6Address):
-        return f"[{ipaddress.IPv6Address(literal.packed).compressed}]"
-    if literal is not None:
-        return str(literal)
-    name = normalize_host(raw_host)
-    return name if HOST_NAME_PATTERN.match(name) else None
+    """`host_key` as a URL writes it (an IPv6 literal in brackets), or None if it is no host."""
+    host = host_key(raw_host)
+    return f"[{host}]" if host is not None and ":" in host else host
+
+
+@dataclass(frozen=True, slots=True)
+class _WebUrl:
+    scheme: str
+    host: str
+    port: int
+    url: httpx.URL
+
+
+def _read_web_url(url: str) -> _WebUrl | None:
+    """An absolute http(s) URL as httpx (which makes the request) reads it, with its canonical
+    host and effective port; None when httpx or the host rule cannot read it."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None
+    scheme = parsed.scheme.lower()
+    if scheme not in WEB_SCHEMES:
+        return None
+    host = canonical_host(parsed.raw_host.decode("ascii", "replace"))
+    if host is None:
+        return None
+    port = DEFAULT_PORTS[scheme] if parsed.port is None else parsed.port
+    return _WebUrl(scheme, host, port, parsed)
+
+
+def web_origin(url: str) -> tuple[str, str, int] | None:
+    """Scheme, canonical host and port (the default filled in) of an absolute http(s) URL.
+
+    Two URLs are on one origin when both have an origin and the two are equal; a URL the address
+    rules cannot read has none, so it is on no origin, not even its own spelling's.
+    """
+    read = _read_web_url(url)
+    return None if read is None else (read.scheme, read.host, read.port)
 
 
 def request_key(url: str | None) -> str | None:
@@ -206,24 +259,13 @@ def request_key(url: str | None) -> str | None:
     segments normalized, IP literals canonical); path and query stay exact; the fragment is
     ignored; user info counts. Only absolute http and https URLs have a key.
     """
-    if url is None:
+    read = None if url is None else _read_web_url(url)
+    if read is None:
         return None
-    import httpx
-
-    try:
-        parsed = httpx.URL(url.strip())
-    except (httpx.InvalidURL, ValueError, TypeError):
-        return None
-    scheme = parsed.scheme.lower()
-    if scheme not in _DEFAULT_PORTS:
-        return None
-    host = canonical_host(parsed.raw_host.decode("ascii", "replace"))
-    if host is None:
-        return None
-    port = "" if parsed.port in (None, _DEFAULT_PORTS[scheme]) else f":{parsed.port}"
-    userinfo = parsed.userinfo.decode("ascii", "replace")
+    port = "" if read.port == DEFAULT_PORTS[read.scheme] else f":{read.port}"
+    userinfo = read.url.userinfo.decode("ascii", "replace")
     user = f"{userinfo}@" if userinfo else ""
-    return f"{scheme}://{user}{host}{port}{parsed.raw_path.decode('ascii', 'replace')}"
+    return f"{read.scheme}://{user}{read.host}{port}{read.url.raw_path.decode('ascii', 'replace')}"
 
 
 _URL_CANDIDATE = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)

@@ -18,7 +18,7 @@ from runtime.web import addresses
 
 ROWS: list[tuple[str, tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]] = [
     # entry, canonical entries (None: refused), hosts let through, hosts kept out
-    ("wiki.corp", ("wiki.corp",), ("wiki.corp", "WIKI.Corp.", "wiki.corp."), ("x.wiki.corp",)),
+    ("wiki.corp", ("wiki.corp",), ("wiki.corp", "WIKI.Corp.", "wiki.corp."), ("x.wiki.corp", "wiki.corp..")),
     ("Wiki.Corp.", ("wiki.corp",), ("wiki.corp",), ("wiki.corp.evil",)),
     # IDN: the Unicode and punycode spellings are one entry, either way round
     ("bücher.example", ("xn--bcher-kva.example",), ("bücher.example", "xn--bcher-kva.example"), ("bucher.example",)),

@@ -36,6 +36,7 @@ NAMES: dict[str, str] = {
     "intranet.test": LOOPBACK,
     "docs.intranet.test": LOOPBACK,
     "wiki.corp.test": LOOPBACK,
+    "wiki.xn--bcher-kva.test": LOOPBACK,
     "private-net.test": "10.0.0.7",
 }
 
@@ -115,8 +116,11 @@ def make_context(
 
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
-    """A self-signed certificate for the test names (wiki.corp.test, public.test)."""
-    return self_signed(tmp_path_factory.mktemp("tools-tls"), ["wiki.corp.test", "public.test"])
+    """A self-signed certificate for the test names (wiki.corp.test, wiki.bücher.test, public.test)."""
+    return self_signed(
+        tmp_path_factory.mktemp("tools-tls"),
+        ["wiki.corp.test", "wiki.xn--bcher-kva.test", "public.test"],
+    )
 
 
 def article(title: str, paragraph: str, *, og_title: str = "", author: str = "") -> bytes:

@@ -28,6 +28,7 @@ from runtime.tools.search_confluence import (
     is_login_page,
     search_cql,
     search_url,
+    wiki_host,
     within_wiki,
 )
 from runtime.web.addresses import AddressClass
@@ -176,6 +177,59 @@ def test_an_address_outside_the_base_url_is_not_within_the_wiki(url: str) -> Non
     assert not within_wiki(url, BASE)
 
 
+@pytest.mark.parametrize(
+    ("url", "base"),
+    [
+        # one host, two spellings: IDN and punycode, the forms of one IP literal
+        ("https://xn--bcher-kva.example/wiki/x", "https://bücher.example/wiki/"),
+        ("https://bücher.example/wiki/x", "https://xn--bcher-kva.example/wiki/"),
+        ("https://127.0.0.1/wiki/x", "https://0x7f.1/wiki/"),
+        ("https://2130706433/wiki/x", "https://127.0.0.1/wiki/"),
+        ("https://127.1/wiki/x", "https://127.0.0.1/wiki/"),
+        ("https://[::1]/wiki/x", "https://[0:0::1]/wiki/"),
+        ("https://[fd00::1]:8443/wiki/x", "https://[FD00:0:0::1]:8443/wiki/"),
+        ("https://WIKI.example.test:443/confluence/x", "https://wiki.example.test./confluence/"),
+    ],
+)
+def test_every_spelling_of_the_wiki_host_is_the_wiki(url: str, base: str) -> None:
+    assert within_wiki(url, base)
+
+
+@pytest.mark.parametrize(
+    ("url", "base"),
+    [
+        # what the address rules read as no host at all is never the wiki
+        ("https://wiki.example.test../confluence/x", BASE),
+        ("https://wiki.example.test.../confluence/x", BASE),
+        ("https://wiki.example.test/confluence/x", "https://wiki.example.test../confluence/"),
+        ("https://wiki%2eexample.test/confluence/x", BASE),
+        ("https://0177.0.0.1/wiki/x", "https://127.0.0.1/wiki/"),
+        ("https://127.0.0.1/wiki/x", "https://0177.0.0.1/wiki/"),
+        ("ftp://wiki.example.test/confluence/x", "ftp://wiki.example.test/confluence/"),
+        ("https://[fd00::1]/wiki/x", "https://[fd00::2]/wiki/"),
+    ],
+)
+def test_a_host_the_address_rules_cannot_read_is_never_the_wiki(url: str, base: str) -> None:
+    assert not within_wiki(url, base)
+
+
+@pytest.mark.parametrize(
+    ("base", "hosts"),
+    [
+        ("https://wiki.bücher.test/wiki/", ("wiki.xn--bcher-kva.test",)),
+        ("https://WIKI.Corp.Test./wiki/", ("wiki.corp.test",)),
+        ("https://[FD00:0:0::1]:8443/wiki/", ("fd00::1",)),
+        ("https://0x0a.1/wiki/", ("10.0.0.1",)),
+        ("https://wiki.corp.test../wiki/", ()),
+        ("https://wiki%2ecorp.test/wiki/", ()),
+    ],
+)
+def test_the_wiki_host_is_allowed_as_the_allowlist_writes_it(
+    base: str, hosts: tuple[str, ...]
+) -> None:
+    assert wiki_host(base) == hosts
+
+
 def test_the_login_page_is_recognized() -> None:
     assert is_login_page("https://wiki.example.test/confluence/login.action")
     assert is_login_page("https://wiki.example.test/confluence/LOGIN.ACTION?x=1")
@@ -232,6 +286,27 @@ async def test_a_search_returns_the_result_page_with_links_and_demands_high(
     assert [(s.title, s.url, s.origin) for s in result.sources] == [
         ("Confluence search for “release plan”", document["search_url"], SourceOrigin.TOOL)
     ]
+
+
+@pytest.mark.parametrize("host", ["wiki.bücher.test", "WIKI.Corp.Test"])
+async def test_a_wiki_written_with_any_spelling_of_its_host_is_searched(
+    confluence: ConfluenceServer, tls_files: TlsFiles, host: str
+) -> None:
+    """The request goes out with the host as the address rules write it (punycode, lower case),
+    and that is still the configured wiki and its private host."""
+    context = make_context(
+        SEARCH_CONFLUENCE,
+        {"baseUrl": confluence.base_url(host)},
+        services=services(tls_files),
+        confidence=ConfidenceLevel.HIGH,
+        provider_kind=ProviderKind.SELF_HOSTED,
+    )
+    result = await create_tool().execute({"query": "roadmap"}, context)
+    assert confluence.state.searches == [
+        {"cql": 'siteSearch ~ "roadmap"', "queryString": "roadmap"}
+    ]
+    assert isinstance(result.json_content, dict)
+    assert result.json_content["title"] == "Search results for roadmap"
 
 
 async def test_a_provider_below_high_is_refused_before_anything_is_sent(

@@ -12,6 +12,7 @@ from runtime.web.addresses import (
     TRANSLATION_PREFIXES,
     AddressClass,
     classify_ip,
+    default_port,
     embedded_ipv4s,
     find_web_addresses,
     is_host_allowed,
@@ -20,6 +21,7 @@ from runtime.web.addresses import (
     parse_host_literal,
     redact_url_for_log,
     request_key,
+    web_origin,
 )
 
 NEVER = AddressClass.NEVER_ALLOWED
@@ -222,6 +224,7 @@ def test_addresses_asking_for_the_same_count_as_the_same(left: str, right: str) 
         ("https://user@example.com/a", "https://example.com/a"),
         ("http://example.com/a", "https://example.com/a"),
         ("https://example.com:8443/a", "https://example.com/a"),
+        ("https://example.com:0/a", "https://example.com/a"),
         ("https://www.example.com/a", "https://example.com/a"),
     ],
 )
@@ -245,6 +248,54 @@ def test_addresses_asking_for_something_else_do_not_count(left: str, right: str)
 )
 def test_only_web_addresses_have_a_request_key(url: str | None) -> None:
     assert request_key(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("https://Example.COM./a?x#y", ("https", "example.com", 443)),
+        ("HTTP://example.com:80/", ("http", "example.com", 80)),
+        ("https://example.com:8443", ("https", "example.com", 8443)),
+        ("https://example.com:0/", ("https", "example.com", 0)),
+        ("https://bücher.example/", ("https", "xn--bcher-kva.example", 443)),
+        ("https://0x7f.1/", ("https", "127.0.0.1", 443)),
+        ("https://2130706433/", ("https", "127.0.0.1", 443)),
+        ("https://[0:0::1]:8443/", ("https", "[::1]", 8443)),
+    ],
+)
+def test_an_origin_is_scheme_canonical_host_and_effective_port(
+    url: str, origin: tuple[str, str, int]
+) -> None:
+    assert web_origin(url) == origin
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com../",
+        "https://exa%2emple.com/",
+        "https://0177.0.0.1/",
+        "https://[fd00::zz]/",
+        "https://exa mple.com/",
+        "ftp://example.com/",
+        "/relative",
+        "",
+    ],
+)
+def test_an_address_the_rules_cannot_read_has_no_origin(url: str) -> None:
+    assert web_origin(url) is None
+
+
+def test_the_default_ports_are_one_table() -> None:
+    assert {s: default_port(s) for s in ("http", "HTTPS", "ftp", "ws", "wss", "file", "")} == {
+        "http": 80,
+        "HTTPS": 443,
+        "ftp": 21,
+        "ws": 80,
+        "wss": 443,
+        "file": None,
+        "": None,
+    }
 
 
 def test_a_logged_address_keeps_parameter_names_but_not_their_values() -> None:
