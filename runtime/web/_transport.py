@@ -200,7 +200,12 @@ class _ResponseStream(httpx.AsyncByteStream):
 
 
 class PinnedTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 to one origin, over connections made only to its validated addresses."""
+    """HTTP/1.1 to one origin, over one connection made only to its validated addresses.
+
+    One connection, not a pool: retrieval sends one request per transport (a redirect is a new
+    hop, checked again, with a transport of its own), so a pool's queue, locks and bookkeeping
+    would be work for nothing on every page.
+    """
 
     def __init__(
         self,
@@ -209,13 +214,9 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         addresses: Sequence[IPAddress],
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context or default_ssl_context(),
-            network_backend=_PinnedNetworkBackend(host, port, addresses),
-            http1=True,
-            http2=False,
-            retries=0,
-        )
+        self._ssl_context = ssl_context or default_ssl_context()
+        self._backend = _PinnedNetworkBackend(host, port, addresses)
+        self._connection: httpcore.AsyncHTTPConnection | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, AsyncIterable)
@@ -231,8 +232,17 @@ class PinnedTransport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
+        if self._connection is None:
+            self._connection = httpcore.AsyncHTTPConnection(
+                origin=core_request.url.origin,
+                ssl_context=self._ssl_context,
+                http1=True,
+                http2=False,
+                retries=0,
+                network_backend=self._backend,
+            )
         with _MappedErrors():
-            response = await self._pool.handle_async_request(core_request)
+            response = await self._connection.handle_async_request(core_request)
         assert isinstance(response.stream, AsyncIterable)
         return httpx.Response(
             status_code=response.status,
@@ -242,7 +252,8 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        if self._connection is not None:
+            await self._connection.aclose()
 
 
 @lru_cache(maxsize=1)
