@@ -24,6 +24,11 @@ Every command runs with bytecode caches, as an installed package has them: the c
 scratch folder (`PYTHONPYCACHEPREFIX`, written by the warm-up run) whatever
 PYTHONDONTWRITEBYTECODE says, so compiling the editable checkout's sources is not counted.
 
+With `--instructions` (and valgrind installed), each command also runs once under callgrind and
+the bench prints the instructions it executed, its forked Lua worker's own included (the counters
+are dumped and zeroed just before every fork): a figure that, unlike time, does not move with the
+load of a shared machine. It misses what the kernel does for the process (page faults, fork).
+
 This is not a test: it asserts nothing and only reports.
 """
 
@@ -182,9 +187,55 @@ def _children_by_strace(args: list[str], env: dict[str, str], scratch: Path) -> 
     return f"{execs} program(s) executed, {clones} process(es) created"
 
 
+def _instructions(command: list[str], env: dict[str, str], scratch: Path) -> int:
+    """Instructions one run executes, its forked children's own work included: callgrind dumps
+    and zeroes the counters just before each fork, so a child's file counts only the child."""
+    out = scratch / "callgrind"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    subprocess.run(
+        [
+            *("valgrind", "--tool=callgrind", "--dump-before=fork"),
+            f"--callgrind-out-file={out}/cg.%p",
+            *command,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    return sum(
+        int(line.split()[1])
+        for dump in out.iterdir()
+        for line in dump.read_text().splitlines()
+        if line.startswith("summary:")
+    )
+
+
+def _print_instructions(
+    commands: dict[str, tuple[list[str], dict[str, str]]], scratch: Path
+) -> None:
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind not installed\n")
+        return
+    counts = {
+        label: _instructions(command, env, scratch) for label, (command, env) in commands.items()
+    }
+    floor = counts["python -c pass"]
+    print("cold start, instructions executed (callgrind, one run each; millions):")
+    for label, count in counts.items():
+        print(f"  {label:<38} {count / 1e6:7.0f}   {count / floor:5.1f}x python -c pass")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each command's instructions under valgrind's callgrind (slow, exact)",
+    )
     arguments = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     env.pop("PYTHON_KEYRING_BACKEND", None)
@@ -244,6 +295,8 @@ def main() -> None:
                 median["policy explain --all"] - median["policy explain --all (keyring named)"]
             )
             print(f"  keyring backend detection in explain: {keyring_cost:+.0f} ms\n")
+        if arguments.instructions:
+            _print_instructions(commands, scratch)
         print("child processes per command (audit hook | strace -f):")
         cases = [
             *policy_args.items(),
