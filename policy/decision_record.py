@@ -9,6 +9,7 @@ records; the runtime's `DecisionRecorder` builds them.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import datetime
 from typing import Literal
@@ -38,10 +39,38 @@ def uuid7(nanoseconds: int | None = None) -> UUID:
     """A time-ordered UUID (RFC 9562 version 7): records sort by when they were decided.
     `nanoseconds` is that time (`time.time_ns()`), now when not given."""
     millis = (time.time_ns() if nanoseconds is None else nanoseconds) // 1_000_000
-    value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10))
+    value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(_random_bytes(10))
     value = (value & ~(0xF << 76)) | (0x7 << 76)
     value = (value & ~(0x3 << 62)) | (0x2 << 62)
     return UUID(int=value)
+
+
+# The random part of ids comes from the operating system's source a pool at a time: reading it
+# lets other threads take the interpreter, and a decision log's writer thread making an id per
+# record would hand the interpreter back and forth with the answers on every record.
+_POOL_BYTES = 4096
+_pool = b""
+_pool_at = 0
+_pool_lock = threading.Lock()
+
+
+def _random_bytes(count: int) -> bytes:
+    global _pool, _pool_at
+    with _pool_lock:
+        if _pool_at + count > len(_pool):
+            _pool, _pool_at = os.urandom(_POOL_BYTES), 0
+        taken = _pool[_pool_at : _pool_at + count]
+        _pool_at += count
+    return taken
+
+
+def _forget_pool() -> None:
+    """A forked child must not make the ids its parent makes next."""
+    global _pool, _pool_at
+    _pool, _pool_at = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 class _Model(BaseModel):

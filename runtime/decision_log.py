@@ -580,7 +580,7 @@ class DecisionRecorder:
                 b',"chat_id":',
                 to_json(self._before.chat_id),
                 b',"component":',
-                to_json(self._component.value),
+                _repeated_json(self._component.value),
                 b',"provider":',
                 _provider_json(
                     provider.id,
@@ -591,9 +591,9 @@ class DecisionRecorder:
                     provider.hostname,
                 ),
                 b',"selected_tool_ids":',
-                to_json(selected),
+                _repeated_json(selected),
                 b',"offered":',
-                to_json(offered),
+                _repeated_json(offered),
                 b',"left_out":[',
                 b",".join(r.model_dump_json().encode() for r in left_out),
                 b'],"calls":[',
@@ -609,7 +609,7 @@ class DecisionRecorder:
                 b',"content":',
                 content,
                 b',"served_by":',
-                to_json(self._served_by),
+                _repeated_json(self._served_by),
                 b"}\n",
             )
         )
@@ -639,9 +639,9 @@ class _EndedCall:
                 b'{"call_id":',
                 to_json(trace.call_id),
                 b',"tool_id":',
-                to_json(trace.tool_id),
+                _repeated_json(trace.tool_id),
                 b',"status":',
-                to_json(status),
+                _repeated_json(status),
                 b',"round":',
                 to_json(self.round),
                 b',"arguments":',
@@ -860,6 +860,12 @@ _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, defa
 def _usage_json(input_tokens: int | None, output_tokens: int | None) -> bytes:
     record = UsageRecord(input_tokens=input_tokens, output_tokens=output_tokens)
     return record.model_dump_json().encode()
+
+
+@functools.lru_cache(maxsize=1024)
+def _repeated_json(value: str | tuple[str, ...] | None) -> bytes:
+    """A value records repeat (a component, a tool id, a status, a selection) as JSON."""
+    return to_json(value)
 
 
 @functools.lru_cache(maxsize=8)

@@ -721,6 +721,21 @@ def test_decision_ids_are_uuid7_in_the_order_they_were_made() -> None:
     assert len({uuid7() for _ in range(1000)}) == 1000
 
 
+def test_a_forked_process_makes_other_decision_ids_than_its_parent() -> None:
+    uuid7()  # the parent has random bits in hand for its next ids
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.write(write, str(uuid7()).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        childs = pipe.read()
+    parents = str(uuid7())
+    assert childs and childs[-12:] != parents[-12:], "the random part differs"
+
+
 async def test_a_file_path_is_a_json_lines_log_and_anything_else_must_be_a_sink(
     policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
 ) -> None:
