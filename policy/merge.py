@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,21 +80,33 @@ def _plugin_files(
 ) -> tuple[list[str], list[bytes]]:
     """A plugin's Lua files (paths relative to its folder, sorted) and their bytes: those the
     loader ran where it kept them, else read safely now."""
-    source_dir = Path(plugin.path).parent
-    files = sorted({Path(f) for f in (plugin.files or (plugin.path,))})
-    known = {Path(name): content for name, content in plugin.contents.items()}
+    listed = _listed_files(plugin.path, plugin.files)
     contents = []
-    for path in files:
-        content = known.get(path)
+    for names, path, _relative in listed:
+        content = next((c for c in map(plugin.contents.get, names) if c is not None), None)
         if content is None:
             try:
-                content = read_plugin_file(path, max_bytes, source_dir)
+                content = read_plugin_file(path, max_bytes, Path(plugin.path).parent)
             except (OSError, PluginFileError):
                 if not unreadable_as_empty:
                     raise
                 content = b""
         contents.append(content)
-    return [_relative_inside(f, source_dir) for f in files], contents
+    return [relative for _names, _path, relative in listed], contents
+
+
+@lru_cache(maxsize=256)
+def _listed_files(
+    plugin_path: str, files: tuple[str, ...]
+) -> tuple[tuple[tuple[str, ...], Path, str], ...]:
+    """Each distinct file of a plugin, sorted as paths: the names it was listed under, its path,
+    and its name relative to the plugin's folder (worked out once per plugin and file list)."""
+    source_dir = Path(plugin_path).parent
+    names: dict[Path, tuple[str, ...]] = {}
+    for name in files or (plugin_path,):
+        path = Path(name)
+        names[path] = (*names.get(path, ()), name)
+    return tuple((names[path], path, _relative_inside(path, source_dir)) for path in sorted(names))
 
 
 def configuration_revision(
