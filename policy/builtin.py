@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlsplit
 
 from policy.definitions import (
     SettingField,
@@ -21,7 +20,7 @@ from policy.definitions import (
     ToolVisibility,
 )
 from policy.errors import ToolPolicyError
-from policy.hosts import parse_allowed_private_hosts
+from policy.hosts import HOST_RULE, parse_allowed_private_hosts, read_web_address
 from policy.secrets import without_user_info
 from policy.tools import (
     CONFIGURED,
@@ -208,19 +207,18 @@ def read_integer_setting(settings: Mapping[str, str], setting: IntegerSetting) -
 
 
 def _url_problem(key: str, text: str, *, https_only: bool, allow_query: bool = True) -> str | None:
-    schemes = ("https",) if https_only else ("http", "https")
-    try:
-        parts = urlsplit(text)
-        well_formed = parts.scheme.lower() in schemes and bool(parts.hostname)
-        parts.port  # noqa: B018 - a bracket or port urllib cannot read raises here
-    except ValueError:
-        well_formed = False
-    if not well_formed:
-        wanted = "an absolute HTTPS address" if https_only else "an absolute HTTP or HTTPS address"
+    address = read_web_address(text)
+    wanted = "an absolute HTTPS address" if https_only else "an absolute HTTP or HTTPS address"
+    if address is None or (https_only and address.scheme != "https"):
         return f"{key}: '{without_user_info(text)}' is not valid; expected {wanted}"
-    if parts.username is not None or parts.password is not None:
+    if address.host is None:
+        return (
+            f"{key}: '{without_user_info(text)}' is not valid: its host is not {HOST_RULE}; "
+            f"expected {wanted}"
+        )
+    if address.has_user_info:
         return f"{key}: the address must not contain a user name or password"
-    if not allow_query and (parts.query or parts.fragment):
+    if not allow_query and (address.has_query or address.has_fragment):
         return f"{key}: the address must not contain a query or fragment"
     return None
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 """An IPv4 or IPv6 address."""
@@ -113,6 +115,55 @@ def host_key(host: str) -> str | None:
         return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
     name = ascii_host_name(normalize_host(host))
     return name if name is not None and HOST_NAME_PATTERN.match(name) else None
+
+
+HOST_RULE = (
+    "a host name or IP address (a name is dot-separated labels of letters, digits, hyphens and "
+    "underscores, or an internationalized name)"
+)
+"""What `host_key` reads, as a message tells an administrator whose address names no host."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebAddress:
+    """An absolute http(s) address an administrator configured, as the settings checks read it."""
+
+    scheme: str
+    """`http` or `https`, lower case."""
+    host: str | None
+    """`host_key` of the written host; None when the address names no host the runtime can reach
+    (`wiki.corp..`, `exa mple.com`, a label IDNA refuses)."""
+    has_user_info: bool
+    has_query: bool
+    has_fragment: bool
+
+
+def read_web_address(text: str) -> WebAddress | None:
+    """`text` as an absolute http or https address with a host.
+
+    None when it is none: another scheme, no host, a port or bracket urllib cannot read, or an
+    ASCII control character (urllib drops tabs and line breaks silently; httpx, which makes the
+    request, refuses them). A host `host_key` cannot read is returned with `host` None, so the
+    caller can say what is wrong with it. The one reading of a configured service address
+    (`policy check`, `policy settings set`, the registry and the provider profiles ask it).
+    """
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in text):
+        return None
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - a bracket or port urllib cannot read raises here
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return WebAddress(
+        scheme=scheme,
+        host=host_key(parts.hostname),
+        has_user_info=parts.username is not None or parts.password is not None,
+        has_query=bool(parts.query),
+        has_fragment=bool(parts.fragment),
+    )
 
 
 _HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."

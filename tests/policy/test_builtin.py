@@ -270,6 +270,11 @@ def test_a_refused_address_setting_never_shows_its_password(address: str) -> Non
             "web_search.searxng.baseUrl",
         ),
         (SearchConfluenceTool(), {"baseUrl": "https://[wiki.example"}, "search_confluence.baseUrl"),
+        (  # urllib drops the tab and reads wiki.example.org; httpx refuses the address
+            SearchConfluenceTool(),
+            {"baseUrl": "https://wiki.exa\tmple.org/"},
+            "search_confluence.baseUrl",
+        ),
         (
             SearchConfluenceTool(),
             {"baseUrl": "https://wiki.example:99999/"},
@@ -284,6 +289,69 @@ def test_a_malformed_address_setting_is_named_with_what_would_be_valid(
     assert not state.is_configured
     assert state.message.startswith(f"{key}: ")
     assert "is not valid; expected an absolute" in state.message
+
+
+# Hosts policy.hosts.host_key cannot read: the runtime refuses them (search_confluence finds no
+# origin for them, a request cannot name them), so the settings check refuses them as well.
+UNREADABLE_HOSTS = [
+    "https://wiki.corp../",
+    "https://wiki..corp/",
+    "https://exa mple.com/",
+    "https://ex%61mple.com/",
+    "https://-wiki.example.org/",
+    "https://\u2603.example/",  # a snowman: IDNA 2008 refuses the label
+    "https://wiki\u200d.example/",  # a joiner IDNA refuses in that place
+]
+
+
+@pytest.mark.parametrize("address", UNREADABLE_HOSTS)
+@pytest.mark.parametrize(
+    ("tool", "key", "wanted", "base"),
+    [
+        (SearchConfluenceTool(), "baseUrl", "an absolute HTTPS address", {}),
+        (WebSearchTool(), "searxng.baseUrl", "an absolute HTTP or HTTPS address", SEARXNG),
+    ],
+    ids=["search_confluence", "web_search"],
+)
+def test_an_address_whose_host_is_no_host_is_refused_naming_setting_value_and_rule(
+    address: str, tool: Tool, key: str, wanted: str, base: dict[str, str]
+) -> None:
+    state = tool.validate_configuration({**base, key: address})
+    assert not state.is_configured
+    assert state.message.startswith(f"{tool.definition.id}.{key}: '{address.strip()}' is not valid")
+    assert "host name or IP address" in state.message
+    assert state.message.endswith(f"expected {wanted}")
+
+
+def test_an_unreadable_host_behind_a_password_never_shows_the_password() -> None:
+    state = SearchConfluenceTool().validate_configuration(
+        {"baseUrl": "https://alice:pa55@wiki.corp../"}
+    )
+    assert not state.is_configured
+    assert "pa55" not in state.message and "alice" not in state.message
+    assert "'https://*****@wiki.corp../' is not valid" in state.message
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "https://wiki.example.org/confluence",
+        "https://WIKI.Example.ORG:8443/",
+        "https://wiki.corp./",  # one trailing dot names the same host
+        "https://b\u00fccher.example/wiki",
+        "https://xn--bcher-kva.example/wiki",
+        "https://\u4f8b\u3048.\u30c6\u30b9\u30c8/",
+        "https://wiki_team.corp/",
+        "https://[::1]:8443/wiki",
+        "https://[fe80::1%25eth0]:8443/",
+        "https://127.0.0.1:8443/",
+        "https://localhost/",
+    ],
+)
+def test_every_readable_host_stays_a_valid_address(address: str) -> None:
+    assert SearchConfluenceTool().validate_configuration({"baseUrl": address}).is_configured
+    plain = address.replace("https://", "http://", 1)
+    assert WebSearchTool().validate_configuration({"searxng.baseUrl": plain}).is_configured
 
 
 def test_a_malformed_address_keeps_its_password_out_of_the_message() -> None:

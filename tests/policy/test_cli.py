@@ -89,6 +89,24 @@ def write_plugin(
     return path
 
 
+def write_tool_settings_plugin(
+    folder: Path, locked: dict[str, str], defaults: dict[str, str] | None = None
+) -> Path:
+    """A plugin that only locks `locked` and makes `defaults` the defaults (tool.field → value)."""
+
+    def table(name: str, values: dict[str, str]) -> str:
+        rows = "".join(
+            f"    [{json.dumps(k)}] = {json.dumps(v, ensure_ascii=False)},\n"
+            for k, v in values.items()
+        )
+        return f'CONFIG["SETTINGS"]["DataTools.{name}"] = {{\n{rows}}}\n'
+
+    body = 'CONFIG = {}\nCONFIG["SETTINGS"] = {}\n' + table("LockedToolSettings", locked)
+    if defaults:
+        body += table("DefaultToolSettings", defaults)
+    return write_plugin(folder, body)
+
+
 PROVIDERS = """\
 CONFIG = {}
 CONFIG["LLM_PROVIDERS"] = {}
@@ -524,6 +542,58 @@ def test_settings_set_validates_the_value_against_the_choices(base: Path, tmp_pa
     assert "defaultSafeSearch" in unknown.stderr
 
 
+def test_check_refuses_an_address_setting_whose_host_is_no_host(tmp_path: Path) -> None:
+    plugin = write_tool_settings_plugin(
+        tmp_path / "org",
+        {
+            "search_confluence.baseUrl": "https://wiki.corp../",
+            "web_search.searxng.baseUrl": "https://admin:hunter2@exa mple.org/",
+        },
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    assert "hunter2" not in json.dumps(document)
+    messages = {e["message"].split(": ", 1)[0]: e for e in document["errors"]}
+    wiki = messages['DataTools.LockedToolSettings["search_confluence.baseUrl"]']
+    assert wiki["code"] == "invalid-tool-setting" and wiki["file"] == str(plugin)
+    assert "search_confluence.baseUrl: 'https://wiki.corp../' is not valid" in wiki["message"]
+    assert "host name or IP address" in wiki["message"]
+    assert "expected an absolute HTTPS address" in wiki["message"]
+    search = messages['DataTools.LockedToolSettings["web_search.searxng.baseUrl"]']
+    assert "'https://*****@exa mple.org/' is not valid" in search["message"]
+
+
+def test_check_accepts_address_settings_with_idn_ipv6_and_underscore_hosts(
+    tmp_path: Path,
+) -> None:
+    plugin = write_tool_settings_plugin(
+        tmp_path / "org",
+        {
+            "search_confluence.baseUrl": "https://wiki.b\u00fccher.example./confluence",
+            "web_search.searxng.baseUrl": "http://[::1]:8888",
+        },
+        {"read_web_page.allowedPrivateHosts": "search_team.corp"},
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert document["errors"] == [] and code == 0, document
+
+
+def test_settings_set_refuses_an_address_whose_host_is_no_host(base: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user.yaml"
+
+    def set_wiki(address: str) -> subprocess.CompletedProcess[str]:
+        options = ("--org", base, "--user-settings", user)
+        return run("settings", "set", "search_confluence", "baseUrl", address, *options)
+
+    refused = set_wiki("https://wiki..corp/")
+    assert refused.returncode == 2, refused.stderr
+    assert "search_confluence.baseUrl: 'https://wiki..corp/' is not valid" in refused.stderr
+    assert not user.exists() or "wiki..corp" not in user.read_text()
+    accepted = set_wiki("https://wiki_team.corp/")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "wiki_team.corp" in user.read_text()
+
+
 def test_settings_set_needs_a_user_settings_file(base: Path) -> None:
     done = run("settings", "set", "web_search", "defaultSafeSearch", "STRICT", "--org", base)
     assert done.returncode == 2
@@ -774,15 +844,9 @@ def test_a_settings_file_that_cannot_be_written_is_a_clear_error(tmp_path: Path)
 
 
 def test_a_password_inside_an_address_setting_is_masked_in_every_report(tmp_path: Path) -> None:
-    plugin = write_plugin(
+    plugin = write_tool_settings_plugin(
         tmp_path / "org",
-        """\
-CONFIG = {}
-CONFIG["SETTINGS"] = {}
-CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
-    ["web_search.searxng.baseUrl"] = "https://admin:hunter2@search.example.org/",
-}
-""",
+        {"web_search.searxng.baseUrl": "https://admin:hunter2@search.example.org/"},
     )
     reports = [
         ("settings", "web_search"),
@@ -804,16 +868,12 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
 def test_user_info_in_every_spelling_is_masked_in_every_report_and_never_exported(
     tmp_path: Path,
 ) -> None:
-    plugin = write_plugin(
+    plugin = write_tool_settings_plugin(
         tmp_path / "org",
-        """\
-CONFIG = {}
-CONFIG["SETTINGS"] = {}
-CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {
-    ["web_search.searxng.baseUrl"] = "https://admnx:PA/SQZ?w#rd@search.example.org/",
-    ["read_web_page.allowedPrivateHosts"] = "intruser:PRIVPASS@intranet",
-}
-""",
+        {
+            "web_search.searxng.baseUrl": "https://admnx:PA/SQZ?w#rd@search.example.org/",
+            "read_web_page.allowedPrivateHosts": "intruser:PRIVPASS@intranet",
+        },
     )
     reports = [
         ("settings", "web_search"),

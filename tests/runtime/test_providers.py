@@ -161,6 +161,49 @@ def test_a_hostname_which_is_no_web_address_is_refused_with_an_example() -> None
     assert "hunter2" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "hostname",
+    [
+        "https://llm.corp../v1",
+        "https://llm..corp/v1",
+        "http://llm server.corp:8000/v1",
+        "https://\u2603.example/v1",  # IDNA 2008 refuses the label
+        "https://[::1/v1",
+        "https://llm.example.org:99999/v1",
+    ],
+)
+def test_a_hostname_whose_host_or_port_cannot_be_read_is_refused_with_an_example(
+    hostname: str,
+) -> None:
+    with pytest.raises(ProviderConfigurationError) as caught:
+        host_profile_for(_provider(ProviderKind.SELF_HOSTED, "VLLM", hostname))
+    message = str(caught.value)
+    assert message.startswith(f"provider 'Team LLM': Hostname {hostname!r} ")
+    assert "https://llm.example.org/v1 or http://localhost:11434" in message
+
+
+def test_a_hostname_with_an_unreadable_host_never_shows_its_user_info() -> None:
+    with pytest.raises(ProviderConfigurationError) as caught:
+        host_profile_for(_provider(ProviderKind.GROQ, hostname="https://me:hunter2@llm.corp../v1"))
+    assert "hunter2" not in str(caught.value) and "Hostname" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("hostname", "endpoint"),
+    [
+        ("http://localhost:11434", "http://localhost:11434/v1/chat/completions"),
+        ("http://[::1]:8000/", "http://[::1]:8000/v1/chat/completions"),
+        ("http://127.0.0.1:1234/v1", "http://127.0.0.1:1234/v1/chat/completions"),
+        ("https://llm.corp./v1", "https://llm.corp./v1/chat/completions"),
+        ("https://llm_team.corp/v1", "https://llm_team.corp/v1/chat/completions"),
+        ("https://ki.b\u00fccher.example/v1", "https://ki.b\u00fccher.example/v1/chat/completions"),
+    ],
+)
+def test_a_hostname_with_a_readable_host_is_the_base_url(hostname: str, endpoint: str) -> None:
+    profile = host_profile_for(_provider(ProviderKind.SELF_HOSTED, "OLLAMA", hostname))
+    assert profile.endpoint_url == endpoint
+
+
 def test_a_kind_without_profile_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
         ProviderConfigurationError, match="UsedLLMProvider NONE has no host profile"
