@@ -289,17 +289,15 @@ def _base_url(document: Any, final_url: str) -> str:
     return final_url
 
 
-def _clean(document: Any, body: Any, base: str, elements: list[Any]) -> None:
-    """Remove, in place, everything a reader cannot see or that would run code.
-
-    `elements`: every element of `body`, in document order, as `body.iter()` gives them."""
+def _clean(document: Any, body: Any, base: str) -> None:
+    """Remove, in place, everything a reader cannot see or that would run code."""
     from lxml import etree
 
     sheets = [style.text_content() for style in document.iter("style")]
     hidden_classes, hidden_ids = _hidden_selectors(sheets)
     doomed: list[Any] = list(body.iter(etree.Comment, etree.ProcessingInstruction))
     doomed.extend(body.iter(*_NOISE_TAGS))
-    for element in elements:
+    for element in body.iter(etree.Element):
         # Most elements carry no attribute that can hide them (a link's href, a cell's colspan):
         # their attribute names alone rule them out.
         if not _HIDING_ATTRIBUTES.isdisjoint(element.keys()) and _is_hidden(
@@ -708,8 +706,6 @@ def _parse(html: str) -> Any | None:
 
 def extract_page(html: str, final_url: str) -> ExtractedPage:
     """Main content as Markdown plus metadata. CPU only; an unreadable page gives empty fields."""
-    from lxml import etree
-
     document = _parse(html)
     if document is None:
         return ExtractedPage(markdown="", final_url=final_url)
@@ -728,10 +724,7 @@ def extract_page(html: str, final_url: str) -> ExtractedPage:
     body = document.find("body")
     if body is None:
         body = document
-    # Every element's Python proxy, held until extraction ends: lxml.html builds each proxy
-    # through a Python class lookup, and every later pass over the tree would build them again.
-    elements = list(body.iter(etree.Element))
-    _clean(document, body, base, elements)
+    _clean(document, body, base)
     root = _content_root(body)
     if root is body:
         _drop_page_furniture(body)
