@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from policy.errors import ToolPolicyError
 from policy.vocabulary import ConfidenceLevel
 from runtime.web.addresses import (
+    DEFAULT_PORTS,
+    WEB_SCHEMES,
     AddressClass,
     IPAddress,
     canonical_host,
@@ -200,7 +202,7 @@ async def _resolve(host: str, options: RetrievalOptions) -> tuple[IPAddress, ...
 async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target:
     """Everything that must hold before a byte goes to this hop's target."""
     scheme = url.scheme.lower()
-    if scheme not in ("http", "https"):
+    if scheme not in WEB_SCHEMES:
         raise WebPageAccessBlocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
     raw_host = url.raw_host.decode("ascii", "replace")
     host = canonical_host(raw_host)
@@ -210,7 +212,9 @@ async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target
         )
     if options.is_target_allowed is not None and not options.is_target_allowed(str(url)):
         raise WebPageAccessBlocked(WebPageAccessBlockReason.TARGET_NOT_ALLOWED)
-    port = url.port or (443 if scheme == "https" else 80)
+    # `or`, not `is None`: httpcore dials the scheme's default port for a written port 0 too, and
+    # the pinned transport accepts only the port it will be asked for.
+    port = url.port or DEFAULT_PORTS[scheme]
     if not options.target_chosen_by_user and is_local_host_name(host):
         raise WebPageAccessBlocked(WebPageAccessBlockReason.LOCAL_HOST_NAME)
     addresses = await _resolve(raw_host, options)
@@ -524,7 +528,7 @@ def _parse_url(url: str, options: RetrievalOptions) -> httpx.URL:
     except (httpx.InvalidURL, ValueError, TypeError) as error:
         _refuse_unreadable_literal(url, options)
         raise WebRetrievalError(f"The address could not be read as a URL: {error}") from error
-    if parsed.scheme.lower() not in ("http", "https"):
+    if parsed.scheme.lower() not in WEB_SCHEMES:
         raise WebPageAccessBlocked(WebPageAccessBlockReason.UNSUPPORTED_SCHEME)
     return parsed
 
