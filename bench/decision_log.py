@@ -1,6 +1,6 @@
 """Benchmark: what the decision log and OpenTelemetry add to a response, and replay throughput.
 
-    .venv/bin/python bench/decision_log.py [--conversations N] [--records N]
+    .venv/bin/python bench/decision_log.py [--conversations N] [--records N] [--instructions]
 
 In one run, `ChatRuntime.respond` answers the recorded two-round exchange of
 bench/loop_overhead.py from memory (no socket, so only our CPU counts) and the median process CPU
@@ -22,9 +22,12 @@ them alike; a slice's figure is the process CPU it took per round, from its firs
 its decision log is written and its spans are processed (the writer thread and the span
 processor count, not only the answers' own median), and a variant's overhead is the median over
 the slices of its ratio to plain in the same slice (target: ≤ 5% for the JSONL sink and for
-OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records that each selected 100 tools under the
-same policy (target ≥ 20,000 decisions/s). Needs the `[otel]` extra for the OTel figure. This is
-not a test: it asserts nothing and only reports.
+OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records that each selected
+100 tools under the same policy (target ≥ 20,000 decisions/s). With `--instructions` (and
+valgrind installed) the plain, JSONL, OTel and SDK-spans variants are also counted in
+instructions per round under callgrind, every thread included: exact where the CPU-time ratios
+move with the machine's load. Needs the `[otel]` extra for the OTel figure. This is not a test:
+it asserts nothing and only reports.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -266,40 +271,109 @@ def measure_replay(records: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--conversations", type=int, default=1500)
-    parser.add_argument("--records", type=int, default=5000)
-    args = parser.parse_args()
-
+def _variants(log: Path) -> tuple[dict[str, dict[str, Any]], Any]:
+    """The variants measured (ChatRuntime keyword arguments plus `after_answer` and `slice_end`)
+    and the SDK's tracer provider (None without the `[otel]` extra)."""
     from opentelemetry import trace
 
     from runtime import JsonLinesSink
 
+    variants: dict[str, dict[str, Any]] = {
+        "plain": {},
+        "jsonl": {"decision_log": JsonLinesSink(log, max_bytes=1_000_000_000)},
+        "noop_tracer": {"tracer_provider": trace.NoOpTracerProvider()},
+        "plain_control": {},
+    }
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        return variants, None
+    sdk = TracerProvider()
+    sdk.add_span_processor(BatchSpanProcessor(_dropping_exporter()))
+    variants["otel"] = {"tracer_provider": sdk, "slice_end": sdk.force_flush}
+    floor_tracer = sdk.get_tracer("bench-floor")
+    variants["sdk_spans"] = {
+        "after_answer": lambda: answer_spans(floor_tracer),
+        "slice_end": sdk.force_flush,
+    }
+    return variants, sdk
+
+
+_COUNTED = ("plain", "jsonl", "otel", "sdk_spans")
+_FEW, _MANY = 10, 110
+
+
+def _instructions(name: str, answers: int, scratch: Path) -> int:
+    """Instructions a process answering `answers` times with one variant executes, every thread
+    (the log's writer, the span processor) included."""
+    out = scratch / "callgrind"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    subprocess.run(
+        [
+            *("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p"),
+            *(sys.executable, __file__, "--only", name, "--conversations", str(answers)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    return sum(
+        int(line.split()[1])
+        for dump in out.iterdir()
+        for line in dump.read_text().splitlines()
+        if line.startswith("summary:")
+    )
+
+
+def count_instructions() -> dict[str, float]:
+    """Instructions per round of each variant under callgrind: the difference between a process
+    answering 110 times and one answering 10 times (each after the same warm-up), so start-up
+    and loading cancel out. Independent of the machine's load, where the CPU-time ratios are
+    not; under callgrind an answer takes far longer, so the log's writer, waking every 50 ms,
+    writes smaller batches than it does at full speed (its per-batch work weighs more)."""
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        per_round = {
+            name: (
+                _instructions(name, _MANY, Path(folder)) - _instructions(name, _FEW, Path(folder))
+            )
+            / (2 * (_MANY - _FEW))
+            for name in _COUNTED
+        }
+    plain = per_round["plain"]
+    figures["plain_instructions_per_round"] = round(plain)
+    for name in _COUNTED[1:]:
+        figures[f"{name}_instructions_overhead_ratio"] = round(per_round[name] / plain - 1, 4)
+    figures["otel_ours_beyond_sdk_spans_instructions_ratio"] = round(
+        (per_round["otel"] - per_round["sdk_spans"]) / plain, 4
+    )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--conversations", type=int, default=1500)
+    parser.add_argument("--records", type=int, default=5000)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each variant's instructions per round under valgrind's callgrind "
+        "(slow, exact)",
+    )
+    parser.add_argument("--only", choices=_COUNTED, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "decisions.jsonl"
-        variants: dict[str, dict[str, Any]] = {
-            "plain": {},
-            "jsonl": {"decision_log": JsonLinesSink(log, max_bytes=1_000_000_000)},
-            "noop_tracer": {"tracer_provider": trace.NoOpTracerProvider()},
-            "plain_control": {},
-        }
-        sdk = None
-        try:
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
-        except ImportError:
+        variants, sdk = _variants(log)
+        if args.only:  # one variant's answers, for callgrind to count
+            measure(args.conversations, {args.only: variants[args.only]}, passes=1)
+            return
+        if sdk is None:
             figures["otel"] = "not measured: pip install 'toolpolicy[otel]'"
-        else:
-            sdk = TracerProvider()
-            sdk.add_span_processor(BatchSpanProcessor(_dropping_exporter()))
-            variants["otel"] = {"tracer_provider": sdk, "slice_end": sdk.force_flush}
-            floor_tracer = sdk.get_tracer("bench-floor")
-            variants["sdk_spans"] = {
-                "after_answer": lambda: answer_spans(floor_tracer),
-                "slice_end": sdk.force_flush,
-            }
         medians, overhead = measure(args.conversations, variants)
         figures["jsonl_records_written"] = sum(1 for _ in log.open())
         if sdk is not None:
@@ -319,8 +393,13 @@ def main() -> None:
         )
 
     figures.update(measure_replay(args.records))
+    if args.instructions:
+        if shutil.which("valgrind") is None or sdk is None:
+            figures["instructions"] = "not counted: needs valgrind and the [otel] extra"
+        else:
+            figures.update(count_instructions())
     for key, value in figures.items():
-        print(f"{key:40} {value}")
+        print(f"{key:48} {value}")
     print()
     print("targets: jsonl and otel overhead <= 0.05, no-op tracer ~ 0, replay >= 20,000/s")
 
