@@ -394,6 +394,17 @@ class DecisionRecorder:
     `include_content` adds the user's message, the answer and each result's text (off by
     default: a decision log holds no message or result text unless an environment asks for it).
     `secrets` are values masked in any error message kept (e.g. the API key of the request).
+
+    A recorder ends once: the first of `finished`, `refused`, `failed` and `gateway_call_ended`
+    makes the record, and a later end changes nothing in it and writes nothing (`respond` ends
+    it twice when an error is raised after the final answer was handed over, e.g. by an app's
+    loop or by the caller throwing into the response). The first end is the true outcome: the
+    provider gave that answer and the app was handed it, whatever failed afterwards; the record
+    may also be written already (a sink other than a `QueuedSink` writes it at once, the
+    writer thread may have made it), so a later end could not replace it without the log
+    depending on thread timing. The later end is named on this module's log as a warning with
+    the decision id and the error's class (never its message); the answer's span, which
+    carries the same decision id, records the error.
     """
 
     __slots__ = (
@@ -487,6 +498,11 @@ class DecisionRecorder:
         self._calls.append(_EndedCall(trace, outcome, round_number, elapsed))
 
     def finished(self, final: FinalAnswer) -> None:
+        if self._ended is not None:
+            self._ended_again(
+                self._ended[0], "interrupted" if final.interrupted else "final_answer"
+            )
+            return
         usage = final.usage
         self._usage = (usage.input_tokens, usage.output_tokens)
         if self._content is not None:
@@ -506,6 +522,9 @@ class DecisionRecorder:
         self._emit("error", error)
 
     def _emit(self, stop_reason: _StopReason, error: BaseException | None = None) -> None:
+        if self._ended is not None:
+            self._ended_again(self._ended[0], stop_reason, error)
+            return
         self._ended = (
             stop_reason,
             (type(error).__name__, str(error)) if error is not None else None,
@@ -519,6 +538,18 @@ class DecisionRecorder:
                 sink.write(self.record())
         except Exception as error:  # a log must never fail the user's request
             _warn_once(sink, error)
+
+    def _ended_again(
+        self, first: _StopReason, stop_reason: _StopReason, error: BaseException | None = None
+    ) -> None:
+        """A second end: the record keeps the `first`; the later one is only named here."""
+        _log.warning(
+            "Decision %s had already ended (%s) and its record was kept; it ended again (%s) "
+            "and that is not recorded: one record per decision.",
+            self.decision_id,
+            first,
+            stop_reason if error is None else f"{stop_reason}: {type(error).__name__}",
+        )
 
     def record(self) -> DecisionRecord:
         """The ended answer's record (what `json_line` writes, as a model)."""

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,8 @@ from policy.decision_summary import parse_since
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.tools import DefinedTool
 from policy.vocabulary import Component, ConfidenceLevel, ToolOutboundData
-from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
+from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role, SequentialToolCallingLoop
+from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import ChatRequirementError
 from runtime.decision_log import (
     CallbackSink,
@@ -40,6 +41,7 @@ from runtime.decision_log import (
     redacted_error_message,
 )
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.loop import FinalAnswer, LoopContext, LoopEvent
 from runtime.messages import Source
 from runtime.providers import create_client
 from tests.e2e._kit import (
@@ -212,6 +214,64 @@ async def test_a_provider_failure_is_recorded_as_an_error_class_and_still_raised
     (record,) = kept
     assert record.outcome.stop_reason == "error"
     assert record.outcome.error_class == "ProviderUnavailable"
+
+
+class _AnswerCheckFailed(Exception):
+    pass
+
+
+class _CheckedLoop:
+    """An app's loop: the default loop, then a check of the final answer that fails after the
+    answer was given (so `respond` records the answer, then the error)."""
+
+    def __init__(self) -> None:
+        self._inner = SequentialToolCallingLoop()
+
+    async def run(
+        self, adapter: ToolCallingAdapter, context: LoopContext
+    ) -> AsyncIterator[LoopEvent]:
+        async for event in self._inner.run(adapter, context):
+            yield event
+            if isinstance(event, FinalAnswer):
+                raise _AnswerCheckFailed(f"the answer check rejected {event.text!r}")
+
+
+async def test_an_error_after_the_final_answer_leaves_one_record_with_the_answer(
+    policy: Policy,
+    chat: Chat,
+    server: ProviderServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The recorder ends on the final answer and again on the error raised after it: the log
+    keeps one line for the decision, the first end (the answer the provider gave and the app
+    was handed), and the later error is named with the decision id on the runtime's log."""
+    server.queue(Reply([*chat_text("It is 63."), chat_usage(140)]))
+    log = tmp_path / "decisions.jsonl"
+    provider = organization_provider(policy, VLLM_ID, server)
+    answers: list[str] = []
+    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
+        async with (
+            client(provider) as provider_client,
+            ChatRuntime(policy, decision_log=log, loop=_CheckedLoop()) as rt,
+        ):
+            with pytest.raises(_AnswerCheckFailed):
+                async for event in rt.respond(chat, provider, [QUESTION], client=provider_client):
+                    if isinstance(event, FinalAnswer):
+                        answers.append(event.text)
+
+    assert answers == ["It is 63."]
+    (record,) = _lines(log)
+    assert record["outcome"] == {
+        "stop_reason": "final_answer",
+        "error_class": "",
+        "error_message": "",
+    }
+    assert record["usage"]["input_tokens"] == 140
+    warnings = [r.getMessage() for r in caplog.records if r.name == "runtime.decision_log"]
+    assert len(warnings) == 1, warnings
+    assert record["decision_id"] in warnings[0] and "_AnswerCheckFailed" in warnings[0]
+    assert "rejected" not in warnings[0], "the error's message is not repeated"
 
 
 async def test_a_sink_that_raises_warns_once_and_the_answer_goes_on(
