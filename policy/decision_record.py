@@ -65,9 +65,10 @@ def _random_bytes(count: int) -> bytes:
 
 
 def _forget_pool() -> None:
-    """A forked child must not make the ids its parent makes next."""
-    global _pool, _pool_at
-    _pool, _pool_at = b"", 0
+    """A forked child must not make the ids its parent makes next, nor wait on a lock that a
+    thread of the parent held at the fork (that thread does not exist in the child)."""
+    global _pool, _pool_at, _pool_lock
+    _pool, _pool_at, _pool_lock = b"", 0, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pool)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from uuid import RFC_4122
+from uuid import RFC_4122, UUID
 
 import jsonschema
 import pytest
@@ -794,6 +795,28 @@ def test_a_forked_process_makes_other_decision_ids_than_its_parent() -> None:
         childs = pipe.read()
     parents = str(uuid7())
     assert childs and childs[-12:] != parents[-12:], "the random part differs"
+
+
+def test_a_process_forked_while_another_thread_draws_an_id_can_make_ids() -> None:
+    from policy import decision_record
+
+    lock = decision_record._pool_lock
+    lock.acquire()  # as a thread of the parent drawing random bits at the moment of the fork
+    try:
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            signal.alarm(10)  # a child stuck on the parent's lock is killed, not waited for
+            os.write(write, str(uuid7()).encode())
+            os._exit(0)
+    finally:
+        lock.release()
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        made = pipe.read()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the child hung on the lock"
+    assert UUID(made).version == 7
 
 
 async def test_a_file_path_is_a_json_lines_log_and_anything_else_must_be_a_sink(
