@@ -166,6 +166,44 @@ def read_web_address(text: str) -> WebAddress | None:
     )
 
 
+def shown_address(text: str) -> str:
+    """A configured address quoted as an error message shows it: user info masked, and hidden
+    whole when it holds a query (a query may carry a key)."""
+    from policy.secrets import without_user_info
+
+    return "(hidden: it holds a query)" if "?" in text else repr(without_user_info(text))
+
+
+BASE_URL_EXAMPLES = "https://llm.example.org/v1 or http://localhost:11434"
+"""How a service's base URL is written, as a message shows an administrator."""
+
+
+def read_base_url(text: str, field: str) -> str:
+    """`text` as a service's base URL: stripped and without trailing slashes, an address
+    `read_web_address` reads with a host `host_key` reads, and no user info, query or fragment.
+
+    Raises ValueError naming `field`, the value (user info masked; hidden whole when it holds a
+    query, which may carry a key) and how a valid one is written. The one rule for a provider's
+    `Hostname`: `policy check` skips an entry it refuses, and the runtime's host profiles ask it.
+    """
+    url = text.strip().rstrip("/")
+    address = read_web_address(url)
+    if address is None or address.host is None:
+        shown = shown_address(text)
+        problem = (
+            "is not an http(s) address"
+            if address is None
+            else f"names no host: its host is not {HOST_RULE}"
+        )
+        raise ValueError(f"{field} {shown} {problem}; write it like {BASE_URL_EXAMPLES}")
+    if address.has_query or address.has_fragment or address.has_user_info:
+        raise ValueError(
+            f"{field} must be a plain base URL without query, fragment or user info; "
+            f"write it like {BASE_URL_EXAMPLES}"
+        )
+    return url
+
+
 _HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
 _ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
 

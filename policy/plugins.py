@@ -26,6 +26,7 @@ from policy.configuration import (
     Severity,
 )
 from policy.errors import ToolPolicyError
+from policy.hosts import HOST_RULE, read_base_url, read_web_address, shown_address
 from policy.lua_sandbox import (
     LuaFunction,
     LuaSandboxError,
@@ -36,6 +37,7 @@ from policy.lua_sandbox import (
     run_plugin_sources,
 )
 from policy.provenance import Origin, SourceLocation
+from policy.secrets import without_user_info
 from policy.settings_keys import (
     LEVEL_NAMES,
     OVERRIDE_SUFFIX,
@@ -378,9 +380,10 @@ class _Loader:
             self._issue("invalid-global", f"{name} is missing; it must be {wanted}")
         else:
             value = self.globals[name]
+            shown = without_user_info(value) if isinstance(value, str) else _plain(value)
             self._issue(
                 "invalid-global",
-                f"{name} must be {wanted}, not {describe(_plain(value))}",
+                f"{name} must be {wanted}, not {describe(shown)}",
                 self._at(name),
             )
 
@@ -679,6 +682,12 @@ class _Loader:
         kind = fields.choice("UsedLLMProvider", _PROVIDER_KINDS)
         host = fields.choice("Host", PROVIDER_HOSTS)
         hostname = fields.string("Hostname", blank_ok=True)
+        if hostname is not None and hostname.strip():
+            try:
+                read_base_url(hostname, "Hostname")
+            except ValueError as error:  # the runtime refuses it: the entry never applies
+                problems.append(str(error))
+                hostname = None
         model = entry.get("Model")
         model_id = display = None
         if isinstance(model, LuaTable):
@@ -893,8 +902,16 @@ class _Loader:
             command = fields.string("Command") or ""
         elif transport == McpTransport.STREAMABLE_HTTP:
             url = fields.string("Url") or ""
-            if url and urlsplit(url).scheme not in ("http", "https"):
-                problems.append(f"Url {describe(url)} must be an http:// or https:// address")
+            address = read_web_address(url) if url else None
+            if url and address is None:
+                problems.append(
+                    f"Url {shown_address(url)} is not an http:// or https:// address (a host, "
+                    "a port up to 65535, no control characters), e.g. http://127.0.0.1:8080/mcp"
+                )
+            elif address is not None and address.host is None:
+                problems.append(
+                    f"Url {shown_address(url)} names no host: its host is not {HOST_RULE}"
+                )
         args = self._mcp_texts(entry, "Args", problems)
         allowed = self._mcp_texts(entry, "AllowedTools", problems)
         denied = self._mcp_texts(entry, "DeniedTools", problems)
@@ -1330,8 +1347,9 @@ def _near_choice(value: Any, choices: tuple[str, ...]) -> str:
 
 def _is_source_url(text: str) -> bool:
     parts = urlsplit(text)
-    if parts.scheme in ("http", "https"):
-        return bool(parts.netloc)
+    if parts.scheme.lower() in ("http", "https"):
+        address = read_web_address(text)
+        return address is not None and address.host is not None
     if parts.scheme == "mailto":
         return bool(parts.path.strip())
     return False

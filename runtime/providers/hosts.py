@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from policy.configuration import ProviderConfig
-from policy.hosts import HOST_RULE, read_web_address
+from policy.hosts import read_base_url
 from policy.vocabulary import ProviderKind
 from runtime.providers.errors import ProviderConfigurationError
 
@@ -272,22 +272,7 @@ def _self_hosted(provider: ProviderConfig, where: str, base_url: str) -> HostPro
 
 
 def _base_url_from_hostname(hostname: str, where: str) -> str:
-    url = hostname.strip().rstrip("/")
-    address = read_web_address(url)
-    if address is None or address.host is None:
-        hides_secret = "@" in hostname or "?" in hostname
-        shown = "(hidden: it holds user info or a query)" if hides_secret else repr(hostname)
-        problem = (
-            "is not an http(s) address"
-            if address is None
-            else f"names no host: its host is not {HOST_RULE}"
-        )
-        raise ProviderConfigurationError(
-            f"{where}: Hostname {shown} {problem}; write it like "
-            "https://llm.example.org/v1 or http://localhost:11434."
-        )
-    if address.has_query or address.has_fragment or address.has_user_info:
-        raise ProviderConfigurationError(
-            f"{where}: Hostname must be a plain base URL without query, fragment or user info."
-        )
-    return url
+    try:
+        return read_base_url(hostname, "Hostname")
+    except ValueError as error:
+        raise ProviderConfigurationError(f"{where}: {error}") from None

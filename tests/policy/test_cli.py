@@ -916,3 +916,114 @@ def test_settings_and_diff_repeat_load_errors_on_stderr(tmp_path: Path) -> None:
         done = run(*command)
         assert done.returncode == 0, done.stderr
         assert f"{broken / 'plugin.lua'}:2: error:" in done.stderr, command
+
+
+# --- addresses of providers and MCP servers: what the runtime refuses, check refuses ----------
+
+
+def _address_entries(hostnames: list[str], mcp_urls: list[str]) -> str:
+    """One line per entry: self-hosted providers at `hostnames`, HTTP MCP servers at `mcp_urls`."""
+    lines = ["CONFIG = {}", 'CONFIG["SETTINGS"] = {}', 'CONFIG["LLM_PROVIDERS"] = {}']
+    lines.append('CONFIG["MCP_SERVERS"] = {}')
+    for number, hostname in enumerate(hostnames, start=1):
+        lines.append(
+            f'CONFIG["LLM_PROVIDERS"][{number}] = {{ ["Id"] = "{uuid.uuid4()}", '
+            f'["InstanceName"] = "P{number}", ["UsedLLMProvider"] = "SELF_HOSTED", '
+            f'["Host"] = "VLLM", ["Hostname"] = {json.dumps(hostname, ensure_ascii=False)}, '
+            '["Model"] = { ["Id"] = "m", ["DisplayName"] = "M" } }'
+        )
+    for number, url in enumerate(mcp_urls, start=1):
+        lines.append(
+            f'CONFIG["MCP_SERVERS"][{number}] = {{ ["Id"] = "{uuid.uuid4()}", '
+            f'["Name"] = "s{number}", ["Transport"] = "STREAMABLE_HTTP", '
+            f'["Url"] = {json.dumps(url, ensure_ascii=False)} }}'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_check_skips_providers_and_mcp_servers_whose_address_the_runtime_refuses(
+    tmp_path: Path,
+) -> None:
+    hostnames = [
+        "ftp://llm.corp../",
+        "llm.example.org/v1",
+        "https://llm.corp../v1",
+        "http://llm server.corp:8000/v1",
+        "https://[::1/v1",
+        "https://llm.example.org:99999/v1",
+        "https://llm.exa\tmple.org/v1",
+        "https://me:hunter2@llm.corp../v1",
+        "https://llm.example.org/v1?api_key=hunter2",
+        "https://me:hunter2@llm.example.org/v1",
+    ]
+    urls = [
+        "ftp://mcp.corp/mcp",
+        "http://mcp..corp/mcp",
+        "http://127.0.0.1:99999/mcp",
+        "http://me:hunter2@exa mple.org/mcp",
+        "http://127.0.0.1:8080/m\ncp",
+    ]
+    plugin = write_plugin(tmp_path / "org", _address_entries(hostnames, urls))
+    code, document = run_json("check", "--org", plugin.parent, "--strict")
+    assert code == 1 and "hunter2" not in json.dumps(document)
+    lines = plugin.read_text(encoding="utf-8").splitlines()
+    skipped = {w["line"]: w for w in document["warnings"] if w["code"] == "invalid-entry"}
+    for number in range(1, len(hostnames) + 1):
+        line = (
+            lines.index(
+                next(t for t in lines if t.startswith(f'CONFIG["LLM_PROVIDERS"][{number}]'))
+            )
+            + 1
+        )
+        warning = skipped.pop(line)
+        assert warning["file"] == str(plugin)
+        assert f'CONFIG["LLM_PROVIDERS"] entry {number} skipped: Hostname ' in warning["message"]
+        assert "https://llm.example.org/v1 or http://localhost:11434" in warning["message"]
+    for number in range(1, len(urls) + 1):
+        line = (
+            lines.index(next(t for t in lines if t.startswith(f'CONFIG["MCP_SERVERS"][{number}]')))
+            + 1
+        )
+        warning = skipped.pop(line)
+        assert warning["file"] == str(plugin)
+        assert f'CONFIG["MCP_SERVERS"] entry {number} skipped: Url ' in warning["message"]
+    assert skipped == {}
+    messages = " ".join(w["message"] for w in document["warnings"])
+    assert "Hostname 'ftp://llm.corp../' is not an http(s) address" in messages
+    assert "Hostname 'https://llm.corp../v1' names no host" in messages
+    assert "Hostname 'https://*****@llm.corp../v1' names no host" in messages
+    assert "Hostname (hidden: it holds a query) is not" not in messages  # it is readable
+    assert "Hostname must be a plain base URL without query, fragment or user info" in messages
+    assert "Url 'ftp://mcp.corp/mcp' is not an http:// or https:// address" in messages
+    assert "Url 'http://mcp..corp/mcp' names no host" in messages
+    assert "Url 'http://*****@exa mple.org/mcp' names no host" in messages
+
+
+def test_check_accepts_every_address_form_the_runtime_reads(tmp_path: Path) -> None:
+    hostnames = [
+        "http://localhost:11434",
+        "http://[::1]:8000/",
+        "http://10.0.0.5:8000/v1",
+        "https://llm.b\u00fccher.example/v1",
+        "https://xn--bcher-kva.example./v1",
+        "http://llm_team.corp:8000",
+        "  https://gateway.corp/openai/v1/  ",
+        "HTTPS://LLM.EXAMPLE.ORG/v1",
+    ]
+    urls = [
+        "http://127.0.0.1:9/mcp",
+        "http://localhost:3000/mcp",
+        "http://[::1]:8080/mcp",
+        "https://mcp.b\u00fccher.example/mcp?tenant=a",
+        "https://mcp_team.corp/mcp",
+    ]
+    body = _address_entries(hostnames, urls)
+    cloud = (
+        'CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = { ["Id"] = "'
+        f'{uuid.uuid4()}", ["InstanceName"] = "Cloud", ["UsedLLMProvider"] = "OPEN_AI", '
+        '["Host"] = "NONE", ["Hostname"] = "", '
+        '["Model"] = { ["Id"] = "gpt-4o", ["DisplayName"] = "GPT-4o" } }\n'
+    )
+    plugin = write_plugin(tmp_path / "org", body + cloud)
+    code, document = run_json("check", "--org", plugin.parent, "--strict")
+    assert (code, document["errors"], document["warnings"]) == (0, [], []), document

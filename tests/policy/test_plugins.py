@@ -241,6 +241,11 @@ def test_the_secret_from_ai_studios_policy_file_decrypts_the_plugins_values(
         ),
         ("SOURCE_URL", '"mailto:?subject=hi"', "SOURCE_URL must be"),
         ("SOURCE_URL", '"example.org"', "SOURCE_URL must be"),
+        ("SOURCE_URL", '"https://example..org/plugin"', "SOURCE_URL must be"),
+        ("SOURCE_URL", '"https://exa mple.org/plugin"', "SOURCE_URL must be"),
+        ("SOURCE_URL", '"https://example.org:99999/plugin"', "SOURCE_URL must be"),
+        ("SOURCE_URL", '"https://example.org/plu\\tgin"', "SOURCE_URL must be"),
+        ("SOURCE_URL", '"https://me:hunter2@exa mple.org/"', '"https://*****@exa mple.org/"'),
         (
             "CATEGORIES",
             '{ "core" }',
@@ -271,6 +276,20 @@ def test_a_bad_required_global_rejects_the_plugin(
     if value is not None:
         assert finding.location.line == line_of(path, f"{name} = ")
     assert expected in str(error)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/plugin",
+        "HTTP://[::1]:8080/plugin",
+        "https://b\u00fccher.example/plugin",
+        "https://git_team.corp./plugin?ref=main",
+        "mailto:it@example.org",
+    ],
+)
+def test_a_source_url_in_every_readable_form_is_accepted(tmp_path: Path, url: str) -> None:
+    assert load_plugin(write_plugin(tmp_path, SOURCE_URL=f'"{url}"'), ORG).name == "Test plugin"
 
 
 def test_every_required_global_is_checked_at_once(tmp_path: Path) -> None:
@@ -548,6 +567,32 @@ def test_a_bad_provider_is_skipped_and_the_others_apply(tmp_path: Path) -> None:
         in finding.message
     )
     assert finding.location is not None and finding.location.line == line_of(path, '"22222222') - 1
+
+
+@pytest.mark.parametrize(
+    "hostname",
+    ["ftp://llm.corp../", "https://gateway..corp/v1", "https://gateway.corp/v1#x", "gateway.corp"],
+)
+def test_a_provider_whose_hostname_the_runtime_refuses_is_skipped(
+    tmp_path: Path, hostname: str
+) -> None:
+    bad = provider(id="22222222-2222-4222-8222-222222222222", kind="OPEN_AI", host="NONE")
+    bad = bad.replace('CONFIG["LLM_PROVIDERS"] = {}', "").replace("http://localhost:8000", hostname)
+    path = write_plugin(tmp_path, extra=provider() + bad)
+    plugin = load_plugin(path, ORG)
+    assert [p.id for p in plugin.providers] == ["11111111-1111-4111-8111-111111111111"]
+    (finding,) = plugin.findings
+    assert finding.code == "invalid-entry"
+    assert finding.message.startswith('CONFIG["LLM_PROVIDERS"] entry 2 skipped: Hostname ')
+    assert "write it like https://llm.example.org/v1 or http://localhost:11434" in finding.message
+    assert finding.location is not None and finding.location.line == line_of(path, '"22222222') - 1
+
+
+def test_a_cloud_provider_needs_no_hostname(tmp_path: Path) -> None:
+    text = provider(kind="OPEN_AI", host="NONE").replace('"http://localhost:8000"', '"  "')
+    plugin = load_plugin(write_plugin(tmp_path, extra=text), ORG)
+    (entry,) = plugin.providers
+    assert entry.hostname == "  " and plugin.findings == ()
 
 
 def test_provider_fields(tmp_path: Path, secret: str) -> None:
