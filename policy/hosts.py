@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from policy.vocabulary import ProviderKind
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 """An IPv4 or IPv6 address."""
 
@@ -202,6 +204,48 @@ def read_base_url(text: str, field: str) -> str:
             f"write it like {BASE_URL_EXAMPLES}"
         )
     return url
+
+
+SELF_HOSTED_CHAT_SERVERS: dict[str, str] = {
+    "LM_STUDIO": "LM Studio",
+    "LLAMA_CPP": "llama.cpp",
+    "OLLAMA": "Ollama",
+    "VLLM": "vLLM",
+}
+"""The self-hosted `Host` values the runtime sends chat requests to, with the name messages show.
+AI Studio's other hosts (NONE, WHISPER_CPP) serve no chat: the runtime refuses them."""
+
+DEPLOYMENT_KINDS: dict[ProviderKind, str] = {
+    ProviderKind.HETZNER: "Hetzner",
+    ProviderKind.LITE_LLM: "LiteLLM",
+}
+"""Cloud provider kinds without a public default address (the plugin's `Hostname` names the
+deployment), with the name messages show. A self-hosted server needs `Hostname` too."""
+
+
+def provider_address_problem(kind: ProviderKind, host: str, base_url: str) -> str | None:
+    """Why the runtime cannot call a provider of `kind` on `host` at `base_url`, or None.
+
+    `base_url` is the `Hostname` as `read_base_url` read it, or "" when it is blank. A self-hosted
+    provider needs a `Host` in `SELF_HOSTED_CHAT_SERVERS` and a `Hostname`; a kind in
+    `DEPLOYMENT_KINDS` needs a `Hostname`. The one rule: `policy check` skips an entry it refuses,
+    and the runtime's host profiles refuse the provider with this message.
+    """
+    if kind is ProviderKind.SELF_HOSTED:
+        server = SELF_HOSTED_CHAT_SERVERS.get(host.strip().upper())
+        if server is None:
+            return (
+                f"Host {host!r} cannot serve chat requests; use one of "
+                f"{', '.join(SELF_HOSTED_CHAT_SERVERS)}"
+            )
+        if not base_url:
+            return f"a self-hosted {server} needs Hostname, e.g. http://localhost:11434"
+    elif kind in DEPLOYMENT_KINDS and not base_url:
+        return (
+            f"{DEPLOYMENT_KINDS[kind]} has no default address; set Hostname to the base URL of "
+            "the deployment, e.g. https://llm.example.org/v1"
+        )
+    return None
 
 
 _HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."

@@ -26,7 +26,13 @@ from policy.configuration import (
     Severity,
 )
 from policy.errors import ToolPolicyError
-from policy.hosts import HOST_RULE, read_base_url, read_web_address, shown_address
+from policy.hosts import (
+    HOST_RULE,
+    provider_address_problem,
+    read_base_url,
+    read_web_address,
+    shown_address,
+)
 from policy.lua_sandbox import (
     LuaFunction,
     LuaSandboxError,
@@ -682,11 +688,17 @@ class _Loader:
         kind = fields.choice("UsedLLMProvider", _PROVIDER_KINDS)
         host = fields.choice("Host", PROVIDER_HOSTS)
         hostname = fields.string("Hostname", blank_ok=True)
+        base_url = ""
         if hostname is not None and hostname.strip():
             try:
-                read_base_url(hostname, "Hostname")
+                base_url = read_base_url(hostname, "Hostname")
             except ValueError as error:  # the runtime refuses it: the entry never applies
                 problems.append(str(error))
+                hostname = None
+        if kind is not None and host is not None and hostname is not None:
+            problem = provider_address_problem(ProviderKind(kind), host, base_url)
+            if problem is not None:  # the runtime cannot call it: the entry never applies
+                problems.append(problem)
                 hostname = None
         model = entry.get("Model")
         model_id = display = None

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from policy.configuration import ProviderConfig
-from policy.hosts import read_base_url
+from policy.hosts import (
+    DEPLOYMENT_KINDS,
+    SELF_HOSTED_CHAT_SERVERS,
+    provider_address_problem,
+    read_base_url,
+)
 from policy.vocabulary import ProviderKind
 from runtime.providers.errors import ProviderConfigurationError
 
@@ -193,17 +198,11 @@ _CLOUD_HOSTS: dict[ProviderKind, HostProfile] = {
     ),
 }
 
-# Hosts without a public default address: the plugin's Hostname names the deployment.
-_ADDRESSED_HOSTS: dict[ProviderKind, tuple[str, str, bool]] = {
-    ProviderKind.HETZNER: ("Hetzner", "HETZNER_API_KEY", True),
-    ProviderKind.LITE_LLM: ("LiteLLM", "LITELLM_API_KEY", False),
-}
-
-_SELF_HOSTED_SERVERS: dict[str, str] = {
-    "LM_STUDIO": "LM Studio",
-    "LLAMA_CPP": "llama.cpp",
-    "OLLAMA": "Ollama",
-    "VLLM": "vLLM",
+# Hosts without a public default address (policy.hosts.DEPLOYMENT_KINDS names them): the
+# plugin's Hostname names the deployment. Per kind: (key variable, whether a key is required).
+_DEPLOYMENT_KEYS: dict[ProviderKind, tuple[str, bool]] = {
+    ProviderKind.HETZNER: ("HETZNER_API_KEY", True),
+    ProviderKind.LITE_LLM: ("LITELLM_API_KEY", False),
 }
 
 
@@ -234,41 +233,24 @@ def _profile_for_kind(provider: ProviderConfig, where: str, base_url: str) -> Ho
     if kind in _CLOUD_HOSTS:
         cloud = _CLOUD_HOSTS[kind]
         return dataclasses.replace(cloud, base_url=base_url) if base_url else cloud
-    if kind in _ADDRESSED_HOSTS:
-        name, env, needs_key = _ADDRESSED_HOSTS[kind]
-        if not base_url:
-            raise ProviderConfigurationError(
-                f"{where}: {name} has no default address; set Hostname to the base URL of the "
-                "deployment, e.g. https://llm.example.org/v1.",
-                provider=provider.name,
-            )
-        return _compatible(name, base_url, env, requires_api_key=needs_key)
+    if kind not in DEPLOYMENT_KINDS and kind is not ProviderKind.SELF_HOSTED:
+        known = ", ".join(
+            k.value for k in (*_CLOUD_HOSTS, *DEPLOYMENT_KINDS, ProviderKind.SELF_HOSTED)
+        )
+        raise ProviderConfigurationError(
+            f"{where}: UsedLLMProvider {kind.value} has no host profile; use one of {known}.",
+            provider=provider.name,
+        )
+    problem = provider_address_problem(kind, provider.host, base_url)
+    if problem is not None:
+        raise ProviderConfigurationError(f"{where}: {problem}.", provider=provider.name)
     if kind is ProviderKind.SELF_HOSTED:
-        return _self_hosted(provider, where, base_url)
-    known = ", ".join(k.value for k in (*_CLOUD_HOSTS, *_ADDRESSED_HOSTS, ProviderKind.SELF_HOSTED))
-    raise ProviderConfigurationError(
-        f"{where}: UsedLLMProvider {kind.value} has no host profile; use one of {known}.",
-        provider=provider.name,
-    )
-
-
-def _self_hosted(provider: ProviderConfig, where: str, base_url: str) -> HostProfile:
-    server = provider.host.strip().upper()
-    if server not in _SELF_HOSTED_SERVERS:
-        raise ProviderConfigurationError(
-            f"{where}: Host {provider.host!r} cannot serve chat requests; use one of "
-            f"{', '.join(_SELF_HOSTED_SERVERS)}.",
-            provider=provider.name,
-        )
-    if not base_url:
-        raise ProviderConfigurationError(
-            f"{where}: a self-hosted {_SELF_HOSTED_SERVERS[server]} needs Hostname, "
-            "e.g. http://localhost:11434.",
-            provider=provider.name,
-        )
-    if not base_url.endswith("/v1"):
-        base_url += "/v1"
-    return _compatible(_SELF_HOSTED_SERVERS[server], base_url, "", requires_api_key=False)
+        if not base_url.endswith("/v1"):
+            base_url += "/v1"
+        name = SELF_HOSTED_CHAT_SERVERS[provider.host.strip().upper()]
+        return _compatible(name, base_url, "", requires_api_key=False)
+    env, needs_key = _DEPLOYMENT_KEYS[kind]
+    return _compatible(DEPLOYMENT_KINDS[kind], base_url, env, requires_api_key=needs_key)
 
 
 def _base_url_from_hostname(hostname: str, where: str) -> str:

@@ -375,7 +375,7 @@ def test_a_capability_spelling_ai_studio_ignores_warns(tmp_path: Path) -> None:
         tmp_path,
         'CONFIG["LLM_PROVIDERS"] = { {\n'
         '  ["Id"] = "4c3c4d5e-6f70-4182-93a4-b5c6d7e8f901", ["InstanceName"] = "m",\n'
-        '  ["UsedLLMProvider"] = "SELF_HOSTED", ["Host"] = "OLLAMA", ["Hostname"] = "",\n'
+        '  ["UsedLLMProvider"] = "SELF_HOSTED", ["Host"] = "OLLAMA", ["Hostname"] = "http://localhost:11434",\n'
         '  ["Model"] = { ["Id"] = "m", ["DisplayName"] = "M" },\n'
         '  ["CapabilityOverrides"] = { ["VideoInput"] = true, ["AUDIO_INPUT"] = false },\n'
         "} }\n",

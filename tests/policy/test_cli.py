@@ -1027,3 +1027,58 @@ def test_check_accepts_every_address_form_the_runtime_reads(tmp_path: Path) -> N
     plugin = write_plugin(tmp_path / "org", body + cloud)
     code, document = run_json("check", "--org", plugin.parent, "--strict")
     assert (code, document["errors"], document["warnings"]) == (0, [], []), document
+
+
+def _provider_entries(entries: list[tuple[str, str, str]]) -> str:
+    """One line per provider entry: (UsedLLMProvider, Host, Hostname)."""
+    lines = ["CONFIG = {}", 'CONFIG["SETTINGS"] = {}', 'CONFIG["LLM_PROVIDERS"] = {}']
+    for number, (kind, host, hostname) in enumerate(entries, start=1):
+        lines.append(
+            f'CONFIG["LLM_PROVIDERS"][{number}] = {{ ["Id"] = "{uuid.uuid4()}", '
+            f'["InstanceName"] = "P{number}", ["UsedLLMProvider"] = "{kind}", '
+            f'["Host"] = "{host}", ["Hostname"] = "{hostname}", '
+            '["Model"] = { ["Id"] = "m", ["DisplayName"] = "M" } }'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_check_skips_providers_the_runtime_cannot_call(tmp_path: Path) -> None:
+    refused = [
+        (("SELF_HOSTED", "OLLAMA", ""), "a self-hosted Ollama needs Hostname, e.g. http://"),
+        (("SELF_HOSTED", "LM_STUDIO", "  "), "a self-hosted LM Studio needs Hostname"),
+        (("HETZNER", "NONE", ""), "Hetzner has no default address; set Hostname"),
+        (("LITE_LLM", "NONE", ""), "LiteLLM has no default address; set Hostname"),
+        (
+            ("SELF_HOSTED", "WHISPER_CPP", "http://localhost:8080"),
+            "Host 'WHISPER_CPP' cannot serve chat requests; use one of LM_STUDIO, LLAMA_CPP, "
+            "OLLAMA, VLLM",
+        ),
+        (("SELF_HOSTED", "NONE", "http://localhost:8080"), "Host 'NONE' cannot serve chat"),
+    ]
+    plugin = write_plugin(tmp_path / "org", _provider_entries([e for e, _ in refused]))
+    code, document = run_json("check", "--org", plugin.parent, "--strict")
+    assert code == 1 and document["errors"] == []
+    lines = plugin.read_text(encoding="utf-8").splitlines()
+    skipped = {w["line"]: w for w in document["warnings"] if w["code"] == "invalid-entry"}
+    for number, (_, expected) in enumerate(refused, start=1):
+        prefix = f'CONFIG["LLM_PROVIDERS"][{number}]'
+        warning = skipped.pop(lines.index(next(t for t in lines if t.startswith(prefix))) + 1)
+        assert warning["file"] == str(plugin)
+        assert f'CONFIG["LLM_PROVIDERS"] entry {number} skipped: ' in warning["message"]
+        assert expected in warning["message"]
+    assert skipped == {}
+
+
+def test_check_accepts_every_provider_the_runtime_calls(tmp_path: Path) -> None:
+    entries = [
+        ("SELF_HOSTED", "LM_STUDIO", "http://localhost:1234"),
+        ("SELF_HOSTED", "LLAMA_CPP", "http://127.0.0.1:8080"),
+        ("SELF_HOSTED", "OLLAMA", "http://localhost:11434"),
+        ("SELF_HOSTED", "VLLM", "https://vllm.corp/v1"),
+        ("HETZNER", "NONE", "https://llm.hetzner.corp/v1"),
+        ("OPEN_AI", "NONE", ""),
+        ("MISTRAL", "WHISPER_CPP", "  "),
+    ]
+    plugin = write_plugin(tmp_path / "org", _provider_entries(entries))
+    code, document = run_json("check", "--org", plugin.parent, "--strict")
+    assert (code, document["errors"], document["warnings"]) == (0, [], []), document

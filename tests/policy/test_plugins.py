@@ -544,6 +544,9 @@ CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {{
 """
 
 
+WRITE_IT = "write it like https://llm.example.org/v1 or http://localhost:11434"
+
+
 def provider(
     id: str = "11111111-1111-4111-8111-111111111111",
     kind: str = "SELF_HOSTED",
@@ -569,30 +572,88 @@ def test_a_bad_provider_is_skipped_and_the_others_apply(tmp_path: Path) -> None:
     assert finding.location is not None and finding.location.line == line_of(path, '"22222222') - 1
 
 
-@pytest.mark.parametrize(
-    "hostname",
-    ["ftp://llm.corp../", "https://gateway..corp/v1", "https://gateway.corp/v1#x", "gateway.corp"],
-)
-def test_a_provider_whose_hostname_the_runtime_refuses_is_skipped(
-    tmp_path: Path, hostname: str
-) -> None:
-    bad = provider(id="22222222-2222-4222-8222-222222222222", kind="OPEN_AI", host="NONE")
-    bad = bad.replace('CONFIG["LLM_PROVIDERS"] = {}', "").replace("http://localhost:8000", hostname)
-    path = write_plugin(tmp_path, extra=provider() + bad)
-    plugin = load_plugin(path, ORG)
-    assert [p.id for p in plugin.providers] == ["11111111-1111-4111-8111-111111111111"]
-    (finding,) = plugin.findings
-    assert finding.code == "invalid-entry"
-    assert finding.message.startswith('CONFIG["LLM_PROVIDERS"] entry 2 skipped: Hostname ')
-    assert "write it like https://llm.example.org/v1 or http://localhost:11434" in finding.message
-    assert finding.location is not None and finding.location.line == line_of(path, '"22222222') - 1
-
-
 def test_a_cloud_provider_needs_no_hostname(tmp_path: Path) -> None:
     text = provider(kind="OPEN_AI", host="NONE").replace('"http://localhost:8000"', '"  "')
     plugin = load_plugin(write_plugin(tmp_path, extra=text), ORG)
     (entry,) = plugin.providers
     assert entry.hostname == "  " and plugin.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("kind", "host", "hostname", "expected"),
+    [
+        (
+            "SELF_HOSTED",
+            "OLLAMA",
+            "",
+            "a self-hosted Ollama needs Hostname, e.g. http://localhost:11434",
+        ),
+        ("SELF_HOSTED", "VLLM", "   ", "a self-hosted vLLM needs Hostname"),
+        ("HETZNER", "NONE", "", "Hetzner has no default address; set Hostname to the base URL"),
+        ("LITE_LLM", "NONE", " ", "LiteLLM has no default address; set Hostname"),
+        (
+            "SELF_HOSTED",
+            "WHISPER_CPP",
+            "http://localhost:8000",
+            "Host 'WHISPER_CPP' cannot serve chat requests; use one of LM_STUDIO, LLAMA_CPP, "
+            "OLLAMA, VLLM",
+        ),
+        ("SELF_HOSTED", "whisper_cpp", "", "Host 'WHISPER_CPP' cannot serve chat requests"),
+        ("SELF_HOSTED", "NONE", "http://localhost:8000", "Host 'NONE' cannot serve chat requests"),
+        *(
+            ("OPEN_AI", "NONE", hostname, f"Hostname {hostname!r} {problem}")
+            for hostname, problem in [
+                ("ftp://llm.corp../", f"is not an http(s) address; {WRITE_IT}"),
+                ("https://gateway..corp/v1", "names no host: its host is not a host name or IP"),
+                ("gateway.corp", f"is not an http(s) address; {WRITE_IT}"),
+            ]
+        ),
+        (
+            "OPEN_AI",
+            "NONE",
+            "https://gateway.corp/v1#x",
+            f"without query, fragment or user info; {WRITE_IT}",
+        ),
+    ],
+)
+def test_a_provider_the_runtime_cannot_call_is_skipped(
+    tmp_path: Path, kind: str, host: str, hostname: str, expected: str
+) -> None:
+    bad = provider(id="22222222-2222-4222-8222-222222222222", kind=kind, host=host)
+    bad = bad.replace('CONFIG["LLM_PROVIDERS"] = {}', "")
+    bad = bad.replace('"http://localhost:8000"', f'"{hostname}"')
+    path = write_plugin(tmp_path, extra=provider() + bad)
+    plugin = load_plugin(path, ORG)
+    assert [p.id for p in plugin.providers] == ["11111111-1111-4111-8111-111111111111"]
+    (finding,) = plugin.findings
+    assert finding.code == "invalid-entry"
+    assert finding.message.startswith('CONFIG["LLM_PROVIDERS"] entry 2 skipped: ')
+    assert expected in finding.message
+    assert finding.location is not None and finding.location.line == line_of(path, '"22222222') - 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "host"),
+    [
+        ("SELF_HOSTED", "LM_STUDIO"),
+        ("SELF_HOSTED", "llama_cpp"),
+        ("SELF_HOSTED", "OLLAMA"),
+        ("SELF_HOSTED", "VLLM"),
+        ("HETZNER", "NONE"),
+        ("LITE_LLM", "WHISPER_CPP"),
+        ("OPEN_AI", "WHISPER_CPP"),
+    ],
+)
+def test_a_provider_the_runtime_calls_at_its_hostname_is_kept(
+    tmp_path: Path, kind: str, host: str
+) -> None:
+    plugin = load_plugin(write_plugin(tmp_path, extra=provider(kind=kind, host=host)), ORG)
+    (entry,) = plugin.providers
+    assert (entry.kind, entry.hostname, plugin.findings) == (
+        ProviderKind(kind),
+        "http://localhost:8000",
+        (),
+    )
 
 
 def test_provider_fields(tmp_path: Path, secret: str) -> None:

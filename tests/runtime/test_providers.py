@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import uuid
+from pathlib import Path
 
 import pytest
 
 from policy.configuration import ProviderConfig
-from policy.vocabulary import ProviderKind
+from policy.plugins import PROVIDER_HOSTS, load_plugin
+from policy.vocabulary import PluginOrigin, ProviderKind
 from runtime.adapters import create_adapter
 from runtime.adapters.anthropic import AnthropicAdapter
 from runtime.adapters.chat_completions import ChatCompletionsAdapter
@@ -28,6 +31,7 @@ from runtime.providers import (
     host_profile_for,
     request_model,
 )
+from tests.policy.test_plugins import write_plugin
 from tests.servers.provider_scripts import chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
 from tests.servers.provider_testkit import API_KEY, client_for, conversation, run_round
@@ -142,6 +146,40 @@ def test_a_self_hosted_entry_without_a_chat_server_is_refused() -> None:
 def test_a_self_hosted_entry_without_a_hostname_is_refused() -> None:
     with pytest.raises(ProviderConfigurationError, match="needs Hostname"):
         host_profile_for(_provider(ProviderKind.SELF_HOSTED, "OLLAMA", ""))
+
+
+def test_policy_check_keeps_exactly_the_providers_the_runtime_can_call(tmp_path: Path) -> None:
+    """Every kind, Host and blank or set Hostname: the loader keeps an entry iff the runtime
+    builds a host profile for it (one rule, policy.hosts, decides both)."""
+    cases: dict[str, ProviderConfig] = {}
+    lines = ['CONFIG["LLM_PROVIDERS"] = {}']
+    for kind in ProviderKind:
+        if kind is ProviderKind.NONE:
+            continue  # no provider kind: the loader refuses the name itself
+        for host in PROVIDER_HOSTS:
+            for hostname in ("", "  ", "http://localhost:11434"):
+                entry_id = str(uuid.uuid4())
+                cases[entry_id] = ProviderConfig(
+                    id=entry_id, name="P", kind=kind, model="m", host=host, hostname=hostname
+                )
+                lines.append(
+                    f'CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {{ ["Id"] = "{entry_id}", '
+                    f'["InstanceName"] = "P", ["UsedLLMProvider"] = "{kind.value}", '
+                    f'["Host"] = "{host}", ["Hostname"] = "{hostname}", '
+                    '["Model"] = { ["Id"] = "m", ["DisplayName"] = "M" } }'
+                )
+    plugin = load_plugin(write_plugin(tmp_path, extra="\n".join(lines)), PluginOrigin.ORGANIZATION)
+    kept = {p.id for p in plugin.providers}
+    served = set()
+    for entry_id, config in cases.items():
+        try:
+            host_profile_for(config)
+        except ProviderConfigurationError:
+            continue
+        served.add(entry_id)
+    assert kept == served
+    assert 0 < len(served) < len(cases)  # both sides of the rule are exercised
+    assert len(plugin.findings) == len(cases) - len(served)
 
 
 def test_litellm_needs_the_address_of_its_proxy() -> None:
