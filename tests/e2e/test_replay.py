@@ -65,7 +65,12 @@ DISABLE_CALCULATOR = (
 
 SWAPPED_KINDS = (
     ("base", '["UsedLLMProvider"] = "SELF_HOSTED"', '["UsedLLMProvider"] = "MISTRAL"'),
-    ("base", '["UsedLLMProvider"] = "OPEN_AI"', '["UsedLLMProvider"] = "SELF_HOSTED"'),
+    (
+        "base",
+        '["UsedLLMProvider"] = "OPEN_AI",\n    ["Host"] = "NONE",\n    ["Hostname"] = "",',
+        '["UsedLLMProvider"] = "SELF_HOSTED",\n    ["Host"] = "VLLM",\n'
+        '    ["Hostname"] = "http://127.0.0.1:8000/v1",',
+    ),
 )
 """vLLM becomes a cloud provider (MEDIUM), OpenAI a self-hosted one."""
 
