@@ -175,6 +175,7 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         "_calls",
         "_details",
         "_finish",
+        "_latest_at",
         "_read_something",
         "_reasoning",
         "_refused",
@@ -190,7 +191,8 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         super().__init__()
         self._text: list[str] = []
         self._reasoning: dict[str, list[str]] = {}
-        self._details: dict[int, dict[str, Any]] = {}
+        self._details: dict[tuple[str | None, int | None, int], dict[str, Any]] = {}
+        self._latest_at: dict[int, tuple[str | None, int | None, int]] = {}
         self._calls: list[_CallBuilder] = []
         self._by_index: dict[int, _CallBuilder] = {}
         self._by_id: dict[str, _CallBuilder] = {}
@@ -307,11 +309,22 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         return text
 
     def _read_details(self, details: list[Any], field: str) -> None:
-        """OpenRouter's `reasoning_details`: entries by `index`, streamed text joined, the
-        signature and other members as last sent; kept verbatim for the next request."""
+        """OpenRouter's `reasoning_details`: entries by (`type`, `index`) — Gemini sends a
+        `reasoning.summary` and a `reasoning.encrypted` entry at the same index —, streamed text
+        joined, the signature and other members as last sent; kept verbatim, in the order they
+        arrived, for the next request. A piece without a `type` continues the latest entry at its
+        index."""
         for position, entry in self.objects(details, field):
             index = self.integer(entry, "index", f"{field}[{position}].index")
-            key = index if index is not None else len(self._details)
+            kind = self.string(entry, "type", f"{field}[{position}].type")
+            key: tuple[str | None, int | None, int]
+            if index is None:
+                key = (kind, None, len(self._details))
+            elif kind is None and (latest := self._latest_at.get(index)) is not None:
+                key = latest
+            else:
+                key = (kind, index, 0)
+                self._latest_at[index] = key
             held = self._details.setdefault(key, {})
             for name, value in entry.items():
                 before = held.get(name)
@@ -424,7 +437,7 @@ class ChatCompletionAccumulator(_wire.TypedFields):
             calls=calls,
             usage=self.usage,
             sources=tuple(self._sources),
-            reasoning_details=tuple(self._details[k] for k in sorted(self._details)),
+            reasoning_details=tuple(self._details.values()),
             think="".join(self._think.think) if self._think is not None else "",
             stop_reason=stop,
         )

@@ -2,7 +2,8 @@
 
 Each file in recorded/ is one response as the host streams it (its ids, extra members, comment
 lines, SSE event names), covering what reasoning models and gateways send: OpenRouter's
-`reasoning_details` (streamed in pieces and whole), Groq's `reasoning` and raw `<think>` tags,
+`reasoning_details` (streamed in pieces and whole; Gemini 3's summary and encrypted entries at
+one index kept apart), Groq's `reasoning` and raw `<think>` tags,
 DeepSeek's `reasoning_content`, a whole non-streamed completion in one event, an error chunk,
 Responses reasoning items with and without `encrypted_content`, truncation and refusals, Anthropic
 server tools (web search with `pause_turn`, citations, code execution before a tool call), Cerebras
@@ -102,6 +103,15 @@ CASES = [
         _OPENROUTER,
         _CHAT,
         "google/gemini-2.5-pro",
+        "",
+        _COMPLETED,
+        ("web_search",),
+    ),
+    Case(
+        "openrouter_gemini3_summary_and_encrypted_at_one_index",
+        _OPENROUTER,
+        _CHAT,
+        "google/gemini-3-pro-preview",
         "",
         _COMPLETED,
         ("web_search",),
