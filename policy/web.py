@@ -15,9 +15,11 @@ neither writes anything.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import ipaddress
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -305,6 +307,8 @@ def build_app(
             return JSONResponse({"error": message}, status_code=500)
         return page("error.html", message=message, title="Something went wrong", status=500)
 
+    cookie_value = _cookie_value(token) if token is not None else ""
+
     async def guard(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
@@ -313,16 +317,18 @@ def build_app(
             in_query = request.query_params.get("token", "")
             presented = (
                 request.headers.get("authorization", "").removeprefix("Bearer ").strip(),
-                request.cookies.get(_TOKEN_COOKIE, ""),
                 in_query,
             )
-            if not any(hmac.compare_digest(p.encode(), token.encode()) for p in presented if p):
+            cookie = request.cookies.get(_TOKEN_COOKIE, "")
+            if not any(_same(p, token) for p in presented if p) and not (
+                cookie and _same(cookie, cookie_value)
+            ):
                 return JSONResponse({"error": "a valid token is required"}, status_code=401)
-            set_cookie = hmac.compare_digest(in_query.encode(), token.encode())
+            set_cookie = _same(in_query, token)
             if set_cookie and request.method in ("GET", "HEAD") and not is_api(request):
                 kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
                 target = request.url.path + (f"?{urlencode(kept)}" if kept else "")
-                return secured(RedirectResponse(target, status_code=303), set_cookie)
+                return secured(request, RedirectResponse(target, status_code=303), set_cookie)
         elif not is_loopback_host(_host_name(request.headers.get("host", ""))):
             return JSONResponse(
                 {"error": "without --token, only requests to a loopback address are answered"},
@@ -336,15 +342,21 @@ def build_app(
             response = await call_next(request)
         except Exception as error:  # a defect: one line in the log, one clear answer
             response = unexpected(request, error)
-        return secured(response, set_cookie)
+        return secured(request, response, set_cookie)
 
-    def secured(response: Response, set_cookie: bool) -> Response:
+    def secured(request: Request, response: Response, set_cookie: bool) -> Response:
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Referrer-Policy"] = "same-origin"
         response.headers["Cache-Control"] = "no-store"
-        if set_cookie and token is not None:
-            response.set_cookie(_TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        if set_cookie:
+            response.set_cookie(
+                _TOKEN_COOKIE,
+                cookie_value,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+            )
         return response
 
     @asynccontextmanager
@@ -399,15 +411,31 @@ def _provider(policy: Policy, provider_id: str) -> ProviderConfig | None:
 
 
 def _cross_site(request: Request) -> bool:
-    """A browser's post from another page than this server's (Fetch Metadata says so, or the
-    Origin is another host): refused, so another site cannot make the server load a plugin."""
+    """A browser's post from another page than this server's (Origin `null`, Fetch Metadata says
+    so, or the Origin is another host): refused, so another site cannot make the server load a
+    plugin. Origin `null` is an opaque origin (a sandboxed frame, a `data:` page, a redirect from
+    another site); this server's own forms send their origin, as the pages' `Referrer-Policy:
+    same-origin` keeps it."""
+    origin = request.headers.get("origin")
+    if origin == "null":
+        return True
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None:
         return fetch_site not in ("same-origin", "none")
-    origin = request.headers.get("origin")
-    if origin is None or origin == "null":
+    if origin is None:
         return False
     return origin.partition("://")[2].rstrip("/") != request.headers.get("host", "")
+
+
+def _cookie_value(token: str) -> str:
+    """What the browser keeps in place of the token: its HMAC under a key made for this app, so
+    the token itself never sits in a cookie jar, and a cookie read off a disk or a proxy log
+    opens this server only until it stops."""
+    return hmac.new(secrets.token_bytes(32), token.encode(), hashlib.sha256).hexdigest()
+
+
+def _same(presented: str, expected: str) -> bool:
+    return hmac.compare_digest(presented.encode(), expected.encode())
 
 
 def _host_name(host_header: str) -> str:

@@ -5,6 +5,7 @@ refusal of a non-loopback host without a token and `--port 0` printing the port 
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
@@ -13,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -530,8 +532,51 @@ def test_a_token_guards_every_request(paths: ConfigurationPaths) -> None:
         with httpx.Client(cookies={"toolpolicy_token": "an-old-token"}) as stale:
             assert stale.get(served.url("/")).status_code == 401
             renewed = stale.get(served.url("/"), params={"token": "s3cret-token"})
-            assert renewed.status_code == 303 and "s3cret-token" in renewed.headers["set-cookie"]
+            assert renewed.status_code == 303
+            assert renewed.headers["set-cookie"].startswith("toolpolicy_token=")
             assert stale.get(served.url("/")).status_code == 200, "the new cookie replaced it"
+        with httpx.Client(cookies={"toolpolicy_token": "s3cret-token"}) as raw:
+            assert raw.get(served.url("/")).status_code == 401, "the cookie is not the token"
+
+
+def _cookie_attributes(set_cookie: str) -> tuple[str, set[str]]:
+    """The cookie's value and the names of its attributes (lower case)."""
+    value, *attributes = (part.strip() for part in set_cookie.split(";"))
+    names = {a.partition("=")[0].lower() for a in attributes}
+    return value.removeprefix("toolpolicy_token="), names
+
+
+def test_the_cookie_holds_no_token_and_is_secure_over_tls(
+    paths: ConfigurationPaths, tmp_path: Path
+) -> None:
+    from tests.servers.tls import self_signed
+
+    token = "s3cret/token+42=="
+    spellings = (token, quote(token, safe=""), base64.b64encode(token.encode()).decode())
+    with running_app(web_app(paths, token=token)) as served:
+        opened = httpx.get(served.url("/"), params={"token": token})
+        cookie, attributes = _cookie_attributes(opened.headers["set-cookie"])
+        assert not any(spelling in opened.headers["set-cookie"] for spelling in spellings)
+        assert {"httponly", "samesite"} <= attributes and "secure" not in attributes
+        assert "samesite=strict" in opened.headers["set-cookie"].lower()
+        kept = httpx.get(served.url("/"), cookies={"toolpolicy_token": cookie})
+        assert kept.status_code == 200, "the derived value opens the page"
+    tls = self_signed(tmp_path, ["localhost"])
+    with running_app(
+        web_app(paths, token=token), certfile=tls.certfile, keyfile=tls.keyfile
+    ) as served:
+        with httpx.Client(verify=tls.client_context()) as browser:
+            opened = browser.get(served.url("/", host="localhost"), params={"token": token})
+            assert opened.status_code == 303
+            _, attributes = _cookie_attributes(opened.headers["set-cookie"])
+            assert {"httponly", "samesite", "secure"} <= attributes
+            assert browser.get(served.url("/", host="localhost")).status_code == 200
+        elsewhere = httpx.get(
+            served.url("/", host="localhost"),
+            cookies={"toolpolicy_token": cookie},
+            verify=tls.client_context(),
+        )
+        assert elsewhere.status_code == 401, "a cookie of another server process opens nothing"
 
 
 def test_without_a_token_only_loopback_host_names_are_answered(served: RunningApp) -> None:
@@ -547,6 +592,8 @@ def test_a_post_from_another_site_is_refused(served: RunningApp) -> None:
         {"Origin": "http://attacker.example"},
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site", "Origin": "null"},  # another port of this machine
+        {"Origin": "null"},  # a sandboxed frame or data: page of a browser without Fetch Metadata
+        {"Origin": "null", "Sec-Fetch-Site": "same-origin"},
     ):
         for path in ("/api/diff", "/api/reload"):
             answer = httpx.post(served.url(path), json=asked, headers=headers)
