@@ -25,16 +25,28 @@ class DecisionLogError(ToolPolicyError):
 
 
 def read_decision_log(path: Path) -> list[DecisionRecord]:
-    """Every record of a JSON Lines decision log; a bad line is an error naming file:line."""
+    """Every record of a JSON Lines decision log. The first line that is not a record stops the
+    reading with an error naming file:line and what is wrong (bytes that are not UTF-8 by their
+    column, a field that does not fit by its path): counts over a log with a damaged line left
+    out would be wrong without saying so. Lines end at a newline only (U+2028 inside a record
+    does not end it)."""
     records: list[DecisionRecord] = []
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as error:
         raise DecisionLogError(
             f"{path}: cannot be read ({error.strerror or type(error).__name__})"
         ) from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DecisionLogError(
+                    f"{path}:{number}: not a decision record (byte {error.start + 1} of the "
+                    f"line, 0x{raw[error.start]:02x}, is not UTF-8: the line is damaged; repair "
+                    "or remove it)."
+                ) from None
             if not line.strip():
                 continue
             try:

@@ -121,7 +121,9 @@ class JsonLinesSink:
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Append records already serialized (each a JSON object ending in a newline) in as few
-        writes as the rotation allows: one, unless the file rolls over on the way."""
+        writes as the rotation allows: one, unless the file rolls over on the way. Each line is
+        written `line_safe`: a record is one line for every line-based tool."""
+        lines = [line_safe(line) for line in lines]
         with self._lock:
             if self._handle is None:
                 self._handle = self.path.open("ab")
@@ -159,6 +161,24 @@ class JsonLinesSink:
                 older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
         if self.path.exists():
             self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+
+
+# JSON leaves these raw inside strings; Python's splitlines, JavaScript before ES2019 and many
+# log shippers end a line at them. In UTF-8 each byte sequence is only ever that character.
+_LINE_BREAKING = (
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+    (b"\xc2\x85", b"\\u0085"),
+)
+
+
+def line_safe(line: bytes) -> bytes:
+    """A JSON line with the characters that end a line for some readers (U+2028, U+2029, NEL)
+    written as their JSON escapes: the same JSON value, on one line for every tool."""
+    for raw, escaped in _LINE_BREAKING:
+        if raw in line:
+            line = line.replace(raw, escaped)
+    return line
 
 
 class OpenTelemetrySink:
