@@ -3,9 +3,11 @@
 Any MCP client (a desktop app, an IDE, an agent) connects and sees exactly the tools - built-in,
 the app's own and MCP servers' - that the policy offers for one provider and component. Every call
 is checked again against the policy in force, runs through the same executor as `respond` (masked
-arguments, guarded results), and tightens that client's chat requirements as a result would in a
-chat. When the offered set changes (a configuration reload, a server's listing changing, a pin no
-longer matching), connected clients are told with `tools/list_changed`.
+arguments, guarded results), and tightens the chat's requirements as a result would in a chat
+(one chat per transport: stdio serves one client; HTTP clients share one chat until they sign in,
+since nothing the server controls tells them apart). When the offered set changes (a
+configuration reload, a server's listing changing, a pin no longer matching), connected clients
+are told with `tools/list_changed`.
 
 The offered tools are a view computed once per policy and chat requirements, so a request is a
 lookup; the view is rebuilt when the runtime's policy object changes.
@@ -164,20 +166,22 @@ class McpGateway:
         return _Client(label, Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore()))
 
     def _client(self, ctx: Any) -> _Client:
-        """The client a request comes from, with its chat.
+        """The client a request comes from, with its chat: one per transport.
 
-        A transport session (stdio; streamable HTTP under the protocol versions that have
-        sessions) is one client. The stateless streamable HTTP of 2026-07-28 carries no client
-        identity, so all such requests share one chat: what one call's result demands holds for
-        every later call (the requirements only tighten, never reset per request).
+        Over stdio the process serves one client. Over streamable HTTP the gateway has nothing
+        it controls that tells one client from another: the stateless HTTP of 2026-07-28 carries
+        no session (an `Mcp-Session-Id` header is the client's own text, never checked), and a
+        session of the earlier protocol versions is the client's to drop and open anew. A chat
+        keyed on either would let a client reset what a result demanded, or join another
+        client's chat. So every HTTP request shares one chat, whose requirements only tighten,
+        until clients sign in.
         """
         self._sessions.add(ctx.session)
-        key = _client_key(ctx)
-        client = self._clients.get(key)
+        transport = _transport(ctx)
+        client = self._clients.get(transport)
         if client is None:
-            label = "http" if key == _STATELESS else f"client-{len(self._clients) + 1}"
-            client = self._new_client(label)
-            self._clients[key] = client
+            client = self._new_client(transport)
+            self._clients[transport] = client
         return client
 
     async def _view(self, chat: Chat) -> _View:
@@ -415,18 +419,10 @@ def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
     )
 
 
-_STATELESS = "stateless-http"
-
-
-def _client_key(ctx: Any) -> str:
-    """A request's client: its transport session id, stdio (one client per process), or the
-    stateless pool."""
+def _transport(ctx: Any) -> str:
+    """The transport a request came over: "http" (it carries an HTTP request) or "stdio"."""
     request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return "stdio"
-    session_id = headers.get("mcp-session-id")
-    return f"http-{session_id}" if session_id else _STATELESS
+    return "stdio" if getattr(request, "headers", None) is None else "http"
 
 
 def _refused(
