@@ -16,12 +16,15 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from policy.configuration import SecretValue
 from policy.errors import ToolPolicyError
@@ -34,6 +37,7 @@ from policy.mcp import (
     write_cached_listing,
 )
 from policy.redaction import NO_SECRETS, SecretMask
+from policy.terminal import terminal_safe
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source
 
@@ -42,10 +46,17 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 _log = logging.getLogger(__name__)
+_server_log = logging.getLogger(f"{__name__}.server")
+"""A stdio server's stderr, one record per line, named after the server."""
 
 DEFAULT_LISTING_TTL_SECONDS = 300.0
 MAX_LISTING_PAGES = 100
 MAX_RESULT_CHARACTERS = 200_000
+MAX_STDERR_LINE_BYTES = 4_000
+"""A longer stderr line from a stdio server is logged in pieces of this size."""
+_STDERR_DRAIN_SECONDS = 2.0
+"""How long closing a session waits for the server's last stderr lines (a child process the
+server left running may hold its stderr open longer)."""
 _START_SECONDS = (10.0, 30.0)
 """How long a server may take to start and connect: its TimeoutSeconds, within these bounds (a
 short call timeout must not fail a server that needs a few seconds to start)."""
@@ -216,8 +227,13 @@ class McpSessions:
 
     async def _own(self, session: _Session, ready: asyncio.Future[Client]) -> None:
         """Enter and leave the SDK client in one task, as its task groups require."""
+        stderr: _StderrLines | None = None
         try:
-            client, secrets = _new_client(session.server, self._on_message(session))
+            if session.server.transport is McpTransport.STDIO:
+                stderr = _StderrLines(session.server.name, lambda: session.mask)
+            client, secrets = _new_client(
+                session.server, self._on_message(session), stderr.writer if stderr else None
+            )
             session.mask = SecretMask.of(secrets)
             async with client:
                 if not ready.done():
@@ -240,6 +256,8 @@ class McpSessions:
                 raise
         finally:
             session.client = None
+            if stderr is not None:
+                await asyncio.to_thread(stderr.close)
 
     def _on_message(self, session: _Session) -> Any:
         async def handle(message: Any) -> None:
@@ -337,8 +355,11 @@ def _plaintext(value: str | SecretValue) -> str:
     return value
 
 
-def _new_client(server: McpServerConfig, on_message: Any) -> tuple[Client, tuple[str, ...]]:
+def _new_client(
+    server: McpServerConfig, on_message: Any, stderr: TextIO | None = None
+) -> tuple[Client, tuple[str, ...]]:
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     secrets = tuple(
         _plaintext(v)
@@ -351,13 +372,49 @@ def _new_client(server: McpServerConfig, on_message: Any) -> tuple[Client, tuple
             args=list(server.args),
             env={k: _plaintext(v) for k, v in server.env.items()},
         )
-        return Client(params, message_handler=on_message, cache=None), secrets
+        transport = stdio_client(params, stderr or sys.stderr)
+        return Client(transport, message_handler=on_message, cache=None), secrets
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     http = create_mcp_http_client(headers={k: _plaintext(v) for k, v in server.headers.items()})
     transport = streamable_http_client(server.url, http_client=http)
     return Client(transport, message_handler=on_message, cache=None), secrets
+
+
+class _StderrLines:
+    """A stdio server's stderr, read line by line on a thread and logged as that server's lines
+    (`runtime.mcp.server`, WARNING): every control character escaped (`terminal_safe`, so an ESC
+    sequence or a carriage return in it cannot rewrite the administrator's terminal), the
+    server's secrets masked, each line at most `MAX_STDERR_LINE_BYTES`.
+
+    The SDK hands `writer` to the process as its stderr; `close()` drops the parent's end and
+    waits (boundedly) for the lines the stopped server wrote last to be logged."""
+
+    def __init__(self, server_name: str, mask: Callable[[], SecretMask]) -> None:
+        read_end, write_end = os.pipe()
+        self.writer: TextIO = os.fdopen(write_end, "w", encoding="utf-8")
+        self._name = server_name
+        self._mask = mask
+        self._reader = threading.Thread(
+            target=self._read,
+            args=(os.fdopen(read_end, "rb"),),
+            name=f"mcp-stderr-{server_name}",
+            daemon=True,
+        )
+        self._reader.start()
+
+    def _read(self, lines: Any) -> None:
+        with lines:
+            while piece := lines.readline(MAX_STDERR_LINE_BYTES):
+                text = piece.decode("utf-8", "replace").rstrip("\r\n")
+                if text.strip():
+                    shown = terminal_safe(self._mask().text(text))
+                    _server_log.warning("MCP server %s: %s", terminal_safe(self._name), shown)
+
+    def close(self) -> None:
+        self.writer.close()
+        self._reader.join(_STDERR_DRAIN_SECONDS)
 
 
 # --- results ----------------------------------------------------------------------------------

@@ -210,3 +210,28 @@ def test_a_pin_fragment_keeps_hostile_names_and_errors_inside_comments_and_strin
     result = run_plugin_source(f"CONFIG = {{}}\n{pins}", "pins.lua", None)
     assert list(result.globals["PINS"].entries) == [f"search{HOSTILE}\u0000"], "read back exactly"
     assert dict(result.globals["CONFIG"].entries) == {}, "no name or error became code"
+
+
+def test_an_mcp_servers_stderr_is_shown_as_its_escaped_log_lines_with_its_secret_masked(
+    tmp_path: Path, secret: str
+) -> None:
+    from policy.secrets import encrypt
+    from tests.mcp_tools.test_mcp import write_org
+
+    token = "tk-Stderr/Canary+42"
+    state = tmp_path / "server-state.json"
+    state.write_text(
+        json.dumps({"stderr": f"starting{HOSTILE}\ntoken=$TICKET_TOKEN\n"}), encoding="utf-8"
+    )
+    env = f'  ["Env"] = {{ ["TICKET_TOKEN"] = "{encrypt(token, secret)}" }},\n'
+    org = write_org(tmp_path / "org", state, extra=env)
+    done = policy("mcp", "list", "--org", org, "--format", "json", secret=secret)
+    assert done.returncode == 0, done.stderr
+    assert_terminal_safe(done, "mcp list with a server writing to stderr")
+    lines = [line for line in done.stderr.splitlines() if line.startswith("MCP server tickets: ")]
+    assert lines == [
+        "MCP server tickets: starting",
+        f"MCP server tickets: {FAKE_VERDICT}\\x1b]0;pwned\\x07\\x1b[2J\\x7f\\x9b31m\\u202eevil",
+        "MCP server tickets: token=*****",
+    ], done.stderr
+    assert token not in done.stderr and json.loads(done.stdout)["servers"]

@@ -13,7 +13,8 @@ is read on every request, so a test can change a description between runs:
 too long for a function name, one with a dot); every call is appended to `<state file>.calls` as
 one JSON line, so a test sees what the server received (and the W3C `traceparent` a call
 carried in `_meta`, to `<state file>.traces`); a stdio server writes its process id to
-`<state file>.pid` when it starts, so a test can see it stopped.
+`<state file>.pid` when it starts, so a test can see it stopped, and the state's `"stderr"` text
+to its stderr (`$TICKET_TOKEN` replaced by that variable's value).
 """
 
 from __future__ import annotations
@@ -220,6 +221,9 @@ async def _stdio(path: Path) -> None:
 
     server = build_server(path)
     Path(f"{path}.pid").write_text(str(os.getpid()), encoding="utf-8")
+    if stderr := str(_state(path).get("stderr", "")):
+        sys.stderr.write(stderr.replace("$TICKET_TOKEN", os.environ.get("TICKET_TOKEN", "")))
+        sys.stderr.flush()
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
