@@ -45,7 +45,13 @@ class ChatRecord:
 
 
 class ChatStore(Protocol):
-    """Where chat requirements live; an app can bring its own (its database, its encryption)."""
+    """Where chat requirements live; an app can bring its own (its database, its encryption).
+
+    `save` joins the record into what is stored, each requirement at the stricter of both, in
+    one atomic step: two writers that read the chat before either saved must not undo each
+    other's tightening (every store here does; `Chat` also joins before it saves, for a store
+    that only overwrites, but only an atomic save closes the gap between its read and write).
+    """
 
     def load(self, chat_id: str) -> ChatRecord | None: ...
 
@@ -65,7 +71,8 @@ class MemoryChatStore:
 
     def save(self, record: ChatRecord) -> None:
         with self._lock:
-            self._records[record.chat_id] = record
+            held = self._records.get(record.chat_id)
+            self._records[record.chat_id] = record if held is None else _stricter(held, record)
 
 
 _SCHEMA = """
@@ -88,6 +95,45 @@ STORED_COLUMNS = (
     " outbound_mailbox_id"
 )
 """The columns of `chat_requirements` that `stored_record` reads, in its order (every store)."""
+
+
+_CONFIDENCES = ", ".join(str(int(level)) for level in ConfidenceLevel)
+_RESTRICTIONS = ", ".join(str(int(restriction)) for restriction in OutboundDataRestriction)
+_NOT_SPECIFIED, _ALLOW_ANY, _SELF_HOSTED = (
+    f"'{security.value}'"
+    for security in (DataSecurity.NOT_SPECIFIED, DataSecurity.ALLOW_ANY, DataSecurity.SELF_HOSTED)
+)
+
+
+TIGHTENING_UPSERT = f"""
+ON CONFLICT (chat_id) DO UPDATE SET
+    required_provider_confidence = CASE
+        WHEN held.required_provider_confidence IN ({_CONFIDENCES})
+            AND excluded.required_provider_confidence > held.required_provider_confidence
+            THEN excluded.required_provider_confidence
+        ELSE held.required_provider_confidence END,
+    required_data_security = CASE
+        WHEN held.required_data_security NOT IN ({_NOT_SPECIFIED}, {_ALLOW_ANY})
+            THEN held.required_data_security
+        WHEN excluded.required_data_security IN ({_SELF_HOSTED}, {_ALLOW_ANY})
+            THEN excluded.required_data_security
+        ELSE held.required_data_security END,
+    outbound_restriction = CASE
+        WHEN held.outbound_restriction IN ({_RESTRICTIONS})
+            AND excluded.outbound_restriction < held.outbound_restriction
+            THEN excluded.outbound_restriction
+        ELSE held.outbound_restriction END,
+    outbound_mailbox_id = CASE
+        WHEN held.outbound_restriction IN ({_RESTRICTIONS})
+            AND excluded.outbound_restriction < held.outbound_restriction
+            THEN excluded.outbound_mailbox_id
+        ELSE held.outbound_mailbox_id END
+"""
+"""How every SQL store saves a chat's row (`INSERT INTO chat_requirements AS held … ` this): the
+arriving requirements joined with the stored ones inside the one statement, so a writer that read
+the chat before another one tightened it can never lower it. Written in the SQL that SQLite and
+PostgreSQL share. A stored value this version cannot read is kept as it is (it reads as the
+strictest, see `stored_record`); data security is the ratchet of `tighten_data_security`."""
 
 
 class SqliteChatStore:
@@ -143,12 +189,7 @@ class SqliteChatStore:
     def save(self, record: ChatRecord) -> None:
         with self._lock, self._reported(), closing(self._connect()) as connection, connection:
             connection.execute(
-                "INSERT INTO chat_requirements VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT(chat_id) DO UPDATE SET"
-                " required_provider_confidence = excluded.required_provider_confidence,"
-                " required_data_security = excluded.required_data_security,"
-                " outbound_restriction = excluded.outbound_restriction,"
-                " outbound_mailbox_id = excluded.outbound_mailbox_id",
+                "INSERT INTO chat_requirements AS held VALUES (?, ?, ?, ?, ?)" + TIGHTENING_UPSERT,
                 (
                     record.chat_id,
                     int(record.required_provider_confidence),

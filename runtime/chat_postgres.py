@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from runtime.chat import STORED_COLUMNS, ChatRecord, ChatStoreError, stored_record
+from runtime.chat import (
+    STORED_COLUMNS,
+    TIGHTENING_UPSERT,
+    ChatRecord,
+    ChatStoreError,
+    stored_record,
+)
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -37,23 +43,11 @@ _SCHEMA = (
     )""",
 )
 
-_TIGHTEN = """
+_TIGHTEN = f"""
 WITH saved AS (
     INSERT INTO chat_requirements AS held VALUES (%(id)s, %(confidence)s, %(security)s,
         %(restriction)s, %(mailbox)s)
-    ON CONFLICT (chat_id) DO UPDATE SET
-        required_provider_confidence = GREATEST(
-            held.required_provider_confidence, excluded.required_provider_confidence),
-        required_data_security = CASE
-            WHEN 'SELF_HOSTED' IN (held.required_data_security, excluded.required_data_security)
-                THEN 'SELF_HOSTED'
-            WHEN excluded.required_data_security = 'ALLOW_ANY' THEN 'ALLOW_ANY'
-            ELSE held.required_data_security END,
-        outbound_restriction = LEAST(held.outbound_restriction, excluded.outbound_restriction),
-        outbound_mailbox_id = CASE
-            WHEN excluded.outbound_restriction < held.outbound_restriction
-                THEN excluded.outbound_mailbox_id
-            ELSE held.outbound_mailbox_id END
+    {TIGHTENING_UPSERT}
     RETURNING chat_id
 )
 INSERT INTO chat_known_web_addresses (chat_id, request_key)

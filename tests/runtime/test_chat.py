@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from runtime.chat import (
     ensure_provider_allowed,
     open_chat_store,
 )
+from tests.runtime._racing_store import ReadThenRaced
 
 C = ConfidenceLevel
 R = OutboundDataRestriction
@@ -274,3 +276,123 @@ def test_being_trusted_does_not_meet_a_confidence_requirement() -> None:
     chat.require_provider_confidence(C.HIGH)
     with pytest.raises(ChatRequirementError):
         ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.MEDIUM, trusted=True)
+
+
+def test_a_stale_writer_saving_a_looser_record_never_lowers_the_stored_one(
+    store: SqliteChatStore,
+) -> None:
+    """Another worker saves what it read before this one tightened: the file keeps the stricter."""
+    Chat.open("c", store).require_provider_confidence(C.HIGH)
+    Chat.open("c", store).require_data_security(DataSecurity.SELF_HOSTED)
+    Chat.open("c", store).require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "inbox")
+    store.save(ChatRecord("c", C.LOW, DataSecurity.ALLOW_ANY, R.UNRESTRICTED))
+    stored = store.load("c")
+    assert stored is not None
+    assert stored.required_provider_confidence is C.HIGH
+    assert stored.required_data_security is DataSecurity.SELF_HOSTED
+    assert stored.outbound_restriction is R.ONLY_LINKS_FROM_CHAT
+    assert stored.outbound_mailbox_id == "inbox"
+    store.save(
+        ChatRecord("c", outbound_restriction=R.ONLY_CONFIGURED_SERVICES, outbound_mailbox_id="m2")
+    )
+    stored = store.load("c")
+    assert stored is not None
+    assert (stored.outbound_restriction, stored.outbound_mailbox_id) == (
+        R.ONLY_CONFIGURED_SERVICES,
+        "m2",
+    )
+
+
+def test_a_tightening_never_lifts_a_stored_value_this_version_cannot_read(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    store = SqliteChatStore(path)
+    store.save(ChatRecord("c"))
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute(
+            "UPDATE chat_requirements SET required_data_security = 'SOMETHING_NEW',"
+            " outbound_restriction = 9"
+        )
+    chat = Chat.open("c", store)
+    chat.require_data_security(DataSecurity.ALLOW_ANY)
+    chat.require_outbound_data_restriction(R.ONLY_LINKS_FROM_CHAT, "inbox")
+    stored = store.load("c")
+    assert stored is not None
+    assert stored.required_data_security is DataSecurity.SELF_HOSTED
+    assert stored.outbound_restriction is R.ONLY_CONFIGURED_SERVICES
+
+
+def test_a_worker_saving_after_another_tightened_since_its_read_keeps_the_stricter(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chats.sqlite3"
+    Chat.open("c", SqliteChatStore(path)).require_provider_confidence(C.VERY_LOW)
+
+    def other_worker() -> None:
+        other = Chat.open("c", SqliteChatStore(path))
+        other.require_provider_confidence(C.HIGH)
+        other.require_data_security(DataSecurity.SELF_HOSTED)
+
+    store = ReadThenRaced(SqliteChatStore(path))
+    racing = Chat.open("c", store)
+    store.other_writer = other_worker  # between this worker's next read and its save
+    assert racing.require_provider_confidence(C.LOW)
+    stored = SqliteChatStore(path).load("c")
+    assert stored is not None
+    assert stored.required_provider_confidence is C.HIGH
+    assert stored.required_data_security is DataSecurity.SELF_HOSTED
+
+
+_RACING_WRITER = textwrap.dedent(
+    """
+    import pathlib, sys
+    sys.path.insert(0, sys.argv[5])
+    from policy.vocabulary import ConfidenceLevel
+    from runtime.chat import Chat, SqliteChatStore
+
+    path, go, chats, level = sys.argv[1], pathlib.Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    store = SqliteChatStore(path)
+    pathlib.Path(f"{go}-{level}-{sys.argv[6]}").touch()  # ready
+    while not go.exists():
+        pass
+    for n in range(chats):
+        Chat.open(f"chat-{n}", store).require_provider_confidence(ConfidenceLevel[level])
+    """
+)
+
+
+def test_processes_racing_to_tighten_sqlite_chats_leave_the_strictest(tmp_path: Path) -> None:
+    """Workers of one app share the SQLite file; each opens the same chats and raises their
+    requirement to its own level at the same moments. Whatever the interleaving, every chat
+    keeps the strictest level any worker set."""
+    path, go, chats = tmp_path / "chats.sqlite3", tmp_path / "go", 200
+    SqliteChatStore(path)
+    root = Path(__file__).resolve().parents[2]
+    levels = ["LOW", "HIGH", "MEDIUM", "HIGH"]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _RACING_WRITER,
+                str(path),
+                str(go),
+                str(chats),
+                level,
+                str(root),
+                str(n),
+            ]
+        )
+        for n, level in enumerate(levels)
+    ]
+    while len(list(tmp_path.glob("go-*"))) < len(workers):  # every worker ready: start at once
+        assert all(w.poll() is None for w in workers)
+    go.touch()
+    assert [w.wait(timeout=300) for w in workers] == [0] * len(workers)
+    store = SqliteChatStore(path)
+    lowered = [
+        n
+        for n in range(chats)
+        if (stored := store.load(f"chat-{n}")) is None
+        or stored.required_provider_confidence is not C.HIGH
+    ]
+    assert lowered == []

@@ -16,6 +16,7 @@ import pytest
 
 from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction
 from runtime.chat import Chat, ChatRecord, ChatStoreError
+from tests.runtime._racing_store import ReadThenRaced
 from tests.servers.postgres import running_postgres, server_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -313,3 +314,23 @@ def test_policy_chat_with_an_unreachable_database_names_it_without_the_password(
     assert done.returncode == 1
     assert "127.0.0.1:9/chats" in done.stderr
     assert "S3cretPa55" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_worker_saving_after_another_tightened_since_its_read_keeps_the_stricter(
+    dsn: str, store: object
+) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    Chat.open(chat_id, store).require_provider_confidence(ConfidenceLevel.VERY_LOW)
+    own = PostgresChatStore(dsn)
+    racing_store = ReadThenRaced(own)
+    racing = Chat.open(chat_id, racing_store)
+    racing_store.other_writer = lambda: Chat.open(chat_id, store).require_provider_confidence(
+        ConfidenceLevel.HIGH
+    )
+    assert racing.require_provider_confidence(ConfidenceLevel.LOW)
+    own.close()
+    stored = store.load(chat_id)
+    assert stored is not None and stored.required_provider_confidence is ConfidenceLevel.HIGH
