@@ -56,6 +56,35 @@ ON CONFLICT DO NOTHING
 """
 
 
+def _passwords(dsn: str) -> frozenset[str]:
+    """The password of a connection string in every form a library may quote it: as libpq reads
+    it, and as written in a URI (user info or `?password=`), percent-decoded or not. libpq's error
+    for a token it cannot decode (`%zz`) quotes the token as written, and psycopg_pool logs that
+    error on every retry."""
+    from urllib.parse import unquote, urlsplit
+
+    found: set[str] = set()
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        found.add(str(conninfo_to_dict(dsn).get("password") or ""))
+    except Exception:  # unreadable for libpq: the URI reading below still finds it
+        pass
+    try:
+        address = urlsplit(dsn)
+        written = [address.password or ""]
+        written += [  # the query as written: parse_qsl would decode it (and `+` as a space)
+            value
+            for key, _, value in (part.partition("=") for part in address.query.split("&"))
+            if unquote(key) == "password"
+        ]
+    except ValueError:
+        written = []
+    for value in written:
+        found.update((value, unquote(value)))
+    return frozenset(value for value in found if value)
+
+
 def _where(dsn: str) -> str:
     """host:port/database of a connection string, never its password."""
     try:
@@ -85,7 +114,11 @@ class PostgresChatStore:
             raise ChatStoreError(
                 "PostgresChatStore needs psycopg 3 with its pool: pip install 'toolpolicy[postgres]'"
             ) from error
+        from policy.redaction import SecretMask, mask_in_logs
+
         self._where = _where(dsn)
+        self._mask = SecretMask.of(_passwords(dsn))
+        mask_in_logs(self._mask)  # psycopg_pool logs every failed connection attempt
         self._pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
             min_size=0,
@@ -94,6 +127,14 @@ class PostgresChatStore:
             open=False,
             check=ConnectionPool.check_connection,
         )
+        try:
+            self._open()
+        except BaseException:
+            self._pool.close()  # no pool left retrying (and logging) in the background
+            raise
+
+    def _open(self) -> None:
+        """Connect once and create the schema (one instance at a time)."""
         with self._reported("open"):
             self._pool.open(wait=False)
             with self._pool.connection() as connection, connection.transaction():
@@ -123,6 +164,7 @@ class PostgresChatStore:
             yield
         except (psycopg.Error, PoolTimeout) as error:
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            detail = self._mask.text(detail)
             raise ChatStoreError(
                 f"The chat database at {self._where} cannot {action}: "
                 f"{detail.replace(self._where, '').strip() or type(error).__name__}"

@@ -3,6 +3,7 @@ connection losses. The server is started for the session (tests/servers/postgres
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -334,3 +335,59 @@ def test_a_worker_saving_after_another_tightened_since_its_read_keeps_the_strict
     own.close()
     stored = store.load(chat_id)
     assert stored is not None and stored.required_provider_confidence is ConfidenceLevel.HIGH
+
+
+@pytest.fixture(scope="module")
+def locked_dsn() -> Iterator[str]:
+    """A server that asks for a password over TCP (the canaries below are all wrong)."""
+    with running_postgres(password="the-right-one-4711") as address:
+        yield address
+
+
+def _with_password(dsn: str, written: str, *, in_query: bool = False) -> str:
+    server = dsn.split("@", 1)[1]
+    if in_query:
+        return f"postgresql://toolpolicy@{server}?password={written}"
+    return f"postgresql://toolpolicy:{written}@{server}"
+
+
+@pytest.mark.parametrize(
+    ("written", "in_query"),
+    [
+        ("Canary%zzUndecodable1", False),  # libpq cannot decode it and quotes it in its error
+        ("Canary%zzInQuery2", True),
+        ("Canary%2FWrong3", False),  # well-formed and wrong: the server refuses it
+    ],
+)
+def test_a_password_never_reaches_a_log_record_or_the_error(
+    written: str, in_query: bool, locked_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from policy.redaction import SecretMask
+    from runtime.chat_postgres import PostgresChatStore
+
+    canary = written.replace("%2F", "/")
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ChatStoreError) as raised:
+        PostgresChatStore(_with_password(locked_dsn, written, in_query=in_query), timeout=2)
+    logged = "\n".join(
+        f"{record.getMessage()}\n{record.exc_text or ''}" for record in caplog.records
+    )
+    assert any(record.name.startswith("psycopg") for record in caplog.records)
+    shown = f"{logged}\n{raised.value}"
+    core = canary.split("%zz")[-1]
+    assert core not in shown and not SecretMask.of([written, canary]).shows_secret(shown)
+
+
+def test_policy_chat_never_shows_an_undecodable_password_on_stderr(locked_dsn: str) -> None:
+    done = _policy_chat(
+        "Hi",
+        "--provider",
+        "OpenAI GPT-4.1",
+        "--chat-id",
+        "c1",
+        "--chat-db",
+        _with_password(locked_dsn, "Canary%zzOnStderr4"),
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "cannot open" in done.stderr
+    assert "OnStderr4" not in done.stdout + done.stderr

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from tests.servers.processes import free_port, stop
 
@@ -33,8 +34,11 @@ def server_binaries() -> Path | None:
 
 
 @contextmanager
-def running_postgres() -> Iterator[str]:
-    """A connection string (`postgresql://…`) to a fresh server, for the length of the block."""
+def running_postgres(password: str | None = None) -> Iterator[str]:
+    """A connection string (`postgresql://…`) to a fresh server, for the length of the block.
+
+    With `password`, connections over TCP must give it (scram-sha-256) and the string holds it;
+    without, the server trusts every connection."""
     binaries = server_binaries()
     if binaries is None:
         raise RuntimeError(
@@ -54,8 +58,11 @@ def running_postgres() -> Iterator[str]:
             str(binaries / "initdb"),
             "-D",
             str(data),
-            "-A",
-            "trust",
+            *(
+                ("-A", "trust")
+                if password is None
+                else ("--auth-local=trust", "--auth-host=scram-sha-256")
+            ),
             "-U",
             "toolpolicy",
             "--no-sync",
@@ -85,9 +92,13 @@ def running_postgres() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    dsn = f"postgresql://toolpolicy@127.0.0.1:{port}/postgres"
+    user = "toolpolicy" if password is None else f"toolpolicy:{quote(password, safe='')}"
+    dsn = f"postgresql://{user}@127.0.0.1:{port}/postgres"
     try:
         import psycopg
+
+        if password is not None:
+            _set_password(folder, port, password, server)
 
         deadline = time.monotonic() + _START_SECONDS
         while True:
@@ -102,3 +113,31 @@ def running_postgres() -> Iterator[str]:
     finally:
         stop(server)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _set_password(
+    socket_folder: Path, port: int, password: str, server: subprocess.Popen[bytes]
+) -> None:
+    """Give the cluster's user its password, over the local socket (trusted)."""
+    import psycopg
+    from psycopg import sql
+
+    deadline = time.monotonic() + _START_SECONDS
+    while True:
+        try:
+            with psycopg.connect(
+                host=str(socket_folder),
+                port=port,
+                user="toolpolicy",
+                dbname="postgres",
+                autocommit=True,
+                connect_timeout=2,
+            ) as connection:
+                connection.execute(
+                    sql.SQL("ALTER USER toolpolicy PASSWORD {}").format(sql.Literal(password))
+                )
+            return
+        except psycopg.OperationalError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the test PostgreSQL server did not start") from None
+            time.sleep(0.1)
