@@ -209,7 +209,7 @@ def configuration_options(function: F) -> F:
 def require_token_beyond_loopback(host: str, token: str | None, variable: str) -> None:
     """A server command's rule: a `--host` other machines can reach needs `--token` (or its
     environment `variable`). Public so that every serving command refuses alike."""
-    from policy.web import is_loopback_host
+    from policy.hosts import is_loopback_host
 
     if not is_loopback_host(host) and not token:
         raise click.BadParameter(

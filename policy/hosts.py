@@ -119,6 +119,23 @@ def host_key(host: str) -> str | None:
     return name if name is not None and HOST_NAME_PATTERN.match(name) else None
 
 
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` names this machine only: `localhost` or a loopback address, in every
+    spelling `host_key` reads (`LOCALHOST`, `localhost.`, `127.0.0.2`, `127.1`, `0x7f.1`,
+    `[::1]`, `::ffff:127.0.0.1`).
+
+    The one rule every serving command asks: a loopback `--host` needs no token (and gets
+    DNS-rebinding protection instead), and a Host header naming a loopback host is this machine's.
+    """
+    key = host_key(host)
+    if key == "localhost":
+        return True
+    address = parse_host_literal(key) if key is not None else None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address is not None and address.is_loopback
+
+
 HOST_RULE = (
     "a host name or IP address (a name is dot-separated labels of letters, digits, hyphens and "
     "underscores, or an internationalized name)"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -36,6 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from policy import web_what_if
+from policy.hosts import is_loopback_host
 from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component
 from policy.web_documents import (
     ConfigurationPaths,
@@ -58,7 +58,6 @@ __all__ = [
     "PolicySource",
     "ReloadOutcome",
     "build_app",
-    "is_loopback_host",
 ]
 
 CONTENT_SECURITY_POLICY = (
@@ -68,16 +67,6 @@ CONTENT_SECURITY_POLICY = (
 _TEMPLATES = Path(__file__).with_name("web_templates")
 _log = logging.getLogger(__name__)
 _TOKEN_COOKIE = "toolpolicy_token"
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether `--host` only listens on this machine (localhost or a loopback address)."""
-    if host.casefold() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class PolicySource(Protocol):

@@ -31,6 +31,7 @@ from policy.vocabulary import Component, ToolOfferBlockReason
 if TYPE_CHECKING:
     import mcp_types as types
     from mcp.server.lowlevel.server import Server
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp
 
     from policy import Policy
@@ -395,9 +396,15 @@ class McpGateway:
             await watcher
 
     def http_app(self, host: str, token: str | None = None) -> ASGIApp:
-        """The streamable HTTP app at /mcp; with `token`, a request without `Authorization:
-        Bearer <token>` is answered 401."""
-        app: ASGIApp = self.server.streamable_http_app(host=host)
+        """The streamable HTTP app at /mcp, for a server listening on `host`; with `token`, a
+        request without `Authorization: Bearer <token>` is answered 401.
+
+        On a loopback `host` (any spelling) only requests addressed to a loopback name and from
+        no other origin are answered: a web page that rebinds its DNS name to this machine is
+        refused (421, or 403 for its Origin)."""
+        app: ASGIApp = self.server.streamable_http_app(
+            host=host, transport_security=_rebinding_protection(host)
+        )
         return app if token is None else _bearer_required(app, token)
 
 
@@ -432,6 +439,28 @@ def _refused(
     from runtime.executor import not_run_outcome
 
     return not_run_outcome(call, order, message, message, arguments)
+
+
+def _rebinding_protection(host: str) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding protection for a loopback `host` as `policy.hosts` reads it.
+
+    Left to itself, the SDK protects only `127.0.0.1`, `localhost` and `::1` written just so; any
+    other loopback spelling (`LOCALHOST`, `127.0.0.2`), which needs no token either, would answer
+    a request addressed to any name. The names a local client addresses are those three and the
+    listening host in its canonical form."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from policy.hosts import is_loopback_host
+    from runtime.web.addresses import canonical_host
+
+    if not is_loopback_host(host):
+        return None
+    names = sorted({"127.0.0.1", "localhost", "[::1]", canonical_host(host) or "localhost"})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[f"http://{name}{port}" for name in names for port in ("", ":*")],
+    )
 
 
 def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:

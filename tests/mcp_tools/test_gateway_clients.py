@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from tests.mcp_tools.test_mcp import calls_received, write_org
@@ -37,28 +38,24 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     raise AssertionError(f"no answer in {response.text!r}")
 
 
+def _stateless_request(
+    url: str, method: str, params: dict[str, Any], headers: dict[str, str]
+) -> httpx.Response:
+    """A request as a 2026-07-28 client sends it, with the attacker's extra `headers`."""
+    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    sent = {**ACCEPT, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if "name" in params:
+        sent["Mcp-Name"] = params["name"]
+    return httpx.post(url, json=body, headers={**sent, **headers}, timeout=30)
+
+
 def _stateless_call(
     url: str, name: str, arguments: dict[str, Any], headers: dict[str, str]
 ) -> dict[str, Any]:
-    """tools/call as a 2026-07-28 client sends it, with the attacker's extra `headers`."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": name,
-            "arguments": arguments,
-            "_meta": {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}},
-        },
-    }
-    sent = {
-        **ACCEPT,
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": name,
-        **headers,
-    }
-    return dict(_answer(httpx.post(url, json=body, headers=sent, timeout=30))["result"])
+    params = {"name": name, "arguments": arguments}
+    answer = _answer(_stateless_request(url, "tools/call", params, headers))
+    return dict(answer["result"])
 
 
 def _new_session_call(url: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -120,3 +117,28 @@ def test_no_session_id_and_no_new_session_resets_what_a_result_demanded(
         assert reopened["isError"], "a new session is no new chat"
         assert "HIGH" in _text(reopened)
     assert [c["arguments"] for c in calls_received(state)] == [{"q": "a"}]
+
+
+@pytest.mark.parametrize("host", ["LOCALHOST", "127.0.0.2"])
+def test_a_gateway_on_any_loopback_spelling_answers_no_rebound_name(
+    tmp_path: Path, state: Path, host: str
+) -> None:
+    """No token is needed on loopback, so a page whose DNS name rebinds to this machine must be
+    refused by the name it addressed (and by its Origin), whichever way loopback was written."""
+    org = write_org(tmp_path / "org", state)
+    with running_gateway("--org", org, "--provider", "OpenAI", "--host", host) as (url, _):
+        port = httpx.URL(url).port
+        listed = _answer(_stateless_request(url, "tools/list", {}, {}))
+        assert "tickets__search_tickets" in {t["name"] for t in listed["result"]["tools"]}
+        call = {"name": "tickets__search_tickets", "arguments": {"q": "x"}}
+        rebound = {"Host": f"attacker.example:{port}"}
+        for headers, status in (
+            (rebound, 421),
+            ({**rebound, "Origin": f"http://attacker.example:{port}"}, 421),
+            ({"Origin": f"http://attacker.example:{port}"}, 403),
+            ({"Origin": "null"}, 403),
+        ):
+            for method, params in (("tools/list", {}), ("tools/call", call)):
+                refused = _stateless_request(url, method, params, headers)
+                assert refused.status_code == status, (headers, method, refused.text)
+    assert calls_received(state) == [], "no refused request reached the server"

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policy.hosts import is_loopback_host
 from runtime.web.addresses import (
     TRANSLATION_PREFIXES,
     AddressClass,
@@ -147,6 +148,32 @@ def test_localhost_names_are_local(host: str) -> None:
 )
 def test_other_names_are_not_local(host: str) -> None:
     assert not is_local_host_name(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "LOCALHOST",
+        "localhost.",
+        "127.0.0.2",
+        "127.1",
+        "0x7f.1",
+        "2130706433",
+        "[::1]",
+        "::ffff:7f00:1",
+    ],
+)
+def test_every_spelling_of_loopback_is_loopback(host: str) -> None:
+    """The serving commands' rule: no token needed, DNS-rebinding protection instead."""
+    assert is_loopback_host(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["0.0.0.0", "[::]", "10.0.0.1", "::ffff:10.0.0.1", "api.localhost", "127.0.0.1.nip.io", ""],
+)
+def test_other_hosts_are_not_loopback(host: str) -> None:
+    assert not is_loopback_host(host)
 
 
 @pytest.mark.parametrize(
