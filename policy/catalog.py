@@ -227,7 +227,10 @@ def _safely_available(tool: Tool) -> bool:
     try:
         return bool(tool.is_available())
     except Exception:  # a tool that cannot say is not offered
-        _log.exception("is_available failed for a tool; treating it as unavailable")
+        _log.exception(
+            "Tool '%s' failed to say whether it is available (is_available); not offered",
+            tool.definition.id,
+        )
         return False
 
 

@@ -1005,19 +1005,28 @@ class _TerminalSafeStream:
         return bool(getattr(self._stream, "isatty", lambda: False)())
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(debug: bool) -> None:
     """Warnings go to stderr as before (Python's last-resort handler did that), but each record
-    as one `terminal_safe` line (its traceback, with --debug, after it)."""
+    as one `terminal_safe` line. A record with an exception (`_log.exception` in the planner,
+    the catalog, the watcher, the gateway, a library) names it on that line, `(RuntimeError:
+    boom)`; its traceback follows only with --debug. An exception that ends a background thread
+    is such a record too, instead of Python's traceback."""
     import logging
+    import threading
 
+    from policy.redaction import masked_as_in_logs
     from policy.terminal import terminal_safe, terminal_text
 
     class TerminalSafeFormatter(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
             line = terminal_safe(record.getMessage())
-            if record.exc_info:
-                line += "\n" + terminal_text(self.formatException(record.exc_info))
-            return line
+            if not record.exc_info:
+                return line
+            if debug:
+                return line + "\n" + terminal_text(self.formatException(record.exc_info))
+            error = record.exc_info[1]
+            named = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            return f"{line} ({terminal_safe(masked_as_in_logs(named))})"
 
     root = logging.getLogger()
     if not root.handlers:
@@ -1025,6 +1034,22 @@ def _log_to_stderr() -> None:
         handler.setLevel(logging.WARNING)
         handler.setFormatter(TerminalSafeFormatter())
         root.addHandler(handler)
+    if not debug:
+        threading.excepthook = _log_thread_failure
+
+
+def _log_thread_failure(failure: Any) -> None:
+    """`threading.excepthook` of the command without --debug: one log line, no traceback."""
+    import logging
+
+    if failure.exc_type is SystemExit:
+        return
+    name = failure.thread.name if failure.thread is not None else "?"
+    logging.getLogger("policy").error(
+        "a background thread (%s) failed",
+        name,
+        exc_info=(failure.exc_type, failure.exc_value, failure.exc_traceback),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -1038,7 +1063,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
     _without_pydantic_plugins(arguments)
-    _log_to_stderr()
+    _log_to_stderr(_debugging(arguments))
     try:
         code = cli.main(args=arguments, prog_name="policy", standalone_mode=False)
     except click.ClickException as error:

@@ -203,6 +203,12 @@ def mask_in_logs(mask: SecretMask) -> None:
             _factory_installed = True
 
 
+def masked_as_in_logs(text: str) -> str:
+    """`text` with the secrets every log record masks (`mask_in_logs`) masked, for a handler
+    that shows part of a record (an exception's text) on its own."""
+    return _log_mask.text(text)
+
+
 def _masked_record(record: logging.LogRecord) -> logging.LogRecord:
     mask = _log_mask
     try:

@@ -291,7 +291,9 @@ async def _serve_http(gateway: McpGateway, host: str, port: int, token: str | No
     from runtime.serving import listen, url_of
 
     listener = listen(host, port)
-    server = uvicorn.Server(uvicorn.Config(gateway.http_app(host, token), log_level="warning"))
+    app = gateway.http_app(host, token)
+    # uvicorn's records (an application error) go through the command's terminal-safe handler
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", log_config=None))
     click.echo(f"serving MCP on {url_of(listener, '/mcp')} (Ctrl-C stops)", err=True)
     stop = asyncio.Event()
     changes = asyncio.create_task(gateway.watch_changes(stop))

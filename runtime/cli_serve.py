@@ -50,5 +50,11 @@ def serve(
     debug = bool(click.get_current_context().find_root().params.get("debug"))
     app = build_app(watcher, paths, token or None, debug=debug)
     click.echo(f"policy serve: {url_of(listener)} (Ctrl-C stops)", err=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        log_config=None,  # uvicorn's records go through the command's one terminal-safe handler
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
     uvicorn.Server(config).run(sockets=[listener])

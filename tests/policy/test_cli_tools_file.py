@@ -5,11 +5,12 @@ ones, and a typo is answered alike everywhere."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.policy.test_cli import ROOT, run, write_plugin
+from tests.policy.test_cli import POLICY, ROOT, run, write_plugin
 
 CLOCK = ROOT / "examples" / "clock_tool.py"
 ORGANIZATION = ROOT / "examples" / "organization"
@@ -121,3 +122,49 @@ def test_settings_show_and_set_reach_an_app_tool(tmp_path: Path) -> None:
     )  # fmt: skip
     assert saved.returncode == 0, saved.stderr
     assert "current_time" in user.read_text(encoding="utf-8")
+
+
+UNSURE_TOOL = """
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+
+
+class LicensedLookup(DefinedTool):
+    def is_available(self):
+        raise RuntimeError("license server 10.0.0.7 unreachable")
+
+
+def create_tools():
+    definition = ToolDefinition(
+        id="licensed_lookup",
+        implementation_key="licensed_lookup",
+        function=ToolFunction(name="licensed_lookup", description_for_llm="Look it up."),
+    )
+    return [LicensedLookup(definition, display_name="Licensed lookup")]
+"""
+
+
+def test_a_tool_whose_is_available_raises_is_one_line_and_a_traceback_only_with_debug(
+    tmp_path: Path,
+) -> None:
+    tools = tmp_path / "unsure.py"
+    tools.write_text(UNSURE_TOOL, encoding="utf-8")
+    arguments = ("explain", "licensed_lookup", "--org", ORGANIZATION, "--provider", VLLM)
+    done = run(*arguments, "--tools-file", tools)
+    assert done.returncode == 0, done.stderr
+    assert "NOT OFFERED" in done.stdout
+    assert "Traceback" not in done.stderr and 'File "' not in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "licensed_lookup" in line]
+    assert "is_available" in line
+    assert line.endswith("(RuntimeError: license server 10.0.0.7 unreachable)"), line
+
+    debugged = subprocess.run(
+        [POLICY, "--debug", *map(str, arguments), "--tools-file", str(tools)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert debugged.returncode == 0, debugged.stderr
+    assert "Traceback (most recent call last)" in debugged.stderr
+    assert "in is_available" in debugged.stderr
