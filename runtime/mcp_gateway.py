@@ -56,8 +56,9 @@ DEFAULT_CHANGE_POLL_SECONDS = 5.0
 class GatewayCall:
     """One call as the gateway answered it.
 
-    `status` is the executor's (SUCCESS, ERROR, BLOCKED) or REFUSED when the policy does not offer
-    the tool to this client; `arguments` are as a trace shows them (sensitive ones masked, all of
+    `client` is the transport whose chat the call ran in (`stdio` or `http`); `status` is the
+    executor's (SUCCESS, ERROR, BLOCKED) or REFUSED when the policy does not offer the tool to
+    this client; `arguments` are as a trace shows them (sensitive ones masked, all of
     them for a refused call).
     """
 
