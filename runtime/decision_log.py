@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from policy.decision_record import (
     CallDemandsRecord,
@@ -47,6 +47,7 @@ from runtime.tracing import TRACER_NAME
 
 if TYPE_CHECKING:
     from opentelemetry._logs import LoggerProvider
+    from pydantic import BaseModel
 
     from policy.configuration import PolicyConfiguration, ProviderConfig
     from policy.decision import OfferDecision, RunnableTools
@@ -117,7 +118,7 @@ class JsonLinesSink:
         self._size = 0
 
     def write(self, record: DecisionRecord) -> None:
-        self.write_lines([record.model_dump_json().encode() + b"\n"])
+        self.write_lines([_model_json(record) + b"\n"])
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Append records already serialized (each a JSON object ending in a newline) in as few
@@ -348,7 +349,7 @@ class QueuedSink:
                     lines.append(
                         item.json_line()
                         if isinstance(item, DecisionRecorder)
-                        else item.model_dump_json().encode() + b"\n"
+                        else _model_json(item) + b"\n"
                     )
                 except Exception as error:  # a log must never fail the user's request
                     _warn_once(sink, error)
@@ -505,7 +506,9 @@ class DecisionRecorder:
         self._offered = (decided, offered_ids, left_out)
 
     def call_started(self, call_id: str, round_number: int = 0) -> None:
-        self._started[call_id] = (time.perf_counter(), round_number)
+        from runtime.trace_text import bounded_name
+
+        self._started[bounded_name(call_id)] = (time.perf_counter(), round_number)
         if round_number > self._round:
             self._round = round_number
 
@@ -595,18 +598,16 @@ class DecisionRecorder:
             outcome = _outcome_json(stop_reason)
         else:
             secrets = [s for s in self._secrets if s and len(s) >= 4]
-            outcome = (
+            outcome = _model_json(
                 OutcomeRecord(
                     stop_reason=stop_reason,
                     error_class=error[0],
                     error_message=redacted_error_message(error[1], secrets),
                 )
-                .model_dump_json()
-                .encode()
             )
         content = b"null"
         if self._content is not None:
-            content = (
+            content = _model_json(
                 ContentRecord(
                     user_message=self._content[0],
                     answer=self._content[1],
@@ -615,21 +616,19 @@ class DecisionRecorder:
                         for c in self._calls
                     },
                 )
-                .model_dump_json()
-                .encode()
             )
         provider = self._provider
         selected = self._selected
         return b"".join(
             (
                 b'{"decision_id":',
-                to_json(self.decision_id),
+                _json(self.decision_id),
                 b',"timestamp":',
-                to_json(_EPOCH + timedelta(microseconds=self._at // 1000)),
+                _json(_EPOCH + timedelta(microseconds=self._at // 1000)),
                 b',"configuration":',
                 _configuration_json(self._configuration),
                 b',"chat_id":',
-                to_json(self._before.chat_id),
+                _json(self._before.chat_id),
                 b',"component":',
                 _repeated_json(self._component.value),
                 b',"provider":',
@@ -646,7 +645,7 @@ class DecisionRecorder:
                 b',"offered":',
                 _repeated_json(offered),
                 b',"left_out":[',
-                b",".join(r.model_dump_json().encode() for r in left_out),
+                b",".join(_model_json(r) for r in left_out),
                 b'],"calls":[',
                 b",".join(c.json() for c in self._calls),
                 b'],"outcome":',
@@ -688,25 +687,25 @@ class _EndedCall:
         return b"".join(
             (
                 b'{"call_id":',
-                to_json(trace.call_id),
+                _json(trace.call_id),
                 b',"tool_id":',
                 _repeated_json(trace.tool_id),
                 b',"status":',
                 _repeated_json(status),
                 b',"round":',
-                to_json(self.round),
+                _json(self.round),
                 b',"arguments":',
-                to_json(trace.arguments),
+                _json(trace.arguments),
                 b',"duration_ms":',
-                to_json(round(self.elapsed_ms, 3)),
+                _json(round(self.elapsed_ms, 3)),
                 b',"result_chars":',
-                to_json(_result_chars(trace, outcome)),
+                _json(_result_chars(trace, outcome)),
                 b',"status_message":',
-                to_json(trace.status_message if status != "SUCCESS" else ""),
+                _json(trace.status_message if status != "SUCCESS" else ""),
                 b',"demands":',
                 _demands_json(outcome) if outcome is not None else _NO_DEMANDS,
                 b',"sources":',
-                to_json(_cited(outcome)),
+                _json(_cited(outcome)),
                 b"}",
             )
         )
@@ -916,7 +915,28 @@ def _usage_json(input_tokens: int | None, output_tokens: int | None) -> bytes:
 @functools.lru_cache(maxsize=1024)
 def _repeated_json(value: str | tuple[str, ...] | None) -> bytes:
     """A value records repeat (a component, a tool id, a status, a selection) as JSON."""
-    return to_json(value)
+    return _json(value)
+
+
+def _json(value: object) -> bytes:
+    """`value` as JSON; a string in it that no UTF-8 encoder writes (a lone surrogate from a
+    model's or a client's JSON) is written `well_formed`, so every decision is recorded."""
+    try:
+        return to_json(value)
+    except PydanticSerializationError:
+        from runtime.trace_text import well_formed_value
+
+        return to_json(well_formed_value(value))
+
+
+def _model_json(record: BaseModel) -> bytes:
+    """`record.model_dump_json()`, with `_json`'s care for strings no encoder writes."""
+    try:
+        return record.model_dump_json().encode()
+    except PydanticSerializationError:
+        from runtime.trace_text import well_formed_value
+
+        return to_json(well_formed_value(record.model_dump(mode="json")))
 
 
 @functools.lru_cache(maxsize=8)

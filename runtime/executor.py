@@ -33,6 +33,7 @@ from runtime.execution import (
     sensitive_argument_names,
 )
 from runtime.messages import RequestedCall, Source
+from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
     from runtime.chat import Chat
@@ -69,6 +70,13 @@ class ToolInvocationTrace:
     """Top-level arguments as text; sensitive ones are "*****"."""
     result: str
     json_result: Any = None
+
+    def __post_init__(self) -> None:
+        """A trace's names and message are fit for a log whoever wrote them (a client's tool
+        name, a server's error text): well-formed and bounded (`runtime.trace_text`)."""
+        for field in ("tool_id", "tool_name", "call_id"):
+            object.__setattr__(self, field, bounded_name(getattr(self, field)))
+        object.__setattr__(self, "status_message", bounded_text(self.status_message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,17 +132,25 @@ def _parse_arguments(text: str) -> dict[str, Any]:
 def format_arguments(
     arguments: Mapping[str, Any], sensitive_names: frozenset[str] | None = frozenset()
 ) -> dict[str, str]:
-    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are.
+    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are,
+    other values as JSON; names and values well-formed and bounded (`runtime.trace_text`: at
+    most 24 arguments, the rest counted under `…`).
 
     `sensitive_names=None` masks every value (a call of a tool nobody knows)."""
     formatted: dict[str, str] = {}
-    for name, value in arguments.items():
+    for index, (name, value) in enumerate(arguments.items()):
+        if index == MAX_ARGUMENTS:
+            formatted["…"] = f"{len(arguments) - MAX_ARGUMENTS} more arguments not shown"
+            break
+        shown = bounded_name(name)
+        if shown in formatted:  # two long names cut to the same text both stay shown
+            shown = f"{shown} #{index + 1}"
         if sensitive_names is None or name in sensitive_names:
-            formatted[name] = REDACTED
+            formatted[shown] = REDACTED
         elif isinstance(value, str):
-            formatted[name] = value
+            formatted[shown] = bounded_text(value)
         else:
-            formatted[name] = json.dumps(value, ensure_ascii=False)
+            formatted[shown] = bounded_text(json.dumps(value, ensure_ascii=False))
     return formatted
 
 
@@ -179,7 +195,7 @@ def redacted_call_arguments(
 
 def invalid_call_outcome(call_id: str, order: int) -> ToolCallOutcome:
     """The answer to a call the provider sent malformed; it demands nothing."""
-    _log.warning("Invalid tool call (id %r, order %d).", call_id, order)
+    _log.warning("Invalid tool call (id %r, order %d).", bounded_name(call_id), order)
     trace = ToolInvocationTrace(
         order=order,
         tool_id="",
@@ -245,7 +261,11 @@ class ToolExecutor:
         provider_trusted: bool = False,
     ) -> ToolCallOutcome:
         found = find_runnable(runnable, call.tool_name)
-        _log.info("Starting tool execution: %s (id %r).", call.tool_name, call.call_id)
+        _log.info(
+            "Starting tool execution: %s (id %r).",
+            bounded_name(call.tool_name),
+            bounded_name(call.call_id),
+        )
         if found is None:
             return self._unknown_tool(call, order)
         definition, tool = found

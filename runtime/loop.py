@@ -39,6 +39,7 @@ from runtime.messages import (
     Usage,
 )
 from runtime.sources import merge_sources
+from runtime.trace_text import bounded_name
 from runtime.tracing import attach as tracing_attach
 from runtime.tracing import child_context, end_span, provider_name, start_span
 from runtime.tracing import detach as tracing_detach
@@ -343,10 +344,11 @@ class SequentialToolCallingLoop:
 
         state.calls += 1
         found = find_runnable(context.runnable_tools, call.tool_name)
+        tool_name = bounded_name(call.tool_name)
         yield ToolCallStarted(
-            call_id=call.call_id,
-            tool_name=call.tool_name,
-            display_name=found[1].display_name if found else call.tool_name,
+            call_id=bounded_name(call.call_id),
+            tool_name=tool_name,
+            display_name=found[1].display_name if found else tool_name,
             arguments=context.executor.traced_arguments(call, context.runnable_tools),
             round=state.rounds,
         )
@@ -425,9 +427,11 @@ def _round_started(calls: tuple[RequestedCall, ...], context: LoopContext) -> To
     display: list[str] = []
     for call in calls:
         found = find_runnable(context.runnable_tools, call.tool_name) if call.is_valid else None
-        display.append(found[1].display_name if found else call.tool_name)
+        display.append(found[1].display_name if found else bounded_name(call.tool_name))
     return ToolRoundStarted(
-        tuple(c.call_id for c in calls), tuple(c.tool_name for c in calls), tuple(display)
+        tuple(bounded_name(c.call_id) for c in calls),
+        tuple(bounded_name(c.tool_name) for c in calls),
+        tuple(display),
     )
 
 
@@ -507,14 +511,15 @@ def _tool_span(context: LoopContext, call: RequestedCall, number: int) -> Any:
     """An `execute_tool {tool}` span; its context is current while the tool runs, so what the
     tool calls (an MCP server, an instrumented HTTP client) carries the trace on."""
     active, parent = context.trace
+    tool_name = bounded_name(call.tool_name)
     return start_span(
         active,
-        f"execute_tool {call.tool_name}",
+        f"execute_tool {tool_name}",
         parent,
         {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.tool_name,
-            "gen_ai.tool.call.id": call.call_id,
+            "gen_ai.tool.name": tool_name,
+            "gen_ai.tool.call.id": bounded_name(call.call_id),
             "gen_ai.tool.type": "function",
             "toolpolicy.round": number,
         },

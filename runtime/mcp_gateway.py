@@ -273,8 +273,12 @@ class McpGateway:
         if name not in view.by_function:
             message = self._refusal(view, name)
             masked = view.runtime.executor().traced_arguments(call, ())
-            self._report(GatewayCall(client.label, name, "REFUSED", message, masked))
-            self._ended(recorder, view, client, _refused(call, client.calls, message, masked))
+            refused = _refused(call, client.calls, message, masked)
+            shown = refused.trace  # the name and message as a log keeps them
+            self._report(
+                GatewayCall(client.label, shown.tool_name, "REFUSED", shown.status_message, masked)
+            )
+            self._ended(recorder, view, client, refused)
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         assert view.provider is not None
         registry = view.policy.registry

@@ -29,6 +29,16 @@ def _records(log: Path) -> list[dict[str, Any]]:
     return records
 
 
+async def _answer(policy: Policy, chat: Chat, server: ProviderServer, log: Path) -> None:
+    """One answer of a runtime that logs to `log`, with the calculator selected."""
+    provider = organization_provider(policy, VLLM_ID, server)
+    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=log) as rt:
+        async for _ in rt.respond(
+            chat, provider, [QUESTION], selected_tool_ids=["calculator"], client=provider_client
+        ):
+            pass
+
+
 async def test_a_line_separator_in_an_argument_does_not_split_the_record(
     policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
 ) -> None:
@@ -41,12 +51,7 @@ async def test_a_line_separator_in_an_argument_does_not_split_the_record(
         Reply(chat_text("Done.")),
     )
     log = tmp_path / "decisions.jsonl"
-    provider = organization_provider(policy, VLLM_ID, server)
-    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=log) as rt:
-        async for _ in rt.respond(
-            chat, provider, [QUESTION], selected_tool_ids=["calculator"], client=provider_client
-        ):
-            pass
+    await _answer(policy, chat, server, log)
 
     (record,) = _records(log)
     (call,) = record["calls"]
@@ -88,3 +93,28 @@ async def test_log_summary_and_replay_name_the_line_that_is_not_utf8(
     summary = policy_cli("log", "summary", log)
     assert summary.returncode == 0, summary.stderr
     assert ["decisions", "3"] in [line.split() for line in summary.stdout.splitlines()]
+
+
+async def test_a_lone_surrogate_from_the_model_is_recorded_escaped_with_every_call(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    """A model that writes `"\\ud800"` (legal JSON, no UTF-8 text) into an argument's value, an
+    argument's name, also of a tool nobody offered: the record is written, its text escaped."""
+    server.queue(
+        Reply(
+            [
+                chat_call(0, "call_1", "calculator", '{"expression":"1\\ud800", "\\udfffx":"y"}'),
+                chat_call(1, "call_2", "shell", '{"\\ud800q":"\\ud800"}'),
+            ]
+        ),
+        Reply(chat_text("Done.")),
+    )
+    log = tmp_path / "decisions.jsonl"
+    await _answer(policy, chat, server, log)
+
+    (record,) = _records(log)
+    first, second = record["calls"]
+    assert first["arguments"] == {"expression": "1\\ud800", "\\udfffx": "y"}
+    assert (second["tool_id"], second["status"]) == ("shell", "BLOCKED")
+    assert second["arguments"] == {"\\ud800q": "*****"}, "a tool nobody knows: values masked"
+    assert record["outcome"]["stop_reason"] == "final_answer"
