@@ -17,7 +17,7 @@ when first used.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import import_module
 from os import PathLike
 from pathlib import Path
@@ -171,6 +171,9 @@ class Policy:
     findings: tuple[Finding, ...]
     _registration: tuple[Finding, ...] = ()
     """Everything worth telling an administrator: load errors and warnings, skipped tools."""
+    mcp_listings: Mapping[str, McpServerListing] = field(default_factory=dict)
+    """Every configured MCP server's listing its tools came from, by server id, with where it
+    came from (`McpServerListing.status`: listed live, cached at <time>, not listed: <error>)."""
 
     @property
     def tool_ids(self) -> tuple[str, ...]:
@@ -238,6 +241,7 @@ class Policy:
             tools=self.tools,
             findings=(*earlier, *ignored_user_settings(user, self.configuration), *registration),
             _registration=registration,
+            mcp_listings=self.mcp_listings,
         )
 
     def with_tools(self, tools: Sequence[Tool]) -> Policy:
@@ -255,6 +259,22 @@ class Policy:
             tools=tuple(tools),
             findings=(*earlier, *registration),
             _registration=registration,
+            mcp_listings=self.mcp_listings,
+        )
+
+    def with_mcp_listings(self, listings: Mapping[str, McpServerListing]) -> Policy:
+        """The same configuration with the MCP tools of these listings (by server id; a server
+        missing there keeps its listing): pins and filters are checked again over them."""
+        from dataclasses import replace
+
+        from policy.mcp import mcp_tools
+
+        known = {**self.mcp_listings, **listings}
+        servers = self.configuration.mcp_servers
+        tools = (*self.base_tools, *mcp_tools(servers, known))
+        return replace(
+            self.with_tools(tools),
+            mcp_listings={s.id: known[s.id] for s in servers if s.id in known},
         )
 
 
@@ -313,6 +333,7 @@ def load_policy(
     else:
         chosen = tuple(tools)
     chosen = (*chosen, *extra_tools)
+    listings: dict[str, McpServerListing] = {}
     if configuration.mcp_servers:
         from policy.mcp import cached_listings, mcp_tools
 
@@ -340,4 +361,5 @@ def load_policy(
             *registration,
         ),
         _registration=registration,
+        mcp_listings=listings,
     )

@@ -33,7 +33,9 @@ from policy.cli_options import (
     component_option,
     format_option,
     load_cli_policy,
+    offline_option,
     tools_file_option,
+    unknown_tool_note,
 )
 from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind
 
@@ -234,6 +236,8 @@ def _load(
     state_dir: Path | None,
     listing_dir: Path | None = None,
     tools_files: Sequence[Path] = (),
+    *,
+    offline: bool = False,
 ) -> Policy:
     return load_cli_policy(
         org,
@@ -243,7 +247,24 @@ def _load(
         tools_files,
         listing_dir=listing_dir,
         executable_tools=False,
+        offline=offline,
     )
+
+
+def _echo_listing_notes(*policies: Policy) -> None:
+    """On stderr, each MCP server whose tools were not listed live just now, and why: a
+    command's answer never hides that it rests on a cached listing or on none."""
+    from policy.terminal import terminal_safe
+
+    shown = set()
+    for policy in policies:
+        for server in policy.configuration.mcp_servers:
+            listing = policy.mcp_listings.get(server.id)
+            status = listing.status if listing is not None else "not listed"
+            line = f"note: MCP server {terminal_safe(server.name)}: {terminal_safe(status)}"
+            if (listing is None or listing.from_cache or not listing.ok) and line not in shown:
+                shown.add(line)
+                click.echo(line, err=True)
 
 
 def _component(name: str) -> Component:
@@ -303,6 +324,7 @@ def cli(debug: bool) -> None:
 @_configuration_options
 @tools_file_option
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@offline_option
 def check(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -311,6 +333,7 @@ def check(
     output_format: str,
     tools_files: tuple[Path, ...],
     strict: bool,
+    offline: bool,
 ) -> None:
     """Load every plugin and the user settings; report errors and warnings with file:line.
 
@@ -325,15 +348,22 @@ def check(
     except UserSettingsError as error:
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
         user_settings = None  # the plugins still load (once) and are checked
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
     from policy.lint import check_findings
 
     findings.extend(check_findings(policy))
     errors = [f for f in findings if f.severity is Severity.ERROR]
     warnings = [f for f in findings if f.severity is not Severity.ERROR]
+    servers: list[dict[str, Any]] = []
+    if policy.configuration.mcp_servers:
+        from policy.explain import mcp_servers_document
+
+        servers = mcp_servers_document(policy)
     if output_format == "table":
         for finding in [*errors, *warnings]:
             _print(finding_line(finding, with_code=True))
+        for server in servers:
+            _print(f"MCP server {server['name']}: {server['listing']}")
         failed = bool(errors) or (strict and bool(warnings))
         strict_note = " (--strict: warnings count as errors)" if strict and warnings else ""
         _print(
@@ -347,6 +377,7 @@ def check(
             "ok": not errors and not (strict and warnings),
             "errors": [_finding_document(f) for f in errors],
             "warnings": [_finding_document(f) for f in warnings],
+            "mcp_servers": servers,
         }
         _print(render_document(document, output_format))
     if errors or (strict and warnings):
@@ -386,6 +417,7 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 @click.option(
     "--fail", is_flag=True, help="Exit 1 when the tool (or any, with --all) is not offered."
 )
+@offline_option
 def explain(
     tool_id: str | None,
     org: tuple[Path, ...],
@@ -400,10 +432,12 @@ def explain(
     tools_files: tuple[Path, ...],
     show_all: bool,
     fail: bool,
+    offline: bool,
 ) -> None:
     """Why TOOL_ID is (not) offered: every check in order, with its evidence.
 
-    With --all: the matrix of every tool × every configured provider for one component.
+    With --all: the matrix of every tool × every configured provider for one component, and
+    every MCP server with where its tools come from (listed live, cached at, not listed).
     """
     if provider_id and provider_kind:
         raise click.UsageError("use either --provider or --provider-kind, not both")
@@ -411,13 +445,15 @@ def explain(
         raise click.UsageError("--model only goes with --provider-kind")
     if show_all == (tool_id is not None):
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
     from policy.explain import (
         build_matrix,
         decision_document,
         decision_text,
         matrix_document,
         matrix_table,
+        mcp_servers_document,
+        mcp_servers_table,
         ordered_tool_ids,
         render_document,
         render_table,
@@ -440,8 +476,12 @@ def explain(
                     "\n(context): offers itself when the chat gives it something to do "
                     "(e.g. data sources); never selected."
                 )
+            if policy.configuration.mcp_servers:
+                _print("\nMCP servers (their tools are rows above when listed):\n")
+                _print(render_table(*mcp_servers_table(policy)))
         else:
-            _print(render_document(matrix_document(matrix), output_format))
+            document = {**matrix_document(matrix), "mcp_servers": mcp_servers_document(policy)}
+            _print(render_document(document, output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())
     else:
         assert tool_id is not None
@@ -468,8 +508,8 @@ def _require_known_tool(policy: Policy, tool_id: str) -> None:
         from policy.cli_errors import CodedUsageError
 
         raise CodedUsageError(
-            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known} (an app's own tools: "
-            "add --tools-file FILE)",
+            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known} "
+            f"({unknown_tool_note(policy, tool_id)})",
             code="unknown-tool",
             param_hint="TOOL_ID",
         )
@@ -537,6 +577,7 @@ def settings() -> None:
 @click.argument("tool_id", shell_complete=complete_tool_ids)
 @_configuration_options
 @tools_file_option
+@offline_option
 def settings_show(
     tool_id: str,
     org: tuple[Path, ...],
@@ -545,13 +586,15 @@ def settings_show(
     state_dir: Path | None,
     output_format: str,
     tools_files: tuple[Path, ...],
+    offline: bool,
 ) -> None:
     """Every field of TOOL_ID: value (secrets masked), source, locked, origin."""
     from policy.explain import render_document, render_table, settings_document
     from policy.terminal import terminal_safe
 
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
+    _echo_listing_notes(policy)
     _require_known_tool(policy, tool_id)
     document = settings_document(policy, tool_id)
     if output_format == "table":
@@ -600,7 +643,7 @@ def settings_keys(
     (secrets masked), locked or an editable default, origin, and the values it beat."""
     from policy.explain import render_document, render_table, settings_keys_document
 
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, offline=True)  # keys name no MCP tool
     _echo_findings_to_stderr(policy.errors)
     keys = settings_keys_document(policy)
     if output_format != "table":
@@ -630,6 +673,7 @@ def settings_keys(
 @click.argument("value")
 @_configuration_options
 @tools_file_option
+@offline_option
 def settings_set(
     tool_id: str,
     field: str,
@@ -640,6 +684,7 @@ def settings_set(
     state_dir: Path | None,
     output_format: str,
     tools_files: tuple[Path, ...],
+    offline: bool,
 ) -> None:
     """Save VALUE for TOOL_ID's FIELD in the user settings file (comments are kept).
 
@@ -652,8 +697,9 @@ def settings_set(
         raise click.UsageError(
             "name the user settings file with --user-settings FILE (or TOOLPOLICY_USER_SETTINGS)"
         )
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
+    _echo_listing_notes(policy)
     _require_known_tool(policy, tool_id)
     problem = settable_field_problem(policy, tool_id, field, value)
     if problem is not None:
@@ -675,6 +721,7 @@ def settings_set(
 @_configuration_options
 @component_option(default=None, help="Only the tools selectable in this component.")
 @tools_file_option
+@offline_option
 def tools(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -683,14 +730,22 @@ def tools(
     output_format: str,
     component: str | None,
     tools_files: tuple[Path, ...],
+    offline: bool,
 ) -> None:
-    """The tool catalog with its state: active, configured, minimum confidence and its source."""
-    from policy.explain import render_document, render_table, tools_document
+    """The tool catalog with its state: active, configured, minimum confidence and its source;
+    then every MCP server with where its tools come from (listed live, cached at, not listed)."""
+    from policy.explain import (
+        mcp_servers_document,
+        mcp_servers_table,
+        render_document,
+        render_table,
+        tools_document,
+    )
 
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files)
+    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
     chosen = _component(component) if component else None
-    document = tools_document(policy, chosen)
+    document = {**tools_document(policy, chosen), "mcp_servers": mcp_servers_document(policy)}
     if output_format == "table":
         rows = [
             [
@@ -706,6 +761,9 @@ def tools(
         ]
         header = ["id", "name", "activation", "active", "configured", "minimum", "set at"]
         _print(render_table(header, rows))
+        if policy.configuration.mcp_servers:
+            _print("\nMCP servers (their tools are rows above when listed):\n")
+            _print(render_table(*mcp_servers_table(policy)))
     else:
         _print(render_document(document, output_format))
 
@@ -736,6 +794,7 @@ def tools(
     multiple=True, help="Only these components (repeatable; default: every component)."
 )
 @click.option("--fail", is_flag=True, help="Exit 1 when any decision changes.")
+@offline_option
 def diff(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -747,6 +806,7 @@ def diff(
     against_user_settings: Path | None,
     components: tuple[str, ...],
     fail: bool,
+    offline: bool,
 ) -> None:
     """Every (tool, provider, component) decision that changes from --org to --against-org.
 
@@ -765,7 +825,7 @@ def diff(
         raise click.UsageError(
             "name the new side with --against-org, --against-local or --against-user-settings"
         )
-    old = _load(org, local, user_settings, state_dir)
+    old = _load(org, local, user_settings, state_dir, offline=offline)
     if not against_org and not against_local and state_dir is None:
         from policy.user_settings import load_user_settings
 
@@ -781,8 +841,12 @@ def diff(
             state_dir,
             executable_tools=False,
         )
+        from policy.cli_options import with_current_mcp_listings
+
+        new = with_current_mcp_listings(new, state_dir, offline=offline, known=old)
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
+    _echo_listing_notes(old, new)
     changes = diff_policies(old, new, [_component(c) for c in components])
     if output_format == "table":
         if changes:
@@ -927,6 +991,7 @@ def encrypt() -> None:
     is_flag=True,
     help="Also export the effective minimum provider confidence under the collection id.",
 )
+@offline_option
 def export_command(
     tool_ids: tuple[str, ...],
     org: tuple[Path, ...],
@@ -938,6 +1003,7 @@ def export_command(
     areas: tuple[str, ...],
     include_secrets: bool,
     minimum_confidence: bool,
+    offline: bool,
 ) -> None:
     """Print the settings of tools or collections as a plugin.lua fragment.
 
@@ -947,8 +1013,9 @@ def export_command(
     from policy.explain import render_document
     from policy.export import ExportError, SecretExportError, build_export
 
-    policy = _load(org, local, user_settings, state_dir)
+    policy = _load(org, local, user_settings, state_dir, offline=offline)
     _echo_findings_to_stderr(policy.errors)
+    _echo_listing_notes(policy)
     try:
         exported = build_export(
             policy,

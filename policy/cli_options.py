@@ -120,6 +120,22 @@ def tools_file_option(function: F) -> F:
     )(function)
 
 
+def offline_option(function: F) -> F:
+    """`--offline` as `offline`: MCP tools only from the listings cached in --state-dir."""
+    return click.option(
+        "--offline",
+        is_flag=True,
+        help="Ask no MCP server for its tools: use only the listings cached in --state-dir (a "
+        "server without one is shown as not listed). Without it, a server whose cached listing "
+        "is older than 5 minutes is asked live.",
+    )(function)
+
+
+MCP_LISTER = "runtime.mcp_listing:list_servers"
+"""The runtime's listing code, named by import path as the lazy commands are: the policy library
+never lists, and a command without MCP servers never imports it."""
+
+
 def load_cli_policy(
     org: Sequence[Path],
     local: Sequence[Path],
@@ -129,12 +145,15 @@ def load_cli_policy(
     *,
     listing_dir: Path | None = None,
     executable_tools: bool = True,
+    offline: bool = False,
+    known_listings: Policy | None = None,
 ) -> Policy:
     """The policy a command works on: the configuration, the installed tools and those of every
-    `--tools-file` (a file that cannot give its tools is a usage error naming it)."""
+    `--tools-file` (a file that cannot give its tools is a usage error naming it), and the tools
+    of its MCP servers as the runtime would see them (`with_current_mcp_listings`)."""
     from policy import load_policy
 
-    return load_policy(
+    policy = load_policy(
         org,
         local,
         user_settings,
@@ -143,6 +162,48 @@ def load_cli_policy(
         extra_tools=tools_from_files(tools_files),
         executable_tools=executable_tools,
     )
+    return with_current_mcp_listings(
+        policy, listing_dir or state_dir, offline=offline, known=known_listings
+    )
+
+
+def with_current_mcp_listings(
+    policy: Policy, state_dir: Path | None, *, offline: bool = False, known: Policy | None = None
+) -> Policy:
+    """`policy` over MCP listings as they are now: a server's fresh cached listing, else asked
+    live (and cached in `state_dir`), else its stale cache, else a `not listed` row; `offline`
+    keeps the cache `load_policy` read. `known` is another policy this command loaded: its
+    listings of the same servers (same entry) are used again, not listed twice."""
+    servers = policy.configuration.mcp_servers
+    if not servers or offline:
+        return policy
+    reused = {}
+    if known is not None:
+        same = known.configuration.mcp_servers
+        reused = {
+            s.id: known.mcp_listings[s.id]
+            for s in servers
+            if s in same and s.id in known.mcp_listings
+        }
+    module, _, name = MCP_LISTER.partition(":")
+    lister = getattr(importlib.import_module(module), name)
+    return policy.with_mcp_listings(lister(servers, state_dir=state_dir, known=reused))
+
+
+def unknown_tool_note(policy: Policy, tool_id: str) -> str:
+    """What to add when `tool_id` names no tool: for an MCP tool id, what its server listed (or
+    why it is not listed); else where an app's own tools come from."""
+    from policy.mcp import TOOL_ID_SEPARATOR
+
+    for server in policy.configuration.mcp_servers:
+        if not tool_id.startswith(server.name + TOOL_ID_SEPARATOR):
+            continue
+        listing = policy.mcp_listings.get(server.id)
+        if listing is None or not listing.ok:
+            why = listing.error if listing is not None else "not listed"
+            return f"MCP server {server.name} is not listed ({why}), so its tools are unknown"
+        return f"MCP server {server.name} lists no such tool ({listing.status})"
+    return "an app's own tools: add --tools-file FILE"
 
 
 def tools_from_files(paths: Sequence[Path]) -> list[Tool]:

@@ -268,6 +268,42 @@ def _cell(decision: OfferDecision) -> str:
     return "offered" if decision.reason is ToolOfferBlockReason.NONE else decision.reason.value
 
 
+# --- MCP servers ------------------------------------------------------------------------------
+
+
+def mcp_servers_document(policy: Policy) -> list[dict[str, Any]]:
+    """Every configured MCP server with where its tools come from (`listed live`, `cached at
+    <time>`, `not listed: <error>`): a server whose tools are unknown is a row, never silence."""
+    from policy.mcp import not_listed
+
+    rows = []
+    for server in policy.configuration.mcp_servers:
+        listing = policy.mcp_listings.get(server.id) or not_listed(server, "not listed")
+        rows.append(
+            {
+                "name": server.name,
+                "id": server.id,
+                "transport": server.transport.value,
+                "endpoint": server.endpoint,
+                **listing.document(),
+            }
+        )
+    return rows
+
+
+def mcp_servers_table(policy: Policy) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of `mcp_servers_document`: a server per row, its tools and its listing."""
+    rows = [
+        [
+            f"{s['name']} ({s['transport']})",
+            str(len(s["tools"])) if s["source"] != "error" else "?",
+            s["listing"],
+        ]
+        for s in mcp_servers_document(policy)
+    ]
+    return ["MCP server", "tools", "listing"], rows
+
+
 # --- the diff ---------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -165,10 +166,46 @@ class McpServerListing:
     listed_at: str = ""
     from_cache: bool = False
     known_definitions: Mapping[str, McpToolListing] = field(default_factory=dict, repr=False)
+    unreachable: str = ""
+    """Why the server could not be listed just now, when this is its cached listing instead."""
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def status(self) -> str:
+        """Where the tools come from, as every command shows it: `listed live`, `cached at
+        <time>` (with why the server was not asked or not reached) or `not listed: <error>`."""
+        if not self.ok:
+            return f"not listed: {self.error}"
+        if not self.from_cache:
+            return "listed live"
+        cached = f"cached at {self.listed_at or 'an unknown time'}"
+        return f"{cached} (not reachable now: {self.unreachable})" if self.unreachable else cached
+
+    def document(self) -> dict[str, Any]:
+        """The listing's status as JSON data (in the `mcp_servers` rows of every report)."""
+        return {
+            "listing": self.status,
+            "source": "error" if not self.ok else "cache" if self.from_cache else "live",
+            "listed_at": self.listed_at or None,
+            "error": self.error or self.unreachable or None,
+            "tools": [mcp_tool_id(self.server_name, t.name) for t in self.tools],
+        }
+
+
+def not_listed(server: McpServerConfig, why: str) -> McpServerListing:
+    """A server whose tools are unknown: a row with the reason, never silence."""
+    return McpServerListing(server.id, server.name, error=why)
+
+
+def no_cached_listing(server: McpServerConfig, state_dir: Path | None) -> str:
+    """Why a server has no listing when only the cache was read (`--offline`, or a library
+    caller that lists nothing itself)."""
+    if state_dir is None:
+        return f"no listing of MCP server {server.name} is cached (no --state-dir)"
+    return f"no listing of MCP server {server.name} is cached in {state_dir}"
 
 
 class PinState(StrEnum):
@@ -242,6 +279,7 @@ class McpTool(DefinedTool):
         server: McpServerConfig,
         listing: McpToolListing,
         known: Mapping[str, McpToolListing] | None = None,
+        listed: str = "",
     ) -> None:
         tool_id = mcp_tool_id(server.name, listing.name)
         definition = ToolDefinition(
@@ -263,6 +301,8 @@ class McpTool(DefinedTool):
         )
         self.server = server
         self.listing = listing
+        self.listed = listed
+        """Where its definition comes from (`McpServerListing.status`), shown as evidence."""
         self.minimum_confidence_floor = server.minimum_provider_confidence
         self.minimum_confidence_floor_evidence = Evidence(
             "MinimumProviderConfidence",
@@ -299,6 +339,7 @@ class McpTool(DefinedTool):
         annotations = json.dumps(_plain(self.listing.annotations), sort_keys=True)
         return (
             self._server_evidence(),
+            *((Evidence("listing", self.listed, "MCP server"),) if self.listed else ()),
             Evidence("annotations", annotations, "MCP server"),
             Evidence("sha256", self.listing.fingerprint, "MCP server"),
         )
@@ -356,7 +397,9 @@ def mcp_tools(
         listing = listings.get(server.id)
         if listing is None or not listing.ok:
             continue
-        tools.extend(kind(server, t, listing.known_definitions) for t in listing.tools)
+        tools.extend(
+            kind(server, t, listing.known_definitions, listing.status) for t in listing.tools
+        )
     return tuple(tools)
 
 
@@ -458,12 +501,22 @@ def write_cached_listing(state_dir: Path, listing: McpServerListing) -> McpServe
 def cached_listings(
     state_dir: Path | None, servers: Iterable[McpServerConfig]
 ) -> dict[str, McpServerListing]:
-    """Every server's last cached listing that exists."""
-    if state_dir is None:
-        return {}
+    """Every server's last cached listing; a server without one gets a `not_listed` row."""
     found = {}
     for server in servers:
-        listing = read_cached_listing(state_dir, server)
-        if listing is not None:
-            found[server.id] = listing
+        listing = read_cached_listing(state_dir, server) if state_dir is not None else None
+        found[server.id] = listing or not_listed(server, no_cached_listing(server, state_dir))
     return found
+
+
+def listed_age_seconds(listing: McpServerListing, now: datetime) -> float | None:
+    """How old a listing is by its `listed_at` (None when unreadable, or later than `now`: a
+    clock that went back makes no listing fresh)."""
+    try:
+        listed = datetime.fromisoformat(listing.listed_at)
+    except ValueError:
+        return None
+    if listed.tzinfo is None:
+        return None
+    age = (now - listed).total_seconds()
+    return age if age >= 0 else None

@@ -53,24 +53,27 @@ class ReloadOutcome(Protocol):
 @dataclass(frozen=True, slots=True)
 class ConfigurationPaths:
     """The configuration options of `policy serve` (--org, --local, --user-settings, --state-dir,
-    --tools-file)."""
+    --tools-file, --offline)."""
 
     org: tuple[Path, ...] = ()
     local: tuple[Path, ...] = ()
     user_settings: Path | None = None
     state_dir: Path | None = None
     tools_files: tuple[Path, ...] = ()
+    offline: bool = False
 
     def load(self) -> Policy:
-        """The policy of these paths, as every other command loads it."""
-        from policy import load_policy
+        """The policy of these paths, as every other command loads it (MCP servers listed as
+        `policy.cli_options.with_current_mcp_listings` lists them)."""
+        from policy.cli_options import load_cli_policy
 
-        return load_policy(
+        return load_cli_policy(
             self.org,
             self.local,
             self.user_settings,
-            state_dir=self.state_dir,
-            extra_tools=self.extra_tools(),
+            self.state_dir,
+            self.tools_files,
+            offline=self.offline,
         )
 
     def extra_tools(self) -> list[Tool]:

@@ -25,7 +25,9 @@ from policy.cli_options import (
     decision_log_option,
     format_option,
     load_cli_policy,
+    offline_option,
     tools_file_option,
+    unknown_tool_note,
 )
 from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import ProviderConfig
     from runtime.chat import Chat
+    from runtime.mcp import McpSessions
     from runtime.messages import ChatMessage
     from runtime.providers.hosts import WireApi
     from runtime.session import ResponseEvent, ToolsOffered
@@ -97,6 +100,7 @@ _STOP_NOTES = {
     help="text: the answer on stdout, tool calls on stderr. json: one JSON object per event.",
 )
 @decision_log_option("answer")
+@offline_option
 def chat(
     message: str | None,
     org: tuple[Path, ...],
@@ -114,6 +118,7 @@ def chat(
     chat_db: str | None,
     output_format: str,
     decision_log: Path | None,
+    offline: bool,
 ) -> None:
     """Chat with a configured provider under the organization's tool policy.
 
@@ -127,10 +132,13 @@ def chat(
     from runtime.loop import InvalidToolCallingResponse
     from runtime.providers.errors import ProviderError
 
-    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
+    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files, offline=offline)
     for finding in policy.errors:
         click.echo(finding_line(finding, "error"), err=True)
     _require_known_tools(policy, tool_ids)
+    from runtime.mcp_listing import sessions_for
+
+    mcp = sessions_for(policy, state_dir, offline=offline)
     provider = chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
     if chat_id is not None and not chat_id.strip():
@@ -154,6 +162,7 @@ def chat(
                 json_lines=json_lines,
                 decision_log=decision_log,
                 wire_api=_wire_api(wire_api),
+                mcp=mcp,
             )
         )
     except (
@@ -185,7 +194,8 @@ def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
             known = sorted(registry.tool_ids)
             raise CodedUsageError(
                 f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
-                f"Known tools: {', '.join(known) or '(none installed)'}",
+                f"Known tools: {', '.join(known) or '(none installed)'} "
+                f"({unknown_tool_note(policy, tool_id)})",
                 code="unknown-tool",
                 param_hint="--tool",
             )
@@ -245,6 +255,7 @@ async def _converse(
     json_lines: bool,
     decision_log: Path | None = None,
     wire_api: WireApi | None = None,
+    mcp: McpSessions | None = None,
 ) -> None:
     from runtime.decision_log import JsonLinesSink
     from runtime.loop import FinalAnswer
@@ -253,7 +264,7 @@ async def _converse(
     from runtime.session import ChatRuntime, ToolsOffered
 
     sink = JsonLinesSink(decision_log) if decision_log is not None else None
-    assistant = ChatRuntime(policy, decision_log=sink)
+    assistant = ChatRuntime(policy, decision_log=sink, mcp=mcp)
     history: list[ChatMessage] = []
     requested = frozenset(policy.registry.expand_selection(selection or ()))
     client = create_client(provider, _api_key(provider), wire_api=wire_api)
@@ -278,7 +289,7 @@ async def _converse(
             history.append(ChatMessage(Role.ASSISTANT, answer))
     finally:
         await client.aclose()
-        await assistant.flush_decision_log()
+        await assistant.aclose()
 
 
 def _with_refused(

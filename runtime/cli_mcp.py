@@ -23,6 +23,7 @@ from policy.cli_options import (
     decision_log_option,
     format_option,
     load_cli_policy,
+    offline_option,
     tools_file_option,
 )
 from policy.terminal import terminal_json
@@ -48,8 +49,10 @@ def _policy(
     user_settings: Path | None,
     state_dir: Path | None,
     tools_files: Sequence[Path] = (),
+    *,
+    offline: bool = True,
 ) -> Policy:
-    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files)
+    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files, offline=offline)
     for finding in policy.errors:
         click.echo(finding_line(finding, "error"), err=True)
     return policy
@@ -200,6 +203,7 @@ def pin(
     help="Reload when the plugin folders or the user settings change; clients are told.",
 )
 @decision_log_option("call", ", as policy chat does per answer")
+@offline_option
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -214,6 +218,7 @@ def serve(
     token: str | None,
     watch: bool,
     decision_log: Path | None,
+    offline: bool,
 ) -> None:
     """Serve the tools the policy offers for --provider and --component to any MCP client.
 
@@ -228,7 +233,7 @@ def serve(
     from runtime.policy_watch import PolicyWatcher
 
     def load() -> Policy:
-        return _policy(org, local, user_settings, state_dir, tools_files)
+        return _policy(org, local, user_settings, state_dir, tools_files, offline=offline)
 
     sink = None
     if decision_log is not None:
@@ -237,9 +242,12 @@ def serve(
         sink = QueuedSink(JsonLinesSink(decision_log))
 
     def build(policy: Policy) -> ChatRuntime:
+        from runtime.mcp_listing import sessions_for
         from runtime.session import ChatRuntime
 
-        return ChatRuntime(policy, decision_log=sink)
+        return ChatRuntime(
+            policy, decision_log=sink, mcp=sessions_for(policy, state_dir, offline=offline)
+        )
 
     watcher = PolicyWatcher(
         load,

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options, require_token_beyond_loopback
-from policy.cli_options import tools_file_option
+from policy.cli_options import offline_option, tools_file_option
 from runtime.serving import listening_options
 
 
@@ -21,6 +21,7 @@ from runtime.serving import listening_options
 @configuration_options
 @tools_file_option
 @listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")
+@offline_option
 def serve(
     org: tuple[Path, ...],
     local: tuple[Path, ...],
@@ -30,6 +31,7 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    offline: bool,
 ) -> None:
     """The administrator's read-only web page: status, effective settings, every decision,
     a what-if simulation and a diff against a candidate configuration.
@@ -44,7 +46,7 @@ def serve(
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
 
-    paths = ConfigurationPaths(org, local, user_settings, state_dir, tools_files)
+    paths = ConfigurationPaths(org, local, user_settings, state_dir, tools_files, offline)
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))

@@ -137,6 +137,18 @@ class McpSessions:
             await asyncio.gather(*(self._relist(s) for s in due))
         return {i: s.listing for i, s in self._sessions.items() if s.listing is not None}
 
+    def remember(self, listings: Mapping[str, McpServerListing]) -> None:
+        """Start from listings the app already has (a `policy` command lists before it starts
+        the runtime): each counts as listed now and ages by the same TTL, so the first request
+        does not list the server again. A server listed here already keeps its own listing."""
+        now = time.monotonic()
+        for server_id, listing in listings.items():
+            session = self._sessions.get(server_id)
+            if session is not None and session.listing is None:
+                session.listing = listing
+                session.listed_at = now
+                self.version += 1
+
     async def _relist(self, session: _Session) -> None:
         server = session.server
         session.changed = False
