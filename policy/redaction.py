@@ -154,11 +154,14 @@ class SecretMask:
         return pattern.sub(MASK, text)
 
     def value(self, value: Any) -> Any:
-        """A JSON-like value with every string (keys included) masked; other values as they are."""
+        """A JSON-like value with every string (keys included) masked, and a number whose
+        written form shows a secret replaced by `MASK`; other values as they are."""
         if not self.secrets:
             return value
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return MASK if self.shows_secret(repr(value)) else value
         if isinstance(value, Mapping):
             return {self.text(str(k)): self.value(v) for k, v in value.items()}
         if isinstance(value, list | tuple):

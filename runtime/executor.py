@@ -154,6 +154,22 @@ def format_arguments(
     return formatted
 
 
+def sensitive_values(
+    arguments: Mapping[str, Any], sensitive_names: frozenset[str] | None
+) -> SecretMask:
+    """The one rule for sensitive arguments in free text: every string and number inside each
+    sensitive argument's value, whatever its JSON type (keys of nested objects included), masked
+    in every spelling and however short. Trace messages, the results traces and events show, and
+    `FinalAnswer.request_texts` ask it; `format_arguments` masks the same arguments whole.
+
+    `sensitive_names=None` covers every argument (a call of a tool nobody knows)."""
+    if sensitive_names is None:
+        chosen = list(arguments.values())
+    else:
+        chosen = [arguments[name] for name in sensitive_names if name in arguments]
+    return SecretMask.of(_argument_texts(chosen), min_characters=1) if chosen else NO_SECRETS
+
+
 def find_runnable(
     runnable: RunnableTools, tool_name: str
 ) -> tuple[ToolDefinition, ExecutableTool] | None:
@@ -191,6 +207,20 @@ def redacted_call_arguments(
         return format_arguments(_parse_arguments(call.arguments_json), sensitive)
     except ValueError:
         return {}
+
+
+def call_sensitive_values(
+    call: RequestedCall, runnable: RunnableTools, known: KnownTools = _no_known_tools
+) -> SecretMask:
+    """`sensitive_values` of a call as the model wrote it; arguments that cannot be read are
+    masked whole when the tool has a sensitive argument (or nobody knows the tool)."""
+    sensitive = traced_sensitive_names(call.tool_name, runnable, known)
+    if sensitive is not None and not sensitive:
+        return NO_SECRETS
+    try:
+        return sensitive_values(_parse_arguments(call.arguments_json), sensitive)
+    except ValueError:
+        return SecretMask.of([call.arguments_json], min_characters=1)
 
 
 def invalid_call_outcome(call_id: str, order: int) -> ToolCallOutcome:
@@ -248,6 +278,10 @@ class ToolExecutor:
         """A call's arguments as its `ToolCallStarted` event and trace show them."""
         return redacted_call_arguments(call, runnable, self._known_tools)
 
+    def sensitive_values(self, call: RequestedCall, runnable: RunnableTools) -> SecretMask:
+        """The values of a call's sensitive arguments, to mask in the texts events carry."""
+        return call_sensitive_values(call, runnable, self._known_tools)
+
     async def execute(
         self,
         call: RequestedCall,
@@ -280,6 +314,7 @@ class ToolExecutor:
             )
             return run.failed(f"{FAILURE_PREFIX}{error}", {}, was_executed=False)
         traced_arguments = format_arguments(arguments, sensitive)
+        run = replace(run, hidden=sensitive_values(arguments, sensitive))
 
         refusal = self._outbound_refusal(chat, tool)
         if refusal is not None:
@@ -307,11 +342,11 @@ class ToolExecutor:
             return run.succeeded(result, traced_arguments, arguments)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
-            traced = _traced_message(str(blocked), blocked, arguments, sensitive)
+            traced = _traced_message(str(blocked), blocked, run.hidden, sensitive)
             return run.blocked(str(blocked), traced_arguments, was_executed=True, traced=traced)
         except Exception as error:
             message = f"{FAILURE_PREFIX}{error}"
-            traced = _traced_message(message, error, arguments, sensitive)
+            traced = _traced_message(message, error, run.hidden, sensitive)
             _log.warning(
                 "Tool %s (id %r) failed: %s",
                 call.tool_name,
@@ -361,9 +396,10 @@ def _ensure_valid_json(value: Any) -> None:
 
 
 def _traced_message(
-    message: str, error: BaseException, arguments: Mapping[str, Any], sensitive: frozenset[str]
+    message: str, error: BaseException, hidden: SecretMask, sensitive: frozenset[str]
 ) -> str:
-    """A failure as the trace and log show it: the values of sensitive arguments masked.
+    """A failure as the trace and log show it: the values of sensitive arguments (`hidden`)
+    masked.
 
     The model keeps the full message (it wrote the value and corrects itself from it). A refusal
     of a sensitive argument may quote it in any spelling, so its text is replaced as a whole.
@@ -373,8 +409,7 @@ def _traced_message(
     if isinstance(error, ArgumentError) and error.argument in sensitive:
         prefix = FAILURE_PREFIX if message.startswith(FAILURE_PREFIX) else ""
         return f"{prefix}Argument '{error.argument}' was refused; its value is not shown."
-    values = (arguments.get(name) for name in sensitive)
-    return SecretMask.of(values, min_characters=1).text(message)
+    return hidden.text(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,6 +482,8 @@ class _Run:
     definition: ToolDefinition
     display_name: str
     secrets: _SecretMask
+    hidden: SecretMask = NO_SECRETS
+    """The values of the call's sensitive arguments (`sensitive_values`)."""
 
     def _trace(
         self,
@@ -519,8 +556,8 @@ class _Run:
             "",
             arguments,
             was_executed=True,
-            result=result.text_content or "",
-            json_result=result.json_content,
+            result=self.hidden.text(result.text_content or ""),
+            json_result=self.hidden.value(result.json_content),
         )
         return ToolCallOutcome(
             content=content,
@@ -556,14 +593,17 @@ def returned_web_addresses(content: str, arguments: Mapping[str, Any]) -> tuple[
     )
 
 
-def _argument_texts(arguments: Mapping[str, Any]) -> list[str]:
-    """Every string anywhere in the arguments, keys included (iterative: depth is the model's)."""
+def _argument_texts(arguments: Any) -> list[str]:
+    """Every string and number anywhere in arguments, keys included, as text (iterative: depth
+    is the model's). A boolean or null is left out: its text is no value's own."""
     texts: list[str] = []
     pending: list[Any] = [arguments]
     while pending:
         value = pending.pop()
         if isinstance(value, str):
             texts.append(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            texts.append(json.dumps(value))
         elif isinstance(value, Mapping):
             texts.extend(str(key) for key in value)
             pending.extend(value.values())

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from policy.errors import ToolPolicyError
+from policy.redaction import NO_SECRETS, SecretMask
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ensure_provider_allowed
@@ -141,7 +142,8 @@ class ToolCallFinished:
     """A call ended (ran, failed, was refused or invalid); the trace says which and how long.
 
     `outcome` is the executor's outcome: what the result demands of the chat and the sources it
-    cites (None for a call that was never run).
+    cites (None for a call that was never run); its `content` is what the model read, with the
+    values of the call's sensitive arguments masked as in the trace.
     """
 
     trace: ToolInvocationTrace
@@ -157,7 +159,8 @@ class FinalAnswer:
     round ended: anything but COMPLETED means the answer is cut (MAX_TOKENS), filtered
     (CONTENT_FILTER), refused (REFUSAL) or still paused (PAUSED). `request_texts` are the texts
     the adapter recorded for later rounds (the model's turns and the tool results, as sent), for
-    counting the tokens of what really went to the provider.
+    counting the tokens of what really went to the provider; the values of sensitive arguments
+    in them are masked, as in traces.
     """
 
     text: str
@@ -236,6 +239,8 @@ class _State:
     usage: Usage = UNKNOWN_USAGE
     stop_reason: StopReason = StopReason.COMPLETED
     request_texts: tuple[str, ...] = ()
+    hidden: SecretMask = NO_SECRETS
+    """The values of every sensitive argument the model wrote so far (`sensitive_values`)."""
 
     def say(self, text: str) -> TextDeltaEvent:
         self.text.append(text)
@@ -309,7 +314,7 @@ class SequentialToolCallingLoop:
                 adapter.record_assistant_turn()
                 continue
 
-            state.request_texts = tuple(adapter.recorded_request_texts)
+            state.request_texts = tuple(map(state.hidden.text, adapter.recorded_request_texts))
             ending = _ending(state, outcome, instruction is not None, context)
             if ending is not None or completed is None:
                 for event in ending or ():
@@ -329,6 +334,9 @@ class SequentialToolCallingLoop:
         call: RequestedCall,
     ) -> AsyncIterator[LoopEvent]:
         """Answer one call of a round: invalid, over the budget, or run through the executor."""
+        hidden = context.executor.sensitive_values(call, context.runnable_tools)
+        if hidden:
+            state.hidden = SecretMask(state.hidden.secrets | hidden.secrets)
         if not call.is_valid:
             state.calls += 1
             invalid = invalid_call_outcome(call.call_id, state.calls)
@@ -378,7 +386,8 @@ class SequentialToolCallingLoop:
         state.result_characters += len(outcome.content)
         _apply_demands(context, outcome)
         state.sources = merge_sources(state.sources, outcome.sources)
-        yield ToolCallFinished(outcome.trace, outcome)
+        shown = replace(outcome, content=hidden.text(outcome.content)) if hidden else outcome
+        yield ToolCallFinished(outcome.trace, shown)
         adapter.record_tool_result(
             call.call_id, outcome.content, is_error=outcome.trace.status is not TraceStatus.SUCCESS
         )
