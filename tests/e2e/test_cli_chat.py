@@ -281,3 +281,53 @@ def test_a_cut_answer_is_said_to_be_cut(server: ProviderServer, tmp_path: Path) 
     )
     as_json = _policy_chat(*common, "--format", "json")
     assert _events(as_json.stdout)[-1]["stop_reason"] == "max_tokens"
+
+
+UNRESOLVABLE_TOOL = """
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+from runtime.execution import ToolExecutionResult
+
+
+class RosterLookup(DefinedTool):
+    async def resolve_function(self, context):
+        raise RuntimeError("roster cache corrupt")
+
+    async def execute(self, arguments, context):
+        return ToolExecutionResult(text_content="never")
+
+
+def create_tools():
+    definition = ToolDefinition(
+        id="roster_lookup",
+        implementation_key="roster_lookup",
+        function=ToolFunction(name="roster_lookup", description_for_llm="Find a roster."),
+    )
+    return [RosterLookup(definition, display_name="Roster lookup")]
+"""
+
+
+def test_a_tool_failing_to_resolve_is_one_line_without_debug_and_a_traceback_with_it(
+    server: ProviderServer, tmp_path: Path
+) -> None:
+    tools = tmp_path / "roster.py"
+    tools.write_text(UNRESOLVABLE_TOOL, encoding="utf-8")
+    arguments = ["Hi", "--provider", "Example Corp vLLM", "--base-url", server.base_url]
+    arguments += ["--tools-file", str(tools), "--tool", "roster_lookup"]
+    arguments += ["--chat-db", str(tmp_path / "chats.sqlite3")]
+    server.queue(Reply(chat_text("Hello!")), Reply(chat_text("Hello again!")))
+
+    done = _policy_chat(*arguments)
+    assert done.returncode == 0, done.stderr
+    assert "Hello!" in done.stdout
+    assert "Traceback" not in done.stderr and 'File "' not in done.stderr
+    assert (
+        "Tool 'roster_lookup' failed to resolve its function; left out "
+        "(RuntimeError: roster cache corrupt)\n"
+    ) in done.stderr
+    assert "[not offered: roster_lookup: its function could not be resolved]" in done.stderr
+
+    debugged = _policy_chat(*arguments, env={"TOOLPOLICY_DEBUG": "1"})
+    assert debugged.returncode == 0, debugged.stderr
+    assert "Traceback (most recent call last)" in debugged.stderr
+    assert "in resolve_function" in debugged.stderr
