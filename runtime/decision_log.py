@@ -2,10 +2,11 @@
 
 Nothing here decides. `DecisionRecorder` watches the events `respond` yields and builds the record
 from the offer decisions and call traces. Arguments are as a trace shows them (sensitive ones
-masked); an error is its class and its message with secrets and address parameters masked.
-Writing a record never fails or holds up the user's request: `ChatRuntime` puts records on a
-bounded queue (`QueuedSink`) drained by a background thread, and a sink that raises is warned
-about once.
+masked, well-formed and bounded: `runtime.trace_text`); an error is its class and its message
+with secrets and address parameters masked. Writing a record never holds up the user's request:
+`ChatRuntime` puts records on a bounded queue (`QueuedSink`) drained by a background thread, and
+a sink that raises is warned about once. While the queue says a record cannot be kept
+(`QueuedSink.failure`: the last write failed, or it is full) the executor runs no tool call.
 """
 
 from __future__ import annotations
@@ -223,10 +224,14 @@ class QueuedSink:
     the queue is half full) and writes what has gathered, so a response does not pay a thread
     switch per record; a `JsonLinesSink` gets the whole batch as JSON lines in one write, each
     line serialized straight from what the answer gathered (`DecisionRecorder.json_line`), any
-    other sink a `DecisionRecord` at a time. A sink that raises is warned about once and writing goes on. The writer
-    thread ends when idle and starts again with the next record, so a runtime rebuilt on every
-    reload leaves no thread behind; records still waiting at interpreter exit are written then.
-    `ChatRuntime` wraps the sink it is given in one of these.
+    other sink a `DecisionRecord` at a time. A sink that raises is warned about once and writing
+    goes on. The writer thread ends when idle and starts again with the next record, so a
+    runtime rebuilt on every reload leaves no thread behind; records still waiting at
+    interpreter exit are written then. `ChatRuntime` wraps the sink it is given in one of these.
+
+    `failure` says, without waiting, why a record given now may not be kept: the sink's last
+    write failed (until a later write succeeds) or the queue is full. The runtime runs no tool
+    call while it says so (a call that cannot be recorded is not served).
     """
 
     def __init__(self, sink: DecisionSink, *, max_pending: int = 1000) -> None:
@@ -243,7 +248,17 @@ class QueuedSink:
         self._dropped = 0
         self._dropped_ids: list[str] = []
         self._reported_drops = 0
+        self._failure: str | None = None
         _open_queues.add(self)
+
+    @property
+    def failure(self) -> str | None:
+        """Why a record given now may not be kept, or None: the sink's last write failed (until a
+        write succeeds again), or `max_pending` records are already waiting."""
+        failure = self._failure
+        if failure is None and len(self._queue) >= self.max_pending:
+            failure = f"its queue is full ({self.max_pending} records waiting)"
+        return failure
 
     @property
     def dropped(self) -> int:
@@ -342,6 +357,7 @@ class QueuedSink:
 
     def _write(self, batch: list[DecisionRecord | DecisionRecorder]) -> None:
         sink = self.sink
+        failed: Exception | None = None
         if isinstance(sink, JsonLinesSink):
             lines: list[bytes] = []
             for item in batch:
@@ -351,18 +367,35 @@ class QueuedSink:
                         if isinstance(item, DecisionRecorder)
                         else _model_json(item) + b"\n"
                     )
-                except Exception as error:  # a log must never fail the user's request
-                    _warn_once(sink, error)
+                except Exception as error:  # the writer thread goes on with the next record
+                    failed = error
             try:
                 sink.write_lines(lines)
             except Exception as error:
-                _warn_once(sink, error)
+                failed = error
+        else:
+            for item in batch:
+                try:
+                    sink.write(item.record() if isinstance(item, DecisionRecorder) else item)
+                except Exception as error:
+                    failed = error
+        self._settle(failed)
+
+    def _settle(self, failed: Exception | None) -> None:
+        """Keep how the last write went: a failure refuses tool calls until a write succeeds."""
+        was = self._failure
+        if failed is None:
+            self._failure = None
+            if was is not None:
+                _log.info(
+                    "The decision log %s writes records again; tool calls run again.",
+                    type(self.sink).__name__,
+                )
             return
-        for item in batch:
-            try:
-                sink.write(item.record() if isinstance(item, DecisionRecorder) else item)
-            except Exception as error:
-                _warn_once(sink, error)
+        self._failure = (
+            f"{type(self.sink).__name__} could not write a record ({type(failed).__name__})"
+        )
+        _warn_once(self.sink, failed, "tool calls are not run until it writes a record again")
 
 
 _open_queues: weakref.WeakSet[QueuedSink] = weakref.WeakSet()
@@ -865,7 +898,9 @@ _warned: dict[int, Callable[[], object]] = {}
 _warned_lock = threading.RLock()  # a weak reference's callback may run inside (a collection)
 
 
-def _warn_once(sink: DecisionSink, error: Exception) -> None:
+def _warn_once(
+    sink: DecisionSink, error: Exception, consequence: str = "the request went on"
+) -> None:
     key = id(sink)
     with _warned_lock:
         held = _warned.get(key)
@@ -876,10 +911,11 @@ def _warn_once(sink: DecisionSink, error: Exception) -> None:
         except TypeError:
             _warned[key] = functools.partial(_itself, sink)
     _log.warning(
-        "The decision log %s could not write a record (%s); the request went on, later failures "
-        "of this sink are not repeated.",
+        "The decision log %s could not write a record (%s); %s. Later failures of this sink "
+        "are not repeated.",
         type(sink).__name__,
         type(error).__name__,
+        consequence,
     )
 
 

@@ -259,7 +259,8 @@ class ToolExecutor:
     names the mailbox behind an outbound-data restriction, None when it was removed since;
     `known_tools(name)` is the registered tool behind a function name whether or not it is
     offered (the registry's `tool_named`), so a call of a tool not offered is traced masked by
-    its definition.
+    its definition. `decision_log_failure()` says why a call's decision record cannot be kept
+    now (`QueuedSink.failure`), or None: while it says so no tool runs.
     """
 
     def __init__(
@@ -268,8 +269,10 @@ class ToolExecutor:
         services: ToolServices | None = None,
         mailbox_name: Callable[[str], str | None] | None = None,
         known_tools: KnownTools | None = None,
+        decision_log_failure: Callable[[], str | None] | None = None,
     ) -> None:
         self._settings_for = settings_for or (lambda _tool_id: {})
+        self._decision_log_failure = decision_log_failure or (lambda: None)
         self._services = services or ToolServices()
         self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
         self._known_tools = known_tools or _no_known_tools
@@ -319,6 +322,17 @@ class ToolExecutor:
         refusal = self._outbound_refusal(chat, tool)
         if refusal is not None:
             return run.blocked(refusal, traced_arguments, was_executed=False)
+        unrecordable = self._decision_log_failure()
+        if unrecordable is not None:
+            _log.warning(
+                "Tool %s (id %r) was not run: %s.", call.tool_name, call.call_id, unrecordable
+            )
+            return run.blocked(
+                f"Tool '{tool.display_name}' was not run: its decision record cannot be kept now.",
+                traced_arguments,
+                was_executed=False,
+                traced=f"Not run: the decision log cannot keep its record ({unrecordable}).",
+            )
 
         try:
             settings = self._settings_for(definition.id)

@@ -83,7 +83,8 @@ class ChatRuntime:
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
     a `CallbackSink`), written from a bounded queue that never holds a response up
-    (`QueuedSink`; `aclose` or `flush_decision_log` waits for it); `include_content` adds
+    (`QueuedSink`; `aclose` or `flush_decision_log` waits for it; no tool call runs while it
+    cannot keep a record); `include_content` adds
     message and result text to each record. Spans go to `tracer_provider` (default: the global
     OpenTelemetry provider; nothing is built while none is configured). Build a new one when the
     policy changes.
@@ -418,14 +419,17 @@ class ChatRuntime:
         )
 
     def executor(self) -> ToolExecutor:
-        """The executor `respond` runs calls with: the app's services, settings resolved once."""
+        """The executor `respond` runs calls with: the app's services, settings resolved once;
+        no call runs while the decision log cannot keep its record (`QueuedSink.failure`)."""
         from runtime.executor import ToolExecutor
 
+        log = self._decision_log
         return ToolExecutor(
             self._tool_settings,
             self._services,
             self._mailbox_name,
             known_tools=lambda name: self.policy.registry.tool_named(name),
+            decision_log_failure=None if log is None else lambda: log.failure,
         )
 
     async def _runnable_tools(

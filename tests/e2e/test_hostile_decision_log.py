@@ -3,14 +3,27 @@ damaged log is named by file:line (issue 28, classes 2, 3 and 17)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 from policy import Policy
+from policy.configuration import ProviderConfig
 from policy.decision_record import DecisionRecord
 from runtime import Chat, ChatMessage, ChatRuntime, Role
-from tests.e2e._kit import ORGANIZATION, VLLM_ID, client, organization_provider
+from runtime.decision_log import CallbackSink, QueuedSink
+from runtime.executor import ToolInvocationTrace
+from runtime.loop import ToolCallFinished
+from runtime.providers import ProviderClient
+from tests.e2e._kit import (
+    ORGANIZATION,
+    VLLM_ID,
+    InternalNotesTool,
+    client,
+    organization_provider,
+)
 from tests.mcp_tools.test_mcp import policy_cli
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
@@ -118,3 +131,95 @@ async def test_a_lone_surrogate_from_the_model_is_recorded_escaped_with_every_ca
     assert (second["tool_id"], second["status"]) == ("shell", "BLOCKED")
     assert second["arguments"] == {"\\ud800q": "*****"}, "a tool nobody knows: values masked"
     assert record["outcome"]["stop_reason"] == "final_answer"
+
+
+async def _notes_traces(
+    rt: ChatRuntime, chat: Chat, provider: ProviderConfig, provider_client: ProviderClient
+) -> list[ToolInvocationTrace]:
+    """One answer with the app's internal_notes tool selected: the traces of its calls."""
+    traces = []
+    async for event in rt.respond(
+        chat, provider, [QUESTION], selected_tool_ids=["internal_notes"], client=provider_client
+    ):
+        if isinstance(event, ToolCallFinished):
+            traces.append(event.trace)
+    return traces
+
+
+async def test_no_tool_runs_while_the_decision_log_cannot_keep_its_record(
+    policy: Policy,
+    chat: Chat,
+    server: ProviderServer,
+    notes_tool: InternalNotesTool,
+    tmp_path: Path,
+) -> None:
+    """The log's folder is gone (an unmounted volume, a full disk): the first write fails after
+    its call ran; from then on calls are refused until a record is written again."""
+    log = tmp_path / "gone" / "decisions.jsonl"
+    provider = organization_provider(policy, VLLM_ID, server)
+    statuses: list[tuple[str, str]] = []
+    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=log) as rt:
+
+        async def answer() -> None:
+            server.queue(
+                Reply([chat_call(0, "call_1", "internal_notes", "{}")]), Reply(chat_text("Ok."))
+            )
+            for trace in await _notes_traces(rt, chat, provider, provider_client):
+                statuses.append((trace.status.value, trace.status_message))
+            await rt.flush_decision_log()
+
+        await answer()  # runs: nobody knew yet that the log cannot be written
+        await answer()
+        assert len(notes_tool.given) == 1, "the second call was not run"
+        (log.parent).mkdir()
+        await answer()  # still refused; its record is the first written again
+        await answer()
+
+    assert [status for status, _ in statuses] == ["SUCCESS", "BLOCKED", "BLOCKED", "SUCCESS"]
+    assert "the decision log cannot keep its record (JsonLinesSink" in statuses[1][1]
+    assert len(notes_tool.given) == 2
+    refused, served = _records(log)
+    assert [c["status"] for c in refused["calls"]] == ["BLOCKED"]
+    assert [c["status"] for c in served["calls"]] == ["SUCCESS"]
+
+
+async def test_no_tool_runs_while_the_decision_logs_queue_is_full(
+    policy: Policy,
+    chat: Chat,
+    server: ProviderServer,
+    notes_tool: InternalNotesTool,
+) -> None:
+    """A sink that has stalled (a remote store not answering): once the queue is full, a call's
+    record would be dropped, so the call is not run; it runs again once the queue drains."""
+    release = threading.Event()
+
+    def stalled(record: DecisionRecord) -> None:
+        release.wait(30)
+
+    queued = QueuedSink(CallbackSink(stalled), max_pending=1)
+    provider = organization_provider(policy, VLLM_ID, server)
+    statuses: list[str] = []
+    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=queued) as rt:
+
+        async def answer(*replies: Reply) -> None:
+            server.queue(*replies)
+            traces = await _notes_traces(rt, chat, provider, provider_client)
+            statuses.extend(trace.status.value for trace in traces)
+
+        await answer(Reply(chat_text("Hi.")))  # the writer takes this record and stalls
+        for _ in range(10_000):
+            if queued.failure is None and not queued._queue:
+                break
+            await asyncio.sleep(0.001)
+        await answer(Reply(chat_text("Hi.")))  # waits in the queue, which is now full
+        assert queued.failure == "its queue is full (1 records waiting)"
+        call = Reply([chat_call(0, "call_1", "internal_notes", "{}")])
+        await answer(call, Reply(chat_text("Ok.")))
+        assert notes_tool.given == [], "not run while its record would be dropped"
+        release.set()
+        assert await rt.flush_decision_log()
+        await answer(call, Reply(chat_text("Ok.")))
+
+    assert statuses == ["BLOCKED", "SUCCESS"]
+    assert len(notes_tool.given) == 1
+    assert queued.dropped == 1, "the refused call's record found the queue full too"
