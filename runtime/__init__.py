@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from policy.errors import ToolPolicyError
+    from policy.vocabulary import OutboundDataRestriction
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
         Chat,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
         open_chat_store,
     )
     from runtime.chat_postgres import PostgresChatStore
-    from runtime.data_sources import SearchableDataSource
+    from runtime.data_sources import Passage, PassagePage, SearchableDataSource
     from runtime.decision_log import (
         CallbackSink,
         DecisionSink,
@@ -86,9 +87,16 @@ if TYPE_CHECKING:
     from runtime.schema import ParameterSchemaBuilder
     from runtime.session import ChatRuntime, ResponseEvent, ToolsOffered, respond
     from runtime.tools import builtin_executable_tools
+    from runtime.web.addresses import AddressClass
+    from runtime.web.guard import PromptInjectionGuard
 
 _LAZY: dict[str, str] = {
     "ToolPolicyError": "policy.errors",
+    "OutboundDataRestriction": "policy.vocabulary",
+    "AddressClass": "runtime.web.addresses",
+    "PromptInjectionGuard": "runtime.web.guard",
+    "Passage": "runtime.data_sources",
+    "PassagePage": "runtime.data_sources",
     "ArgumentError": "runtime.arguments",
     "ArgumentReader": "runtime.arguments",
     "RequestedCall": "runtime.messages",
@@ -155,6 +163,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AddressClass",
     "ArgumentError",
     "ArgumentReader",
     "CallbackSink",
@@ -179,9 +188,13 @@ __all__ = [
     "McpSessions",
     "MemoryChatStore",
     "OpenTelemetrySink",
+    "OutboundDataRestriction",
     "ParameterSchemaBuilder",
+    "Passage",
+    "PassagePage",
     "PolicyWatcher",
     "PostgresChatStore",
+    "PromptInjectionGuard",
     "ProviderClient",
     "ProviderError",
     "QueuedSink",

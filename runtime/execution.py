@@ -83,6 +83,26 @@ class ToolServices:
 NO_SERVICES = ToolServices()
 
 
+def given_services(services: object, receiver: str) -> ToolServices:
+    """The app's `services` argument, refused with a TypeError naming its type unless it is a
+    `ToolServices` (None: the built-in behaviour), so a dict or a guard passed by mistake fails
+    where it is given instead of inside the first tool call."""
+    if services is None:
+        return NO_SERVICES
+    if isinstance(services, ToolServices):
+        return services
+    kind = type(services)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    raise TypeError(
+        f"{receiver}: services must be a runtime.ToolServices or None, not {name}; "
+        "pass e.g. services=ToolServices(guard=...)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ToolExecutionContext:
     """Everything a running tool may look at."""

@@ -30,6 +30,7 @@ from runtime.execution import (
     ToolExecutionContext,
     ToolExecutionResult,
     ToolServices,
+    given_services,
     sensitive_argument_names,
 )
 from runtime.messages import RequestedCall, Source
@@ -273,7 +274,7 @@ class ToolExecutor:
     ) -> None:
         self._settings_for = settings_for or (lambda _tool_id: {})
         self._decision_log_failure = decision_log_failure or (lambda: None)
-        self._services = services or ToolServices()
+        self._services = given_services(services, "ToolExecutor")
         self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
         self._known_tools = known_tools or _no_known_tools
 

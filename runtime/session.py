@@ -121,6 +121,9 @@ class ChatRuntime:
         mcp_servers: Sequence[McpServerConfig] = (),
         tracer_provider: TracerProvider | None = None,
     ) -> None:
+        from runtime.execution import given_services
+
+        app_services = given_services(services, "ChatRuntime")
         self.policy = policy
         self._base = policy
         self._decision_log = _queued(decision_log)
@@ -138,7 +141,7 @@ class ChatRuntime:
             from runtime.mcp import McpSessions
 
             self._mcp = McpSessions(servers)
-        self._services = self._shared_services(services)
+        self._services = self._shared_services(app_services)
 
     async def __aenter__(self) -> ChatRuntime:
         return self
@@ -178,14 +181,11 @@ class ChatRuntime:
         self._settings.clear()
         self._mcp_version = self._mcp.version
 
-    def _shared_services(self, given: ToolServices | None) -> ToolServices:
+    def _shared_services(self, services: ToolServices) -> ToolServices:
         """The app's services plus what the configuration gives the tools (a field the app set
         stays as the app set it)."""
         from dataclasses import replace
 
-        from runtime.execution import ToolServices
-
-        services = given or ToolServices()
         return replace(
             services,
             wiki_base_url=services.wiki_base_url

@@ -395,3 +395,36 @@ async def test_the_tool_learns_whether_the_organization_trusts_the_provider() ->
             provider_trusted=trusted,
         )
     assert [c.provider_trusted for c in tool.contexts] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("services", "named"),
+    [
+        ({"guard": None}, "not dict"),
+        (
+            PromptInjectionGuard(StructuralInjectionFilter()),
+            "runtime.web.guard.PromptInjectionGuard",
+        ),
+    ],
+)
+def test_services_that_are_not_tool_services_are_refused_naming_the_type(
+    services: object, named: str
+) -> None:
+    from policy import load_policy
+    from runtime.session import ChatRuntime
+
+    with pytest.raises(
+        TypeError, match=rf"ToolExecutor: services must be a runtime\.ToolServices.*{named}"
+    ):
+        ToolExecutor(services=services)  # type: ignore[arg-type]
+    policy = load_policy(org=["examples/organization"])
+    with pytest.raises(
+        TypeError, match=rf"ChatRuntime: services must be a runtime\.ToolServices.*{named}"
+    ):
+        ChatRuntime(policy, services=services)  # type: ignore[arg-type]
+
+
+def test_tool_services_and_none_are_accepted() -> None:
+    guard = PromptInjectionGuard(StructuralInjectionFilter())
+    assert ToolExecutor(services=ToolServices(guard=guard))._services.guard is guard
+    assert ToolExecutor(services=None)._services == ToolServices()

@@ -60,6 +60,12 @@ TOOL_AUTHOR_NAMES = {
         "ToolExecutionContext",
         "ToolExecutionResult",
         "ToolExecutionBlocked",
+        "ToolServices",
+        "AddressClass",
+        "PromptInjectionGuard",
+        "Passage",
+        "PassagePage",
+        "OutboundDataRestriction",
     },
 }
 
@@ -68,6 +74,28 @@ TOOL_AUTHOR_NAMES = {
 def test_what_a_tool_author_needs_is_public(package: str) -> None:
     module = importlib.import_module(package)
     assert TOOL_AUTHOR_NAMES[package] <= set(module.__all__)
+
+
+def test_the_tool_author_names_are_the_defining_modules_and_load_lazily() -> None:
+    code = (
+        "import sys, runtime\n"
+        "loaded = {m for m in sys.modules if m.startswith(('runtime.', 'policy.'))}\n"
+        "print(sorted(loaded & {'runtime.web.addresses', 'runtime.web.guard', "
+        "'runtime.data_sources'}))\n"
+        "from runtime import AddressClass, OutboundDataRestriction, Passage, PassagePage, "
+        "PromptInjectionGuard\n"
+        "from policy.vocabulary import OutboundDataRestriction as policy_restriction\n"
+        "from runtime.data_sources import Passage as passage\n"
+        "from runtime.web.addresses import AddressClass as address_class\n"
+        "from runtime.web.guard import PromptInjectionGuard as guard\n"
+        "print(OutboundDataRestriction is policy_restriction, Passage is passage, "
+        "AddressClass is address_class, PromptInjectionGuard is guard, "
+        "PassagePage.__module__)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert shown == ["[]", "True True True True runtime.data_sources"]
 
 
 def test_retrieval_overrides_live_in_a_public_module() -> None:
