@@ -54,6 +54,20 @@ class ConfigurationReference:
         """`<server url without trailing slash>/<id>.zip`, as AI Studio's configuration server."""
         return f"{self.server_url.rstrip('/')}/{self.id}.zip"
 
+    @property
+    def plain_http_warning(self) -> str | None:
+        """The warning for a server on plain http (None on https): without TLS anyone on the
+        network path can hand the device another configuration — unlock what the organization
+        locked — or replay an old one. It is fetched all the same (AI Studio's devices accept
+        such addresses and read the same settings); `policy fetch` and `policy status` print
+        this, `PolicyWatcher` logs it each round."""
+        if not self.server_url.lower().startswith("http:"):
+            return None
+        return (
+            f"configuration {self.id} ({self.source}) is fetched over plain http: anyone on the "
+            "network path can change or replace it; serve it over https"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigurationReferences:
@@ -341,6 +355,23 @@ class DeliveryStatus:
         return asdict(self)
 
 
+_ENTITY_TAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e]*"')
+MAX_ETAG_CHARACTERS = 256
+
+
+def entity_tag_problem(value: object) -> str | None:
+    """What is wrong with an ETag, or None for a valid one: an entity tag of RFC 9110
+    (`"…"` or `W/"…"`, printable ASCII without `"` inside), at most MAX_ETAG_CHARACTERS long.
+    Only such a tag is kept and sent back as `If-None-Match`."""
+    if not isinstance(value, str):
+        return f"an ETag is text, not {type(value).__name__}"
+    if len(value) > MAX_ETAG_CHARACTERS:
+        return f"the ETag is {len(value)} characters long (at most {MAX_ETAG_CHARACTERS})"
+    if not _ENTITY_TAG.fullmatch(value):
+        return f'{ascii(value)[:80]} is not an entity tag ("…" or W/"…" of printable ASCII)'
+    return None
+
+
 STATE_CURRENT = "current"
 STATE_LAST_KNOWN_GOOD = "last-known-good"
 STATE_NEVER_FETCHED = "never fetched"
@@ -396,21 +427,76 @@ def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
     return tuple(folder for folder in folders if folder is not None)
 
 
-def read_statuses(state_dir: Path) -> dict[str, DeliveryStatus]:
-    """The status records kept in `<state_dir>/delivery.json` (an unreadable file reads as none)."""
+@dataclass(frozen=True, slots=True)
+class StatusRecords:
+    """The valid records of `<state_dir>/delivery.json` and what is wrong with the file, if
+    anything (`problem` names the file). A damaged record is left out whole: its ETag is never
+    sent and its state never shown as if it were true."""
+
+    records: dict[str, DeliveryStatus]
+    problem: str | None = None
+
+
+_STATES = (STATE_CURRENT, STATE_LAST_KNOWN_GOOD, STATE_NEVER_FETCHED)
+
+
+def _record_problem(item: object) -> str | None:
+    """What is wrong with one entry of `configurations`, or None."""
+    if not isinstance(item, dict):
+        return f"is {type(item).__name__}, not an object"
+    identifier = item.get("id")
+    if not isinstance(identifier, str) or not _GUID.match(identifier):
+        return f"has the id {ascii(identifier)[:60]}, not a lower-case configuration GUID"
+    for key in ("server_url", "state"):
+        if not isinstance(item.get(key), str):
+            return f"({identifier}) has no text '{key}'"
+    if item["state"] not in _STATES:
+        return f"({identifier}) has the state {ascii(item['state'])[:40]}, not one of {_STATES}"
+    if item.get("etag") is not None and (problem := entity_tag_problem(item["etag"])):
+        return f"({identifier}) {problem}"
+    for key in ("last_attempt", "last_success", "error"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            return f"({identifier}) has a '{key}' that is {type(item[key]).__name__}, not text"
+    return None
+
+
+def read_status_file(state_dir: Path) -> StatusRecords:
+    """`<state_dir>/delivery.json`, checked: a file that does not exist holds no records; one that
+    cannot be read, is not JSON of the shape `write_statuses` writes, or holds a damaged record
+    gives the records that are valid and a `problem` naming the file and what is wrong."""
+    path = state_dir / STATUS_FILE
     try:
-        data = json.loads((state_dir / STATUS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return StatusRecords({})
+    except OSError as error:
+        return StatusRecords({}, f"{path} cannot be read ({error.strerror or error})")
+    except UnicodeDecodeError as error:
+        return StatusRecords({}, f"{path} is not UTF-8 text (byte {error.start})")
+    except ValueError as error:
+        return StatusRecords({}, f"{path} is not valid JSON ({error})")
+    entries = data.get("configurations") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return StatusRecords({}, f'{path} is not {{"configurations": [...]}}')
     records: dict[str, DeliveryStatus] = {}
-    for item in data.get("configurations", []) if isinstance(data, dict) else []:
-        try:
-            status = DeliveryStatus(**{k: item.get(k) for k in DeliveryStatus.__slots__})
-        except TypeError:
+    problems: list[str] = []
+    for index, item in enumerate(entries):
+        problem = _record_problem(item)
+        if problem is None and item["id"] in records:
+            problem = f"({item['id']}) repeats a configuration listed before"
+        if problem is not None:
+            problems.append(f"configurations[{index}] {problem}")
             continue
-        if isinstance(status.id, str):
-            records[status.id] = status
-    return records
+        records[item["id"]] = DeliveryStatus(**{k: item.get(k) for k in DeliveryStatus.__slots__})
+    if not problems:
+        return StatusRecords(records)
+    more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+    return StatusRecords(records, f"{path}: {'; '.join(problems[:2])}{more}")
+
+
+def read_statuses(state_dir: Path) -> dict[str, DeliveryStatus]:
+    """The valid status records kept in `<state_dir>/delivery.json` (see `read_status_file`)."""
+    return read_status_file(state_dir).records
 
 
 def write_statuses(state_dir: Path, statuses: Sequence[DeliveryStatus]) -> None:

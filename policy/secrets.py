@@ -14,7 +14,8 @@ import binascii
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from urllib.parse import unquote
 
 from policy.errors import ToolPolicyError
 
@@ -69,6 +70,24 @@ def without_user_info(text: str) -> str:
     if "@" not in authority and ":" not in authority:
         return text
     return f"{text[:start]}{USER_INFO_MASK}{text[at:]}"
+
+
+def address_secrets(text: str, parameters: Collection[str] | None = None) -> frozenset[str]:
+    """The secrets an address carries, for a log mask: the password of its user info (read as
+    `without_user_info` reads it) and the values of its query parameters (only those named in
+    `parameters`, every one when None), each as written and percent-decoded — a library quoting
+    the address, or an error quoting a part it could not decode (`%zz`), shows it as written."""
+    found: list[str] = []
+    masked = without_user_info(text)
+    if masked != text:
+        start = masked.index(USER_INFO_MASK)
+        found.append(text[start : text.rfind("@")].partition(":")[2])
+    query = text[text.rfind("@") + 1 :].partition("?")[2].partition("#")[0]
+    for item in query.split("&") if query else ():
+        name, _, value = item.partition("=")
+        if parameters is None or unquote(name) in parameters:
+            found.append(value)
+    return frozenset(form for value in found for form in (value, unquote(value)) if form)
 
 
 def configured_secret(environ: Mapping[str, str] | None = None) -> str | None:

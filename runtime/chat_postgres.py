@@ -58,30 +58,18 @@ ON CONFLICT DO NOTHING
 
 def _passwords(dsn: str) -> frozenset[str]:
     """The password of a connection string in every form a library may quote it: as libpq reads
-    it, and as written in a URI (user info or `?password=`), percent-decoded or not. libpq's error
-    for a token it cannot decode (`%zz`) quotes the token as written, and psycopg_pool logs that
-    error on every retry."""
-    from urllib.parse import unquote, urlsplit
+    it (also from `key=value` strings), and as written in a URI's user info or `?password=`,
+    percent-decoded or not (libpq's error for a token it cannot decode, `%zz`, quotes it as
+    written, and psycopg_pool logs that error on every retry)."""
+    from policy.secrets import address_secrets
 
-    found: set[str] = set()
+    found = set(address_secrets(dsn, ("password",)))
     try:
         from psycopg.conninfo import conninfo_to_dict
 
         found.add(str(conninfo_to_dict(dsn).get("password") or ""))
-    except Exception:  # unreadable for libpq: the URI reading below still finds it
+    except Exception:  # unreadable for libpq: the reading of the address above still finds it
         pass
-    try:
-        address = urlsplit(dsn)
-        written = [address.password or ""]
-        written += [  # the query as written: parse_qsl would decode it (and `+` as a space)
-            value
-            for key, _, value in (part.partition("=") for part in address.query.split("&"))
-            if unquote(key) == "password"
-        ]
-    except ValueError:
-        written = []
-    for value in written:
-        found.update((value, unquote(value)))
     return frozenset(value for value in found if value)
 
 

@@ -73,6 +73,7 @@ def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
         policy_directories,
         secret_from_policy_files,
     )
+    from policy.terminal import terminal_safe
 
     try:
         found = configuration_references(config_servers)
@@ -81,6 +82,9 @@ def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
     _, secret_findings = secret_from_policy_files(policy_directories(os.environ))
     for finding in (*found.findings, *secret_findings):
         click.echo(finding_line(finding, "warning"), err=True)
+    for reference in found.references:
+        if reference.plain_http_warning is not None:
+            click.echo(f"warning: {terminal_safe(reference.plain_http_warning)}", err=True)
     return found
 
 
@@ -94,7 +98,14 @@ def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
     help="A PEM file of extra root certificates (an intranet CA); verification stays on. "
     "[env: TOOLPOLICY_CA_BUNDLE]",
 )
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds one configuration's download may take in all: connecting, every redirect and "
+    "reading the archive (a server that trickles its answer is cut off).",
+)
 @_FORMAT_OPTION
 def fetch(
     state_dir: Path,
@@ -155,13 +166,21 @@ def status(state_dir: Path, config_servers: tuple[str, ...], output_format: str)
 
     Lists what the fetch rounds recorded in --state-dir and every configuration the sources name
     that no round has fetched yet (state "never fetched"). Exit 0 when every configuration is
-    current, 1 when one is not (last-known-good or never fetched), for monitoring.
+    current, 1 when one is not (last-known-good or never fetched) or the status file is damaged,
+    for monitoring.
     """
     from policy.config_sources import STATE_CURRENT
-    from runtime.config_fetch import recorded_statuses
+    from policy.terminal import terminal_safe
+    from runtime.config_fetch import delivery_report
 
     references = _references(config_servers).references
-    statuses = recorded_statuses(state_dir, references, others=True)
+    statuses, problem = delivery_report(state_dir, references, others=True)
+    if problem is not None:
+        click.echo(
+            f"error: {terminal_safe(problem)}; the statuses it held are unknown (the copies in "
+            "force are kept), the next policy fetch writes it anew",
+            err=True,
+        )
     click.echo(_render([s.document() for s in statuses], output_format))
-    if any(s.state != STATE_CURRENT for s in statuses):
+    if problem is not None or any(s.state != STATE_CURRENT for s in statuses):
         sys.exit(1)

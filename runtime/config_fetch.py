@@ -17,14 +17,17 @@ import datetime
 import functools
 import hashlib
 import io
+import logging
 import os
 import shutil
 import ssl
 import stat
 import tempfile
+import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import httpx
@@ -35,15 +38,19 @@ from policy.config_sources import (
     STATE_CURRENT,
     STATE_LAST_KNOWN_GOOD,
     STATE_NEVER_FETCHED,
+    STATUS_FILE,
     ConfigurationReference,
     DeliveryStatus,
     delivered_folder,
     delivered_home,
-    read_statuses,
+    entity_tag_problem,
+    read_status_file,
     set_copy_in_force,
     write_statuses,
 )
 from policy.errors import ToolPolicyError
+
+_log = logging.getLogger(__name__)
 
 MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
 MAX_UNPACKED_BYTES = 32 * 1024 * 1024
@@ -254,9 +261,7 @@ def _cached_context(ca_bundle: str | None, _changed: int) -> ssl.SSLContext:
 
 
 def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
-    return httpx.Client(
-        verify=tls_context(ca_bundle), timeout=timeout, follow_redirects=True, trust_env=False
-    )
+    return httpx.Client(verify=tls_context(ca_bundle), timeout=timeout, trust_env=False)
 
 
 def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
@@ -271,7 +276,7 @@ def _describe_failure(error: Exception, reference: ConfigurationReference) -> st
             return f"the TLS certificate of {server} could not be verified ({cause})"
         return f"{server} could not be reached ({cause})"
     if isinstance(error, httpx.TimeoutException):
-        return f"{server} did not answer in time"
+        return f"{server} did not answer in time ({error or 'no answer within the timeout'})"
     if isinstance(error, httpx.HTTPError):
         return f"the download from {server} failed ({type(error).__name__}: {error})"
     return str(error)
@@ -300,13 +305,119 @@ def shown_server(url: str) -> str:
     return redact_url_for_log(url)
 
 
+@dataclass(frozen=True, slots=True)
+class _Downloaded:
+    """A download's answer: 304 (nothing read) or 200 with the archive and the server's ETag."""
+
+    status: int
+    etag: str | None = None
+    body: bytes = b""
+
+
+class _Refused(Exception):
+    """A download that ended without an archive; the message is the status record's error."""
+
+
+def _download(
+    client: httpx.Client, reference: ConfigurationReference, etag: str | None
+) -> _Downloaded:
+    """GET the archive, following redirects hop by hop: from an https source every hop must be
+    https, refused before the plain request is sent (nothing leaves over plain http, not even the
+    ETag). Raises _Refused or an httpx/OS error."""
+    headers = {"If-None-Match": etag} if etag else {}
+    request = client.build_request("GET", reference.download_url, headers=headers)
+    secure = request.url.scheme == "https"
+    for _hop in range(client.max_redirects + 1):
+        response = client.send(request, stream=True)
+        try:
+            following = response.next_request
+            if following is None:
+                return _answer(response, reference, etag)
+        finally:
+            response.close()
+        if secure and following.url.scheme != "https":
+            raise _Refused(
+                f"the server redirected {reference.id}.zip to a plain http address "
+                f"({shown_server(str(following.url))}); refused, every hop must stay on https"
+            )
+        request = following
+    raise _Refused(
+        f"the server redirected {reference.id}.zip more than {client.max_redirects} times"
+    )
+
+
+def _answer(
+    response: httpx.Response, reference: ConfigurationReference, etag: str | None
+) -> _Downloaded:
+    if response.status_code == 304 and etag:
+        return _Downloaded(304, etag)
+    if response.status_code != 200:
+        raise _Refused(_unexpected_status(response.status_code, reference))
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_ARCHIVE_BYTES:
+        raise _Refused(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body.extend(chunk)
+        if len(body) > MAX_ARCHIVE_BYTES:
+            raise _Refused(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
+    return _Downloaded(200, _received_etag(response, reference), bytes(body))
+
+
+def _received_etag(response: httpx.Response, reference: ConfigurationReference) -> str | None:
+    """The server's ETag when it is a valid entity tag; another one is dropped (and logged): the
+    copy is kept without it and downloaded whole next time, and no later round sends it back."""
+    raw = response.headers.get_list("ETag")
+    if not raw:
+        return None
+    value = raw[-1]
+    problem = entity_tag_problem(value)
+    if problem is None:
+        return value
+    _log.warning(
+        "configuration %s: the server's ETag is not used: %s; the copy is downloaded whole "
+        "each time until the server sends a valid one",
+        reference.id,
+        problem,
+    )
+    return None
+
+
+def _within_deadline(timeout: float, work: Callable[[], _Downloaded]) -> _Downloaded:
+    """`work()` run on a worker thread and given up after `timeout` seconds in all: a server that
+    trickles its answer a byte at a time (each read well within the read timeout) cannot hold
+    the round, and the state dir's lock, any longer. The abandoned thread only ever fills its own
+    buffer; it ends at its next read timeout, or when the round closes the client."""
+    outcome: list[_Downloaded | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # handed to the waiting thread
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, name="toolpolicy-config-download", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        raise httpx.TimeoutException(f"the download took longer than {timeout:g} s in all")
+    (result,) = outcome
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 def fetch_one(
     reference: ConfigurationReference,
     state_dir: Path,
     previous: DeliveryStatus | None,
     client: httpx.Client,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> DeliveryStatus:
-    """One configuration: keep, replace or fail; the status that results (never raises for I/O)."""
+    """One configuration: keep, replace or fail; the status that results (never raises for I/O).
+
+    The download — every redirect hop and the whole body — must finish within `timeout`
+    seconds."""
     attempt = _now()
     has_copy = delivered_folder(state_dir, reference.id) is not None
     etag = previous.etag if previous is not None and has_copy else None
@@ -323,39 +434,16 @@ def fetch_one(
             message,
         )
 
-    headers = {"If-None-Match": etag} if etag else {}
     try:
-        with client.stream("GET", reference.download_url, headers=headers) as response:
-            if response.status_code == 304 and etag:
-                return DeliveryStatus(
-                    reference.id,
-                    shown_server(reference.server_url),
-                    STATE_CURRENT,
-                    etag,
-                    attempt,
-                    attempt,
-                )
-            if response.status_code != 200:
-                return failed(_unexpected_status(response.status_code, reference))
-            if (
-                reference.download_url.lower().startswith("https:")
-                and response.url.scheme != "https"
-            ):
-                return failed(
-                    f"the server redirected {reference.id}.zip to a plain http address "
-                    f"({shown_server(str(response.url))}); refused, the download must stay on https"
-                )
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > MAX_ARCHIVE_BYTES:
-                return failed(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body.extend(chunk)
-                if len(body) > MAX_ARCHIVE_BYTES:
-                    return failed(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
-            new_etag = response.headers.get("ETag")
-    except (httpx.HTTPError, ssl.SSLError, OSError) as error:
+        downloaded = _within_deadline(timeout, lambda: _download(client, reference, etag))
+    except _Refused as refused:
+        return failed(str(refused))
+    except (httpx.HTTPError, httpx.InvalidURL, ssl.SSLError, OSError, ValueError) as error:
         return failed(_describe_failure(error, reference))
+    if downloaded.status == 304:
+        return DeliveryStatus(
+            reference.id, shown_server(reference.server_url), STATE_CURRENT, etag, attempt, attempt
+        )
     home = delivered_home(state_dir, reference.id)
     try:
         home.mkdir(parents=True, exist_ok=True)
@@ -363,9 +451,9 @@ def fetch_one(
     except OSError as error:
         return failed(f"the copy could not be saved in {home}: {error.strerror or error}")
     try:
-        unpack_archive(bytes(body), staging)
+        unpack_archive(downloaded.body, staging)
         validate_unpacked(staging, reference.id)
-        _put_in_force(staging, state_dir, reference.id, bytes(body))
+        _put_in_force(staging, state_dir, reference.id, downloaded.body)
     except ConfigurationArchiveError as error:
         return failed(f"the archive from {reference.id}.zip is refused: {error}")
     except OSError as error:
@@ -373,26 +461,50 @@ def fetch_one(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return DeliveryStatus(
-        reference.id, shown_server(reference.server_url), STATE_CURRENT, new_etag, attempt, attempt
+        reference.id,
+        shown_server(reference.server_url),
+        STATE_CURRENT,
+        downloaded.etag,
+        attempt,
+        attempt,
+    )
+
+
+def delivery_report(
+    state_dir: Path, references: Sequence[ConfigurationReference], *, others: bool = False
+) -> tuple[tuple[DeliveryStatus, ...], str | None]:
+    """What the rounds recorded in `state_dir` for each referenced configuration, `never
+    fetched` for one no round has fetched yet; with `others`, also the records of ids no source
+    names now (sorted by id then). Second: what is wrong with the status file (naming it), or
+    None. The one reading `policy status` and `PolicyWatcher` share."""
+    recorded = read_status_file(state_dir)
+    records = recorded.records
+    statuses = [records.get(r.id) or _unrecorded(state_dir, r) for r in references]
+    if others:
+        named = {r.id for r in references}
+        statuses.extend(status for key, status in records.items() if key not in named)
+        statuses.sort(key=lambda s: s.id)
+    return tuple(statuses), recorded.problem
+
+
+def _unrecorded(state_dir: Path, reference: ConfigurationReference) -> DeliveryStatus:
+    """A configuration no valid record speaks of: never fetched, unless a copy is in force."""
+    server = shown_server(reference.server_url)
+    if delivered_folder(state_dir, reference.id) is None:
+        return DeliveryStatus(reference.id, server, STATE_NEVER_FETCHED)
+    return DeliveryStatus(
+        reference.id,
+        server,
+        STATE_LAST_KNOWN_GOOD,
+        error=f"a copy is in force, but {STATUS_FILE} keeps no valid record of its fetching",
     )
 
 
 def recorded_statuses(
     state_dir: Path, references: Sequence[ConfigurationReference], *, others: bool = False
 ) -> tuple[DeliveryStatus, ...]:
-    """What the rounds recorded in `state_dir` for each referenced configuration, `never
-    fetched` for one no round has fetched yet; with `others`, also the records of ids no source
-    names now (sorted by id then). The one reading `policy status` and `PolicyWatcher` share."""
-    records = read_statuses(state_dir)
-    statuses = [
-        records.get(r.id) or DeliveryStatus(r.id, shown_server(r.server_url), STATE_NEVER_FETCHED)
-        for r in references
-    ]
-    if not others:
-        return tuple(statuses)
-    named = {r.id for r in references}
-    statuses.extend(status for key, status in records.items() if key not in named)
-    return tuple(sorted(statuses, key=lambda s: s.id))
+    """The statuses of `delivery_report`, without what is wrong with the file."""
+    return delivery_report(state_dir, references, others=others)[0]
 
 
 def fetch_configurations(
@@ -413,6 +525,11 @@ def fetch_configurations(
     anything is fetched) and OSError when `state_dir` cannot be written.
     """
     tls_context(ca_bundle)
+    from policy.redaction import SecretMask, mask_in_logs
+    from policy.secrets import address_secrets
+
+    # httpx logs each request's address as given: its user info and parameter values are secrets
+    mask_in_logs(SecretMask.of(s for r in references for s in address_secrets(r.server_url)))
     with _round_lock(state_dir):
         return _fetch_round(references, state_dir, ca_bundle, timeout, withdraw)
 
@@ -424,10 +541,17 @@ def _fetch_round(
     timeout: float,
     withdraw: bool,
 ) -> tuple[DeliveryStatus, ...]:
-    previous = read_statuses(state_dir)
+    recorded = read_status_file(state_dir)
+    if recorded.problem is not None:
+        _log.warning(
+            "the status records are damaged: %s; they are not used (no ETag from them is sent) "
+            "and this round writes the file anew",
+            recorded.problem,
+        )
+    previous = recorded.records
     with _client(ca_bundle, timeout) as client:
         statuses = tuple(
-            fetch_one(reference, state_dir, previous.get(reference.id), client)
+            fetch_one(reference, state_dir, previous.get(reference.id), client, timeout)
             for reference in references
         )
     referenced = {r.id for r in references}

@@ -323,6 +323,9 @@ class PolicyWatcher:
             _log.info("configuration %s is no longer named: withdrawing it", configuration_id)
         if not self._named and not withdraw:
             return ()  # nothing to fetch and nothing to withdraw: the state dir is not touched
+        for reference in self._named:
+            if reference.plain_http_warning is not None:
+                _log.warning("%s", reference.plain_http_warning)
         return fetch_configurations(
             self._named, state_dir, ca_bundle=self._ca_bundle, withdraw=withdraw
         )

@@ -110,8 +110,8 @@ def test_policy_status_escapes_what_a_server_sent(
         "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9",
         "https://config.example.org/ai",
         "last-known-good",
-        etag=f'"v1{HOSTILE}"',
-        last_attempt="2026-12-03T10:00:00+00:00",
+        etag='"v1"',  # an ETag is printable ASCII or the record is refused as damaged
+        last_attempt=f"2026-12-03T10:00:00+00:00{HOSTILE}",
         error=f"the server said: {HOSTILE}",
     )
     write_statuses(tmp_path, [recorded])

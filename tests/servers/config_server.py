@@ -55,7 +55,8 @@ def zip_of(files: dict[str, str | bytes], *, symlinks: dict[str, str] | None = N
 class ConfigServer:
     """What the server serves: archives by configuration id. `down` answers 503 to everything;
     `stall` waits that many seconds before answering; `chunked` sends bodies without a length;
-    `status` answers that status (no body) to every request; `redirect_to` redirects there."""
+    `status` answers that status (no body) to every request; `redirect_to` redirects there;
+    `etag_text` and `trickle` make it hostile."""
 
     archives: dict[str, bytes] = field(default_factory=dict)
     down: bool = False
@@ -63,11 +64,17 @@ class ConfigServer:
     chunked: bool = False
     status: int | None = None
     redirect_to: str | None = None
+    etag_text: str | None = None
+    """Sent as the ETag instead of the archive's digest (a hostile server's, say)."""
+    trickle: float = 0.0
+    """Seconds between the bytes of a download: the body sent one byte at a time."""
     requests: list[tuple[str, str | None]] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
     """The status of each answer, in the order of `requests` (200 is a download, 304 none)."""
 
     def etag(self, configuration_id: str) -> str:
+        if self.etag_text is not None:
+            return self.etag_text
         return '"' + hashlib.sha256(self.archives[configuration_id]).hexdigest()[:16] + '"'
 
     def app(self) -> Starlette:
@@ -93,6 +100,17 @@ class ConfigServer:
             tag = self.etag(configuration_id)
             if request.headers.get("if-none-match") == tag:
                 return Response(status_code=304, headers={"ETag": tag})
+            if self.trickle:
+                body = self.archives[configuration_id]
+
+                async def drip() -> AsyncIterator[bytes]:
+                    for index in range(len(body)):
+                        await asyncio.sleep(self.trickle)
+                        yield body[index : index + 1]
+
+                return StreamingResponse(
+                    drip(), media_type="application/zip", headers={"ETag": tag}
+                )
             if self.chunked:
                 body = self.archives[configuration_id]
 

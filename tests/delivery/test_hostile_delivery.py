@@ -1,0 +1,251 @@
+"""Configuration delivery attacked from the server's and the network's side: a redirect through
+plain http, a plain http source, hostile ETags, a server that trickles its answer, a damaged
+status file. Each attack is run as a device runs it (`policy fetch` and `policy status` as
+subprocesses, real servers on loopback); the lockdown a configuration delivered stays in force."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.delivery.test_fetch import CONFIG_A, CONFIG_B, LOCK_WEB_SEARCH_OFF, _disabled, _policy
+from tests.servers.config_server import ConfigServer, plugin_text, zip_of
+from tests.servers.loopback import RunningApp, running_app
+from tests.servers.tls import TlsFiles, self_signed
+
+LOCKED = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+LOOSENED = zip_of({"plugin.lua": plugin_text(CONFIG_A)})
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> TlsFiles:
+    (tmp_path / "tls").mkdir()
+    return self_signed(tmp_path / "tls", ["localhost"])
+
+
+@pytest.fixture
+def two_servers() -> Iterator[tuple[ConfigServer, RunningApp, ConfigServer, RunningApp]]:
+    first, second = ConfigServer(), ConfigServer()
+    with running_app(first.app()) as one, running_app(second.app()) as two:
+        yield first, one, second, two
+
+
+def _fetch(state: Path, *arguments: str | Path) -> tuple[int, list[dict[str, object]], str]:
+    done = _policy("fetch", "--state-dir", state, "-f", "json", *arguments)
+    assert "Traceback" not in done.stderr, done.stderr
+    shown = json.loads(done.stdout)["configurations"] if done.stdout.strip() else []
+    return done.returncode, shown, done.stderr
+
+
+def test_a_redirect_through_plain_http_is_refused_at_that_hop_and_the_lockdown_stays(
+    tmp_path: Path, tls: TlsFiles
+) -> None:
+    """https → http → https: the final address is https again, but the plain hop could have been
+    answered by anyone on the network. Nothing is sent over plain http at all."""
+    secure, plain, attacker = ConfigServer(), ConfigServer(), ConfigServer()
+    secure.archives[CONFIG_A] = LOCKED
+    attacker.archives[CONFIG_A] = LOOSENED
+    state = tmp_path / "state"
+    certificate = ("--ca-bundle", tls.certfile)
+    with (
+        running_app(attacker.app(), certfile=tls.certfile, keyfile=tls.keyfile) as far,
+        running_app(plain.app()) as middle,
+        running_app(secure.app(), certfile=tls.certfile, keyfile=tls.keyfile) as near,
+    ):
+        source = f"{CONFIG_A}@{near.url('/configs', host='localhost')}"
+        code, _, stderr = _fetch(state, "--config-server", source, *certificate)
+        assert code == 0 and _disabled(state) == ("web_search",)
+        assert "plain http" not in stderr  # an https source is not warned about
+
+        plain.redirect_to = far.url("/configs", host="localhost")
+        secure.redirect_to = middle.url("/configs")
+        code, (shown,), _ = _fetch(state, "--config-server", source, *certificate)
+    assert code == 1
+    assert shown["state"] == "last-known-good"
+    assert "redirected" in str(shown["error"]) and "every hop must stay on https" in str(
+        shown["error"]
+    )
+    assert plain.requests == [] and attacker.requests == []
+    assert _disabled(state) == ("web_search",)
+    status = _policy("status", "--state-dir", state, "-f", "json")
+    assert status.returncode == 1
+    assert json.loads(status.stdout)["configurations"][0]["state"] == "last-known-good"
+
+
+def test_a_plain_http_source_is_fetched_with_a_warning(
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running, _, _ = two_servers
+    served.archives[CONFIG_A] = LOCKED
+    source = f"{CONFIG_A}@{running.url('/configs')}"
+    code, (shown,), stderr = _fetch(tmp_path, "--config-server", source)
+    assert code == 0 and shown["state"] == "current"
+    assert f"configuration {CONFIG_A} (--config-server) is fetched over plain http" in stderr
+    assert "serve it over https" in stderr
+    status = _policy(
+        "status",
+        "--state-dir",
+        tmp_path,
+        env={"TOOLPOLICY_CONFIG_SERVERS": source},
+    )
+    assert status.returncode == 0
+    assert f"configuration {CONFIG_A} (TOOLPOLICY_CONFIG_SERVERS) is fetched over plain http" in (
+        status.stderr
+    )
+
+
+HOSTILE_ETAGS = {
+    "non-ASCII": '"caf\u00e9"',
+    "not quoted": "v1",
+    "too long": '"' + "x" * 300 + '"',
+    "quote inside": '"a"b"',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_ETAGS))
+def test_a_hostile_etag_is_never_kept_or_sent_back_and_stops_no_other_configuration(
+    case: str,
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp],
+    tmp_path: Path,
+) -> None:
+    hostile, hostile_app, honest, honest_app = two_servers
+    hostile.archives[CONFIG_A] = LOCKED
+    hostile.etag_text = HOSTILE_ETAGS[case]
+    honest.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
+    sources = {
+        "TOOLPOLICY_CONFIG_SERVERS": (
+            f"{CONFIG_A}@{hostile_app.url('/configs')};{CONFIG_B}@{honest_app.url('/configs')}"
+        )
+    }
+    for _ in range(2):
+        done = _policy("fetch", "--state-dir", tmp_path, "-f", "json", env=sources)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        shown = {c["id"]: c for c in json.loads(done.stdout)["configurations"]}
+        assert shown[CONFIG_A]["state"] == "current" and shown[CONFIG_A]["etag"] is None
+        assert shown[CONFIG_B]["state"] == "current"
+        assert shown[CONFIG_B]["etag"] == honest.etag(CONFIG_B)
+        assert f"configuration {CONFIG_A}: the server's ETag is not used" in done.stderr
+    assert [sent for _, sent in hostile.requests] == [None, None]  # never sent back
+    assert honest.answers == [200, 304]
+    assert _disabled(tmp_path) == ("web_search",)
+    status = _policy("status", "--state-dir", tmp_path, env=sources)
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout_and_the_round_goes_on(
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    """A byte every 0.2 s is well within any read timeout; only a deadline on the whole download
+    ends it (the archive would take minutes, longer than the subprocess is given)."""
+    slow, slow_app, honest, honest_app = two_servers
+    slow.archives[CONFIG_A] = LOCKED
+    honest.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
+    source_a = f"{CONFIG_A}@{slow_app.url('/configs')}"
+    source_b = f"{CONFIG_B}@{honest_app.url('/configs')}"
+    code, _, _ = _fetch(tmp_path, "--config-server", source_a)
+    assert code == 0
+    slow.archives[CONFIG_A] = zip_of(
+        {"plugin.lua": plugin_text(CONFIG_A), "filler.lua": os.urandom(4096).hex()}
+    )
+    slow.trickle = 0.2
+    code, shown, _ = _fetch(
+        tmp_path,
+        "--config-server",
+        source_a,
+        "--config-server",
+        source_b,
+        "--timeout",
+        "2",
+    )
+    assert code == 1
+    by_id = {c["id"]: c for c in shown}
+    assert by_id[CONFIG_A]["state"] == "last-known-good"
+    assert "did not answer in time" in str(by_id[CONFIG_A]["error"])
+    assert "longer than 2 s in all" in str(by_id[CONFIG_A]["error"])
+    assert by_id[CONFIG_B]["state"] == "current"
+    assert _disabled(tmp_path) == ("web_search",)
+
+
+DAMAGED_STATUS_FILES = {
+    "truncated": ('{"configurations": [{"id": "', "is not valid JSON"),
+    "a list": ("[]", 'is not {"configurations": [...]}'),
+    "an entry that is no object": ('{"configurations": [7]}', "configurations[0] is int"),
+    "a number for the ETag": (
+        json.dumps(
+            {"configurations": [{"id": CONFIG_A, "server_url": "x", "state": "current", "etag": 5}]}
+        ),
+        "an ETag is text, not int",
+    ),
+    "a non-ASCII ETag": (
+        json.dumps(
+            {
+                "configurations": [
+                    {"id": CONFIG_A, "server_url": "x", "state": "current", "etag": '"caf\u00e9"'}
+                ]
+            }
+        ),
+        "is not an entity tag",
+    ),
+    "an unknown state": (
+        json.dumps({"configurations": [{"id": CONFIG_A, "server_url": "x", "state": "trusted"}]}),
+        "has the state 'trusted'",
+    ),
+    "a list for the state": (
+        json.dumps({"configurations": [{"id": CONFIG_A, "server_url": "x", "state": ["current"]}]}),
+        "has no text 'state'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED_STATUS_FILES))
+def test_a_damaged_status_file_is_named_and_the_next_fetch_repairs_it(
+    case: str,
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp],
+    tmp_path: Path,
+) -> None:
+    served, running, _, _ = two_servers
+    served.archives[CONFIG_A] = LOCKED
+    source = ("--config-server", f"{CONFIG_A}@{running.url('/configs')}")
+    assert _fetch(tmp_path, *source)[0] == 0
+    text, what = DAMAGED_STATUS_FILES[case]
+    (tmp_path / "delivery.json").write_text(text, encoding="utf-8")
+
+    status = _policy("status", "--state-dir", tmp_path, *source, "-f", "json")
+    assert status.returncode == 1 and "Traceback" not in status.stderr
+    assert f"error: {tmp_path / 'delivery.json'}" in status.stderr and what in status.stderr
+    (row,) = json.loads(status.stdout)["configurations"]
+    assert row["state"] == "last-known-good"  # a copy is in force, not known to be current
+    assert _disabled(tmp_path) == ("web_search",)
+
+    code, (shown,), stderr = _fetch(tmp_path, *source)
+    assert code == 0 and shown["state"] == "current"
+    assert "the status records are damaged" in stderr and what in stderr
+    assert served.requests[-1] == (f"{CONFIG_A}.zip", None)  # no ETag taken from the damage
+    assert _policy("status", "--state-dir", tmp_path, *source).returncode == 0
+    assert _disabled(tmp_path) == ("web_search",)
+
+
+def test_a_server_address_s_password_never_reaches_a_log_record(
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """httpx logs every request line with the address as given (user info included)."""
+    from policy.config_sources import ConfigurationReference
+    from runtime.config_fetch import fetch_configurations
+
+    served, running, _, _ = two_servers
+    served.archives[CONFIG_A] = LOCKED
+    address = running.url("/configs").replace("http://", "http://fleet:Pa55-Canary-7@")
+    caplog.set_level(logging.DEBUG)
+    (status,) = fetch_configurations([ConfigurationReference(CONFIG_A, address, "test")], tmp_path)
+    assert status.state == "current"
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert any(record.name == "httpx" for record in caplog.records)
+    assert "Pa55-Canary-7" not in logged
