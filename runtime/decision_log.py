@@ -837,21 +837,21 @@ def _provider_json(
     return record.model_dump_json().encode()
 
 
-_MAX_ERROR_MESSAGE = 500
 _ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 
 def redacted_error_message(message: str, secrets: Sequence[str] = ()) -> str:
     """An error message fit for a log: known secrets masked in every spelling
     (`policy.redaction.SecretMask`), every address shown without user
-    info, fragment or parameter values, at most 500 characters."""
+    info, fragment or parameter values, well-formed and bounded as traces keep text
+    (`runtime.trace_text.bounded_text`)."""
     from policy.redaction import SecretMask
+    from runtime.trace_text import bounded_text
     from runtime.web.addresses import redact_url_for_log
 
     message = SecretMask.of(secrets).text(message)
     message = _ADDRESS.sub(lambda m: redact_url_for_log(m.group(0)), message)
-    message = without_user_info(" ".join(message.split()))
-    return message[:_MAX_ERROR_MESSAGE]
+    return bounded_text(without_user_info(" ".join(message.split())))
 
 
 def _cited(outcome: ToolCallOutcome | None) -> list[str]:

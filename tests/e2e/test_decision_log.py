@@ -564,7 +564,8 @@ def test_an_error_message_is_kept_with_secrets_user_info_and_parameter_values_ma
     for secret in (API_KEY, "pa55", "s3cr3t", "hunter2", "admin", "bob"):
         assert secret not in kept, kept
     assert "api.example.org/v1?key=*****" in kept and kept.startswith("boom *****")
-    assert len(redacted_error_message("x" * 5000)) == 500
+    assert redacted_error_message("x" * 5000) == "x" * 512 + "… [4488 more characters]"
+    assert redacted_error_message("lone \ud800") == "lone \\ud800", "written as its escape"
 
 
 def _record(number: int) -> DecisionRecord:
