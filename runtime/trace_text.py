@@ -21,8 +21,8 @@ __all__ = [
     "well_formed_value",
 ]
 
-MAX_NAME_CHARACTERS = 128
-"""A tool or argument name, a call id."""
+MAX_NAME_CHARACTERS = 256
+"""A tool or argument name, a call id (an MCP tool's id, server and tool name, stays whole)."""
 MAX_TEXT_CHARACTERS = 512
 """An argument's value, a call's status message."""
 MAX_ARGUMENTS = 24
@@ -50,7 +50,7 @@ def bounded_text(text: str, limit: int = MAX_TEXT_CHARACTERS) -> str:
 
 
 def bounded_name(name: str) -> str:
-    """A name (tool, argument, call id) as traces show it: `bounded_text` to 128 characters."""
+    """A name (tool, argument, call id) as traces show it: `bounded_text` to 256 characters."""
     return bounded_text(name, MAX_NAME_CHARACTERS)
 
 
