@@ -450,9 +450,8 @@ def explain(
         build_matrix,
         decision_document,
         decision_text,
-        matrix_document,
+        matrix_report,
         matrix_table,
-        mcp_servers_document,
         mcp_servers_table,
         ordered_tool_ids,
         render_document,
@@ -480,8 +479,7 @@ def explain(
                 _print("\nMCP servers (their tools are rows above when listed):\n")
                 _print(render_table(*mcp_servers_table(policy)))
         else:
-            document = {**matrix_document(matrix), "mcp_servers": mcp_servers_document(policy)}
-            _print(render_document(document, output_format))
+            _print(render_document(matrix_report(policy, matrix), output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())
     else:
         assert tool_id is not None

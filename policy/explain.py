@@ -291,6 +291,12 @@ def mcp_servers_document(policy: Policy) -> list[dict[str, Any]]:
     return rows
 
 
+def matrix_report(policy: Policy, matrix: Matrix) -> dict[str, Any]:
+    """The JSON contract of `policy explain --all` (and the web page's `/api/decisions`): the
+    matrix and every configured MCP server's row."""
+    return {**matrix_document(matrix), "mcp_servers": mcp_servers_document(policy)}
+
+
 def mcp_servers_table(policy: Policy) -> tuple[list[str], list[list[str]]]:
     """Header and rows of `mcp_servers_document`: a server per row, its tools and its listing."""
     rows = [

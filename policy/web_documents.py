@@ -185,6 +185,8 @@ class Deliveries:
 def status_document(
     policy: Policy, findings: Sequence[Finding], paths: ConfigurationPaths
 ) -> dict[str, Any]:
+    from policy.explain import mcp_servers_document
+
     return {
         "sources": paths.document(),
         "plugins": [plugin_document(p, paths) for p in policy.configuration.applied_plugins],
@@ -200,6 +202,7 @@ def status_document(
             {"id": p.id, "name": p.name, "kind": p.kind.value, "model": p.model}
             for p in policy.providers
         ],
+        "mcp_servers": mcp_servers_document(policy),
         "errors": [finding_document(f) for f in findings if f.severity.value == "error"],
         "warnings": [finding_document(f) for f in findings if f.severity.value != "error"],
     }
@@ -273,14 +276,14 @@ class Snapshot:
         return rows
 
     def matrix(self, component: Component) -> dict[str, Any]:
-        from policy.explain import build_matrix, matrix_document, ordered_tool_ids
+        from policy.explain import build_matrix, matrix_report, ordered_tool_ids
 
         def build() -> dict[str, Any]:
             policy = self.policy
             matrix = build_matrix(
                 policy.registry, ordered_tool_ids(policy), policy.providers, component
             )
-            return matrix_document(matrix)
+            return matrix_report(policy, matrix)
 
         document: dict[str, Any] = self._once(("matrix", component), build)
         return document

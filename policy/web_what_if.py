@@ -123,7 +123,7 @@ def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], l
     """The matrix for one provider (configured, or any of a kind and model) in one component,
     decided for the user settings the form gives (the contract of `explain --all --format
     json`), and what the what-if's user settings cannot change (a lock overrides them)."""
-    from policy.explain import build_matrix, matrix_document, ordered_tool_ids
+    from policy.explain import build_matrix, matrix_report, ordered_tool_ids
 
     provider = _simulated_provider(form, policy)
     component = _form_component(form)
@@ -133,7 +133,8 @@ def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], l
     if tool and tool not in decided.tool_ids:
         raise WhatIfError(f"tool: unknown tool '{tool}'", "tool")
     tool_ids = [tool] if tool else ordered_tool_ids(decided)
-    document = matrix_document(build_matrix(decided.registry, tool_ids, [provider], component))
+    matrix = build_matrix(decided.registry, tool_ids, [provider], component)
+    document = matrix_report(decided, matrix)
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message
         for f in decided.findings

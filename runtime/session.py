@@ -173,11 +173,14 @@ class ChatRuntime:
         listings = await self._mcp.listings()
         if self._mcp.version == self._mcp_version:
             return
+        from dataclasses import replace
+
         from policy.mcp import mcp_tools
         from runtime.mcp import McpExecutableTool
 
         tools = mcp_tools(self._mcp.servers, listings, McpExecutableTool)
-        self.policy = self._base.with_tools((*self._base.base_tools, *tools))
+        rebuilt = self._base.with_tools((*self._base.base_tools, *tools))
+        self.policy = replace(rebuilt, mcp_listings={**self._base.mcp_listings, **listings})
         self._settings.clear()
         self._mcp_version = self._mcp.version
 

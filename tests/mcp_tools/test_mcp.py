@@ -394,6 +394,8 @@ async def test_respond_calls_the_mcp_tool_and_the_result_reaches_the_model(
                 client=provider_client,
             ):
                 events.append(event)
+            assert runtime.policy.mcp_listings[SERVER_ID].status == "listed live"
+        assert policy.mcp_listings[SERVER_ID].status.startswith("not listed: no listing of")
         offered = events[0]
         assert isinstance(offered, ToolsOffered)
         assert offered.tool_ids == ("tickets__search_tickets",), "DeniedTools keeps delete out"

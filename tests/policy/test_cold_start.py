@@ -206,6 +206,14 @@ def test_decision_commands_import_no_runtime_tool_module() -> None:
     assert sorted(m for m in report.modules if m.startswith("runtime.tools")) == []
 
 
+def test_without_mcp_servers_no_command_imports_the_mcp_sdk_or_the_listing() -> None:
+    """The report commands list MCP servers live, but only when the configuration has some."""
+    for command in (("explain", "--all"), ("tools",), ("check",)):
+        report = _run(*command, "--org", str(EXAMPLES))
+        loaded = {"mcp", "runtime.mcp", "runtime.mcp_listing"} & report.modules
+        assert sorted(loaded) == [], command
+
+
 def test_the_keyring_is_read_when_a_tool_setting_needs_a_secret(tmp_path: Path) -> None:
     """A command that does look at a secret still reads the user's keyring (through keyring's
     own backend configuration, here a backend module named by PYTHON_KEYRING_BACKEND)."""

@@ -83,3 +83,27 @@ def test_reload_puts_a_new_mcp_listing_in_force(tmp_path: Path) -> None:
         decision = httpx.get(served.url("/api/decision"), params=asked).json()
     assert decision == _explained(org, state_dir)
     assert decision["reason"] == "DEFINITION_NOT_APPROVED"
+
+
+def test_the_status_page_shows_each_mcp_server_and_where_its_tools_come_from(
+    tmp_path: Path,
+) -> None:
+    from tests.mcp_tools.test_mcp_live_listing import _http_org
+
+    server_state = tmp_path / "server-state.json"
+    server_state.write_text("{}")
+    listed = write_org(tmp_path / "listed", server_state)
+    down = _http_org(tmp_path / "down", "http://127.0.0.1:9/mcp")
+    with running_app(web_app(ConfigurationPaths(org=(listed,)))) as served:
+        status = httpx.get(served.url("/api/status")).json()
+        matrix = httpx.get(served.url("/api/decisions")).json()
+        page = httpx.get(served.url("/")).text
+    (row,) = status["mcp_servers"]
+    assert row["name"] == "tickets" and row["listing"] == "listed live"
+    assert matrix["mcp_servers"] == status["mcp_servers"] and TOOL in matrix["tools"]
+    assert 'id="mcp-servers"' in page and "listed live" in page
+    with running_app(web_app(ConfigurationPaths(org=(down,)))) as served:
+        (row,) = httpx.get(served.url("/api/status")).json()["mcp_servers"]
+        page = httpx.get(served.url("/")).text
+    assert row["source"] == "error" and "could not connect" in row["listing"]
+    assert "not listed: MCP server tickets (http://127.0.0.1:9/mcp) could not be listed" in page

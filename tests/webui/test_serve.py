@@ -27,7 +27,7 @@ from policy.explain import (
     diff_document,
     diff_policies,
     kind_provider,
-    matrix_document,
+    matrix_report,
     ordered_tool_ids,
     settings_document,
 )
@@ -117,7 +117,7 @@ def test_json_twins_are_the_cli_contracts(served: RunningApp, organization: Path
 
     tool_ids = httpx.get(served.url("/api/decisions")).json()["tools"]
     matrix = build_matrix(policy.registry, tool_ids, policy.providers, Component.CHAT)
-    assert httpx.get(served.url("/api/decisions")).json() == matrix_document(matrix)
+    assert httpx.get(served.url("/api/decisions")).json() == matrix_report(policy, matrix)
     settings = httpx.get(served.url("/api/settings?unset=1")).json()["tools"]
     assert settings == [settings_document(policy, t) for t in sorted(policy.tool_ids)]
     masked = {
@@ -280,7 +280,7 @@ def test_simulate_decides_for_a_provider_kind_and_model(
     assert answer.status_code == 200
     provider = kind_provider(ProviderKind.SELF_HOSTED, "tiny-model")
     expected = build_matrix(policy.registry, ordered_tool_ids(policy), [provider], Component.CHAT)
-    assert answer.json() == matrix_document(expected)
+    assert answer.json() == matrix_report(policy, expected)
 
 
 def test_simulate_with_pasted_user_settings_flips_a_decision_and_writes_nothing(
