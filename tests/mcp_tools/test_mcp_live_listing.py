@@ -240,3 +240,42 @@ def test_policy_chat_offers_and_calls_an_mcp_tool_listed_live(tmp_path: Path) ->
     refused = policy_cli("chat", "Hi", "--org", org, "--tool", "tickets__search_tickts")
     assert refused.returncode == 2
     assert f"did you mean '{TOOL}'" in refused.stderr.replace('"', "'")
+
+
+async def test_policy_mcp_serve_offline_offers_the_cached_tools_without_asking(
+    tmp_path: Path,
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    state = tmp_path / "server-state.json"
+    state.write_text("{}", encoding="utf-8")
+    pid_file = Path(f"{state}.pid")
+    org = write_org(tmp_path / "org", state)
+    state_dir = tmp_path / "state"
+    assert policy_cli("tools", "--org", org, "--state-dir", state_dir).returncode == 0
+    pid_file.unlink()
+    _age_the_cache(state_dir)
+    gateway = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "policy.cli",
+            "mcp",
+            "serve",
+            "--org",
+            str(org),
+            "--state-dir",
+            str(state_dir),
+            "--provider",
+            "OpenAI",
+            "--offline",
+        ],
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    async with Client(gateway, cache=None) as session:
+        listed = {t.name for t in (await session.list_tools()).tools}
+        assert TOOL in listed and "tickets__delete_ticket" not in listed
+        assert not pid_file.exists(), "--offline asked the server for its tools"
+        called = await session.call_tool(TOOL, {"query": "mail"})
+        assert "2 tickets match 'mail'" in called.content[0].text  # type: ignore[union-attr]
+    assert pid_file.exists(), "a call still goes to its server"
