@@ -24,6 +24,7 @@ __all__ = [
     "ConfigurationRecord",
     "ContentRecord",
     "DecisionRecord",
+    "InjectionRecord",
     "LeftOutRecord",
     "OutcomeRecord",
     "PluginRecord",
@@ -147,6 +148,19 @@ class LeftOutRecord(_Model):
     """'key=value (source, plugin file:line)' for each thing the failed check looked at."""
 
 
+class InjectionRecord(_Model):
+    """The prompt-injection guard removed passages from a call's result before the model read
+    it: from which source, by which rules, how many. Never the removed text."""
+
+    source_kind: str
+    """`web_content` (a fetched page) or `tool_content` (anything else a tool brought in)."""
+    source: str
+    """A page's address as logs show it (user info and parameter values masked), or the tool's
+    id."""
+    rules: list[str] = Field(default_factory=list)
+    removed: int = 0
+
+
 class CallRecord(_Model):
     """One tool call as it ended: status, masked arguments, how long, how much it returned."""
 
@@ -163,6 +177,9 @@ class CallRecord(_Model):
     sources: list[str] = Field(default_factory=list)
     """Addresses of the sources the result cited as logs show them (no user info or fragment,
     parameter values masked: a signed link's query is a credential), never their text."""
+    injections: list[InjectionRecord] = Field(default_factory=list)
+    """What the prompt-injection guard removed from the result (the chat then holds
+    INJECTION_SEEN)."""
 
 
 class OutcomeRecord(_Model):

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
         Chat,
+        ChatHolding,
         ChatRecord,
         ChatRequirementError,
         ChatStore,
         ChatStoreError,
+        HoldingKind,
         MemoryChatStore,
         SqliteChatStore,
         open_chat_store,
@@ -49,9 +51,10 @@ if TYPE_CHECKING:
         ToolExecutionResult,
         ToolServices,
         missing_members,
+        returns_untrusted_content,
         sensitive_argument_names,
     )
-    from runtime.executor import ToolExecutor, ToolInvocationTrace, TraceStatus
+    from runtime.executor import InjectionSeen, ToolExecutor, ToolInvocationTrace, TraceStatus
     from runtime.loop import (
         FinalAnswer,
         InvalidToolCallingResponse,
@@ -87,6 +90,7 @@ if TYPE_CHECKING:
     from runtime.schema import ParameterSchemaBuilder
     from runtime.session import ChatRuntime, ResponseEvent, ToolsOffered, respond
     from runtime.tools import builtin_executable_tools
+    from runtime.tools._common import guard_of
     from runtime.web.addresses import AddressClass
     from runtime.web.guard import PromptInjectionGuard
 
@@ -104,6 +108,11 @@ _LAZY: dict[str, str] = {
     "ParameterSchemaBuilder": "runtime.schema",
     "sensitive_argument_names": "runtime.execution",
     "missing_members": "runtime.execution",
+    "returns_untrusted_content": "runtime.execution",
+    "ChatHolding": "runtime.chat",
+    "HoldingKind": "runtime.chat",
+    "InjectionSeen": "runtime.executor",
+    "guard_of": "runtime.tools._common",
     "Chat": "runtime.chat",
     "ChatRecord": "runtime.chat",
     "ChatRequirementError": "runtime.chat",
@@ -168,6 +177,7 @@ __all__ = [
     "ArgumentReader",
     "CallbackSink",
     "Chat",
+    "ChatHolding",
     "ChatMessage",
     "ChatRecord",
     "ChatRequirementError",
@@ -178,6 +188,8 @@ __all__ = [
     "ExecutableTool",
     "FinalAnswer",
     "GatewayCall",
+    "HoldingKind",
+    "InjectionSeen",
     "InvalidToolCallingResponse",
     "JsonLinesSink",
     "LoopEvent",
@@ -228,9 +240,11 @@ __all__ = [
     "Usage",
     "builtin_executable_tools",
     "create_client",
+    "guard_of",
     "missing_members",
     "open_chat_store",
     "respond",
+    "returns_untrusted_content",
     "sensitive_argument_names",
 ]
 

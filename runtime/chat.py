@@ -3,7 +3,9 @@
 Tool results can bring data into a chat that only some providers may see. The chat remembers the
 strictest demand so far — provider confidence, data security, the outbound-data restriction of a
 mailbox read — and these only ever tighten. Before every request `ensure_provider_allowed` refuses a
-provider that falls short, so no request is sent to it.
+provider that falls short, so no request is sent to it. It also holds what reached the model that
+later decisions may treat more strictly (an injection the guard removed, with its source); holdings
+only grow.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +33,31 @@ from policy.vocabulary import (
 CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
 
 
+class HoldingKind(StrEnum):
+    """What a chat can hold."""
+
+    INJECTION_SEEN = "INJECTION_SEEN"
+    """The prompt-injection guard removed passages from a tool result that reached the model:
+    the rest of that content came from someone who tried to instruct the agent."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatHolding:
+    """Something that reached the model in this chat, kept for the chat's life: what, through
+    which tool and call, from which source (as logs show it: a page's address with user info and
+    parameter values masked, or the tool's id). One per (kind, tool, source): the first call
+    that brought it stays named."""
+
+    kind: HoldingKind
+    tool_id: str
+    source: str
+    call_id: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind.value, self.tool_id, self.source)
+
+
 @dataclass(frozen=True, slots=True)
 class ChatRecord:
     """A chat's requirements as stored. A chat that was never saved demands nothing."""
@@ -42,6 +70,11 @@ class ChatRecord:
     """The mailbox whose mails set the restriction ("" while UNRESTRICTED)."""
     known_web_addresses: frozenset[str] = field(default_factory=frozenset)
     """Request keys of web addresses given to the model word for word (see runtime.web.addresses)."""
+    holdings: tuple[ChatHolding, ...] = ()
+    """What reached the model that later decisions may treat more strictly, in arrival order."""
+
+    def holds(self, kind: HoldingKind) -> bool:
+        return any(holding.kind is kind for holding in self.holdings)
 
 
 class ChatStore(Protocol):
@@ -88,6 +121,14 @@ CREATE TABLE IF NOT EXISTS chat_known_web_addresses (
     request_key TEXT NOT NULL,
     PRIMARY KEY (chat_id, request_key)
 );
+CREATE TABLE IF NOT EXISTS chat_holdings (
+    chat_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    tool_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    PRIMARY KEY (chat_id, kind, tool_id, source)
+);
 """
 
 STORED_COLUMNS = (
@@ -95,6 +136,10 @@ STORED_COLUMNS = (
     " outbound_mailbox_id"
 )
 """The columns of `chat_requirements` that `stored_record` reads, in its order (every store)."""
+
+HOLDING_COLUMNS = "kind, tool_id, source, call_id"
+"""The columns of `chat_holdings` that `stored_record` reads, in its order (every store); rows
+are read in arrival order, and a save never replaces a stored row (holdings only grow)."""
 
 
 _CONFIDENCES = ", ".join(str(int(level)) for level in ConfidenceLevel)
@@ -184,7 +229,11 @@ class SqliteChatStore:
             keys = connection.execute(
                 "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = ?", (chat_id,)
             ).fetchall()
-        return stored_record(chat_id, row, keys)
+            holdings = connection.execute(
+                f"SELECT {HOLDING_COLUMNS} FROM chat_holdings WHERE chat_id = ? ORDER BY rowid",
+                (chat_id,),
+            ).fetchall()
+        return stored_record(chat_id, row, keys, holdings)
 
     def save(self, record: ChatRecord) -> None:
         with self._lock, self._reported(), closing(self._connect()) as connection, connection:
@@ -202,6 +251,10 @@ class SqliteChatStore:
                 "INSERT OR IGNORE INTO chat_known_web_addresses VALUES (?, ?)",
                 [(record.chat_id, key) for key in sorted(record.known_web_addresses)],
             )
+            connection.executemany(
+                "INSERT OR IGNORE INTO chat_holdings VALUES (?, ?, ?, ?, ?)",
+                [(record.chat_id, *holding_row(h)) for h in record.holdings],
+            )
 
 
 class ChatStoreError(ToolPolicyError):
@@ -211,9 +264,13 @@ class ChatStoreError(ToolPolicyError):
 
 
 def stored_record(
-    chat_id: str, row: Sequence[object], keys: Iterable[Sequence[object]]
+    chat_id: str,
+    row: Sequence[object],
+    keys: Iterable[Sequence[object]],
+    holdings: Iterable[Sequence[object]] = (),
 ) -> ChatRecord:
-    """A chat's record from its stored row (`STORED_COLUMNS`) and its known addresses' rows.
+    """A chat's record from its stored row (`STORED_COLUMNS`), its known addresses' rows and its
+    holdings' rows (`HOLDING_COLUMNS`, in arrival order).
 
     Every store reads its rows through here, so a value this version cannot read counts as the
     strictest it knows in all of them.
@@ -226,7 +283,33 @@ def stored_record(
         outbound_restriction=stored_restriction(restriction),
         outbound_mailbox_id=str(mailbox or ""),
         known_web_addresses=frozenset(str(key) for (key,) in keys),
+        holdings=_joined_holdings((), (stored_holding(h) for h in holdings)),
     )
+
+
+def holding_row(holding: ChatHolding) -> tuple[str, str, str, str]:
+    """A holding as `HOLDING_COLUMNS` store it."""
+    return (holding.kind.value, holding.tool_id, holding.source, holding.call_id)
+
+
+def stored_holding(row: Sequence[object]) -> ChatHolding:
+    """A stored holding; a kind this version cannot read counts as the strictest it knows."""
+    kind, tool_id, source, call_id = row
+    try:
+        read = HoldingKind(str(kind))
+    except ValueError:
+        read = HoldingKind.INJECTION_SEEN
+    return ChatHolding(read, str(tool_id or ""), str(source or ""), str(call_id or ""))
+
+
+def _joined_holdings(
+    held: Iterable[ChatHolding], arriving: Iterable[ChatHolding]
+) -> tuple[ChatHolding, ...]:
+    """Both, in arrival order, one per key (the first one stays)."""
+    joined: dict[tuple[str, str, str], ChatHolding] = {}
+    for holding in (*held, *arriving):
+        joined.setdefault(holding.key, holding)
+    return tuple(joined.values())
 
 
 def stored_confidence(value: object) -> ConfidenceLevel:
@@ -348,6 +431,10 @@ class Chat:
     def known_web_addresses(self) -> frozenset[str]:
         return self._record.known_web_addresses
 
+    @property
+    def holdings(self) -> tuple[ChatHolding, ...]:
+        return self._record.holdings
+
     def require_provider_confidence(self, level: ConfidenceLevel) -> bool:
         """Raise the requirement to `level` if that is higher; True when it changed."""
         if level <= self._record.required_provider_confidence:
@@ -383,6 +470,13 @@ class Chat:
             replace(self._record, known_web_addresses=self._record.known_web_addresses | added)
         )
 
+    def add_holdings(self, holdings: Iterable[ChatHolding]) -> bool:
+        """Remember what reached the model; holdings stay for the chat's life."""
+        joined = _joined_holdings(self._record.holdings, holdings)
+        if len(joined) == len(self._record.holdings):
+            return False
+        return self._update(replace(self._record, holdings=joined))
+
     def _update(self, record: ChatRecord) -> bool:
         """Save `record` joined with what the store holds now, so no other writer is undone."""
         stored = self._store.load(record.chat_id)
@@ -408,6 +502,7 @@ def _stricter(held: ChatRecord, arriving: ChatRecord) -> ChatRecord:
         outbound_restriction=restricting.outbound_restriction,
         outbound_mailbox_id=restricting.outbound_mailbox_id,
         known_web_addresses=held.known_web_addresses | arriving.known_web_addresses,
+        holdings=_joined_holdings(held.holdings, arriving.holdings),
     )
 
 

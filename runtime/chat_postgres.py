@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from runtime.chat import (
+    HOLDING_COLUMNS,
     STORED_COLUMNS,
     TIGHTENING_UPSERT,
     ChatRecord,
     ChatStoreError,
+    holding_row,
     stored_record,
 )
 
@@ -41,6 +43,15 @@ _SCHEMA = (
         request_key TEXT NOT NULL,
         PRIMARY KEY (chat_id, request_key)
     )""",
+    """CREATE TABLE IF NOT EXISTS chat_holdings (
+        chat_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        tool_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        arrived BIGINT GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (chat_id, kind, tool_id, source)
+    )""",
 )
 
 _TIGHTEN = f"""
@@ -54,6 +65,16 @@ INSERT INTO chat_known_web_addresses (chat_id, request_key)
 SELECT saved.chat_id, key FROM saved, unnest(%(keys)s::text[]) AS key
 ON CONFLICT DO NOTHING
 """
+
+_HOLD = f"""
+INSERT INTO chat_holdings (chat_id, {HOLDING_COLUMNS})
+SELECT %(id)s, kind, tool_id, source, call_id
+FROM unnest(%(kinds)s::text[], %(tools)s::text[], %(sources)s::text[], %(calls)s::text[])
+    WITH ORDINALITY AS arriving (kind, tool_id, source, call_id, position)
+ORDER BY position
+ON CONFLICT DO NOTHING
+"""
+"""Holdings only grow: a stored one is never replaced, so the call that first brought it stays."""
 
 
 def _passwords(dsn: str) -> frozenset[str]:
@@ -169,7 +190,11 @@ class PostgresChatStore:
                 "SELECT request_key FROM chat_known_web_addresses WHERE chat_id = %s",
                 (chat_id,),
             ).fetchall()
-        return stored_record(chat_id, row, keys)
+            holdings = connection.execute(
+                f"SELECT {HOLDING_COLUMNS} FROM chat_holdings WHERE chat_id = %s ORDER BY arrived",
+                (chat_id,),
+            ).fetchall()
+        return stored_record(chat_id, row, keys, holdings)
 
     def save(self, record: ChatRecord) -> None:
         """Join `record` into the stored requirements in one statement (they only tighten)."""
@@ -183,6 +208,19 @@ class PostgresChatStore:
         }
         with self._reported("be written"), self._pool.connection() as connection:
             connection.execute(_TIGHTEN, parameters)
+            if record.holdings:
+                rows = [holding_row(holding) for holding in record.holdings]
+                kinds, tools, sources, calls = (list(column) for column in zip(*rows, strict=True))
+                connection.execute(
+                    _HOLD,
+                    {
+                        "id": record.chat_id,
+                        "kinds": kinds,
+                        "tools": tools,
+                        "sources": sources,
+                        "calls": calls,
+                    },
+                )
 
     def close(self) -> None:
         """Close the pool's connections."""

@@ -739,6 +739,8 @@ class _EndedCall:
                 _demands_json(outcome) if outcome is not None else _NO_DEMANDS,
                 b',"sources":',
                 _json(_cited(outcome)),
+                b',"injections":',
+                _injections_json(outcome),
                 b"}",
             )
         )
@@ -864,6 +866,23 @@ def _cited(outcome: ToolCallOutcome | None) -> list[str]:
 
 
 _NO_DEMANDS = CallDemandsRecord().model_dump_json().encode()
+
+
+def _injections_json(outcome: ToolCallOutcome | None) -> bytes:
+    """What the guard removed from the result, as `InjectionRecord`s: sources, rules, counts."""
+    if outcome is None or not outcome.injections:
+        return b"[]"
+    return _json(
+        [
+            {
+                "source_kind": seen.source_kind,
+                "source": seen.source,
+                "rules": list(seen.rule_ids),
+                "removed": seen.removed,
+            }
+            for seen in outcome.injections
+        ]
+    )
 
 
 def _demands_json(outcome: ToolCallOutcome) -> bytes:

@@ -44,6 +44,11 @@ class ToolExecutionResult:
     required_outbound_data_restriction: OutboundDataRestriction | None = None
     outbound_data_source_id: str = ""
     """The mailbox/data source whose content caused the restriction (named in later refusals)."""
+    injection_filtered: bool = False
+    """True when the tool itself passed every outside text of this result (text, JSON values,
+    source titles) through the context's prompt-injection guard (`runtime.guard_of(context)`).
+    For a tool that returns untrusted content and leaves this False, the executor filters the
+    result, so no text is filtered twice and none reaches the model unfiltered."""
 
     def to_model_content(self) -> str:
         """Compact JSON with non-ASCII kept literal, else the text."""
@@ -129,7 +134,9 @@ class ExecutableTool(Tool, Protocol):
     """A policy Tool that can also run: the `Tool` protocol plus `execute`.
 
     Optional: `sensitive_trace_argument_names` (argument names a trace shows as `***`; default
-    none), read through `sensitive_argument_names`.
+    none), read through `sensitive_argument_names`; `returns_untrusted_external_content` (True:
+    the executor filters its results for prompt injections unless the result says the tool did,
+    `ToolExecutionResult.injection_filtered`), read through `returns_untrusted_content`.
     """
 
     async def execute(
@@ -143,6 +150,13 @@ def sensitive_argument_names(tool: object) -> frozenset[str]:
     if isinstance(names, frozenset | set | tuple | list):
         return frozenset(str(name) for name in names)
     return frozenset()
+
+
+def returns_untrusted_content(tool: object) -> bool:
+    """Whether the executor must see a tool's results filtered for prompt injections: the tool
+    declares `returns_untrusted_external_content = True` (its results bring text from outside
+    the organization's control: web pages, mails, tickets, an MCP server's answers)."""
+    return getattr(tool, "returns_untrusted_external_content", False) is True
 
 
 def _protocol_members(protocol: type) -> tuple[str, ...]:

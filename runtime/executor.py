@@ -31,6 +31,7 @@ from runtime.execution import (
     ToolExecutionResult,
     ToolServices,
     given_services,
+    returns_untrusted_content,
     sensitive_argument_names,
 )
 from runtime.messages import RequestedCall, Source
@@ -38,6 +39,7 @@ from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
     from runtime.chat import Chat
+    from runtime.web.guard import GuardScope, PromptInjectionGuard
 
 _log = logging.getLogger(__name__)
 
@@ -81,6 +83,22 @@ class ToolInvocationTrace:
 
 
 @dataclass(frozen=True, slots=True)
+class InjectionSeen:
+    """The prompt-injection guard removed passages from what one call returned to the model:
+    from which source, by which rules, how many. Never the removed text."""
+
+    source_kind: str
+    """`web_content` (a fetched page) or `tool_content` (anything else a tool brought in)."""
+    source: str
+    """The source's label as logs show it: a page's address (user info and parameter values
+    masked) or the tool's id."""
+    rule_ids: tuple[str, ...]
+    """The filter's rules that matched, each once, in the order they were found."""
+    removed: int
+    """How many passages were removed."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallOutcome:
     """The model's answer for one call plus what it demands of the chat (nothing unless SUCCESS)."""
 
@@ -93,11 +111,27 @@ class ToolCallOutcome:
     sources: tuple[Source, ...] = ()
     returned_web_addresses: tuple[str, ...] = ()
     """Request keys of addresses in a successful result that the call's arguments did not name."""
+    injections: tuple[InjectionSeen, ...] = ()
+    """What the guard removed from the result (only a SUCCESS reports any: only then did the
+    rest reach the model)."""
 
 
 def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
     """What a call's result brought in tightens the chat: the one rule `respond` and the MCP
-    gateway both follow (requirements only ever tighten; addresses it returned count as given)."""
+    gateway both follow (requirements only ever tighten; addresses it returned count as given;
+    an injection the guard removed is held for the chat's life, with its source)."""
+    if outcome.injections:
+        from runtime.chat import ChatHolding, HoldingKind
+
+        chat.add_holdings(
+            ChatHolding(
+                HoldingKind.INJECTION_SEEN,
+                outcome.trace.tool_id,
+                seen.source,
+                outcome.trace.call_id,
+            )
+            for seen in outcome.injections
+        )
     chat.require_provider_confidence(outcome.required_provider_confidence)
     chat.require_data_security(outcome.required_data_security)
     chat.require_outbound_data_restriction(
@@ -350,11 +384,8 @@ class ToolExecutor:
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
                 services=replace(self._services, chat=chat),
             )
-            result = await tool.execute(arguments, context)
-            if not isinstance(result, ToolExecutionResult):
-                raise TypeError(f"the tool returned {type(result).__name__}, not a result")
-            _ensure_valid_json(result.json_content)
-            return run.succeeded(result, traced_arguments, arguments)
+            result, injections = await _guarded_execution(tool, arguments, context)
+            return run.succeeded(result, traced_arguments, arguments, injections)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
             traced = _traced_message(str(blocked), blocked, run.hidden, sensitive)
@@ -398,6 +429,52 @@ class ToolExecutor:
             f"Tool '{tool.display_name}' was not run: {read}, which allows sending data to "
             f"{level}, and this tool {sends}."
         )
+
+
+async def _guarded_execution(
+    tool: ExecutableTool, arguments: Mapping[str, Any], context: ToolExecutionContext
+) -> tuple[ToolExecutionResult, tuple[InjectionSeen, ...]]:
+    """Run the tool inside one guard scope, so every removal of the call — the tool's own and
+    the executor's — is known here; a tool that returns untrusted content and did not filter its
+    result has it filtered. A tool that neither declares untrusted content nor was given the
+    app's guard does not load the guard at all."""
+    untrusted = returns_untrusted_content(tool)
+    if not untrusted and context.services.guard is None:
+        return _checked(await tool.execute(arguments, context)), ()
+    guard = _guard_of(context)
+    async with guard.scope() as seen:
+        result = _checked(await tool.execute(arguments, context))
+        if untrusted and not result.injection_filtered:
+            from runtime.result_guard import guarded_result
+            from runtime.web.guard import tool_content
+
+            result = await guarded_result(guard, result, tool_content(context.definition.id))
+    return result, _injections(seen)
+
+
+def _guard_of(context: ToolExecutionContext) -> PromptInjectionGuard:
+    from runtime.tools._common import guard_of
+
+    return guard_of(context)
+
+
+def _checked(result: object) -> ToolExecutionResult:
+    if not isinstance(result, ToolExecutionResult):
+        raise TypeError(f"the tool returned {type(result).__name__}, not a result")
+    _ensure_valid_json(result.json_content)
+    return result
+
+
+def _injections(seen: GuardScope) -> tuple[InjectionSeen, ...]:
+    return tuple(
+        InjectionSeen(
+            source_kind=removal.source.kind,
+            source=removal.source.label,
+            rule_ids=tuple(dict.fromkeys(finding.rule_id for finding in removal.findings)),
+            removed=removal.redacted_count,
+        )
+        for removal in seen.sources_with_removals
+    )
 
 
 def _ensure_valid_json(value: Any) -> None:
@@ -563,6 +640,7 @@ class _Run:
         result: ToolExecutionResult,
         arguments: Mapping[str, str],
         raw_arguments: Mapping[str, Any],
+        injections: tuple[InjectionSeen, ...] = (),
     ) -> ToolCallOutcome:
         result = self.secrets.result(result)
         content = result.to_model_content()
@@ -583,6 +661,7 @@ class _Run:
             outbound_data_source_id=result.outbound_data_source_id,
             sources=tuple(result.sources),
             returned_web_addresses=returned_web_addresses(content, raw_arguments),
+            injections=injections,
         )
 
 

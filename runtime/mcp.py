@@ -494,10 +494,16 @@ class McpExecutableTool(McpTool):
         mask = sessions.mask_of(self.server.id)
         content = _content_of(result)
         source = tool_content(self.definition.id)
+        titles = [mask.text(s.title) for s in content.sources]
         cleaned = await guard_of(context).sanitize_many(
-            [GuardText(mask.text(t), source) for t in content.texts]
+            [GuardText(t, source) for t in [*(mask.text(t) for t in content.texts), *titles]]
         )
-        text = "\n\n".join(t for t in cleaned if t.strip())
+        texts, clean_titles = cleaned[: len(content.texts)], cleaned[len(content.texts) :]
+        sources = tuple(
+            Source(title, s.url, s.origin)
+            for title, s in zip(clean_titles, content.sources, strict=True)
+        )
+        text = "\n\n".join(t for t in texts if t.strip())
         if len(text) > MAX_RESULT_CHARACTERS:
             text = text[:MAX_RESULT_CHARACTERS] + "\n[the result was cut here]"
         if result.is_error:
@@ -505,4 +511,4 @@ class McpExecutableTool(McpTool):
                 f"MCP server {self.server.name} reports an error from {self.listing.name}: "
                 f"{' '.join(text.split())[:500] or '(no message)'}"
             )
-        return ToolExecutionResult(text_content=text, sources=content.sources)
+        return ToolExecutionResult(text_content=text, sources=sources, injection_filtered=True)

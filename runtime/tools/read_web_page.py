@@ -196,6 +196,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
             },
             sources=sources,
             required_provider_confidence=page.required_provider_confidence,
+            injection_filtered=True,
         )
 
 

@@ -170,6 +170,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
                 Source(f"Confluence search for “{query}”", page.final_url, SourceOrigin.TOOL),
             ),
             required_provider_confidence=ConfidenceLevel.HIGH,
+            injection_filtered=True,
         )
 
 

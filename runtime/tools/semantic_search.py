@@ -262,6 +262,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             sources=tuple(merge_sources([], sources)),
             required_provider_confidence=confidence,
             required_data_security=security,
+            injection_filtered=True,
         )
 
 

@@ -417,7 +417,9 @@ class WebSearchExecutableTool(WebSearchTool):
         diagnostic = _diagnostic(len(found.candidates), results)
         if diagnostic:
             document["diagnostic"] = diagnostic
-        return ToolExecutionResult(json_content=document, sources=tuple(sources))
+        return ToolExecutionResult(
+            json_content=document, sources=tuple(sources), injection_filtered=True
+        )
 
 
 def create_tool() -> WebSearchExecutableTool:

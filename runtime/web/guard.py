@@ -112,11 +112,17 @@ GuardReporter = Callable[[GuardEvent], None]
 
 
 @dataclass(slots=True)
-class _Pending:
-    """What one outermost scope has collected so far."""
+class GuardScope:
+    """What one outermost scope has collected: a caller reads it once the scope has closed (the
+    executor does, to record in the chat and the decision log that an injection was seen)."""
 
     failed: list[GuardSource] = field(default_factory=list)
     removals: list[SourceRemovals] = field(default_factory=list)
+
+    @property
+    def sources_with_removals(self) -> tuple[SourceRemovals, ...]:
+        """What was removed, one entry per source (findings concatenated, counts summed)."""
+        return _merge_by_source(self.removals)
 
 
 def check_failed_message(sources: Sequence[GuardSource]) -> str:
@@ -175,7 +181,7 @@ class PromptInjectionGuard:
     def __init__(self, filter: InjectionFilter, reporter: GuardReporter | None = None) -> None:
         self._filter = filter
         self._reporter = reporter
-        self._pending: ContextVar[_Pending | None] = ContextVar(
+        self._pending: ContextVar[GuardScope | None] = ContextVar(
             f"toolpolicy_guard_scope_{id(self)}", default=None
         )
 
@@ -207,15 +213,17 @@ class PromptInjectionGuard:
         return results
 
     @asynccontextmanager
-    async def scope(self) -> AsyncIterator[None]:
-        """Collect reports until the outermost scope of this task closes, then report once."""
-        if self._pending.get() is not None:
-            yield
+    async def scope(self) -> AsyncIterator[GuardScope]:
+        """Collect reports until the outermost scope of this task closes, then report once.
+        A nested scope yields the outermost one's collection."""
+        held = self._pending.get()
+        if held is not None:
+            yield held
             return
-        pending = _Pending()
+        pending = GuardScope()
         token = self._pending.set(pending)
         try:
-            yield
+            yield pending
         finally:
             self._pending.reset(token)
             self._report(pending)
@@ -250,12 +258,12 @@ class PromptInjectionGuard:
         if pending is not None:
             pending.removals.extend(removals)
 
-    def _report(self, pending: _Pending) -> None:
+    def _report(self, pending: GuardScope) -> None:
         if pending.failed:
             failed = _distinct(pending.failed)
             self._emit(GuardCheckFailed(failed, check_failed_message(failed)))
         if pending.removals:
-            removals = _merge_by_source(pending.removals)
+            removals = pending.sources_with_removals
             report = GuardRemovalReport(
                 removals=removals,
                 message=removal_message(removals),

@@ -19,9 +19,11 @@ from policy.vocabulary import (
 )
 from runtime.chat import (
     Chat,
+    ChatHolding,
     ChatRecord,
     ChatRequirementError,
     ChatStoreError,
+    HoldingKind,
     MemoryChatStore,
     SqliteChatStore,
     default_chat_database_path,
@@ -162,6 +164,39 @@ def test_known_addresses_only_grow(store: SqliteChatStore) -> None:
     assert not chat.add_known_web_addresses(["https://a.example/", ""])
     assert chat.add_known_web_addresses(["https://b.example/"])
     assert Chat.open("c", store).known_web_addresses == {"https://a.example/", "https://b.example/"}
+
+
+SEEN_ON_PAGE = ChatHolding(HoldingKind.INJECTION_SEEN, "read_web_page", "https://a.example/x", "c1")
+SEEN_IN_TICKET = ChatHolding(HoldingKind.INJECTION_SEEN, "tickets", "tickets", "c2")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_holdings_only_grow_keep_the_first_call_and_survive_a_restart(
+    kind: str, tmp_path: Path
+) -> None:
+    store = SqliteChatStore(tmp_path / "c.sqlite3") if kind == "sqlite" else MemoryChatStore()
+    chat = Chat.open("c", store)
+    assert chat.add_holdings([SEEN_ON_PAGE])
+    later = ChatHolding(HoldingKind.INJECTION_SEEN, "read_web_page", "https://a.example/x", "c9")
+    assert not chat.add_holdings([later])  # the same source again: the first call stays named
+    assert chat.add_holdings([SEEN_IN_TICKET])
+    # a stale writer saving a record without them cannot take them away
+    store.save(ChatRecord("c"))
+    reopened = Chat.open("c", store)
+    assert reopened.holdings == (SEEN_ON_PAGE, SEEN_IN_TICKET)
+    assert reopened.record.holds(HoldingKind.INJECTION_SEEN)
+
+
+def test_a_stored_holding_this_version_cannot_read_counts_as_an_injection_seen(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chats.sqlite3"
+    store = SqliteChatStore(path)
+    store.save(ChatRecord("c", holdings=(SEEN_ON_PAGE,)))
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE chat_holdings SET kind = 'SOMETHING_NEW'")
+    record = store.load("c")
+    assert record is not None and record.holdings == (SEEN_ON_PAGE,)
 
 
 def test_a_stored_value_this_version_cannot_read_counts_as_the_strictest(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestriction
-from runtime.chat import Chat, ChatRecord, ChatStoreError
+from runtime.chat import Chat, ChatHolding, ChatRecord, ChatStoreError, HoldingKind
 from tests.runtime._racing_store import ReadThenRaced
 from tests.servers.postgres import running_postgres, server_binaries
 
@@ -42,6 +42,21 @@ def store(dsn: str) -> Iterator[object]:
     opened = PostgresChatStore(dsn)
     yield opened
     opened.close()
+
+
+def test_holdings_round_trip_in_arrival_order_and_only_grow(store: object) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    page = ChatHolding(HoldingKind.INJECTION_SEEN, "read_web_page", "https://z.example/", "c1")
+    ticket = ChatHolding(HoldingKind.INJECTION_SEEN, "tickets", "tickets", "c2")
+    chat = Chat.open(chat_id, store)
+    chat.add_holdings([page])
+    chat.add_holdings([ticket, ChatHolding(page.kind, page.tool_id, page.source, "c3")])
+    store.save(ChatRecord(chat_id))  # a stale writer without them takes nothing away
+    stored = store.load(chat_id)
+    assert stored is not None and stored.holdings == (page, ticket)
 
 
 def test_requirements_round_trip_and_only_tighten(store: object) -> None:
