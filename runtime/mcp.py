@@ -1,10 +1,12 @@
 """MCP servers at run time: one client session per server, listings with a TTL, tool calls.
 
 `McpSessions` owns the sessions (official `mcp` SDK, stdio subprocesses or streamable HTTP):
-opened lazily, listed page by page, re-listed when the server says its tools changed or the TTL
-ran out, closed with `aclose()`. A server that cannot be reached leaves its tools out with the
-error as evidence; it never blocks other tools or the chat. A call that times out or whose server
-died is an error, and the session is restarted on next use.
+opened lazily, listed page by page, re-listed in the background when the server says its tools
+changed or the TTL ran out (a request is answered from the listing in hand meanwhile, so a server
+that hangs on `tools/list` never holds up a call to another server's tools), closed with
+`aclose()`. A server that cannot be reached leaves its tools out with the error as evidence; it
+never blocks other tools or the chat. A call that times out or whose server died is an error, and
+the session is restarted on next use.
 
 `McpExecutableTool` is a policy `McpTool` that runs through `McpSessions`; its results pass the
 prompt-injection guard, resource links become sources, images and audio are described.
@@ -50,6 +52,8 @@ _server_log = logging.getLogger(f"{__name__}.server")
 """A stdio server's stderr, one record per line, named after the server."""
 
 DEFAULT_LISTING_TTL_SECONDS = 300.0
+DEFAULT_FIRST_LISTING_WAIT_SECONDS = 15.0
+"""How long requests wait, in all, for a server's first listing; later ones never wait."""
 MAX_LISTING_PAGES = 100
 MAX_RESULT_CHARACTERS = 200_000
 MAX_STDERR_LINE_BYTES = 4_000
@@ -85,14 +89,20 @@ class _Session:
     listing: McpServerListing | None = None
     listed_at: float = 0.0
     changed: bool = False
+    relisting: asyncio.Task[None] | None = None
+    """The listing being asked for in the background, one at a time."""
+    first_wait_until: float | None = None
+    """Until when requests wait for the first listing (set when it is first asked for)."""
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class McpSessions:
     """The MCP client sessions of one app (or one command), by server id.
 
-    `listings()` answers from the cache while it is fresh, so a request makes no network call;
-    with `state_dir`, every successful listing is also written there for offline `policy explain`.
+    `listings()` answers from the listings in hand, so a request makes no network call: a stale
+    one (TTL, list_changed) is asked for again in the background, and only a server's first
+    listing is waited for, at most `first_listing_wait_seconds` in all. With `state_dir`, every
+    successful listing is also written there for offline `policy explain`.
     """
 
     def __init__(
@@ -101,10 +111,12 @@ class McpSessions:
         *,
         state_dir: Path | str | None = None,
         listing_ttl_seconds: float = DEFAULT_LISTING_TTL_SECONDS,
+        first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
     ) -> None:
         self._sessions = {s.id: _Session(s) for s in servers}
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self._ttl = listing_ttl_seconds
+        self._first_wait = first_listing_wait_seconds
         self.version = 0
         """Grows whenever a listing differs from the one before (the runtime rebuilds then)."""
 
@@ -120,21 +132,35 @@ class McpSessions:
 
     async def aclose(self) -> None:
         """Close every session (stdio servers are stopped)."""
+        for session in self._sessions.values():
+            if session.relisting is not None:
+                session.relisting.cancel()
         await asyncio.gather(*(self._close(s) for s in self._sessions.values()))
 
     # --- listing ------------------------------------------------------------------------------
 
     async def listings(self, *, refresh: bool = False) -> dict[str, McpServerListing]:
-        """Every server's listing; stale ones (TTL, list_changed, `refresh`) are asked again,
-        concurrently. A failing server's listing carries its error."""
+        """Every server's listing in hand; a failing server's listing carries its error.
+
+        Stale ones (TTL, list_changed) are asked for again in the background and answered from
+        the one in hand meanwhile; a server not listed yet is waited for until its first
+        listing's wait ran out. `refresh` (a command listing on purpose) waits for every server
+        to answer anew, each within its own timeout."""
         now = time.monotonic()
+        sessions = self._sessions.values()
         due = [
             s
-            for s in self._sessions.values()
+            for s in sessions
             if refresh or s.listing is None or s.changed or now - s.listed_at > self._ttl
         ]
-        if due:
-            await asyncio.gather(*(self._relist(s) for s in due))
+        asked = {s.server.id: self._relist_in_background(s, now) for s in due}
+        if refresh and asked:
+            await asyncio.wait(asked.values())
+        elif asked:
+            first = [s for s in due if s.listing is None]
+            until = max((s.first_wait_until or now for s in first), default=now)
+            if until > now:
+                await asyncio.wait([asked[s.server.id] for s in first], timeout=until - now)
         return {i: s.listing for i, s in self._sessions.items() if s.listing is not None}
 
     def remember(self, listings: Mapping[str, McpServerListing]) -> None:
@@ -148,6 +174,13 @@ class McpSessions:
                 session.listing = listing
                 session.listed_at = now
                 self.version += 1
+
+    def _relist_in_background(self, session: _Session, now: float) -> asyncio.Task[None]:
+        if session.relisting is None or session.relisting.done():
+            session.relisting = asyncio.create_task(self._relist(session))
+            if session.first_wait_until is None:
+                session.first_wait_until = now + self._first_wait
+        return session.relisting
 
     async def _relist(self, session: _Session) -> None:
         server = session.server
