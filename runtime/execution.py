@@ -127,6 +127,9 @@ class ToolExecutionContext:
     and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""
     services: ToolServices = NO_SERVICES
     """The shared objects a tool may use (guard, data sources, retrieval overrides, ...)."""
+    offered_tool_names: frozenset[str] = frozenset()
+    """The function names of every tool offered in this request: the guard knows a text that
+    asks to call one of them by name addresses the agent."""
 
 
 @runtime_checkable

@@ -383,6 +383,7 @@ class ToolExecutor:
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
                 services=replace(self._services, chat=chat),
+                offered_tool_names=frozenset(d.function.name for d, _ in runnable),
             )
             result, injections = await _guarded_execution(tool, arguments, context)
             return run.succeeded(result, traced_arguments, arguments, injections)

@@ -8,6 +8,7 @@ collected per tool call: nested scopes report once, when the outermost one close
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -53,11 +54,34 @@ class GuardText:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One removed passage: which rule matched, its category and a short excerpt."""
+    """One removed passage: which rule matched, its category, where, how much, and an excerpt.
+
+    The snippet is for the app's reporter (an alert may show it); the guard's own log lines
+    carry counts only, never the text.
+    """
 
     rule_id: str
     category: str
     snippet: str
+    location: str = ""
+    """Where in the text: a field such as `$[0].body`, `row 3, column 2`, or empty for prose."""
+    removed_characters: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FilterContext:
+    """What a filter may know about the call whose texts it filters.
+
+    The runtime fills it per tool call (see `PromptInjectionGuard.for_call`); a filter that needs
+    nothing of it ignores it.
+    """
+
+    offered_tool_names: frozenset[str] = frozenset()
+    """The function names of the tools the chat offers the model: a text asking to call one of
+    them by name, with arguments, addresses the agent."""
+
+
+NO_FILTER_CONTEXT = FilterContext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +94,15 @@ class FilterResult:
 
 
 class InjectionFilter(Protocol):
-    """Filters many texts in one go; answers in the same order and length, or raises."""
+    """Filters many texts in one go; answers in the same order and length, or raises.
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]: ...
+    Every filter kind (the built-in structural one, an HTTP service, a model) sits behind this
+    one method, so the guard's never-reject fallback and its reports hold for all of them.
+    """
+
+    async def filter_batch(
+        self, texts: Sequence[str], context: FilterContext = NO_FILTER_CONTEXT
+    ) -> Sequence[FilterResult]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +214,14 @@ class PromptInjectionGuard:
         self._pending: ContextVar[GuardScope | None] = ContextVar(
             f"toolpolicy_guard_scope_{id(self)}", default=None
         )
+        self._context = NO_FILTER_CONTEXT
+
+    def for_call(self, context: FilterContext) -> PromptInjectionGuard:
+        """This guard for one tool call: the same filter, reporter and scopes, and the call's
+        context passed to the filter with every batch."""
+        bound = copy.copy(self)
+        bound._context = context
+        return bound
 
     async def sanitize(self, text: str, source: GuardSource) -> str:
         """One text; a blank text comes back unchanged without asking the filter."""
@@ -230,7 +268,7 @@ class PromptInjectionGuard:
 
     async def _ask_filter(self, texts: list[str]) -> list[FilterResult] | None:
         try:
-            answers = list(await self._filter.filter_batch(texts))
+            answers = list(await self._filter.filter_batch(texts, self._context))
         except Exception as error:
             _log.error(
                 "The prompt-injection filter failed for %d text(s): %s: %s",

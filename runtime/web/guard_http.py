@@ -20,7 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from policy.errors import ToolPolicyError
 from runtime.web.addresses import redact_url_for_log
-from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
+from runtime.web.guard import (
+    MAX_LISTED_FINDINGS,
+    NO_FILTER_CONTEXT,
+    FilterContext,
+    FilterResult,
+    Finding,
+)
 
 SINGLE_PATH = "/security/prompt-injection/sanitize"
 BATCH_PATH = "/security/prompt-injection/sanitize-batch"
@@ -99,7 +105,10 @@ class HttpInjectionFilter:
     def __repr__(self) -> str:
         return f"HttpInjectionFilter(base_url={self._shown_url!r})"
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+    async def filter_batch(
+        self, texts: Sequence[str], context: FilterContext = NO_FILTER_CONTEXT
+    ) -> Sequence[FilterResult]:
+        """The service's wire format has no place for the call's context, so it is not sent."""
         if not texts:
             return []
         if len(texts) == 1:

@@ -17,7 +17,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from html.entities import html5
 
-from runtime.web.guard import MAX_LISTED_FINDINGS, FilterResult, Finding
+from runtime.web._agent_signals import find_signals, requests_action, shown_not_said
+from runtime.web._anchored import AnchorIndex
+from runtime.web._anchored import finditer as anchored
+from runtime.web._document_shapes import filter_fields
+from runtime.web._prose_layout import ProseLayout, layout_of
+from runtime.web.guard import (
+    MAX_LISTED_FINDINGS,
+    NO_FILTER_CONTEXT,
+    FilterContext,
+    FilterResult,
+    Finding,
+)
 
 REMOVAL_MARKER = "[toolpolicy removed suspicious content here]"
 
@@ -25,8 +36,8 @@ MAX_SNIPPET_CHARACTERS = 240
 MAX_DECODED_CARRIERS = 12
 """Readable base64 or hex carriers decoded per kind and text."""
 MAX_DECODED_CHARACTERS = 12_000
-_PASSAGE_REACH = 300
-"""How far a removal extends from a hit to the sentence around it, in each direction."""
+_CLAUSE_REACH = 400
+"""How far back a passage may start before its signal (to the start of the signal's sentence)."""
 
 _S = r"[\s*_~`>|\-]+"
 """Word separator: whitespace plus the Markdown emphasis attackers wrap words in."""
@@ -64,6 +75,11 @@ class _Rule:
     words: tuple[frozenset[str], ...] = ()
     markers: tuple[str, ...] = ()
     whole_sentence: bool = True
+    anchors: tuple[str, ...] = ()
+    """Substrings of the lowercased text, one of which every match holds within `lead`
+    characters of its start; a match is at most about `reach` characters long (`_anchored`)."""
+    lead: int = 0
+    reach: int = 300
     marker_groups: tuple[tuple[str, tuple[str, ...]], ...] = field(
         init=False, repr=False, compare=False
     )
@@ -90,6 +106,9 @@ _RULES: tuple[_Rule, ...] = (
             _QUALIFIER_WORDS,
             _RULE_NOUN_WORDS,
         ),
+        anchors=("ignore", "disregard", "forget", "override", "bypass", "neglect"),
+        lead=0,
+        reach=300,
     ),
     _Rule(
         "ignore_the_above",
@@ -98,6 +117,9 @@ _RULES: tuple[_Rule, ...] = (
         rf"(?:(?:written|said|stated|text){_S})?(?:above|before|prior|previously)\b"
         r"(?=\s*(?:and\b|then\b|[,.;:!]|$))",
         words=(_words("ignore disregard forget"), _words("above before prior previously")),
+        anchors=("ignore", "disregard", "forget"),
+        lead=0,
+        reach=200,
     ),
     _Rule(
         "forget_everything",
@@ -105,6 +127,9 @@ _RULES: tuple[_Rule, ...] = (
         rf"\bforget\b{_S}(?:everything|all)\b{_S}(?:(?:you|that|have|has|been|were|was|i)\b{_S}){{0,3}}"
         r"(?:told|said|instructed|learned|learnt|above|before|previously)\b",
         words=(_words("forget"), _words("everything all")),
+        anchors=("forget",),
+        lead=0,
+        reach=200,
     ),
     _Rule(
         "stop_following_instructions",
@@ -112,6 +137,9 @@ _RULES: tuple[_Rule, ...] = (
         rf"\b(?:do{_S}not|don'?t|never|stop)\b{_S}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
         rf"(?:(?:any|the)\b{_S})?{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
         words=(_words("follow following obey obeying"), _QUALIFIER_WORDS, _RULE_NOUN_WORDS),
+        anchors=("follow", "obey"),
+        lead=40,
+        reach=300,
     ),
     _Rule(
         "new_instructions",
@@ -122,6 +150,9 @@ _RULES: tuple[_Rule, ...] = (
             _words("new real actual true updated revised"),
             _words("your system"),
         ),
+        anchors=("instruction", "rules", "system", "persona"),
+        lead=40,
+        reach=120,
     ),
     _Rule(
         "you_are_now",
@@ -133,6 +164,9 @@ _RULES: tuple[_Rule, ...] = (
         rf"(?:bound|restricted|limited){_S}by{_S}(?:your|any|the)?{_S}?(?:rules|guidelines|instructions|policies|restrictions|programming)|"
         rf"required{_S}to{_S}follow{_S}(?:your|the|any){_S}(?:rules|guidelines|instructions|policies))",
         words=(_words("you"), _words("are"), _words("now longer")),
+        anchors=("now", "longer"),
+        lead=24,
+        reach=250,
     ),
     _Rule(
         "from_now_on",
@@ -141,6 +175,9 @@ _RULES: tuple[_Rule, ...] = (
         r"(?:act|behave|ignore|disregard|pretend|roleplay|obey|follow\s+my|"
         r"(?:respond|answer|reply|speak|talk)\s+(?:only\s+)?(?:as|like)\b)",
         words=(_words("from"), _words("now"), _words("you")),
+        anchors=("now",),
+        lead=12,
+        reach=250,
     ),
     _Rule(
         "act_as_unrestricted",
@@ -149,6 +186,17 @@ _RULES: tuple[_Rule, ...] = (
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b"
         rf"|\bpretend{_S}(?:that{_S})?you{_S}(?:are|have){_S}(?:no{_S}(?:rules|restrictions|guidelines|filters)|not{_S}an{_S}ai|an?{_S}(?:unrestricted|unfiltered|evil))",
         words=(_words("unrestricted unfiltered uncensored jailbroken evil dan pretend"),),
+        anchors=(
+            "unrestricted",
+            "unfiltered",
+            "uncensored",
+            "jailbroken",
+            "evil",
+            "dan",
+            "pretend",
+        ),
+        lead=60,
+        reach=250,
     ),
     _Rule(
         "jailbreak_mode",
@@ -157,6 +205,9 @@ _RULES: tuple[_Rule, ...] = (
         rf"|\b(?:dan|jailbreak|god){_S}mode{_S}(?:enabled|activated|on)\b"
         rf"|\bdo{_S}anything{_S}now\b",
         words=(_words("mode anything"), _words("god dan jailbreak jailbroken unrestricted now")),
+        anchors=("god", "dan", "jailbreak", "unrestricted", "anything"),
+        lead=24,
+        reach=100,
     ),
     _Rule(
         "reveal_system_prompt",
@@ -170,6 +221,9 @@ _RULES: tuple[_Rule, ...] = (
             _words("reveal print repeat output show display leak disclose dump tell give"),
             _words("system hidden initial original developer instructions"),
         ),
+        anchors=("system", "instruction", "developer"),
+        lead=110,
+        reach=250,
     ),
     _Rule(
         "send_conversation",
@@ -188,6 +242,26 @@ _RULES: tuple[_Rule, ...] = (
                 "password passwords secret secrets access session personal"
             ),
         ),
+        anchors=(
+            "conversation",
+            "chat",
+            "messages",
+            "system",
+            "memory",
+            "context",
+            "api",
+            "credential",
+            "password",
+            "secret",
+            "token",
+            "session",
+            "cookie",
+            "personal",
+            "exfiltrat",
+            "leak",
+        ),
+        lead=90,
+        reach=350,
     ),
     _Rule(
         "message_to_ai",
@@ -203,6 +277,29 @@ _RULES: tuple[_Rule, ...] = (
                 "hello hi"
             ),
         ),
+        anchors=(
+            " ai",
+            "\nai",
+            "\tai",
+            "*ai",
+            "_ai",
+            "~ai",
+            "`ai",
+            ">ai",
+            "|ai",
+            "-ai",
+            "a.i.",
+            "llm",
+            "language",
+            "assistant",
+            "chatbot",
+            "agent",
+            "gpt",
+            "claude",
+            "copilot",
+        ),
+        lead=45,
+        reach=120,
     ),
     _Rule(
         "remember_for_future",
@@ -216,14 +313,20 @@ _RULES: tuple[_Rule, ...] = (
             _words("remember memorize memorise store save keep add write"),
             _words("future subsequent later every next memory"),
         ),
+        anchors=("remember", "memori", "store", "save", "keep", "memory"),
+        lead=60,
+        reach=300,
     ),
     _Rule(
         "fake_chat_delimiter",
         "delimiter_evasion",
-        r"<\|(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|"
-        r"start_header_id|end_header_id|eot_id|eom_id|fim_prefix|fim_suffix|fim_middle)\|>"
-        r"|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>",
-        markers=("<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "_of_turn>"),
+        r"<\|(?:im_start|start_header_id)\|>[ \t]*(?:system|user|assistant|developer|tool)\b"
+        r"(?:<\|end_header_id\|>)?[ \t]*(?:\n|[a-z])"
+        r"|<\|(?:system|user|assistant)\|>[ \t]*\n?[ \t]*[a-z]"
+        r"|\[inst\][ \t]*[a-z]|<<sys>>[ \t]*\n?[ \t]*[a-z]|<start_of_turn>(?:user|model|system)\b",
+        anchors=("<|", "[inst]", "<<sys>>", "<start_of_turn>"),
+        lead=0,
+        reach=80,
     ),
     _Rule(
         "fake_chat_delimiter",
@@ -232,6 +335,9 @@ _RULES: tuple[_Rule, ...] = (
         r"|^[ \t]*#{1,6}[ \t]*(?:system|instruction|response)[ \t]*:[ \t]*$",
         words=(_words("system assistant instruction response"),),
         markers=(":",),
+        anchors=("system", "assistant", "instruction", "response"),
+        lead=20,
+        reach=80,
     ),
     _Rule(
         "fake_role_markup",
@@ -239,7 +345,7 @@ _RULES: tuple[_Rule, ...] = (
         r"</?(?:system[_\- ]?(?:prompt|message|instructions?)|im_start|im_end|"
         r"assistant[_\-](?:response|message|instructions?)|admin[_\-]?(?:override|instructions?)|"
         r"developer[_\-](?:message|instructions?))[ \t]*/?>",
-        markers=(
+        anchors=(
             "<system",
             "</system",
             "<im_",
@@ -251,6 +357,8 @@ _RULES: tuple[_Rule, ...] = (
             "<developer",
             "</developer",
         ),
+        lead=0,
+        reach=60,
     ),
 )
 
@@ -317,20 +425,26 @@ _SPECIAL = re.compile(
     r"|(?P<joiner>[\u200c\u200d]+)"
     r"|(?P<tags>[\U000E0000-\U000E007F]+)"
 )
-_SPECIAL_START = re.compile(rf"[\\&{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
+
+
+_NAMED_REFERENCE = re.compile(r"&[A-Za-z][A-Za-z0-9]{1,31};")
+_INVISIBLE_START = re.compile(rf"[{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
 
 
 def _may_hold_special(text: str) -> bool:
-    """What `_SPECIAL_START.search(text) is not None` answers. Every special start but `\\` and
-    `&` is non-ASCII, so ASCII text is settled by two one-character searches (memchr), many
-    times faster than the pattern's character class."""
-    if text.isascii():
-        return "\\" in text or "&" in text
-    return _SPECIAL_START.search(text) is not None
+    """False only when `_SPECIAL` finds nothing: it finds `\\u` escapes and `&#`/`&name;`
+    references (substring searches settle those; a URL's `&a=1` is none) and invisible
+    characters, which are non-ASCII."""
+    if "\\u" in text or "&#" in text:
+        return True
+    if "&" in text and _NAMED_REFERENCE.search(text) is not None:
+        return True
+    return not text.isascii() and _INVISIBLE_START.search(text) is not None
 
 
-_INVISIBLE_DECODED = re.compile(rf"[{_ZERO_WIDTH}\u200c\u200d\U000E0000-\U000E007F]")
-_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+_INVISIBLE_DECODED = _INVISIBLE_START
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n\s*\n")
+_LINE_OR_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n")
 _WHITESPACE = re.compile(r"\s+")
 _MIN_HIDDEN_TAG_TEXT = 8
 
@@ -518,13 +632,13 @@ def _unscrambled(lowered: str) -> tuple[str, frozenset[str]]:
     return normalized, words | frozenset(scrambles.values())
 
 
-def _phrase_hits(view_text: str) -> list[_Hit]:
-    normalized, words = _unscrambled(_lowercase_same_length(view_text))
+def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> list[_Hit]:
+    """Hits of the phrase rules and letter-spaced keywords in the lowercased, unscrambled view."""
     hits: list[_Hit] = []
     for rule, pattern in _COMPILED_RULES:
         if not _rule_applies(rule, words, normalized):
             continue
-        for match in pattern.finditer(normalized):
+        for match in anchored(pattern, normalized, index, rule.anchors, rule.lead, rule.reach):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
     if not any(letters <= words for letters in _SPACED_LETTERS):
         return hits
@@ -537,7 +651,13 @@ def _phrase_hits(view_text: str) -> list[_Hit]:
 
 def _reads_as_injection(decoded: str) -> bool:
     view, _, hits = _build_view(decoded)
-    return bool(hits) or bool(_phrase_hits(view.text))
+    normalized, words = _unscrambled(_lowercase_same_length(view.text))
+    index = AnchorIndex(normalized)
+    return (
+        bool(hits)
+        or bool(_phrase_hits(normalized, words, index))
+        or any(signal.strong for signal in find_signals(view.text, normalized, index))
+    )
 
 
 def _readable(raw: bytes) -> str | None:
@@ -640,24 +760,6 @@ def _carrier_hits(view_text: str) -> list[_Hit]:
     return hits
 
 
-def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
-    floor = max(0, start - _PASSAGE_REACH)
-    sentence_start = floor
-    for boundary in _SENTENCE_END.finditer(text, floor, start):
-        sentence_start = boundary.end()
-    if floor > 0 and sentence_start == floor:
-        sentence_start = start
-    ceiling = min(len(text), end + _PASSAGE_REACH)
-    following = _SENTENCE_END.search(text, end, ceiling)
-    if following is not None:
-        sentence_end = following.end() if following.group(0) != "\n" else following.start()
-    else:
-        sentence_end = ceiling if ceiling == len(text) else end
-    while sentence_start < start and text[sentence_start] in " \t":
-        sentence_start += 1
-    return sentence_start, sentence_end
-
-
 def _snippet(passage: str) -> str:
     view, _, _ = _build_view(passage)
     text = _WHITESPACE.sub(" ", view.text).strip()
@@ -701,38 +803,220 @@ def _rebuild(text: str, removals: list[tuple[int, int]], silent: list[tuple[int,
     return "".join(parts)
 
 
-def scan_text(text: str) -> FilterResult:
-    """Remove suspicious passages from one text; blank text comes back unchanged."""
+_OVERRIDE_CATEGORIES = frozenset({"override", "role_override"})
+_MAX_NESTED_DOCUMENTS = 2
+"""A field that is itself a document (a CSV file's content in a JSON answer) is judged by its
+own fields, this many levels deep."""
+_MAX_COLON_CONTINUATIONS = 3
+"""Blocks a prose passage ending in ':' takes along: the task it introduces."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Passage:
+    start: int
+    end: int
+    hit: _Hit
+
+
+@dataclass(slots=True)
+class _Findings:
+    """What one scan removed, across the fields of a document."""
+
+    listed: list[Finding] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, passages: Sequence[tuple[int, int, list[_Hit]]], text: str, where: str) -> None:
+        for start, end, hits in passages:
+            self.count += 1
+            if len(self.listed) < MAX_LISTED_FINDINGS:
+                self.listed.append(
+                    Finding(
+                        rule_id=hits[0].rule_id,
+                        category=hits[0].category,
+                        snippet=_snippet(text[start:end]),
+                        location=where,
+                        removed_characters=end - start,
+                    )
+                )
+
+
+def _clause_start(view_text: str, position: int, floor: int, field: bool) -> int:
+    """Where the sentence (a field: the line or sentence) holding `position` starts."""
+    reach = max(floor, position - _CLAUSE_REACH)
+    boundary = _LINE_OR_SENTENCE_END if field else _SENTENCE_END
+    start = reach
+    for match in boundary.finditer(view_text, reach, position):
+        start = match.end()
+    if start == reach and reach > floor:
+        start = view_text.rfind("\n", floor, position) + 1 or floor
+    return max(start, floor)
+
+
+def _block_end(view_text: str, opens: str, after: int) -> int | None:
+    closing = re.compile(rf"<\s*/\s*{re.escape(opens)}\s*>", re.IGNORECASE).search(view_text, after)
+    return closing.end() if closing is not None else None
+
+
+_ESCAPES = (("\\n", "  "), ("\\r", "  "), ("\\t", "  "), ('\\"', ' "'))
+
+
+def _without_escape_letters(text: str) -> str:
+    """The text with `\\n`, `\\r`, `\\t` and `\\"` blanked, offsets kept: in a JSON or YAML
+    document (or a page quoting one) `\\n\\nIgnore` must read as a line break before a word."""
+    if "\\" not in text:
+        return text
+    for escape, blank in _ESCAPES:
+        text = text.replace(escape, blank)
+    return text
+
+
+class _Region:
+    """One unit of judgment: a document's field, or a whole prose text with its Markdown blocks."""
+
+    def __init__(
+        self, text: str, field: bool, tool_names: frozenset[str], *, gate: bool = False
+    ) -> None:
+        self.text = text
+        self.field = field
+        self.view, self.silent, self.decoded_hits = _build_view(text)
+        normalized, words = _unscrambled(_lowercase_same_length(self.view.text))
+        self.normalized = _without_escape_letters(normalized)
+        index = AnchorIndex(self.normalized)
+        self.phrase_hits = _phrase_hits(self.normalized, words, index)
+        self.signals = find_signals(
+            _without_escape_letters(self.view.text),
+            self.normalized,
+            index,
+            tool_names,
+            shown_too=gate,
+        )
+        self.carrier_hits = _carrier_hits(self.view.text)
+
+    @property
+    def suspicious(self) -> bool:
+        return bool(self.decoded_hits or self.phrase_hits or self.signals or self.carrier_hits)
+
+    def passages(self) -> list[tuple[int, int, list[_Hit]]]:
+        """The passages to remove, merged, in original-text offsets."""
+        layout = None
+        if not self.field and (self.signals or any(h.whole_sentence for h in self.phrase_hits)):
+            layout = layout_of(self.view.text)
+        spans: list[tuple[int, int, _Hit]] = [(h.start, h.end, h) for h in self.decoded_hits]
+        for hit in self.carrier_hits + [h for h in self.phrase_hits if not h.whole_sentence]:
+            spans.append((*self.view.to_original(hit.start, hit.end), hit))
+        for passage in self._passages_in_view(layout):
+            hidden = self.view.inside_one_decoded_run(passage.hit.start, passage.hit.end)
+            start, end = (
+                (passage.hit.start, passage.hit.end) if hidden else (passage.start, passage.end)
+            )
+            spans.append((*self.view.to_original(start, end), passage.hit))
+        return _merge(spans)
+
+    def _passages_in_view(self, layout: ProseLayout | None) -> list[_Passage]:
+        view_text, lowered = self.view.text, self.normalized
+        found: list[_Passage] = []
+        candidates = [
+            (h, h.category not in _OVERRIDE_CATEGORIES, "")
+            for h in self.phrase_hits
+            if h.whole_sentence
+        ] + [
+            (_Hit(s.rule_id, s.category, s.start, s.end, True), True, s.opens_block)
+            for s in self.signals
+        ]
+        strong = {(s.start, s.end) for s in self.signals if s.strong}
+        for hit, _, opens in candidates:
+            if layout is not None and layout.is_shown(hit.start):
+                continue
+            is_signal = any(s.start == hit.start and s.end == hit.end for s in self.signals)
+            if not is_signal and shown_not_said(
+                view_text, lowered, hit.start, hit.end, hit.category not in _OVERRIDE_CATEGORIES
+            ):
+                continue
+            start, end = self._extent(hit, opens, layout)
+            weak = is_signal and (hit.start, hit.end) not in strong
+            if weak and not requests_action(lowered, hit.end, end):
+                continue
+            found.append(_Passage(start, end, hit))
+        return found
+
+    def _extent(self, hit: _Hit, opens: str, layout: ProseLayout | None) -> tuple[int, int]:
+        view_text = self.view.text
+        if opens:
+            closed = _block_end(view_text, opens, hit.end)
+            if closed is not None:
+                return hit.start, closed
+        if layout is None:
+            return _clause_start(view_text, hit.start, 0, True), len(view_text)
+        unit_start, unit_end = layout.unit_at(view_text, hit.start)
+        start = _clause_start(view_text, hit.start, unit_start, False)
+        end = max(unit_end, hit.end)
+        for _ in range(_MAX_COLON_CONTINUATIONS):
+            if not view_text[start:end].rstrip().endswith(":"):
+                break
+            following = layout.next_unit(view_text, end)
+            if following is None:
+                break
+            end = following[1]
+        return start, end
+
+
+def _scan_region(
+    text: str, field: bool, tool_names: frozenset[str], findings: _Findings, where: str
+) -> str | None:
+    """The filtered text of one region, or None when nothing was removed or dropped."""
+    region = _Region(text, field, tool_names)
+    if not region.suspicious:
+        return _rebuild(text, [], region.silent) if region.silent else None
+    passages = region.passages()
+    if not passages and not region.silent:
+        return None
+    findings.add(passages, text, where)
+    return _rebuild(text, [(start, end) for start, end, _ in passages], region.silent)
+
+
+def scan_text(text: str, context: FilterContext = NO_FILTER_CONTEXT) -> FilterResult:
+    """Remove suspicious passages from one text; blank text comes back unchanged.
+
+    The whole text is checked first (cheap gates, then the rules); text with no signal at all
+    comes back as it is. Otherwise a JSON, YAML or CSV document is judged field by field and
+    written again in its own format (`_document_shapes`), and anything else as Markdown prose,
+    block by block (`_prose_layout`).
+    """
     if not text.strip():
         return FilterResult(sanitized_text=text)
-    view, silent, hits = _build_view(text)
-    view_hits = _phrase_hits(view.text) + _carrier_hits(view.text)
-    spans: list[tuple[int, int, _Hit]] = [(hit.start, hit.end, hit) for hit in hits]
-    for hit in view_hits:
-        hidden_carrier = view.inside_one_decoded_run(hit.start, hit.end)
-        start, end = view.to_original(hit.start, hit.end)
-        if hit.whole_sentence and not hidden_carrier:
-            start, end = _sentence_around(text, start, end)
-        spans.append((start, end, hit))
-    if not spans:
-        if not silent:
+    tool_names = context.offered_tool_names
+    whole = _Region(text, False, tool_names, gate=True)
+    if not whole.suspicious:
+        if not whole.silent:
             return FilterResult(sanitized_text=text)
-        return FilterResult(sanitized_text=_rebuild(text, [], silent))
-    passages = _merge(spans)
-    findings = tuple(
-        Finding(
-            rule_id=passage_hits[0].rule_id,
-            category=passage_hits[0].category,
-            snippet=_snippet(text[start:end]),
-        )
-        for start, end, passage_hits in passages[:MAX_LISTED_FINDINGS]
+        return FilterResult(sanitized_text=_rebuild(text, [], whole.silent))
+    findings = _Findings()
+
+    def judge(value: str, where: str, depth: int = 0) -> str | None:
+        if not value.strip():
+            return None
+        if depth < _MAX_NESTED_DOCUMENTS and "\n" in value.strip():
+            nested = filter_fields(
+                value, lambda inner, at: judge(inner, f"{where} {at}", depth + 1)
+            )
+            if nested is not None:
+                return None if nested == value else nested
+        return _scan_region(value, True, tool_names, findings, where)
+
+    shaped = filter_fields(text, judge)
+    if shaped is None:
+        passages = _Region(text, False, tool_names).passages()
+        findings.add(passages, text, "")
+        shaped = _rebuild(text, [(start, end) for start, end, _ in passages], whole.silent)
+    return FilterResult(
+        sanitized_text=shaped, findings=tuple(findings.listed), redacted_count=findings.count
     )
-    sanitized = _rebuild(text, [(start, end) for start, end, _ in passages], silent)
-    return FilterResult(sanitized_text=sanitized, findings=findings, redacted_count=len(passages))
 
 
 class StructuralInjectionFilter:
     """The built-in filter: no service needed; runs in-process and never fails on odd input."""
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
-        return [scan_text(text) for text in texts]
+    async def filter_batch(
+        self, texts: Sequence[str], context: FilterContext = NO_FILTER_CONTEXT
+    ) -> Sequence[FilterResult]:
+        return [scan_text(text, context) for text in texts]

@@ -126,6 +126,7 @@ async def test_the_tool_sees_the_chat_of_the_call() -> None:
         ConfidenceLevel.MEDIUM,
     )
     assert context.call_id == "call-1"
+    assert context.offered_tool_names == {tool.definition.function.name}
 
 
 async def test_an_unknown_tool_is_blocked_and_named() -> None:

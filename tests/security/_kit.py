@@ -52,7 +52,7 @@ class RecordingGuard:
         checked = self.checked
 
         class _Recording:
-            async def filter_batch(self, texts: Sequence[str]) -> Any:
+            async def filter_batch(self, texts: Sequence[str], context: object = None) -> Any:
                 checked.extend(texts)
                 return await inner.filter_batch(texts)
 

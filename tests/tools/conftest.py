@@ -82,7 +82,7 @@ def recorded_guard() -> GuardRecorder:
     inner = StructuralInjectionFilter()
 
     class CountingFilter:
-        async def filter_batch(self, texts: Sequence[str]) -> Any:
+        async def filter_batch(self, texts: Sequence[str], context: object = None) -> Any:
             batches.append(len(texts))
             return await inner.filter_batch(texts)
 

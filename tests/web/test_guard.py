@@ -38,7 +38,9 @@ class RecordingFilter:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+    async def filter_batch(
+        self, texts: Sequence[str], context: object = None
+    ) -> Sequence[FilterResult]:
         self.batches.append(list(texts))
         return await StructuralInjectionFilter().filter_batch(texts)
 
@@ -47,12 +49,16 @@ class BrokenFilter:
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+    async def filter_batch(
+        self, texts: Sequence[str], context: object = None
+    ) -> Sequence[FilterResult]:
         raise self.error
 
 
 class ShortFilter:
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+    async def filter_batch(
+        self, texts: Sequence[str], context: object = None
+    ) -> Sequence[FilterResult]:
         return [FilterResult(sanitized_text="") for _ in texts[1:]]
 
 
@@ -170,7 +176,9 @@ async def test_a_scope_reports_failures_and_removals_together_at_its_end() -> No
     class SometimesBroken:
         calls = 0
 
-        async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+        async def filter_batch(
+            self, texts: Sequence[str], context: object = None
+        ) -> Sequence[FilterResult]:
             self.calls += 1
             if self.calls == 1:
                 raise ConnectionError("refused")

@@ -28,7 +28,9 @@ class UppercasingFilter:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
 
-    async def filter_batch(self, texts: Sequence[str]) -> Sequence[FilterResult]:
+    async def filter_batch(
+        self, texts: Sequence[str], context: object = None
+    ) -> Sequence[FilterResult]:
         self.batches.append(list(texts))
         return [FilterResult(sanitized_text=text.upper()) for text in texts]
 

@@ -1,0 +1,375 @@
+"""Signals that a passage addresses the agent reading a tool result, not a human reader.
+
+Indirect injections rarely say "ignore all previous instructions"; they dress a task up as coming
+from the user or the system: an authority tag (`<INFORMATION>`, `[SYSTEM]`, `###(system_message)`),
+a greeting to the model by name ("to you, GPT-4"), a preamble about the task the agent was given
+("before you can solve the task…"), or a request to call one of the chat's own tools by name. A
+human reader of an e-mail, a review or a README has no task, no tools and no model name, so these
+phrases point at the agent. Each signal is:
+
+- **strong**: it alone marks its passage (the phrases above, tool calls by an offered tool's name);
+- **medium**: a marker that readers meet in ordinary text too (`TODO:`, `IMPORTANT!!!`, "new
+  instructions:", "please do the following first"); it marks its passage only when an
+  imperative request to act (send, visit, delete, book, say, …) starts a clause after it in the same
+  passage — a note to a human rarely asks the reader to act right there, an injected task always does.
+
+A signal does not count where the text only quotes or shows it: in inline code, inside double
+quotes on its line, in a Markdown code block or block quote (the caller knows those), or as
+reported speech ("attacks tell the model to ignore previous instructions"). That is what keeps
+security articles, tokenizer vocabularies (`"<|im_start|>": 100264,`) and code samples intact,
+at the price of missing an injection an attacker wraps in quotes or a code block.
+
+All patterns run over the lowercased view of the text (or, for case-sensitive tags, the view
+itself) and are gated by cheap substring checks, so text without any trigger costs a few scans.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from runtime.web._anchored import AnchorIndex
+from runtime.web._anchored import finditer as anchored
+
+_AI_NAME = (
+    r"(?:(?:the\s+)?(?:ai|a\.i\.)(?:\s+(?:language\s+)?(?:model|assistant|agent|system))?"
+    r"|(?:the\s+)?(?:large\s+)?language\s+model|(?:the\s+)?(?:ai\s+)?assistant|(?:the\s+)?agent"
+    r"|(?:the\s+)?chatbot|llms?|chatgpt|gpt[\s-]?[345](?:\.\d)?(?:o|[\s-]turbo)?|claude(?:\s+\d(?:\.\d)?)?"
+    r"|gemini(?:\s+(?:pro|flash|\d(?:\.\d)?))*|llama(?:[\s-]?\d(?:\.\d)?)?|mistral|copilot|command[\s-]r\+?)"
+)
+"""How injections name the model they address (AgentDojo names it after the pipeline's model)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One match of an agent-addressing rule, as offsets into the view it was found in."""
+
+    rule_id: str
+    category: str
+    strong: bool
+    start: int
+    end: int
+    opens_block: str = ""
+    """For an opening authority tag, its lowercased name: the passage runs to its closing tag."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    rule_id: str
+    category: str
+    strong: bool
+    pattern: re.Pattern[str]
+    triggers: tuple[str, ...]
+    """Substrings of the lowercased text one of which every match holds, within `lead`
+    characters of its start: the pattern runs only near them (`_anchored`). None for a pattern
+    that starts with a literal character, which `re` itself finds fast."""
+    case_sensitive: bool = False
+    reported_speech_counts: bool = True
+    """False for imperative phrases, which quoted or reported ("tell the model to …") do not count."""
+    lead: int = 0
+    reach: int = 200
+
+
+def _rule(
+    rule_id: str,
+    category: str,
+    strong: bool,
+    pattern: str,
+    triggers: tuple[str, ...],
+    *,
+    case_sensitive: bool = False,
+    imperative: bool = False,
+    lead: int = 0,
+) -> _Rule:
+    return _Rule(
+        rule_id,
+        category,
+        strong,
+        re.compile(pattern, re.MULTILINE),
+        triggers,
+        case_sensitive,
+        not imperative,
+        lead,
+    )
+
+
+_TAG_NAMES = (
+    r"information|important(?:[_ ]instructions?|[_ ]message)?|instructions?|system(?:[_ ](?:message|"
+    r"prompt|instructions?|note))?|admin(?:istrator)?(?:[_ ](?:message|instructions?|note))?|"
+    r"developer(?:[_ ](?:message|instructions?))?|user[_ ]instructions?|urgent|note[_ ]to[_ ]ai"
+)
+
+_RULES: tuple[_Rule, ...] = (
+    _rule(
+        "authority_tag",
+        "authority_markup",
+        True,
+        rf"<\s*/?\s*(?:{_TAG_NAMES.upper()})\s*>",
+        (),
+        case_sensitive=True,
+    ),
+    _rule(
+        "authority_tag",
+        "authority_markup",
+        True,
+        r"<\s*/?\s*(?:information|important(?:[_ ]instructions?|[_ ]message)?|system[_ ](?:message|"
+        r"prompt|instructions?)|admin[_ ](?:message|instructions?)|user[_ ]instructions?|"
+        r"note[_ ]to[_ ]ai)\s*>",
+        (),
+    ),
+    _rule(
+        "authority_tag",
+        "authority_markup",
+        False,
+        r"<\s*(?:instructions?|system|admin|urgent)\s*>",
+        (),
+    ),
+    _rule(
+        "pseudo_system_header",
+        "authority_markup",
+        True,
+        r"\[\s*(?:SYSTEM(?:\s+(?:MESSAGE|PROMPT|NOTE|OVERRIDE|INSTRUCTIONS?))?|ADMIN(?:ISTRATOR)?"
+        r"(?:\s+(?:MESSAGE|OVERRIDE|NOTE))?|IMPORTANT\s+(?:MESSAGE|INSTRUCTIONS?)|"
+        r"INSTRUCTIONS?(?:\s+FOR\s+(?:THE\s+)?(?:AI|ASSISTANT|AGENT|MODEL))?)\s*\]",
+        (),
+        case_sensitive=True,
+    ),
+    _rule(
+        "pseudo_system_header",
+        "authority_markup",
+        True,
+        r"#{1,6}\s*[(\[]\s*(?:system|admin|developer|assistant)(?:[_ ](?:message|prompt|instructions?))?"
+        r"\s*[)\]]|[(\[]\s*(?:system|admin|developer)[_ ](?:message|prompt|instructions?)\s*[)\]]",
+        ("system", "admin", "developer", "assistant"),
+        lead=12,
+    ),
+    _rule(
+        "pseudo_system_header",
+        "authority_markup",
+        False,
+        r"^[ \t]*(?:system|admin|administrator|developer)(?:[ \t]+(?:message|note|notice|update))?"
+        r"[ \t]*:(?=[ \t]*\S)",
+        ("system", "admin", "developer"),
+        lead=40,
+    ),
+    _rule(
+        "addresses_model",
+        "agent_address",
+        True,
+        rf"\bto\s+you\s*,\s*{_AI_NAME}\b",
+        ("to you",),
+    ),
+    _rule(
+        "addresses_model",
+        "agent_address",
+        True,
+        rf"(?:^|(?<=[.!?:'\"]\s)|(?<=[\n'\"])){_AI_NAME}\s*,\s+(?:please|you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed)))\b",
+        (", please", ", you must", ", you should", ", you need", ", you have to", ", you are"),
+        lead=45,
+    ),
+    _rule(
+        "task_preamble",
+        "agent_address",
+        True,
+        r"\bbefore\s+(?:you\s+(?:can\s+|could\s+|may\s+)?(?:solve|complete|do|finish|answer|continue"
+        r"(?:\s+with)?|proceed\s+with|start|begin|work\s+on|respond\s+to|reply\s+to)|(?:solving|"
+        r"completing|doing|finishing|answering|continuing\s+with|proceeding\s+with|responding\s+to))"
+        r"\s+(?:the|your|this|my|any|the\s+original|the\s+user'?s?)\s+(?:\w+\s+)?(?:task|request|query|assignment)\b"
+        r"|\bthe\s+task\s+(?:that\s+)?i\s+(?:gave|assigned|asked)\s+(?:to\s+)?you\b"
+        r"|\bafter\s+you\s+(?:do|did|have\s+done|complete|finish)\s+(?:that|this|it)\s*,\s*you\s+"
+        r"(?:can|may|should)\s+(?:solve|continue|complete|do|finish|proceed|return)"
+        r"|\binstead\s+of\s+(?:the|your)\s+(?:original\s+|current\s+|user'?s\s+)?(?:task|request)\b",
+        ("before", "task", "after", "instead"),
+        imperative=True,
+        lead=6,
+    ),
+    _rule(
+        "override_previous",
+        "override",
+        True,
+        r"(?<![a-z0-9])(?:ignore|disregard|forget|override|bypass|neglect)\s+(?:(?:all|any|every|the|of|your|my|"
+        r"these|those)\s+){0,3}(?:previous|prior|above|earlier|preceding|former|original|initial|"
+        r"existing|other)\s+[a-z]*(?:struct|prompt|direct|command|order|task|message|rule|guideline|"
+        r"context|request)"
+        r"|\b(?:strictly\s+)?adhere\s+to\s+the\s+following\s+(?:instructions?|commands?|directives?)",
+        ("ignore", "disregard", "forget", "override", "bypass", "neglect", "adhere"),
+        imperative=True,
+    ),
+    _rule(
+        "override_previous",
+        "override",
+        True,
+        r"(?<![a-z])(?:Ignore|IGNORE|Disregard|DISREGARD|Forget|FORGET)\s+(?i:(?:(?:all|any|every|the|"
+        r"your|my)\s+){0,3}(?:previous|prior|above|earlier)\s+[a-z]*(?:struct|prompt|task|rule))",
+        ("ignore", "disregard", "forget"),
+        case_sensitive=True,
+        imperative=True,
+    ),
+    _rule(
+        "todo_marker",
+        "task_injection",
+        False,
+        r"(?<![a-z])TODO\s*:",
+        ("todo",),
+        case_sensitive=True,
+    ),
+    _rule(
+        "todo_marker",
+        "task_injection",
+        False,
+        r"(?<![\w-])todo\s*:",
+        ("todo",),
+    ),
+    _rule(
+        "new_instructions",
+        "task_injection",
+        False,
+        r"\b(?:new|updated|revised|additional|important|urgent)\s+(?:instructions?|tasks?|orders?|"
+        r"directives?)\s*[:!]"
+        r"|\bimportant\s*!{2,}|\burgent\s*!{2,}"
+        r"|\b(?:please\s+)?do\s+the\s+following\s+(?:first|now|immediately|instead)\s*:",
+        ("instruction", "task", "order", "directive", "important", "urgent", "following"),
+        lead=16,
+    ),
+    _rule(
+        "follow_instructions",
+        "task_injection",
+        False,
+        r"\b(?:follow|obey|execute|carry\s+out)\s+(?:only\s+)?(?:the|these)\s+(?:following|new|hidden)"
+        r"\s+(?:instructions?|commands?|directives?|orders?)",
+        ("follow", "obey", "execute", "carry"),
+        imperative=True,
+    ),
+)
+
+_ACTION = re.compile(
+    r"(?:^|(?<=[.!?:;]\s)|(?<=[.!?:;]\s\s)|(?<=\n)|(?<=[:'\"]))[ \t]*(?:please\s+|kindly\s+|now\s*,?\s+|then\s*,?\s+|"
+    r"first\s*,?\s+|immediately\s+|you\s+(?:should|must|need\s+to|have\s+to|will)\s+)?"
+    r"(?:send|e-?mail|forward|post|upload|share|transfer|wire|pay|export|visit|open|fetch|browse|"
+    r"download|click|go\s+to|navigate\s+to|delete|remove|erase|invite|change|reset|modify|update|"
+    r"make|book|reserve|create|schedule|say|tell|reply|respond|get|find|concatenate|summari[sz]e|"
+    r"grant|give|buy|order|purchase|run|execute|call|use|insert|include|append|write|print|output)\b",
+    re.MULTILINE,
+)
+"""A clause that starts with a request to act: what turns a medium marker into a finding."""
+
+_TOOL_VERB = re.compile(r"\b(?:use|call|invoke|run|execute|trigger|using|calling)\b[^.\n]{0,60}$")
+_TOOL_CONTEXT = re.compile(
+    r"^[`'\"]?\s*(?:\(|tool\b|function\b|with\b[^.\n]{0,40}\b(?:arguments?|parameters?|args)\b)"
+)
+
+_REPORTED = re.compile(
+    r"(?:\bto|\blike|\bas|\bsays?|\bsaid|\bsaying|\bsuch\s+as|\be\.g\.,?|\bi\.e\.,?|\breads?|"
+    r"\bwhether|\bcan|\bcould|\bmight|\bwould|\bphrases?|\bnot)\s*$"
+)
+
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_DOUBLE_QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|“[^”\n]{0,200}”|«[^»\n]{0,200}»")
+"""A quotation: a long double-quoted run is data (a string in a record), not a quoted phrase."""
+
+
+@lru_cache(maxsize=64)
+def _tool_name_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
+    usable = sorted((name.lower() for name in names if len(name) >= 3), key=len, reverse=True)
+    if not usable:
+        return None
+    return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, usable))})(?![\w-])")
+
+
+def _quoted_spans(line: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _INLINE_CODE.finditer(line)] + [
+        m.span() for m in _DOUBLE_QUOTED.finditer(line)
+    ]
+
+
+_COMMENT_PREFIX = re.compile(r"(?:#|//|/\*|\*|--|;|<!--|\bnote\b|\bfixme\b)[ \t]*$")
+
+
+def _in_code_comment(lowered: str, start: int) -> bool:
+    """A `# TODO:` or `// IMPORTANT!!!` is a programmer's note in code, not a task for the agent."""
+    line_start = lowered.rfind("\n", 0, start) + 1
+    return _COMMENT_PREFIX.search(lowered, line_start, start) is not None
+
+
+def _line_bounds(text: str, position: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    return start, len(text) if end < 0 else end
+
+
+def shown_not_said(view: str, lowered: str, start: int, end: int, reported_counts: bool) -> bool:
+    """Whether the match is quoted on its line (inline code, double quotes) or reported speech."""
+    line_start, line_end = _line_bounds(view, start)
+    if (
+        "`" in view[line_start:line_end]
+        or '"' in view[line_start:line_end]
+        or any(q in view[line_start:line_end] for q in "“«")
+    ):
+        relative_start, relative_end = start - line_start, end - line_start
+        for quote_start, quote_end in _quoted_spans(view[line_start:line_end]):
+            if quote_start < relative_end and relative_start < quote_end:
+                return True
+    if reported_counts:
+        return False
+    return _REPORTED.search(lowered, max(0, start - 24), start) is not None
+
+
+def find_signals(
+    view: str,
+    lowered: str,
+    index: AnchorIndex,
+    tool_names: frozenset[str] = frozenset(),
+    *,
+    shown_too: bool = False,
+) -> list[Signal]:
+    """Every agent-addressing signal in the text that is said, not shown (see the module doc);
+    with `shown_too`, quoted ones as well (a JSON document quotes every field)."""
+    signals: list[Signal] = []
+    for rule in _RULES:
+        subject = view if rule.case_sensitive else lowered
+        for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach):
+            start, end = match.span()
+            if not rule.strong and _in_code_comment(lowered, start):
+                continue
+            if not shown_too and shown_not_said(
+                view, lowered, start, end, rule.reported_speech_counts
+            ):
+                continue
+            opens = ""
+            if rule.rule_id == "authority_tag" and not match.group(0).replace(" ", "").startswith(
+                "</"
+            ):
+                opens = match.group(0).strip("<> \t").lower()
+            signals.append(Signal(rule.rule_id, rule.category, rule.strong, start, end, opens))
+    signals.extend(_tool_call_signals(view, lowered, index, tool_names, shown_too))
+    return signals
+
+
+def _tool_call_signals(
+    view: str, lowered: str, index: AnchorIndex, tool_names: frozenset[str], shown_too: bool
+) -> list[Signal]:
+    """A request to call one of the chat's own tools by name: the name, after a verb of calling,
+    followed by an argument list or the words tool/function/arguments."""
+    pattern = _tool_name_pattern(tool_names) if tool_names else None
+    if pattern is None:
+        return []
+    names = tuple(name.lower() for name in tool_names)
+    longest = max(len(name) for name in names)
+    signals: list[Signal] = []
+    for match in anchored(pattern, lowered, index, names, 0, longest + 1):
+        start, end = match.span()
+        line_start = lowered.rfind("\n", 0, start) + 1
+        before = _TOOL_VERB.search(lowered, max(line_start, start - 80), start)
+        if before is None or _TOOL_CONTEXT.search(lowered[end : end + 80]) is None:
+            continue
+        verb = before.start()
+        if not shown_too and shown_not_said(view, lowered, verb, verb + 1, False):
+            continue
+        signals.append(Signal("calls_offered_tool", "tool_call", True, before.start(), end))
+    return signals
+
+
+def requests_action(lowered: str, start: int, end: int) -> bool:
+    """Whether a clause between start and end begins with a request to act (see `_ACTION`)."""
+    return _ACTION.search(lowered, start, end) is not None
