@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     )
     from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
     from runtime.mcp_gateway import GatewayCall, McpGateway
+    from runtime.mcp_listing import current_mcp_listings
     from runtime.messages import (
         ChatMessage,
         RequestedCall,
@@ -126,6 +127,7 @@ _LAZY: dict[str, str] = {
     "McpServerError": "runtime.mcp",
     "McpSessions": "runtime.mcp",
     "McpGateway": "runtime.mcp_gateway",
+    "current_mcp_listings": "runtime.mcp_listing",
     "GatewayCall": "runtime.mcp_gateway",
     "ExecutableTool": "runtime.execution",
     "ToolExecutionBlocked": "runtime.execution",
@@ -240,6 +242,7 @@ __all__ = [
     "Usage",
     "builtin_executable_tools",
     "create_client",
+    "current_mcp_listings",
     "guard_of",
     "missing_members",
     "open_chat_store",

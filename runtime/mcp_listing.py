@@ -36,10 +36,10 @@ from runtime.mcp import DEFAULT_LISTING_TTL_SECONDS, McpSessions
 if TYPE_CHECKING:
     from policy import Policy
 
-__all__ = ["current_listings", "list_servers", "sessions_for"]
+__all__ = ["current_mcp_listings", "list_servers", "sessions_for"]
 
 
-async def current_listings(
+async def current_mcp_listings(
     servers: Sequence[McpServerConfig],
     *,
     state_dir: Path | None = None,
@@ -80,9 +80,9 @@ def list_servers(
     offline: bool = False,
     known: Mapping[str, McpServerListing] | None = None,
 ) -> dict[str, McpServerListing]:
-    """`current_listings` for a caller without an event loop of its own (a command, or a
+    """`current_mcp_listings` for a caller without an event loop of its own (a command, or a
     reload on a worker thread); from inside a running loop it runs on a thread of its own."""
-    listing = current_listings(servers, state_dir=state_dir, offline=offline, known=known)
+    listing = current_mcp_listings(servers, state_dir=state_dir, offline=offline, known=known)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
