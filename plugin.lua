@@ -128,6 +128,24 @@ CONFIG["SETTINGS"] = {}
 -- CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent"] = { ["CHAT"] = { "web_search", "read_web_page" } }
 -- CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent.AllowUserOverride"] = true
 
+-- DataTools.InjectionFilter — Which filter removes prompt injections from what tools bring in:
+-- the built-in STRUCTURAL rules, or MODEL — the self-hosted model named by
+-- DataTools.InjectionFilterProviderId, with the structural rules standing in whenever it does
+-- not answer in time or answers something unreadable. A mistake (no such provider, one that is
+-- not self-hosted) is an error and leaves STRUCTURAL in force. Honored only from organization
+-- plugins; always locked.
+-- Allowed values: STRUCTURAL, MODEL.
+-- Default: STRUCTURAL.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.InjectionFilter"] = "MODEL"
+
+-- DataTools.InjectionFilterProviderId — The Id of the CONFIG["LLM_PROVIDERS"] entry whose
+-- model the MODEL injection filter asks: a SELF_HOSTED entry (e.g. a local vLLM or Ollama) or
+-- one listed in DataSourceSecuritySettings.TrustedProviderIds, since every text a tool brings
+-- in is sent to it. Honored only from organization plugins; always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.InjectionFilterProviderId"] = "00000000-0000-0000-0000-000000000001"
+
 -- DataConfidence.ConfidenceScheme — Which table maps a provider kind to its confidence level.
 -- Allowed values: TRUST_ALL, TRUST_USA_EUROPE, TRUST_USA, TRUST_EUROPE, TRUST_ASIA,
 -- LOCAL_TRUST_ONLY, CUSTOM.

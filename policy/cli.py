@@ -450,6 +450,7 @@ def explain(
         build_matrix,
         decision_document,
         decision_text,
+        injection_filter_document,
         matrix_report,
         matrix_table,
         mcp_servers_table,
@@ -478,6 +479,7 @@ def explain(
             if policy.configuration.mcp_servers:
                 _print("\nMCP servers (their tools are rows above when listed):\n")
                 _print(render_table(*mcp_servers_table(policy)))
+            _print(f"\nPrompt-injection filter: {injection_filter_document(policy)['summary']}")
         else:
             _print(render_document(matrix_report(policy, matrix), output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())

@@ -47,6 +47,20 @@ _R = ToolOfferBlockReason
 TRUSTED_PROVIDER_IDS = "DataSourceSecuritySettings.TrustedProviderIds"
 
 
+def is_trusted_provider(
+    configuration: PolicyConfiguration, provider: ProviderConfig | None
+) -> bool:
+    """In `DataSourceSecuritySettings.TrustedProviderIds` (case-insensitive): counts as
+    self-hosted for data security, never as confidence. The one rule the decider and the
+    injection filter's provider check ask."""
+    if provider is None:
+        return False
+    setting = configuration.setting(TRUSTED_PROVIDER_IDS)
+    value = setting.value if setting is not None else ()
+    ids = (value,) if isinstance(value, str) else tuple(value or ())
+    return provider.id.casefold() in {str(i).casefold() for i in ids}
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderFacts:
     """What a decision needs about one provider."""
@@ -297,12 +311,7 @@ class OfferDecider:
     def is_trusted_provider(self, provider: ProviderConfig | None) -> bool:
         """In `DataSourceSecuritySettings.TrustedProviderIds` (case-insensitive). Counts only for
         data-source security, never as confidence."""
-        if provider is None:
-            return False
-        setting = self.configuration.setting(TRUSTED_PROVIDER_IDS)
-        value = setting.value if setting is not None else ()
-        ids = (value,) if isinstance(value, str) else tuple(value or ())
-        return provider.id.casefold() in {str(i).casefold() for i in ids}
+        return is_trusted_provider(self.configuration, provider)
 
     def provider_confidence(self, provider: ProviderConfig | None) -> ConfidenceLevel:
         return self.provider_facts(provider).confidence

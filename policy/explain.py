@@ -268,6 +268,28 @@ def _cell(decision: OfferDecision) -> str:
     return "offered" if decision.reason is ToolOfferBlockReason.NONE else decision.reason.value
 
 
+# --- the prompt-injection filter ---------------------------------------------------------------
+
+
+def injection_filter_document(policy: Policy) -> dict[str, Any]:
+    """The filter in force (`DataTools.InjectionFilter`), the provider it asks, and why a
+    configured MODEL filter is not in force."""
+    from policy.injection_filter import injection_filter_choice
+
+    choice = injection_filter_choice(policy.configuration)
+    return {
+        "in_force": choice.kind.value,
+        "configured": choice.configured.value,
+        "provider": (
+            {"id": choice.provider.id, "name": choice.provider.name, "model": choice.provider.model}
+            if choice.provider is not None
+            else None
+        ),
+        "problem": choice.problem,
+        "summary": choice.summary,
+    }
+
+
 # --- MCP servers ------------------------------------------------------------------------------
 
 
@@ -293,8 +315,12 @@ def mcp_servers_document(policy: Policy) -> list[dict[str, Any]]:
 
 def matrix_report(policy: Policy, matrix: Matrix) -> dict[str, Any]:
     """The JSON contract of `policy explain --all` (and the web page's `/api/decisions`): the
-    matrix and every configured MCP server's row."""
-    return {**matrix_document(matrix), "mcp_servers": mcp_servers_document(policy)}
+    matrix, every configured MCP server's row and the prompt-injection filter in force."""
+    return {
+        **matrix_document(matrix),
+        "mcp_servers": mcp_servers_document(policy),
+        "injection_filter": injection_filter_document(policy),
+    }
 
 
 def mcp_servers_table(policy: Policy) -> tuple[list[str], list[list[str]]]:

@@ -27,7 +27,7 @@ from policy.resolve import (
 from policy.secrets import is_encrypted
 from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
 from policy.suggest import HintBudget
-from policy.vocabulary import ProviderKind, ToolActivation
+from policy.vocabulary import InjectionFilterKind, ProviderKind, ToolActivation
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -486,7 +486,30 @@ def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
             )
 
 
+def _injection_filter(c: _Context) -> Iterable[Finding]:
+    """MODEL asked for but not in force is an error: the administrator believes a model checks
+    every text while the structural rules do (they stay in force: it fails closed)."""
+    from policy.injection_filter import FILTER_KEY, PROVIDER_KEY, injection_filter_choice
+
+    choice = injection_filter_choice(c.configuration)
+    if choice.problem:
+        yield Finding(
+            Severity.ERROR,
+            "injection-filter-not-in-force",
+            f'CONFIG["SETTINGS"]["{FILTER_KEY}"] = "MODEL" is not in force: {choice.problem}; '
+            "the STRUCTURAL filter stays on",
+            choice.location,
+        )
+    elif choice.configured is InjectionFilterKind.STRUCTURAL and c.setting(PROVIDER_KEY):
+        yield _warning(
+            "no-effect",
+            f'{PROVIDER_KEY} has no effect while {FILTER_KEY} is STRUCTURAL (set it to "MODEL")',
+            c.where(PROVIDER_KEY),
+        )
+
+
 _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
+    _injection_filter,
     _unknown_tool_ids,
     _unknown_datatools_keys,
     _tool_setting_values,

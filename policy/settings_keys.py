@@ -24,6 +24,7 @@ from policy.vocabulary import (
     PROVIDER_KIND_NAMES,
     ConfidenceScheme,
     DataSourceRetrievalMode,
+    InjectionFilterKind,
     OutboundDataRestriction,
 )
 
@@ -147,6 +148,32 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         "Per component name, the tool ids selected by default.",
         key_choices=_COMPONENTS,
         example='{ ["CHAT"] = { "web_search", "read_web_page" } }',
+    ),
+    SettingKey(
+        "DataTools.InjectionFilter",
+        SettingKind.ENUM,
+        "Which filter removes prompt injections from what tools bring in: the built-in "
+        "STRUCTURAL rules, or MODEL — the self-hosted model named by "
+        "DataTools.InjectionFilterProviderId, with the structural rules standing in whenever it "
+        "does not answer in time or answers something unreadable. A mistake (no such provider, "
+        "one that is not self-hosted) is an error and leaves STRUCTURAL in force. Honored only "
+        "from organization plugins; always locked.",
+        choices=_names(InjectionFilterKind),
+        default=InjectionFilterKind.STRUCTURAL.value,
+        honors_user_override=False,
+        organization_only=True,
+        example='"MODEL"',
+    ),
+    SettingKey(
+        "DataTools.InjectionFilterProviderId",
+        SettingKind.STRING,
+        'The Id of the CONFIG["LLM_PROVIDERS"] entry whose model the MODEL injection filter '
+        "asks: a SELF_HOSTED entry (e.g. a local vLLM or Ollama) or one listed in "
+        "DataSourceSecuritySettings.TrustedProviderIds, since every text a tool brings in is sent "
+        "to it. Honored only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        example='"00000000-0000-0000-0000-000000000001"',
     ),
     SettingKey(
         "DataConfidence.ConfidenceScheme",

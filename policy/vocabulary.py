@@ -265,6 +265,16 @@ class DataSourceRetrievalMode(StrEnum):
     EVERY_MESSAGE = "EVERY_MESSAGE"
 
 
+class InjectionFilterKind(StrEnum):
+    """Which filter the prompt-injection guard asks (`DataTools.InjectionFilter`)."""
+
+    STRUCTURAL = "STRUCTURAL"
+    """The built-in rules (`runtime.web.injection_filter`): no network, always available."""
+    MODEL = "MODEL"
+    """A self-hosted model the organization names marks injected passages; the structural
+    filter stands in whenever it cannot answer in time or answers something unreadable."""
+
+
 class FreeAddressChoice(StrEnum):
     """Whether read_web_page may read addresses the model chose itself."""
 

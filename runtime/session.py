@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from runtime.messages import ChatMessage
     from runtime.providers.client import ProviderClient
     from runtime.providers.hosts import WireApi
+    from runtime.web.guard import PromptInjectionGuard
+    from runtime.web.guard_model import ModelInjectionFilter
 
 _log = logging.getLogger(__name__)
 
@@ -100,6 +102,7 @@ class ChatRuntime:
         "_mailbox_name",
         "_mcp",
         "_mcp_version",
+        "_model_filter",
         "_services",
         "_settings",
         "_tracer_provider",
@@ -141,6 +144,7 @@ class ChatRuntime:
             from runtime.mcp import McpSessions
 
             self._mcp = McpSessions(servers)
+        self._model_filter: ModelInjectionFilter | None = None
         self._services = self._shared_services(app_services)
 
     async def __aenter__(self) -> ChatRuntime:
@@ -154,6 +158,8 @@ class ChatRuntime:
         decision records still queued."""
         if self._mcp is not None:
             await self._mcp.aclose()
+        if self._model_filter is not None:
+            await self._model_filter.aclose()
         await self.flush_decision_log()
 
     async def flush_decision_log(self, timeout: float = 10.0) -> bool:
@@ -195,7 +201,33 @@ class ChatRuntime:
             or self.policy.registry.request_extras.wiki_base_url,
             data_sources=services.data_sources or self._data_sources,
             mcp_sessions=services.mcp_sessions or self._mcp,
+            guard=services.guard or self._configured_guard(),
         )
+
+    def _configured_guard(self) -> PromptInjectionGuard | None:
+        """The guard over the MODEL filter when the organization put one in force
+        (`DataTools.InjectionFilter`); None leaves the built-in structural one. A provider entry
+        that cannot be called is logged and leaves the structural filter (it fails closed)."""
+        from policy.injection_filter import injection_filter_choice
+
+        provider = injection_filter_choice(self.policy.configuration).provider
+        if provider is None:
+            return None
+        from runtime.providers import ProviderError
+        from runtime.web.guard import PromptInjectionGuard
+        from runtime.web.guard_model import ModelInjectionFilter
+
+        try:
+            self._model_filter = ModelInjectionFilter.for_provider(provider)
+        except ProviderError as error:
+            _log.error(
+                "The injection filter model of %s cannot be called (%s); the structural filter "
+                "checks tool results instead.",
+                provider.name or provider.id,
+                error,
+            )
+            return None
+        return PromptInjectionGuard(self._model_filter)
 
     def _tool_settings(self, tool_id: str) -> Mapping[str, str]:
         """A tool's resolved setting values, worked out once per configuration."""
