@@ -135,6 +135,9 @@ async def test_the_model_named_in_plugin_lua_filters_an_app_tools_result_and_the
     asked = server.bodies[1]
     assert asked["model"] == "guard-7b"
     assert asked["messages"][0]["content"] == INSTRUCTIONS
+    sent = json.loads(asked["messages"][1]["content"])
+    assert sent["agent_tools"] == ["tickets"]  # it knows a text naming them addresses the agent
+    assert sent["texts"] == [{"index": 0, "text": f"Ticket 7: the printer is broken. {INJECTED}"}]
     assert _tool_message(server, 2) == f"Ticket 7: the printer is broken. {REMOVAL_MARKER}"
     assert [(h.kind, h.tool_id, h.call_id) for h in chat.holdings] == [
         (HoldingKind.INJECTION_SEEN, "tickets", "call_7")

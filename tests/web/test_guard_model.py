@@ -88,7 +88,8 @@ async def test_the_passages_the_model_marks_are_cut_from_the_original_texts_in_o
     system, user = request["messages"]
     assert system == {"role": "system", "content": INSTRUCTIONS}
     assert json.loads(user["content"]) == {
-        "texts": [{"index": i, "text": text} for i, text in enumerate(TEXTS)]
+        "agent_tools": [],
+        "texts": [{"index": i, "text": text} for i, text in enumerate(TEXTS)],
     }
 
 
