@@ -122,7 +122,7 @@ def evidence_text(evidence: Evidence) -> str:
     document = terminal_document(evidence_document(evidence))
     parts = [str(document.get("key") or "")]
     if "value" in document:
-        parts.append(f"= {_value_text(document['value'])}")
+        parts.append(f"= {value_text(document['value'])}")
     where = [str(document["source"])] if document.get("source") else []
     origin = document.get("origin")
     if isinstance(origin, dict):
@@ -140,7 +140,10 @@ def _location_text(location: Any) -> str:
     return f"{location['file']}:{line}" if line else str(location["file"])
 
 
-def _value_text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A configured value as an administrator writes it, in Lua/JSON notation: `true`, `42`,
+    `{"chat": true}`, `""` for an empty text, `(not set)` for none; other text as it is.
+    `policy explain` prints evidence so, and `policy serve`'s pages show every value so."""
     if value is None:
         return "(not set)"
     if isinstance(value, str):

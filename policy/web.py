@@ -109,13 +109,14 @@ def build_app(
     read it). A failure no page expects is logged in one line (with its traceback only with
     `debug`) and answered with a 500 that names its type.
     """
-    from policy.explain import decision_document
+    from policy.explain import decision_document, value_text
 
     paths = paths or ConfigurationPaths()
     templates = _DocumentTemplates(
         loader=FileSystemLoader(_TEMPLATES),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
+    templates.filters["value"] = value_text
     current: list[Snapshot] = []
     deliveries = Deliveries(paths.state_dir)
 

@@ -16,7 +16,7 @@ from policy.web_documents import ConfigurationPaths, finding_document
 
 if TYPE_CHECKING:
     from policy import Policy
-    from policy.configuration import ProviderConfig, UserSettings
+    from policy.configuration import Finding, ProviderConfig, UserSettings
 
 __all__ = ["WhatIfError", "diff", "form_list", "simulate"]
 
@@ -137,10 +137,21 @@ def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], l
     document = matrix_report(decided, matrix)
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message
-        for f in decided.findings
-        if f not in policy.findings
+        for f in _said_only_for(decided, policy)
     ]
     return document, notes
+
+
+def _said_only_for(decided: Policy, policy: Policy) -> list[Finding]:
+    """What `policy check` says of the what-if's user settings and not of those in force: a
+    setting a lock overrides, a tool or setting name that does not exist (the entry has no
+    effect)."""
+    if decided is policy:
+        return []
+    from policy.lint import check_findings
+
+    in_force = set(check_findings(policy))
+    return [f for f in check_findings(decided) if f not in in_force]
 
 
 def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path) -> Policy:

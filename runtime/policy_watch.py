@@ -372,11 +372,10 @@ class PolicyWatcher:
                 policy.configuration.fails_closed
                 and not self._runtime.policy.configuration.fails_closed
             ):
-                broken = ", ".join(
-                    str(b.plugin_name or b.path)
-                    for b in policy.configuration.broken_organization_plugins
+                broken = "; ".join(
+                    b.message for b in policy.configuration.broken_organization_plugins
                 )
-                return self._kept(old, new, f"an organization plugin does not load ({broken})")
+                return self._kept(old, new, f"an organization plugin does not load: {broken}")
             try:
                 runtime = self._build(policy)
             except Exception as error:  # an app's `build` (its tools, its services) failed

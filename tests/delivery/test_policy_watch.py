@@ -104,7 +104,7 @@ async def test_a_plugin_that_stops_loading_keeps_the_last_good_policy(
     with caplog.at_level(logging.ERROR, logger="runtime.policy_watch"):
         result = await watcher.reload()
     assert not result.swapped and result.error is not None
-    assert "organization plugin does not load" in result.error
+    assert f"organization plugin does not load: {folder / 'plugin.lua'}:1: " in result.error
     assert watcher.runtime is before and watcher.revision == result.old_revision
     assert _disabled(watcher) == ("web_search",)
     assert "keeping configuration revision" in caplog.text

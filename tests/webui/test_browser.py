@@ -42,6 +42,23 @@ FLAGS = (
 )
 
 
+WIDE_PROVIDERS = "".join(
+    f"""
+CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {{
+    ["Id"] = "00000000-0000-4000-8000-00000000000{n}",
+    ["InstanceName"] = "CloudProductionEndpointWithoutAnySpaceOrHyphenNumber{n}",
+    ["UsedLLMProvider"] = "OPEN_AI",
+    ["Host"] = "NONE",
+    ["Hostname"] = "",
+    ["Model"] = {{ ["Id"] = "gpt-4.1-mini-{n}", ["DisplayName"] = "GPT-4.1 mini" }},
+    ["AllowUserProvidedAPIKey"] = true,
+}}
+"""
+    for n in range(6)
+)
+"""Six more providers with long names that have no space: the matrix is wider than the window."""
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
@@ -67,6 +84,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     starts it (its own process; the address it prints first is where it answers)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         organization = hostile_organization(tmp_path_factory.mktemp("org"), monkeypatch)
+        base = organization / "base" / "plugin.lua"
+        base.write_text(base.read_text() + WIDE_PROVIDERS)
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -150,6 +169,55 @@ def test_each_page_loads_in_chromium(
     _screenshot(browser, heading.lower().replace(" ", "-"))
 
 
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/settings?unset=1",
+        "/decisions",
+        "/decisions?component=APP_SETTINGS",
+        "/simulate",
+        "/diff",
+    ],
+)
+def test_wide_tables_wrap_within_the_window(
+    browser: WebDriver, served: RunningApp, path: str, width: int
+) -> None:
+    """Long values (plugin paths, setting keys, URLs, many providers) wrap inside their cells:
+    the page never scrolls sideways."""
+    browser.set_window_size(width, 900)
+    try:
+        browser.get(served.url(path))
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if width == 800:
+            _screenshot(browser, f"narrow{path.replace('/', '-').replace('?', '-')}")
+        assert overflow == 0
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_values_are_shown_in_lua_notation(browser: WebDriver, served: RunningApp) -> None:
+    browser.get(served.url("/settings?unset=1"))
+    keys = {
+        row.find_elements(By.TAG_NAME, "td")[0].text: row.find_elements(By.TAG_NAME, "td")[1].text
+        for row in browser.find_elements(By.CSS_SELECTOR, "#settings-keys tr")[1:]
+    }
+    assert keys["DataTools.EnableTools"] == "true"
+    shown = browser.find_element(By.TAG_NAME, "main").text
+    assert "True" not in shown and "False" not in shown and "None" not in shown
+    assert "(not set)" in shown
+    browser.get(served.url("/decisions"))
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "#matrix td a"))
+    evidence = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#checks li.evidence")]
+    assert "DataTools.EnableTools = true (locked by organization)" in "\n".join(evidence)
+    assert any(e.startswith('visible_in = {"chat": true') for e in evidence), evidence
+    shown = browser.find_element(By.TAG_NAME, "main").text
+    assert "True" not in shown and "None" not in shown and "'chat'" not in shown
+
+
 def test_a_hostile_plugin_value_is_shown_as_text(browser: WebDriver, served: RunningApp) -> None:
     browser.get(served.url("/"))
     names = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "#providers td")]
@@ -212,7 +280,7 @@ def test_the_component_form_and_reload_button(browser: WebDriver, served: Runnin
 
 def _not_set(browser: WebDriver) -> list[str]:
     cells = browser.find_elements(By.CSS_SELECTOR, "table.settings td span.unset")
-    return [cell.text for cell in cells if cell.text.startswith("not set")]
+    return [cell.text for cell in cells if cell.text.startswith("(not set)")]
 
 
 def test_the_settings_filters(browser: WebDriver, served: RunningApp) -> None:
@@ -255,6 +323,24 @@ def test_the_simulate_form_decides_a_what_if(browser: WebDriver, served: Running
         "choose a configured provider or a provider kind"
         in browser.find_element(By.ID, "error").text
     )
+
+
+def test_the_simulate_placeholder_submitted_as_is_decides(
+    browser: WebDriver, served: RunningApp
+) -> None:
+    browser.get(served.url("/simulate"))
+    pasted = browser.find_element(By.NAME, "user_settings_yaml")
+    example = pasted.get_attribute("placeholder") or ""
+    assert "web_search" in example
+    pasted.send_keys(example)
+    browser.find_element(
+        By.CSS_SELECTOR, "select[name=provider_kind] option[value=OPEN_AI]"
+    ).click()
+    _submit(browser, browser.find_element(By.ID, "simulate-run"))
+    assert browser.find_elements(By.ID, "error") == []
+    assert browser.find_elements(By.ID, "notes") == []
+    assert browser.find_element(By.ID, "user-settings").text == "User settings: pasted."
+    assert browser.find_elements(By.CSS_SELECTOR, "#simulated tr")
 
 
 def test_the_diff_form_shows_what_flips(browser: WebDriver, served: RunningApp) -> None:

@@ -6,6 +6,7 @@ refusal of a non-loopback host without a token and `--port 0` printing the port 
 from __future__ import annotations
 
 import base64
+import html
 import os
 import re
 import subprocess
@@ -31,6 +32,7 @@ from policy.explain import (
     ordered_tool_ids,
     settings_document,
 )
+from policy.lint import check_findings
 from policy.secrets import encrypt
 from policy.vocabulary import Component, ProviderKind
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
@@ -372,6 +374,74 @@ def test_simulate_reads_a_user_settings_file(
     ).json()
     assert answer["decisions"][0]["reason"] == "NOT_CONFIGURED"
     assert settings.read_text() == BAD_MAX_RESULTS
+
+
+def _placeholder(page: str) -> str:
+    found = re.search(r'<textarea name="user_settings_yaml"[^>]*placeholder="([^"]*)"', page)
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+def test_the_simulate_placeholder_is_user_settings_accepted_as_is(
+    served: RunningApp, organization: Path, tmp_path: Path
+) -> None:
+    example = _placeholder(httpx.get(served.url("/simulate")).text)
+    assert example.startswith("tools:\n  settings:\n")
+    page = httpx.post(
+        served.url("/simulate"),
+        data={"provider": _vllm(organization), "user_settings_yaml": example},
+    )
+    assert page.status_code == 200 and 'id="simulated"' in page.text
+    assert 'id="error"' not in page.text and 'id="notes"' not in page.text
+    settings = tmp_path / "example.yaml"
+    settings.write_text(example)
+    findings = check_findings(load_policy([organization], user_settings=settings))
+    assert [f for f in findings if f.location and f.location.file == str(settings)] == []
+
+
+def test_simulate_notes_a_user_setting_that_has_no_effect(
+    served: RunningApp, organization: Path
+) -> None:
+    mistyped = "tools:\n  settings:\n    web_search:\n      defaultLanguag: de-DE\n"
+    page = httpx.post(
+        served.url("/simulate"),
+        data={"provider": _vllm(organization), "user_settings_yaml": mistyped},
+    )
+    assert page.status_code == 200
+    notes = re.search(r'<ul id="notes">(.*?)</ul>', page.text, re.S)
+    assert notes is not None
+    assert "pasted user settings:4: tools.settings.web_search.defaultLanguag" in notes.group(1)
+    assert "did you mean" in notes.group(1) and "defaultLanguage" in notes.group(1)
+
+
+def test_pages_show_values_in_lua_notation(served: RunningApp, organization: Path) -> None:
+    settings = httpx.get(served.url("/settings?unset=1")).text
+    assert "<code>true</code>" in settings and "(not set)" in settings
+    openai = next(p.id for p in load_policy([organization]).providers if p.kind.value == "OPEN_AI")
+    query = {"tool": "read_web_page", "provider": openai, "component": "CHAT"}
+    decision = httpx.get(served.url("/decision"), params=query).text
+    assert "<code>true</code>" in decision
+    assert "<code>{&#34;chat&#34;: true, &#34;assistants&#34;: true}</code>" in decision
+    assert "<code>(not set)</code>" in decision
+    for page in (settings, decision):
+        for python in ("True", "False", "None", "{&#39;"):
+            assert f"<code>{python}" not in page, python
+
+
+def test_the_reload_banner_shows_the_lua_error_with_file_and_line(
+    served: RunningApp, organization: Path
+) -> None:
+    department = organization / "department" / "plugin.lua"
+    lines = department.read_text().splitlines()
+    lines.insert(3, "local broken = = 1")
+    department.write_text("\n".join(lines) + "\n")
+    page = httpx.post(served.url("/reload"), follow_redirects=True)
+    banner = re.search(r'<span id="last-change"[^>]*>(.*?)</span>', page.text, re.S)
+    assert banner is not None
+    assert "was not applied" in banner.group(1)
+    assert f"{department}:4: the plugin could not be run: unexpected symbol near" in html.unescape(
+        banner.group(1)
+    )
 
 
 # --- diff ---------------------------------------------------------------------------------------
