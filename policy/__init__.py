@@ -299,7 +299,8 @@ def load_policy(
     names the file and line). `tools` replaces discovery (an embedding app passing its own);
     `extra_tools` are registered next to the discovered ones (`policy --tools-file`).
     With `state_dir`, the configurations `policy fetch` put in force there load first, as
-    organization plugins, and the tools of the configuration's MCP servers come from their last
+    organization plugins (one whose copy is damaged fails closed: its last-known-good copy, else
+    every tool switched off), and the tools of the configuration's MCP servers come from their last
     listings cached there (`mcp_listings`, by server id, replaces the cache; `mcp_listing_dir`
     reads it from another folder, as the other side of `policy diff` does; the runtime lists
     servers live, see `runtime.McpSessions`). `executable_tools=False` suits a caller that
@@ -310,14 +311,18 @@ def load_policy(
     from policy.user_settings import ignored_user_settings, load_user_settings
 
     organization = [Path(p) for p in org]
+    unreadable: list[tuple[Path, str, str]] = []
     if state_dir is not None:
-        from policy.config_sources import delivered_roots
+        from policy.config_sources import delivered_configurations
 
-        organization = [*delivered_roots(Path(state_dir)), *organization]
+        delivered = delivered_configurations(Path(state_dir))
+        organization = [*delivered.roots, *organization]
+        unreadable = [(d.home, d.id, d.message) for d in delivered.damaged]
     configuration = load_configuration(
         organization,
         [Path(p) for p in local],
         Path(state_dir) if state_dir is not None else None,
+        unreadable=unreadable,
     )
     user = load_user_settings(Path(user_settings) if user_settings is not None else None)
     # Imported only now: the plugins above are run by the Lua worker, forked on first use, and a

@@ -392,18 +392,58 @@ def delivered_home(state_dir: Path, configuration_id: str) -> Path:
     return state_dir / DELIVERED_DIR / configuration_id
 
 
-def delivered_folder(state_dir: Path, configuration_id: str) -> Path | None:
-    """The folder of the copy in force for `configuration_id`, or None when there is none."""
+@dataclass(frozen=True, slots=True)
+class DeliveredCopy:
+    """The copy of one configuration in force: its folder, or what is wrong with the state that
+    should name it (`problem`, naming the file or folder). Both None: nothing was delivered."""
+
+    folder: Path | None
+    problem: str | None = None
+
+
+def delivered_copy(state_dir: Path, configuration_id: str) -> DeliveredCopy:
+    """The copy in force for `configuration_id`, checked: a `current.json` that cannot be read,
+    is not `{"copy": "<hex>"}` or names a folder that is gone (or holds no plugin.lua), and copies
+    kept without a `current.json`, are damage — never "nothing delivered", which would drop a
+    delivered lockdown without a word. A home with no copy and no pointer (a first fetch that
+    failed, a round in the middle of its first download) holds nothing yet."""
     home = delivered_home(state_dir, configuration_id)
+    pointer = home / POINTER_FILE
+    if not home.is_dir():  # never delivered, or retired by deleting its folder
+        return DeliveredCopy(None)
     try:
-        pointer = json.loads((home / POINTER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    name = pointer.get("copy") if isinstance(pointer, dict) else None
+        text = pointer.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        try:
+            kept = [p.name for p in home.iterdir() if p.is_dir() and _COPY_NAME.match(p.name)]
+        except OSError:
+            kept = []
+        if not kept:
+            return DeliveredCopy(None)
+        return DeliveredCopy(None, f"{pointer} is missing, though copies are kept in {home}")
+    except (OSError, UnicodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8"
+        return DeliveredCopy(None, f"{pointer} cannot be read ({reason or error})")
+    try:
+        name = json.loads(text).get("copy")
+    except (ValueError, AttributeError):
+        return DeliveredCopy(None, f'{pointer} is not {{"copy": "<folder>"}} (truncated?)')
     if not isinstance(name, str) or not _COPY_NAME.match(name):
-        return None
+        return DeliveredCopy(None, f"{pointer} names no copy folder ({ascii(name)[:60]})")
     folder = home / name
-    return folder if folder.is_dir() else None
+    if not folder.is_dir():
+        return DeliveredCopy(None, f"{pointer} names the copy {name}, but {folder} is missing")
+    from policy.plugins import PLUGIN_FILE_NAME
+
+    if next(folder.rglob(PLUGIN_FILE_NAME), None) is None:
+        return DeliveredCopy(None, f"the copy in force {folder} holds no {PLUGIN_FILE_NAME}")
+    return DeliveredCopy(folder)
+
+
+def delivered_folder(state_dir: Path, configuration_id: str) -> Path | None:
+    """The folder of the intact copy in force for `configuration_id`, or None (see
+    `delivered_copy` for whether None means nothing delivered or damage)."""
+    return delivered_copy(state_dir, configuration_id).folder
 
 
 def set_copy_in_force(state_dir: Path, configuration_id: str, copy: str) -> None:
@@ -416,15 +456,55 @@ def set_copy_in_force(state_dir: Path, configuration_id: str, copy: str) -> None
     os.replace(temporary, home / POINTER_FILE)
 
 
-def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
-    """The fetched configurations in force, as organization plugin folders (sorted by id)."""
+@dataclass(frozen=True, slots=True)
+class DamagedDelivery:
+    """A delivered configuration whose copy in force cannot be read (`problem` says why)."""
+
+    id: str
+    home: Path
+    problem: str
+
+    @property
+    def message(self) -> str:
+        """What the loader reports for it (the configuration fails closed)."""
+        return (
+            f"the fetched configuration {self.id} cannot be read: {self.problem}; "
+            "`policy fetch` downloads it again"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveredConfigurations:
+    """The fetched configurations in force (organization plugin folders, sorted by id) and those
+    whose copy is damaged — which load as broken organization plugins: their last-known-good copy
+    stands in, else every tool is switched off."""
+
+    roots: tuple[Path, ...]
+    damaged: tuple[DamagedDelivery, ...] = ()
+
+
+def delivered_configurations(state_dir: Path) -> DeliveredConfigurations:
+    """Every configuration delivered into `state_dir`, intact or damaged (see `delivered_copy`)."""
     root = state_dir / DELIVERED_DIR
     try:
         ids = sorted(p.name for p in root.iterdir() if p.is_dir() and _GUID.match(p.name))
     except OSError:
-        return ()
-    folders = (delivered_folder(state_dir, configuration_id) for configuration_id in ids)
-    return tuple(folder for folder in folders if folder is not None)
+        return DeliveredConfigurations(())
+    roots: list[Path] = []
+    damaged: list[DamagedDelivery] = []
+    for configuration_id in ids:
+        copy = delivered_copy(state_dir, configuration_id)
+        if copy.folder is not None:
+            roots.append(copy.folder)
+        elif copy.problem is not None:
+            home = delivered_home(state_dir, configuration_id)
+            damaged.append(DamagedDelivery(configuration_id, home, copy.problem))
+    return DeliveredConfigurations(tuple(roots), tuple(damaged))
+
+
+def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
+    """The intact fetched configurations in force, as organization plugin folders (by id)."""
+    return delivered_configurations(state_dir).roots
 
 
 @dataclass(frozen=True, slots=True)

@@ -406,12 +406,17 @@ def load_configuration(
     local: Sequence[Path] = (),
     state_dir: Path | None = None,
     limits: SandboxLimits | None = None,
+    *,
+    unreadable: Sequence[tuple[Path, str, str]] = (),
 ) -> PolicyConfiguration:
     """Load and merge plugins. Never raises for a bad plugin.
 
     A rejected plugin becomes error findings. A broken organization plugin (or a missing
     organization path) becomes a BrokenPlugin; with `state_dir`, its last-known-good copy stands in,
-    and every organization plugin that loads refreshes its copy there. Every plugin runs once, all
+    and every organization plugin that loads refreshes its copy there. `unreadable` are
+    organization plugins known to exist that cannot be read at all, as (path, plugin id, why) —
+    a fetched configuration whose copy in force is damaged: each is broken the same way (its
+    last-known-good copy found by its id). Every plugin runs once, all
     in one round trip to the sandbox, under `limits` (default: `SandboxLimits()` with the wall-clock
     cap of `TOOLPOLICY_PLUGIN_WALL_SECONDS` when set).
     """
@@ -445,8 +450,10 @@ def load_configuration(
                 return
         loaded[plugin.id] = plugin
 
-    def stand_in(path: Path, message: str, failure: PluginLoadError | None) -> None:
-        broken_plugin, copies = _fail_closed(path, message, failure, store)
+    def stand_in(
+        path: Path, message: str, failure: PluginLoadError | None, plugin_id: str = ""
+    ) -> None:
+        broken_plugin, copies = _fail_closed(path, message, failure, store, plugin_id)
         broken.append(broken_plugin)
         for copy in copies:
             admit(copy)
@@ -466,6 +473,8 @@ def load_configuration(
     ]
     outcomes = iter(load_plugins(to_load, limits))
 
+    for path, plugin_id, message in unreadable:
+        stand_in(path, message, None, plugin_id)
     for root, files in org_files:
         for plugin_file, error in files:
             if error is not None:
@@ -530,8 +539,9 @@ def _fail_closed(
     message: str,
     failure: PluginLoadError | None,
     store: _LastKnownGood | None,
+    known_id: str = "",
 ) -> tuple[BrokenPlugin, list[ConfigurationPlugin]]:
-    plugin_id = failure.plugin_id if failure is not None else ""
+    plugin_id = failure.plugin_id if failure is not None else known_id
     copies = store.restore(path, plugin_id) if store is not None else []
     name = failure.plugin_name if failure and failure.plugin_name else ""
     if not name and copies:

@@ -27,7 +27,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 import httpx
@@ -40,7 +40,9 @@ from policy.config_sources import (
     STATE_NEVER_FETCHED,
     STATUS_FILE,
     ConfigurationReference,
+    DeliveredCopy,
     DeliveryStatus,
+    delivered_copy,
     delivered_folder,
     delivered_home,
     entity_tag_problem,
@@ -191,13 +193,18 @@ def validate_unpacked(folder: Path, configuration_id: str) -> None:
 def _put_in_force(staging: Path, state_dir: Path, configuration_id: str, archive: bytes) -> None:
     """Make the validated copy in `staging` the one in force, atomically for every reader.
 
-    The copy moves to `<home>/<content digest>/` (kept as is when that copy exists already), then
+    The copy moves to `<home>/<content digest>/` (kept as is when that copy is the intact one in
+    force already; a folder of that name that is not, perhaps damaged, is replaced), then
     `current.json` is replaced in one rename to point at it. The copy it replaced stays until the
     next change, so a reader that read the old pointer a moment ago still finds every file."""
     home = delivered_home(state_dir, configuration_id)
     version = hashlib.sha256(archive).hexdigest()[:32]
     target = home / version
     previous = delivered_folder(state_dir, configuration_id)
+    if target.is_dir() and previous != target:  # not the intact copy in force: maybe damaged
+        discarded = home / f".discarded-{os.urandom(8).hex()}"
+        os.replace(target, discarded)
+        shutil.rmtree(discarded, ignore_errors=True)
     if not target.is_dir():
         os.replace(staging, target)
     set_copy_in_force(state_dir, configuration_id, version)
@@ -419,15 +426,17 @@ def fetch_one(
     The download — every redirect hop and the whole body — must finish within `timeout`
     seconds."""
     attempt = _now()
-    has_copy = delivered_folder(state_dir, reference.id) is not None
-    etag = previous.etag if previous is not None and has_copy else None
+    copy = delivered_copy(state_dir, reference.id)
+    etag = previous.etag if previous is not None and copy.folder is not None else None
     last_success = previous.last_success if previous is not None else None
 
     def failed(message: str) -> DeliveryStatus:
+        if copy.problem is not None:
+            message = f"{message}; {damage_note(copy.problem)}"
         return DeliveryStatus(
             reference.id,
             shown_server(reference.server_url),
-            STATE_LAST_KNOWN_GOOD if has_copy else STATE_NEVER_FETCHED,
+            STATE_NEVER_FETCHED if copy == DeliveredCopy(None) else STATE_LAST_KNOWN_GOOD,
             etag,
             attempt,
             last_success,
@@ -479,21 +488,44 @@ def delivery_report(
     None. The one reading `policy status` and `PolicyWatcher` share."""
     recorded = read_status_file(state_dir)
     records = recorded.records
-    statuses = [records.get(r.id) or _unrecorded(state_dir, r) for r in references]
+    statuses = [
+        _as_it_stands(state_dir, r.id, shown_server(r.server_url), records.get(r.id))
+        for r in references
+    ]
     if others:
         named = {r.id for r in references}
-        statuses.extend(status for key, status in records.items() if key not in named)
+        statuses.extend(
+            _as_it_stands(state_dir, key, status.server_url, status)
+            for key, status in records.items()
+            if key not in named
+        )
         statuses.sort(key=lambda s: s.id)
     return tuple(statuses), recorded.problem
 
 
-def _unrecorded(state_dir: Path, reference: ConfigurationReference) -> DeliveryStatus:
-    """A configuration no valid record speaks of: never fetched, unless a copy is in force."""
-    server = shown_server(reference.server_url)
-    if delivered_folder(state_dir, reference.id) is None:
-        return DeliveryStatus(reference.id, server, STATE_NEVER_FETCHED)
+def damage_note(problem: str) -> str:
+    """What a damaged copy in force means, after what is wrong with it."""
+    return (
+        f"the copy in force is damaged: {problem}; commands use its last-known-good copy or "
+        "switch every tool off until a fetch downloads it again"
+    )
+
+
+def _as_it_stands(
+    state_dir: Path, configuration_id: str, server: str, record: DeliveryStatus | None
+) -> DeliveryStatus:
+    """A status record checked against the copy in force: no record while a copy is in force,
+    or a damaged copy (whatever its record says), is not current."""
+    copy = delivered_copy(state_dir, configuration_id)
+    if copy.problem is not None:
+        base = record or DeliveryStatus(configuration_id, server, STATE_LAST_KNOWN_GOOD)
+        return replace(base, state=STATE_LAST_KNOWN_GOOD, error=damage_note(copy.problem))
+    if record is not None:
+        return record
+    if copy.folder is None:
+        return DeliveryStatus(configuration_id, server, STATE_NEVER_FETCHED)
     return DeliveryStatus(
-        reference.id,
+        configuration_id,
         server,
         STATE_LAST_KNOWN_GOOD,
         error=f"a copy is in force, but {STATUS_FILE} keeps no valid record of its fetching",

@@ -262,11 +262,14 @@ class PolicyWatcher:
         return kept, False
 
     def _delivered(self) -> tuple[Path, ...]:
+        """The fetched copies in force, and the homes of damaged ones (so that damage, and its
+        repair, is a new revision: the policy is loaded anew and fails closed)."""
         if self._state_dir is None:
             return ()
-        from policy.config_sources import delivered_roots
+        from policy.config_sources import delivered_configurations
 
-        return delivered_roots(self._state_dir)
+        delivered = delivered_configurations(self._state_dir)
+        return (*delivered.roots, *(d.home for d in delivered.damaged))
 
     def _folders(self) -> tuple[Path, ...]:
         return (*self._watch, *self._delivered())
@@ -334,14 +337,15 @@ class PolicyWatcher:
         from policy.config_sources import (
             STATE_LAST_KNOWN_GOOD,
             STATE_NEVER_FETCHED,
-            delivered_folder,
+            DeliveredCopy,
+            delivered_copy,
         )
 
         attempt = datetime.now(UTC).isoformat(timespec="seconds")
         failed = []
         for status in self._recorded_delivery():
-            has_copy = delivered_folder(state_dir, status.id) is not None
-            state = STATE_LAST_KNOWN_GOOD if has_copy else STATE_NEVER_FETCHED
+            nothing = delivered_copy(state_dir, status.id) == DeliveredCopy(None)
+            state = STATE_NEVER_FETCHED if nothing else STATE_LAST_KNOWN_GOOD
             failed.append(replace(status, state=state, last_attempt=attempt, error=message))
         return tuple(failed)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -249,3 +250,78 @@ def test_a_server_address_s_password_never_reaches_a_log_record(
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert any(record.name == "httpx" for record in caplog.records)
     assert "Pa55-Canary-7" not in logged
+
+
+def _truncate_pointer(home: Path, copy: Path) -> None:
+    (home / "current.json").write_text('{"copy": "' + copy.name[:7], encoding="utf-8")
+
+
+def _remove_copy(home: Path, copy: Path) -> None:
+    shutil.rmtree(copy)
+
+
+def _point_elsewhere(home: Path, copy: Path) -> None:
+    (home / "current.json").write_text(json.dumps({"copy": "0" * 32}), encoding="utf-8")
+
+
+def _remove_pointer(home: Path, copy: Path) -> None:
+    (home / "current.json").unlink()
+
+
+def _empty_copy(home: Path, copy: Path) -> None:
+    (copy / "plugin.lua").unlink()
+
+
+DAMAGE = {
+    "truncated current.json": (_truncate_pointer, "current.json"),
+    "copy folder removed": (_remove_copy, "is missing"),
+    "current.json names a folder that is not there": (_point_elsewhere, "0" * 32),
+    "current.json removed, copies kept": (_remove_pointer, "current.json is missing"),
+    "plugin.lua removed from the copy": (_empty_copy, "holds no plugin.lua"),
+}
+
+
+def _active(state: Path) -> dict[str, bool]:
+    done = _policy("tools", "--state-dir", state, "-f", "json")
+    assert "Traceback" not in done.stderr, done.stderr
+    return {tool["id"]: tool["active"] for tool in json.loads(done.stdout)["tools"]}
+
+
+@pytest.mark.parametrize("kept_before", [True, False], ids=["last-known-good", "none kept"])
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_damaged_copy_in_force_never_drops_its_lockdown_and_status_says_so(
+    case: str,
+    kept_before: bool,
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp],
+    tmp_path: Path,
+) -> None:
+    """The delivered configuration switches web_search off. With its copy damaged, a command
+    loads the last-known-good copy it kept when the policy last loaded (else it switches every
+    tool off); it never offers web_search again, and `policy status` stops saying "current"."""
+    from policy.config_sources import delivered_folder, delivered_home
+
+    served, running, _, _ = two_servers
+    served.archives[CONFIG_A] = LOCKED
+    source = ("--config-server", f"{CONFIG_A}@{running.url('/configs')}")
+    assert _fetch(tmp_path, *source)[0] == 0
+    if kept_before:  # a command loaded the policy once: its last-known-good copy is kept
+        assert _active(tmp_path)["web_search"] is False
+    copy = delivered_folder(tmp_path, CONFIG_A)
+    assert copy is not None
+    damage, named = DAMAGE[case]
+    damage(delivered_home(tmp_path, CONFIG_A), copy)
+
+    active = _active(tmp_path)
+    assert active["web_search"] is False
+    assert active["read_web_page"] is kept_before  # without a kept copy, every tool is off
+    status = _policy("status", "--state-dir", tmp_path, *source, "-f", "json")
+    assert status.returncode == 1 and "Traceback" not in status.stderr
+    (row,) = json.loads(status.stdout)["configurations"]
+    assert row["state"] == "last-known-good"
+    assert "the copy in force is damaged" in row["error"] and named in row["error"]
+
+    code, (shown,), _ = _fetch(tmp_path, *source)
+    assert code == 0 and shown["state"] == "current"
+    assert _policy("status", "--state-dir", tmp_path, *source).returncode == 0
+    repaired = _active(tmp_path)
+    assert repaired["web_search"] is False and repaired["read_web_page"] is True
