@@ -362,8 +362,12 @@ def check(
     if output_format == "table":
         for finding in [*errors, *warnings]:
             _print(finding_line(finding, with_code=True))
+        from policy.terminal import terminal_safe
+
         for server in servers:
-            _print(f"MCP server {server['name']}: {server['listing']}")
+            _print(
+                f"MCP server {terminal_safe(server['name'])}: {terminal_safe(server['listing'])}"
+            )
         failed = bool(errors) or (strict and bool(warnings))
         strict_note = " (--strict: warnings count as errors)" if strict and warnings else ""
         _print(

@@ -279,3 +279,20 @@ async def test_policy_mcp_serve_offline_offers_the_cached_tools_without_asking(
         called = await session.call_tool(TOOL, {"query": "mail"})
         assert "2 tickets match 'mail'" in called.content[0].text  # type: ignore[union-attr]
     assert pid_file.exists(), "a call still goes to its server"
+
+
+def test_a_tampered_cache_time_never_acts_on_the_terminal(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    state.write_text("{}", encoding="utf-8")
+    org = write_org(tmp_path / "org", state)
+    state_dir = tmp_path / "state"
+    assert policy_cli("tools", "--org", org, "--state-dir", state_dir).returncode == 0
+    path = state_dir / "mcp" / f"{SERVER_ID}.json"
+    cached = json.loads(path.read_text(encoding="utf-8"))
+    cached["listed_at"] = "\x1b[2J\nok: 0 error(s)"
+    path.write_text(json.dumps(cached), encoding="utf-8")
+    for command in (("check",), ("tools",), ("explain", "--all"), ("settings", TOOL)):
+        done = policy_cli(*command, "--org", org, "--state-dir", state_dir, "--offline")
+        assert done.returncode == 0, done.stderr
+        assert "\x1b" not in done.stdout + done.stderr, command
+        assert "ok: 0 error(s)" not in done.stdout.splitlines(), "a line of its own"
