@@ -376,6 +376,9 @@ CONFIG["CHAT_TEMPLATES"] = {}
 -- changed, or an unpinned one under RequirePins, is not offered
 -- (DEFINITION_NOT_APPROVED); `policy mcp pin` prints the current pins to review.
 -- Local plugins may declare servers only with DataTools.AllowLocalMcpServers = true.
+-- Name: lower-case letters and digits, words joined by single underscores (no "__",
+-- no "_" at either end), so a tool id splits at its first "__" into one server and
+-- one tool: no other server or tool can take an id under <Name>__.
 CONFIG["MCP_SERVERS"] = {}
 
 -- CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {

@@ -251,6 +251,28 @@ def _settings_facts(
     )
 
 
+def _mcp_namespaces(
+    implementations: Mapping[str, Tool], configuration: PolicyConfiguration
+) -> Callable[[ToolDefinition], str | None]:
+    """Why a definition's id is not its tool's to take (`policy.mcp.id_refusal`): the MCP
+    servers configured, and those whose tools an app passes, own their `<Name>__` ids."""
+    listed = [t for t in implementations.values() if hasattr(t, "server")]
+    if not configuration.mcp_servers and not listed:
+        return lambda definition: None
+    from policy.mcp import McpTool, id_refusal
+
+    servers = [
+        *configuration.mcp_servers,
+        *(t.server for t in listed if isinstance(t, McpTool)),
+    ]
+
+    def refusal(definition: ToolDefinition) -> str | None:
+        tool = implementations.get(definition.implementation_key)
+        return None if tool is None else id_refusal(definition.id, tool, servers)
+
+    return refusal
+
+
 class ToolCatalog:
     """The registered tools of one configuration: definitions, collections, settings and what
     they make of each tool (configured, switched off, minimum confidence), and the selection
@@ -273,7 +295,7 @@ class ToolCatalog:
         self.refused: dict[str, str] = {}
         """Why each invalid definition was skipped, by id: a decision about it says so."""
         definitions = self._register_definitions(
-            implementations, definition_sources, findings, self.refused
+            implementations, definition_sources, findings, self.refused, configuration
         )
         self._collections, self._collection_of = self._register_collections(
             collections, definitions, findings
@@ -326,19 +348,21 @@ class ToolCatalog:
         sources: Sequence[DefinitionSource],
         findings: list[Finding],
         refused: dict[str, str],
+        configuration: PolicyConfiguration,
     ) -> list[ToolDefinition]:
         """The accepted definitions; `refused` gets why each invalid one was skipped, so a
         decision about its id can say so instead of "unknown"."""
         own = DefinitionSource(
             IMPLEMENTATIONS_SOURCE, tuple(t.definition for t in implementations.values())
         )
+        namespace_refusal = _mcp_namespaces(implementations, configuration)
         accepted: list[ToolDefinition] = []
         ids: set[str] = set()
         names: set[str] = set()
         for source in (own, *sources):
             for definition in source.definitions:
                 prefix = f"Skipping tool definition '{definition.id}' from source '{source.name}'"
-                issue = validate_definition(definition)
+                issue = validate_definition(definition) or namespace_refusal(definition)
                 if issue:
                     findings.append(_warning("invalid-tool-definition", f"{prefix}: {issue}"))
                     refused.setdefault(definition.id, issue)

@@ -269,8 +269,11 @@ def _mcp_server_schema() -> dict[str, Any]:
             "Id": {"type": "string", "pattern": _GUID_PATTERN},
             "Name": {
                 "type": "string",
-                "pattern": "^[a-z0-9_]+$",
-                "description": "The prefix of its tool ids: <Name>__<tool name>.",
+                "pattern": "^[a-z0-9]+(_[a-z0-9]+)*$",
+                "description": (
+                    "The prefix of its tool ids, <Name>__<tool name>: lower-case letters and "
+                    'digits, words joined by single underscores (no "__", no "_" at either end).'
+                ),
             },
             "Transport": {"enum": ["STDIO", "STREAMABLE_HTTP"]},
             "Command": {"type": "string", "description": "STDIO: the program to start."},

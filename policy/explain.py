@@ -229,7 +229,8 @@ def build_matrix(
     context = frozenset(
         tool_id
         for tool_id in tool_ids
-        if registry.definition(tool_id).activation is ToolActivation.CONTEXT
+        if registry.is_known(tool_id)
+        and registry.definition(tool_id).activation is ToolActivation.CONTEXT
     )
     return Matrix(component, tuple(providers), tuple(tool_ids), decisions, context)
 

@@ -1,7 +1,10 @@
 """MCP servers as the policy sees them: their configuration, their tools' definitions, pins.
 
 An organization declares servers in `CONFIG["MCP_SERVERS"]`; each tool a server lists becomes a
-tool of the registry with the id `<server name>__<tool name>`, governed like any other. What is
+tool of the registry with the id `<server name>__<tool name>`, governed like any other. A server
+name never holds `__` nor ends in `_`, so an id splits at its first `__` into exactly one server
+and one tool: two servers cannot list the same id, and every id starting `<server name>__` is
+that server's (`id_refusal`: the registry refuses any other tool under it). What is
 decided here needs no network: listings arrive from the runtime (`runtime.mcp`) or from the last
 listing cached in a state directory, so `policy explain` works offline.
 
@@ -28,11 +31,16 @@ from policy.configuration import SecretValue
 from policy.decision import Evidence
 from policy.definitions import ToolDefinition, ToolFunction, ToolVisibility
 from policy.provenance import Origin
-from policy.tools import DefinedTool, ToolGate
+from policy.tools import DefinedTool, Tool, ToolGate
 from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
 
 TOOL_ID_SEPARATOR = "__"
-SERVER_NAME_PATTERN = re.compile(r"[a-z0-9_]+")
+SERVER_NAME_PATTERN = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+SERVER_NAME_RULE = (
+    'lower-case letters and digits, words joined by single underscores (no "__", no "_" at '
+    "either end): it is the prefix of its tool ids, <Name>__<tool name>, split at the first "
+    '"__"'
+)
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MAX_TIMEOUT_SECONDS = 600.0
 FINGERPRINT_PREFIX = "sha256:"
@@ -74,6 +82,10 @@ class McpServerConfig:
     origin: Origin | None = None
     by_organization: bool = True
 
+    def __post_init__(self) -> None:
+        if not SERVER_NAME_PATTERN.fullmatch(self.name):
+            raise ValueError(f"MCP server name {self.name!r} is not valid: {SERVER_NAME_RULE}")
+
     @property
     def endpoint(self) -> str:
         """What to show of where it runs: the command, or the URL without user info or query."""
@@ -92,6 +104,20 @@ class McpServerConfig:
 def mcp_tool_id(server_name: str, tool_name: str) -> str:
     """The registry id (and function name) of a server's tool."""
     return f"{server_name}{TOOL_ID_SEPARATOR}{tool_name}"
+
+
+def id_refusal(tool_id: str, tool: Tool, servers: Iterable[McpServerConfig]) -> str | None:
+    """Why `tool` may not be registered under `tool_id`: the id is in the namespace of an MCP
+    server (`<Name>__...`) it does not come from. An app's or a package's tool never takes an
+    id an MCP server's tool has or may list, whether that server is reachable or not."""
+    name, separator, _ = tool_id.partition(TOOL_ID_SEPARATOR)
+    owner = next((s for s in servers if s.name == name), None) if separator else None
+    if owner is None or (isinstance(tool, McpTool) and tool.server.id == owner.id):
+        return None
+    return (
+        f"its id is in the namespace of MCP server {owner.name} ({owner.id}): ids starting "
+        f'"{owner.name}{TOOL_ID_SEPARATOR}" belong to that server\'s tools only'
+    )
 
 
 @dataclass(frozen=True, slots=True)

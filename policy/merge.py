@@ -294,14 +294,25 @@ class _Merger:
         name (its tool ids would shadow the organization's)."""
         held = self.held.get(ALLOW_LOCAL_MCP_SERVERS)
         local_allowed = held is not None and held.by_organization and held.value is True
-        servers: list[McpServerConfig] = list(self.objects["MCP_SERVERS"].values())
+        servers = sorted(self.objects["MCP_SERVERS"].values(), key=lambda s: not s.by_organization)
         organization_names = {s.name for s in servers if s.by_organization}
         kept: list[McpServerConfig] = []
         for server in servers:
+            where = server.origin.location if server.origin is not None else None
+            if any(s.name == server.name for s in kept):
+                self.findings.append(
+                    Finding(
+                        Severity.WARNING,
+                        "duplicate-mcp-server-name",
+                        f"MCP server {server.name} ({server.id}) is ignored: an earlier MCP "
+                        "server has that name, and its tool ids would be the same",
+                        where,
+                    )
+                )
+                continue
             if server.by_organization:
                 kept.append(server)
                 continue
-            where = server.origin.location if server.origin is not None else None
             if not local_allowed:
                 why = (
                     f"local MCP server {server.name} is ignored: local plugins may declare MCP "

@@ -895,6 +895,7 @@ class _Loader:
         from policy.mcp import (
             MAX_TIMEOUT_SECONDS,
             SERVER_NAME_PATTERN,
+            SERVER_NAME_RULE,
             McpServerConfig,
             McpTransport,
         )
@@ -904,10 +905,7 @@ class _Loader:
         server_id = fields.guid("Id")
         name = fields.string("Name")
         if name is not None and not SERVER_NAME_PATTERN.fullmatch(name):
-            problems.append(
-                f"Name {describe(name)} must be lower-case letters, digits and underscores "
-                "(it is the prefix of its tool ids)"
-            )
+            problems.append(f"Name {describe(name)} must be {SERVER_NAME_RULE}")
         transport = fields.choice("Transport", tuple(t.value for t in McpTransport))
         command = url = ""
         if transport == McpTransport.STDIO:

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.mcp_tools.test_mcp import HEADER, SERVER_ID, SERVER_SCRIPT, _lua
+from tests.mcp_tools.test_mcp import HEADER, OPENAI_ID, SERVER_ID, SERVER_SCRIPT, _lua
 
 HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "hostile_mcp_server.py"
 HOSTILE_ID = "6f1c0000-0000-4000-8000-00000000bad1"
@@ -90,3 +90,122 @@ async def test_a_server_that_hangs_on_its_listing_holds_up_no_call_to_another_se
     assert (
         json.loads(Path(f"{tickets}.calls").read_text().splitlines()[-1])["tool"] == "add_comment"
     )
+
+
+def one_server(folder: Path, name: str, state: Path, header: str = HEADER, extra: str = "") -> Path:
+    """A plugin with the hostile server under `name`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plugin.lua").write_text(
+        header
+        + extra
+        + 'CONFIG["MCP_SERVERS"] = {}\n'
+        + server_entry(1, HOSTILE_ID, name, HOSTILE_SCRIPT, state),
+        encoding="utf-8",
+    )
+    return folder
+
+
+def test_a_dotted_tool_name_is_refused_with_its_reason_and_breaks_no_report(
+    tmp_path: Path, states: tuple[Path, Path]
+) -> None:
+    """Class 8: MCP allows a dot in a tool name, no provider does; once listed, the tool is
+    refused with the reason in every report instead of failing `explain --all` and the admin
+    page's Decisions and Simulate."""
+    import httpx
+
+    from policy.web import ConfigurationPaths
+    from tests.mcp_tools.test_mcp import policy_cli
+    from tests.servers.loopback import running_app
+    from tests.webui.conftest import web_app
+
+    _, hostile = states
+    hostile.write_text(json.dumps({"names": ["tickets.export"]}), encoding="utf-8")
+    org = one_server(tmp_path / "org", "hostile", hostile)
+    state_dir = tmp_path / "state"
+    assert policy_cli("mcp", "list", "--org", org, "--state-dir", state_dir).returncode == 0
+    dotted = "hostile__tickets.export"
+    matrix = policy_cli(
+        "explain", "--all", "--org", org, "--state-dir", state_dir, "--format", "json"
+    )
+    assert matrix.returncode == 0, matrix.stdout + matrix.stderr
+    row = {d["tool"]: d for d in json.loads(matrix.stdout)["decisions"]}
+    assert row[dotted]["reason"] == "NOT_AVAILABLE_HERE" and row[dotted]["offered"] is False
+    assert row["hostile__ping"]["offered"] is True, "the server's other tools are unaffected"
+    table = policy_cli("explain", "--all", "--org", org, "--state-dir", state_dir)
+    assert table.returncode == 0 and dotted in table.stdout, table.stderr
+    paths = ConfigurationPaths(org=(org,), state_dir=state_dir)
+    with running_app(web_app(paths)) as served:
+        decisions = httpx.get(served.url("/api/decisions"))
+        page = httpx.get(served.url("/decisions"))
+        simulated = httpx.post(served.url("/api/simulate"), json={"provider": OPENAI_ID})
+    assert decisions.status_code == page.status_code == simulated.status_code == 200
+    assert dotted in decisions.json()["tools"] and dotted in page.text
+    [refused] = [d for d in simulated.json()["decisions"] if d["tool"] == dotted]
+    assert refused["reason"] == "NOT_AVAILABLE_HERE"
+    assert "1-64 ASCII letters, digits, underscores, or hyphens" in json.dumps(refused)
+
+
+def test_a_local_server_cannot_offer_an_organization_servers_tool_id(
+    tmp_path: Path, states: tuple[Path, Path]
+) -> None:
+    """Class 9: the organization's server `corp` (down) pinned its tool `admin__reset`, id
+    `corp__admin__reset`; a local plugin's server named `corp__admin` listing `reset` would
+    offer that very id. Server names cannot hold `__`, so the local entry is refused."""
+    from tests.mcp_tools.test_mcp import policy_cli
+
+    _, hostile = states
+    hostile.write_text(json.dumps({"names": ["reset"]}), encoding="utf-8")
+    org = tmp_path / "org"
+    org.mkdir()
+    (org / "plugin.lua").write_text(
+        HEADER
+        + 'CONFIG["SETTINGS"]["DataTools.AllowLocalMcpServers"] = true\n'
+        + 'CONFIG["MCP_SERVERS"] = {}\n'
+        + 'CONFIG["MCP_SERVERS"][1] = { ["Id"] = "6f1c0000-0000-4000-8000-00000000c0de", '
+        '["Name"] = "corp", ["Transport"] = "STREAMABLE_HTTP", '
+        '["Url"] = "http://127.0.0.1:9/mcp", ["RequirePins"] = true, '
+        '["Pins"] = { ["admin__reset"] = "sha256:' + "0" * 64 + '" } }\n',
+        encoding="utf-8",
+    )
+    local_header = HEADER.replace(
+        "11111111-2222-4333-8444-555555555555", "22222222-2222-4333-8444-555555555555"
+    )
+    local = one_server(tmp_path / "local", "corp__admin", hostile, header=local_header)
+    explained = policy_cli(
+        "explain", "corp__admin__reset", "--org", org, "--local", local, "--provider", "OpenAI",
+        "--format", "json",
+    )  # fmt: skip
+    assert explained.returncode != 0, "not offered: no server may list that id now"
+    assert "unknown tool 'corp__admin__reset'" in explained.stdout
+    checked = policy_cli("check", "--org", org, "--local", local)
+    assert "must be lower-case letters and digits, words joined by single underscores" in (
+        checked.stdout + checked.stderr
+    )
+    assert "plugin.lua:" in checked.stdout + checked.stderr
+    assert not Path(f"{hostile}.lists").exists(), "the refused server is never started"
+
+
+def test_no_other_tool_takes_an_id_in_an_mcp_servers_namespace(tmp_path: Path) -> None:
+    """Class 9: an app's tool with the id of an organization server's tool is refused, whether
+    that server is up or not; the organization's server owns every `<Name>__` id."""
+    from policy import McpServerConfig, McpTransport, load_policy
+    from policy.definitions import ToolDefinition, ToolFunction
+    from policy.tools import DefinedTool
+
+    org = one_server(tmp_path / "org", "hostile", tmp_path / "never-started.json")
+    impostor = DefinedTool(
+        ToolDefinition(
+            id="hostile__ping",
+            implementation_key="app:impostor",
+            function=ToolFunction(name="hostile__ping", description_for_llm="Pings."),
+        ),
+        display_name="Impostor",
+    )
+    policy = load_policy(org=[org], extra_tools=[impostor])
+    decision = policy.registry.offer_decision("hostile__ping", policy.providers[0])
+    assert decision.reason.value == "NOT_AVAILABLE_HERE"
+    assert "namespace of MCP server hostile" in decision.message
+    with pytest.raises(ValueError, match='no "__"'):
+        McpServerConfig(id="x", name="corp__admin", transport=McpTransport.STDIO)
+    with pytest.raises(ValueError, match='no "__"'):
+        McpServerConfig(id="x", name="corp_", transport=McpTransport.STDIO)

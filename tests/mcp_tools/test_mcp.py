@@ -213,7 +213,7 @@ def test_an_unreachable_server_is_an_error_that_blocks_nothing_else(tmp_path: Pa
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
-        ('  ["Name"] = "Tickets",\n', "lower-case letters, digits and underscores"),
+        ('  ["Name"] = "Tickets",\n', "words joined by single underscores (no"),
         ('  ["Pins"] = { ["search_tickets"] = "md5:1" },\n', 'is not "sha256:<64'),
         ('  ["Env"] = { ["API_TOKEN"] = "plain" },\n', "plaintext secrets are refused"),
         ('  ["TimeoutSeconds"] = 0,\n', "TimeoutSeconds is 0"),
