@@ -1,7 +1,9 @@
 """One fetch round: download each configuration from its server, validate it, then put it in force.
 
 For every configuration id: `GET <server>/<id>.zip` with `If-None-Match` (the ETag of the copy in
-force). 304 keeps the copy (never read as "empty"); 200 is unpacked safely into a staging folder,
+force). 304 keeps the copy (never read as "empty"); 200 with the archive already in force (the same
+SHA-256 digest: a server that sends no ETag, which is said once) keeps it too, nothing re-applied;
+another 200 is unpacked safely into a staging folder,
 every plugin in it is loaded and checked (each loads; one configuration plugin whose `ID` is the
 configuration id) and only then is it put in force, by replacing a pointer in one rename so that a
 reader in any process sees the whole old copy or the whole new one. Anything that goes wrong —
@@ -190,6 +192,12 @@ def validate_unpacked(folder: Path, configuration_id: str) -> None:
         )
 
 
+def _copy_name(archive: bytes) -> str:
+    """The folder an archive's copy is kept in: its SHA-256 digest (the first 32 hex digits), so
+    the copy in force tells which archive it came from."""
+    return hashlib.sha256(archive).hexdigest()[:32]
+
+
 def _put_in_force(staging: Path, state_dir: Path, configuration_id: str, archive: bytes) -> None:
     """Make the validated copy in `staging` the one in force, atomically for every reader.
 
@@ -198,7 +206,7 @@ def _put_in_force(staging: Path, state_dir: Path, configuration_id: str, archive
     `current.json` is replaced in one rename to point at it. The copy it replaced stays until the
     next change, so a reader that read the old pointer a moment ago still finds every file."""
     home = delivered_home(state_dir, configuration_id)
-    version = hashlib.sha256(archive).hexdigest()[:32]
+    version = _copy_name(archive)
     target = home / version
     previous = delivered_folder(state_dir, configuration_id)
     if target.is_dir() and previous != target:  # not the intact copy in force: maybe damaged
@@ -319,6 +327,8 @@ class _Downloaded:
     status: int
     etag: str | None = None
     body: bytes = b""
+    sent_no_etag: bool = False
+    """The server sent no ETag header at all (one it sent and we refused is logged apart)."""
 
 
 class _Refused(Exception):
@@ -368,7 +378,8 @@ def _answer(
         body.extend(chunk)
         if len(body) > MAX_ARCHIVE_BYTES:
             raise _Refused(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
-    return _Downloaded(200, _received_etag(response, reference), bytes(body))
+    sent_no_etag = "ETag" not in response.headers
+    return _Downloaded(200, _received_etag(response, reference), bytes(body), sent_no_etag)
 
 
 def _received_etag(response: httpx.Response, reference: ConfigurationReference) -> str | None:
@@ -453,6 +464,28 @@ def fetch_one(
         return DeliveryStatus(
             reference.id, shown_server(reference.server_url), STATE_CURRENT, etag, attempt, attempt
         )
+    said_before = copy.folder is not None and previous is not None and etag is None
+    if downloaded.sent_no_etag and not said_before:
+        _log.warning(
+            "configuration %s: %s sends no ETag, so every fetch downloads the whole archive; "
+            "an unchanged one is recognised by its SHA-256 digest and not applied again "
+            "(said once)",
+            reference.id,
+            shown_server(reference.server_url),
+        )
+    fetched = DeliveryStatus(
+        reference.id,
+        shown_server(reference.server_url),
+        STATE_CURRENT,
+        downloaded.etag,
+        attempt,
+        attempt,
+    )
+    if copy.folder is not None and copy.folder.name == _copy_name(downloaded.body):
+        _log.info(
+            "configuration %s: unchanged (same digest); the copy in force stays", reference.id
+        )
+        return fetched
     home = delivered_home(state_dir, reference.id)
     try:
         home.mkdir(parents=True, exist_ok=True)
@@ -469,14 +502,7 @@ def fetch_one(
         return failed(f"the copy could not be saved in {home}: {error.strerror or error}")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return DeliveryStatus(
-        reference.id,
-        shown_server(reference.server_url),
-        STATE_CURRENT,
-        downloaded.etag,
-        attempt,
-        attempt,
-    )
+    return fetched
 
 
 def delivery_report(

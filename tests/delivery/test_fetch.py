@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -712,3 +713,58 @@ def test_a_malformed_source_entry_never_shows_its_password(tmp_path: Path) -> No
     )
     assert shown.returncode == 2 and "starts with an address" in shown.stderr
     assert "s3cr3t" not in shown.stdout + shown.stderr
+
+
+def test_a_server_without_etag_is_named_once_and_an_unchanged_archive_is_not_applied_again(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    served, running = server
+    served.no_etag = True
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    spec = f"{CONFIG_A}@{running.url('/configs')}"
+    pointer = delivered_home(tmp_path, CONFIG_A) / "current.json"
+
+    first = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec, "-f", "json")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("sends no ETag") == 1, first.stderr
+    assert "recognised by its SHA-256 digest" in first.stderr
+    in_force = pointer.stat()
+    copy = delivered_folder(tmp_path, CONFIG_A)
+    assert copy is not None
+
+    second = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec, "-f", "json")
+    assert second.returncode == 0, second.stderr
+    assert "ETag" not in second.stderr, second.stderr  # said once, not every round
+    (record,) = json.loads(second.stdout)["configurations"]
+    assert (record["state"], record["etag"], record["error"]) == ("current", None, None)
+    assert served.answers == [200, 200] and served.requests[-1] == (f"{CONFIG_A}.zip", None)
+    again = pointer.stat()  # not re-applied: the pointer was not rewritten
+    assert (again.st_ino, again.st_mtime_ns) == (in_force.st_ino, in_force.st_mtime_ns)
+    assert delivered_folder(tmp_path, CONFIG_A) == copy
+    assert _disabled(tmp_path) == ("web_search",)
+
+    served.archives[CONFIG_A] = zip_of(
+        {
+            "plugin.lua": plugin_text(
+                CONFIG_A, LOCK_WEB_SEARCH_OFF.replace("web_search", "read_web_page")
+            )
+        }
+    )
+    changed = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec)
+    assert changed.returncode == 0 and "ETag" not in changed.stderr, changed.stderr
+    assert delivered_folder(tmp_path, CONFIG_A) != copy
+    assert _disabled(tmp_path) == ("read_web_page",)
+
+
+def test_rounds_in_one_process_name_a_server_without_etag_once(
+    server: tuple[ConfigServer, RunningApp], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    served, running = server
+    served.no_etag = True
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
+    with caplog.at_level(logging.INFO, logger="runtime.config_fetch"):
+        for _round in range(3):
+            (status,) = fetch_configurations([_reference(running)], tmp_path)
+            assert (status.state, status.error) == ("current", None)
+    assert caplog.text.count("sends no ETag") == 1
+    assert caplog.text.count("unchanged (same digest); the copy in force stays") == 2

@@ -56,7 +56,7 @@ class ConfigServer:
     """What the server serves: archives by configuration id. `down` answers 503 to everything;
     `stall` waits that many seconds before answering; `chunked` sends bodies without a length;
     `status` answers that status (no body) to every request; `redirect_to` redirects there;
-    `etag_text` and `trickle` make it hostile."""
+    `etag_text` and `trickle` make it hostile; `no_etag` makes it a plain file server."""
 
     archives: dict[str, bytes] = field(default_factory=dict)
     down: bool = False
@@ -66,6 +66,8 @@ class ConfigServer:
     redirect_to: str | None = None
     etag_text: str | None = None
     """Sent as the ETag instead of the archive's digest (a hostile server's, say)."""
+    no_etag: bool = False
+    """Sends no ETag and so never answers 304: every download is the whole archive."""
     trickle: float = 0.0
     """Seconds between the bytes of a download: the body sent one byte at a time."""
     requests: list[tuple[str, str | None]] = field(default_factory=list)
@@ -98,6 +100,8 @@ class ConfigServer:
             if not name.endswith(".zip") or configuration_id not in self.archives:
                 return Response("not found", status_code=404)
             tag = self.etag(configuration_id)
+            if self.no_etag:
+                return Response(self.archives[configuration_id], media_type="application/zip")
             if request.headers.get("if-none-match") == tag:
                 return Response(status_code=304, headers={"ETag": tag})
             if self.trickle:
