@@ -290,6 +290,7 @@ def load_policy(
     mcp_listings: Mapping[str, McpServerListing] | None = None,
     mcp_listing_dir: StrPath | None = None,
     executable_tools: bool = True,
+    keep_last_known_good: bool = True,
 ) -> Policy:
     """Load plugins (a plugin.lua, a plugin folder or a folder of plugin folders), user settings
     and tools, and build the registry.
@@ -305,7 +306,9 @@ def load_policy(
     reads it from another folder, as the other side of `policy diff` does; the runtime lists
     servers live, see `runtime.McpSessions`). `executable_tools=False` suits a caller that
     only decides and never runs a tool: the built-in tools are their policy-side halves (the
-    same decisions, without importing the runtime's tool modules).
+    same decisions, without importing the runtime's tool modules). `keep_last_known_good=False`
+    reads `state_dir` without writing to it (no copy of what loads is kept, the copies kept
+    stand in as always): the candidate side of `policy diff`.
     """
     from policy.merge import load_configuration
     from policy.user_settings import ignored_user_settings, load_user_settings
@@ -323,6 +326,7 @@ def load_policy(
         [Path(p) for p in local],
         Path(state_dir) if state_dir is not None else None,
         unreadable=unreadable,
+        keep_copies=keep_last_known_good,
     )
     user = load_user_settings(Path(user_settings) if user_settings is not None else None)
     # Imported only now: the plugins above are run by the Lua worker, forked on first use, and a

@@ -502,11 +502,6 @@ def delivered_configurations(state_dir: Path) -> DeliveredConfigurations:
     return DeliveredConfigurations(tuple(roots), tuple(damaged))
 
 
-def delivered_roots(state_dir: Path) -> tuple[Path, ...]:
-    """The intact fetched configurations in force, as organization plugin folders (by id)."""
-    return delivered_configurations(state_dir).roots
-
-
 @dataclass(frozen=True, slots=True)
 class StatusRecords:
     """The valid records of `<state_dir>/delivery.json` and what is wrong with the file, if

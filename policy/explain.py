@@ -409,21 +409,17 @@ def load_candidate(
 ) -> Policy:
     """The candidate side of a diff (`policy diff`, the web page's Diff). It writes nothing
     into `state_dir` (no last-known-good copy is kept of a candidate), but the configurations
-    `policy fetch` put in force there load first and the MCP tools come from the listings cached
-    there, as on the side in force (and the app's own `extra_tools`): only what the candidate
+    `policy fetch` put in force there load first (a damaged one replaced by its kept copy), and
+    the MCP tools come from the listings cached there, as on the side in force (and the app's own `extra_tools`): only what the candidate
     changes can flip a decision."""
     from policy import load_policy
 
-    organization = list(org)
-    if state_dir is not None:
-        from policy.config_sources import delivered_roots
-
-        organization = [*delivered_roots(state_dir), *organization]
     return load_policy(
-        organization,
+        org,
         local,
         user_settings,
-        mcp_listing_dir=state_dir,
+        state_dir=state_dir,
+        keep_last_known_good=False,
         extra_tools=extra_tools,
         executable_tools=executable_tools,
     )

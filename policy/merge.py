@@ -419,6 +419,7 @@ def load_configuration(
     limits: SandboxLimits | None = None,
     *,
     unreadable: Sequence[tuple[Path, str, str]] = (),
+    keep_copies: bool = True,
 ) -> PolicyConfiguration:
     """Load and merge plugins. Never raises for a bad plugin.
 
@@ -427,7 +428,8 @@ def load_configuration(
     and every organization plugin that loads refreshes its copy there. `unreadable` are
     organization plugins known to exist that cannot be read at all, as (path, plugin id, why) —
     a fetched configuration whose copy in force is damaged: each is broken the same way (its
-    last-known-good copy found by its id). Every plugin runs once, all
+    last-known-good copy found by its id). `keep_copies=False` only reads the copies kept in
+    `state_dir` (a candidate that is not in force refreshes none). Every plugin runs once, all
     in one round trip to the sandbox, under `limits` (default: `SandboxLimits()` with the wall-clock
     cap of `TOOLPOLICY_PLUGIN_WALL_SECONDS` when set).
     """
@@ -500,7 +502,7 @@ def load_configuration(
                 stand_in(plugin_file, plugin.message, plugin)
                 continue
             admit(plugin)
-            if store is not None:
+            if store is not None and keep_copies:
                 findings.extend(store.save(plugin))
 
     for root, files in local_files:

@@ -325,3 +325,34 @@ def test_a_damaged_copy_in_force_never_drops_its_lockdown_and_status_says_so(
     assert _policy("status", "--state-dir", tmp_path, *source).returncode == 0
     repaired = _active(tmp_path)
     assert repaired["web_search"] is False and repaired["read_web_page"] is True
+
+
+def test_a_diff_against_a_damaged_copy_never_shows_its_lockdown_lifted(
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp], tmp_path: Path
+) -> None:
+    """`policy diff` loads its candidate side with the fetched configurations too: a damaged one
+    is replaced by its kept copy there as well (read, never written), so changing the user
+    settings is not shown as offering the tools the configuration locked off."""
+    from policy.config_sources import delivered_folder, delivered_home
+
+    served, running, _, _ = two_servers
+    cloud = (
+        '{ Id = "16e70c4d-b7aa-4c16-b770-2737343f1b32", InstanceName = "Cloud", '
+        'UsedLLMProvider = "OPEN_AI", Host = "NONE", Hostname = "", '
+        'Model = { Id = "gpt-4.1", DisplayName = "GPT-4.1" } }'
+    )
+    with_provider = f'{LOCK_WEB_SEARCH_OFF}\nCONFIG["LLM_PROVIDERS"] = {{ {cloud} }}\n'
+    served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, with_provider)})
+    state = tmp_path / "state"
+    assert _fetch(state, "--config-server", f"{CONFIG_A}@{running.url('/configs')}")[0] == 0
+    assert _active(state)["web_search"] is False  # a command loaded it: a copy is kept
+    copy = delivered_folder(state, CONFIG_A)
+    assert copy is not None
+    _truncate_pointer(delivered_home(state, CONFIG_A), copy)
+    kept = sorted(str(p.relative_to(state)) for p in state.rglob("*"))
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("{}\n", encoding="utf-8")
+    done = _policy("diff", "--state-dir", state, "--against-user-settings", settings, "-f", "json")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout) == {"changed": 0, "changes": []}, done.stdout[:2000]
+    assert sorted(str(p.relative_to(state)) for p in state.rglob("*")) == kept
