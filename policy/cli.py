@@ -31,6 +31,7 @@ from policy.cli_options import (
     complete_tool_ids,
     completion_script,
     component_option,
+    examples,
     format_option,
     load_cli_policy,
     offline_option,
@@ -302,7 +303,14 @@ def _print(text: str) -> None:
 # --- the group --------------------------------------------------------------------------------
 
 
-@click.group(cls=_PolicyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_PolicyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples(
+        "policy check --org examples/organization",
+        "policy explain --all --org examples/organization",
+    ),
+)
 @click.option(
     "--debug",
     is_flag=True,
@@ -320,7 +328,12 @@ def cli(debug: bool) -> None:
 # --- check ------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy check --org examples/organization",
+        "policy check --org examples/organization --user-settings examples/user-settings.yaml --strict -f json",
+    )
+)
 @_configuration_options
 @tools_file_option
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
@@ -400,7 +413,12 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 # --- explain ----------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy explain web_search --org examples/organization --provider-kind OPEN_AI --model gpt-4.1",
+        "policy explain --all --org examples/organization --component CHAT --fail",
+    )
+)
 @click.argument("tool_id", required=False, shell_complete=complete_tool_ids)
 @_configuration_options
 @click.option(
@@ -571,13 +589,25 @@ def _matrix_providers(
 # --- settings ---------------------------------------------------------------------------------
 
 
-@cli.group(cls=_DefaultSubcommandGroup)
+@cli.group(
+    cls=_DefaultSubcommandGroup,
+    epilog=examples(
+        "policy settings read_web_page --org examples/organization",
+        "policy settings set web_search maxResults 12 --org examples/organization --user-settings ~/.config/toolpolicy/settings.yaml",
+    ),
+)
 def settings() -> None:
     """Show a tool's settings (`policy settings TOOL_ID`) or save one (`policy settings set`);
     `policy settings keys` shows the configuration keys."""
 
 
-@settings.command("show")
+@settings.command(
+    "show",
+    epilog=examples(
+        "policy settings show read_web_page --org examples/organization",
+        "policy settings show web_search --org examples/organization --user-settings examples/user-settings.yaml -f json",
+    ),
+)
 @click.argument("tool_id", shell_complete=complete_tool_ids)
 @_configuration_options
 @tools_file_option
@@ -634,7 +664,12 @@ def _origin_text(origin: Any) -> str:
     return f"{origin['plugin']} ({where})" if origin.get("plugin") else where
 
 
-@settings.command("keys")
+@settings.command(
+    "keys",
+    epilog=examples(
+        "policy settings keys --org examples/organization",
+    ),
+)
 @_configuration_options
 def settings_keys(
     org: tuple[Path, ...],
@@ -671,7 +706,12 @@ def settings_keys(
     _print(render_table(["key", "value", "locked", "origin", "values it beat"], rows))
 
 
-@settings.command("set")
+@settings.command(
+    "set",
+    epilog=examples(
+        "policy settings set web_search maxResults 12 --org examples/organization --user-settings ~/.config/toolpolicy/settings.yaml",
+    ),
+)
 @click.argument("tool_id", shell_complete=complete_tool_ids)
 @click.argument("field")
 @click.argument("value")
@@ -721,7 +761,12 @@ def settings_set(
 # --- tools ------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy tools --org examples/organization",
+        "policy tools --org examples/organization --component CHAT -f json",
+    )
+)
 @_configuration_options
 @component_option(default=None, help="Only the tools selectable in this component.")
 @tools_file_option
@@ -775,7 +820,12 @@ def tools(
 # --- diff -------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy diff --org examples/organization/base --against-org examples/organization",
+        "policy diff --org examples/organization --against-user-settings examples/user-settings.yaml --fail",
+    )
+)
 @_configuration_options
 @click.option(
     "--against-org",
@@ -867,7 +917,12 @@ def diff(
 # --- schema, template, encrypt ----------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy schema > toolpolicy-config.schema.json",
+        "policy schema --decision-log",
+    )
+)
 @click.option(
     "--decision-log",
     "decision_log",
@@ -888,12 +943,21 @@ def schema(decision_log: bool) -> None:
     _print(json.dumps(configuration_schema(), indent=2, ensure_ascii=False))
 
 
-@cli.group()
+@cli.group(
+    epilog=examples(
+        "policy log summary decisions.jsonl --since 24h",
+    )
+)
 def log() -> None:
     """Read a decision log (policy chat --decision-log)."""
 
 
-@log.command()
+@log.command(
+    epilog=examples(
+        "policy log summary decisions.jsonl --since 24h",
+        "policy log summary decisions.jsonl decisions.jsonl.1 -f json",
+    )
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--since",
@@ -926,7 +990,11 @@ def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> N
         _print(render_document(document, output_format))
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        "policy template > plugin.lua",
+    )
+)
 def template() -> None:
     """The reference plugin.lua, generated from the tool definitions and the settings keys."""
     from policy.template import reference_plugin
@@ -934,7 +1002,11 @@ def template() -> None:
     click.echo(reference_plugin(), nl=False)
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        'printf %s "$TAVILY_API_KEY" | policy encrypt',
+    )
+)
 def encrypt() -> None:
     """Encrypt stdin into an ENC:v1: value with the configured secret.
 
@@ -963,7 +1035,13 @@ def encrypt() -> None:
 # --- export -----------------------------------------------------------------------------------
 
 
-@cli.command("export")
+@cli.command(
+    "export",
+    epilog=examples(
+        "policy export web_search --mode default --org examples/organization --user-settings examples/user-settings.yaml",
+        "policy export web_search read_web_page --mode locked --org examples/organization --minimum-confidence",
+    ),
+)
 @click.argument(
     "tool_ids", nargs=-1, required=True, metavar="TOOL_ID...", shell_complete=complete_tool_ids
 )
@@ -1045,7 +1123,12 @@ def export_command(
 # --- completion -------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(
+    epilog=examples(
+        'eval "$(policy completion bash)"',
+        "policy completion fish | source",
+    )
+)
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> None:
     """Print the shell completion script for SHELL (bash, zsh or fish).

@@ -82,6 +82,16 @@ def component_option(
     )
 
 
+EXAMPLES_HEADING = "Examples (from the repository root):"
+
+
+def examples(*command_lines: str) -> str:
+    """A command's `--help` epilog: one or two command lines to copy, kept as written (a
+    paragraph that starts with `\\b` is not rewrapped by click). tests/policy/test_cli_help.py
+    parses every one against its command."""
+    return "\b\n" + EXAMPLES_HEADING + "\n" + "\n".join(f"  {line}" for line in command_lines)
+
+
 def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], F]:
     """`--format` / `-f` over `choices` (the first is the default), as `output_format`."""
     return click.option(

@@ -23,6 +23,7 @@ from policy.cli_options import (
     complete_tool_ids,
     component_option,
     decision_log_option,
+    examples,
     format_option,
     load_cli_policy,
     offline_option,
@@ -51,7 +52,12 @@ _STOP_NOTES = {
 }
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        'policy chat --org examples/organization --provider "Example Corp vLLM" --tools-file examples/clock_tool.py --tool calculator "What is 6*7?"',
+        'policy chat --org examples/organization --provider "Example Corp vLLM" --base-url http://127.0.0.1:8000/v1 --decision-log decisions.jsonl',
+    )
+)
 @click.argument("message", required=False)
 @configuration_options
 @click.option(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli_options import format_option
+from policy.cli_options import examples, format_option
 
 if TYPE_CHECKING:
     from policy.config_sources import ConfigurationReferences
@@ -88,7 +88,12 @@ def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
     return found
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "policy fetch --state-dir /var/lib/toolpolicy --config-server 3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9@https://config.intra.example.org/ai",
+        "TOOLPOLICY_CONFIG_SERVERS=3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9@https://config.intra.example.org/ai policy fetch --state-dir /var/lib/toolpolicy",
+    )
+)
 @_STATE_DIR
 @_CONFIG_SERVERS
 @click.option(
@@ -157,7 +162,12 @@ def fetch(
         sys.exit(1)
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "policy status --state-dir /var/lib/toolpolicy",
+        "policy status --state-dir /var/lib/toolpolicy -f json",
+    )
+)
 @_STATE_DIR
 @_CONFIG_SERVERS
 @_FORMAT_OPTION

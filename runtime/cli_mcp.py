@@ -21,6 +21,7 @@ from policy.cli import configuration_options, finding_line, require_token_beyond
 from policy.cli_options import (
     component_option,
     decision_log_option,
+    examples,
     format_option,
     load_cli_policy,
     offline_option,
@@ -38,7 +39,12 @@ if TYPE_CHECKING:
     from runtime.session import ChatRuntime
 
 
-@click.group()
+@click.group(
+    epilog=examples(
+        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy",
+        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM"',
+    )
+)
 def mcp() -> None:
     """MCP servers: list their tools and pins, print pins, serve the governed tools."""
 
@@ -105,7 +111,13 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
     return {"servers": servers}
 
 
-@mcp.command("list")
+@mcp.command(
+    "list",
+    epilog=examples(
+        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy",
+        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy -f json",
+    ),
+)
 @configuration_options
 @format_option("table", "json")
 def list_servers(
@@ -162,7 +174,12 @@ def _table(document: dict[str, Any]) -> str:
     return terminal_text("\n\n".join(parts))
 
 
-@mcp.command("pin")
+@mcp.command(
+    "pin",
+    epilog=examples(
+        "policy mcp pin --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy > pins.lua",
+    ),
+)
 @configuration_options
 def pin(
     org: tuple[Path, ...],
@@ -182,7 +199,13 @@ def pin(
         sys.exit(1)
 
 
-@mcp.command("serve")
+@mcp.command(
+    "serve",
+    epilog=examples(
+        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM"',
+        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM" --transport http --port 0 --token "$TOKEN"',
+    ),
+)
 @configuration_options
 @click.option("--provider", "provider_id", help="A configured provider, by id or name.")
 @component_option(help="The part of the app the MCP client stands for.")

@@ -11,10 +11,15 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options
-from policy.cli_options import format_option, load_cli_policy, tools_file_option
+from policy.cli_options import examples, format_option, load_cli_policy, tools_file_option
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "policy replay decisions.jsonl decisions.jsonl.1 --org candidate/organization",
+        "policy replay decisions.jsonl --org candidate/organization -f json --fail-on-change",
+    )
+)
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @configuration_options
 @tools_file_option

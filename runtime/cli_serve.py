@@ -13,11 +13,16 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options, require_token_beyond_loopback
-from policy.cli_options import offline_option, tools_file_option
+from policy.cli_options import examples, offline_option, tools_file_option
 from runtime.serving import listening_options
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "policy serve --org examples/organization",
+        "policy serve --org examples/organization --port 0 --tools-file examples/clock_tool.py",
+    )
+)
 @configuration_options
 @tools_file_option
 @listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")

@@ -5,7 +5,8 @@ its output (stdout and stderr together) must match the lines shown under it, whe
 just `...` stands for any number of lines. A settings file under `~/` is replaced by a fresh file
 in a temporary folder, so running the examples never touches the home directory; a `--state-dir`
 folder is one temporary folder shared by all examples in README order (so `policy mcp list` can
-leave the listing that `policy explain` reads), never a folder in the repository.
+leave the listing that `policy explain` reads), never a folder in the repository; the README says
+so itself with `$ STATE=$(mktemp -d)` and `--state-dir "$STATE"`, the one other `$` line allowed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tests.e2e._kit import ROOT
 README = ROOT / "README.md"
 _HOME_SETTINGS = "~/.config/toolpolicy/settings.yaml"
 _SHOWN_HOME_SETTINGS = "/home/me/.config/toolpolicy/settings.yaml"
+_STATE = "STATE"
+"""`$ STATE=$(mktemp -d)` in the README: `"$STATE"` is then the shared temporary state folder."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ def _examples() -> list[_Example]:
             inside = False
         elif inside and text.startswith("$ policy "):
             examples.append(_Example(number, text[2:], ()))
+        elif inside and text.startswith("$ "):
+            assert text == f"$ {_STATE}=$(mktemp -d)", f"README.md:{number}: not run: {text}"
+            examples.append(_Example(number, "", ()))  # what follows is no example's output
         elif inside and examples:
             last = examples[-1]
             examples[-1] = _Example(last.line, last.command, (*last.shown, text))
@@ -60,7 +66,7 @@ def _matches(shown: tuple[str, ...], printed: list[str]) -> bool:
     return re.fullmatch(pattern, "".join(line.rstrip() + "\n" for line in printed)) is not None
 
 
-_EXAMPLES = _examples()
+_EXAMPLES = [example for example in _examples() if example.command]
 
 
 def test_the_readme_shows_policy_examples() -> None:
@@ -79,6 +85,8 @@ def _arguments(command: str, settings_file: Path, state_dir: Path) -> list[str]:
     for index, argument in enumerate(given):
         if argument == _HOME_SETTINGS:
             argument = str(settings_file)
+        elif argument == f"${_STATE}":
+            argument = str(state_dir)
         elif index > 0 and given[index - 1] == "--state-dir":
             argument = str(state_dir / argument)
         arguments.append(argument)
@@ -106,6 +114,7 @@ def test_a_readme_example_prints_what_is_shown(
         (done.stdout + done.stderr)
         .replace(str(settings_file), _SHOWN_HOME_SETTINGS)
         .replace(f"{shared_state_dir}/", "")
+        .replace(str(shared_state_dir), f"${_STATE}")
     )
     assert "Traceback" not in printed
     assert _matches(example.shown, printed.splitlines()), (
