@@ -383,6 +383,13 @@ def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = fr
         detail = f": {terminal_safe(trace.status_message)}" if trace.status_message else ""
         name = terminal_safe(trace.tool_name)
         click.echo(f"[tool {name}: {trace.status.value}{detail}]", err=True)
+        for seen in event.outcome.injections if event.outcome else ():
+            click.echo(
+                f"[prompt injection removed from {terminal_safe(seen.source)}: "
+                f"{seen.removed} passage(s), rules {terminal_safe(', '.join(seen.rule_ids))}; "
+                "the chat now holds INJECTION_SEEN]",
+                err=True,
+            )
     elif isinstance(event, FinalAnswer):
         click.echo("")
         for source in event.sources:
@@ -434,6 +441,15 @@ def event_document(event: ResponseEvent) -> dict[str, Any]:
             "tool": trace.tool_id,
             "status": trace.status.value,
             "status_message": trace.status_message,
+            "injections": [
+                {
+                    "source_kind": seen.source_kind,
+                    "source": seen.source,
+                    "rules": list(seen.rule_ids),
+                    "removed": seen.removed,
+                }
+                for seen in (event.outcome.injections if event.outcome else ())
+            ],
         }
     if isinstance(event, FinalAnswer):
         return {

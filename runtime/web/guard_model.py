@@ -204,11 +204,9 @@ class ModelInjectionFilter:
 
 def read_marks(answer: str, count: int) -> dict[int, list[str]]:
     """The model's answer as passages per text index; `ModelAnswerError` when it is not the
-    JSON asked for (a Markdown code fence around it is allowed) or names a text not sent."""
-    body = answer.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
-    if fenced:
-        body = fenced.group(1)
+    JSON asked for or names a text not sent. Words around the one JSON object (a code fence,
+    "Here is the result:") are allowed: models add them."""
+    body = answer[answer.find("{") : answer.rfind("}") + 1] if "{" in answer else answer
     try:
         parsed = _Answer.model_validate_json(body)
     except ValidationError as error:

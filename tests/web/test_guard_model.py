@@ -151,9 +151,11 @@ async def test_a_passage_not_in_its_text_leaves_that_text_to_the_structural_filt
     assert results[2] == (await _structural([TEXTS[2]]))[0]
 
 
-def test_a_fenced_answer_is_read_and_a_mark_of_a_text_not_sent_is_refused() -> None:
+def test_words_around_the_answer_are_allowed_and_a_mark_of_a_text_not_sent_is_refused() -> None:
     fenced = '```json\n{"results": [{"index": 1, "passages": ["x y z w v u"]}]}\n```'
     assert read_marks(fenced, 2) == {1: ["x y z w v u"]}
+    told = 'Here is the result: {"results": []} I hope this helps.'
+    assert read_marks(told, 2) == {}
     with pytest.raises(ValueError, match="only 2 were sent"):
         read_marks('{"results": [{"index": 2, "passages": []}]}', 2)
 
