@@ -10,7 +10,10 @@ reader in any process sees the whole old copy or the whole new one. Anything tha
 server down, TLS failure, 404, broken zip, a hostile archive, a plugin that does not load — keeps
 the copy in force and records the error. A configuration that no source references any more is
 withdrawn. Verification is never turned off: an intranet server's own CA is added with a PEM
-bundle (`ca_bundle`), and an https download redirected to plain http is refused.
+bundle (`ca_bundle`), and from an https source every redirect hop must be https (checked before
+the hop is sent). Each download — every hop and the whole body — must end within the timeout, so
+a server that trickles its answer cannot hold the round or the state dir's lock; only a valid
+ETag is kept and sent back; a damaged status file or copy in force is named, never trusted.
 """
 
 from __future__ import annotations

@@ -100,6 +100,38 @@ def test_a_plain_http_source_is_fetched_with_a_warning(
     )
 
 
+async def test_an_app_s_watcher_logs_the_plain_http_warning_each_round(
+    two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from policy import load_policy
+    from policy.config_sources import ConfigurationReference
+    from runtime import PolicyWatcher
+
+    served, running, _, _ = two_servers
+    served.archives[CONFIG_A] = LOCKED
+    reference = ConfigurationReference(CONFIG_A, running.url("/configs"), "the app's list")
+    async with PolicyWatcher(
+        lambda: load_policy(state_dir=tmp_path, use_entry_points=False),
+        references=[reference],
+        state_dir=tmp_path,
+    ) as watcher:
+        caplog.set_level(logging.WARNING, logger="runtime.policy_watch")
+        for _ in range(2):
+            (status,) = await watcher.fetch()
+            assert status.state == "current"
+    warned = [r.getMessage() for r in caplog.records if "over plain http" in r.getMessage()]
+    assert (
+        warned
+        == [
+            f"configuration {CONFIG_A} (the app's list) is fetched over plain http: anyone on the "
+            "network path can change or replace it; serve it over https"
+        ]
+        * 2
+    )
+
+
 HOSTILE_ETAGS = {
     "non-ASCII": '"caf\u00e9"',
     "not quoted": "v1",
