@@ -1,6 +1,7 @@
 -- Example Corp's ticketing MCP server, governed like every other tool.
 -- Use it together with the base configuration, from the project folder:
---   policy mcp list --org examples/organization --org examples/mcp --state-dir state
+--   STATE=$(mktemp -d)   # the listing cache, outside the checkout
+--   policy mcp list --org examples/organization --org examples/mcp --state-dir "$STATE"
 ID = "4d0f5a8e-7c2b-4e61-9a53-2f8b1c6d7e90"
 NAME = "Example Corp - ticketing MCP server"
 DESCRIPTION = "The service desk's tickets, for chats on trusted providers, read-only."
