@@ -57,6 +57,8 @@ CONFIG = {}
 
 -- The providers users may choose. toolpolicy decides per provider KIND how far it is
 -- trusted (DataConfidence.ConfidenceScheme) and, per model, whether it can call tools.
+-- An entry with a mistake (a wrong value, a misspelled field) is skipped whole and
+-- is an error in `policy check`; explain names it where it is missing.
 CONFIG["LLM_PROVIDERS"] = {}
 
 -- CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {
@@ -83,7 +85,9 @@ CONFIG["LLM_PROVIDERS"] = {}
 
 -- Keys are "<DataClass>.<Property>", case-sensitive. Lists and tables REPLACE the ones
 -- of plugins applied earlier (a department plugin listing one entry drops the base
--- plugin's others), so repeat the entries you want to keep.
+-- plugin's others), so repeat the entries you want to keep. A misspelled key that
+-- toolpolicy acts on (a case slip too) rejects an organization plugin: it fails
+-- closed, and `policy check` names the key it meant.
 CONFIG["SETTINGS"] = {}
 
 -- DataTools.EnableTools — Switches tool calling on or off for everyone; off blocks every tool
@@ -100,14 +104,17 @@ CONFIG["SETTINGS"] = {}
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.AllowLocalMcpServers"] = true
 
--- DataTools.DisabledToolIds — Tool or collection ids that are switched off; unknown ids are
--- harmless. Always locked.
+-- DataTools.DisabledToolIds — Tool or collection ids that are switched off. An id that names
+-- no tool is an error in `policy check` and is read as the tool it most likely meant until it
+-- is fixed. Always locked.
 -- Default: {}.
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }
 
 -- DataTools.MinimumProviderConfidenceByToolId — Per tool or collection id, the lowest provider
--- confidence the tool may be offered to. A malformed table rejects the whole plugin.
+-- confidence the tool may be offered to. A malformed table rejects the whole plugin; an id
+-- that names no tool is an error and its level applies to the tool it most likely meant until
+-- it is fixed.
 -- Allowed values: NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM, HIGH.
 -- Supports .AllowUserOverride = true (then the value is an editable default).
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = { ["web_search"] = "VERY_LOW", ["search_confluence"] = "HIGH" }
@@ -379,6 +386,8 @@ CONFIG["CHAT_TEMPLATES"] = {}
 -- Name: lower-case letters and digits, words joined by single underscores (no "__",
 -- no "_" at either end), so a tool id splits at its first "__" into one server and
 -- one tool: no other server or tool can take an id under <Name>__.
+-- An entry with any unknown or invalid field ("DeniedTool", Transport "HTTP") is
+-- skipped whole, its tools not offered, and is an error in `policy check`.
 CONFIG["MCP_SERVERS"] = {}
 
 -- CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {

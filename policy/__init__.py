@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         Finding,
         PolicyConfiguration,
         ProviderConfig,
+        SkippedEntry,
         UserSettings,
     )
     from policy.decision import Check, Evidence, OfferDecision
@@ -97,6 +98,7 @@ __all__ = [
     "SettingField",
     "SettingSource",
     "SettingsSchema",
+    "SkippedEntry",
     "Tool",
     "ToolActivation",
     "ToolConfigurationState",
@@ -128,6 +130,7 @@ _LAZY = {
     "Finding": "policy.configuration",
     "PolicyConfiguration": "policy.configuration",
     "ProviderConfig": "policy.configuration",
+    "SkippedEntry": "policy.configuration",
     "UserSettings": "policy.configuration",
     "OfferDecision": "policy.decision",
     "Check": "policy.decision",

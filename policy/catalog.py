@@ -43,6 +43,7 @@ from policy.resolve import (
     disabled_tool_ids,
     effective_minimum_confidence,
     managed_layer,
+    misspelled_tool_ids,
     resolve_setting,
     resolve_tool_settings,
 )
@@ -301,6 +302,9 @@ class ToolCatalog:
             collections, definitions, findings
         )
         self._disabled, self._disabled_setting = disabled_tool_ids(configuration)
+        self._misspelled = misspelled_tool_ids(
+            configuration, {*(d.id for d in definitions), *self._collections}
+        )
         self._facts: dict[str, ToolFacts] = {}
         for definition in definitions:
             tool = implementations[definition.implementation_key]
@@ -445,7 +449,8 @@ class ToolCatalog:
     ) -> ToolFacts:
         collection_id = self._collection_of.get(definition.id, definition.id)
         settings_ids = self._settings_ids(definition.id)
-        disabled_by = [i for i in settings_ids if i in self._disabled]
+        misspelled = tuple(m for i in settings_ids for m in self._misspelled.get(i, ()))
+        disabled_by = [i for i in (*settings_ids, *misspelled) if i in self._disabled]
         active = not disabled_by
         if active:
             switched = Check(
@@ -463,11 +468,18 @@ class ToolCatalog:
                 for ident in disabled_by
             )
             what = "its collection" if collection_id != definition.id else "it"
+            typos = [i for i in disabled_by if i in misspelled]
+            read_as = (
+                f"; no tool has the id {', '.join(typos)}: read as {definition.id} until it is "
+                "fixed"
+                if typos
+                else ""
+            )
             switched = Check(
                 _R.TOOL_SWITCHED_OFF,
                 False,
                 f"The organization switched {what} off ({', '.join(disabled_by)} in "
-                f"{DISABLED_TOOL_IDS}).",
+                f"{DISABLED_TOOL_IDS}{read_as}).",
                 evidence,
             )
         gate = _gate(tool, "switch_off_gate")
@@ -519,6 +531,17 @@ class ToolCatalog:
             self.user,
             "collection default" if collection is not None else "tool default",
         )
+        if misspelled:
+            strict = effective_minimum_confidence(
+                misspelled, ConfidenceLevel.NONE, self.configuration, self.user
+            )
+            if strict.level > minimum.level:
+                minimum = MinimumConfidence(
+                    strict.level,
+                    f"a misspelled entry ({', '.join(misspelled)}), read as {definition.id} "
+                    "until it is fixed",
+                    (*minimum.evidence, *strict.evidence),
+                )
         floor = getattr(tool, "minimum_confidence_floor", ConfidenceLevel.NONE)
         if isinstance(floor, ConfidenceLevel) and floor > minimum.level:
             said = getattr(tool, "minimum_confidence_floor_evidence", None)

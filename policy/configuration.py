@@ -111,6 +111,28 @@ class ChatTemplateConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedEntry:
+    """A `CONFIG[...]` entry (a provider, MCP server, data source or chat template) that is not in
+    force because something in it is wrong: explain, `policy mcp list` and the status page name
+    it where its absence matters ("no providers")."""
+
+    section: str
+    """`LLM_PROVIDERS`, `MCP_SERVERS`, `DATA_SOURCES` or `CHAT_TEMPLATES`."""
+    label: str
+    """How the entry is named in messages, e.g. `CONFIG["MCP_SERVERS"] entry 1`."""
+    name: str
+    """Its `InstanceName` or `Name` where readable, else empty."""
+    reason: str
+    location: SourceLocation
+    plugin_name: str = ""
+    by_organization: bool = True
+
+    def __str__(self) -> str:
+        named = f" ({self.name})" if self.name else ""
+        return f"{self.location}: {self.label}{named} skipped: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
 class BrokenPlugin:
     """An organization plugin that failed to load. Without a last-known-good copy, tools are off."""
 
@@ -162,6 +184,15 @@ class PolicyConfiguration:
 
     def setting(self, key: str) -> ManagedSetting | None:
         return self.settings.get(key)
+
+    def skipped_entries(self, section: str | None = None) -> tuple[SkippedEntry, ...]:
+        """Every entry of the plugins in force that was skipped (of one `section`, when given)."""
+        return tuple(
+            entry
+            for plugin in self.applied_plugins
+            for entry in plugin.skipped
+            if section is None or entry.section == section
+        )
 
     @property
     def fails_closed(self) -> bool:

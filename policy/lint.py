@@ -19,19 +19,22 @@ from policy.provenance import SourceLocation
 from policy.resolve import (
     ResolvedSettings,
     field_problem,
+    misspelled_tool_ids,
     resolve_tool_settings,
     setting_choices,
     setting_text,
     value_problem,
 )
 from policy.secrets import is_encrypted
-from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key_hint
+from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key
 from policy.suggest import HintBudget
-from policy.vocabulary import InjectionFilterKind, ProviderKind, ToolActivation
+from policy.vocabulary import InjectionFilterKind, PluginOrigin, ProviderKind, ToolActivation
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.mcp import McpServerListing
     from policy.plugins import ConfigurationPlugin
+    from policy.provenance import Origin
     from policy.tools import Tool
 
 ENABLE_TOOLS = "DataTools.EnableTools"
@@ -60,6 +63,7 @@ def lint_policy(policy: Policy) -> tuple[Finding, ...]:
         policy.configuration.applied_plugins,
         {t.definition.id: t for t in policy.tools},
         functools.partial(_settings_without_keyring, policy),
+        policy.mcp_listings,
     )
 
 
@@ -129,16 +133,19 @@ def lint_configuration(
     plugins: Sequence[ConfigurationPlugin] = (),
     tools: Mapping[str, object] | None = None,
     settings_of: Callable[[str], ResolvedSettings] | None = None,
+    mcp_listings: Mapping[str, McpServerListing] | None = None,
 ) -> tuple[Finding, ...]:
     """Findings for a merged configuration. `tools` (by id) lets each setting value be checked by
     its tool's own field rule; without it only the definitions' offered values are checked.
     `settings_of(tool_id)` (the resolved settings in force) adds the rules across fields for each
-    value in force: one that leaves its tool NOT_CONFIGURED is an error too."""
+    value in force: one that leaves its tool NOT_CONFIGURED is an error too. `mcp_listings` (by
+    server id) are the known listings an MCP tool id `server__tool` is checked against."""
     earlier = tuple(already_reported)
     context = _Context(
         configuration, definitions, is_known or definitions.__contains__, earlier, tools or {}
     )
     context.settings_of = settings_of
+    context.mcp_listings = mcp_listings or {}
     findings: list[Finding] = []
     for rule in _RULES:
         findings.extend(rule(context))
@@ -166,6 +173,53 @@ class _Context:
         }
         self.known_tools = ", ".join(sorted(definitions)) or "none"
         self.hints = HintBudget()
+        self.mcp_listings: Mapping[str, McpServerListing] = {}
+        self.read_as = {
+            typo: meant
+            for meant, typos in misspelled_tool_ids(configuration, list(definitions)).items()
+            for typo in typos
+        }
+        """Each misspelled id of DisabledToolIds and MinimumProviderConfidenceByToolId, and the
+        tool the registry reads it as (the strict reading)."""
+        self.local_plugin_ids = frozenset(
+            p.id for p in configuration.plugins_in_force if p.origin is PluginOrigin.LOCAL
+        )
+
+    def severity(self, origin: Origin | None) -> Severity:
+        """A mistake that leaves out of force what could have tightened the policy: an error
+        in an organization plugin, a warning in a local one (it cannot loosen the organization's
+        policy anyway)."""
+        local = origin is not None and origin.plugin_id in self.local_plugin_ids
+        return Severity.WARNING if local else Severity.ERROR
+
+    def tool_id_problem(self, tool_id: str) -> tuple[bool, str] | None:
+        """None for a known tool; else (checked, what to say after the id): checked False when
+        the id names a tool of a configured MCP server no listing is known of."""
+        if self.is_known(tool_id):
+            return None
+        server_name, separator, _ = tool_id.partition("__")
+        server = next(
+            (s for s in self.configuration.mcp_servers if separator and s.name == server_name),
+            None,
+        )
+        if server is None:
+            return True, (
+                f"{self.hints.did_you_mean(tool_id, self.definitions)} (known: "
+                f"{self.known_list()}; an app's own tool needs --tools-file FILE)"
+            )
+        listing = self.mcp_listings.get(server.id)
+        if listing is None or not listing.ok:
+            why = listing.status if listing is not None else "no listing is known"
+            return False, f"not checked: server not listed (MCP server {server.name}: {why})"
+        from policy.mcp import mcp_tool_id
+
+        listed = [mcp_tool_id(server.name, t.name) for t in listing.tools]
+        if tool_id in listed:
+            return None
+        return True, (
+            f"{self.hints.did_you_mean(tool_id, listed)} (MCP server {server.name} lists: "
+            f"{', '.join(listed) or 'no tools'})"
+        )
 
     def already_said(self, location: SourceLocation | None, key: str) -> bool:
         """Loading already reported `key` (as `["key"]`) at this place; lint adds nothing.
@@ -218,37 +272,65 @@ def _split_tool_key(key: str) -> tuple[str, str]:
 
 
 def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
-    def unknown(tool_id: str, where: str, location: SourceLocation | None) -> Finding:
-        return _warning(
+    """A tool id that names no known tool. Where it would have switched a tool off, raised its
+    confidence floor or set a selection, the mistake may loosen the policy: an error (in an
+    organization plugin); in a tool-settings key only with a near miss; in a chat template a
+    warning (fewer tools is all it can mean)."""
+
+    def unknown(
+        tool_id: str, where: str, setting: ManagedSetting | None, entry: str, strict: bool
+    ) -> Finding | None:
+        if setting is not None and setting.key in (DISABLED, MINIMUMS) and tool_id in c.read_as:
+            return Finding(
+                c.severity(setting.origin),
+                "unknown-tool-id",
+                f"{where} names the unknown tool '{tool_id}'; did you mean "
+                f'"{c.read_as[tool_id]}"? Until it is fixed it is read as {c.read_as[tool_id]} '
+                "(a typo here never leaves a tool on or below its level)",
+                setting.entry_locations.get(entry, setting.origin.location),
+            )
+        problem = c.tool_id_problem(tool_id)
+        if problem is None:
+            return None
+        checked, said = problem
+        location = setting.entry_locations.get(entry, setting.origin.location) if setting else None
+        if not checked:
+            return _warning("unchecked-tool-id", f"{where} names '{tool_id}': {said}", location)
+        severity = c.severity(setting.origin if setting else None)
+        if not strict and "did you mean" not in said:
+            severity = Severity.WARNING
+        return Finding(
+            severity,
             "unknown-tool-id",
-            f"{where} names the unknown tool '{tool_id}'{c.hints.did_you_mean(tool_id, c.definitions)} "
-            f"(known: {c.known_list()}); "
-            "it has no effect unless a tool of that id is installed",
+            f"{where} names the unknown tool '{tool_id}'{said}: the entry has no effect",
             location,
         )
 
-    for tool_id in c.items(DISABLED):
-        if not c.is_known(tool_id):
-            yield unknown(tool_id, DISABLED, c.where(DISABLED, tool_id))
-    for tool_id in c.table(MINIMUMS):
-        if not c.is_known(tool_id):
-            yield unknown(tool_id, MINIMUMS, c.where(MINIMUMS, tool_id))
+    found: list[Finding | None] = []
+    disabled = c.setting(DISABLED)
+    found.extend(unknown(t, DISABLED, disabled, t, True) for t in c.items(DISABLED))
+    minimums = c.setting(MINIMUMS)
+    found.extend(unknown(t, MINIMUMS, minimums, t, True) for t in c.table(MINIMUMS))
     for key in (LOCKED, DEFAULTS):
         for entry in c.table(key):
             tool_id, _ = _split_tool_key(entry)
-            if not c.is_known(tool_id):
-                yield unknown(tool_id, f'{key}["{entry}"]', c.where(key, entry))
+            found.append(unknown(tool_id, f'{key}["{entry}"]', c.setting(key), entry, False))
     for component, ids in c.table(DEFAULT_IDS).items():
         for tool_id in ids if isinstance(ids, tuple | list) else ():
-            if not c.is_known(tool_id):
-                yield unknown(
-                    tool_id, f'{DEFAULT_IDS}["{component}"]', c.where(DEFAULT_IDS, component)
-                )
+            where = f'{DEFAULT_IDS}["{component}"]'
+            found.append(unknown(tool_id, where, c.setting(DEFAULT_IDS), component, True))
+    yield from (f for f in found if f is not None)
     for template in c.configuration.chat_templates:
         for tool_id in template.tool_ids or ():
-            if not c.is_known(tool_id):
-                location = template.origin.location if template.origin else None
-                yield unknown(tool_id, f"chat template '{template.name}' (ToolIds)", location)
+            problem = c.tool_id_problem(tool_id)
+            if problem is not None:
+                yield _warning(
+                    "unknown-tool-id" if problem[0] else "unchecked-tool-id",
+                    f"chat template '{template.name}' (ToolIds) names the unknown tool "
+                    f"'{tool_id}'{problem[1]}; the template offers it only once a tool of that "
+                    "id is installed",
+                    template.origin.location if template.origin else None,
+                )
 
 
 def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
@@ -260,9 +342,11 @@ def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
             and base not in SETTING_KEYS
             and not c.already_said(setting.origin.location, key)
         ):
-            yield _warning(
+            unknown = unknown_key(base, c.hints)
+            yield Finding(
+                c.severity(setting.origin) if unknown.misses_a_key_in_force else Severity.WARNING,
                 "unknown-datatools-key",
-                f'unknown key "{key}"{unknown_key_hint(base, c.hints)}; toolpolicy ignores it. '
+                f'unknown key "{key}"{unknown.hint}; toolpolicy ignores it. '
                 f"DataTools keys: {known}",
                 setting.origin.location,
             )
@@ -279,10 +363,12 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
             location = c.where(key, entry)
             if not field_name or field_name not in properties:
                 fields = ", ".join(properties) or "none"
-                yield _warning(
+                hint = c.hints.did_you_mean(field_name, properties)
+                setting = c.setting(key)
+                yield Finding(
+                    c.severity(setting.origin if setting else None) if hint else Severity.WARNING,
                     "unknown-tool-setting",
-                    f'{key}["{entry}"]: {tool_id} has no setting "{field_name}"'
-                    f"{c.hints.did_you_mean(field_name, properties)} "
+                    f'{key}["{entry}"]: {tool_id} has no setting "{field_name}"{hint} '
                     f"(its settings: {fields}); the entry has no effect",
                     location,
                 )

@@ -24,6 +24,7 @@ from policy.configuration import (
     ProviderConfig,
     SecretValue,
     Severity,
+    SkippedEntry,
 )
 from policy.errors import ToolPolicyError
 from policy.hosts import (
@@ -49,13 +50,14 @@ from policy.settings_keys import (
     OVERRIDE_SUFFIX,
     SettingKey,
     SettingKind,
+    UnknownKey,
     companion_of,
     describe,
     is_override_companion,
     parse_bool,
     parse_choice,
     setting_key,
-    unknown_key_hint,
+    unknown_key,
 )
 from policy.suggest import HintBudget
 from policy.vocabulary import PROVIDER_KIND_NAMES, DataSecurity, PluginOrigin, ProviderKind
@@ -104,6 +106,20 @@ AI_STUDIO_SECTIONS: tuple[str, ...] = (
 )  # fmt: skip
 
 _PROVIDER_KINDS = PROVIDER_KIND_NAMES
+_PROVIDER_FIELDS = frozenset({
+    "Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname", "Model",
+    "AllowUserProvidedAPIKey", "HFInferenceProvider", "AdditionalJsonApiParameters",
+    "TokenizerPath", "APIKey", "CapabilityOverrides",
+})  # fmt: skip
+_FAIL_CLOSED_SECTIONS = ("LLM_PROVIDERS", "MCP_SERVERS")
+"""Sections whose skipped entry is an error: an entry with a mistake may hold the filter, pin or
+capability override that would have tightened the policy (so it is skipped whole), and a
+configuration whose provider or server silently vanished does not do what was written."""
+_MCP_FIELDS = frozenset({
+    "Id", "Name", "Transport", "Command", "Args", "Env", "Url", "Headers",
+    "MinimumProviderConfidence", "AllowedTools", "DeniedTools", "ReadOnlyOnly",
+    "RequirePins", "Pins", "SensitiveArguments", "TimeoutSeconds",
+})  # fmt: skip
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
 _HEX = "[0-9a-fA-F]"
 _DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
@@ -145,6 +161,8 @@ class ConfigurationPlugin:
     data_sources: tuple[DataSourceConfig, ...] = ()
     chat_templates: tuple[ChatTemplateConfig, ...] = ()
     mcp_servers: tuple[McpServerConfig, ...] = ()
+    skipped: tuple[SkippedEntry, ...] = ()
+    """The `CONFIG[...]` entries not applied because something in them is wrong."""
     unused: tuple[Finding, ...] = ()
     findings: tuple[Finding, ...] = ()
     version: str = ""
@@ -301,6 +319,7 @@ class _Loader:
         self.issues: list[Finding] = []
         self.warnings: list[Finding] = []
         self.unused: list[Finding] = []
+        self.skipped: list[SkippedEntry] = []
         self.hints = HintBudget()
         self.plugin_id = ""
         self.name = ""
@@ -353,6 +372,7 @@ class _Loader:
             data_sources=tuple(data_sources),
             chat_templates=tuple(templates),
             mcp_servers=tuple(mcp_servers),
+            skipped=tuple(self.skipped),
             unused=tuple(self.unused),
             findings=tuple(self.warnings),
             version=version,
@@ -380,6 +400,45 @@ class _Loader:
         self.warnings.append(
             Finding(Severity.ERROR, code, message, location or SourceLocation(self.file, 0))
         )
+
+    def _not_in_force(self, code: str, message: str, location: SourceLocation | None) -> None:
+        """Something the administrator wrote is left out of force and could have tightened the
+        policy: an error in an organization plugin (`policy check` exits 1); a warning in a local
+        one, which cannot loosen the organization's policy anyway."""
+        severity = Severity.ERROR if self.origin is PluginOrigin.ORGANIZATION else Severity.WARNING
+        self.warnings.append(
+            Finding(severity, code, message, location or SourceLocation(self.file, 0))
+        )
+
+    def _skip_entry(
+        self,
+        section: str,
+        label: str,
+        entry: Any,
+        reason: str,
+        location: SourceLocation | None,
+        code: str = "invalid-entry",
+    ) -> None:
+        where = location or SourceLocation(self.file, 0)
+        named = (
+            entry.get("InstanceName") or entry.get("Name") if isinstance(entry, LuaTable) else ""
+        )
+        self.skipped.append(
+            SkippedEntry(
+                section=section,
+                label=label,
+                name=named if isinstance(named, str) else "",
+                reason=reason,
+                location=where,
+                plugin_name=self.name,
+                by_organization=self.origin is PluginOrigin.ORGANIZATION,
+            )
+        )
+        message = f"{label} skipped: {reason}"
+        if section in _FAIL_CLOSED_SECTIONS:
+            self._not_in_force(code, message, where)
+        else:  # a data source or chat template that is not there offers nothing
+            self._warn(code, message, where)
 
     def _missing_or(self, name: str, wanted: str) -> None:
         if name not in self.globals:
@@ -568,24 +627,29 @@ class _Loader:
     def _setting(self, key: str, value: Any, where: SourceLocation) -> PluginSetting | None:
         spec = setting_key(key)
         if spec is None or not spec.used_by_toolpolicy:
-            if spec is None:
-                reason = f"not a setting toolpolicy knows{unknown_key_hint(key, self.hints)}"
-            elif spec.replaced_by:
-                reason = (
-                    "a retired AI Studio setting that neither toolpolicy nor current AI Studio "
-                    f"reads; write {spec.replaced_by} instead (DefaultToolSettings when users may "
-                    "change it)"
+            unknown = unknown_key(key, self.hints) if spec is None else None
+            if unknown is not None and unknown.misses_a_key_in_force:
+                message = (
+                    f'CONFIG["SETTINGS"]["{key}"] is not a setting toolpolicy knows{unknown.hint}'
                 )
+                if self.origin is PluginOrigin.ORGANIZATION:  # what it meant could tighten
+                    self._issue(
+                        "unknown-setting-key",
+                        f"{message}; a misspelled key toolpolicy acts on rejects the plugin "
+                        "(it fails closed until the key is fixed)",
+                        where,
+                    )
+                    return None
+                self._warn("unknown-setting-key", f"{message}; it has no effect (kept)", where)
             else:
-                reason = "an AI Studio setting toolpolicy does not use"
-            self.unused.append(
-                Finding(
-                    Severity.WARNING,
-                    "not-used-by-toolpolicy",
-                    f'CONFIG["SETTINGS"]["{key}"] is {reason}; kept',
-                    where,
+                self.unused.append(
+                    Finding(
+                        Severity.WARNING,
+                        "not-used-by-toolpolicy",
+                        f'CONFIG["SETTINGS"]["{key}"] is {_unused_reason(spec, unknown)}; kept',
+                        where,
+                    )
                 )
-            )
             entries = _entry_locations(value) if isinstance(value, LuaTable) else {}
             return PluginSetting(
                 key, _plain(value), where, entry_locations=entries, used_by_toolpolicy=False
@@ -631,33 +695,40 @@ class _Loader:
     # -- configuration objects ----------------------------------------------------------
 
     def _objects(self, config: LuaTable, section: str, parse: Any) -> list[Any]:
+        """The entries of one `CONFIG[...]` list; an entry with a mistake is skipped whole (never
+        applied with a filter, pin or override silently dropped) and reported as not in force."""
         value = config.get(section)
         if value is None:
             return []
         where = config.locations.get(section) or config.location
         if not isinstance(value, LuaTable):
-            self._warn(
-                "invalid-section", f'CONFIG["{section}"] must be a list of tables; skipped', where
+            self._skip_entry(
+                section,
+                f'CONFIG["{section}"]',
+                None,
+                "it must be a list of tables",
+                where,
+                "invalid-section",
             )
             return []
-        self._warn_beyond_sequence(value, f'CONFIG["{section}"]', where)
+        self._skip_beyond_sequence(value, section, where)
         objects: dict[str, Any] = {}
         for index, entry in enumerate(value.sequence(), start=1):
             entry_where = value.locations.get(index) or where
             label = f'CONFIG["{section}"] entry {index}'
             if not isinstance(entry, LuaTable):
-                self._warn("invalid-entry", f"{label} is not a table; skipped", entry_where)
+                self._skip_entry(section, label, entry, "it is not a table", entry_where)
                 continue
             entry_where = entry.location or entry_where
             problems: list[str] = []
             parsed = parse(entry, entry_where, problems, label)
             if parsed is None:
-                self._warn("invalid-entry", f"{label} skipped: {'; '.join(problems)}", entry_where)
+                self._skip_entry(section, label, entry, "; ".join(problems), entry_where)
                 continue
             for problem in problems:
                 self._warn("invalid-entry-field", f"{label}: {problem}", entry_where)
             if parsed.id in objects:
-                self._warn(
+                self._not_in_force(
                     "duplicate-id",
                     f"{label} repeats Id {parsed.id}; the later entry replaces the earlier",
                     entry_where,
@@ -665,24 +736,26 @@ class _Loader:
             objects[parsed.id] = parsed
         return list(objects.values())
 
-    def _warn_beyond_sequence(
-        self, table: LuaTable, label: str, where: SourceLocation | None
+    def _skip_beyond_sequence(
+        self, table: LuaTable, section: str, where: SourceLocation | None
     ) -> None:
-        """AI Studio reads only the array part 1..n of a list; say which other keys it never sees."""
+        """AI Studio reads only the array part 1..n of a list; the other keys are skipped."""
         length = len(table.sequence())
         for key in table.entries:
             if not (type(key) is int and 1 <= key <= length):
-                self._warn(
-                    "invalid-entry",
-                    f"{label}[{describe(key)}] is outside the list 1..{length} (AI Studio reads "
-                    "only consecutive entries from 1, e.g. via [#list+1]); ignored",
+                self._skip_entry(
+                    section,
+                    f'CONFIG["{section}"][{describe(key)}]',
+                    table.entries[key],
+                    f"it is outside the list 1..{length} (AI Studio reads only consecutive "
+                    "entries from 1, e.g. via [#list+1])",
                     table.locations.get(key) or where,
                 )
 
     def _provider(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ProviderConfig | None:
-        fields = _Fields(entry, problems)
+        fields = _Fields(entry, problems, hints=self.hints)
         provider_id = fields.guid("Id")
         instance = fields.string("InstanceName", blank_ok=True)
         kind = fields.choice("UsedLLMProvider", _PROVIDER_KINDS)
@@ -707,10 +780,31 @@ class _Loader:
             display = _Fields(model, problems, "Model.").string("DisplayName", blank_ok=True)
         else:
             problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
-        if None in (provider_id, instance, kind, host, hostname, model_id, display):
+        additional: dict[str, Any] = {"DisplayName": display}
+        hf = entry.get("HFInferenceProvider")
+        if hf is not None:  # another inference provider would receive the chats: never guessed
+            additional["HFInferenceProvider"] = parse_choice(hf, HF_INFERENCE_PROVIDERS)
+            if additional["HFInferenceProvider"] is None:
+                problems.append(
+                    f"HFInferenceProvider {describe(_plain(hf))} is not one of "
+                    f"{', '.join(HF_INFERENCE_PROVIDERS)}"
+                    f"{_near_choice(hf, HF_INFERENCE_PROVIDERS, self.hints)}"
+                )
+        text = entry.get("AdditionalJsonApiParameters")
+        if text is not None:  # they may switch off retention or logging: never dropped
+            if isinstance(text, str):
+                additional["AdditionalJsonApiParameters"] = text
+            else:
+                problems.append(
+                    f"AdditionalJsonApiParameters must be a string of JSON fields, not "
+                    f"{describe(_plain(text))}"
+                )
+        compat: list[str] = []
+        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), problems, compat)
+        problems.extend(self._near_miss_fields(entry, _PROVIDER_FIELDS))
+        if problems or None in (provider_id, instance, kind, host, hostname, model_id, display):
             return None
         optional: list[str] = []
-        additional: dict[str, Any] = {"DisplayName": display}
         allow_raw = entry.get("AllowUserProvidedAPIKey")
         allow_user_key = allow_raw is True
         if allow_raw is not None and not isinstance(allow_raw, bool):
@@ -719,37 +813,15 @@ class _Loader:
                 "read as false, as AI Studio does"
             )
         additional["AllowUserProvidedAPIKey"] = allow_user_key
-        hf = entry.get("HFInferenceProvider")
-        if hf is not None:
-            additional["HFInferenceProvider"] = parse_choice(hf, HF_INFERENCE_PROVIDERS) or "NONE"
-            if additional["HFInferenceProvider"] == "NONE":
-                optional.append(
-                    f"HFInferenceProvider {describe(_plain(hf))} is not one of {', '.join(HF_INFERENCE_PROVIDERS)}; read as NONE"
-                )
-        for name in ("AdditionalJsonApiParameters", "TokenizerPath"):
-            text = entry.get(name)
-            if text is not None:
-                if isinstance(text, str):
-                    additional[name] = text
-                else:
-                    optional.append(f"{name} must be a string; ignored")
-        known = {
-            "Id",
-            "InstanceName",
-            "UsedLLMProvider",
-            "Host",
-            "Hostname",
-            "Model",
-            "AllowUserProvidedAPIKey",
-            "HFInferenceProvider",
-            "AdditionalJsonApiParameters",
-            "TokenizerPath",
-            "APIKey",
-            "CapabilityOverrides",
-        }
-        additional.update({str(k): _plain(v) for k, v in entry.entries.items() if k not in known})
-        compat: list[str] = []
-        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), optional, compat)
+        tokenizer = entry.get("TokenizerPath")
+        if tokenizer is not None:
+            if isinstance(tokenizer, str):
+                additional["TokenizerPath"] = tokenizer
+            else:
+                optional.append("TokenizerPath must be a string; ignored")
+        additional.update(
+            {str(k): _plain(v) for k, v in entry.entries.items() if k not in _PROVIDER_FIELDS}
+        )
         api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
         problems.extend(optional)
         assert provider_id and kind and host and model_id is not None and instance is not None
@@ -768,27 +840,41 @@ class _Loader:
             origin=Origin(self.plugin_id, self.name, where),
         )
 
+    def _near_miss_fields(self, entry: LuaTable, known: frozenset[str]) -> list[str]:
+        """Unknown fields of an entry that look like a known one misspelled (an AI Studio field
+        toolpolicy does not know, with no near miss, is kept as it is)."""
+        found = []
+        for key in entry.entries:
+            if isinstance(key, str) and key not in known:
+                meant = self.hints.closest_name(key, known)
+                if meant is not None:
+                    found.append(
+                        f'unknown field "{key}"; did you mean "{meant}"? (known: '
+                        f"{', '.join(sorted(known))})"
+                    )
+        return found
+
     def _capability_overrides(
         self, value: Any, problems: list[str], compat: list[str]
     ) -> dict[str, bool]:
         if value is None:
             return {}
         if not isinstance(value, LuaTable):
-            problems.append(
-                "CapabilityOverrides must be a table of capability = true/false; ignored"
-            )
+            problems.append("CapabilityOverrides must be a table of capability = true/false")
             return {}
         overrides: dict[str, bool] = {}
         folded = {c.replace("_", ""): c for c in CAPABILITIES}
         for key, flag in value.entries.items():
             name = folded.get(str(key).replace("_", "").upper()) if isinstance(key, str) else None
             if name is None:
+                hint = self.hints.did_you_mean(str(key), CAPABILITIES)
                 problems.append(
-                    f"CapabilityOverrides key {describe(key)} is not one of {', '.join(CAPABILITIES)}; ignored"
+                    f"CapabilityOverrides key {describe(key)} is not a capability{hint} "
+                    f"(known: {', '.join(CAPABILITIES)})"
                 )
             elif not isinstance(flag, bool):
                 problems.append(
-                    f"CapabilityOverrides.{key} must be true or false, not {describe(_plain(flag))}; ignored"
+                    f"CapabilityOverrides.{key} must be true or false, not {describe(_plain(flag))}"
                 )
             else:
                 if name.upper() != str(key).upper():
@@ -812,7 +898,7 @@ class _Loader:
     def _data_source(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> DataSourceConfig | None:
-        fields = _Fields(entry, problems)
+        fields = _Fields(entry, problems, hints=self.hints)
         source_id = fields.guid("Id")
         name = fields.string("Name")
         kind = fields.choice("Type", ("ERI_V1",))
@@ -853,7 +939,7 @@ class _Loader:
     def _chat_template(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ChatTemplateConfig | None:
-        fields = _Fields(entry, problems)
+        fields = _Fields(entry, problems, hints=self.hints)
         template_id = fields.guid("Id")
         name = fields.string("Name", blank_ok=True)
         fields.string("SystemPrompt", blank_ok=True)
@@ -901,7 +987,7 @@ class _Loader:
         )
         from policy.vocabulary import ConfidenceLevel
 
-        fields = _Fields(entry, problems)
+        fields = _Fields(entry, problems, hints=self.hints)
         server_id = fields.guid("Id")
         name = fields.string("Name")
         if name is not None and not SERVER_NAME_PATTERN.fullmatch(name):
@@ -971,18 +1057,11 @@ class _Loader:
                     f"TimeoutSeconds is {describe(_plain(raw_timeout))}; it must be a number "
                     f"above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
                 )
-        known = {
-            "Id", "Name", "Transport", "Command", "Args", "Env", "Url", "Headers",
-            "MinimumProviderConfidence", "AllowedTools", "DeniedTools", "ReadOnlyOnly",
-            "RequirePins", "Pins", "SensitiveArguments", "TimeoutSeconds",
-        }  # fmt: skip
         for key in entry.entries:
-            if key not in known:
-                self._warn(
-                    "unknown-entry-field",
-                    f"{label}: unknown field {describe(key)}; ignored (known: "
-                    f"{', '.join(sorted(known))})",
-                    entry.locations.get(key) or where,
+            if key not in _MCP_FIELDS:  # perhaps a filter or pin misspelled: never ignored
+                hint = self.hints.did_you_mean(str(key), _MCP_FIELDS)
+                problems.append(
+                    f"unknown field {describe(key)}{hint} (known: {', '.join(sorted(_MCP_FIELDS))})"
                 )
         if problems or None in (server_id, name, transport):
             return None
@@ -1249,10 +1328,17 @@ class _SettingParser:
 class _Fields:
     """Reads required fields of one configuration object, collecting what is wrong."""
 
-    def __init__(self, table: LuaTable, problems: list[str], prefix: str = "") -> None:
+    def __init__(
+        self,
+        table: LuaTable,
+        problems: list[str],
+        prefix: str = "",
+        hints: HintBudget | None = None,
+    ) -> None:
         self.table = table
         self.problems = problems
         self.prefix = prefix
+        self.hints = hints
 
     def _bad(self, name: str, wanted: str) -> None:
         value = self.table.get(name)
@@ -1276,7 +1362,9 @@ class _Fields:
         given = self.table.get(name)
         value = parse_choice(given, choices)
         if value is None:
-            self._bad(name, f"one of {', '.join(choices)}{_near_choice(given, choices)}")
+            self._bad(
+                name, f"one of {', '.join(choices)}{_near_choice(given, choices, self.hints)}"
+            )
         return value
 
     def integer(self, name: str, low: int, high: int) -> int | None:
@@ -1344,15 +1432,23 @@ def _decryption_problem(value: str, secret: str) -> str | None:
     return None
 
 
-def _near_choice(value: Any, choices: tuple[str, ...]) -> str:
-    """A hint for a name that differs from a valid one only in underscores (LLAMACPP → LLAMA_CPP)."""
-    if not isinstance(value, str):
+def _near_choice(value: Any, choices: tuple[str, ...], hints: HintBudget | None) -> str:
+    """A did-you-mean for a mistyped name (LLAMACPP → LLAMA_CPP, HTTP → STREAMABLE_HTTP)."""
+    if not isinstance(value, str) or hints is None:
         return ""
-    squeezed = value.strip().upper().replace("_", "")
-    for choice in choices:
-        if choice.replace("_", "") == squeezed:
-            return f" (did you mean {choice}?)"
-    return ""
+    meant = hints.closest_name(value, choices)
+    return f" (did you mean {meant}?)" if meant else ""
+
+
+def _unused_reason(spec: SettingKey | None, unknown: UnknownKey | None) -> str:
+    if spec is None:
+        return f"not a setting toolpolicy knows{unknown.hint if unknown else ''}"
+    if spec.replaced_by:
+        return (
+            "a retired AI Studio setting that neither toolpolicy nor current AI Studio reads; "
+            f"write {spec.replaced_by} instead (DefaultToolSettings when users may change it)"
+        )
+    return "an AI Studio setting toolpolicy does not use"
 
 
 def _is_source_url(text: str) -> bool:

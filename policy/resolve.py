@@ -9,7 +9,7 @@ carries its provenance so explain can name the plugin and line (or the user file
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -567,6 +567,30 @@ def disabled_tool_ids(
     value = setting.value
     ids = (value,) if isinstance(value, str) else tuple(value or ())
     return frozenset(str(i) for i in ids), setting
+
+
+def misspelled_tool_ids(
+    configuration: PolicyConfiguration, known: Collection[str]
+) -> dict[str, tuple[str, ...]]:
+    """The ids in `DataTools.DisabledToolIds` and `MinimumProviderConfidenceByToolId` that name
+    no known tool, by the known tool each most likely meant (did-you-mean).
+
+    A typo there is read the strict way, never as nothing: the tool it meant is switched off,
+    or gets at least that level, until the entry is fixed (`policy check` reports it as an
+    error). A hostile plugin's thousands of unknown ids cost one budget of searches."""
+    from policy.suggest import HintBudget
+
+    disabled, _ = disabled_tool_ids(configuration)
+    minimums = configuration.setting(MINIMUM_CONFIDENCE_BY_TOOL_ID)
+    table = minimums.value if minimums is not None and isinstance(minimums.value, Mapping) else {}
+    hints = HintBudget()
+    meant: dict[str, list[str]] = {}
+    for ident in dict.fromkeys((*sorted(disabled), *map(str, table))):
+        if ident not in known:
+            match = hints.closest_name(ident, known)
+            if match is not None:
+                meant.setdefault(match, []).append(ident)
+    return {tool_id: tuple(idents) for tool_id, idents in meant.items()}
 
 
 # --- minimum provider confidence ------------------------------------------------------------------

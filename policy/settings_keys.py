@@ -112,7 +112,9 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
     SettingKey(
         "DataTools.DisabledToolIds",
         SettingKind.STRING_SET,
-        "Tool or collection ids that are switched off; unknown ids are harmless. Always locked.",
+        "Tool or collection ids that are switched off. An id that names no tool is an error "
+        "in `policy check` and is read as the tool it most likely meant until it is fixed. "
+        "Always locked.",
         honors_user_override=False,
         default=(),
         example='{ "web_search" }',
@@ -121,7 +123,8 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         "DataTools.MinimumProviderConfidenceByToolId",
         SettingKind.LEVEL_MAP,
         "Per tool or collection id, the lowest provider confidence the tool may be offered to. "
-        "A malformed table rejects the whole plugin.",
+        "A malformed table rejects the whole plugin; an id that names no tool is an error and "
+        "its level applies to the tool it most likely meant until it is fixed.",
         rejects_plugin=True,
         choices=LEVEL_NAMES,
         example='{ ["web_search"] = "VERY_LOW", ["search_confluence"] = "HIGH" }',
@@ -401,16 +404,35 @@ def companion_of(name: str) -> str:
     return name[: -len(OVERRIDE_SUFFIX)]
 
 
-def unknown_key_hint(name: str, budget: HintBudget | None = None) -> str:
-    """A near-miss suggestion for an unknown key (case slips are the common typo); with a
-    `budget`, only while it lasts."""
+@dataclass(frozen=True, slots=True)
+class UnknownKey:
+    """A settings key toolpolicy does not know, and the known key it most likely meant."""
+
+    name: str
+    meant: str | None
+
+    @property
+    def hint(self) -> str:
+        """` (did you mean "X"? …)` for a near miss, else an empty string."""
+        if self.meant is None:
+            return ""
+        case = " keys are case-sensitive" if self.meant.lower() == self.name.lower() else ""
+        return f' (did you mean "{self.meant}"?{case})'
+
+    @property
+    def misses_a_key_in_force(self) -> bool:
+        """Spelled right, it would be a key toolpolicy acts on: the mistake leaves a value the
+        administrator wrote out of force, which may loosen the policy, so it is an error."""
+        return self.meant is not None and SETTING_KEYS[self.meant].used_by_toolpolicy
+
+
+def unknown_key(name: str, budget: HintBudget | None = None) -> UnknownKey:
+    """`name` read as an unknown key with its near miss (case slips are the common typo); with
+    a `budget`, the near miss is searched only while it lasts."""
     from policy.suggest import closest_name
 
-    match = budget.closest_name(name, SETTING_KEYS) if budget else closest_name(name, SETTING_KEYS)
-    if match is None:
-        return ""
-    case = " keys are case-sensitive" if match.lower() == name.lower() else ""
-    return f' (did you mean "{match}"?{case})'
+    meant = budget.closest_name(name, SETTING_KEYS) if budget else closest_name(name, SETTING_KEYS)
+    return UnknownKey(name, meant)
 
 
 def parse_bool(value: Any) -> bool | None:

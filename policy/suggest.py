@@ -1,7 +1,8 @@
 """Did-you-mean hints: the one place that decides which known name a mistyped one was meant to be.
 
 A case slip wins (names are case-sensitive, so it is the likeliest mistake), then a name that
-differs only in underscores (LLAMACPP → LLAMA_CPP), then the closest spelling by difflib's ratio.
+differs only in underscores (LLAMACPP → LLAMA_CPP), then the one name that has it as a whole
+word (HTTP → STREAMABLE_HTTP), then the closest spelling by difflib's ratio.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def closest_name(wanted: str, known: Iterable[str]) -> str | None:
     for name in names:
         if name.casefold().replace("_", "").replace("-", "") == squeezed:
             return name
+    wholes = [name for name in names if folded in name.casefold().replace("-", "_").split("_")]
+    if len(wholes) == 1 and folded:
+        return wholes[0]
     import difflib
 
     by_folded = {name.casefold(): name for name in names}

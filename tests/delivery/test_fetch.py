@@ -432,7 +432,7 @@ def test_the_other_commands_read_the_fetched_configuration_from_the_state_dir(
     assert status.state == "current" and delivered is not None
 
     checked = _policy("check", "--state-dir", state)
-    assert checked.returncode == 0, checked.stderr
+    assert checked.returncode == 1, checked.stderr  # an unknown id in DisabledToolIds: an error
     assert f"{delivered / 'plugin.lua'}:" in checked.stdout + checked.stderr
     assert "no_such_tool" in checked.stdout + checked.stderr
 

@@ -293,7 +293,7 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
     for warning in document["warnings"] + document["errors"]:
         assert set(warning) == {"file", "line", "code", "message"}
         by_code.setdefault(warning["code"], []).append(warning)
-    assert [e["code"] for e in document["errors"]] == ["value-not-allowed"]
+    assert [e["code"] for e in document["errors"]] == ["unknown-tool-id", "value-not-allowed"]
     assert "web_serch" in by_code["unknown-tool-id"][0]["message"]
     assert "'on'" in by_code["value-not-allowed"][0]["message"]
     assert 'did you mean "ON"' in by_code["value-not-allowed"][0]["message"]
@@ -967,7 +967,7 @@ def test_check_skips_providers_and_mcp_servers_whose_address_the_runtime_refuses
     code, document = run_json("check", "--org", plugin.parent, "--strict")
     assert code == 1 and "hunter2" not in json.dumps(document)
     lines = plugin.read_text(encoding="utf-8").splitlines()
-    skipped = {w["line"]: w for w in document["warnings"] if w["code"] == "invalid-entry"}
+    skipped = {w["line"]: w for w in document["errors"] if w["code"] == "invalid-entry"}
     for number in range(1, len(hostnames) + 1):
         line = (
             lines.index(
@@ -988,7 +988,7 @@ def test_check_skips_providers_and_mcp_servers_whose_address_the_runtime_refuses
         assert warning["file"] == str(plugin)
         assert f'CONFIG["MCP_SERVERS"] entry {number} skipped: Url ' in warning["message"]
     assert skipped == {}
-    messages = " ".join(w["message"] for w in document["warnings"])
+    messages = " ".join(w["message"] for w in document["errors"])
     assert "Hostname 'ftp://llm.corp../' is not an http(s) address" in messages
     assert "Hostname 'https://llm.corp../v1' names no host" in messages
     assert "Hostname 'https://*****@llm.corp../v1' names no host" in messages
@@ -1057,9 +1057,9 @@ def test_check_skips_providers_the_runtime_cannot_call(tmp_path: Path) -> None:
     ]
     plugin = write_plugin(tmp_path / "org", _provider_entries([e for e, _ in refused]))
     code, document = run_json("check", "--org", plugin.parent, "--strict")
-    assert code == 1 and document["errors"] == []
+    assert code == 1 and document["warnings"] == []  # a skipped entry is an error
     lines = plugin.read_text(encoding="utf-8").splitlines()
-    skipped = {w["line"]: w for w in document["warnings"] if w["code"] == "invalid-entry"}
+    skipped = {w["line"]: w for w in document["errors"] if w["code"] == "invalid-entry"}
     for number, (_, expected) in enumerate(refused, start=1):
         prefix = f'CONFIG["LLM_PROVIDERS"][{number}]'
         warning = skipped.pop(lines.index(next(t for t in lines if t.startswith(prefix))) + 1)

@@ -60,6 +60,7 @@ def hostile(tmp_path: Path) -> Path:
         PROVIDERS
         + 'CONFIG["SETTINGS"] = {}\n'
         + 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web\\27[32mok" }\n'
+        + 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds.AllowUserOverride"] = true\n'
         + 'CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = '
         + '{ ["web_search.maxResults"] = "500" }\n',
     )
@@ -70,7 +71,7 @@ def test_check_marks_errors_and_warnings_on_a_terminal(hostile: Path) -> None:
     shown = _on_a_terminal("check", "--org", hostile)
     assert f"{RED}error{RESET} [invalid-tool-setting]: " in shown
     assert f"{YELLOW}warning{RESET} [" in shown
-    assert f"{RED}failed{RESET}: 1 error(s)" in shown
+    assert f"{RED}failed{RESET}: 2 error(s)" in shown
     assert "web\\x1b[32mok" in shown
     assert "\x1b" not in OURS.sub("", shown), shown
 
@@ -87,7 +88,7 @@ def test_explain_marks_the_verdict_and_each_check_on_a_terminal() -> None:
 @pytest.mark.parametrize("no_color", ["1", "true", "0"])
 def test_no_color_keeps_a_terminal_plain(hostile: Path, no_color: str) -> None:
     shown = _on_a_terminal("check", "--org", hostile, env={"NO_COLOR": no_color})
-    assert "failed: 1 error(s)" in shown
+    assert "failed: 2 error(s)" in shown
     assert "\x1b" not in shown
 
 
@@ -98,5 +99,5 @@ def test_a_dumb_terminal_stays_plain(hostile: Path) -> None:
 def test_a_pipe_gets_no_colour(hostile: Path) -> None:
     done = run("check", "--org", hostile)
     assert done.returncode == 1
-    assert "failed: 1 error(s)" in done.stdout
+    assert "failed: 2 error(s)" in done.stdout
     assert "\x1b" not in done.stdout + done.stderr

@@ -66,8 +66,30 @@ def test_a_sensible_configuration_has_no_warnings() -> None:
 
 
 def test_every_warning_is_a_warning() -> None:
-    findings = lint(managed("DataTools.DisabledToolIds", ("nope",)))
+    findings = lint(managed("DataTools.DefaultToolIdsByComponent", {"CHAT": ("web_search",)}))
     assert findings and all(f.severity is Severity.WARNING for f in findings)
+
+
+def test_an_unknown_tool_id_that_could_have_tightened_is_an_error() -> None:
+    findings = lint(
+        managed("DataTools.DisabledToolIds", ("nope",)),
+        managed("DataTools.MinimumProviderConfidenceByToolId", {"web_serch": "HIGH"}),
+        managed("DataTools.DefaultToolIdsByComponent", {"CHAT": ("nope",)}),
+        managed("DataTools.LockedToolSettings", {"web_serch.maxResults": "3"}),
+        managed("DataTools.DefaultToolSettings", {"my_tool.x": "3"}),
+        chat_templates=(ChatTemplateConfig("t", "Research", ("nope",), origin=DEPT),),
+    )
+    unknown = {
+        f.message.split(" names")[0]: f.severity for f in findings if f.code == "unknown-tool-id"
+    }
+    assert unknown == {
+        "DataTools.DisabledToolIds": Severity.ERROR,
+        "DataTools.MinimumProviderConfidenceByToolId": Severity.ERROR,
+        'DataTools.DefaultToolIdsByComponent["CHAT"]': Severity.ERROR,
+        'DataTools.LockedToolSettings["web_serch.maxResults"]': Severity.ERROR,  # a near miss
+        'DataTools.DefaultToolSettings["my_tool.x"]': Severity.WARNING,  # an app's tool, perhaps
+        "chat template 'Research' (ToolIds)": Severity.WARNING,  # fewer tools is all it can mean
+    }
 
 
 def test_unknown_tool_ids_are_named_at_their_entry() -> None:

@@ -514,11 +514,27 @@ def test_allow_user_override_companions(tmp_path: Path) -> None:
 
 
 def test_unknown_keys_are_kept_with_a_hint(tmp_path: Path) -> None:
-    path = write_plugin(tmp_path, settings='CONFIG["SETTINGS"]["datatools.enabletools"] = false')
+    path = write_plugin(tmp_path, settings='CONFIG["SETTINGS"]["DataApp.UpdateIntervall"] = true')
     plugin = load_plugin(path, ORG)
-    assert plugin.settings["datatools.enabletools"].used_by_toolpolicy is False
+    assert plugin.settings["DataApp.UpdateIntervall"].used_by_toolpolicy is False
     (finding,) = plugin.unused
-    assert 'did you mean "DataTools.EnableTools"?' in finding.message
+    assert 'did you mean "DataApp.UpdateInterval"?' in finding.message
+    assert finding.severity is Severity.WARNING  # toolpolicy acts on no DataApp key
+
+
+def test_a_misspelled_key_toolpolicy_acts_on_rejects_an_organization_plugin(
+    tmp_path: Path,
+) -> None:
+    """Spelled right it could have tightened the policy: the plugin fails closed."""
+    path = write_plugin(tmp_path, settings='CONFIG["SETTINGS"]["datatools.enabletools"] = false')
+    (finding,) = rejected(path).findings
+    assert (finding.severity, finding.code) == (Severity.ERROR, "unknown-setting-key")
+    assert 'did you mean "DataTools.EnableTools"? keys are case-sensitive' in finding.message
+    assert finding.location is not None and finding.location.line == line_of(path, "datatools")
+    local = load_plugin(path, PluginOrigin.LOCAL)  # it cannot loosen the organization's policy
+    assert local.settings["datatools.enabletools"].used_by_toolpolicy is False
+    (warning,) = local.findings
+    assert (warning.severity, warning.code) == (Severity.WARNING, "unknown-setting-key")
 
 
 def test_absent_is_not_empty(tmp_path: Path) -> None:
@@ -658,7 +674,7 @@ def test_a_provider_the_runtime_calls_at_its_hostname_is_kept(
 
 def test_provider_fields(tmp_path: Path, secret: str) -> None:
     extra = (
-        '["CapabilityOverrides"] = { ["FunctionCalling"] = false, ["VIDEO_INPUT"] = "yes", ["TELEPATHY"] = true },'
+        '["CapabilityOverrides"] = { ["FunctionCalling"] = false },'
         '["APIKey"] = "sk-plaintext-key",'
         '["TokenizerPath"] = "/opt/tok.json",'
     )
@@ -671,10 +687,46 @@ def test_provider_fields(tmp_path: Path, secret: str) -> None:
     assert p.additional["TokenizerPath"] == "/opt/tok.json"
     messages = " | ".join(f.message for f in plugin.findings)
     assert "read as FUNCTION_CALLING" in messages
-    assert "VIDEO_INPUT must be true or false" in messages
-    assert "TELEPATHY" in messages and "not one of FUNCTION_CALLING" in messages
     assert "APIKey is not an ENC:v1: value; plaintext secrets are refused" in messages
     assert "sk-plaintext-key" not in messages
+    assert all(f.severity is Severity.WARNING for f in plugin.findings)  # nothing loosens
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (
+            '["CapabilityOverrides"] = { ["FUNCTION_CALING"] = false },',
+            'did you mean "FUNCTION_CALLING"?',
+        ),
+        (
+            '["CapabilityOverrides"] = { ["FUNCTION_CALLING"] = "no" },',
+            "FUNCTION_CALLING must be true or false",
+        ),
+        (
+            '["CapabilityOverride"] = { ["FUNCTION_CALLING"] = false },',
+            'did you mean "CapabilityOverrides"?',
+        ),
+        ('["HFInferenceProvider"] = "CEREBAS",', 'HFInferenceProvider "CEREBAS" is not one of'),
+        (
+            '["AdditionalJsonApiParameters"] = { ["store"] = false },',
+            "AdditionalJsonApiParameters must be a string",
+        ),
+    ],
+)
+def test_a_provider_field_that_could_loosen_when_ignored_skips_the_entry(
+    tmp_path: Path, extra: str, said: str
+) -> None:
+    """A switched-off capability, another inference provider or a dropped `store: false`
+    would loosen what the administrator wrote: the provider is skipped, an error."""
+    path = write_plugin(tmp_path, extra=provider(extra=extra))
+    plugin = load_plugin(path, ORG)
+    assert plugin.providers == ()
+    (finding,) = plugin.findings
+    assert (finding.severity, finding.code) == (Severity.ERROR, "invalid-entry")
+    assert said in finding.message, finding.message
+    (skipped,) = plugin.skipped
+    assert (skipped.section, skipped.location) == ("LLM_PROVIDERS", finding.location)
 
 
 def test_a_user_provided_key_wins_over_a_configured_one(tmp_path: Path, secret: str) -> None:
@@ -704,6 +756,7 @@ def test_the_later_of_two_entries_with_one_id_wins(tmp_path: Path) -> None:
     plugin = load_plugin(write_plugin(tmp_path, extra=text), ORG)
     assert [p.kind for p in plugin.providers] == [ProviderKind.MISTRAL]
     assert codes(plugin) == ["duplicate-id"]
+    assert plugin.findings[0].severity is Severity.ERROR  # the earlier may have been meant
 
 
 def test_a_section_that_is_not_a_list_is_skipped(tmp_path: Path) -> None:
@@ -819,13 +872,13 @@ def test_odd_but_tolerated_input_only_warns(tmp_path: Path) -> None:
         [
             'CONFIG["SETTINGS"][1] = "stray"',
             'CONFIG["CHAT_TEMPLATES"] = { "not a table" }',
-            provider(extra='["HFInferenceProvider"] = "MOON",'),
+            provider(extra='["TokenizerPath"] = 7,'),
         ]
     )
     path = write_plugin(tmp_path, extra=extra, DEPLOYED_USING_CONFIG_SERVER='"yes"')
-    plugin = load_plugin(path, ORG)
+    plugin = load_plugin(path, PluginOrigin.LOCAL)
     assert plugin.deployed_using_config_server is None
-    assert plugin.providers[0].additional["HFInferenceProvider"] == "NONE"
+    assert "TokenizerPath" not in plugin.providers[0].additional
     assert plugin.chat_templates == ()
     by_code = {f.code: f for f in plugin.findings}
     assert set(by_code) == {
@@ -836,6 +889,9 @@ def test_odd_but_tolerated_input_only_warns(tmp_path: Path) -> None:
     }
     assert "read as not declared" in by_code["invalid-global"].message
     assert "is not a setting name" in by_code["invalid-setting"].message
-    assert 'CONFIG["CHAT_TEMPLATES"] entry 1 is not a table' in by_code["invalid-entry"].message
-    assert "HFInferenceProvider" in by_code["invalid-entry-field"].message
+    assert (
+        'CONFIG["CHAT_TEMPLATES"] entry 1 skipped: it is not a table'
+        in by_code["invalid-entry"].message
+    )
+    assert "TokenizerPath" in by_code["invalid-entry-field"].message
     assert all(f.severity is Severity.WARNING and f.location is not None for f in plugin.findings)

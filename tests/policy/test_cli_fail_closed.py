@@ -1,0 +1,261 @@
+"""What would have tightened, had it been spelled right, is an error — and stays closed.
+
+Each everyday mistake of issue 22 as an organization plugin in a temporary folder, through the
+`policy` command in a subprocess: `policy check` exits 1 naming file:line and the near miss, and
+the decision the mistake would have changed stays closed (the tool is not offered, the server's
+tools are not offered).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.policy.test_cli import PROVIDERS, ROOT, run, run_json, write_plugin
+
+TICKETS = ROOT / "examples" / "mcp" / "tickets_server.py"
+SERVER_ID = "0b7e3c52-91d4-4f0a-8e26-5a1c9d3b7f48"
+SEARXNG = (
+    'CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = '
+    '{ ["web_search.searxng.baseUrl"] = "https://searx.example.org" }\n'
+)
+
+
+def _line_of(path: Path, text: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, start=1) if text in line)
+
+
+def _settings_plugin(folder: Path, settings: str) -> Path:
+    return write_plugin(folder, PROVIDERS + 'CONFIG["SETTINGS"] = {}\n' + SEARXNG + settings)
+
+
+def _server_plugin(folder: Path, fields: str) -> Path:
+    """The example tickets server (a real `mcp`-SDK server over stdio) with extra `fields`."""
+    entry = (
+        'CONFIG["MCP_SERVERS"] = {}\n'
+        'CONFIG["MCP_SERVERS"][1] = {\n'
+        f'    ["Id"] = "{SERVER_ID}", ["Name"] = "tickets", ["Transport"] = "STDIO",\n'
+        f'    ["Command"] = {json.dumps(sys.executable)},\n'
+        f'    ["Args"] = {{ {json.dumps(str(TICKETS))} }},\n'
+        f"{fields}"
+        "}\n"
+    )
+    return write_plugin(folder, PROVIDERS + 'CONFIG["SETTINGS"] = {}\n' + entry)
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state directory holding the tickets server's listing, as `policy mcp list` keeps it:
+    without a mistake, its tools are offered from there."""
+    folder = tmp_path_factory.mktemp("listed")
+    plugin = _server_plugin(folder / "org", "")
+    done = run("mcp", "list", "--org", plugin.parent, "--state-dir", folder / "state")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder / "state"
+
+
+def _explain(plugin: Path, tool_id: str, *more: str | Path) -> tuple[int, str]:
+    done = run("explain", tool_id, "--org", plugin.parent, "--provider", "Cloud GPT", *more)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_tickets_server_offers_its_tools_without_a_mistake(
+    tmp_path: Path, listed: Path
+) -> None:
+    plugin = _server_plugin(tmp_path / "org", "")
+    code, said = _explain(plugin, "tickets__delete_ticket", "--state-dir", listed)
+    assert code == 0 and "\n  OFFERED\n" in said, said
+
+
+@pytest.mark.parametrize(
+    ("field", "meant"),
+    [
+        ('["DeniedTool"] = { "delete_*" }', "DeniedTools"),
+        ('["RequirePin"] = true', "RequirePins"),
+    ],
+)
+def test_a_misspelled_server_field_skips_the_server(
+    tmp_path: Path, listed: Path, field: str, meant: str
+) -> None:
+    plugin = _server_plugin(tmp_path / "org", f"    {field},\n")
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1 and not document["ok"]
+    (error,) = document["errors"]
+    assert (error["file"], error["line"], error["code"]) == (
+        str(plugin),
+        _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]'),
+        "invalid-entry",
+    )
+    assert error["message"].startswith('CONFIG["MCP_SERVERS"] entry 1 skipped: unknown field')
+    assert f'did you mean "{meant}"?' in error["message"]
+    assert "(known: AllowedTools, Args, Command, DeniedTools," in error["message"]
+    for tool_id in ("tickets__delete_ticket", "tickets__search_tickets"):
+        code, said = _explain(plugin, tool_id, "--state-dir", listed)
+        assert code == 2 and f"unknown tool '{tool_id}'" in said, said
+    matrix = run("explain", "--all", "--org", plugin.parent, "--state-dir", listed)
+    assert "tickets__" not in matrix.stdout
+
+
+def test_transport_http_is_an_error_that_skips_the_server(tmp_path: Path, listed: Path) -> None:
+    plugin = _server_plugin(tmp_path / "org", "").with_name("plugin.lua")
+    plugin.write_text(
+        plugin.read_text(encoding="utf-8").replace('"STDIO"', '"HTTP"'), encoding="utf-8"
+    )
+    done = run("check", "--org", plugin.parent)
+    assert done.returncode == 1
+    line = _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]')
+    assert (
+        f'{plugin}:{line}: error [invalid-entry]: CONFIG["MCP_SERVERS"] entry 1 skipped: '
+        'Transport is "HTTP"; it must be one of STDIO, STREAMABLE_HTTP (did you mean '
+        "STREAMABLE_HTTP?)"
+    ) in done.stdout
+    code, said = _explain(plugin, "tickets__search_tickets", "--state-dir", listed)
+    assert code == 2 and "unknown tool 'tickets__search_tickets'" in said
+
+
+def test_a_case_slip_in_a_datatools_key_fails_closed(tmp_path: Path) -> None:
+    right = _settings_plugin(
+        tmp_path / "right",
+        'CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = '
+        '{ ["web_search"] = "HIGH" }\n',
+    )
+    assert "PROVIDER_CONFIDENCE_TOO_LOW" in _explain(right, "web_search")[1]
+    plugin = _settings_plugin(
+        tmp_path / "slip",
+        'CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolID"] = '
+        '{ ["web_search"] = "HIGH" }\n',
+    )
+    done = run("check", "--org", plugin.parent)
+    assert done.returncode == 1
+    line = _line_of(plugin, "ByToolID")
+    assert (
+        f'{plugin}:{line}: error [unknown-setting-key]: CONFIG["SETTINGS"]'
+        '["DataTools.MinimumProviderConfidenceByToolID"] is not a setting toolpolicy knows (did '
+        'you mean "DataTools.MinimumProviderConfidenceByToolId"? keys are case-sensitive)'
+    ) in done.stdout
+    explained = run("explain", "web_search", "--org", plugin.parent, "--provider-kind", "OPEN_AI")
+    assert explained.returncode == 1  # a broken organization plugin
+    assert "NOT OFFERED: TOOLS_SWITCHED_OFF" in explained.stdout
+
+
+def test_a_case_slip_in_a_local_plugin_is_a_warning_and_kept(tmp_path: Path) -> None:
+    plugin = _settings_plugin(
+        tmp_path / "mine",
+        'CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolID"] = '
+        '{ ["web_search"] = "HIGH" }\n',
+    )
+    code, document = run_json("check", "--local", plugin.parent)
+    assert code == 0 and document["errors"] == []
+    assert [w["code"] for w in document["warnings"]] == ["unknown-setting-key"]
+    assert (
+        'did you mean "DataTools.MinimumProviderConfidenceByToolId"?'
+        in (document["warnings"][0]["message"])
+    )
+
+
+def test_a_misspelled_disabled_tool_id_switches_off_the_tool_it_meant(tmp_path: Path) -> None:
+    plugin = _settings_plugin(
+        tmp_path / "org", 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serach" }\n'
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    (error,) = document["errors"]
+    assert (error["file"], error["line"], error["code"]) == (
+        str(plugin),
+        _line_of(plugin, "web_serach"),
+        "unknown-tool-id",
+    )
+    assert (
+        "DataTools.DisabledToolIds names the unknown tool 'web_serach'; did you mean "
+        '"web_search"? Until it is fixed it is read as web_search'
+    ) in error["message"]
+    code, said = _explain(plugin, "web_search")
+    assert "NOT OFFERED: TOOL_SWITCHED_OFF" in said
+    assert "no tool has the id web_serach: read as web_search until it is fixed" in said
+
+
+def test_a_misspelled_minimum_confidence_id_keeps_the_level(tmp_path: Path) -> None:
+    plugin = _settings_plugin(
+        tmp_path / "org",
+        'CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"] = '
+        '{ ["web_serch"] = "HIGH" }\n',
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    assert [e["code"] for e in document["errors"]] == ["unknown-tool-id"]
+    assert 'did you mean "web_search"?' in document["errors"][0]["message"]
+    code, said = _explain(plugin, "web_search")
+    assert "NOT OFFERED: PROVIDER_CONFIDENCE_TOO_LOW" in said, said
+
+
+def test_an_unknown_id_in_a_default_selection_is_an_error(tmp_path: Path) -> None:
+    plugin = _settings_plugin(
+        tmp_path / "org",
+        'CONFIG["SETTINGS"]["DataTools.DefaultToolIdsByComponent"] = '
+        '{ ["CHAT"] = { "read_web_pages" } }\n',
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    (error,) = document["errors"]
+    assert error["code"] == "unknown-tool-id" and error["line"] == _line_of(plugin, "CHAT")
+    assert 'did you mean "read_web_page"?' in error["message"]
+
+
+def test_an_mcp_tool_id_of_a_server_not_listed_is_reported_as_not_checked(
+    tmp_path: Path, listed: Path
+) -> None:
+    plugin = _server_plugin(tmp_path / "org", "")
+    plugin.write_text(
+        plugin.read_text(encoding="utf-8")
+        + 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "tickets__delete_tickets" }\n',
+        encoding="utf-8",
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 0 and document["errors"] == []
+    (warning,) = [w for w in document["warnings"] if w["code"] == "unchecked-tool-id"]
+    assert "'tickets__delete_tickets': not checked: server not listed" in warning["message"]
+    code, document = run_json("check", "--org", plugin.parent, "--state-dir", listed)
+    assert code == 1
+    (error,) = document["errors"]
+    assert error["code"] == "unknown-tool-id"
+    assert 'did you mean "tickets__delete_ticket"?' in error["message"]
+    code, said = _explain(plugin, "tickets__delete_ticket", "--state-dir", listed)
+    assert "NOT OFFERED: TOOL_SWITCHED_OFF" in said
+
+
+def test_a_skipped_provider_is_an_error(tmp_path: Path) -> None:
+    plugin = write_plugin(
+        tmp_path / "org",
+        PROVIDERS.replace('"OPEN_AI"', '"SELF_HOSTED"')
+        .replace('["Host"] = "NONE"', '["Host"] = "LLAMACPP"')
+        .replace('["Hostname"] = ""', '["Hostname"] = "http://127.0.0.1:8080"')
+        + 'CONFIG["SETTINGS"] = {}\n',
+    )
+    done = run("check", "--org", plugin.parent)
+    assert done.returncode == 1
+    line = _line_of(plugin, 'CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1]')
+    assert (
+        f'{plugin}:{line}: error [invalid-entry]: CONFIG["LLM_PROVIDERS"] entry 1 skipped: '
+        'Host is "LLAMACPP"; it must be one of NONE, LM_STUDIO, LLAMA_CPP, WHISPER_CPP, '
+        "OLLAMA, VLLM (did you mean LLAMA_CPP?)"
+    ) in done.stdout
+
+
+def test_ai_studios_templates_load_without_a_false_error() -> None:
+    """AI Studio's template with every example filled in, and our own text of every construct:
+    valid AI Studio keys and entries give no error and no warning but "kept, not used here"."""
+    secret = {"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": base64.b64encode(bytes(range(32))).decode()}
+    for fixture in ("ai_studio", "ai_studio_shapes"):
+        folder = ROOT / "tests" / "policy" / "plugin_fixtures" / fixture
+        done = run("check", "--org", folder, "--format", "json", env=secret)
+        document = json.loads(done.stdout)
+        assert (done.returncode, document["errors"]) == (0, []), fixture
+        assert {w["code"] for w in document["warnings"]} <= {
+            "not-used-by-toolpolicy",
+            "ai-studio-compat",
+        }, (fixture, document["warnings"])
