@@ -215,11 +215,11 @@ def test_an_mcp_tool_id_of_a_server_not_listed_is_reported_as_not_checked(
         + 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "tickets__delete_tickets" }\n',
         encoding="utf-8",
     )
-    code, document = run_json("check", "--org", plugin.parent)
+    code, document = run_json("check", "--org", plugin.parent, "--offline")
     assert code == 0 and document["errors"] == []
     (warning,) = [w for w in document["warnings"] if w["code"] == "unchecked-tool-id"]
     assert "'tickets__delete_tickets': not checked: server not listed" in warning["message"]
-    code, document = run_json("check", "--org", plugin.parent, "--state-dir", listed)
+    code, document = run_json("check", "--org", plugin.parent, "--state-dir", listed, "--offline")
     assert code == 1
     (error,) = document["errors"]
     assert error["code"] == "unknown-tool-id"
