@@ -29,6 +29,7 @@ from policy.vocabulary import (
     ConfidenceScheme,
     DataSecurity,
     DataSourceRetrievalMode,
+    InjectionFilterKind,
     ProviderKind,
     SettingSource,
     ToolActivation,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
     from policy.errors import ToolPolicyError, UnknownProviderError
+    from policy.injection_filter import InjectionFilterChoice, injection_filter_choice
     from policy.mcp import (
         McpServerConfig,
         McpServerListing,
@@ -82,6 +84,8 @@ __all__ = [
     "DeliveryStatus",
     "Evidence",
     "Finding",
+    "InjectionFilterChoice",
+    "InjectionFilterKind",
     "McpServerConfig",
     "McpServerListing",
     "McpTool",
@@ -112,10 +116,13 @@ __all__ = [
     "UnknownProviderError",
     "UserSettings",
     "decision_log_schema",
+    "injection_filter_choice",
     "load_policy",
 ]
 
 _LAZY = {
+    "InjectionFilterChoice": "policy.injection_filter",
+    "injection_filter_choice": "policy.injection_filter",
     "ConfigurationReference": "policy.config_sources",
     "DeliveryStatus": "policy.config_sources",
     "CONFIGURED": "policy.tools",

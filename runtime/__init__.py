@@ -94,12 +94,14 @@ if TYPE_CHECKING:
     from runtime.tools._common import guard_of
     from runtime.web.addresses import AddressClass
     from runtime.web.guard import PromptInjectionGuard
+    from runtime.web.guard_model import ModelInjectionFilter
 
 _LAZY: dict[str, str] = {
     "ToolPolicyError": "policy.errors",
     "OutboundDataRestriction": "policy.vocabulary",
     "AddressClass": "runtime.web.addresses",
     "PromptInjectionGuard": "runtime.web.guard",
+    "ModelInjectionFilter": "runtime.web.guard_model",
     "Passage": "runtime.data_sources",
     "PassagePage": "runtime.data_sources",
     "ArgumentError": "runtime.arguments",
@@ -201,6 +203,7 @@ __all__ = [
     "McpServerError",
     "McpSessions",
     "MemoryChatStore",
+    "ModelInjectionFilter",
     "OpenTelemetrySink",
     "OutboundDataRestriction",
     "ParameterSchemaBuilder",

@@ -385,7 +385,7 @@ class ToolExecutor:
                 services=replace(self._services, chat=chat),
                 offered_tool_names=frozenset(d.function.name for d, _ in runnable),
             )
-            result, injections = await _guarded_execution(tool, arguments, context)
+            result, injections = await _guarded_execution(tool, arguments, context, run.secrets)
             return run.succeeded(result, traced_arguments, arguments, injections)
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
@@ -433,12 +433,16 @@ class ToolExecutor:
 
 
 async def _guarded_execution(
-    tool: ExecutableTool, arguments: Mapping[str, Any], context: ToolExecutionContext
+    tool: ExecutableTool,
+    arguments: Mapping[str, Any],
+    context: ToolExecutionContext,
+    secrets: _SecretMask,
 ) -> tuple[ToolExecutionResult, tuple[InjectionSeen, ...]]:
     """Run the tool inside one guard scope, so every removal of the call — the tool's own and
     the executor's — is known here; a tool that returns untrusted content and did not filter its
-    result has it filtered. A tool that neither declares untrusted content nor was given the
-    app's guard does not load the guard at all."""
+    result has it filtered, its secret setting values masked first (the filter may be a
+    service or a model: no secret goes there). A tool that neither declares untrusted content
+    nor was given the app's guard does not load the guard at all."""
     untrusted = returns_untrusted_content(tool)
     if not untrusted and context.services.guard is None:
         return _checked(await tool.execute(arguments, context)), ()
@@ -449,7 +453,9 @@ async def _guarded_execution(
             from runtime.result_guard import guarded_result
             from runtime.web.guard import tool_content
 
-            result = await guarded_result(guard, result, tool_content(context.definition.id))
+            result = await guarded_result(
+                guard, secrets.result(result), tool_content(context.definition.id)
+            )
     return result, _injections(seen)
 
 
