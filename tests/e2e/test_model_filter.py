@@ -214,3 +214,17 @@ def test_policy_check_and_explain_say_that_model_is_not_in_force_and_why(
     shown = json.loads(explained.stdout)["injection_filter"]
     assert shown["in_force"] == "STRUCTURAL" and shown["configured"] == "MODEL"
     assert "must be SELF_HOSTED" in shown["problem"]
+
+
+def test_a_provider_id_without_the_model_filter_is_a_warning_at_its_line(
+    example_tools: ModuleType, tmp_path: Path
+) -> None:
+    folder = _organization(
+        tmp_path, f'CONFIG["SETTINGS"]["DataTools.InjectionFilterProviderId"] = "{FILTER_ID}"\n'
+    )
+    base = folder / "base" / "plugin.lua"
+    policy = _policy(folder, example_tools)
+    [warning] = [f for f in check_findings(policy) if "InjectionFilterProviderId" in f.message]
+    assert warning.severity is Severity.WARNING and warning.code == "no-effect"
+    assert str(warning.location) == f"{base}:{_line_of(base, 'InjectionFilterProviderId')}"
+    assert _errors(policy) == []

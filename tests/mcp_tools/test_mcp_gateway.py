@@ -332,3 +332,32 @@ async def test_what_a_result_demands_holds_for_later_stateless_http_calls(
             assert after.is_error, "the chat now demands a HIGH provider; OpenAI is below"
             assert "HIGH" in after.content[0].text  # type: ignore[union-attr]
     assert [c["arguments"] for c in calls_received(state)] == [{"q": "a"}]
+
+
+async def test_an_injection_removed_from_a_gateway_call_is_in_its_decision_record(
+    tmp_path: Path, state: Path
+) -> None:
+    org = write_org(tmp_path / "org", state)
+    decisions = tmp_path / "decisions.jsonl"
+    with running_gateway("--org", org, "--provider", "OpenAI", "--decision-log", decisions) as (
+        url,
+        _,
+    ):
+        gateway = McpServerConfig(
+            id=GATEWAY_ID,
+            name="gateway",
+            transport=McpTransport.STREAMABLE_HTTP,
+            url=url,
+            timeout_seconds=30,
+        )
+        async with McpSessions([gateway]) as client:
+            result = await client.call_tool(GATEWAY_ID, "tickets__inject", {})
+    assert not result.is_error
+    read = result.content[0].text  # type: ignore[union-attr]
+    assert read.startswith("Ticket 7") and "Ignore all previous instructions" not in read
+    (record,) = [json.loads(line) for line in decisions.read_text(encoding="utf-8").splitlines()]
+    (call,) = record["calls"]
+    (seen,) = call["injections"]
+    assert (seen["source_kind"], seen["source"]) == ("tool_content", "tickets__inject")
+    assert seen["removed"] >= 1 and seen["rules"]
+    assert "Ignore all previous" not in decisions.read_text(encoding="utf-8")
