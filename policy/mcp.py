@@ -471,9 +471,13 @@ def cache_path(state_dir: Path, server_id: str) -> Path:
 
 
 def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerListing | None:
-    """The last successful listing of a server, or None when there is none (or it is unreadable)."""
+    """The last successful listing of a server, or None when there is none, it is unreadable,
+    or it was listed at another endpoint (the entry's Command, Args or Url changed since: those
+    tools are another server's)."""
     try:
         data = json.loads(cache_path(state_dir, server.id).read_text(encoding="utf-8"))
+        if data.get("endpoint", server.endpoint) != server.endpoint:
+            return None
         tools = tuple(McpToolListing.from_data(t) for t in data["tools"])
         seen = {k: McpToolListing.from_data(v) for k, v in dict(data.get("seen", {})).items()}
         return McpServerListing(
@@ -488,9 +492,12 @@ def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerLi
         return None
 
 
-def write_cached_listing(state_dir: Path, listing: McpServerListing) -> McpServerListing:
-    """Store a successful listing (adding its definitions to those seen); returns it with every
-    definition known from earlier listings, so diffs can name what changed."""
+def write_cached_listing(
+    state_dir: Path, listing: McpServerListing, endpoint: str = ""
+) -> McpServerListing:
+    """Store a successful listing (adding its definitions to those seen) with the `endpoint` it
+    was listed at; returns it with every definition known from earlier listings, so diffs can
+    name what changed."""
     import os
     import tempfile
 
@@ -505,6 +512,7 @@ def write_cached_listing(state_dir: Path, listing: McpServerListing) -> McpServe
     seen.update({t.fingerprint: t for t in listing.tools})
     document = {
         "server": listing.server_name,
+        **({"endpoint": endpoint} if endpoint else {}),
         "listed_at": listing.listed_at,
         "tools": [t.canonical() for t in listing.tools],
         "seen": {k: v.canonical() for k, v in seen.items()},

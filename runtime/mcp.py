@@ -196,7 +196,7 @@ class McpSessions:
                 known_definitions=session.listing.known_definitions if session.listing else {},
             )
             if self._state_dir is not None:
-                listing = write_cached_listing(self._state_dir, listing)
+                listing = write_cached_listing(self._state_dir, listing, server.endpoint)
             else:
                 listing = _remembering(listing)
         except Exception as error:  # a failing server leaves its tools out, never the chat

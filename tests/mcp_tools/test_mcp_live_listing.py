@@ -296,3 +296,21 @@ def test_a_tampered_cache_time_never_acts_on_the_terminal(tmp_path: Path) -> Non
         assert done.returncode == 0, done.stderr
         assert "\x1b" not in done.stdout + done.stderr, command
         assert "ok: 0 error(s)" not in done.stdout.splitlines(), "a line of its own"
+
+
+def test_a_listing_cached_for_another_endpoint_is_not_used(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    state.write_text("{}", encoding="utf-8")
+    state_dir = tmp_path / "state"
+    with _http_server(state) as url:
+        org = _http_org(tmp_path / "org", url)
+        assert _server_row(_json("tools", "--org", org, "--state-dir", state_dir))["tools"]
+    assert _server_row(_json("tools", "--org", org, "--state-dir", state_dir, "--offline"))[
+        "tools"
+    ], "the same entry reads its cache"
+    moved = _http_org(tmp_path / "moved", "http://127.0.0.1:9/mcp")
+    for offline in ((), ("--offline",)):
+        row = _server_row(
+            _json("explain", "--all", "--org", moved, "--state-dir", state_dir, *offline)
+        )
+        assert row["source"] == "error" and row["tools"] == [], offline
