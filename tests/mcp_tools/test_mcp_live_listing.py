@@ -28,6 +28,13 @@ TOOL = "tickets__search_tickets"
 LONG_AGO = "2020-01-02T03:04:05+00:00"
 
 
+def _server_state(tmp_path: Path) -> Path:
+    """The test server's state file (no changed descriptions); calls are logged next to it."""
+    state = tmp_path / "server-state.json"
+    state.write_text("{}", encoding="utf-8")
+    return state
+
+
 def _http_org(folder: Path, url: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "plugin.lua").write_text(
@@ -66,8 +73,7 @@ def _age_the_cache(state_dir: Path) -> None:
 
 
 def test_without_a_cache_every_command_lists_the_server_live(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     org = write_org(tmp_path / "org", state)
 
     matrix = _json("explain", "--all", "--org", org)
@@ -98,8 +104,7 @@ def test_without_a_cache_every_command_lists_the_server_live(tmp_path: Path) -> 
 
 
 def test_listed_live_then_cached_when_down_then_offline_over_http(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     state_dir = tmp_path / "state"
     with _http_server(state) as url:
         org = _http_org(tmp_path / "org", url)
@@ -134,8 +139,7 @@ def test_listed_live_then_cached_when_down_then_offline_over_http(tmp_path: Path
 
 
 def test_offline_never_starts_the_stdio_server(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     pid_file = Path(f"{state}.pid")
     org = write_org(tmp_path / "org", state)
     state_dir = tmp_path / "state"
@@ -179,8 +183,7 @@ def test_a_server_that_cannot_be_listed_is_a_row_with_its_error(tmp_path: Path) 
 
 
 def test_a_changed_definition_is_not_offered_and_explain_says_why(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     org = write_org(tmp_path / "org", state)
     pinned = policy_cli("mcp", "pin", "--org", org)
     pins = pinned.stdout[pinned.stdout.index('["Pins"]') :].rstrip().removesuffix(",")
@@ -193,8 +196,7 @@ def test_a_changed_definition_is_not_offered_and_explain_says_why(tmp_path: Path
 
 
 def test_diff_sees_the_mcp_tools_of_both_sides(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     org = write_org(tmp_path / "org", state)
     narrower = write_org(tmp_path / "new", state, extra='  ["AllowedTools"] = { "add_comment" },\n')
     changes = _json("diff", "--org", org, "--against-org", narrower, "--component", "CHAT")
@@ -204,8 +206,7 @@ def test_diff_sees_the_mcp_tools_of_both_sides(tmp_path: Path) -> None:
 
 
 def test_policy_chat_offers_and_calls_an_mcp_tool_listed_live(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     org = write_org(tmp_path / "org", state)
     state_dir = tmp_path / "state"
     with running_provider_server() as server:
@@ -247,8 +248,7 @@ async def test_policy_mcp_serve_offline_offers_the_cached_tools_without_asking(
 ) -> None:
     from mcp import Client, StdioServerParameters
 
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     pid_file = Path(f"{state}.pid")
     org = write_org(tmp_path / "org", state)
     state_dir = tmp_path / "state"
@@ -282,8 +282,7 @@ async def test_policy_mcp_serve_offline_offers_the_cached_tools_without_asking(
 
 
 def test_a_tampered_cache_time_never_acts_on_the_terminal(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     org = write_org(tmp_path / "org", state)
     state_dir = tmp_path / "state"
     assert policy_cli("tools", "--org", org, "--state-dir", state_dir).returncode == 0
@@ -299,8 +298,7 @@ def test_a_tampered_cache_time_never_acts_on_the_terminal(tmp_path: Path) -> Non
 
 
 def test_a_listing_cached_for_another_endpoint_is_not_used(tmp_path: Path) -> None:
-    state = tmp_path / "server-state.json"
-    state.write_text("{}", encoding="utf-8")
+    state = _server_state(tmp_path)
     state_dir = tmp_path / "state"
     with _http_server(state) as url:
         org = _http_org(tmp_path / "org", url)
