@@ -227,7 +227,7 @@ def build_app(
             form = await form_of(request)
             context["form"] = form
             result, notes = await asyncio.to_thread(
-                web_what_if.simulate, current_snapshot.policy, form
+                web_what_if.simulate, current_snapshot.policy, form, current_snapshot.findings()
             )
         except WhatIfError as error:
             return what_if_error(request, error, "simulate.html", result=None, **context)

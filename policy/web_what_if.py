@@ -6,7 +6,7 @@ directory). Neither writes anything; a bad field is a `WhatIfError` naming it.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +119,13 @@ def _form_component(form: Mapping[str, Any]) -> Component:
     return Component(wanted)
 
 
-def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def simulate(
+    policy: Policy, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The matrix for one provider (configured, or any of a kind and model) in one component,
     decided for the user settings the form gives (the contract of `explain --all --format
-    json`), and what the what-if's user settings cannot change (a lock overrides them)."""
+    json`), and what `policy check` says of those settings and not of the policy in force
+    (`in_force`: its findings, when the caller has them already)."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
 
     provider = _simulated_provider(form, policy)
@@ -137,12 +140,14 @@ def simulate(policy: Policy, form: Mapping[str, Any]) -> tuple[dict[str, Any], l
     document = matrix_report(decided, matrix)
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message
-        for f in _said_only_for(decided, policy)
+        for f in _said_only_for(decided, policy, in_force)
     ]
     return document, notes
 
 
-def _said_only_for(decided: Policy, policy: Policy) -> list[Finding]:
+def _said_only_for(
+    decided: Policy, policy: Policy, in_force: Sequence[Finding] | None
+) -> list[Finding]:
     """What `policy check` says of the what-if's user settings and not of those in force: a
     setting a lock overrides, a tool or setting name that does not exist (the entry has no
     effect)."""
@@ -150,8 +155,8 @@ def _said_only_for(decided: Policy, policy: Policy) -> list[Finding]:
         return []
     from policy.lint import check_findings
 
-    in_force = set(check_findings(policy))
-    return [f for f in check_findings(decided) if f not in in_force]
+    known = set(check_findings(policy) if in_force is None else in_force)
+    return [f for f in check_findings(decided) if f not in known]
 
 
 def _candidate(form: Mapping[str, Any], paths: ConfigurationPaths, folder: Path) -> Policy:
