@@ -62,6 +62,18 @@ def running_gateway(*args: object) -> Iterator[tuple[str, list[str]]]:
         reader.join(timeout=5)
 
 
+def _gateway(url: str, token: str = "") -> McpServerConfig:
+    """The gateway as its MCP client configures it."""
+    return McpServerConfig(
+        id=GATEWAY_ID,
+        name="gateway",
+        transport=McpTransport.STREAMABLE_HTTP,
+        url=url,
+        headers={"Authorization": f"Bearer {token}"} if token else {},
+        timeout_seconds=30,
+    )
+
+
 def _fingerprint(org: Path, state_dir: Path, tool: str) -> str:
     listed = policy_cli("mcp", "list", "--org", org, "--state-dir", state_dir, "--format", "json")
     assert listed.returncode == 0, listed.stderr
@@ -83,15 +95,7 @@ async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
     ) as (url, log):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         assert httpx.post(url, json={}).status_code == 401, "no token, no tools"
-        gateway = McpServerConfig(
-            id=GATEWAY_ID,
-            name="gateway",
-            transport=McpTransport.STREAMABLE_HTTP,
-            url=url,
-            headers={"Authorization": "Bearer t0ken"},
-            timeout_seconds=30,
-        )
-        async with McpSessions([gateway]) as client:
+        async with McpSessions([_gateway(url, token="t0ken")]) as client:
             (listing,) = (await client.listings()).values()
             assert listing.ok, listing.error
             tools = {t.name: t for t in listing.tools}
@@ -312,14 +316,7 @@ async def test_what_a_result_demands_holds_for_later_stateless_http_calls(
     tools = tmp_path / "confidential.py"
     tools.write_text(CONFIDENTIAL_TOOLS, encoding="utf-8")
     with running_gateway("--org", org, "--provider", "OpenAI", "--tools-file", tools) as (url, _):
-        gateway = McpServerConfig(
-            id=GATEWAY_ID,
-            name="gateway",
-            transport=McpTransport.STREAMABLE_HTTP,
-            url=url,
-            timeout_seconds=30,
-        )
-        async with McpSessions([gateway]) as client:
+        async with McpSessions([_gateway(url)]) as client:
             (listing,) = (await client.listings()).values()
             assert {"confidential_notes", "tickets__search_tickets"} <= {
                 t.name for t in listing.tools
@@ -343,14 +340,7 @@ async def test_an_injection_removed_from_a_gateway_call_is_in_its_decision_recor
         url,
         _,
     ):
-        gateway = McpServerConfig(
-            id=GATEWAY_ID,
-            name="gateway",
-            transport=McpTransport.STREAMABLE_HTTP,
-            url=url,
-            timeout_seconds=30,
-        )
-        async with McpSessions([gateway]) as client:
+        async with McpSessions([_gateway(url)]) as client:
             result = await client.call_tool(GATEWAY_ID, "tickets__inject", {})
     assert not result.is_error
     read = result.content[0].text  # type: ignore[union-attr]
