@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         QueuedSink,
     )
     from runtime.execution import (
+        ContentQuotingError,
         ExecutableTool,
         ToolExecutionBlocked,
         ToolExecutionContext,
@@ -132,6 +133,7 @@ _LAZY: dict[str, str] = {
     "current_mcp_listings": "runtime.mcp_listing",
     "GatewayCall": "runtime.mcp_gateway",
     "ExecutableTool": "runtime.execution",
+    "ContentQuotingError": "runtime.execution",
     "ToolExecutionBlocked": "runtime.execution",
     "ToolExecutionContext": "runtime.execution",
     "ToolExecutionResult": "runtime.execution",
@@ -188,6 +190,7 @@ __all__ = [
     "ChatRuntime",
     "ChatStore",
     "ChatStoreError",
+    "ContentQuotingError",
     "DecisionSink",
     "ExecutableTool",
     "FinalAnswer",

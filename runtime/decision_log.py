@@ -680,7 +680,7 @@ class DecisionRecorder:
                 b',"left_out":[',
                 b",".join(_model_json(r) for r in left_out),
                 b'],"calls":[',
-                b",".join(c.json() for c in self._calls),
+                b",".join(c.json(self._content is not None) for c in self._calls),
                 b'],"outcome":',
                 outcome,
                 b',"usage":',
@@ -713,8 +713,10 @@ class _EndedCall:
     round: int
     elapsed_ms: float
 
-    def json(self) -> bytes:
-        """The call as the record's `calls` hold it: exactly `CallRecord.model_dump_json()`."""
+    def json(self, with_content: bool = False) -> bytes:
+        """The call as the record's `calls` hold it: exactly `CallRecord.model_dump_json()`.
+        Without content, a message quoting what the tool's upstream wrote is left at its
+        summary (`ToolInvocationTrace.logged_status_message`)."""
         trace, outcome = self.trace, self.outcome
         status = trace.status.value
         return b"".join(
@@ -734,7 +736,13 @@ class _EndedCall:
                 b',"result_chars":',
                 _json(_result_chars(trace, outcome)),
                 b',"status_message":',
-                _json(trace.status_message if status != "SUCCESS" else ""),
+                _json(
+                    ""
+                    if status == "SUCCESS"
+                    else trace.status_message
+                    if with_content
+                    else trace.logged_status_message
+                ),
                 b',"demands":',
                 _demands_json(outcome) if outcome is not None else _NO_DEMANDS,
                 b',"sources":',

@@ -32,6 +32,18 @@ class ToolExecutionBlocked(ToolPolicyError):
     code = "tool-blocked"
 
 
+class ContentQuotingError(Exception):
+    """A tool's failure whose message quotes what its upstream wrote (an MCP server's error
+    text): content, like a result. The model and the trace read `summary: content`; what is
+    logged without content logging (the decision log's `status_message`, the executor's log
+    line) reads `summary` only."""
+
+    def __init__(self, summary: str, content: str = "") -> None:
+        super().__init__(f"{summary}: {content}" if content else summary)
+        self.summary = summary
+        self.content = content
+
+
 @dataclass(frozen=True, slots=True)
 class ToolExecutionResult:
     """A tool's answer plus what it demands of the chat (only for what actually reached the model)."""

@@ -25,6 +25,7 @@ from policy.vocabulary import (
     is_outbound_data_allowed,
 )
 from runtime.execution import (
+    ContentQuotingError,
     ExecutableTool,
     ToolExecutionBlocked,
     ToolExecutionContext,
@@ -47,6 +48,7 @@ REDACTED = MASK
 INVALID_CALL_MESSAGE = "The tool call was invalid."
 INVALID_CALL_TOOL_NAME = "Invalid tool call"
 FAILURE_PREFIX = "Tool execution failed: "
+CONTENT_LEFT_OUT = "(what it wrote is content: recorded only with content logging)"
 
 RunnableTools = Sequence[tuple[ToolDefinition, ExecutableTool]]
 
@@ -73,6 +75,9 @@ class ToolInvocationTrace:
     """Top-level arguments as text; sensitive ones are "*****"."""
     result: str
     json_result: Any = None
+    status_message_without_content: str | None = None
+    """`status_message` as a log kept without content shows it, when the failure quoted what the
+    tool's upstream wrote (`ContentQuotingError`); None when the message is the tool's own."""
 
     def __post_init__(self) -> None:
         """A trace's names and message are fit for a log whoever wrote them (a client's tool
@@ -80,6 +85,16 @@ class ToolInvocationTrace:
         for field in ("tool_id", "tool_name", "call_id"):
             object.__setattr__(self, field, bounded_name(getattr(self, field)))
         object.__setattr__(self, "status_message", bounded_text(self.status_message))
+        if self.status_message_without_content is not None:
+            shown = bounded_text(self.status_message_without_content)
+            object.__setattr__(self, "status_message_without_content", shown)
+
+    @property
+    def logged_status_message(self) -> str:
+        """The message as a log without content keeps it."""
+        if self.status_message_without_content is None:
+            return self.status_message
+        return self.status_message_without_content
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,13 +409,23 @@ class ToolExecutor:
         except Exception as error:
             message = f"{FAILURE_PREFIX}{error}"
             traced = _traced_message(message, error, run.hidden, sensitive)
+            without_content = None
+            if isinstance(error, ContentQuotingError) and error.content:
+                without_content = _traced_message(
+                    f"{FAILURE_PREFIX}{error.summary} {CONTENT_LEFT_OUT}",
+                    error,
+                    run.hidden,
+                    sensitive,
+                )
             _log.warning(
                 "Tool %s (id %r) failed: %s",
                 call.tool_name,
                 call.call_id,
-                run.secrets.text(traced.removeprefix(FAILURE_PREFIX)),
+                run.secrets.text((without_content or traced).removeprefix(FAILURE_PREFIX)),
             )
-            return run.failed(message, traced_arguments, traced=traced)
+            return run.failed(
+                message, traced_arguments, traced=traced, without_content=without_content
+            )
 
     def _unknown_tool(self, call: RequestedCall, order: int) -> ToolCallOutcome:
         return not_run_outcome(
@@ -593,6 +618,7 @@ class _Run:
         was_executed: bool,
         result: str,
         json_result: Any = None,
+        without_content: str | None = None,
     ) -> ToolInvocationTrace:
         return ToolInvocationTrace(
             order=self.order,
@@ -605,6 +631,7 @@ class _Run:
             arguments=arguments,
             result=result,
             json_result=json_result,
+            status_message_without_content=without_content,
         )
 
     def blocked(
@@ -625,8 +652,12 @@ class _Run:
         *,
         was_executed: bool = True,
         traced: str | None = None,
+        without_content: str | None = None,
     ) -> ToolCallOutcome:
-        return self._unsuccessful(TraceStatus.ERROR, message, arguments, was_executed, traced)
+        """`without_content` is the message as a log without content keeps it."""
+        return self._unsuccessful(
+            TraceStatus.ERROR, message, arguments, was_executed, traced, without_content
+        )
 
     def _unsuccessful(
         self,
@@ -635,11 +666,20 @@ class _Run:
         arguments: Mapping[str, str],
         was_executed: bool,
         traced: str | None,
+        without_content: str | None = None,
     ) -> ToolCallOutcome:
         """The model reads `message`; the trace shows `traced` (or `message`); both redacted."""
         message = self.secrets.text(message)
         shown = message if traced is None else self.secrets.text(traced)
-        trace = self._trace(status, shown, arguments, was_executed=was_executed, result=shown)
+        logged = None if without_content is None else self.secrets.text(without_content)
+        trace = self._trace(
+            status,
+            shown,
+            arguments,
+            was_executed=was_executed,
+            result=shown,
+            without_content=logged,
+        )
         return ToolCallOutcome(message, trace)
 
     def succeeded(

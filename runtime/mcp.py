@@ -40,7 +40,7 @@ from policy.mcp import (
 )
 from policy.redaction import NO_SECRETS, SecretMask
 from policy.terminal import terminal_safe
-from runtime.execution import ToolExecutionContext, ToolExecutionResult
+from runtime.execution import ContentQuotingError, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source
 
 if TYPE_CHECKING:
@@ -71,9 +71,11 @@ def _start_seconds(server: McpServerConfig) -> float:
     return max(low, min(high, server.timeout_seconds))
 
 
-class McpServerError(ToolPolicyError):
+class McpServerError(ToolPolicyError, ContentQuotingError):
     """A server could not be reached, listed or called; the message names the server and never
-    holds a secret from its Env or Headers."""
+    holds a secret from its Env or Headers. What the server wrote itself (a JSON-RPC error's
+    message, an `isError` result's text) is its `content`: it passes the prompt-injection guard
+    before the model reads it and is logged only with content logging."""
 
     code = "mcp-server"
 
@@ -221,6 +223,8 @@ class McpSessions:
         if session is None:
             raise McpServerError(f"no MCP server with id {server_id} is configured")
         server = session.server
+        from mcp.shared.exceptions import MCPError
+
         try:
             client = await self._client(session)
             return await asyncio.wait_for(
@@ -234,6 +238,12 @@ class McpSessions:
             ) from None
         except McpServerError:
             raise
+        except MCPError as error:  # the server's own answer: its words are content
+            await self._close(session)
+            raise McpServerError(
+                f"MCP server {server.name} answered {tool_name} with error {error.code}",
+                " ".join(session.mask.text(error.message).split())[:500] or "(no message)",
+            ) from None
         except Exception as error:
             await self._close(session)
             raise McpServerError(self._describe(session, error, f"failed on {tool_name}")) from None
@@ -509,6 +519,11 @@ def _content_of(result: CallToolResult) -> _Content:
     return _Content(tuple(texts), tuple(sources))
 
 
+def _error_text(text: str) -> str:
+    """A server's error text as one bounded line (already through the guard)."""
+    return " ".join(text.split())[:500] or "(no message)"
+
+
 class McpExecutableTool(McpTool):
     """An MCP server's tool that runs: `tools/call` through the app's `McpSessions`."""
 
@@ -523,10 +538,16 @@ class McpExecutableTool(McpTool):
             raise McpServerError(
                 f"MCP server {self.server.name} has no open session here (no McpSessions service)"
             )
-        result = await sessions.call_tool(self.server.id, self.listing.name, arguments)
+        source = tool_content(self.definition.id)
+        try:
+            result = await sessions.call_tool(self.server.id, self.listing.name, arguments)
+        except McpServerError as error:
+            if not error.content:
+                raise
+            [guarded] = await guard_of(context).sanitize_many([GuardText(error.content, source)])
+            raise McpServerError(error.summary, _error_text(guarded)) from None
         mask = sessions.mask_of(self.server.id)
         content = _content_of(result)
-        source = tool_content(self.definition.id)
         titles = [mask.text(s.title) for s in content.sources]
         cleaned = await guard_of(context).sanitize_many(
             [GuardText(t, source) for t in [*(mask.text(t) for t in content.texts), *titles]]
@@ -541,7 +562,7 @@ class McpExecutableTool(McpTool):
             text = text[:MAX_RESULT_CHARACTERS] + "\n[the result was cut here]"
         if result.is_error:
             raise McpServerError(
-                f"MCP server {self.server.name} reports an error from {self.listing.name}: "
-                f"{' '.join(text.split())[:500] or '(no message)'}"
+                f"MCP server {self.server.name} reports an error from {self.listing.name}",
+                _error_text(text),
             )
         return ToolExecutionResult(text_content=text, sources=sources, injection_filtered=True)

@@ -295,7 +295,7 @@ class McpGateway:
         trace = outcome.trace
         self._report(
             GatewayCall(
-                client.label, name, trace.status.value, trace.status_message, trace.arguments
+                client.label, name, trace.status.value, trace.logged_status_message, trace.arguments
             )
         )
         return types.CallToolResult(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -16,6 +17,18 @@ from tests.mcp_tools.test_mcp import HEADER, OPENAI_ID, SERVER_ID, SERVER_SCRIPT
 HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "hostile_mcp_server.py"
 HOSTILE_ID = "6f1c0000-0000-4000-8000-00000000bad1"
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def gateway(org: Path, *options: str) -> Any:
+    """`policy mcp serve` over stdio for `org`, as an MCP client starts it."""
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "policy.cli", "mcp", "serve", "--org", str(org), "--provider", "OpenAI",
+              *options],
+        cwd=str(ROOT),
+    )  # fmt: skip
 
 
 def server_entry(
@@ -64,16 +77,11 @@ async def test_a_server_that_hangs_on_its_listing_holds_up_no_call_to_another_se
     """Class 7: the hostile server announces list_changed and never answers `tools/list` again
     (within a TimeoutSeconds of 600); calls to the ticket server's tools are answered meanwhile,
     from the listing in hand."""
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
     tickets, hostile = states
     org = two_servers(tmp_path / "org", tickets, hostile, '  ["TimeoutSeconds"] = 600,\n')
-    gateway = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "policy.cli", "mcp", "serve", "--org", str(org), "--provider", "OpenAI"],
-        cwd=str(ROOT),
-    )
-    async with Client(gateway, cache=None) as session:
+    async with Client(gateway(org), cache=None) as session:
         listed = {t.name for t in (await session.list_tools()).tools}
         assert {"hostile__announce", "tickets__add_comment"} <= listed, listed
         await session.call_tool("hostile__announce", {})
@@ -209,3 +217,40 @@ def test_no_other_tool_takes_an_id_in_an_mcp_servers_namespace(tmp_path: Path) -
         McpServerConfig(id="x", name="corp__admin", transport=McpTransport.STDIO)
     with pytest.raises(ValueError, match='no "__"'):
         McpServerConfig(id="x", name="corp_", transport=McpTransport.STDIO)
+
+
+async def test_what_a_server_writes_into_an_error_is_guarded_and_logged_only_as_content(
+    tmp_path: Path, states: tuple[Path, Path]
+) -> None:
+    """Class 6: a JSON-RPC error's message reaches the model through the prompt-injection guard
+    like an `isError` result. Class 10: neither text lands in the decision log (nor the
+    gateway's call log) without content logging; the model still reads it."""
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    from tests.servers.hostile_mcp_server import ERROR_INJECTION, RESULT_SECRET
+
+    _, hostile = states
+    org = one_server(tmp_path / "org", "hostile", hostile)
+    log = tmp_path / "decisions.jsonl"
+    calls = tmp_path / "gateway-stderr.txt"
+    with calls.open("w", encoding="utf-8") as stderr:
+        served = stdio_client(gateway(org, "--decision-log", str(log)), errlog=stderr)
+        async with Client(served, cache=None) as session:
+            rpc = await session.call_tool("hostile__rpc_error", {})
+            failed = await session.call_tool("hostile__is_error", {})
+    assert rpc.is_error and failed.is_error
+    told = rpc.content[0].text  # type: ignore[union-attr]
+    assert "Ticket store unavailable." in told, "the server's words reach the model"
+    assert "Ignore all previous instructions" not in told, "through the guard"
+    assert RESULT_SECRET in failed.content[0].text  # type: ignore[union-attr]
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    logged = {r["calls"][0]["tool_id"]: r["calls"][0] for r in records}
+    assert logged["hostile__rpc_error"]["status"] == logged["hostile__is_error"]["status"]
+    assert logged["hostile__is_error"]["status"] == "ERROR"
+    assert "MCP server hostile" in logged["hostile__is_error"]["status_message"]
+    gateway_log = calls.read_text(encoding="utf-8")
+    assert '"tool": "hostile__is_error", "status": "ERROR"' in gateway_log
+    text = log.read_text(encoding="utf-8") + gateway_log
+    assert RESULT_SECRET not in text and "Ticket store unavailable" not in text, text
+    assert ERROR_INJECTION.split(".")[0] not in text
