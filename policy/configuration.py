@@ -66,7 +66,9 @@ class SecretValue:
     encrypted: str
 
     def __repr__(self) -> str:
-        return "SecretValue(*****)"
+        from policy.redaction import MASK
+
+        return f"SecretValue({MASK})"
 
     __str__ = __repr__
 

@@ -20,8 +20,6 @@ from policy.vocabulary import (
     ToolOfferBlockReason,
 )
 
-SECRET_MASK = "*****"
-
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
@@ -29,7 +27,7 @@ class Evidence:
 
     `source` says what kind of place (e.g. "locked by organization", "user settings",
     "tool default"); `origin` names the plugin and its file:line; `location` a user-file line.
-    Secret values are always `SECRET_MASK` here.
+    Secret values are always `policy.redaction.MASK` here.
     """
 
     key: str

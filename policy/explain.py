@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from policy.configuration import ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
+from policy.redaction import MASK
 from policy.secrets import is_encrypted, without_user_info
 from policy.terminal import terminal_document, terminal_json, terminal_yaml
 from policy.terminal import terminal_safe as terminal_safe  # still importable from here
@@ -37,14 +38,13 @@ if TYPE_CHECKING:
     from policy.resolve import MinimumConfidence, ResolvedSetting
     from policy.tools import Tool
 
-SECRET_MASK = "*****"
 OUTPUT_FORMATS = ("table", "json", "yaml")
 
 
 def to_document(value: Any) -> Any:
     """Plain JSON-ready data from decisions, settings, origins; secrets masked."""
     if isinstance(value, SecretValue) or hasattr(value, "reveal"):
-        return SECRET_MASK
+        return MASK
     if isinstance(value, Enum):
         return value.name if isinstance(value.value, int) else value.value
     if value is None or isinstance(value, str | bool | int | float):
@@ -530,7 +530,7 @@ def settings_document(policy: Policy, tool_id: str) -> dict[str, Any]:
 def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     value: Any = setting.value
     if setting.secret and value is not None:
-        value = SECRET_MASK
+        value = MASK
     elif value is not None:
         value = without_user_info(str(value))
     row: dict[str, Any] = {
@@ -545,7 +545,7 @@ def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
     if setting.beaten:
         row["beaten"] = [
             {
-                "value": SECRET_MASK if setting.secret else without_user_info(str(lost.value)),
+                "value": MASK if setting.secret else without_user_info(str(lost.value)),
                 "source": lost.source.value,
                 "origin": _setting_origin(lost, policy),
             }
@@ -606,7 +606,7 @@ def _shown_managed(policy: Policy, key: str, value: Any) -> Any:
     tables every entry that is (or may be) a secret masked whole."""
     if key in _TOOL_FIELD_TABLES and isinstance(value, Mapping):
         return {
-            str(entry): SECRET_MASK
+            str(entry): MASK
             if _may_be_secret(policy, str(entry), raw)
             else _without_user_info(to_document(raw))
             for entry, raw in value.items()

@@ -15,9 +15,10 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from policy import secrets
 from policy.configuration import ManagedSetting, PolicyConfiguration, SecretValue, UserSettings
-from policy.decision import SECRET_MASK, Evidence
+from policy.decision import Evidence
 from policy.definitions import SettingField, ToolDefinition
 from policy.provenance import Origin, SourceLocation
+from policy.redaction import MASK
 from policy.tools import CONFIGURED, Tool, ToolConfigurationState
 from policy.vocabulary import (
     ConfidenceLevel,
@@ -63,7 +64,7 @@ class SecretText:
         return self._text
 
     def __repr__(self) -> str:
-        return SECRET_MASK
+        return MASK
 
     __str__ = __repr__
 
@@ -103,7 +104,7 @@ class ResolvedSetting:
     def evidence(self) -> Evidence:
         shown: object = self.value
         if self.secret:
-            shown = SECRET_MASK if self.value is not None else None
+            shown = MASK if self.value is not None else None
         return Evidence(self.key, shown, _source_text(self), self.origin, self.location)
 
 
@@ -411,7 +412,7 @@ def option_problem(key: str, spec: SettingField, value: str) -> str | None:
     if not offered or value in offered:
         return None
     if spec.secret:
-        return f"{key}: '{SECRET_MASK}' is not one of the offered values ({', '.join(offered)})"
+        return f"{key}: '{MASK}' is not one of the offered values ({', '.join(offered)})"
     near = next((v for v in offered if v.lower() == value.strip().lower()), None)
     hint = f'; did you mean "{near}"? values are case-sensitive' if near else ""
     return f"{key}: '{value}' is not one of the offered values ({', '.join(offered)}){hint}"

@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping
 from urllib.parse import unquote
 
 from policy.errors import ToolPolicyError
+from policy.redaction import MASK
 
 PREFIX = "ENC:v1:"
 ENV_SECRET = "TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"
@@ -45,7 +46,6 @@ class SecretError(ToolPolicyError):
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\\\]+")
-USER_INFO_MASK = "*****"
 _AUTHORITY_END = re.compile(r"[/?#\\]")
 
 
@@ -69,7 +69,7 @@ def without_user_info(text: str) -> str:
     authority = _AUTHORITY_END.split(text[start:], maxsplit=1)[0]
     if "@" not in authority and ":" not in authority:
         return text
-    return f"{text[:start]}{USER_INFO_MASK}{text[at:]}"
+    return f"{text[:start]}{MASK}{text[at:]}"
 
 
 def address_secrets(text: str, parameters: Collection[str] | None = None) -> frozenset[str]:
@@ -80,7 +80,7 @@ def address_secrets(text: str, parameters: Collection[str] | None = None) -> fro
     found: list[str] = []
     masked = without_user_info(text)
     if masked != text:
-        start = masked.index(USER_INFO_MASK)
+        start = masked.index(MASK)
         found.append(text[start : text.rfind("@")].partition(":")[2])
     query = text[text.rfind("@") + 1 :].partition("?")[2].partition("#")[0]
     for item in query.split("&") if query else ():

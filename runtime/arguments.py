@@ -32,6 +32,33 @@ _DATE_EXPECTATION = (
 )
 
 
+def arguments_object(text: str) -> dict[str, Any]:
+    """A tool call's arguments text read as the object it must be: the one rule, which the
+    provider adapters (is the call valid?), the executor and traces ask.
+
+    Blank text (empty or whitespace only) is no arguments, `{}`: a provider may stream a call of
+    a tool without parameters with no argument text at all. Anything else must be JSON whose root
+    is an object; otherwise a `ValueError` says why (the JSON decoder's message, or that the root is no object)."""
+    if not text.strip():
+        return {}
+    try:
+        parsed = json.loads(text)
+    except RecursionError as error:
+        raise ValueError("The arguments are nested too deeply.") from error
+    if not isinstance(parsed, dict):
+        raise ValueError("The arguments must be a JSON object.")
+    return parsed
+
+
+def is_arguments_object(text: str) -> bool:
+    """Whether `arguments_object` reads `text` (blank text counts: it is `{}`)."""
+    try:
+        arguments_object(text)
+    except ValueError:
+        return False
+    return True
+
+
 class ArgumentError(ToolPolicyError, ValueError):
     """A model argument that cannot be used; the message is meant for the model to read."""
 

@@ -24,6 +24,7 @@ from policy.vocabulary import (
     ToolOutboundData,
     is_outbound_data_allowed,
 )
+from runtime.arguments import arguments_object
 from runtime.execution import (
     ContentQuotingError,
     ExecutableTool,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-REDACTED = MASK
 INVALID_CALL_MESSAGE = "The tool call was invalid."
 INVALID_CALL_TOOL_NAME = "Invalid tool call"
 FAILURE_PREFIX = "Tool execution failed: "
@@ -72,7 +72,7 @@ class ToolInvocationTrace:
     was_executed: bool
     status_message: str
     arguments: Mapping[str, str]
-    """Top-level arguments as text; sensitive ones are "*****"."""
+    """Top-level arguments as text; sensitive ones are `MASK`."""
     result: str
     json_result: Any = None
     status_message_without_content: str | None = None
@@ -156,29 +156,6 @@ def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
         chat.add_known_web_addresses(outcome.returned_web_addresses)
 
 
-def is_valid_arguments_json(text: str | None) -> bool:
-    """Non-blank JSON whose root is an object."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
-        return False
-
-
-def _parse_arguments(text: str) -> dict[str, Any]:
-    """The arguments as an object; a blank string is {}. Raises ValueError otherwise."""
-    if not text.strip():
-        return {}
-    try:
-        parsed = json.loads(text)
-    except RecursionError as error:
-        raise ValueError("The arguments are nested too deeply.") from error
-    if not isinstance(parsed, dict):
-        raise ValueError("The arguments must be a JSON object.")
-    return parsed
-
-
 def format_arguments(
     arguments: Mapping[str, Any], sensitive_names: frozenset[str] | None = frozenset()
 ) -> dict[str, str]:
@@ -196,7 +173,7 @@ def format_arguments(
         if shown in formatted:  # two long names cut to the same text both stay shown
             shown = f"{shown} #{index + 1}"
         if sensitive_names is None or name in sensitive_names:
-            formatted[shown] = REDACTED
+            formatted[shown] = MASK
         elif isinstance(value, str):
             formatted[shown] = bounded_text(value)
         else:
@@ -254,7 +231,7 @@ def redacted_call_arguments(
     """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
     sensitive = traced_sensitive_names(call.tool_name, runnable, known)
     try:
-        return format_arguments(_parse_arguments(call.arguments_json), sensitive)
+        return format_arguments(arguments_object(call.arguments_json), sensitive)
     except ValueError:
         return {}
 
@@ -268,7 +245,7 @@ def call_sensitive_values(
     if sensitive is not None and not sensitive:
         return NO_SECRETS
     try:
-        return sensitive_values(_parse_arguments(call.arguments_json), sensitive)
+        return sensitive_values(arguments_object(call.arguments_json), sensitive)
     except ValueError:
         return SecretMask.of([call.arguments_json], min_characters=1)
 
@@ -360,7 +337,7 @@ class ToolExecutor:
         run = _Run(call, order, definition, tool.display_name, _SecretMask())
 
         try:
-            arguments = _parse_arguments(call.arguments_json)
+            arguments = arguments_object(call.arguments_json)
         except ValueError as error:
             _log.warning(
                 "Could not read the arguments of %s (id %r).", call.tool_name, call.call_id
@@ -591,7 +568,7 @@ class _MaskedSettings(Mapping[str, str]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        shown = {k: REDACTED if k in self._mask.names else v for k, v in self._values.items()}
+        shown = {k: MASK if k in self._mask.names else v for k, v in self._values.items()}
         return repr(shown)
 
     __str__ = __repr__

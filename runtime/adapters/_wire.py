@@ -43,14 +43,6 @@ def loads_payload(data: str) -> Any:
         return None
 
 
-def is_json_object(text: str) -> bool:
-    """Whether `text` parses as a JSON object (the only shape tool arguments may have)."""
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
-        return False
-
-
 class RawJson(str):
     """JSON text placed into a request body as is (serialized once, resent every round)."""
 

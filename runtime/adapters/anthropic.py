@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.adapters import _wire
+from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
     AdapterEvent,
@@ -253,7 +254,7 @@ def round_of(message: StreamedMessage) -> Round:
                 continue
             raw = message.unparsable_arguments.get(call_id)
             arguments = raw if raw is not None else _wire.dumps(block.get("input", {}))
-            calls.append(RequestedCall(call_id, name, arguments, _wire.is_json_object(arguments)))
+            calls.append(RequestedCall(call_id, name, arguments, is_arguments_object(arguments)))
     return Round("".join(text), tuple(calls), (), message.usage, message.stop_reason)
 
 

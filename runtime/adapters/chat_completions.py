@@ -15,6 +15,7 @@ from typing import Any
 
 from policy.definitions import is_valid_function_name
 from runtime.adapters import _wire
+from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
     AdapterEvent,
@@ -521,7 +522,7 @@ class ChatCompletionsAdapter:
         for call in message.calls:
             call_id = call.call_id or f"call_{uuid.uuid4().hex}"
             name, name_ok = self._normalized_name(call.name)
-            arguments_ok = _wire.is_json_object(call.arguments)
+            arguments_ok = is_arguments_object(call.arguments)
             if not call.has_function:
                 _log.warning("A tool call was invalid: the call names no function.")
             elif not name_ok:
@@ -531,7 +532,7 @@ class ChatCompletionsAdapter:
                 )
             elif not arguments_ok:
                 _log.warning("A tool call was invalid: the arguments are not a JSON object.")
-            arguments = call.arguments if arguments_ok else "{}"
+            arguments = call.arguments if arguments_ok and call.arguments.strip() else "{}"
             sent_name = name if name_ok else INVALID_TOOL_CALL_NAME
             requested.append(
                 RequestedCall(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.adapters import _spans, _wire
+from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
     AdapterEvent,
@@ -246,7 +247,7 @@ def round_of(response: StreamedResponse) -> Round:
             name = _wire.text_of(item.get("name"))
             arguments = _wire.text_of(item.get("arguments"))
             call_id = _wire.text_of(item.get("call_id"))
-            valid = bool(name.strip()) and _wire.is_json_object(arguments)
+            valid = bool(name.strip()) and is_arguments_object(arguments)
             calls.append(RequestedCall(call_id, name, arguments, valid))
     text = response.output_text if response.output_text.strip() else "".join(text_parts)
     unique = tuple({s.url: s for s in reversed(sources)}.values())[::-1]

@@ -25,6 +25,7 @@ from policy.hosts import (
     parse_allowed_private_hosts,
     parse_host_literal,
 )
+from policy.redaction import MASK
 
 if TYPE_CHECKING:
     import httpx
@@ -328,7 +329,6 @@ def find_web_addresses(text: str | None) -> list[str]:
     return keys
 
 
-_MASK = "*****"
 _MAX_LOGGED_URL = 2000
 
 
@@ -352,7 +352,7 @@ def redact_url_for_log(url: str) -> str:
     netloc = host if port is None else f"{host}:{port}"
     query = (
         "&".join(
-            f"{item.split('=', 1)[0]}={_MASK}" if "=" in item else (_MASK if item else "")
+            f"{item.split('=', 1)[0]}={MASK}" if "=" in item else (MASK if item else "")
             for item in parts.query.split("&")
         )
         if parts.query

@@ -12,10 +12,10 @@ import jsonschema
 
 from policy import Policy
 from policy.decision_record import decision_log_schema
+from policy.redaction import MASK
 from runtime import ChatRuntime, FinalAnswer, ToolCallFinished, ToolCallStarted, TraceStatus
 from runtime.chat import Chat
 from runtime.decision_log import JsonLinesSink
-from runtime.executor import REDACTED
 from tests.e2e._kit import VLLM_ID, client, organization_provider
 from tests.e2e.test_end_to_end import QUESTION
 from tests.servers.provider_scripts import chat_call, chat_text
@@ -61,13 +61,13 @@ async def test_a_tool_not_offered_is_refused_with_its_sensitive_arguments_masked
     arguments = json.dumps({"query": QUERY, "limit": 3})
     events = await _events(policy, chat, server, "search_confluence", arguments, log)
     started, traced, finished = _shown(events)
-    assert started == traced == {"query": REDACTED, "limit": "3"}
+    assert started == traced == {"query": MASK, "limit": "3"}
     assert finished.trace.status is TraceStatus.BLOCKED and not finished.trace.was_executed
     assert QUERY not in _shown_text(events) and QUERY not in log.read_text()
     (record,) = [json.loads(line) for line in log.read_text().splitlines()]
     jsonschema.validate(record, decision_log_schema())
     assert [(c["tool_id"], c["status"], c["arguments"]) for c in record["calls"]] == [
-        ("search_confluence", "BLOCKED", {"query": REDACTED, "limit": "3"})
+        ("search_confluence", "BLOCKED", {"query": MASK, "limit": "3"})
     ]
     assert record["calls"][0]["result_chars"] > 0 and record["calls"][0]["sources"] == []
     assert QUERY in server.bodies[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"], (
@@ -82,7 +82,7 @@ async def test_every_argument_of_an_unknown_tool_is_masked(
     arguments = json.dumps({"token": "tok-secret-42", "nested": {"password": "pw-secret-42"}})
     events = await _events(policy, chat, server, "export_all_mail", arguments, log)
     started, traced, finished = _shown(events)
-    assert started == traced == {"token": REDACTED, "nested": REDACTED}
+    assert started == traced == {"token": MASK, "nested": MASK}
     assert finished.trace.status is TraceStatus.BLOCKED
     for secret in ("tok-secret-42", "pw-secret-42"):
         assert secret not in _shown_text(events) and secret not in log.read_text()

@@ -20,12 +20,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from policy import load_policy
 from policy.definitions import ToolDefinition, ToolFunction
+from policy.redaction import MASK
 from policy.tools import DefinedTool
 from policy.vocabulary import ToolOutboundData
 from runtime import Chat, ChatMessage, ChatRuntime, FinalAnswer, Role
 from runtime.decision_log import JsonLinesSink
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
-from runtime.executor import REDACTED
 from runtime.tools import builtin_executable_tools
 from tests.e2e._kit import ORGANIZATION, VLLM_ID, client, organization_provider
 from tests.servers.provider_scripts import chat_call, chat_text
@@ -121,7 +121,7 @@ async def test_a_sensitive_value_of_any_json_type_is_in_no_event_span_or_decisio
         shown = json.dumps(dataclasses.asdict(event), default=str, ensure_ascii=False)
         assert _leaks(repr(event)) == [] and _leaks(shown) == [], type(event).__name__
     (final, _) = [e for e in events if isinstance(e, FinalAnswer)]
-    assert final.request_texts and any(REDACTED in text for text in final.request_texts)
+    assert final.request_texts and any(MASK in text for text in final.request_texts)
 
     spans = exporter.get_finished_spans()
     assert spans

@@ -67,3 +67,17 @@ def test_a_secret_is_masked_in_every_logger_once_registered(
     assert len(caplog.records) == 3 and "it broke" in text
     assert leaked_spellings(secret, text) == []
     assert text.count(MASK) == 3
+
+
+def test_every_output_masks_a_secret_with_the_one_mask() -> None:
+    from policy.configuration import SecretValue
+    from policy.explain import to_document
+    from policy.secrets import without_user_info
+    from runtime.executor import format_arguments
+    from runtime.web.addresses import redact_url_for_log
+
+    assert without_user_info("https://me:pw@host.example/") == f"https://{MASK}@host.example/"
+    assert redact_url_for_log("https://host.example/?key=pw") == f"https://host.example/?key={MASK}"
+    assert repr(SecretValue("ENC:v1:abc")) == f"SecretValue({MASK})"
+    assert to_document(SecretValue("ENC:v1:abc")) == MASK
+    assert format_arguments({"token": "pw"}, frozenset({"token"})) == {"token": MASK}

@@ -171,6 +171,22 @@ async def test_arguments_which_are_no_object_make_the_call_invalid(
     assert outcome.round is not None and not outcome.round.calls[0].is_valid
 
 
+async def test_a_call_streamed_without_argument_text_is_valid_and_goes_back_as_an_object(
+    server: ProviderServer,
+) -> None:
+    server.queue(Reply([chat_call(0, "call_1", "clock"), "[DONE]"]), Reply(chat_text("ok")))
+    adapter = _adapter(server)
+    outcome = await run_round(adapter)
+    assert outcome.round is not None
+    (call,) = outcome.round.calls
+    assert call.is_valid and call.arguments_json == "{}"
+    adapter.record_assistant_turn()
+    adapter.record_tool_result("call_1", "12:00")
+    await run_round(adapter)
+    sent = server.bodies[1]["messages"][-2]["tool_calls"][0]["function"]
+    assert sent == {"name": "clock", "arguments": "{}"}
+
+
 async def test_a_missing_call_id_is_made_up_and_answered_under_it(server: ProviderServer) -> None:
     server.queue(_call_round("web_search", '{"query":"x"}', call_id=None), Reply(chat_text("ok")))
     adapter = _adapter(server)

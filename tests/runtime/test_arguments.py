@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from runtime.arguments import ArgumentError, ArgumentReader
+from runtime.arguments import ArgumentError, ArgumentReader, arguments_object, is_arguments_object
 
 BERLIN = ZoneInfo("Europe/Berlin")
 TIME_RANGES = ["day", "week", "month", "year"]
@@ -289,3 +290,39 @@ def test_a_long_value_is_shortened_in_the_message() -> None:
 def test_non_ascii_is_repeated_back_literally() -> None:
     message = refusal(lambda: reader(q=["größe"]).read_string("q"))
     assert '["größe"]' in message
+
+
+# -- the arguments are a JSON object (one rule: adapters, executor, traces) -------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("{}", {}),
+        ("", {}),
+        ("   ", {}),
+        ("\n\t ", {}),
+        (' {"a": [1, {"b": null}]} ', {"a": [1, {"b": None}]}),
+    ],
+)
+def test_blank_text_is_no_arguments_and_an_object_is_read(text: str, expected: Any) -> None:
+    assert arguments_object(text) == expected
+    assert is_arguments_object(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "The arguments must be a JSON object."),
+        ('"a"', "The arguments must be a JSON object."),
+        ("null", "The arguments must be a JSON object."),
+        ("3", "The arguments must be a JSON object."),
+        ("{x", "Expecting property name"),
+        ("[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_anything_but_an_object_is_refused_saying_why(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        arguments_object(text)
+    assert not is_arguments_object(text)

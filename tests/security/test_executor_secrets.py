@@ -16,10 +16,11 @@ from urllib.parse import quote
 import pytest
 
 from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
+from policy.redaction import MASK
 from policy.tools import DefinedTool
 from policy.vocabulary import ToolOutboundData
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
-from runtime.executor import REDACTED, ToolExecutor, TraceStatus
+from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import Source, SourceOrigin
 from tests.security._chat import executor_call
 from tests.security._spellings import leaked_spellings, spellings_of
@@ -96,7 +97,7 @@ async def test_a_failure_quoting_the_key_is_masked_for_model_trace_and_log(
     outcome = await executor_call(_executor(), KeyedTool(fail), {})
     assert outcome.trace.status is TraceStatus.ERROR
     assert not _leaks(_everything(outcome))
-    assert REDACTED in outcome.content and REGION in outcome.content
+    assert MASK in outcome.content and REGION in outcome.content
     assert not _leaks("\n".join(r.getMessage() for r in caplog.records))
 
 
@@ -162,7 +163,7 @@ async def test_every_spelling_of_the_key_is_masked_in_results_traces_and_logs(
         [_everything(succeeded), _everything(failed), *(r.getMessage() for r in caplog.records)]
     )
     assert leaked_spellings(API_KEY, shown) == []
-    assert REDACTED in succeeded.content and REDACTED in failed.trace.result
+    assert MASK in succeeded.content and MASK in failed.trace.result
 
 
 async def test_a_text_without_the_key_is_left_as_it_is() -> None:
@@ -206,5 +207,5 @@ async def test_an_untrusted_result_quoting_the_key_reaches_the_filtering_service
         sent = json.dumps([body for _path, body, _auth in service.state.requests])
 
     assert outcome.trace.status is TraceStatus.SUCCESS
-    assert len(service.state.requests) == 1 and not _leaks(sent) and REDACTED in sent
+    assert len(service.state.requests) == 1 and not _leaks(sent) and MASK in sent
     assert SERVICE_MARKER in outcome.trace.result and not _leaks(_everything(outcome))

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from policy.redaction import MASK
 from policy.vocabulary import ConfidenceLevel
 from runtime.execution import ToolExecutionResult
-from runtime.executor import REDACTED, ToolExecutor, TraceStatus
+from runtime.executor import ToolExecutor, TraceStatus
 from runtime.tools.search_confluence import create_tool
 from tests.runtime._scripted_adapter import EchoTool
 from tests.security._chat import executor_call
@@ -38,7 +39,7 @@ async def test_a_refused_sensitive_argument_is_masked_in_the_trace(
     )
     trace = outcome.trace
     assert trace.status is TraceStatus.ERROR
-    assert trace.arguments == {"query": REDACTED}
+    assert trace.arguments == {"query": MASK}
     for shown in (trace.status_message, trace.result):
         assert "salary" not in shown and "4711" not in shown
     assert "query" in trace.status_message
@@ -56,5 +57,5 @@ async def test_a_failure_quoting_a_sensitive_argument_is_masked_in_trace_and_log
     outcome = await executor_call(ToolExecutor(), tool, {"query": "salary list of Bob"})
     assert "salary list of Bob" in outcome.content
     assert "salary" not in outcome.trace.status_message + outcome.trace.result
-    assert REDACTED in outcome.trace.status_message
+    assert MASK in outcome.trace.status_message
     assert "salary" not in "\n".join(r.getMessage() for r in caplog.records)
