@@ -63,7 +63,9 @@ async def _scenario(policy: Policy, server: ProviderServer, sink: DecisionSink) 
         Reply(
             [
                 chat_call(0, "call_1", "calculator", '{"expression":"(17 + 4) * 3"}'),
-                chat_call(1, "call_2", "calculator", '{"expression":"\\ud800 \u2028\u2029\x85 1+"}'),
+                chat_call(
+                    1, "call_2", "calculator", '{"expression":"\\ud800 \u2028\u2029\x85 1+"}'
+                ),
                 chat_usage(90),
             ]
         ),
