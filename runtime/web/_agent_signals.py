@@ -69,6 +69,11 @@ class _Rule:
     """False for imperative phrases, which quoted or reported ("tell the model to …") do not count."""
     lead: int = 0
     reach: int = 200
+    words: frozenset[str] = frozenset()
+    """Whole words one of which every match holds (as a run of letters): when the text has none
+    of them, the rule is skipped without a search."""
+    within_words: bool = False
+    """The case-sensitive rules match inside a run of letters ("USAIgnore", "External_TODO")."""
 
 
 def _rule(
@@ -81,6 +86,7 @@ def _rule(
     case_sensitive: bool = False,
     imperative: bool = False,
     lead: int = 0,
+    words: str = "",
 ) -> _Rule:
     return _Rule(
         rule_id,
@@ -91,6 +97,8 @@ def _rule(
         case_sensitive,
         not imperative,
         lead,
+        words=frozenset(words.split()),
+        within_words=case_sensitive,
     )
 
 
@@ -143,6 +151,7 @@ _RULES: tuple[_Rule, ...] = (
         r"\s*[)\]]|[(\[]\s*(?:system|admin|developer)[_ ](?:message|prompt|instructions?)\s*[)\]]",
         ("system", "admin", "developer", "assistant"),
         lead=12,
+        words="system admin developer assistant",
     ),
     _rule(
         "pseudo_system_header",
@@ -150,8 +159,9 @@ _RULES: tuple[_Rule, ...] = (
         False,
         r"^[ \t]*(?:system|admin|administrator|developer)(?:[ \t]+(?:message|note|notice|update))?"
         r"[ \t]*:(?=[ \t]*\S)",
-        ("system", "admin", "developer"),
+        ("system", "admin", "administrator", "developer"),
         lead=40,
+        words="system admin administrator developer",
     ),
     _rule(
         "addresses_model",
@@ -167,6 +177,8 @@ _RULES: tuple[_Rule, ...] = (
         rf"(?:^|(?<=[.!?:'\"]\s)|(?<=[\n'\"])){_AI_NAME}\s*,\s+(?:please|you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed)))\b",
         (", please", ", you must", ", you should", ", you need", ", you have to", ", you are"),
         lead=45,
+        words="ai llm llms language model assistant agent chatbot chatgpt gpt claude gemini llama "
+        "mistral copilot command",
     ),
     _rule(
         "task_preamble",
@@ -183,6 +195,7 @@ _RULES: tuple[_Rule, ...] = (
         ("before", "task", "after", "instead"),
         imperative=True,
         lead=6,
+        words="before task after instead",
     ),
     _rule(
         "override_previous",
@@ -195,6 +208,7 @@ _RULES: tuple[_Rule, ...] = (
         r"|\b(?:strictly\s+)?adhere\s+to\s+the\s+following\s+(?:instructions?|commands?|directives?)",
         ("ignore", "disregard", "forget", "override", "bypass", "neglect", "adhere"),
         imperative=True,
+        words="ignore disregard forget override bypass neglect adhere",
     ),
     _rule(
         "override_previous",
@@ -220,6 +234,7 @@ _RULES: tuple[_Rule, ...] = (
         False,
         r"(?<![\w-])todo\s*:",
         ("todo",),
+        words="todo",
     ),
     _rule(
         "new_instructions",
@@ -229,8 +244,24 @@ _RULES: tuple[_Rule, ...] = (
         r"directives?)\s*[:!]"
         r"|\bimportant\s*!{2,}|\burgent\s*!{2,}"
         r"|\b(?:please\s+)?do\s+the\s+following\s+(?:first|now|immediately|instead)\s*:",
-        ("instruction", "task", "order", "directive", "important", "urgent", "following"),
+        tuple(
+            [
+                "instruction",
+                "instructions",
+                "task",
+                "tasks",
+                "order",
+                "orders",
+                "directive",
+                "directives",
+                "important",
+                "urgent",
+                "following",
+                "!!",
+            ]
+        ),
         lead=16,
+        words="instruction instructions task tasks order orders directive directives important urgent following",
     ),
     _rule(
         "follow_instructions",
@@ -240,6 +271,7 @@ _RULES: tuple[_Rule, ...] = (
         r"\s+(?:instructions?|commands?|directives?|orders?)",
         ("follow", "obey", "execute", "carry"),
         imperative=True,
+        words="follow obey execute carry",
     ),
 )
 
@@ -321,14 +353,20 @@ def find_signals(
     index: AnchorIndex,
     tool_names: frozenset[str] = frozenset(),
     *,
+    words: frozenset[str] | None = None,
     shown_too: bool = False,
 ) -> list[Signal]:
     """Every agent-addressing signal in the text that is said, not shown (see the module doc);
-    with `shown_too`, quoted ones as well (a JSON document quotes every field)."""
+    with `shown_too`, quoted ones as well (a JSON document quotes every field). `words`, the
+    text's runs of letters, lets rules whose words are absent be skipped."""
     signals: list[Signal] = []
     for rule in _RULES:
+        if words is not None and rule.words and rule.words.isdisjoint(words):
+            continue
         subject = view if rule.case_sensitive else lowered
-        for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach):
+        for match in anchored(
+            rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach, rule.within_words
+        ):
             start, end = match.span()
             if not rule.strong and _in_code_comment(lowered, start):
                 continue

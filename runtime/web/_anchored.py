@@ -3,8 +3,10 @@
 A pattern that starts with a word boundary or an alternation of phrases makes `re` try it at
 every position: 20–50 passes of that kind cost a page 30–100 times what `str.lower()` does.
 Every rule names its anchors — literal substrings one of which each of its matches holds within
-`lead` characters of its start — and `str.find` (C, memchr-fast for rare words) finds them; the
-pattern runs only in the windows around them. A text without an anchor costs a few `find`s.
+`lead` characters of its start — and `str.find` (C) finds them; the pattern runs only in the
+windows around them. An anchor made of letters only stands for a whole word (a run of letters)
+in its rules' matches, so when the text's set of words lacks it, it is not searched at all; a
+rule that matches inside a run of letters ("USAIgnore") says `within_words`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ a real line end rather than the window's."""
 class AnchorIndex:
     """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once."""
 
-    __slots__ = ("_positions", "_text")
+    __slots__ = ("_positions", "_text", "_words")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, words: frozenset[str] | None = None) -> None:
         self._text = text
+        self._words = words
         self._positions: dict[str, list[int]] = {}
 
     def positions(self, anchor: str) -> list[int]:
@@ -38,9 +41,19 @@ class AnchorIndex:
             self._positions[anchor] = found
         return found
 
-    def windows(self, anchors: tuple[str, ...], lead: int, reach: int) -> list[tuple[int, int]]:
+    def _absent(self, anchor: str) -> bool:
+        return self._words is not None and anchor.isalpha() and anchor not in self._words
+
+    def windows(
+        self, anchors: tuple[str, ...], lead: int, reach: int, within_words: bool = False
+    ) -> list[tuple[int, int]]:
         """Merged [start, end) spans around every anchor occurrence."""
-        starts = sorted(p for anchor in anchors for p in self.positions(anchor))
+        starts = sorted(
+            p
+            for anchor in anchors
+            if within_words or not self._absent(anchor)
+            for p in self.positions(anchor)
+        )
         if not starts:
             return []
         text = self._text
@@ -66,10 +79,11 @@ def finditer(
     anchors: tuple[str, ...],
     lead: int,
     reach: int,
+    within_words: bool = False,
 ) -> Iterator[re.Match[str]]:
     """The pattern's matches in `subject` near the anchors (all of them, when no anchors)."""
     if not anchors:
         yield from pattern.finditer(subject)
         return
-    for start, end in index.windows(anchors, lead, reach):
+    for start, end in index.windows(anchors, lead, reach, within_words):
         yield from pattern.finditer(subject, start, end)

@@ -137,7 +137,7 @@ _RULES: tuple[_Rule, ...] = (
         rf"\b(?:do{_S}not|don'?t|never|stop)\b{_S}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
         rf"(?:(?:any|the)\b{_S})?{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
         words=(_words("follow following obey obeying"), _QUALIFIER_WORDS, _RULE_NOUN_WORDS),
-        anchors=("follow", "obey"),
+        anchors=("follow", "following", "obey", "obeying"),
         lead=40,
         reach=300,
     ),
@@ -150,7 +150,7 @@ _RULES: tuple[_Rule, ...] = (
             _words("new real actual true updated revised"),
             _words("your system"),
         ),
-        anchors=("instruction", "rules", "system", "persona"),
+        anchors=("instructions", "rules", "system", "persona"),
         lead=40,
         reach=120,
     ),
@@ -205,7 +205,7 @@ _RULES: tuple[_Rule, ...] = (
         rf"|\b(?:dan|jailbreak|god){_S}mode{_S}(?:enabled|activated|on)\b"
         rf"|\bdo{_S}anything{_S}now\b",
         words=(_words("mode anything"), _words("god dan jailbreak jailbroken unrestricted now")),
-        anchors=("god", "dan", "jailbreak", "unrestricted", "anything"),
+        anchors=("god", "dan", "jailbreak", "jailbroken", "unrestricted", "anything"),
         lead=24,
         reach=100,
     ),
@@ -221,7 +221,7 @@ _RULES: tuple[_Rule, ...] = (
             _words("reveal print repeat output show display leak disclose dump tell give"),
             _words("system hidden initial original developer instructions"),
         ),
-        anchors=("system", "instruction", "developer"),
+        anchors=("system", "instructions", "developer"),
         lead=110,
         reach=250,
     ),
@@ -242,23 +242,29 @@ _RULES: tuple[_Rule, ...] = (
                 "password passwords secret secrets access session personal"
             ),
         ),
-        anchors=(
-            "conversation",
-            "chat",
-            "messages",
-            "system",
-            "memory",
-            "context",
-            "api",
-            "credential",
-            "password",
-            "secret",
-            "token",
-            "session",
-            "cookie",
-            "personal",
-            "exfiltrat",
-            "leak",
+        anchors=tuple(
+            [
+                "conversation",
+                "chat",
+                "messages",
+                "system",
+                "memory",
+                "context",
+                "api",
+                "credentials",
+                "password",
+                "passwords",
+                "secret",
+                "secrets",
+                "token",
+                "tokens",
+                "session",
+                "cookie",
+                "cookies",
+                "personal",
+                "exfiltrate",
+                "leak",
+            ]
         ),
         lead=90,
         reach=350,
@@ -278,25 +284,21 @@ _RULES: tuple[_Rule, ...] = (
             ),
         ),
         anchors=(
-            " ai",
-            "\nai",
-            "\tai",
-            "*ai",
-            "_ai",
-            "~ai",
-            "`ai",
-            ">ai",
-            "|ai",
-            "-ai",
+            *[
+                "ai",
+                "llm",
+                "llms",
+                "language",
+                "assistant",
+                "assistants",
+                "chatbot",
+                "chatbots",
+                "agent",
+                "agents",
+                "gpt",
+            ],
+            *["chatgpt", "claude", "copilot"],
             "a.i.",
-            "llm",
-            "language",
-            "assistant",
-            "chatbot",
-            "agent",
-            "gpt",
-            "claude",
-            "copilot",
         ),
         lead=45,
         reach=120,
@@ -313,7 +315,7 @@ _RULES: tuple[_Rule, ...] = (
             _words("remember memorize memorise store save keep add write"),
             _words("future subsequent later every next memory"),
         ),
-        anchors=("remember", "memori", "store", "save", "keep", "memory"),
+        anchors=("remember", "memorize", "memorise", "store", "save", "keep", "memory"),
         lead=60,
         reach=300,
     ),
@@ -652,7 +654,7 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
 def _reads_as_injection(decoded: str) -> bool:
     view, _, hits = _build_view(decoded)
     normalized, words = _unscrambled(_lowercase_same_length(view.text))
-    index = AnchorIndex(normalized)
+    index = AnchorIndex(normalized, words)
     return (
         bool(hits)
         or bool(_phrase_hits(normalized, words, index))
@@ -738,6 +740,18 @@ def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
             yield "hex_carrier", match.start(), match.end(), match.group(0)
 
 
+_TEXT_GROUP_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
+"""The first character of a base64 group whose first byte is below 0x80 (ASCII)."""
+_MIN_TEXT_GROUP_SHARE = 0.7
+
+
+def _may_encode_text(digits: str) -> bool:
+    """Whether a base64 run may encode mostly-ASCII text: then most 4-character groups start with
+    A–Z or a–f. A path, an identifier or a key rarely does, and is not decoded at all."""
+    leads = digits[0::4]
+    return sum(lead in _TEXT_GROUP_LEADS for lead in leads) >= _MIN_TEXT_GROUP_SHARE * len(leads)
+
+
 def _carrier_hits(view_text: str) -> list[_Hit]:
     """Base64 and hex runs whose decoded text reads as an injection; the carrier is the hit."""
     hits: list[_Hit] = []
@@ -745,6 +759,8 @@ def _carrier_hits(view_text: str) -> list[_Hit]:
     characters = {"base64_carrier": 0, "hex_carrier": 0}
     for kind, start, end, digits in _carrier_candidates(view_text):
         if carriers[kind] >= MAX_DECODED_CARRIERS:
+            continue
+        if kind == "base64_carrier" and not _may_encode_text(digits):
             continue
         raw = _decode_base64(digits) if kind == "base64_carrier" else _decode_hex(digits)
         decoded = _readable(raw) if raw else None
@@ -879,15 +895,16 @@ class _Region:
         self.text = text
         self.field = field
         self.view, self.silent, self.decoded_hits = _build_view(text)
-        normalized, words = _unscrambled(_lowercase_same_length(self.view.text))
-        self.normalized = _without_escape_letters(normalized)
-        index = AnchorIndex(self.normalized)
+        lowered = _without_escape_letters(_lowercase_same_length(self.view.text))
+        self.normalized, words = _unscrambled(lowered)
+        index = AnchorIndex(self.normalized, words)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
         self.signals = find_signals(
             _without_escape_letters(self.view.text),
             self.normalized,
             index,
             tool_names,
+            words=words,
             shown_too=gate,
         )
         self.carrier_hits = _carrier_hits(self.view.text)
