@@ -1,6 +1,6 @@
 """A tool's result through the prompt-injection guard, for tools that did not filter it.
 
-Tools.md makes each tool filter what it brings in from outside, but an app's tool that declares
+Each built-in and MCP tool filters what it brings in from outside, but an app's tool that declares
 untrusted content and forgets would hand its text to the model raw. The executor closes that gap
 with this: every text of the result the model or the user reads — the text, each string of the
 JSON (keys and values: each field is judged as a unit, and the JSON keeps its shape), each
