@@ -44,6 +44,8 @@ SERVER_NAME_RULE = (
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MAX_TIMEOUT_SECONDS = 600.0
 FINGERPRINT_PREFIX = "sha256:"
+MAX_EARLIER_DEFINITIONS = 32
+"""Definitions a server listed before and lists no more, kept for diffs beyond the pinned ones."""
 _CACHE_FOLDER = "mcp"
 
 
@@ -492,12 +494,30 @@ def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerLi
         return None
 
 
+def known_after(
+    earlier: Mapping[str, McpToolListing], listing: McpServerListing, pinned: Iterable[str] = ()
+) -> dict[str, McpToolListing]:
+    """The definitions a server's history keeps after `listing`, oldest first: every one listed
+    now, every `pinned` one seen before (the diff of a changed tool needs it), and the newest
+    `MAX_EARLIER_DEFINITIONS` others. A server that rewrites its definitions at every listing
+    cannot grow the history, in memory or in the cache, without bound."""
+    merged = dict(earlier)
+    for fingerprint, definition in listing.known_definitions.items():
+        merged.pop(fingerprint, None)
+        merged[fingerprint] = definition
+    current = {t.fingerprint: t for t in listing.tools}
+    pins = set(pinned)
+    before = [(k, v) for k, v in merged.items() if k not in current]
+    others = [(k, v) for k, v in before if k not in pins][-MAX_EARLIER_DEFINITIONS:]
+    return {**dict(others), **{k: v for k, v in before if k in pins}, **current}
+
+
 def write_cached_listing(
-    state_dir: Path, listing: McpServerListing, endpoint: str = ""
+    state_dir: Path, listing: McpServerListing, endpoint: str = "", pinned: Iterable[str] = ()
 ) -> McpServerListing:
-    """Store a successful listing (adding its definitions to those seen) with the `endpoint` it
-    was listed at; returns it with every definition known from earlier listings, so diffs can
-    name what changed."""
+    """Store a successful listing (its definitions added to those seen, `known_after`) with the
+    `endpoint` it was listed at; returns it with the definitions known from earlier listings, so
+    diffs can name what changed."""
     import os
     import tempfile
 
@@ -508,8 +528,7 @@ def write_cached_listing(
         seen = {k: McpToolListing.from_data(v) for k, v in dict(data.get("seen", {})).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    seen.update(listing.known_definitions)
-    seen.update({t.fingerprint: t for t in listing.tools})
+    seen = known_after(seen, listing, pinned)
     document = {
         "server": listing.server_name,
         **({"endpoint": endpoint} if endpoint else {}),

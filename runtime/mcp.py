@@ -22,8 +22,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -36,6 +36,7 @@ from policy.mcp import (
     McpTool,
     McpToolListing,
     McpTransport,
+    known_after,
     write_cached_listing,
 )
 from policy.redaction import NO_SECRETS, SecretMask
@@ -197,10 +198,11 @@ class McpSessions:
                 listed_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 known_definitions=session.listing.known_definitions if session.listing else {},
             )
+            pinned = server.pins.values()
             if self._state_dir is not None:
-                listing = write_cached_listing(self._state_dir, listing, server.endpoint)
+                listing = write_cached_listing(self._state_dir, listing, server.endpoint, pinned)
             else:
-                listing = _remembering(listing)
+                listing = replace(listing, known_definitions=known_after({}, listing, pinned))
         except Exception as error:  # a failing server leaves its tools out, never the chat
             message = self._describe(session, error, "could not be listed")
             _log.warning("%s", message)
@@ -368,17 +370,6 @@ async def _listen_for_changes(client: Client, session: _Session) -> None:
         return
 
 
-def _remembering(listing: McpServerListing) -> McpServerListing:
-    known = {**listing.known_definitions, **{t.fingerprint: t for t in listing.tools}}
-    return McpServerListing(
-        listing.server_id,
-        listing.server_name,
-        listing.tools,
-        listed_at=listing.listed_at,
-        known_definitions=known,
-    )
-
-
 async def _all_tools(client: Client) -> tuple[McpToolListing, ...]:
     tools: list[McpToolListing] = []
     cursor: str | None = None
@@ -519,6 +510,23 @@ def _content_of(result: CallToolResult) -> _Content:
     return _Content(tuple(texts), tuple(sources))
 
 
+_BEFORE_GUARD_CHARACTERS = MAX_RESULT_CHARACTERS + 1_000
+"""What of a result is masked and filtered: the cap and a margin (a secret or an injection cut at
+the edge is masked or filtered whole), never megabytes the model would not read anyway."""
+
+
+def _within(texts: Sequence[str], limit: int) -> list[str]:
+    """The texts in order, cut where their total length reaches `limit`."""
+    kept: list[str] = []
+    left = limit
+    for text in texts:
+        if left <= 0:
+            break
+        kept.append(text[:left])
+        left -= len(text)
+    return kept
+
+
 def _error_text(text: str) -> str:
     """A server's error text as one bounded line (already through the guard)."""
     return " ".join(text.split())[:500] or "(no message)"
@@ -549,8 +557,9 @@ class McpExecutableTool(McpTool):
         mask = sessions.mask_of(self.server.id)
         content = _content_of(result)
         titles = [mask.text(s.title) for s in content.sources]
+        shown = [mask.text(t) for t in _within(content.texts, _BEFORE_GUARD_CHARACTERS)]
         cleaned = await guard_of(context).sanitize_many(
-            [GuardText(t, source) for t in [*(mask.text(t) for t in content.texts), *titles]]
+            [GuardText(t, source) for t in [*shown, *titles]]
         )
         texts, clean_titles = cleaned[: len(content.texts)], cleaned[len(content.texts) :]
         sources = tuple(

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from tests.mcp_tools.test_mcp import HEADER, OPENAI_ID, SERVER_ID, SERVER_SCRIPT, _lua
+from tests.servers.hostile_mcp_server import OWN_TOOLS
 
 HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "hostile_mcp_server.py"
 HOSTILE_ID = "6f1c0000-0000-4000-8000-00000000bad1"
@@ -254,3 +255,90 @@ async def test_what_a_server_writes_into_an_error_is_guarded_and_logged_only_as_
     text = log.read_text(encoding="utf-8") + gateway_log
     assert RESULT_SECRET not in text and "Ticket store unavailable" not in text, text
     assert ERROR_INJECTION.split(".")[0] not in text
+
+
+def hostile_config(state: Path, **fields: Any) -> Any:
+    from policy.mcp import McpServerConfig, McpTransport
+
+    return McpServerConfig(
+        id=HOSTILE_ID,
+        name="hostile",
+        transport=McpTransport.STDIO,
+        command=sys.executable,
+        args=(str(HOSTILE_SCRIPT), str(state)),
+        **fields,
+    )
+
+
+async def test_a_server_rewriting_its_definitions_cannot_grow_their_history(
+    tmp_path: Path, states: tuple[Path, Path]
+) -> None:
+    """Class 10: every listing brings new definitions; the history of those seen (kept for
+    diffs, in memory and in the state directory) keeps the current, the pinned and a bounded
+    number of earlier ones."""
+    from policy.mcp import cache_path
+
+    earlier_kept = 32  # as documented: the newest 32 definitions a server no longer lists
+    from runtime.mcp import McpSessions
+
+    _, hostile = states
+    hostile.write_text(json.dumps({"rotate": True}), encoding="utf-8")
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps({"rotate": True}), encoding="utf-8")
+    async with McpSessions([hostile_config(first)]) as sessions:
+        pinned = (await sessions.listings())[HOSTILE_ID].tools[0]
+    server = hostile_config(hostile, pins={pinned.name: pinned.fingerprint})
+    state_dir = tmp_path / "state"
+    rounds = (earlier_kept // len(OWN_TOOLS)) + 8
+    async with McpSessions([server], state_dir=state_dir) as sessions:
+        for _ in range(rounds):
+            listing = (await sessions.listings(refresh=True))[HOSTILE_ID]
+    assert len(listing.tools) == len(OWN_TOOLS)
+    assert rounds * len(OWN_TOOLS) > earlier_kept + len(OWN_TOOLS), "it did grow"
+    bound = earlier_kept + len(OWN_TOOLS) + 1
+    assert len(listing.known_definitions) <= bound
+    cached = json.loads(cache_path(state_dir, HOSTILE_ID).read_text(encoding="utf-8"))
+    assert len(cached["seen"]) <= bound
+    assert all(t.fingerprint in listing.known_definitions for t in listing.tools)
+    assert pinned.fingerprint in listing.known_definitions, "the pinned one stays for its diff"
+    assert pinned.fingerprint in cached["seen"]
+    async with McpSessions([server]) as sessions:
+        for _ in range(rounds):
+            in_memory = (await sessions.listings(refresh=True))[HOSTILE_ID]
+    assert len(in_memory.known_definitions) <= bound
+
+
+async def test_a_huge_result_is_cut_before_it_is_filtered(
+    tmp_path: Path, states: tuple[Path, Path]
+) -> None:
+    """Class 10: a result of millions of characters is cut to the cap before it is masked and
+    filtered, not filtered whole and cut afterwards."""
+    from policy.mcp import mcp_tools
+    from policy.vocabulary import ConfidenceLevel, ProviderKind
+    from runtime.execution import ToolExecutionContext, ToolServices
+    from runtime.mcp import MAX_RESULT_CHARACTERS, McpExecutableTool, McpSessions
+    from tests.security._kit import RecordingGuard
+
+    _, hostile = states
+    recording = RecordingGuard()
+    async with McpSessions([hostile_config(hostile)]) as sessions:
+        listings = await sessions.listings()
+        tools = {
+            t.listing.name: t for t in mcp_tools(sessions.servers, listings, McpExecutableTool)
+        }
+        huge = tools["huge"]
+        context = ToolExecutionContext(
+            definition=huge.definition,
+            call_id="c1",
+            settings={},
+            provider_kind=ProviderKind.OPEN_AI,
+            provider_confidence=ConfidenceLevel.MEDIUM,
+            services=ToolServices(mcp_sessions=sessions, guard=recording.guard),
+        )
+        result = await huge.execute({"size": 3_000_000}, context)
+    text = result.text_content or ""
+    assert text.endswith("[the result was cut here]")
+    assert len(text) <= MAX_RESULT_CHARACTERS + 100
+    assert sum(len(t) for t in recording.checked) <= MAX_RESULT_CHARACTERS + 2_000, (
+        "the guard filtered what the model never reads"
+    )

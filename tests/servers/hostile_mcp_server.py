@@ -9,7 +9,8 @@ the model; `is_error` answers `isError` with text only the result may carry; `hu
 text of `size` characters. `ping` answers "pong".
 
 The state file (JSON) is read on every request: `{"names": [...]}` adds tools under those names
-(any name MCP allows, dots included). Every `tools/list` the server is asked is appended to
+(any name MCP allows, dots included); `{"rotate": true}` rewrites every description at every
+listing. Every `tools/list` the server is asked is appended to
 `<state file>.lists` as one line ("listed", or "hanging" when it will never answer).
 """
 
@@ -36,13 +37,18 @@ ERROR_INJECTION = (
 )
 RESULT_SECRET = "CONFIDENTIAL-RESULT-TEXT 4711"
 
-_OWN = ("ping", "announce", "rpc_error", "is_error", "huge")
+OWN_TOOLS = ("ping", "announce", "rpc_error", "is_error", "huge")
 
 
 def _tools(path: Path) -> list[types.Tool]:
-    names = [*_OWN, *(str(n) for n in read_state(path).get("names", ()))]
+    state = read_state(path)
+    names = [*OWN_TOOLS, *(str(n) for n in state.get("names", ()))]
     schema = {"type": "object", "properties": {"size": {"type": "integer"}}}
-    return [types.Tool(name=n, description=f"The {n} tool.", input_schema=schema) for n in names]
+    version = f", version {state['listed']}" if state.get("rotate") else ""
+    return [
+        types.Tool(name=n, description=f"The {n} tool{version}.", input_schema=schema)
+        for n in names
+    ]
 
 
 def build_server(path: Path) -> Server[Any]:
@@ -54,7 +60,11 @@ def build_server(path: Path) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        hanging = bool(read_state(path).get("hang_listing"))
+        state = read_state(path)
+        if state.get("rotate"):  # a new description at every listing
+            state["listed"] = int(state.get("listed", 0)) + 1
+            path.write_text(json.dumps(state), encoding="utf-8")
+        hanging = bool(state.get("hang_listing"))
         with open(f"{path}.lists", "a", encoding="utf-8") as log:
             log.write("hanging\n" if hanging else "listed\n")
         if hanging:
