@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.mcp_tools.test_mcp import HEADER, OPENAI_ID, SERVER_ID, SERVER_SCRIPT, _lua
+from tests.mcp_tools.test_mcp import (
+    HEADER,
+    OPENAI_ID,
+    SERVER_ID,
+    SERVER_SCRIPT,
+    _context,
+    _lua,
+    stdio_server,
+)
 from tests.servers.hostile_mcp_server import OWN_TOOLS
 
 HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "hostile_mcp_server.py"
@@ -258,16 +267,9 @@ async def test_what_a_server_writes_into_an_error_is_guarded_and_logged_only_as_
 
 
 def hostile_config(state: Path, **fields: Any) -> Any:
-    from policy.mcp import McpServerConfig, McpTransport
-
-    return McpServerConfig(
-        id=HOSTILE_ID,
-        name="hostile",
-        transport=McpTransport.STDIO,
-        command=sys.executable,
-        args=(str(HOSTILE_SCRIPT), str(state)),
-        **fields,
-    )
+    """The hostile server as an app passes it in code."""
+    args = (str(HOSTILE_SCRIPT), str(state))
+    return replace(stdio_server(state), id=HOSTILE_ID, name="hostile", args=args, **fields)
 
 
 async def test_a_server_rewriting_its_definitions_cannot_grow_their_history(
@@ -314,8 +316,7 @@ async def test_a_huge_result_is_cut_before_it_is_filtered(
     """Class 10: a result of millions of characters is cut to the cap before it is masked and
     filtered, not filtered whole and cut afterwards."""
     from policy.mcp import mcp_tools
-    from policy.vocabulary import ConfidenceLevel, ProviderKind
-    from runtime.execution import ToolExecutionContext, ToolServices
+    from runtime.execution import ToolServices
     from runtime.mcp import MAX_RESULT_CHARACTERS, McpExecutableTool, McpSessions
     from tests.security._kit import RecordingGuard
 
@@ -327,14 +328,8 @@ async def test_a_huge_result_is_cut_before_it_is_filtered(
             t.listing.name: t for t in mcp_tools(sessions.servers, listings, McpExecutableTool)
         }
         huge = tools["huge"]
-        context = ToolExecutionContext(
-            definition=huge.definition,
-            call_id="c1",
-            settings={},
-            provider_kind=ProviderKind.OPEN_AI,
-            provider_confidence=ConfidenceLevel.MEDIUM,
-            services=ToolServices(mcp_sessions=sessions, guard=recording.guard),
-        )
+        services = ToolServices(mcp_sessions=sessions, guard=recording.guard)
+        context = replace(_context(huge, sessions), services=services)
         result = await huge.execute({"size": 3_000_000}, context)
     text = result.text_content or ""
     assert text.endswith("[the result was cut here]")
