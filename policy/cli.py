@@ -479,10 +479,14 @@ def explain(
         ordered_tool_ids,
         render_document,
         render_table,
+        skipped_entries_text,
+        skipped_entry_findings,
     )
     from policy.vocabulary import ToolOfferBlockReason
 
-    _echo_findings_to_stderr(policy.errors)
+    shown = skipped_entry_findings(policy.configuration)  # said once: with the answer below
+    _echo_findings_to_stderr([f for f in policy.errors if (f.location, f.message) not in shown])
+    skipped = skipped_entries_text(policy.configuration)
     chosen_component = _component(component)
     if show_all:
         providers = _matrix_providers(policy, provider_id, provider_kind, model)
@@ -502,6 +506,8 @@ def explain(
                 _print("\nMCP servers (their tools are rows above when listed):\n")
                 _print(render_table(*mcp_servers_table(policy)))
             _print(f"\nPrompt-injection filter: {injection_filter_document(policy)['summary']}")
+            if skipped:
+                _print(f"\n{skipped}")
         else:
             _print(render_document(matrix_report(policy, matrix), output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())
@@ -512,6 +518,8 @@ def explain(
         decision = policy.offer_decision(tool_id, provider, chosen_component)
         if output_format == "table":
             _print(decision_text(decision, provider.name))
+            if skipped:
+                _print(f"\n{skipped}")
         else:
             _print(render_document(decision_document(decision), output_format))
         blocked = decision.reason is not ToolOfferBlockReason.NONE
@@ -544,12 +552,25 @@ def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
         return policy.provider(provider_id)
     except UnknownProviderError as error:
         hint = "" if policy.providers else " (use --provider-kind KIND [--model MODEL])"
-        raise click.BadParameter(f"{error}{hint}", param_hint="--provider") from None
+        raise click.BadParameter(
+            f"{error}{hint}{_skipped_providers(policy)}", param_hint="--provider"
+        ) from None
 
 
 def _provider_list(policy: Policy) -> str:
     listed = [f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers]
-    return ", ".join(listed) if listed else "none (use --provider-kind KIND [--model MODEL])"
+    none = "none (use --provider-kind KIND [--model MODEL])"
+    return (", ".join(listed) if listed else none) + _skipped_providers(policy)
+
+
+def _skipped_providers(policy: Policy) -> str:
+    """What is missing is named: each skipped provider entry with file:line and why."""
+    from policy.terminal import terminal_safe
+
+    entries = policy.configuration.skipped_entries("LLM_PROVIDERS")
+    if not entries:
+        return ""
+    return ". Skipped, not in force: " + "; ".join(terminal_safe(str(e)) for e in entries)
 
 
 def _single_provider(
@@ -581,7 +602,7 @@ def _matrix_providers(
     if not policy.providers:
         raise click.UsageError(
             'the configuration has no providers (CONFIG["LLM_PROVIDERS"]); '
-            "use --provider-kind KIND [--model MODEL]"
+            f"use --provider-kind KIND [--model MODEL]{_skipped_providers(policy)}"
         )
     return list(policy.providers)
 

@@ -129,6 +129,11 @@ class SkippedEntry:
     plugin_name: str = ""
     by_organization: bool = True
 
+    @property
+    def message(self) -> str:
+        """How `policy check` reports it (at `location`)."""
+        return f"{self.label} skipped: {self.reason}"
+
     def __str__(self) -> str:
         named = f" ({self.name})" if self.name else ""
         return f"{self.location}: {self.label}{named} skipped: {self.reason}"

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from policy.configuration import ProviderConfig, SecretValue
+from policy.configuration import PolicyConfiguration, ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation
 from policy.redaction import MASK
@@ -324,6 +324,7 @@ def matrix_report(policy: Policy, matrix: Matrix) -> dict[str, Any]:
         **matrix_document(matrix),
         "mcp_servers": mcp_servers_document(policy),
         "injection_filter": injection_filter_document(policy),
+        "skipped_entries": skipped_entries_document(policy.configuration),
     }
 
 
@@ -338,6 +339,44 @@ def mcp_servers_table(policy: Policy) -> tuple[list[str], list[list[str]]]:
         for s in mcp_servers_document(policy)
     ]
     return ["MCP server", "tools", "listing"], rows
+
+
+# --- skipped entries --------------------------------------------------------------------------
+
+
+def skipped_entries_document(
+    configuration: PolicyConfiguration, section: str | None = None
+) -> list[dict[str, Any]]:
+    """Every `CONFIG[...]` entry not in force because something in it is wrong (of one
+    `section`, when given), with file:line and the reason: what is missing is named."""
+    return [
+        {
+            "section": entry.section,
+            "entry": entry.label,
+            "name": entry.name,
+            "reason": entry.reason,
+            "file": entry.location.file,
+            "line": entry.location.line,
+            "plugin": entry.plugin_name,
+            "organization": entry.by_organization,
+        }
+        for entry in configuration.skipped_entries(section)
+    ]
+
+
+def skipped_entries_text(configuration: PolicyConfiguration, section: str | None = None) -> str:
+    """`Skipped entries (not in force):` and a line per entry, or "" when none was skipped."""
+    entries = configuration.skipped_entries(section)
+    if not entries:
+        return ""
+    lines = [terminal_safe(str(entry)) for entry in entries]
+    return "Skipped entries (not in force):\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def skipped_entry_findings(configuration: PolicyConfiguration) -> frozenset[tuple[Any, str]]:
+    """The (location, message) of each finding that reported a skipped entry, so a command that
+    shows the entries does not say it twice."""
+    return frozenset((entry.location, entry.message) for entry in configuration.skipped_entries())
 
 
 # --- the diff ---------------------------------------------------------------------------------

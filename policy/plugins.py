@@ -423,22 +423,20 @@ class _Loader:
         named = (
             entry.get("InstanceName") or entry.get("Name") if isinstance(entry, LuaTable) else ""
         )
-        self.skipped.append(
-            SkippedEntry(
-                section=section,
-                label=label,
-                name=named if isinstance(named, str) else "",
-                reason=reason,
-                location=where,
-                plugin_name=self.name,
-                by_organization=self.origin is PluginOrigin.ORGANIZATION,
-            )
+        skipped = SkippedEntry(
+            section=section,
+            label=label,
+            name=named if isinstance(named, str) else "",
+            reason=reason,
+            location=where,
+            plugin_name=self.name,
+            by_organization=self.origin is PluginOrigin.ORGANIZATION,
         )
-        message = f"{label} skipped: {reason}"
+        self.skipped.append(skipped)
         if section in _FAIL_CLOSED_SECTIONS:
-            self._not_in_force(code, message, where)
+            self._not_in_force(code, skipped.message, where)
         else:  # a data source or chat template that is not there offers nothing
-            self._warn(code, message, where)
+            self._warn(code, skipped.message, where)
 
     def _missing_or(self, name: str, wanted: str) -> None:
         if name not in self.globals:

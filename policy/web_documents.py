@@ -185,7 +185,7 @@ class Deliveries:
 def status_document(
     policy: Policy, findings: Sequence[Finding], paths: ConfigurationPaths
 ) -> dict[str, Any]:
-    from policy.explain import mcp_servers_document
+    from policy.explain import mcp_servers_document, skipped_entries_document
 
     return {
         "sources": paths.document(),
@@ -203,6 +203,7 @@ def status_document(
             for p in policy.providers
         ],
         "mcp_servers": mcp_servers_document(policy),
+        "skipped_entries": skipped_entries_document(policy.configuration),
         "errors": [finding_document(f) for f in findings if f.severity.value == "error"],
         "warnings": [finding_document(f) for f in findings if f.severity.value != "error"],
     }

@@ -57,10 +57,17 @@ def _policy(
     tools_files: Sequence[Path] = (),
     *,
     offline: bool = True,
+    shows_skipped: bool = False,
 ) -> Policy:
+    """The policy, its errors on stderr (less the skipped entries, when the command's own
+    output names them)."""
+    from policy.explain import skipped_entry_findings
+
     policy = load_cli_policy(org, local, user_settings, state_dir, tools_files, offline=offline)
+    shown = skipped_entry_findings(policy.configuration) if shows_skipped else frozenset()
     for finding in policy.errors:
-        click.echo(finding_line(finding, "error"), err=True)
+        if (finding.location, finding.message) not in shown:
+            click.echo(finding_line(finding, "error"), err=True)
     return policy
 
 
@@ -108,7 +115,12 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
                 "tools": tools,
             }
         )
-    return {"servers": servers}
+    from policy.explain import skipped_entries_document
+
+    return {
+        "servers": servers,
+        "skipped": skipped_entries_document(policy.configuration, "MCP_SERVERS"),
+    }
 
 
 @mcp.command(
@@ -128,10 +140,11 @@ def list_servers(
     output_format: str,
 ) -> None:
     """Every configured MCP server: its status and its tools with id, annotations, fingerprint
-    and pin state. Exit 1 when a server cannot be listed or a plugin does not load."""
+    and pin state, and every server entry skipped for a mistake. Exit 1 when a server cannot be
+    listed, an entry was skipped or a plugin does not load."""
     from policy.mcp import mcp_tools
 
-    policy = _policy(org, local, user_settings, state_dir)
+    policy = _policy(org, local, user_settings, state_dir, shows_skipped=True)
     listings = _listings(policy, state_dir)
     policy = policy.with_tools(
         (*policy.base_tools, *mcp_tools(policy.configuration.mcp_servers, listings))
@@ -141,7 +154,11 @@ def list_servers(
         click.echo(terminal_json(document, indent=2))
     else:
         click.echo(_table(document))
-    if policy.errors or any(s["status"] == "error" for s in document["servers"]):
+    if (
+        policy.errors
+        or document["skipped"]
+        or any(s["status"] == "error" for s in document["servers"])
+    ):
         sys.exit(1)
 
 
@@ -151,8 +168,16 @@ def _table(document: dict[str, Any]) -> str:
     from policy.terminal import terminal_document, terminal_text
 
     document = terminal_document(document)
+    skipped = [
+        f"MCP server entry skipped, not in force: {e['file']}:{e['line']}: {e['entry']}"
+        + (f" ({e['name']})" if e["name"] else "")
+        + f": {e['reason']}"
+        for e in document["skipped"]
+    ]
     if not document["servers"]:
-        return 'No MCP servers are configured (CONFIG["MCP_SERVERS"]).'
+        return terminal_text(
+            "\n".join(['No MCP servers are in force (CONFIG["MCP_SERVERS"]).', *skipped])
+        )
     parts = []
     for server in document["servers"]:
         head = f"MCP server {server['name']} ({server['id']}, {server['transport']} {server['endpoint']})"
@@ -171,6 +196,8 @@ def _table(document: dict[str, Any]) -> str:
         ]
         table = tabulate(rows, headers=["tool", "annotations", "sha256", "pin", "kept out by"])
         parts.append(f"{head}: connected, {len(rows)} tool(s)\n{table}")
+    if skipped:
+        parts.append("\n".join(skipped))
     return terminal_text("\n\n".join(parts))
 
 

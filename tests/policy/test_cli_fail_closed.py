@@ -259,3 +259,88 @@ def test_ai_studios_templates_load_without_a_false_error() -> None:
             "not-used-by-toolpolicy",
             "ai-studio-compat",
         }, (fixture, document["warnings"])
+
+
+# --- skipped entries are named where they matter -----------------------------------------------
+
+
+def _llamacpp_only(folder: Path) -> Path:
+    return write_plugin(
+        folder,
+        'CONFIG = {}\nCONFIG["SETTINGS"] = {}\nCONFIG["LLM_PROVIDERS"] = {}\n'
+        'CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "33333333-3333-4333-8333-333333333333",\n'
+        '    ["InstanceName"] = "Team Llama", ["UsedLLMProvider"] = "SELF_HOSTED",\n'
+        '    ["Host"] = "LLAMACPP", ["Hostname"] = "http://127.0.0.1:8080",\n'
+        '    ["Model"] = { ["Id"] = "llama", ["DisplayName"] = "Llama" } }\n',
+    )
+
+
+def test_no_providers_names_the_skipped_provider(tmp_path: Path) -> None:
+    plugin = _llamacpp_only(tmp_path / "org")
+    entry_line = _line_of(plugin, 'CONFIG["LLM_PROVIDERS"][1]')
+    where = f"{plugin}:{entry_line}"
+    skipped = (
+        f'Skipped, not in force: {where}: CONFIG["LLM_PROVIDERS"] entry 1 (Team Llama) skipped: '
+        'Host is "LLAMACPP"'
+    )
+    matrix = run("explain", "--all", "--org", plugin.parent)
+    assert matrix.returncode == 2
+    assert "the configuration has no providers" in matrix.stderr and skipped in matrix.stderr
+    one = run("explain", "web_search", "--org", plugin.parent)
+    assert one.returncode == 2
+    assert "Configured providers: none" in one.stderr and skipped in one.stderr
+    named = run("explain", "web_search", "--org", plugin.parent, "--provider", "Team Llama")
+    assert named.returncode == 2 and skipped in named.stderr
+
+
+def test_explain_names_every_skipped_entry_once(tmp_path: Path) -> None:
+    plugin = _server_plugin(tmp_path / "org", '    ["RequirePin"] = true,\n')
+    entry_line = _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]')
+    line = f"{plugin}:{entry_line}"
+    said = (
+        f'Skipped entries (not in force):\n  {line}: CONFIG["MCP_SERVERS"] entry 1 (tickets) '
+        'skipped: unknown field "RequirePin"; did you mean "RequirePins"?'
+    )
+    one = run("explain", "web_search", "--org", plugin.parent, "--provider", "Cloud GPT")
+    assert said in one.stdout and "RequirePin" not in one.stderr  # said once
+    matrix = run("explain", "--all", "--org", plugin.parent, "--offline")
+    assert said in matrix.stdout and "RequirePin" not in matrix.stderr
+    _, document = run_json("explain", "--all", "--org", plugin.parent, "--offline")
+    (entry,) = document["skipped_entries"]
+    assert (entry["section"], entry["name"], entry["file"], entry["line"]) == (
+        "MCP_SERVERS",
+        "tickets",
+        str(plugin),
+        _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]'),
+    )
+    assert entry["reason"].startswith('unknown field "RequirePin"; did you mean "RequirePins"?')
+
+
+def test_mcp_list_names_a_skipped_server_entry(tmp_path: Path) -> None:
+    plugin = _server_plugin(tmp_path / "org", '    ["DeniedTool"] = { "delete_*" },\n')
+    line = _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]')
+    listed = run("mcp", "list", "--org", plugin.parent)
+    assert listed.returncode == 1
+    assert (
+        f"MCP server entry skipped, not in force: {plugin}:{line}: "
+        'CONFIG["MCP_SERVERS"] entry 1 (tickets): unknown field "DeniedTool"; did you mean '
+        '"DeniedTools"?'
+    ) in listed.stdout
+    assert "DeniedTool" not in listed.stderr  # said once
+    code, document = run_json("mcp", "list", "--org", plugin.parent)
+    assert code == 1 and document["servers"] == []
+    (entry,) = document["skipped"]
+    assert (entry["name"], entry["file"], entry["line"], entry["organization"]) == (
+        "tickets",
+        str(plugin),
+        line,
+        True,
+    )
+
+
+def test_a_local_plugins_skipped_provider_is_a_warning_and_named(tmp_path: Path) -> None:
+    plugin = _llamacpp_only(tmp_path / "mine")
+    code, document = run_json("check", "--local", plugin.parent)
+    assert code == 0 and [w["code"] for w in document["warnings"]] == ["invalid-entry"]
+    matrix = run("explain", "--all", "--local", plugin.parent)
+    assert matrix.returncode == 2 and "Skipped, not in force: " in matrix.stderr

@@ -29,7 +29,7 @@ from runtime import PolicyWatcher, ReloadResult
 from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization, web_app
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
-LINT_WARNING = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_serach" }\n'
+LINT_ERROR = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "no_such_tool" }\n'
 CHECK_FINDING_KEYS = ("file", "line", "code", "message")
 OPENAI = """CONFIG["LLM_PROVIDERS"] = {}
 CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "11111111-1111-4111-8111-111111111111",
@@ -39,11 +39,11 @@ CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "11111111-1111-4111-8111-111111111111",
 
 @pytest.fixture(scope="module")
 def organization(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The hostile example organization with a lint warning (a misspelled tool id)."""
+    """The hostile example organization with a lint error (a tool id that names no tool)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         folder = hostile_organization(tmp_path_factory.mktemp("contracts"), monkeypatch)
         department = folder / "department" / "plugin.lua"
-        department.write_text(department.read_text() + LINT_WARNING)
+        department.write_text(department.read_text() + LINT_ERROR)
         yield folder
 
 
@@ -251,7 +251,7 @@ def test_the_status_findings_are_policy_check(
     for part in ("errors", "warnings"):
         shown = [{key: f[key] for key in CHECK_FINDING_KEYS} for f in status[part]]
         assert shown == checked[part], part
-    assert any("web_serach" in w["message"] and w["line"] for w in status["warnings"])
+    assert any("no_such_tool" in e["message"] and e["line"] for e in status["errors"])
 
 
 def test_simulate_is_explain_all_for_one_provider(
@@ -563,7 +563,7 @@ def test_the_configuration_keys_are_policy_settings_keys(
     lines = table.stdout.splitlines()
     disabled = next(line for line in lines if line.startswith("DataTools.DisabledToolIds"))
     assert (
-        "web_serach" in disabled and "locked" in disabled and "department/plugin.lua:" in disabled
+        "no_such_tool" in disabled and "locked" in disabled and "department/plugin.lua:" in disabled
     )
     assert "DataTools.AllowLocalMcpServers" in table.stdout and SECRET not in table.stdout
     assert "*****" in table.stdout
