@@ -91,20 +91,23 @@ async def test_a_server_that_hangs_on_its_listing_holds_up_no_call_to_another_se
 
     tickets, hostile = states
     org = two_servers(tmp_path / "org", tickets, hostile, '  ["TimeoutSeconds"] = 600,\n')
-    async with Client(gateway(org), cache=None) as session:
+    async with Client(gateway(org), cache=None) as session, anyio.create_task_group() as group:
         listed = {t.name for t in (await session.list_tools()).tools}
         assert {"hostile__announce", "tickets__add_comment"} <= listed, listed
-        await session.call_tool("hostile__announce", {})
+        # The announcing call itself may wait on the hostile server (its own timeout): it runs
+        # on the side, and only the other server's calls are awaited.
+        group.start_soon(session.call_tool, "hostile__announce", {})
         answered = 0
-        while "hanging" not in listing_requests(hostile) or answered < 3:
-            with anyio.fail_after(120):  # a stalled call waits out the 600 s of the other server
+        with anyio.fail_after(120):  # a stalled call waits out the 600 s of the other server
+            while "hanging" not in listing_requests(hostile) or answered < 3:
                 done = await session.call_tool(
                     "tickets__add_comment", {"ticket_id": "1", "text": "x"}
                 )
-            assert not done.is_error, done
-            answered += "hanging" in listing_requests(hostile)
-            await anyio.sleep(0.05)
+                assert not done.is_error, done
+                answered += "hanging" in listing_requests(hostile)
+                await anyio.sleep(0.05)
         assert listing_requests(hostile)[-1] == "hanging", "the hostile listing is still unanswered"
+        group.cancel_scope.cancel()
     assert (
         json.loads(Path(f"{tickets}.calls").read_text().splitlines()[-1])["tool"] == "add_comment"
     )
