@@ -195,13 +195,15 @@ def test_a_pin_fragment_keeps_hostile_names_and_errors_inside_comments_and_strin
     )
 
     injected = '\nCONFIG["SETTINGS"]["DataTools.EnableTools"] = false --'
+    with pytest.raises(ValueError, match="is not valid"):  # a server's Name cannot carry code
+        McpServerConfig(id="a", name=f"tickets{injected}{HOSTILE}", transport=McpTransport.STDIO)
     servers = [
-        McpServerConfig(id="a", name=f"Tickets{injected}{HOSTILE}", transport=McpTransport.STDIO),
-        McpServerConfig(id="b", name="Down", transport=McpTransport.STDIO),
+        McpServerConfig(id="a", name="tickets", transport=McpTransport.STDIO),
+        McpServerConfig(id="b", name="down", transport=McpTransport.STDIO),
     ]
     listings = {
-        "a": McpServerListing("a", "Tickets", (McpToolListing(name=f"search{HOSTILE}\u0000"),)),
-        "b": McpServerListing("b", "Down", error=f"refused{injected}{HOSTILE}"),
+        "a": McpServerListing("a", "tickets", (McpToolListing(name=f"search{HOSTILE}\u0000"),)),
+        "b": McpServerListing("b", "down", error=f"refused{injected}{HOSTILE}"),
     }
     fragment = pin_fragment(servers, listings)
     assert not [c for c in fragment if not (c.isprintable() or c == "\n")]
