@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         CallbackSink,
         DecisionSink,
         JsonLinesSink,
+        LineSink,
         OpenTelemetrySink,
         QueuedSink,
     )
@@ -144,6 +145,7 @@ _LAZY: dict[str, str] = {
     "JsonLinesSink": "runtime.decision_log",
     "QueuedSink": "runtime.decision_log",
     "OpenTelemetrySink": "runtime.decision_log",
+    "LineSink": "runtime.decision_log",
     "ToolExecutor": "runtime.executor",
     "ToolInvocationTrace": "runtime.executor",
     "TraceStatus": "runtime.executor",
@@ -199,6 +201,7 @@ __all__ = [
     "InjectionSeen",
     "InvalidToolCallingResponse",
     "JsonLinesSink",
+    "LineSink",
     "LoopEvent",
     "LoopLimits",
     "McpExecutableTool",

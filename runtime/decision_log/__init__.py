@@ -14,13 +14,20 @@ from runtime.decision_log._encoder import line_safe as line_safe
 from runtime.decision_log._queue import QueuedSink
 from runtime.decision_log._recorder import DecisionRecorder
 from runtime.decision_log._redaction import redacted_error_message as redacted_error_message
-from runtime.decision_log._sinks import CallbackSink, DecisionSink, JsonLinesSink, OpenTelemetrySink
+from runtime.decision_log._sinks import (
+    CallbackSink,
+    DecisionSink,
+    JsonLinesSink,
+    LineSink,
+    OpenTelemetrySink,
+)
 
 __all__ = [
     "CallbackSink",
     "DecisionRecorder",
     "DecisionSink",
     "JsonLinesSink",
+    "LineSink",
     "OpenTelemetrySink",
     "QueuedSink",
 ]

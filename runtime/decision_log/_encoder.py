@@ -9,12 +9,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json
 
 from policy.decision_record import (
     CallDemandsRecord,
+    CallRecord,
     ChatRequirementsRecord,
     ConfigurationRecord,
+    DecisionRecord,
+    InjectionRecord,
     OutcomeRecord,
     PluginRecord,
     ProviderRecord,
@@ -24,8 +28,6 @@ from policy.decision_record import (
 from policy.secrets import without_user_info
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from policy.configuration import PolicyConfiguration
     from policy.vocabulary import (
         ConfidenceLevel,
@@ -48,14 +50,17 @@ _LINE_BREAKING = (
 
 def line_safe(line: bytes) -> bytes:
     """A JSON line with the characters that end a line for some readers (U+2028, U+2029, NEL)
-    written as their JSON escapes: the same JSON value, on one line for every tool."""
+    written as their JSON escapes: the same JSON value, on one line for every tool. A line
+    without their lead bytes (most records) is only looked through for those two bytes."""
+    if b"\xe2" not in line and b"\xc2" not in line:
+        return line
     for raw, escaped in _LINE_BREAKING:
         if raw in line:
             line = line.replace(raw, escaped)
     return line
 
 
-_StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
+StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
 
 
 # A record is made on every answer from parts that repeat (the configuration, the provider, the
@@ -65,7 +70,7 @@ _StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_c
 _last_configuration: tuple[PolicyConfiguration, bytes] | None = None
 
 
-def _configuration_json(configuration: PolicyConfiguration) -> bytes:
+def configuration_json(configuration: PolicyConfiguration) -> bytes:
     """`configuration_record` as JSON, kept for the configuration in force."""
     global _last_configuration
     held = _last_configuration
@@ -96,7 +101,7 @@ def configuration_record(configuration: PolicyConfiguration) -> ConfigurationRec
 _RequirementsKey = tuple["ConfidenceLevel", "DataSecurity", "OutboundDataRestriction", str]
 
 
-def _requirements_key(chat: ChatRecord) -> _RequirementsKey:
+def requirements_key(chat: ChatRecord) -> _RequirementsKey:
     return (
         chat.required_provider_confidence,
         chat.required_data_security,
@@ -121,13 +126,13 @@ def _requirements(
 
 
 @functools.lru_cache(maxsize=256)
-def _requirements_change_json(before: _RequirementsKey, after: _RequirementsKey) -> bytes:
+def requirements_change_json(before: _RequirementsKey, after: _RequirementsKey) -> bytes:
     change = RequirementsChange(before=_requirements(*before), after=_requirements(*after))
     return change.model_dump_json().encode()
 
 
 @functools.lru_cache(maxsize=256)
-def _provider_json(
+def provider_json(
     provider_id: str,
     kind: ProviderKind,
     host: str,
@@ -151,27 +156,75 @@ def _provider_json(
     return record.model_dump_json().encode()
 
 
-_NO_DEMANDS = CallDemandsRecord().model_dump_json().encode()
+NO_DEMANDS = CallDemandsRecord().model_dump_json().encode()
 
 
-def _injections_json(outcome: ToolCallOutcome | None) -> bytes:
+class ModelObject:
+    """The JSON object of one record model, written from parts that are JSON already: the keys
+    and their order are the model's fields, as `model_dump_json` writes them. So this encoding
+    cannot drift from the model: a field the model gains and the caller does not give (or a
+    part it gives that the model has not) fails the record's writing (`QueuedSink.failure`
+    then refuses tool calls, and every decision-log test fails) instead of leaving the log
+    short of a field."""
+
+    __slots__ = ("_fields", "_keys", "_model", "_names")
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self._model = model
+        self._names = tuple(model.model_fields)
+        self._fields = frozenset(self._names)
+        keys = [(b"," + to_json(name) + b":") for name in self._names]
+        keys[0] = b"{" + keys[0][1:]
+        self._keys = (*(piece for key in keys for piece in (key, b"")), b"}")
+        """Each field's key and a slot for its part, then the closing brace."""
+
+    def write(self, **parts: bytes) -> bytes:
+        """The object with each field's part (its JSON) in the model's order."""
+        if len(parts) == len(self._names):
+            pieces = list(self._keys)
+            try:
+                pieces[1::2] = [parts[name] for name in self._names]
+            except KeyError:
+                pass
+            else:
+                return b"".join(pieces)
+        unknown = sorted(parts.keys() - self._fields)
+        missing = sorted(self._fields - parts.keys())
+        raise ValueError(
+            f"{self._model.__name__} JSON: fields not given {missing}, not in the model {unknown}."
+        )
+
+
+DECISION_RECORD = ModelObject(DecisionRecord)
+CALL_RECORD = ModelObject(CallRecord)
+_INJECTION_RECORD = ModelObject(InjectionRecord)
+
+
+def record_line(record: DecisionRecord) -> bytes:
+    """A whole record as one JSON Lines line (`model_json`, `line_safe`, a newline)."""
+    return line_safe(model_json(record)) + b"\n"
+
+
+def injections_json(outcome: ToolCallOutcome | None) -> bytes:
     """What the guard removed from the result, as `InjectionRecord`s: sources, rules, counts."""
     if outcome is None or not outcome.injections:
         return b"[]"
-    return _json(
-        [
-            {
-                "source_kind": seen.source_kind,
-                "source": seen.source,
-                "rules": list(seen.rule_ids),
-                "removed": seen.removed,
-            }
+    return (
+        b"["
+        + b",".join(
+            _INJECTION_RECORD.write(
+                source_kind=json_value(seen.source_kind),
+                source=json_value(seen.source),
+                rules=json_value(list(seen.rule_ids)),
+                removed=json_value(seen.removed),
+            )
             for seen in outcome.injections
-        ]
+        )
+        + b"]"
     )
 
 
-def _demands_json(outcome: ToolCallOutcome) -> bytes:
+def demands_json(outcome: ToolCallOutcome) -> bytes:
     return _demands_record_json(
         outcome.required_provider_confidence,
         outcome.required_data_security,
@@ -197,18 +250,18 @@ def _demands_record_json(
 
 
 @functools.lru_cache(maxsize=1024)
-def _usage_json(input_tokens: int | None, output_tokens: int | None) -> bytes:
+def usage_json(input_tokens: int | None, output_tokens: int | None) -> bytes:
     record = UsageRecord(input_tokens=input_tokens, output_tokens=output_tokens)
     return record.model_dump_json().encode()
 
 
 @functools.lru_cache(maxsize=1024)
-def _repeated_json(value: str | tuple[str, ...] | None) -> bytes:
+def repeated_json(value: str | tuple[str, ...] | None) -> bytes:
     """A value records repeat (a component, a tool id, a status, a selection) as JSON."""
-    return _json(value)
+    return json_value(value)
 
 
-def _json(value: object) -> bytes:
+def json_value(value: object) -> bytes:
     """`value` as JSON; a string in it that no UTF-8 encoder writes (a lone surrogate from a
     model's or a client's JSON) is written `well_formed`, so every decision is recorded."""
     try:
@@ -219,8 +272,8 @@ def _json(value: object) -> bytes:
         return to_json(well_formed_value(value))
 
 
-def _model_json(record: BaseModel) -> bytes:
-    """`record.model_dump_json()`, with `_json`'s care for strings no encoder writes."""
+def model_json(record: BaseModel) -> bytes:
+    """`record.model_dump_json()`, with `json_value`'s care for strings no encoder writes."""
     try:
         return record.model_dump_json().encode()
     except PydanticSerializationError:
@@ -230,5 +283,5 @@ def _model_json(record: BaseModel) -> bytes:
 
 
 @functools.lru_cache(maxsize=8)
-def _outcome_json(stop_reason: _StopReason) -> bytes:
+def outcome_json(stop_reason: StopReason) -> bytes:
     return OutcomeRecord(stop_reason=stop_reason).model_dump_json().encode()

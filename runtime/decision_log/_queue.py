@@ -10,14 +10,12 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 from policy.decision_record import DecisionRecord
-from runtime.decision_log._encoder import _model_json
-from runtime.decision_log._sinks import DecisionSink, JsonLinesSink, _warn_once
-
-if TYPE_CHECKING:
-    from runtime.decision_log._recorder import DecisionRecorder
+from runtime.decision_log._encoder import record_line
+from runtime.decision_log._sinks import DecisionSink, lines_writer, warn_once
 
 _log = logging.getLogger("runtime.decision_log")  # one logger name for the package
 
@@ -27,6 +25,35 @@ _BATCH_SECONDS = 0.05
 _KEPT_DROPPED_IDS = 100
 
 
+class PendingRecord(Protocol):
+    """A record on the queue, made on the writer thread: as a model for a sink's `write`, or as
+    its JSON line for a `LineSink` (`DecisionRecorder` is one)."""
+
+    @property
+    def decision_id(self) -> str: ...
+
+    def record(self) -> DecisionRecord: ...
+
+    def json_line(self) -> bytes: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _MadeRecord:
+    """A record given whole (`QueuedSink.write`)."""
+
+    made: DecisionRecord
+
+    @property
+    def decision_id(self) -> str:
+        return self.made.decision_id
+
+    def record(self) -> DecisionRecord:
+        return self.made
+
+    def json_line(self) -> bytes:
+        return record_line(self.made)
+
+
 class QueuedSink:
     """Writes records to `sink` from a background thread through a bounded queue.
 
@@ -34,12 +61,13 @@ class QueuedSink:
     waiting the record is dropped, counted (`dropped`, `dropped_ids`) and warned about once;
     `flush` and `close` say how many were dropped. The writer wakes every 50 ms (at once when
     the queue is half full) and writes what has gathered, so a response does not pay a thread
-    switch per record; a `JsonLinesSink` gets the whole batch as JSON lines in one write, each
-    line serialized straight from what the answer gathered (`DecisionRecorder.json_line`), any
-    other sink a `DecisionRecord` at a time. A sink that raises is warned about once and writing
-    goes on. The writer thread ends when idle and starts again with the next record, so a
-    runtime rebuilt on every reload leaves no thread behind; records still waiting at
-    interpreter exit are written then. `ChatRuntime` wraps the sink it is given in one of these.
+    switch per record; a sink with `write_lines` (`LineSink`, e.g. `JsonLinesSink`) gets the
+    whole batch as JSON lines in one call, each line serialized straight from what the answer
+    gathered (`DecisionRecorder.json_line`), any other sink a `DecisionRecord` at a time. A sink
+    that raises is warned about once and writing goes on. The writer thread ends when idle and
+    starts again with the next record, so a runtime rebuilt on every reload leaves no thread
+    behind; records still waiting at interpreter exit are written then. `ChatRuntime` wraps the
+    sink it is given in one of these.
 
     `failure` says, without waiting, why a record given now may not be kept: the sink's last
     write failed (until a later write succeeds) or the queue is full. The runtime runs no tool
@@ -51,7 +79,8 @@ class QueuedSink:
             raise ValueError(f"QueuedSink needs max_pending >= 1, got {max_pending}.")
         self.sink = sink
         self.max_pending = max_pending
-        self._queue: deque[DecisionRecord | DecisionRecorder] = deque()
+        self._queue: deque[PendingRecord] = deque()
+        self._write_lines = lines_writer(sink)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -83,11 +112,11 @@ class QueuedSink:
         return tuple(self._dropped_ids)
 
     def write(self, record: DecisionRecord) -> None:
-        self.put(record)
+        self.put(_MadeRecord(record))
 
-    def put(self, record: DecisionRecord | DecisionRecorder) -> None:
-        """Queue a record, or an ended `DecisionRecorder` whose record the writer thread makes
-        (off the request's path)."""
+    def put(self, record: PendingRecord) -> None:
+        """Queue a record still to be made: an ended `DecisionRecorder`, whose record the writer
+        thread makes (off the request's path)."""
         with self._lock:
             if len(self._queue) >= self.max_pending:
                 self._dropped += 1
@@ -167,30 +196,23 @@ class QueuedSink:
                 finally:
                     self._written += len(batch)
 
-    def _write(self, batch: list[DecisionRecord | DecisionRecorder]) -> None:
-        from runtime.decision_log._recorder import DecisionRecorder
-
-        sink = self.sink
+    def _write(self, batch: list[PendingRecord]) -> None:
         failed: Exception | None = None
-        if isinstance(sink, JsonLinesSink):
+        if self._write_lines is not None:
             lines: list[bytes] = []
             for item in batch:
                 try:
-                    lines.append(
-                        item.json_line()
-                        if isinstance(item, DecisionRecorder)
-                        else _model_json(item) + b"\n"
-                    )
+                    lines.append(item.json_line())
                 except Exception as error:  # the writer thread goes on with the next record
                     failed = error
             try:
-                sink.write_lines(lines)
+                self._write_lines(lines)
             except Exception as error:
                 failed = error
         else:
             for item in batch:
                 try:
-                    sink.write(item.record() if isinstance(item, DecisionRecorder) else item)
+                    self.sink.write(item.record())
                 except Exception as error:
                     failed = error
         self._settle(failed)
@@ -209,7 +231,7 @@ class QueuedSink:
         self._failure = (
             f"{type(self.sink).__name__} could not write a record ({type(failed).__name__})"
         )
-        _warn_once(self.sink, failed, "tool calls are not run until it writes a record again")
+        warn_once(self.sink, failed, "tool calls are not run until it writes a record again")
 
 
 _open_queues: weakref.WeakSet[QueuedSink] = weakref.WeakSet()

@@ -21,23 +21,26 @@ from policy.decision_record import (
     uuid7,
 )
 from runtime.decision_log._encoder import (
-    _NO_DEMANDS,
-    _configuration_json,
-    _demands_json,
-    _injections_json,
-    _json,
-    _model_json,
-    _outcome_json,
-    _provider_json,
-    _repeated_json,
-    _requirements_change_json,
-    _requirements_key,
-    _StopReason,
-    _usage_json,
+    CALL_RECORD,
+    DECISION_RECORD,
+    NO_DEMANDS,
+    StopReason,
+    configuration_json,
+    demands_json,
+    injections_json,
+    json_value,
+    line_safe,
+    model_json,
+    outcome_json,
+    provider_json,
+    repeated_json,
+    requirements_change_json,
+    requirements_key,
+    usage_json,
 )
 from runtime.decision_log._queue import QueuedSink
 from runtime.decision_log._redaction import _cited, redacted_error_message
-from runtime.decision_log._sinks import DecisionSink, _warn_once
+from runtime.decision_log._sinks import DecisionSink, warn_once
 
 if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration, ProviderConfig
@@ -161,7 +164,7 @@ class DecisionRecorder:
         self._calls: list[_EndedCall] = []
         self._usage: tuple[int | None, int | None] = (None, None)
         self._content: list[str] | None = [user_message, ""] if include_content else None
-        self._ended: tuple[_StopReason, tuple[str, str] | None, ChatRecord] | None = None
+        self._ended: tuple[StopReason, tuple[str, str] | None, ChatRecord] | None = None
 
     @property
     def decision_id(self) -> str:
@@ -220,7 +223,7 @@ class DecisionRecorder:
     def failed(self, error: BaseException) -> None:
         self._emit("error", error)
 
-    def _emit(self, stop_reason: _StopReason, error: BaseException | None = None) -> None:
+    def _emit(self, stop_reason: StopReason, error: BaseException | None = None) -> None:
         if self._ended is not None:
             self._ended_again(self._ended[0], stop_reason, error)
             return
@@ -236,10 +239,10 @@ class DecisionRecorder:
             else:
                 sink.write(self.record())
         except Exception as error:  # a log must never fail the user's request
-            _warn_once(sink, error)
+            warn_once(sink, error)
 
     def _ended_again(
-        self, first: _StopReason, stop_reason: _StopReason, error: BaseException | None = None
+        self, first: StopReason, stop_reason: StopReason, error: BaseException | None = None
     ) -> None:
         """A second end: the record keeps the `first`; the later one is only named here."""
         _log.warning(
@@ -255,9 +258,9 @@ class DecisionRecorder:
         return DecisionRecord.model_validate_json(self.json_line())
 
     def json_line(self) -> bytes:
-        """The ended answer's record as one JSON Lines line: exactly
-        `DecisionRecord.model_dump_json()` of `record()`, plus the newline, made without
-        building the model (a record is written on every answer)."""
+        """The ended answer's record as one JSON Lines line: the JSON `DecisionRecord` writes for
+        `record()` (field by field in the model's order, `ModelObject`), `line_safe`, plus the
+        newline, made without building the model (a record is written on every answer)."""
         if self._ended is None:
             raise RuntimeError("DecisionRecorder.json_line: the answer has not ended yet.")
         stop_reason, error, after = self._ended
@@ -271,10 +274,10 @@ class DecisionRecorder:
                 for tool_id, why in not_runnable
             ]
         if error is None:
-            outcome = _outcome_json(stop_reason)
+            outcome = outcome_json(stop_reason)
         else:
             secrets = [s for s in self._secrets if s and len(s) >= 4]
-            outcome = _model_json(
+            outcome = model_json(
                 OutcomeRecord(
                     stop_reason=stop_reason,
                     error_class=error[0],
@@ -283,7 +286,7 @@ class DecisionRecorder:
             )
         content = b"null"
         if self._content is not None:
-            content = _model_json(
+            content = model_json(
                 ContentRecord(
                     user_message=self._content[0],
                     answer=self._content[1],
@@ -295,50 +298,33 @@ class DecisionRecorder:
             )
         provider = self._provider
         selected = self._selected
-        return b"".join(
-            (
-                b'{"decision_id":',
-                _json(self.decision_id),
-                b',"timestamp":',
-                _json(_EPOCH + timedelta(microseconds=self._at // 1000)),
-                b',"configuration":',
-                _configuration_json(self._configuration),
-                b',"chat_id":',
-                _json(self._before.chat_id),
-                b',"component":',
-                _repeated_json(self._component.value),
-                b',"provider":',
-                _provider_json(
-                    provider.id,
-                    provider.kind,
-                    provider.host,
-                    provider.model,
-                    self._confidence,
-                    provider.hostname,
-                ),
-                b',"selected_tool_ids":',
-                _repeated_json(selected),
-                b',"offered":',
-                _repeated_json(offered),
-                b',"left_out":[',
-                b",".join(_model_json(r) for r in left_out),
-                b'],"calls":[',
-                b",".join(c.json(self._content is not None) for c in self._calls),
-                b'],"outcome":',
-                outcome,
-                b',"usage":',
-                _usage_json(*self._usage),
-                b',"chat_requirements":',
-                _requirements_change_json(
-                    _requirements_key(self._before), _requirements_key(after)
-                ),
-                b',"content":',
-                content,
-                b',"served_by":',
-                _repeated_json(self._served_by),
-                b"}\n",
-            )
+        line = DECISION_RECORD.write(
+            decision_id=json_value(self.decision_id),
+            timestamp=json_value(_EPOCH + timedelta(microseconds=self._at // 1000)),
+            configuration=configuration_json(self._configuration),
+            chat_id=json_value(self._before.chat_id),
+            component=repeated_json(self._component.value),
+            provider=provider_json(
+                provider.id,
+                provider.kind,
+                provider.host,
+                provider.model,
+                self._confidence,
+                provider.hostname,
+            ),
+            selected_tool_ids=repeated_json(selected),
+            offered=repeated_json(offered),
+            left_out=b"[" + b",".join(model_json(r) for r in left_out) + b"]",
+            calls=b"[" + b",".join(c.json(self._content is not None) for c in self._calls) + b"]",
+            outcome=outcome,
+            usage=usage_json(*self._usage),
+            chat_requirements=requirements_change_json(
+                requirements_key(self._before), requirements_key(after)
+            ),
+            content=content,
+            served_by=repeated_json(self._served_by),
         )
+        return line_safe(line) + b"\n"
 
 
 _decision_id_lock = threading.Lock()
@@ -356,43 +342,29 @@ class _EndedCall:
     elapsed_ms: float
 
     def json(self, with_content: bool = False) -> bytes:
-        """The call as the record's `calls` hold it: exactly `CallRecord.model_dump_json()`.
-        Without content, a message quoting what the tool's upstream wrote is left at its
-        summary (`ToolInvocationTrace.logged_status_message`)."""
+        """The call as the record's `calls` hold it: the JSON `CallRecord` writes. Without
+        content, a message quoting what the tool's upstream wrote is left at its summary
+        (`ToolInvocationTrace.logged_status_message`)."""
         trace, outcome = self.trace, self.outcome
         status = trace.status.value
-        return b"".join(
-            (
-                b'{"call_id":',
-                _json(trace.call_id),
-                b',"tool_id":',
-                _repeated_json(trace.tool_id),
-                b',"status":',
-                _repeated_json(status),
-                b',"round":',
-                _json(self.round),
-                b',"arguments":',
-                _json(trace.arguments),
-                b',"duration_ms":',
-                _json(round(self.elapsed_ms, 3)),
-                b',"result_chars":',
-                _json(_result_chars(trace, outcome)),
-                b',"status_message":',
-                _json(
-                    ""
-                    if status == "SUCCESS"
-                    else trace.status_message
-                    if with_content
-                    else trace.logged_status_message
-                ),
-                b',"demands":',
-                _demands_json(outcome) if outcome is not None else _NO_DEMANDS,
-                b',"sources":',
-                _json(_cited(outcome)),
-                b',"injections":',
-                _injections_json(outcome),
-                b"}",
-            )
+        return CALL_RECORD.write(
+            call_id=json_value(trace.call_id),
+            tool_id=repeated_json(trace.tool_id),
+            status=repeated_json(status),
+            round=json_value(self.round),
+            arguments=json_value(trace.arguments),
+            duration_ms=json_value(round(self.elapsed_ms, 3)),
+            result_chars=json_value(_result_chars(trace, outcome)),
+            status_message=json_value(
+                ""
+                if status == "SUCCESS"
+                else trace.status_message
+                if with_content
+                else trace.logged_status_message
+            ),
+            demands=demands_json(outcome) if outcome is not None else NO_DEMANDS,
+            sources=json_value(_cited(outcome)),
+            injections=injections_json(outcome),
         )
 
 

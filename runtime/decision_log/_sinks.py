@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from policy.decision_record import DecisionRecord
-from runtime.decision_log._encoder import _model_json, line_safe
+from runtime.decision_log._encoder import line_safe, record_line
 from runtime.tracing import TRACER_NAME
 
 if TYPE_CHECKING:
@@ -27,6 +27,24 @@ class DecisionSink(Protocol):
     """Where records go. `write` may raise: the recorder warns once and the request goes on."""
 
     def write(self, record: DecisionRecord) -> None: ...
+
+
+class LineSink(DecisionSink, Protocol):
+    """A sink that also takes records as JSON lines, many at once. `QueuedSink` hands such a
+    sink each batch in one `write_lines` call (one write, one request, one transaction for
+    all that gathered), every line the JSON of a `DecisionRecord` with its fields in the
+    model's order, U+2028, U+2029 and NEL escaped (`line_safe`), ending in a newline; a sink
+    without `write_lines` gets `write(record)` for each. Any sink may implement it: nothing
+    else is needed to be batched."""
+
+    def write_lines(self, lines: Sequence[bytes]) -> None: ...
+
+
+def lines_writer(sink: DecisionSink) -> Callable[[Sequence[bytes]], None] | None:
+    """The sink's `write_lines` when it has one (the `LineSink` protocol), else None; asked once
+    per queue, so a sink of any class is batched by what it offers."""
+    write_lines = getattr(sink, "write_lines", None)
+    return write_lines if callable(write_lines) else None
 
 
 class CallbackSink:
@@ -67,7 +85,7 @@ class JsonLinesSink:
         self._size = 0
 
     def write(self, record: DecisionRecord) -> None:
-        self.write_lines([_model_json(record) + b"\n"])
+        self.write_lines([record_line(record)])
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Append records already serialized (each a JSON object ending in a newline) in as few
@@ -147,7 +165,7 @@ _warned: dict[int, Callable[[], object]] = {}
 _warned_lock = threading.RLock()  # a weak reference's callback may run inside (a collection)
 
 
-def _warn_once(
+def warn_once(
     sink: DecisionSink, error: Exception, consequence: str = "the request went on"
 ) -> None:
     key = id(sink)

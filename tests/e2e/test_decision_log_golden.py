@@ -9,20 +9,23 @@ package; set TOOLPOLICY_WRITE_GOLDEN=1 to write them again after an intended cha
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from policy import Policy
-from policy.decision_record import DecisionRecord
+from policy.decision_record import CallRecord, DecisionRecord
 from policy.vocabulary import ConfidenceLevel
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role
 from runtime.chat import ChatRequirementError, MemoryChatStore
 from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink, line_safe
+from runtime.decision_log._encoder import ModelObject
 from tests.e2e._kit import API_KEY, OPENAI_ID, ROOT, VLLM_ID, client, organization_provider
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
@@ -154,3 +157,38 @@ async def test_what_the_commands_read_from_the_log_is_unchanged(
     assert done.returncode == 0, done.stderr
     output = done.stdout.replace(str(golden_log).encode(), b"<log>")
     _compare(name, _normalized(output))
+
+
+class _BatchingStore:
+    """An app's own sink that takes records in batches: it only has to offer `write_lines`."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[bytes]] = []
+        self.records: list[DecisionRecord] = []
+
+    def write(self, record: DecisionRecord) -> None:
+        self.records.append(record)
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        self.batches.append(list(lines))
+
+
+async def test_any_sink_with_write_lines_gets_the_records_as_the_json_lines_log_does(
+    policy: Policy, server: ProviderServer
+) -> None:
+    store = _BatchingStore()
+    await _scenario(policy, server, store)
+    assert not store.records, "a sink offering write_lines is batched, whatever its class"
+    lines = [line for batch in store.batches for line in batch]
+    assert len(lines) == 4 and all(line.endswith(b"\n") for line in lines)
+    _compare("decision_log.jsonl", _normalized(b"".join(lines)))
+
+
+def test_the_record_json_has_the_models_fields_and_refuses_a_part_the_model_lacks() -> None:
+    calls = ModelObject(CallRecord)
+    parts = {name: b"0" for name in CallRecord.model_fields}
+    assert json.loads(calls.write(**parts)) == dict.fromkeys(CallRecord.model_fields, 0)
+    with pytest.raises(ValueError, match=r"fields not given \['sources'\]"):
+        calls.write(**{k: v for k, v in parts.items() if k != "sources"})
+    with pytest.raises(ValueError, match=r"not in the model \['extra'\]"):
+        calls.write(**{k: v for k, v in parts.items() if k != "sources"}, extra=b"1")
