@@ -247,7 +247,10 @@ def _settings_facts(
             _R.NOT_CONFIGURED,
             state.is_configured,
             "Its settings are complete and valid." if state.is_configured else state.message,
-            tuple(s.evidence() for s in settings.fields.values()),
+            (
+                *(m.evidence() for m in settings.misspelled),
+                *(s.evidence() for s in settings.fields.values()),
+            ),
         ),
     )
 

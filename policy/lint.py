@@ -353,6 +353,17 @@ def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
 
 
 def _tool_setting_values(c: _Context) -> Iterable[Finding]:
+    closed: dict[str, frozenset[tuple[str, str]]] = {}
+
+    def keeps_closed(tool_id: str, table: str, entry: str) -> bool:
+        """The entry is a near miss that keeps its tool from being offered (the runtime's rule,
+        `resolve.misspelled_fields`)."""
+        if tool_id not in closed:
+            settings = c.settings_of(tool_id) if c.settings_of is not None else None
+            missed = settings.misspelled if settings is not None else ()
+            closed[tool_id] = frozenset((m.table, m.entry) for m in missed)
+        return (table, entry) in closed[tool_id]
+
     for key in (LOCKED, DEFAULTS):
         for entry, value in c.table(key).items():
             tool_id, field_name = _split_tool_key(entry)
@@ -365,11 +376,17 @@ def _tool_setting_values(c: _Context) -> Iterable[Finding]:
                 fields = ", ".join(properties) or "none"
                 hint = c.hints.did_you_mean(field_name, properties)
                 setting = c.setting(key)
+                if keeps_closed(tool_id, key, entry):
+                    severity, effect = Severity.ERROR, f"{tool_id} is not offered until it is fixed"
+                else:
+                    severity = c.severity(setting.origin if setting else None)
+                    severity = severity if hint else Severity.WARNING
+                    effect = "the entry has no effect"
                 yield Finding(
-                    c.severity(setting.origin if setting else None) if hint else Severity.WARNING,
+                    severity,
                     "unknown-tool-setting",
                     f'{key}["{entry}"]: {tool_id} has no setting "{field_name}"{hint} '
-                    f"(its settings: {fields}); the entry has no effect",
+                    f"(its settings: {fields}); {effect}",
                     location,
                 )
                 continue

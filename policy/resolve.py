@@ -23,6 +23,7 @@ from policy.tools import CONFIGURED, Tool, ToolConfigurationState
 from policy.vocabulary import (
     ConfidenceLevel,
     ConfidenceScheme,
+    PluginOrigin,
     ProviderKind,
     SettingSource,
     option_values,
@@ -119,11 +120,41 @@ def _source_text(s: ResolvedSetting) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class MisspelledField:
+    """An organization entry of a tool-settings table whose field the tool does not have but
+    that is a near miss of one it has (`web_search.defaultSafeSerach`): what it meant to set is
+    not in force, so the tool is not configured until it is fixed (fails closed)."""
+
+    table: str
+    entry: str
+    meant: str
+    origin: Origin
+
+    @property
+    def message(self) -> str:
+        tool_id, _, name = self.entry.partition(".")
+        return (
+            f'{self.table}["{self.entry}"] ({self.origin.location}): {tool_id} has no setting '
+            f'"{name}"; did you mean "{self.meant}"? {tool_id} is not offered until it is fixed'
+        )
+
+    def evidence(self) -> Evidence:
+        return Evidence(
+            f'{self.table}["{self.entry}"]',
+            f"did you mean {self.meant}?",
+            "unknown field",
+            self.origin,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ResolvedSettings:
     """Every field of one tool, in schema order."""
 
     tool_id: str
     fields: Mapping[str, ResolvedSetting] = field(default_factory=dict)
+    misspelled: tuple[MisspelledField, ...] = ()
+    """Organization entries that meant one of these fields and missed it (see MisspelledField)."""
 
     def values_for_tool(self) -> dict[str, str]:
         """Plain field → value for the tool (secrets revealed); fields without a value are absent."""
@@ -398,7 +429,38 @@ def resolve_tool_settings(
             )
             for name, spec in definition.settings_schema.properties.items()
         },
+        misspelled_fields(definition, configuration),
     )
+
+
+def misspelled_fields(
+    definition: ToolDefinition, configuration: PolicyConfiguration
+) -> tuple[MisspelledField, ...]:
+    """The organization plugins' entries for this tool that name no field of it but are a near
+    miss of one (`policy.suggest`). A local plugin's cannot loosen the organization's policy:
+    `policy check` warns about those, and they leave the tool as it is."""
+    from policy.suggest import HintBudget
+
+    local = {p.id for p in configuration.plugins_in_force if p.origin is PluginOrigin.LOCAL}
+    properties = definition.settings_schema.properties
+    prefix = f"{definition.id}."
+    hints = HintBudget()
+    found: list[MisspelledField] = []
+    for table_key in (LOCKED_TOOL_SETTINGS, DEFAULT_TOOL_SETTINGS):
+        table, setting = _table(configuration, table_key)
+        if setting is None:
+            continue
+        for entry in table:
+            name = str(entry).removeprefix(prefix)
+            if not str(entry).startswith(prefix) or name in properties:
+                continue
+            origin = _entry_origin(setting, str(entry))
+            if origin.plugin_id in local:
+                continue
+            meant = hints.closest_name(name, properties)
+            if meant is not None:
+                found.append(MisspelledField(table_key, str(entry), meant, origin))
+    return tuple(found)
 
 
 # --- configuration state ------------------------------------------------------------------------
@@ -455,7 +517,10 @@ def field_problem(
 def configuration_state(
     definition: ToolDefinition, settings: ResolvedSettings, tool: Tool | None = None
 ) -> ToolConfigurationState:
-    """Required fields, then each field's validity, then the tool's own check (fails closed)."""
+    """A misspelled organization field, required fields, then each field's validity, then the
+    tool's own check (fails closed)."""
+    if settings.misspelled:
+        return ToolConfigurationState(False, (), settings.misspelled[0].message)
     return values_state(definition, settings.values_for_tool(), tool)
 
 

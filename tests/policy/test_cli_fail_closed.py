@@ -344,3 +344,67 @@ def test_a_local_plugins_skipped_provider_is_a_warning_and_named(tmp_path: Path)
     assert code == 0 and [w["code"] for w in document["warnings"]] == ["invalid-entry"]
     matrix = run("explain", "--all", "--local", plugin.parent)
     assert matrix.returncode == 2 and "Skipped, not in force: " in matrix.stderr
+
+
+def _tool_settings_plugin(folder: Path, table: str, safe_search_field: str) -> Path:
+    """web_search with a SearXNG backend and a safe-search level in `table`, under the field
+    name `safe_search_field` (right: defaultSafeSearch)."""
+    return write_plugin(
+        folder,
+        PROVIDERS + 'CONFIG["SETTINGS"] = {}\n'
+        f'CONFIG["SETTINGS"]["DataTools.{table}"] = {{\n'
+        '    ["web_search.searxng.baseUrl"] = "https://searx.example.org",\n'
+        f'    ["web_search.{safe_search_field}"] = "STRICT",\n'
+        "}\n",
+    )
+
+
+@pytest.mark.parametrize("table", ["LockedToolSettings", "DefaultToolSettings"])
+def test_a_misspelled_tool_setting_field_keeps_the_tool_from_being_offered(
+    tmp_path: Path, table: str
+) -> None:
+    right = _tool_settings_plugin(tmp_path / "right", table, "defaultSafeSearch")
+    assert run("check", "--org", right.parent).returncode == 0
+    code, said = _explain(right, "web_search")
+    assert code == 0 and "\n  OFFERED\n" in said, said
+
+    plugin = _tool_settings_plugin(tmp_path / "slip", table, "defaultSafeSerach")
+    line = _line_of(plugin, "defaultSafeSerach")
+    done = run("check", "--org", plugin.parent)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f'{plugin}:{line}: error [unknown-tool-setting]: DataTools.{table}["web_search.'
+        'defaultSafeSerach"]: web_search has no setting "defaultSafeSerach"; did you mean '
+        '"defaultSafeSearch"?'
+    ) in done.stdout
+    assert "web_search is not offered until it is fixed" in done.stdout
+
+    code, said = _explain(plugin, "web_search")
+    assert "NOT OFFERED: NOT_CONFIGURED" in said, said
+    assert (
+        f'DataTools.{table}["web_search.defaultSafeSerach"] ({plugin}:{line}): web_search has '
+        'no setting "defaultSafeSerach"; did you mean "defaultSafeSearch"? web_search is not '
+        "offered until it is fixed"
+    ) in said
+
+
+def test_a_misspelled_tool_setting_field_in_a_local_plugin_is_a_warning_and_kept(
+    tmp_path: Path,
+) -> None:
+    plugin = _tool_settings_plugin(tmp_path / "mine", "LockedToolSettings", "defaultSafeSerach")
+    code, document = run_json("check", "--local", plugin.parent)
+    assert code == 0 and document["errors"] == []
+    assert [w["code"] for w in document["warnings"]] == ["unknown-tool-setting"]
+    assert "the entry has no effect" in document["warnings"][0]["message"]
+    done = run("explain", "web_search", "--local", plugin.parent, "--provider", "Cloud GPT")
+    assert done.returncode == 0 and "\n  OFFERED\n" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_unknown_tool_setting_field_without_a_near_miss_leaves_the_tool_offered(
+    tmp_path: Path,
+) -> None:
+    plugin = _tool_settings_plugin(tmp_path / "org", "LockedToolSettings", "appOwnedField")
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 0 and [w["code"] for w in document["warnings"]] == ["unknown-tool-setting"]
+    code, said = _explain(plugin, "web_search")
+    assert code == 0 and "\n  OFFERED\n" in said, said
