@@ -32,13 +32,17 @@ _DATE_EXPECTATION = (
 )
 
 
-def arguments_object(text: str) -> dict[str, Any]:
+def arguments_object(text: str, *, unicode_only: bool = True) -> dict[str, Any]:
     """A tool call's arguments text read as the object it must be: the one rule, which the
     provider adapters (is the call valid?), the executor and traces ask.
 
     Blank text (empty or whitespace only) is no arguments, `{}`: a provider may stream a call of
     a tool without parameters with no argument text at all. Anything else must be JSON whose root
-    is an object; otherwise a `ValueError` says why (the JSON decoder's message, or that the root is no object)."""
+    is an object; otherwise a `ValueError` says why (the JSON decoder's message, or that the root
+    is no object). Every name and string in it must be Unicode text: JSON may escape a lone
+    surrogate (`"\\ud800"`), which no UTF-8 encoder writes, so a tool would fail on it (an MCP
+    server's session drops with it) — an `ArgumentError` names the argument. Traces pass
+    `unicode_only=False`: they write such text escaped (`runtime.trace_text`)."""
     if not text.strip():
         return {}
     try:
@@ -47,16 +51,64 @@ def arguments_object(text: str) -> dict[str, Any]:
         raise ValueError("The arguments are nested too deeply.") from error
     if not isinstance(parsed, dict):
         raise ValueError("The arguments must be a JSON object.")
+    if unicode_only and not _is_unicode(text):
+        problem = _first_not_unicode(parsed)
+        if problem is not None:
+            raise problem
     return parsed
 
 
 def is_arguments_object(text: str) -> bool:
-    """Whether `arguments_object` reads `text` (blank text counts: it is `{}`)."""
+    """Whether `text` is an arguments object (blank text counts: it is `{}`); whether its text is
+    Unicode the executor judges, with a message naming the argument."""
     try:
-        arguments_object(text)
+        arguments_object(text, unicode_only=False)
     except ValueError:
         return False
     return True
+
+
+_NOT_UNICODE = (
+    "holds a lone surrogate (such as \\ud800), which is no Unicode text; "
+    "write it as Unicode text (a surrogate only as half of a pair)."
+)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether JSON text certainly decodes to Unicode text: no `\\u` escape, no lone surrogate."""
+    return "\\u" not in text and (text.isascii() or _encodes(text))
+
+
+def _first_not_unicode(arguments: dict[str, Any]) -> ArgumentError | None:
+    from runtime.trace_text import bounded_name
+
+    for name, value in arguments.items():
+        if not _encodes(name):
+            shown = bounded_name(name)
+            return ArgumentError(shown, f"The argument name '{shown}' {_NOT_UNICODE}")
+        pending = [value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str):
+                bad = not _encodes(item)
+            elif isinstance(item, dict):
+                bad = not all(_encodes(key) for key in item)
+                pending.extend(item.values())
+            else:
+                bad = False
+                if isinstance(item, list):
+                    pending.extend(item)
+            if bad:
+                return ArgumentError(name, f"Argument '{bounded_name(name)}' {_NOT_UNICODE}")
+    return None
 
 
 class ArgumentError(ToolPolicyError, ValueError):

@@ -231,7 +231,9 @@ def redacted_call_arguments(
     """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
     sensitive = traced_sensitive_names(call.tool_name, runnable, known)
     try:
-        return format_arguments(arguments_object(call.arguments_json), sensitive)
+        return format_arguments(
+            arguments_object(call.arguments_json, unicode_only=False), sensitive
+        )
     except ValueError:
         return {}
 
@@ -245,7 +247,9 @@ def call_sensitive_values(
     if sensitive is not None and not sensitive:
         return NO_SECRETS
     try:
-        return sensitive_values(arguments_object(call.arguments_json), sensitive)
+        return sensitive_values(
+            arguments_object(call.arguments_json, unicode_only=False), sensitive
+        )
     except ValueError:
         return SecretMask.of([call.arguments_json], min_characters=1)
 
@@ -325,11 +329,8 @@ class ToolExecutor:
         provider_trusted: bool = False,
     ) -> ToolCallOutcome:
         found = find_runnable(runnable, call.tool_name)
-        _log.info(
-            "Starting tool execution: %s (id %r).",
-            bounded_name(call.tool_name),
-            bounded_name(call.call_id),
-        )
+        call_id = bounded_name(call.call_id)
+        _log.info("Starting tool execution: %s (id %r).", bounded_name(call.tool_name), call_id)
         if found is None:
             return self._unknown_tool(call, order)
         definition, tool = found
@@ -339,10 +340,12 @@ class ToolExecutor:
         try:
             arguments = arguments_object(call.arguments_json)
         except ValueError as error:
-            _log.warning(
-                "Could not read the arguments of %s (id %r).", call.tool_name, call.call_id
+            _log.warning("Could not read the arguments of %s (id %r).", call.tool_name, call_id)
+            return run.failed(
+                f"{FAILURE_PREFIX}{error}",
+                self.traced_arguments(call, runnable),
+                was_executed=False,
             )
-            return run.failed(f"{FAILURE_PREFIX}{error}", {}, was_executed=False)
         traced_arguments = format_arguments(arguments, sensitive)
         run = replace(run, hidden=sensitive_values(arguments, sensitive))
 
@@ -351,9 +354,7 @@ class ToolExecutor:
             return run.blocked(refusal, traced_arguments, was_executed=False)
         unrecordable = self._decision_log_failure()
         if unrecordable is not None:
-            _log.warning(
-                "Tool %s (id %r) was not run: %s.", call.tool_name, call.call_id, unrecordable
-            )
+            _log.warning("Tool %s (id %r) was not run: %s.", call.tool_name, call_id, unrecordable)
             return run.blocked(
                 f"Tool '{tool.display_name}' was not run: its decision record cannot be kept now.",
                 traced_arguments,
@@ -380,7 +381,7 @@ class ToolExecutor:
             result, injections = await _guarded_execution(tool, arguments, context, run.secrets)
             return run.succeeded(result, traced_arguments, arguments, injections)
         except ToolExecutionBlocked as blocked:
-            _log.info("Tool %s (id %r) was blocked.", call.tool_name, call.call_id)
+            _log.info("Tool %s (id %r) was blocked.", call.tool_name, call_id)
             traced = _traced_message(str(blocked), blocked, run.hidden, sensitive)
             return run.blocked(str(blocked), traced_arguments, was_executed=True, traced=traced)
         except Exception as error:
@@ -397,7 +398,7 @@ class ToolExecutor:
             _log.warning(
                 "Tool %s (id %r) failed: %s",
                 call.tool_name,
-                call.call_id,
+                call_id,
                 run.secrets.text((without_content or traced).removeprefix(FAILURE_PREFIX)),
             )
             return run.failed(

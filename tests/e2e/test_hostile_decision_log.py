@@ -112,7 +112,8 @@ async def test_a_lone_surrogate_from_the_model_is_recorded_escaped_with_every_ca
     policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
 ) -> None:
     """A model that writes `"\\ud800"` (legal JSON, no UTF-8 text) into an argument's value, an
-    argument's name, also of a tool nobody offered: the record is written, its text escaped."""
+    argument's name, also of a tool nobody offered: the call is refused before the tool runs,
+    saying which argument and why, and the record is written, its text escaped."""
     server.queue(
         Reply(
             [
@@ -128,6 +129,11 @@ async def test_a_lone_surrogate_from_the_model_is_recorded_escaped_with_every_ca
     (record,) = _records(log)
     first, second = record["calls"]
     assert first["arguments"] == {"expression": "1\\ud800", "\\udfffx": "y"}
+    refusal = "Argument 'expression' holds a lone surrogate (such as \\ud800), which is no Unicode"
+    assert first["status"] == "ERROR"
+    assert refusal in first["status_message"]
+    read = [m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert refusal in read[0], "the model reads what to correct"
     assert (second["tool_id"], second["status"]) == ("shell", "BLOCKED")
     assert second["arguments"] == {"\\ud800q": "*****"}, "a tool nobody knows: values masked"
     assert record["outcome"]["stop_reason"] == "final_answer"

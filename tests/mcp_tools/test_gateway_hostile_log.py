@@ -1,6 +1,6 @@
 """A hostile client of `policy mcp serve --decision-log` over real HTTP: whatever it sends,
-every call is one readable line of the log, and its names cannot flush the log (issue 28,
-classes 2 and 3)."""
+every call is one readable line of the log, its names cannot flush the log, and text that is no
+Unicode never reaches a tool or an MCP server (issue 28, classes 2 and 3)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from policy.decision_record import DecisionRecord
-from tests.mcp_tools.test_mcp import write_org
+from tests.mcp_tools.test_mcp import calls_received, write_org
 from tests.mcp_tools.test_mcp_gateway import running_gateway
 
 __all__: list[str] = []
@@ -90,26 +90,65 @@ def _records(log: Path) -> list[DecisionRecord]:
     return [DecisionRecord.model_validate_json(line) for line in text.splitlines()]
 
 
-def test_a_lone_surrogate_in_a_call_is_recorded_escaped(tmp_path: Path) -> None:
+NOT_UNICODE = "holds a lone surrogate (such as \\ud800), which is no Unicode text"
+
+
+def test_a_lone_surrogate_in_a_call_is_refused_and_recorded_escaped(tmp_path: Path) -> None:
     arguments, log, runs = _gateway(tmp_path)
     with running_gateway(*arguments) as (url, stderr):
-        served = _hostile_call(url, "note", '{"text": "\\ud800", "\\udfff": "x"}')
-        refused = _hostile_call(url, "tickets__delete_ticket", '{"id": "\\ud800"}')
-        assert not served.get("isError"), served
-        assert refused["isError"], refused
+        in_value = _hostile_call(url, "note", '{"text": "\\ud800"}')
+        in_name = _hostile_call(url, "note", '{"text": "x", "\\udfff": "x"}')
+        denied = _hostile_call(url, "tickets__delete_ticket", '{"id": "\\ud800"}')
         plain = _hostile_call(url, "note", '{"text": "plain"}')
         assert not plain.get("isError"), plain
-    assert len(runs.read_text(encoding="utf-8").splitlines()) == 2
+    assert in_value["isError"], in_value
+    assert f"Argument 'text' {NOT_UNICODE}" in in_value["content"][0]["text"]
+    assert in_name["isError"], in_name
+    assert f"The argument name '\\udfff' {NOT_UNICODE}" in in_name["content"][0]["text"]
+    assert denied["isError"], denied
+    assert runs.read_text(encoding="utf-8").splitlines() == ['["text"]'], "the tool ran once"
 
-    first, second, third = _records(log)
+    first, second, third, fourth = _records(log)
     (call,) = first.calls
-    assert (call.tool_id, call.status) == ("note", "SUCCESS")
-    assert call.arguments == {"text": "\\ud800", "\\udfff": "x"}, "escaped, not lost"
+    assert (call.tool_id, call.status) == ("note", "ERROR")
+    assert call.arguments == {"text": "\\ud800"}, "escaped, not lost"
+    assert NOT_UNICODE in (call.status_message or "")
     (call,) = second.calls
+    assert call.status == "ERROR"
+    assert call.arguments == {"text": "x", "\\udfff": "x"}
+    (call,) = third.calls
     assert (call.tool_id, call.status) == ("tickets__delete_ticket", "BLOCKED")
     assert call.arguments == {"id": "\\ud800"}, "a denied tool, traced by its definition"
-    assert [c.arguments for c in third.calls] == [{"text": "plain"}]
+    assert [c.arguments for c in fourth.calls] == [{"text": "plain"}]
     assert "Logging error" not in "".join(stderr)
+
+
+def test_a_lone_surrogate_never_reaches_an_mcp_server(tmp_path: Path) -> None:
+    """An MCP server's session cannot carry a lone surrogate (the SDK client fails to encode it
+    and the session drops, ending the server process): one hostile call restarted the server
+    every other client relies on. It is refused before the server is sent anything."""
+    arguments, log, _ = _gateway(tmp_path)
+    state = tmp_path / "server-state.json"
+    started = Path(f"{state}.pid")
+    search = "tickets__search_tickets"
+    with running_gateway(*arguments) as (url, _stderr):
+        served = _hostile_call(url, search, '{"query": "printer"}')
+        assert not served.get("isError"), served
+        server = started.read_text(encoding="utf-8")
+        in_value = _hostile_call(url, search, '{"query": "printer \\ud800"}')
+        in_name = _hostile_call(url, search, '{"query": "printer", "\\udbff": "x"}')
+        after = _hostile_call(url, search, '{"query": "printer"}')
+        assert not after.get("isError"), after
+        assert started.read_text(encoding="utf-8") == server, "the same server process served"
+
+    assert in_value["isError"], in_value
+    assert f"Argument 'query' {NOT_UNICODE}" in in_value["content"][0]["text"]
+    assert in_name["isError"], in_name
+    assert f"The argument name '\\udbff' {NOT_UNICODE}" in in_name["content"][0]["text"]
+    assert [c["arguments"] for c in calls_received(state)] == [{"query": "printer"}] * 2
+    records = _records(log)
+    assert [r.calls[0].status for r in records] == ["SUCCESS", "ERROR", "ERROR", "SUCCESS"]
+    assert records[1].calls[0].arguments == {"query": "printer \\ud800"}
 
 
 def test_megabytes_of_argument_names_cannot_rotate_earlier_records_out(tmp_path: Path) -> None:

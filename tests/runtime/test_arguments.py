@@ -326,3 +326,31 @@ def test_anything_but_an_object_is_refused_saying_why(text: str, message: str) -
     with pytest.raises(ValueError, match=re.escape(message)):
         arguments_object(text)
     assert not is_arguments_object(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "argument", "message"),
+    [
+        ('{"q": "\\ud800"}', "q", "Argument 'q' holds a lone surrogate"),
+        ('{"q": {"deep": ["ok", "\\udfff"]}}', "q", "Argument 'q' holds a lone surrogate"),
+        ('{"q": {"\\ud800": 1}}', "q", "Argument 'q' holds a lone surrogate"),
+        ('{"\\udbff": 1}', "\\udbff", "The argument name '\\udbff' holds a lone surrogate"),
+        ('{"q": "\ud800"}', "q", "Argument 'q' holds a lone surrogate"),
+    ],
+)
+def test_text_that_is_no_unicode_is_refused_naming_the_argument(
+    text: str, argument: str, message: str
+) -> None:
+    with pytest.raises(ArgumentError, match=re.escape(message)) as refused:
+        arguments_object(text)
+    assert refused.value.argument == argument
+    assert "write it as Unicode text" in str(refused.value)
+    assert arguments_object(text, unicode_only=False), "traces read it, to write it escaped"
+    assert is_arguments_object(text), "the executor refuses it, naming the argument"
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_unicode() -> None:
+    assert arguments_object('{"e": "\\ud83d\\ude00", "p": "C:\\\\user"}') == {
+        "e": "\U0001f600",
+        "p": "C:\\user",
+    }

@@ -225,6 +225,28 @@ async def test_arguments_which_are_no_object_fail_without_running_the_tool(argum
     assert tool.arguments == []
 
 
+async def test_a_lone_surrogate_is_refused_before_the_tool_runs_and_ids_are_logged_bounded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A provider's call id is the provider's text: a log line shows at most 256 characters."""
+    caplog.set_level(logging.DEBUG)
+    tool = EchoTool("t")
+    call = RequestedCall("c" * 100_000, "t", '{"q": ["ok", "\\ud800"]}')
+    outcome = await ToolExecutor().execute(
+        call,
+        [tool.runnable()],
+        order=1,
+        provider_kind=ProviderKind.OPEN_AI,
+        provider_confidence=ConfidenceLevel.MEDIUM,
+        chat=_chat(),
+    )
+    assert tool.arguments == []
+    assert (outcome.trace.status, outcome.trace.was_executed) == (TraceStatus.ERROR, False)
+    assert outcome.content.startswith("Tool execution failed: Argument 'q' holds a lone surrogate")
+    assert outcome.trace.arguments == {"q": '["ok", "\\ud800"]'}, "escaped in the trace"
+    assert [len(r.getMessage()) < 400 for r in caplog.records] == [True, True]
+
+
 async def test_sensitive_arguments_are_masked_and_never_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
