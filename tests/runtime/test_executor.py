@@ -52,10 +52,11 @@ async def _run(
     chat: Chat | None = None,
     executor: ToolExecutor | None = None,
     given: frozenset[str] = frozenset(),
+    call_id: str = "call-1",
 ) -> ToolCallOutcome:
     runnable = [tool.runnable()] if tool else []
     call = RequestedCall(
-        "call-1", name or (tool.definition.function.name if tool else "x"), arguments
+        call_id, name or (tool.definition.function.name if tool else "x"), arguments
     )
     return await (executor or ToolExecutor()).execute(
         call,
@@ -231,15 +232,7 @@ async def test_a_lone_surrogate_is_refused_before_the_tool_runs_and_ids_are_logg
     """A provider's call id is the provider's text: a log line shows at most 256 characters."""
     caplog.set_level(logging.DEBUG)
     tool = EchoTool("t")
-    call = RequestedCall("c" * 100_000, "t", '{"q": ["ok", "\\ud800"]}')
-    outcome = await ToolExecutor().execute(
-        call,
-        [tool.runnable()],
-        order=1,
-        provider_kind=ProviderKind.OPEN_AI,
-        provider_confidence=ConfidenceLevel.MEDIUM,
-        chat=_chat(),
-    )
+    outcome = await _run(tool, '{"q": ["ok", "\\ud800"]}', call_id="c" * 100_000)
     assert tool.arguments == []
     assert (outcome.trace.status, outcome.trace.was_executed) == (TraceStatus.ERROR, False)
     assert outcome.content.startswith("Tool execution failed: Argument 'q' holds a lone surrogate")
