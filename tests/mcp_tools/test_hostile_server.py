@@ -85,12 +85,12 @@ async def test_a_server_that_hangs_on_its_listing_holds_up_no_call_to_another_se
     tmp_path: Path, states: tuple[Path, Path]
 ) -> None:
     """Class 7: the hostile server announces list_changed and never answers `tools/list` again
-    (within a TimeoutSeconds of 600); calls to the ticket server's tools are answered meanwhile,
+    (within a TimeoutSeconds of 40); calls to the ticket server's tools are answered meanwhile,
     from the listing in hand."""
     from mcp import Client
 
     tickets, hostile = states
-    org = two_servers(tmp_path / "org", tickets, hostile, '  ["TimeoutSeconds"] = 600,\n')
+    org = two_servers(tmp_path / "org", tickets, hostile, '  ["TimeoutSeconds"] = 40,\n')
     async with Client(gateway(org), cache=None) as session, anyio.create_task_group() as group:
         listed = {t.name for t in (await session.list_tools()).tools}
         assert {"hostile__announce", "tickets__add_comment"} <= listed, listed
@@ -98,7 +98,7 @@ async def test_a_server_that_hangs_on_its_listing_holds_up_no_call_to_another_se
         # on the side, and only the other server's calls are awaited.
         group.start_soon(session.call_tool, "hostile__announce", {})
         answered = 0
-        with anyio.fail_after(120):  # a stalled call waits out the 600 s of the other server
+        with anyio.fail_after(30):  # a stalled call waits out the 40 s of the other server
             while "hanging" not in listing_requests(hostile) or answered < 3:
                 done = await session.call_tool(
                     "tickets__add_comment", {"ticket_id": "1", "text": "x"}
