@@ -260,6 +260,8 @@ def _chat_template_schema() -> dict[str, Any]:
 
 
 def _mcp_server_schema() -> dict[str, Any]:
+    from policy.mcp import SERVER_NAME_PATTERN  # the one owner of the rule; loaded only here
+
     texts = {"type": "array", "items": {"type": "string"}}
     table = {"type": "object", "additionalProperties": {"type": "string"}}
     return {
@@ -269,7 +271,7 @@ def _mcp_server_schema() -> dict[str, Any]:
             "Id": {"type": "string", "pattern": _GUID_PATTERN},
             "Name": {
                 "type": "string",
-                "pattern": "^[a-z0-9]+(_[a-z0-9]+)*$",
+                "pattern": f"^{SERVER_NAME_PATTERN.pattern}$",
                 "description": (
                     "The prefix of its tool ids, <Name>__<tool name>: lower-case letters and "
                     'digits, words joined by single underscores (no "__", no "_" at either end).'
