@@ -3,8 +3,9 @@ loopback provider (real Lua policy), written by `JsonLinesSink` (the batched lin
 `CallbackSink` (the model path), then read by `policy log summary` and `policy replay`. Only
 what differs from run to run (decision ids, times, durations, the loopback port) is normalized.
 
-The golden files in tests/e2e/golden/ are the outputs before the decision log was split into a
-package; set TOOLPOLICY_WRITE_GOLDEN=1 to write them again after an intended change.
+The golden files in tests/e2e/golden/ were written before the decision log was split into a
+package and changed since only on purpose (a lone surrogate in an argument is now refused before
+the tool runs); set TOOLPOLICY_WRITE_GOLDEN=1 to write them again after an intended change.
 """
 
 from __future__ import annotations
