@@ -62,8 +62,9 @@ def is_trusted_provider(
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderFacts:
-    """What a decision needs about one provider."""
+class ProviderOfferFacts:
+    """What an offer decision needs about one provider (the runtime's checks need less:
+    `policy.provider_facts.ProviderFacts`)."""
 
     key: tuple[Any, ...]
     """Everything about the provider a decision depends on (the decision cache key)."""
@@ -87,8 +88,8 @@ class OfferDecider:
         """TOOLS_SWITCHED_OFF, the same for every tool of this configuration."""
         self._scheme = confidence_scheme(configuration, user)
         self._decisions: dict[tuple[Any, ...], OfferDecision] = {}
-        self._providers: dict[tuple[Any, ...], ProviderFacts] = {}
-        self._provider_objects: dict[int, tuple[ProviderConfig | None, ProviderFacts]] = {}
+        self._providers: dict[tuple[Any, ...], ProviderOfferFacts] = {}
+        self._provider_objects: dict[int, tuple[ProviderConfig | None, ProviderOfferFacts]] = {}
         self._confidence_checks: dict[tuple[str, ConfidenceLevel], Check] = {}
 
     def _build_global_check(self) -> Check:
@@ -128,7 +129,7 @@ class OfferDecider:
             )
         return Check(_R.TOOLS_SWITCHED_OFF, True, "Tools are switched on.", self._enabled_evidence)
 
-    def provider_facts(self, provider: ProviderConfig | None) -> ProviderFacts:
+    def provider_facts(self, provider: ProviderConfig | None) -> ProviderOfferFacts:
         """What a decision depends on about a provider, computed once per provider."""
         seen = self._provider_objects.get(id(provider))
         if seen is not None and seen[0] is provider:
@@ -137,7 +138,7 @@ class OfferDecider:
         self._provider_objects[id(provider)] = (provider, facts)
         return facts
 
-    def _provider_facts_by_value(self, provider: ProviderConfig | None) -> ProviderFacts:
+    def _provider_facts_by_value(self, provider: ProviderConfig | None) -> ProviderOfferFacts:
         key: tuple[Any, ...] = (
             ()
             if provider is None
@@ -175,7 +176,7 @@ class OfferDecider:
             "The model can call tools." if availability.is_available else availability.message,
             evidence,
         )
-        facts = ProviderFacts(key, summary, availability, check, confidence)
+        facts = ProviderOfferFacts(key, summary, availability, check, confidence)
         self._providers[key] = facts
         return facts
 
@@ -224,7 +225,7 @@ class OfferDecider:
     def decision(
         self,
         tool_id: str,
-        provider: ProviderFacts,
+        provider: ProviderOfferFacts,
         component: Component,
         restriction: OutboundDataRestriction,
     ) -> OfferDecision:
@@ -239,7 +240,7 @@ class OfferDecider:
     def _decide(
         self,
         tool_id: str,
-        provider: ProviderFacts,
+        provider: ProviderOfferFacts,
         component: Component,
         restriction: OutboundDataRestriction,
     ) -> OfferDecision:

@@ -14,7 +14,7 @@ from policy.catalog import ToolCatalog, ToolFacts
 from policy.configuration import (
     ProviderConfig,
 )
-from policy.decider import OfferDecider, ProviderFacts
+from policy.decider import OfferDecider, ProviderOfferFacts
 from policy.decision import (
     OfferDecision,
     RunnableTool,
@@ -80,7 +80,7 @@ class RequestPlanner:
     def _decisions(
         self,
         candidates: Sequence[ToolFacts],
-        provider: ProviderFacts,
+        provider: ProviderOfferFacts,
         component: Component,
         restriction: OutboundDataRestriction,
     ) -> tuple[OfferDecision, ...]:
