@@ -9,8 +9,10 @@ the stored requirement only ever rises. Needs the `postgres` extra (`psycopg` 3 
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from runtime.chat import (
@@ -24,9 +26,13 @@ from runtime.chat import (
 )
 
 if TYPE_CHECKING:
+    import psycopg
     from psycopg_pool import ConnectionPool
 
 SCHEMA_VERSION = 1
+DEFAULT_CONNECT_TIMEOUT = 2
+"""Seconds a connection to the chat database may take to open (libpq's minimum, 2, is also ours:
+a chat is opened on the request's path)."""
 _LOCK_KEY = 0x746F6F6C  # "tool": serializes schema creation across instances
 
 _SCHEMA = (
@@ -95,28 +101,76 @@ def _passwords(dsn: str) -> frozenset[str]:
 
 
 def _where(dsn: str) -> str:
-    """host:port/database of a connection string, never its password."""
+    """host:port/database of a connection string, never its password (the port libpq would use
+    when none is written: `$PGPORT`, else 5432)."""
     try:
         from psycopg.conninfo import conninfo_to_dict
 
         parts = conninfo_to_dict(dsn)
     except Exception:  # an unreadable string is named without echoing it
         return "the configured PostgreSQL server"
-    host = str(parts.get("host") or "localhost")
-    port = f":{parts['port']}" if parts.get("port") else ""
+    host = str(parts.get("host") or os.environ.get("PGHOST") or "localhost")
+    port = str(parts.get("port") or os.environ.get("PGPORT") or "5432")
     database = f"/{parts['dbname']}" if parts.get("dbname") else ""
-    return f"{host}{port}{database}"
+    return f"{host}:{port}{database}"
+
+
+class _OneWarningPerOutage(logging.Filter):
+    """psycopg_pool warns on every failed attempt to reconnect its pool (1 s, 2 s, 4 s … apart,
+    for minutes): of one pool's, the first of an outage reaches the log, the rest are only kept
+    as the cause a request's error names. A connection given again ends the outage."""
+
+    def __init__(self, pool_name: str) -> None:
+        super().__init__()
+        self._pool_name = pool_name
+        self.cause: str | None = None
+        self._warned = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not (isinstance(args, tuple) and args and args[0] == self._pool_name):
+            return True
+        if str(record.msg).startswith("error connecting"):
+            self.cause = str(args[1]) if len(args) > 1 else None
+            first = not self._warned
+            self._warned = True
+            return first
+        return not str(record.msg).startswith("reconnection attempt")
+
+    def connected(self) -> None:
+        self.cause = None
+        self._warned = False
 
 
 class PostgresChatStore:
     """Chat requirements in PostgreSQL (`postgresql://…`), through a small connection pool.
 
-    The schema is created on first use (with a version table). A lost or refused connection is a
-    `ChatStoreError` naming the server (never the password); it never loosens a chat. A stored
-    value this version cannot read counts as the strictest it knows, as in `SqliteChatStore`.
+    The schema is created on first use (with a version table), over a connection of its own: an
+    unreachable server fails the opening at once (refused) or after `connect_timeout` seconds (no
+    answer), never after a pool's retries. A lost or refused connection is a `ChatStoreError`
+    naming the server's host and port (never the password); it never loosens a chat. Once open,
+    a request waits at most `connect_timeout` seconds for a connection (the pool reconnects in
+    the background, and warns once per outage). A stored value this version cannot read counts
+    as the strictest it knows, as in `SqliteChatStore`.
     """
 
-    def __init__(self, dsn: str, *, max_connections: int = 4, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        max_connections: int = 4,
+        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int):
+            raise TypeError(
+                f"PostgresChatStore(connect_timeout=...) takes whole seconds, got "
+                f"{connect_timeout!r}."
+            )
+        if connect_timeout < 2:
+            raise ValueError(
+                f"PostgresChatStore needs connect_timeout >= 2 (seconds; libpq's minimum), got "
+                f"{connect_timeout}."
+            )
         try:
             from psycopg_pool import ConnectionPool
         except ImportError as error:
@@ -125,62 +179,94 @@ class PostgresChatStore:
             ) from error
         from policy.redaction import SecretMask, mask_in_logs
 
+        self._dsn = dsn
         self._where = _where(dsn)
         self._mask = SecretMask.of(_passwords(dsn))
-        mask_in_logs(self._mask)  # psycopg_pool logs every failed connection attempt
+        mask_in_logs(self._mask)  # psycopg and its pool log failed connection attempts
+        self.connect_timeout = connect_timeout
+        self._open()
         self._pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
+            kwargs={"connect_timeout": connect_timeout},
             min_size=0,
             max_size=max_connections,
-            timeout=timeout,
+            timeout=connect_timeout,
             open=False,
             check=ConnectionPool.check_connection,
         )
-        try:
-            self._open()
-        except BaseException:
-            self._pool.close()  # no pool left retrying (and logging) in the background
-            raise
+        self._outage = _OneWarningPerOutage(self._pool.name)
+        logging.getLogger("psycopg.pool").addFilter(self._outage)
+        self._pool.open(wait=False)
 
     def _open(self) -> None:
         """Connect once and create the schema (one instance at a time)."""
-        with self._reported("open"):
-            self._pool.open(wait=False)
-            with self._pool.connection() as connection, connection.transaction():
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                for statement in _SCHEMA:
-                    connection.execute(statement)
-                row = connection.execute(
-                    "SELECT max(version) FROM toolpolicy_schema_version"
-                ).fetchone()
-                stored = row[0] if row else None
-                if stored is None:
-                    connection.execute(
-                        "INSERT INTO toolpolicy_schema_version VALUES (%s)", (SCHEMA_VERSION,)
-                    )
-                elif stored > SCHEMA_VERSION:
-                    raise ChatStoreError(
-                        f"The chat database at {self._where} has schema version {stored}; this "
-                        f"version of toolpolicy reads version {SCHEMA_VERSION}. Upgrade toolpolicy."
-                    )
+        import psycopg
+
+        with (
+            self._reported("be opened"),
+            psycopg.connect(self._dsn, connect_timeout=self.connect_timeout) as connection,
+            connection.transaction(),
+        ):
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            row = connection.execute(
+                "SELECT max(version) FROM toolpolicy_schema_version"
+            ).fetchone()
+            stored = row[0] if row else None
+            if stored is None:
+                connection.execute(
+                    "INSERT INTO toolpolicy_schema_version VALUES (%s)", (SCHEMA_VERSION,)
+                )
+            elif stored > SCHEMA_VERSION:
+                raise ChatStoreError(
+                    f"The chat database at {self._where} has schema version {stored}; this "
+                    f"version of toolpolicy reads version {SCHEMA_VERSION}. Upgrade toolpolicy."
+                )
+
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, waited for at most `connect_timeout` seconds."""
+        from psycopg_pool import PoolTimeout
+
+        with self._reported(action), ExitStack() as stack:
+            try:
+                connection = stack.enter_context(self._pool.connection())
+            except PoolTimeout:
+                cause = self._outage.cause
+                raise ChatStoreError(
+                    f"The chat database at {self._where} cannot {action}: no connection within "
+                    f"{self.connect_timeout} s"
+                    + (f" ({self._detail(cause)})" if cause else "")
+                    + "; the pool goes on reconnecting in the background."
+                ) from None
+            self._outage.connected()
+            yield connection
+
+    def _detail(self, message: str) -> str:
+        """The first line of a driver's message, its password and our own address taken out."""
+        first = message.splitlines()[0] if message else ""
+        return self._mask.text(first).replace(self._where, "").strip()
 
     @contextmanager
     def _reported(self, action: str) -> Iterator[None]:
         import psycopg
-        from psycopg_pool import PoolTimeout
 
         try:
             yield
-        except (psycopg.Error, PoolTimeout) as error:
-            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
-            detail = self._mask.text(detail)
+        except psycopg.Error as error:
+            detail = self._detail(str(error)) or type(error).__name__
+            timeout = (
+                f" (connect_timeout {self.connect_timeout} s)"
+                if isinstance(error, psycopg.errors.ConnectionTimeout)
+                else ""
+            )
             raise ChatStoreError(
-                f"The chat database at {self._where} cannot {action}: "
-                f"{detail.replace(self._where, '').strip() or type(error).__name__}"
+                f"The chat database at {self._where} cannot {action}: {detail}{timeout}"
             ) from None
 
     def load(self, chat_id: str) -> ChatRecord | None:
-        with self._reported("be read"), self._pool.connection() as connection:
+        with self._connection("be read") as connection:
             row = connection.execute(
                 f"SELECT {STORED_COLUMNS} FROM chat_requirements WHERE chat_id = %s", (chat_id,)
             ).fetchone()
@@ -206,7 +292,7 @@ class PostgresChatStore:
             "mailbox": record.outbound_mailbox_id,
             "keys": sorted(record.known_web_addresses),
         }
-        with self._reported("be written"), self._pool.connection() as connection:
+        with self._connection("be written") as connection:
             connection.execute(_TIGHTEN, parameters)
             if record.holdings:
                 rows = [holding_row(holding) for holding in record.holdings]
@@ -225,3 +311,4 @@ class PostgresChatStore:
     def close(self) -> None:
         """Close the pool's connections."""
         self._pool.close()
+        logging.getLogger("psycopg.pool").removeFilter(self._outage)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,7 @@ from policy.vocabulary import ConfidenceLevel, DataSecurity, OutboundDataRestric
 from runtime.chat import Chat, ChatHolding, ChatRecord, ChatStoreError, HoldingKind
 from tests.runtime._racing_store import ReadThenRaced
 from tests.servers.postgres import running_postgres, server_binaries
+from tests.servers.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,15 +183,88 @@ def test_the_environment_names_the_shared_store_for_chats_opened_without_one(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_unreachable_server_is_a_chat_store_error_without_the_password() -> None:
+def test_an_unreachable_server_fails_each_open_at_once_naming_it_without_the_password(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A closed port on loopback: refused at once, never after a pool's retries, and no pool left
+    reconnecting (and warning) in the background, however many chats are opened."""
     from runtime.chat_postgres import PostgresChatStore
 
+    port = free_port()
+    dsn = f"postgresql://admin:S3cretPa55@127.0.0.1:{port}/chats"
+    threads = threading.active_count()
+    caplog.set_level(logging.WARNING)
     with pytest.raises(ChatStoreError) as raised:
-        PostgresChatStore(
-            "postgresql://admin:S3cretPa55@127.0.0.1:9/chats?connect_timeout=2", timeout=3
-        )
-    assert "127.0.0.1:9/chats" in str(raised.value)
-    assert "S3cretPa55" not in str(raised.value)
+        PostgresChatStore(dsn)
+    message = str(raised.value)
+    assert message.startswith(f"The chat database at 127.0.0.1:{port}/chats cannot be opened: ")
+    assert "refused" in message.lower() and "S3cretPa55" not in message
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", dsn)
+    for number in range(3):  # every chat of an app opened without a store
+        with pytest.raises(ChatStoreError, match=f"127.0.0.1:{port}/chats cannot be opened"):
+            Chat.open(f"chat-{number}")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+    assert threading.active_count() == threads
+
+
+def test_a_server_that_never_answers_fails_after_the_connect_timeout() -> None:
+    """A port that accepts the connection and then says nothing (a hung server)."""
+    from runtime.chat_postgres import PostgresChatStore
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        with pytest.raises(ChatStoreError) as raised:
+            PostgresChatStore(f"postgresql://app@127.0.0.1:{port}/chats")
+    assert str(raised.value) == (
+        f"The chat database at 127.0.0.1:{port}/chats cannot be opened: connection timeout "
+        "expired (connect_timeout 2 s)"
+    )
+
+
+def test_the_connect_timeout_is_whole_seconds_from_two() -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    with pytest.raises(
+        ValueError, match=r"connect_timeout >= 2 \(seconds; libpq's minimum\), got 1"
+    ):
+        PostgresChatStore("postgresql://app@127.0.0.1:9/chats", connect_timeout=1)
+    with pytest.raises(TypeError, match=r"takes whole seconds, got 2\.5"):
+        PostgresChatStore("postgresql://app@127.0.0.1:9/chats", connect_timeout=2.5)  # type: ignore[arg-type]
+
+
+def test_a_server_gone_after_opening_fails_each_request_within_the_timeout_and_warns_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from runtime.chat_postgres import PostgresChatStore
+
+    chat_id = str(uuid.uuid4())
+    with running_postgres() as address:
+        store = PostgresChatStore(address, connect_timeout=3)
+        Chat.open(chat_id, store).require_provider_confidence(ConfidenceLevel.LOW)
+        where = address.split("@", 1)[1]
+    try:
+        # what the pool is given: each connection attempt and each wait for a connection
+        assert store._pool.kwargs == {"connect_timeout": 3} and store._pool.timeout == 3
+        caplog.set_level(logging.WARNING)
+        for action in ("be read", "be read", "be written"):
+            with pytest.raises(ChatStoreError) as raised:
+                if action == "be read":
+                    store.load(chat_id)
+                else:
+                    store.save(ChatRecord(chat_id, ConfidenceLevel.HIGH))
+            message = str(raised.value)
+            assert message.startswith(
+                f"The chat database at {where} cannot {action}: no connection within 3 s ("
+            ), message
+            assert "refused" in message.lower(), message
+        attempts = [
+            r for r in caplog.records if r.name == "psycopg.pool" and "error connecting" in r.msg
+        ]
+        assert len(attempts) == 1, [r.getMessage() for r in attempts]
+    finally:
+        store.close()
 
 
 def test_a_connection_dropped_mid_save_is_an_error_and_loses_nothing(
@@ -368,11 +443,10 @@ def test_a_password_never_reaches_a_log_record_or_the_error(
     canary = written.replace("%2F", "/")
     caplog.set_level(logging.DEBUG)
     with pytest.raises(ChatStoreError) as raised:
-        PostgresChatStore(_with_password(locked_dsn, written, in_query=in_query), timeout=2)
+        PostgresChatStore(_with_password(locked_dsn, written, in_query=in_query))
     logged = "\n".join(
         f"{record.getMessage()}\n{record.exc_text or ''}" for record in caplog.records
     )
-    assert any(record.name.startswith("psycopg") for record in caplog.records)
     shown = f"{logged}\n{raised.value}"
     core = canary.split("%zz")[-1]
     assert core not in shown and not SecretMask.of([written, canary]).shows_secret(shown)
@@ -396,5 +470,5 @@ def test_policy_chat_with_a_database_it_cannot_open_names_it_without_the_passwor
         where, canary = "127.0.0.1:9/chats", "S3cretPa55"
     done = _policy_chat("Hi", "--provider", "OpenAI GPT-4.1", "--chat-id", "c1", "--chat-db", dsn)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert f"The chat database at {where} cannot open" in done.stderr
+    assert f"The chat database at {where} cannot be opened" in done.stderr
     assert canary not in done.stdout + done.stderr
