@@ -1,4 +1,7 @@
-"""The installed `policy` command, run in a subprocess: JSON contracts, exit codes, no tracebacks."""
+"""The `policy` command: JSON contracts, exit codes, no tracebacks.
+
+Commands run in this process through the console script's `main` (`tests.servers.cli_runner`);
+the installed entry point itself runs in a subprocess in the tests that say so (`installed`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any
 import pytest
 
 from policy.secrets import decrypt, encrypt, generate_secret
+from tests.servers.cli_runner import CliRun, run_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,18 +36,28 @@ def _policy_executable() -> str:
 POLICY = _policy_executable()
 
 
-def run(
-    *args: str | Path, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def _environment(env: dict[str, str] | None) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     environment.pop("MINDWORK_AI_STUDIO_ENTERPRISE_CONFIG_ENCRYPTION_SECRET", None)
     environment.update(env or {})
+    return environment
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None, stdin: str | None = None) -> CliRun:
+    done = run_policy(args, env=_environment(env), input=stdin, cwd=ROOT)
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    return done
+
+
+def installed(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`policy ARGS` through the installed console script, in a subprocess."""
     done = subprocess.run(
         [POLICY, *map(str, args)],
         capture_output=True,
         text=True,
-        env=environment,
-        input=stdin,
+        env=_environment(env),
         check=False,
         cwd=ROOT,
     )
@@ -174,7 +188,7 @@ def department(tmp_path: Path) -> Path:
 
 
 def test_help_lists_every_command() -> None:
-    done = run("--help")
+    done = installed("--help")
     assert done.returncode == 0
     for command in (
         "check",
@@ -242,7 +256,8 @@ def test_an_unknown_option_is_a_usage_error() -> None:
 
 
 def test_check_of_a_good_configuration_is_ok(base: Path) -> None:
-    code, document = run_json("check", "--org", base)
+    done = installed("check", "--org", base, "--format", "json")
+    code, document = done.returncode, json.loads(done.stdout)
     assert code == 0
     assert document["ok"] is True
     assert document["errors"] == []
@@ -581,7 +596,7 @@ def test_check_accepts_address_settings_with_idn_ipv6_and_underscore_hosts(
 def test_settings_set_refuses_an_address_whose_host_is_no_host(base: Path, tmp_path: Path) -> None:
     user = tmp_path / "user.yaml"
 
-    def set_wiki(address: str) -> subprocess.CompletedProcess[str]:
+    def set_wiki(address: str) -> CliRun:
         options = ("--org", base, "--user-settings", user)
         return run("settings", "set", "search_confluence", "baseUrl", address, *options)
 
