@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -55,6 +56,7 @@ from tests.e2e._kit import (
     client,
     organization_provider,
 )
+from tests.servers.cli_runner import run_policy
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
 
@@ -76,6 +78,20 @@ async def _respond(
             pass
 
 
+@functools.cache
+def _schema_validator() -> Any:
+    """The published JSON Schema's validator, its schema checked against the meta-schema once
+    (`jsonschema.validate` would check it again for every record)."""
+    schema = decision_log_schema()
+    validator = jsonschema.validators.validator_for(schema)
+    validator.check_schema(schema)
+    return validator(schema)
+
+
+def _validate(record: object) -> None:
+    _schema_validator().validate(record)
+
+
 def _lines(path: Path) -> list[dict[str, Any]]:
     """Every line of a decision log, each checked against the published JSON Schema and found
     to be exactly the JSON of its `DecisionRecord` (fields, their order, how values are written)."""
@@ -85,7 +101,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     for line in text.splitlines():
         assert DecisionRecord.model_validate_json(line).model_dump_json() == line
         lines.append(json.loads(line))
-        jsonschema.validate(lines[-1], decision_log_schema())
+        _validate(lines[-1])
     return lines
 
 
@@ -93,7 +109,7 @@ def _validated(kept: list[DecisionRecord]) -> CallbackSink:
     """A sink keeping each record after checking its JSON against the published JSON Schema."""
 
     def keep(record: DecisionRecord) -> None:
-        jsonschema.validate(record.model_dump(mode="json"), decision_log_schema())
+        _validate(record.model_dump(mode="json"))
         kept.append(record)
 
     return CallbackSink(keep)
@@ -116,7 +132,7 @@ async def test_a_response_with_calls_is_one_record_that_validates_and_holds_no_s
     await _respond(policy, chat, organization_provider(policy, VLLM_ID, server), JsonLinesSink(log))
 
     (record,) = _lines(log)
-    jsonschema.validate(record, decision_log_schema())
+    _validate(record)
     assert record["chat_id"] == "e2e-chat" and record["component"] == "CHAT"
     assert record["decision_id"][14] == "7", "a UUIDv7"
     assert record["provider"]["id"] == VLLM_ID and record["provider"]["model"]
@@ -389,10 +405,8 @@ def test_policy_chat_appends_a_record_per_answer_that_matches_the_published_sche
         if not k.startswith("TOOLPOLICY_") and "API_KEY" not in k
     }
     environment["TOOLPOLICY_API_KEY"] = API_KEY
-    policy_cli = [sys.executable, "-m", "policy.cli"]
-    done = subprocess.run(
+    done = run_policy(
         [
-            *policy_cli,
             "chat",
             f"What is 6 * 7? {CANARY}",
             "--org",
@@ -410,20 +424,11 @@ def test_policy_chat_appends_a_record_per_answer_that_matches_the_published_sche
             "--decision-log",
             str(log),
         ],
-        capture_output=True,
-        text=True,
-        timeout=120,
         env=environment,
-        check=False,
     )
     assert done.returncode == 0, done.stderr
-    schema = subprocess.run(
-        [*policy_cli, "schema", "--decision-log"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    schema = run_policy(["schema", "--decision-log"])
+    assert schema.returncode == 0, schema.stderr
     (record,) = _lines(log)
     jsonschema.validate(record, json.loads(schema.stdout))
     assert [(c["tool_id"], c["status"]) for c in record["calls"]] == [("calculator", "SUCCESS")]
@@ -487,7 +492,7 @@ async def test_a_record_names_the_configuration_revision_the_plugins_and_what_ea
     await _respond(policy, chat, vllm, JsonLinesSink(log), ("internal_notes",))
 
     (record,) = _lines(log)
-    jsonschema.validate(record, decision_log_schema())
+    _validate(record)
     configuration = record["configuration"]
     assert configuration["revision"] == policy.configuration.revision
     assert len(configuration["revision"]) == 64
@@ -648,30 +653,22 @@ def test_policy_log_summary_counts_per_revision_over_rotated_files_and_since_a_t
         line(new, "2026-01-02T08:00:00+01:00", "BLOCKED", "address not given")
         + line(new, "2026-01-02T10:00:00Z", "BLOCKED", "mailbox read")
     )
-    command = [sys.executable, "-m", "policy.cli", "log", "summary", str(log), f"{log}.1"]
-    every = subprocess.run(
-        [*command, "-f", "json"], capture_output=True, text=True, timeout=60, check=True
-    )
+    command = ["log", "summary", str(log), f"{log}.1"]
+    every = run_policy([*command, "-f", "json"])
+    assert every.returncode == 0, every.stderr
     rows = {(r["what"], r["value"]): r["count"] for r in json.loads(every.stdout)}
     assert rows["decisions", ""] == 4
     assert rows["revision", "a" * 12] == 2 and rows["revision", "b" * 12] == 2
     assert rows["top blocked", "read_web_page: address not given"] == 2
     assert rows["top blocked", "read_web_page: mailbox read"] == 1
 
-    since = subprocess.run(
-        [*command, "--since", "2026-01-02T07:30:00Z", "-f", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    since = run_policy([*command, "--since", "2026-01-02T07:30:00Z", "-f", "json"])
+    assert since.returncode == 0, since.stderr
     rows = {(r["what"], r["value"]): r["count"] for r in json.loads(since.stdout)}
     assert rows["decisions", ""] == 1, "08:00+01:00 is 07:00 UTC, before the start"
     assert ("revision", "a" * 12) not in rows
 
-    bad = subprocess.run(
-        [*command, "--since", "yesterday"], capture_output=True, text=True, timeout=60, check=False
-    )
+    bad = run_policy([*command, "--since", "yesterday"])
     assert bad.returncode == 1 and "--since 'yesterday'" in bad.stderr and "24h" in bad.stderr
     assert "Traceback" not in bad.stderr
 
