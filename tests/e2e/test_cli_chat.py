@@ -1,4 +1,6 @@
-"""`policy chat` run as a user runs it: a subprocess against the loopback provider."""
+"""`policy chat` run as a user runs it, against the loopback provider: in this process through
+the console script's `main` (`tests.servers.cli_runner`), and in a subprocess where stdin is
+read (the installed entry point)."""
 
 from __future__ import annotations
 
@@ -12,28 +14,21 @@ from typing import Any
 from policy.vocabulary import ConfidenceLevel
 from runtime.chat import ChatRecord, SqliteChatStore
 from tests.e2e._kit import API_KEY, ORGANIZATION, ROOT
+from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
 
 CLOCK_TOOL = ROOT / "examples" / "clock_tool.py"
 
 
-def _policy_chat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _policy_chat(*args: str, env: dict[str, str] | None = None) -> CliRun:
     environment = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("TOOLPOLICY_") and "API_KEY" not in k
     }
     environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "policy.cli", "chat", "--org", str(ORGANIZATION), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        cwd=ROOT,
-        check=False,
-    )
+    return run_policy(["chat", "--org", str(ORGANIZATION), *args], env=environment, cwd=ROOT)
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -239,14 +234,14 @@ def test_a_requested_tool_the_policy_refuses_is_named_with_the_deciding_check(
     organization = write_plugin(tmp_path / "org", PROVIDERS + BASE_SETTINGS)
     for output in ("json", "text"):
         server.queue(Reply(chat_text("Hello.")))
-        done = subprocess.run(
+        done = run_policy(
             [
-                sys.executable, "-m", "policy.cli", "chat", "Hi", "--org", str(organization),
+                "chat", "Hi", "--org", str(organization),
                 "--provider", "Own cluster", "--base-url", server.base_url,
                 "--tool", "search_confluence", "--tool", "web_search",
                 "--chat-db", str(tmp_path / "chats.sqlite3"), "--format", output,
             ],
-            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+            cwd=ROOT,
             env={k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr

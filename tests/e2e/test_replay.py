@@ -30,6 +30,7 @@ from tests.e2e._kit import (
     client,
     organization_provider,
 )
+from tests.servers.cli_runner import run_policy
 from tests.servers.provider_scripts import (
     chat_call,
     chat_text,
@@ -200,40 +201,16 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
         ("call_2", "TOOL_SWITCHED_OFF"),
     ], "the app's internal_notes is not among the tools the command was given"
 
-    table = subprocess.run(
-        [*command, "--org", str(candidate)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    table = run_policy([*command[3:], "--org", str(candidate)])
     assert table.returncode == 0, table.stderr
     assert "TOOL_SWITCHED_OFF" in table.stdout and "call call_2 (calculator)" in table.stdout
 
     (tmp_path / "bad.jsonl").write_text('{"decision_id": 1}\n')
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policy.cli",
-            "replay",
-            str(tmp_path / "bad.jsonl"),
-            "--org",
-            str(candidate),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    bad = run_policy(["replay", str(tmp_path / "bad.jsonl"), "--org", str(candidate)])
     assert bad.returncode == 1 and "bad.jsonl:1: not a decision record" in bad.stderr
     assert "Traceback" not in bad.stderr
-    no_side = subprocess.run(
-        [sys.executable, "-m", "policy.cli", "replay", str(log)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    no_side = run_policy(
+        ["replay", str(log)],
         env={k: v for k, v in __import__("os").environ.items() if not k.startswith("TOOLPOLICY_")},
     )
     assert no_side.returncode == 2 and "--org" in no_side.stderr
@@ -280,11 +257,8 @@ async def test_replay_finds_a_chat_whose_provider_would_now_be_refused_before_th
 
     answer_only = tmp_path / "answer-only.jsonl"
     answer_only.write_text(log.read_text().splitlines()[1] + "\n")
-    unchanged = subprocess.run(
+    unchanged = run_policy(
         [
-            sys.executable,
-            "-m",
-            "policy.cli",
             "replay",
             str(answer_only),
             "--org",
@@ -292,11 +266,7 @@ async def test_replay_finds_a_chat_whose_provider_would_now_be_refused_before_th
             "-f",
             "json",
             "--fail-on-change",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        ]
     )
     assert unchanged.returncode == 0, unchanged.stderr
     assert json.loads(unchanged.stdout) == {
