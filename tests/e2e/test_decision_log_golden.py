@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from runtime.chat import ChatRequirementError, MemoryChatStore
 from runtime.decision_log import CallbackSink, DecisionSink, JsonLinesSink, line_safe
 from runtime.decision_log._encoder import ModelObject
 from tests.e2e._kit import API_KEY, OPENAI_ID, ROOT, VLLM_ID, client, organization_provider
+from tests.servers.cli_runner import run_policy
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
 
@@ -148,15 +147,12 @@ async def test_a_record_handed_to_any_sink_is_the_same_record(
 async def test_what_the_commands_read_from_the_log_is_unchanged(
     golden_log: Path, name: str, command: list[str]
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "policy.cli", *command, str(golden_log)],
-        capture_output=True,
-        timeout=120,
-        check=False,
+    done = run_policy(
+        [*command, str(golden_log)],
         env={k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")},
     )
     assert done.returncode == 0, done.stderr
-    output = done.stdout.replace(str(golden_log).encode(), b"<log>")
+    output = done.stdout.encode().replace(str(golden_log).encode(), b"<log>")
     _compare(name, _normalized(output))
 
 

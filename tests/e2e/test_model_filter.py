@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
@@ -28,6 +26,7 @@ from runtime.tools import builtin_executable_tools
 from runtime.web.guard_model import INSTRUCTIONS
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.e2e._kit import OPENAI_ID, ORGANIZATION, VLLM_ID, client, organization_provider
+from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
 
@@ -200,9 +199,8 @@ def test_policy_check_and_explain_say_that_model_is_not_in_force_and_why(
     )
     orgs = ["--org", str(folder / "base"), "--org", str(folder / "department")]
 
-    def policy_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "policy.cli", *args, *orgs, "--offline"]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    def policy_cli(*args: str) -> CliRun:
+        return run_policy([*args, *orgs, "--offline"])
 
     checked = policy_cli("check")
     base = folder / "base" / "plugin.lua"

@@ -14,14 +14,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.e2e._kit import ROOT
+from tests.servers.cli_runner import run_policy
 
 README = ROOT / "README.md"
 _HOME_SETTINGS = "~/.config/toolpolicy/settings.yaml"
@@ -100,16 +99,7 @@ def test_a_readme_example_prints_what_is_shown(
     settings_file = tmp_path / "settings.yaml"
     arguments = _arguments(example.command, settings_file, shared_state_dir)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "policy.cli", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    done = run_policy(arguments, env=environment, cwd=ROOT)
     printed = (
         (done.stdout + done.stderr)
         .replace(str(settings_file), _SHOWN_HOME_SETTINGS)
