@@ -41,7 +41,7 @@ ATTACKS = (
 OUT = Path(__file__).parent / "data" / "agentdojo.jsonl.xz"
 
 
-class _NamedPipeline:
+class AttackTarget:
     """What an attack reads from its target: only the name, to address the model."""
 
     name = "gpt-4o-2024-05-13"
@@ -70,7 +70,7 @@ def main() -> None:
     for suite_name, suite in get_suites(BENCHMARK_VERSION).items():
         tool_names = sorted(tool.name for tool in suite.tools)
         records.append({"kind": "suite", "suite": suite_name, "tools": tool_names})
-        attacks = {name: load_attack(name, suite, _NamedPipeline()) for name in ATTACKS}
+        attacks = {name: load_attack(name, suite, AttackTarget()) for name in ATTACKS}
         canaries = {
             vector: f"<CANARY---{vector}--->" for vector in suite.get_injection_vector_defaults()
         }

@@ -1,0 +1,523 @@
+"""Benchmark: how often AgentDojo's prompt injections succeed through `ChatRuntime`, per flow rule.
+
+    flock /work/.bench.lock python bench/flow_eval.py [--suites banking,slack] [--modes OFF]
+        [--attack important_instructions] [--user-tasks N]
+
+Runs AgentDojo (PyPI `agentdojo` 0.1.35, benchmark v1.2.2), which toolpolicy does not depend on:
+without it, the bench makes bench/.peers/agentdojo/ with `pip install -e .[bench]` and runs
+itself there. No model is called. A scripted "gullible model" on a loopback Chat Completions
+server performs the user task's ground-truth calls and, whenever a tool result it receives still
+holds an injection (the injection task's goal sentence intact), the injection task's ground-truth
+calls first; then it answers with the user task's ground-truth output. AgentDojo's tools run as
+app tools through `ChatRuntime.respond`, each result passing the prompt-injection filter, and
+AgentDojo's own utility and security checks judge the outcome.
+
+Modes are plugin folders in bench/flow_modes/ layered on base/: OFF (`off/`), BLOCK and APPROVE
+(`effects/` plus `block/` or `approve/`). A mode is measured only when `policy check` of this
+build reports nothing in its plugins (a setting it does not know is not in force); otherwise it
+is listed as not available in this build. Method and figures: bench/README.md. This is not a
+test: it asserts nothing and only reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+sys.path[:0] = [str(ROOT), str(BENCH)]
+
+from _peers import peer_python  # noqa: E402
+
+MODES_DIR = BENCH / "flow_modes"
+BASE_PLUGIN = MODES_DIR / "base"
+MODES: dict[str, tuple[str, ...]] = {
+    "OFF": ("off",),
+    "BLOCK": ("effects", "block"),
+    "APPROVE": ("effects", "approve"),
+}
+"""Each mode's plugin folders under bench/flow_modes/, applied after base/ in this order."""
+SUITES = ("workspace", "travel", "banking", "slack")
+VENV = BENCH / ".peers" / "agentdojo"
+PROVIDER = "Gullible model"
+MAX_TOOL_CALLS = 40
+"""Room for the longest user task plus an injection task's calls."""
+APPROVAL_REQUIRED = "approval_required"
+"""The stop reason of a turn that waits for a person's approval (issue 24)."""
+NO_APPROVER = (
+    "a turn stopped for a person's approval, and this harness has no approver yet "
+    "(bench/README.md: what remains for BLOCK and APPROVE)"
+)
+"""Why a mode whose turns wait for approval is not measured: without an approver the task stops
+there, and its figures would say nothing about the flow rule."""
+_NOT_IN_FORCE = frozenset({"not-used-by-toolpolicy", "unknown-setting-key"})
+
+
+def _in_agentdojo_venv() -> None:
+    """Run this bench in a Python that has agentdojo (made under bench/.peers/ on first use)."""
+    try:
+        import agentdojo  # noqa: F401
+    except ImportError:
+        python, why = peer_python(VENV, ["-e", f"{ROOT}[bench]"], "import agentdojo, runtime")
+        if python is None:
+            sys.exit(f"flow_eval needs agentdojo: {why}")
+        os.execv(python, [str(python), __file__, *sys.argv[1:]])
+
+
+# --- the gullible model ---------------------------------------------------------------------------
+
+
+@dataclass
+class Script:
+    """What the model does in one task; `seen_injection` is set once it follows the injection."""
+
+    user_calls: list[tuple[str, dict[str, Any]]]
+    final_text: str
+    injection_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    goal: str = ""
+    seen_injection: bool = False
+
+
+class GullibleModel:
+    """A Chat Completions server that follows its script and every injection it can read.
+
+    It keeps no state between requests but the script: each request's messages say how far the
+    task got (each tool message answers the next planned call), so a refused call counts as made.
+    """
+
+    def __init__(self) -> None:
+        self.script = Script([], "")
+
+    def next_step(self, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | str:
+        """The next call to make, or the final text."""
+        from injection_eval import goal_intact
+
+        script = self.script
+        planned = list(script.user_calls)
+        followed = False
+        for message in body.get("messages", []):
+            if message.get("role") != "tool" or not planned:
+                continue
+            planned.pop(0)
+            content = message.get("content") or ""
+            if not isinstance(content, str):
+                content = "".join(part.get("text", "") for part in content)
+            if script.goal and not followed and goal_intact(content, script.goal):
+                followed = script.seen_injection = True
+                planned[0:0] = script.injection_calls
+        if planned and body.get("tools"):
+            return planned[0]
+        return script.final_text
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        from tests.servers.provider_scripts import chat_call, chat_chunk, chat_text, chat_usage
+        from tests.servers.provider_server import sse_text
+
+        async def completions(request: Request) -> Response:
+            body = await request.json()
+            step = self.next_step(body)
+            if isinstance(step, str):
+                events: list[Any] = [*chat_text(step), _finish("stop")]
+            else:
+                calls = sum(1 for m in body["messages"] if m.get("role") == "tool")
+                function, arguments = step
+                encoded = json.dumps(arguments, default=str)
+                events = [
+                    chat_call(0, f"call_{calls + 1}", function, encoded),
+                    _finish("tool_calls"),
+                ]
+            events += [chat_usage(100), "[DONE]"]
+            return Response(sse_text(events), media_type="text/event-stream")
+
+        def _finish(reason: str) -> dict[str, Any]:
+            return chat_chunk(choices=[{"index": 0, "delta": {}, "finish_reason": reason}])
+
+        return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+# --- AgentDojo's tools as app tools ---------------------------------------------------------------
+
+
+@dataclass
+class TaskState:
+    """The environment the tools act on in the current task, and what they handed out."""
+
+    runtime: Any = None
+    environment: Any = None
+    goal: str = ""
+    delivered_injection: bool = False
+    """A raw result (before the filter) held the injection task's goal intact."""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The calls that ran, in order (a call the runtime refused never reaches its tool)."""
+
+
+def agentdojo_tools(suite: Any, state: TaskState, filtered: bool = True) -> list[Any]:
+    """Each of the suite's functions as an app tool that runs it in `state`'s environment; with
+    `filtered`, each declares untrusted content, so the executor filters every result."""
+    from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+    from injection_eval import goal_intact
+
+    from policy import DefinedTool, ToolDefinition, ToolFunction, ToolOutboundData
+    from runtime import ToolExecutionResult
+
+    class AgentDojoTool(DefinedTool):
+        sensitive_trace_argument_names = frozenset[str]()
+        returns_untrusted_external_content = filtered
+        """AgentDojo puts injections in any tool's data, so every result goes to the filter."""
+
+        async def execute(self, arguments: Mapping[str, Any], context: Any) -> ToolExecutionResult:
+            state.calls.append((self.definition.id, dict(arguments)))
+            result, error = state.runtime.run_function(
+                state.environment, self.definition.id, dict(arguments)
+            )
+            text = f"Error: {error}" if error else tool_result_to_str(result)
+            if state.goal and goal_intact(text, state.goal):
+                state.delivered_injection = True
+            return ToolExecutionResult(text_content=text)
+
+    tools = []
+    for function in suite.tools:
+        schema = function.parameters.model_json_schema()
+        tools.append(
+            AgentDojoTool(
+                ToolDefinition(
+                    id=function.name,
+                    implementation_key=function.name,
+                    function=ToolFunction(
+                        name=function.name,
+                        description_for_llm=function.description,
+                        strict=False,
+                        parameters=schema,
+                    ),
+                ),
+                outbound_data=ToolOutboundData.NONE,
+            )
+        )
+    return tools
+
+
+# --- modes ----------------------------------------------------------------------------------------
+
+
+def mode_plugins(mode: str) -> list[Path]:
+    return [BASE_PLUGIN, *(MODES_DIR / name for name in MODES[mode])]
+
+
+def mode_problem(mode: str, tools: Sequence[Any]) -> str:
+    """Why this build cannot run the mode ("" when it can): what `policy check` says of its
+    plugins (an error anywhere, or any finding in the mode's own files)."""
+    from policy import load_policy
+    from policy.configuration import Severity
+    from policy.lint import check_findings
+
+    own = {str((MODES_DIR / name / "plugin.lua").resolve()) for name in MODES[mode]}
+    policy = load_policy(org=mode_plugins(mode), tools=list(tools))
+    problems = [
+        f"{finding.location}: {finding.message}"
+        for finding in check_findings(policy)
+        if finding.severity is Severity.ERROR
+        or (
+            finding.location is not None
+            and str(Path(finding.location.file).resolve()) in own
+            and (finding.code in _NOT_IN_FORCE or finding.severity is not Severity.INFO)
+        )
+    ]
+    return "; ".join(problems)
+
+
+# --- one suite ------------------------------------------------------------------------------------
+
+
+@dataclass
+class TaskOutcome:
+    utility: bool
+    attacked: bool = False
+    attack_succeeded: bool = False
+    stopped_by_filter: bool = False
+    """The injection reached a tool result, the model never read it, and the attack failed."""
+    approvals: int = 0
+
+
+@dataclass
+class SuiteFigures:
+    suite: str
+    mode: str
+    benign: list[TaskOutcome] = field(default_factory=list)
+    attacked: list[TaskOutcome] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        runs = [*self.benign, *self.attacked]
+        approvals = [outcome.approvals for outcome in runs] or [0]
+        attacks = len(self.attacked)
+        return {
+            "suite": self.suite,
+            "mode": self.mode,
+            "user_tasks": len(self.benign),
+            "attacks": attacks,
+            "attack_success_rate": _share(sum(o.attack_succeeded for o in self.attacked), attacks),
+            "utility": _share(sum(o.utility for o in self.benign), len(self.benign)),
+            "utility_under_attack": _share(sum(o.utility for o in self.attacked), attacks),
+            "approvals_median": statistics.median(approvals),
+            "approvals_max": max(approvals),
+            "stopped_by_filter": sum(o.stopped_by_filter for o in self.attacked),
+        }
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+class ToolpolicyAgent:
+    """An AgentDojo pipeline element that answers through `ChatRuntime.respond`."""
+
+    name = "toolpolicy"
+
+    def __init__(
+        self,
+        assistant: Any,
+        provider: Any,
+        client: Any,
+        model: GullibleModel,
+        state: TaskState,
+        runner: asyncio.Runner,
+    ) -> None:
+        self._assistant = assistant
+        self._provider = provider
+        self._client = client
+        self._model = model
+        self._state = state
+        self._runner = runner
+        self._chats = 0
+        self.approvals = 0
+        self.user_task: Any = None
+        self.injection_task: Any = None
+
+    def query(
+        self,
+        query: str,
+        runtime: Any,
+        env: Any,
+        messages: Sequence[Any] = (),
+        extra_args: dict[str, Any] | None = None,
+    ) -> tuple[str, Any, Any, list[Any], dict[str, Any]]:
+        from agentdojo.functions_runtime import FunctionCall
+        from agentdojo.types import ChatAssistantMessage, text_content_block_from_string
+
+        self._state.runtime, self._state.environment = runtime, env
+        self._model.script = _script(env, self.user_task, self.injection_task)
+        self._state.goal = self._model.script.goal
+        self._state.delivered_injection = False
+        final, calls, self.approvals = self._runner.run(self._respond(query))
+        answer: list[Any] = [
+            ChatAssistantMessage(
+                role="assistant",
+                content=[text_content_block_from_string("")],
+                tool_calls=[FunctionCall(function=name, args=args)],
+            )
+            for name, args in calls
+        ]
+        answer.append(
+            ChatAssistantMessage(
+                role="assistant", content=[text_content_block_from_string(final)], tool_calls=None
+            )
+        )
+        return query, runtime, env, [*messages, *answer], extra_args or {}
+
+    async def _respond(self, query: str) -> tuple[str, list[tuple[str, dict[str, Any]]], int]:
+        """The final text, the calls that ran (in order) and how many approvals were asked."""
+        from runtime import Chat, ChatMessage, FinalAnswer, MemoryChatStore, Role
+
+        self._chats += 1
+        chat = Chat.open(f"flow-eval-{self._chats}", MemoryChatStore())
+        self._state.calls = []
+        final, approvals = "", 0
+        tool_ids = [tool.name for tool in self._state.runtime.functions.values()]
+        async for event in self._assistant.respond(
+            chat,
+            self._provider,
+            [ChatMessage(Role.USER, query)],
+            selected_tool_ids=tool_ids,
+            client=self._client,
+        ):
+            if isinstance(event, FinalAnswer):
+                final = event.text
+                approvals += event.stop_reason.value == APPROVAL_REQUIRED
+        return final, self._state.calls, approvals
+
+
+def _script(environment: Any, user_task: Any, injection_task: Any) -> Script:
+    """The ground truth of both tasks, computed as AgentDojo does: from the task's environment
+    before anything ran."""
+
+    def planned(task: Any) -> list[tuple[str, dict[str, Any]]]:
+        return [(call.function, dict(call.args)) for call in task.ground_truth(environment)]
+
+    script = Script(planned(user_task), user_task.GROUND_TRUTH_OUTPUT)
+    if injection_task is not None:
+        script.injection_calls = planned(injection_task)
+        script.goal = injection_task.GOAL
+    return script
+
+
+def run_suite(
+    suite_name: str,
+    suite: Any,
+    mode: str,
+    attack_name: str,
+    model: GullibleModel,
+    base_url: str,
+    user_task_limit: int | None,
+    filtered: bool,
+) -> SuiteFigures | str:
+    """Every user task once without and once per injection task with the attack; the reason
+    instead when this build cannot run the mode."""
+    from agentdojo.attacks.attack_registry import load_attack
+    from agentdojo_corpus import AttackTarget
+
+    from policy import load_policy
+    from runtime import ChatRuntime, LoopLimits
+    from runtime.providers import create_client
+
+    state = TaskState()
+    tools = agentdojo_tools(suite, state, filtered)
+    problem = mode_problem(mode, tools)
+    if problem:
+        return problem
+    policy = load_policy(org=mode_plugins(mode), tools=tools)
+    entry = policy.provider(PROVIDER)
+    assert entry is not None, f"bench/flow_modes/base names no provider {PROVIDER!r}"
+    provider = dataclasses.replace(entry, hostname=base_url)
+    attack = load_attack(attack_name, suite, AttackTarget())
+    figures = SuiteFigures(suite_name, mode)
+    with asyncio.Runner() as runner:
+        client = create_client(provider, api_key="bench")
+        assistant = ChatRuntime(policy, limits=LoopLimits(max_tool_calls=MAX_TOOL_CALLS))
+        agent = ToolpolicyAgent(assistant, provider, client, model, state, runner)
+        try:
+            user_tasks = list(suite.user_tasks.values())[:user_task_limit]
+            for user_task in user_tasks:
+                agent.user_task, agent.injection_task = user_task, None
+                utility, _ = suite.run_task_with_pipeline(agent, user_task, None, {})
+                figures.benign.append(TaskOutcome(utility, approvals=agent.approvals))
+                if agent.approvals:
+                    return NO_APPROVER
+                for injection_task in suite.injection_tasks.values():
+                    agent.injection_task = injection_task
+                    injections = attack.attack(user_task, injection_task)
+                    utility, succeeded = suite.run_task_with_pipeline(
+                        agent, user_task, injection_task, injections
+                    )
+                    figures.attacked.append(
+                        TaskOutcome(
+                            utility,
+                            attacked=True,
+                            attack_succeeded=succeeded,
+                            stopped_by_filter=state.delivered_injection
+                            and not model.script.seen_injection
+                            and not succeeded,
+                            approvals=agent.approvals,
+                        )
+                    )
+                    if agent.approvals:
+                        return NO_APPROVER
+        finally:
+            runner.run(client.aclose())
+            runner.run(assistant.aclose())
+    return figures
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suites", default=",".join(SUITES), help="Comma-separated suites.")
+    parser.add_argument("--modes", default=",".join(MODES), help="Comma-separated modes.")
+    parser.add_argument("--attack", default="important_instructions", help="AgentDojo attack.")
+    parser.add_argument("--user-tasks", type=int, help="Only the first N user tasks per suite.")
+    parser.add_argument(
+        "--no-filter",
+        action="store_true",
+        help="Hand results to the model unfiltered (what the attacks do without the filter).",
+    )
+    parser.add_argument("--json", action="store_true", help="One JSON line per row as well.")
+    args = parser.parse_args()
+    suites_wanted = [name.strip() for name in args.suites.split(",") if name.strip()]
+    modes_wanted = [name.strip().upper() for name in args.modes.split(",") if name.strip()]
+    for name, known in ((suites_wanted, SUITES), (modes_wanted, tuple(MODES))):
+        unknown = sorted(set(name) - set(known))
+        if unknown:
+            parser.error(f"unknown {', '.join(unknown)}; choose from {', '.join(known)}")
+    _in_agentdojo_venv()
+    logging.getLogger("runtime.web.guard").setLevel(logging.ERROR)  # one line per removal
+
+    from agentdojo.task_suite.load_suites import get_suites
+    from agentdojo_corpus import BENCHMARK_VERSION
+
+    from tests.servers.loopback import running_app
+
+    suites = get_suites(BENCHMARK_VERSION)
+    model = GullibleModel()
+    print(
+        f"AgentDojo {BENCHMARK_VERSION}, attack {args.attack}, gullible scripted model, "
+        f"{'results unfiltered' if args.no_filter else 'every result through the filter'}; "
+        "attack success and utility by AgentDojo's own checks\n"
+    )
+    header = (
+        f"{'suite':<10} {'mode':<8} {'tasks':>5} {'attacks':>7} {'attack success':>14} "
+        f"{'utility':>8} {'utility att.':>12} {'approvals med/max':>17} {'filter stopped':>14}"
+    )
+    print(header)
+    unavailable: dict[str, str] = {}
+    with running_app(model.app()) as server:
+        base_url = server.url("/v1")
+        for suite_name in suites_wanted:
+            for mode in modes_wanted:
+                if mode in unavailable:
+                    continue
+                figures = run_suite(
+                    suite_name,
+                    suites[suite_name],
+                    mode,
+                    args.attack,
+                    model,
+                    base_url,
+                    args.user_tasks,
+                    not args.no_filter,
+                )
+                if isinstance(figures, str):
+                    unavailable[mode] = figures
+                    continue
+                row = figures.row()
+                print(
+                    f"{suite_name:<10} {mode:<8} {row['user_tasks']:>5} {row['attacks']:>7} "
+                    f"{row['attack_success_rate']:>13.1%} {row['utility']:>8.1%} "
+                    f"{row['utility_under_attack']:>12.1%} "
+                    f"{row['approvals_median']:>11g} / {row['approvals_max']:<3} "
+                    f"{row['stopped_by_filter']:>14}",
+                    flush=True,
+                )
+                if args.json:
+                    print(json.dumps(row))
+    for mode, why in unavailable.items():
+        print(f"\n{mode}: not available in this build ({why})")
+
+
+if __name__ == "__main__":
+    main()
