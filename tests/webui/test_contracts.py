@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from policy import Policy, load_policy
 from policy.explain import diff_policies
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths, build_app
 from runtime import PolicyWatcher, ReloadResult
+from tests.servers.cli_runner import run_policy
 from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization, web_app
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
@@ -70,22 +70,12 @@ def _cli(arguments: Sequence[str]) -> Any:
 
 
 def _cli_all(calls: Sequence[Sequence[str]]) -> list[Any]:
-    """What `policy ... --format json` prints for each call (run side by side)."""
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "policy.cli", *arguments, "--format", "json"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=os.environ.copy(),
-        )
-        for arguments in calls
-    ]
+    """What `policy ... --format json` prints for each call."""
     documents = []
-    for arguments, process in zip(calls, processes, strict=True):
-        out, err = process.communicate(timeout=120)
-        assert out, (arguments, err)
-        documents.append(json.loads(out))
+    for arguments in calls:
+        done = run_policy([*arguments, "--format", "json"])
+        assert done.stdout, (arguments, done.stderr)
+        documents.append(json.loads(done.stdout))
     return documents
 
 
