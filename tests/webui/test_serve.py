@@ -36,6 +36,7 @@ from policy.lint import check_findings
 from policy.secrets import encrypt
 from policy.vocabulary import Component, ProviderKind
 from policy.web import CONTENT_SECURITY_POLICY, ConfigurationPaths
+from tests.servers.cli_runner import run_policy
 from tests.servers.loopback import RunningApp, running_app
 from tests.webui.conftest import (
     HOSTILE,
@@ -710,12 +711,7 @@ def _policy(*arguments: str) -> list[str]:
 
 
 def test_serve_refuses_a_non_loopback_host_without_a_token(organization: Path) -> None:
-    result = subprocess.run(
-        _policy("serve", "--org", str(organization), "--host", "0.0.0.0"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_policy(["serve", "--org", str(organization), "--host", "0.0.0.0"])
     assert result.returncode == 2
     assert "--host" in result.stderr and "--token" in result.stderr
     assert "Traceback" not in result.stderr
@@ -753,12 +749,7 @@ def test_serve_on_port_0_prints_the_bound_port_and_follows_file_changes(
 
 def test_serve_on_a_port_in_use_says_so(organization: Path) -> None:
     with running_app(web_app(ConfigurationPaths(org=(organization,)))) as busy:
-        result = subprocess.run(
-            _policy("serve", "--org", str(organization), "--port", str(busy.port)),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = run_policy(["serve", "--org", str(organization), "--port", str(busy.port)])
     assert result.returncode == 1
     assert f"port {busy.port}" in result.stderr and "--port 0" in result.stderr
     assert "Traceback" not in result.stderr
@@ -828,12 +819,7 @@ def test_serve_with_a_broken_user_settings_file_names_it(
 ) -> None:
     settings = tmp_path / "settings.yaml"
     settings.write_text("tools: [\n")
-    result = subprocess.run(
-        _policy("serve", "--org", str(organization), "--user-settings", str(settings)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_policy(["serve", "--org", str(organization), "--user-settings", str(settings)])
     assert result.returncode == 1
     assert f"{settings}:2: not valid YAML" in result.stderr
     assert "Traceback" not in result.stderr
