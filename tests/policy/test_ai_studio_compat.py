@@ -11,9 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from policy.plugins import ConfigurationPlugin, PluginLoadError, load_plugin
 from policy.secrets import AI_STUDIO_ENV_SECRET, ENV_SECRET, decrypt
 from policy.settings_keys import setting_key
 from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+from tests.servers.cli_runner import CliRun, run_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPES_DIR = Path(__file__).parent / "plugin_fixtures" / "ai_studio_shapes"
@@ -231,20 +229,11 @@ def test_the_merged_view_keeps_origins_and_lines() -> None:
     assert len(configuration.data_sources) == 3 and len(configuration.chat_templates) == 2
 
 
-def _policy() -> str:
-    beside = Path(sys.executable).with_name("policy")
-    found = str(beside) if beside.exists() else shutil.which("policy")
-    assert found is not None, "the `policy` command is not installed (pip install -e .)"
-    return found
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str) -> CliRun:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     env.pop(AI_STUDIO_ENV_SECRET, None)
     env[AI_STUDIO_ENV_SECRET] = SECRET
-    done = subprocess.run(
-        [_policy(), *args], capture_output=True, text=True, env=env, check=False, cwd=ROOT
-    )
+    done = run_policy(args, env=env, cwd=ROOT)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     return done
 

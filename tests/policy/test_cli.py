@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,21 +18,12 @@ from typing import Any
 import pytest
 
 from policy.secrets import decrypt, encrypt, generate_secret
-from tests.servers.cli_runner import CliRun, run_policy
+from tests.servers.cli_runner import CliRun, installed_policy, run_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _policy_executable() -> str:
-    beside = Path(sys.executable).parent / "policy"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("policy")
-    assert found is not None, "the `policy` command is not installed (pip install -e .)"
-    return found
-
-
-POLICY = _policy_executable()
+POLICY = installed_policy()
 
 
 def _environment(env: dict[str, str] | None) -> dict[str, str]:
@@ -49,18 +39,9 @@ def run(*args: str | Path, env: dict[str, str] | None = None, stdin: str | None 
     return done
 
 
-def installed(
-    *args: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def installed(*args: str | Path, env: dict[str, str] | None = None) -> CliRun:
     """`policy ARGS` through the installed console script, in a subprocess."""
-    done = subprocess.run(
-        [POLICY, *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=_environment(env),
-        check=False,
-        cwd=ROOT,
-    )
+    done = run_policy(args, env=_environment(env), cwd=ROOT, installed=True)
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     return done
 

@@ -5,12 +5,12 @@ ones, and a typo is answered alike everywhere."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.policy.test_cli import POLICY, ROOT, run, write_plugin
+from tests.policy.test_cli import ROOT, run, write_plugin
+from tests.servers.cli_runner import run_policy
 
 CLOCK = ROOT / "examples" / "clock_tool.py"
 ORGANIZATION = ROOT / "examples" / "organization"
@@ -158,13 +158,7 @@ def test_a_tool_whose_is_available_raises_is_one_line_and_a_traceback_only_with_
     assert "is_available" in line
     assert line.endswith("(RuntimeError: license server 10.0.0.7 unreachable)"), line
 
-    debugged = subprocess.run(
-        [POLICY, "--debug", *map(str, arguments), "--tools-file", str(tools)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
+    debugged = run_policy(["--debug", *map(str, arguments), "--tools-file", str(tools)], cwd=ROOT)
     assert debugged.returncode == 0, debugged.stderr
     assert "Traceback (most recent call last)" in debugged.stderr
     assert "in is_available" in debugged.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,23 +17,16 @@ from policy.plugins import PluginLoadError, load_plugin
 from policy.provenance import SourceLocation
 from policy.vocabulary import PluginOrigin
 from tests.policy.test_plugins import line_of, write_plugin
+from tests.servers.cli_runner import CliRun, run_policy
 
 ORG = PluginOrigin.ORGANIZATION
 CREDENTIALS = "aws_secret_access_key = CANARY-7d1f0c"
-POLICY = str(Path(sys.executable).parent / "policy")
 
 
-def policy_check(org: Path, **environment: str) -> subprocess.CompletedProcess[str]:
-    """`policy check --org ORG` in a subprocess (TOOLPOLICY_* variables from `environment`)."""
+def policy_check(org: Path, **environment: str) -> CliRun:
+    """`policy check --org ORG` (TOOLPOLICY_* variables from `environment`)."""
     variables = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
-    done = subprocess.run(
-        [POLICY, "check", "--org", str(org)],
-        capture_output=True,
-        text=True,
-        timeout=120,  # a guard against a hang, not a timing bound
-        check=False,
-        env={**variables, **environment},
-    )
+    done = run_policy(["check", "--org", str(org)], env={**variables, **environment})
     assert "Traceback" not in done.stdout + done.stderr
     return done
 
@@ -204,12 +195,8 @@ def test_a_fifo_as_user_settings_is_refused_by_policy_check_without_hanging(
     write_plugin(folder)
     os.mkfifo(tmp_path / "settings.yaml")
     variables = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
-    done = subprocess.run(
-        [POLICY, "check", "--org", str(folder), "--user-settings", str(tmp_path / "settings.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=120,  # a guard against a hang, not a timing bound
-        check=False,
+    done = run_policy(
+        ["check", "--org", str(folder), "--user-settings", str(tmp_path / "settings.yaml")],
         env=variables,
     )
     assert done.returncode == 1

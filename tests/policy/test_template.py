@@ -12,6 +12,7 @@ from policy.builtin import builtin_tools
 from policy.settings_keys import TOOLPOLICY_KEYS
 from policy.template import REFERENCE_PLUGIN_ID, reference_plugin
 from policy.vocabulary import option_values
+from tests.servers.cli_runner import run_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "plugin.lua"
@@ -130,10 +131,5 @@ def test_every_single_line_settings_example_is_valid_when_uncommented(tmp_path: 
 
 
 def test_policy_check_finds_nothing_to_say_about_the_reference_plugin() -> None:
-    done = subprocess.run(
-        [*_policy_command(), "check", "--org", str(COMMITTED), "--format", "json", "--strict"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_policy(["check", "--org", str(COMMITTED), "--format", "json", "--strict"])
     assert done.returncode == 0, done.stdout + done.stderr

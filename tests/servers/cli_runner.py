@@ -8,9 +8,10 @@ environment (`env` replaces it whole, as `subprocess.run(env=...)` does), the wo
 directory, stdin/stdout/stderr (click's `CliRunner` isolation), the root logger's handlers (so
 `main` installs its own stderr handler as in a fresh process) and `threading.excepthook`.
 
-Each command keeps at least one test through the installed entry point in a subprocess
-(`tests/policy/test_cli.py`, `test_cold_start.py`, the serve tests), which covers what only a
-real process shows: the console script, imports, exit at interpreter end.
+`installed=True` runs the installed console script in a subprocess instead: each command keeps
+at least one test that way, for what only a fresh process shows (the script's entry point, a
+module the command forgot to import that the test process happened to have, exit at the
+interpreter's end).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import traceback
@@ -44,11 +47,25 @@ def run_policy(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     cwd: Path | str | None = None,
+    installed: bool = False,
 ) -> CliRun:
     """`policy ARGS` in this process: `env` is the whole environment (None: this one), `input`
     is stdin. An exception escaping `main` (only `--debug` lets one) is printed to stderr as
-    Python prints it and exits 1, as the interpreter would."""
+    Python prints it and exits 1, as the interpreter would. `installed`: the console script in
+    a subprocess."""
     arguments = [str(a) for a in args]
+    if installed:
+        done = subprocess.run(
+            [installed_policy(), *arguments],
+            capture_output=True,
+            text=True,
+            env=None if env is None else dict(env),
+            input=input,
+            cwd=cwd,
+            timeout=300,  # a guard against a hang, not a timing bound
+            check=False,
+        )
+        return CliRun(tuple(arguments), done.returncode, done.stdout, done.stderr)
     from policy.cli import main
 
     runner = CliRunner(charset="utf-8")
@@ -67,6 +84,16 @@ def run_policy(
         stdout = out.getvalue().decode("utf-8")
         stderr = err.getvalue().decode("utf-8", errors="backslashreplace")
     return CliRun(tuple(arguments), code, stdout, stderr)
+
+
+def installed_policy() -> str:
+    """The `policy` console script of this environment (`pip install -e .` puts it there)."""
+    beside = Path(sys.executable).parent / "policy"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("policy")
+    assert found is not None, "the `policy` command is not installed (pip install -e .)"
+    return found
 
 
 def _exit_code(code: object) -> int:
