@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.policy.test_cli import POLICY, ROOT, run
+from tests.policy.test_cli import ROOT, run
+from tests.servers.cli_runner import run_policy
 
 ORGANIZATION = ROOT / "examples" / "organization"
 
@@ -73,22 +74,21 @@ def test_debug_is_accepted_after_the_subcommand_too() -> None:
     assert "No such option" not in after.stderr
 
 
-def _completions(*words: str) -> list[str]:
+def _completions(*words: str, installed: bool = False) -> list[str]:
+    """What bash completion offers (`installed`: asking the installed script, as bash does)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     environment.update(
         COMP_WORDS=" ".join(["policy", *words]),
         COMP_CWORD=str(len(words)),
         _POLICY_COMPLETE="bash_complete",
     )
-    done = subprocess.run(
-        [POLICY], capture_output=True, text=True, env=environment, cwd=ROOT, check=False
-    )
+    done = run_policy([], env=environment, cwd=ROOT, installed=installed)
     assert done.returncode == 0, done.stderr
     return [line.partition(",")[2] for line in done.stdout.splitlines()]
 
 
 def test_completion_offers_commands_tool_ids_providers_kinds_and_components() -> None:
-    assert {"check", "completion", "explain", "chat"} <= set(_completions(""))
+    assert {"check", "completion", "explain", "chat"} <= set(_completions("", installed=True))
     assert _completions("explain", "--org", str(ORGANIZATION), "web") == ["web_search"]
     assert _completions("explain", "--org", str(ORGANIZATION), "--provider", "Ex") == [
         "Example Corp vLLM"
