@@ -8,8 +8,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from runtime.config_fetch import (
     fetch_configurations,
     recorded_statuses,
 )
+from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.config_server import ConfigServer, assistant_text, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 from tests.servers.tls import self_signed
@@ -42,7 +41,6 @@ from tests.servers.tls import self_signed
 CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 CONFIG_B = "0b9a8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d"
 LOCK_WEB_SEARCH_OFF = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }'
-POLICY = shutil.which("policy", path=os.path.dirname(sys.executable)) or "policy"
 
 
 @pytest.fixture
@@ -361,13 +359,11 @@ def test_references_from_ai_studio_environment_and_policy_files(tmp_path: Path) 
 
 
 def _policy(
-    *args: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+    *args: str | Path, env: dict[str, str] | None = None, installed: bool = False
+) -> CliRun:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     environment.update(env or {})
-    return subprocess.run(
-        [POLICY, *map(str, args)], capture_output=True, text=True, env=environment, timeout=120
-    )
+    return run_policy(args, env=environment, installed=installed)
 
 
 def test_policy_fetch_status_and_explain_from_the_state_dir(
@@ -376,7 +372,9 @@ def test_policy_fetch_status_and_explain_from_the_state_dir(
     served, running = server
     served.archives[CONFIG_A] = zip_of({"plugin.lua": plugin_text(CONFIG_A, LOCK_WEB_SEARCH_OFF)})
     spec = f"{CONFIG_A}@{running.url('/configs')}"
-    fetched = _policy("fetch", "--state-dir", tmp_path, "--config-server", spec, "-f", "json")
+    fetched = _policy(
+        "fetch", "--state-dir", tmp_path, "--config-server", spec, "-f", "json", installed=True
+    )
     assert fetched.returncode == 0, fetched.stderr
     assert json.loads(fetched.stdout)["configurations"][0]["state"] == "current"
 
@@ -635,7 +633,7 @@ def test_policy_fetch_reads_the_sources_each_run_and_withdraws_what_they_no_long
     folder.mkdir(parents=True)
     device = {"XDG_CONFIG_DIRS": str(tmp_path / "xdg")}
 
-    def fetched(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    def fetched(env: dict[str, str]) -> CliRun:
         return _policy("fetch", "--state-dir", state, "-f", "json", env={**device, **env})
 
     def in_force() -> list[str]:

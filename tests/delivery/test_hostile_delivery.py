@@ -1,7 +1,8 @@
 """Configuration delivery attacked from the server's and the network's side: a redirect through
 plain http, a plain http source, hostile ETags, a server that trickles its answer, a damaged
-status file. Each attack is run as a device runs it (`policy fetch` and `policy status` as
-subprocesses, real servers on loopback); the lockdown a configuration delivered stays in force."""
+status file. Each attack is run as a device runs it (`policy fetch` and `policy status` through
+the console script's `main`, real servers on loopback); the lockdown a configuration delivered
+stays in force."""
 
 from __future__ import annotations
 
@@ -175,7 +176,7 @@ def test_a_server_trickling_its_answer_is_cut_off_at_the_timeout_and_the_round_g
     two_servers: tuple[ConfigServer, RunningApp, ConfigServer, RunningApp], tmp_path: Path
 ) -> None:
     """A byte every 0.2 s is well within any read timeout; only a deadline on the whole download
-    ends it (the archive would take minutes, longer than the subprocess is given)."""
+    ends it (the archive would take minutes)."""
     slow, slow_app, honest, honest_app = two_servers
     slow.archives[CONFIG_A] = LOCKED
     honest.archives[CONFIG_B] = zip_of({"plugin.lua": plugin_text(CONFIG_B, name="Other")})
