@@ -7,10 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -27,12 +23,12 @@ from policy.config_sources import (
 from runtime import ChatRuntime, PolicyWatcher
 from runtime.config_fetch import fetch_configurations, recorded_statuses
 from runtime.policy_watch import DEFAULT_INTERVAL_SECONDS
+from tests.servers.cli_runner import run_policy
 from tests.servers.config_server import ConfigServer, plugin_text, zip_of
 from tests.servers.loopback import RunningApp, running_app
 
 CONFIG_A = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 LOCK_OFF = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "%s" }'
-POLICY = shutil.which("policy", path=os.path.dirname(sys.executable)) or "policy"
 
 
 def _disabled(watcher: PolicyWatcher) -> tuple[str, ...]:
@@ -254,12 +250,7 @@ async def test_fetch_errors_are_kept_for_the_app_and_shown_by_policy_status(
     assert failed.state == "last-known-good" and "503" in (failed.error or "")
     assert failed.last_success == fetched.last_success
     assert _disabled(watcher) == ("web_search",)
-    shown = subprocess.run(
-        [POLICY, "status", "--state-dir", str(state), "-f", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = run_policy(["status", "--state-dir", str(state), "-f", "json"])
     assert shown.returncode == 1, shown.stderr
     (record,) = json.loads(shown.stdout)["configurations"]
     assert record["state"] == "last-known-good" and record["error"] == failed.error
@@ -514,12 +505,7 @@ async def test_a_policy_file_that_breaks_withdraws_nothing_and_says_why(
     assert "nothing is withdrawn" in caplog.text
     assert not (await watcher.reload()).swapped and watcher.runtime is before
     assert _in_force(watcher) == sorted([CONFIG_A, CONFIG_B])
-    shown = subprocess.run(
-        [POLICY, "status", "--state-dir", str(state), "-f", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = run_policy(["status", "--state-dir", str(state), "-f", "json"])
     assert [c["id"] for c in json.loads(shown.stdout)["configurations"]] == sorted(
         [CONFIG_A, CONFIG_B]
     ), shown.stderr
