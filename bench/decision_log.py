@@ -1,6 +1,7 @@
 """Benchmark: what the decision log and OpenTelemetry add to a response, and replay throughput.
 
     .venv/bin/python bench/decision_log.py [--conversations N] [--records N] [--instructions]
+        [--rates 20000,40000,80000] [--seconds S] [--sustained-only]
 
 In one run, `ChatRuntime.respond` answers the recorded two-round exchange of
 bench/loop_overhead.py from memory (no socket, so only our CPU counts) and the median process CPU
@@ -27,8 +28,16 @@ OTel, ≈ 0 for the no-op tracer). Then `runtime.replay` re-decides N records th
 valgrind installed) the plain, JSONL, OTel and SDK-spans variants are also counted in
 instructions per round under callgrind, every thread included (user space only: the kernel's
 share, such as writing the file, is not counted): steady where the CPU-time ratios move with the
-machine's load. Needs the `[otel]` extra for the OTel figure. This is not a test:
-it asserts nothing and only reports.
+machine's load. Needs the `[otel]` extra for the OTel figure.
+
+Last, the audit trail under load (`--sustained-only` runs only this): the ended record of one
+real answer is offered to `QueuedSink(JsonLinesSink(file))` with its defaults (1000 records,
+`max_wait` 5 s) at 20k, 40k and 80k records/s (`--rates`) for `--seconds` each, as `respond`
+hands records over (`await room()`, then `put`): records/s sustained (from the first offer until
+the last line is on disk), records written (all offered: nothing is dropped), how many found the
+queue full (each was dropped before back-pressure) or reached the bound, and the wait
+back-pressure added per record (median / p99 / max, mean) and per record that found the queue
+full. This is not a test: it asserts nothing and only reports.
 """
 
 from __future__ import annotations
@@ -343,6 +352,108 @@ def count_instructions() -> dict[str, float]:
     return figures
 
 
+def _one_ended_answer() -> Any:
+    """The ended `DecisionRecorder` of one real two-round answer (a tool call and its result),
+    as `respond` hands it to the queue: what the writer thread turns into a line."""
+    from runtime import Chat, ChatMessage, ChatRuntime, MemoryChatStore, Role
+    from runtime.decision_log import JsonLinesSink, QueuedSink
+
+    class Captured(QueuedSink):
+        ended: Any = None
+
+        def put(self, record: Any) -> None:
+            self.ended = record
+
+    _, provider, policy = _our_setup("http://127.0.0.1:9/v1")
+    captured = Captured(JsonLinesSink(os.devnull))
+
+    async def answer() -> None:
+        client = _recorded_client(provider)
+        async with ChatRuntime(policy, decision_log=captured) as assistant:
+            chat = Chat.open("bench-sustained", MemoryChatStore())
+            question = [ChatMessage(Role.USER, "What is 6 * 7?")]
+            async for _ in assistant.respond(
+                chat, provider, question, selected_tool_ids=[TOOL_NAME], client=client
+            ):
+                pass
+        await client.aclose()
+
+    asyncio.run(answer())
+    assert captured.ended is not None
+    return captured.ended
+
+
+async def _offer(
+    queued: Any, ended: Any, rate: int, count: int, waits: list[float], full_waits: list[float]
+) -> int:
+    """Offer `count` records at `rate` per second as `respond` hands them over (`await room()`,
+    then `put`), keeping each one's wait (and apart, the waits of those that found the queue
+    full); how many found no room within the bound."""
+    refused = 0
+    started = time.perf_counter()
+    offered = 0
+    while offered < count:
+        due = min(count, int((time.perf_counter() - started) * rate) + 1)
+        while offered < due:
+            before = time.perf_counter()
+            full = queued.failure is not None
+            if not await queued.room():
+                refused += 1
+            waits.append(time.perf_counter() - before)
+            if full:
+                full_waits.append(waits[-1])
+            queued.put(ended)
+            offered += 1
+        await asyncio.sleep(0)
+    return refused
+
+
+def measure_sustained(rates: list[int], seconds: float) -> dict[str, Any]:
+    """Offer ended answers to `QueuedSink(JsonLinesSink(file))` (its defaults: 1000 records,
+    `max_wait` 5 s) at each rate for `seconds`, the way `respond` does (`await room()`, then
+    `put`), and report the records/s written from the first offer until the last line is on
+    disk, how many were written (all of them: nothing is dropped), how many found the queue full
+    and waited (each of those was dropped before back-pressure), and the wait it added per record
+    (median, p99, max, mean) and per record that found the queue full (median, max)."""
+    from runtime.decision_log import JsonLinesSink, QueuedSink
+
+    ended = _one_ended_answer()
+    figures: dict[str, Any] = {}
+    for rate in rates:
+        count = int(rate * seconds)
+        with tempfile.TemporaryDirectory() as folder:
+            log = Path(folder) / "decisions.jsonl"
+            queued = QueuedSink(JsonLinesSink(log, max_bytes=1 << 40))
+            waits: list[float] = []
+            full_waits: list[float] = []
+
+            started = time.perf_counter()
+            refused = asyncio.run(_offer(queued, ended, rate, count, waits, full_waits))
+            offered_in = time.perf_counter() - started
+            queued.close(timeout=600)
+            elapsed = time.perf_counter() - started
+            written = sum(1 for _ in log.open("rb"))
+        waits.sort()
+        key = f"at_{rate // 1000}k_per_s"
+        figures[f"{key}_offered"] = count
+        figures[f"{key}_written"] = written
+        figures[f"{key}_sustained_records_per_s"] = round(written / elapsed)
+        figures[f"{key}_accepted_records_per_s"] = round(count / offered_in)
+        figures[f"{key}_found_the_queue_full"] = len(full_waits)
+        figures[f"{key}_bound_reached"] = refused
+        figures[f"{key}_wait_ms_median_p99_max"] = (
+            f"{1e3 * waits[len(waits) // 2]:.3f} / {1e3 * waits[int(len(waits) * 0.99)]:.3f}"
+            f" / {1e3 * waits[-1]:.1f}"
+        )
+        figures[f"{key}_wait_ms_mean"] = round(1e3 * sum(waits) / len(waits), 3)
+        if full_waits:
+            full_waits.sort()
+            figures[f"{key}_wait_ms_when_full_median_max"] = (
+                f"{1e3 * full_waits[len(full_waits) // 2]:.1f} / {1e3 * full_waits[-1]:.1f}"
+            )
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--conversations", type=int, default=1500)
@@ -354,9 +465,23 @@ def main() -> None:
         "(slow; user space only)",
     )
     parser.add_argument("--only", choices=_COUNTED, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rates",
+        default="20000,40000,80000",
+        help="offered records/s for the sustained-rate figures (comma-separated)",
+    )
+    parser.add_argument("--seconds", type=float, default=2.0, help="offering time per rate")
+    parser.add_argument(
+        "--sustained-only", action="store_true", help="only the sustained-rate figures"
+    )
     args = parser.parse_args()
 
     figures: dict[str, Any] = {}
+    rates = [int(rate) for rate in args.rates.split(",")]
+    if args.sustained_only:
+        for key, value in measure_sustained(rates, args.seconds).items():
+            print(f"{key:48} {value}")
+        return
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "decisions.jsonl"
         variants, sdk = _variants(log)
@@ -384,6 +509,7 @@ def main() -> None:
         )
 
     figures.update(measure_replay(args.records))
+    figures.update(measure_sustained(rates, args.seconds))
     if args.instructions:
         if shutil.which("valgrind") is None or sdk is None:
             figures["instructions"] = "not counted: needs valgrind and the [otel] extra"
@@ -392,7 +518,10 @@ def main() -> None:
     for key, value in figures.items():
         print(f"{key:48} {value}")
     print()
-    print("targets: jsonl and otel overhead <= 0.05, no-op tracer ~ 0, replay >= 20,000/s")
+    print(
+        "targets: jsonl and otel overhead <= 0.05, no-op tracer ~ 0, replay >= 20,000/s, "
+        "every offered record written at every rate"
+    )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -211,6 +211,11 @@ KnownTools = Callable[[str], object | None]
 """The registered tool behind a function name, offered in this request or not (None: unknown)."""
 
 
+async def _recordable() -> str | None:
+    """Without a decision log every call may run."""
+    return None
+
+
 def _no_known_tools(_function_name: str) -> object | None:
     return None
 
@@ -290,8 +295,9 @@ class ToolExecutor:
     names the mailbox behind an outbound-data restriction, None when it was removed since;
     `known_tools(name)` is the registered tool behind a function name whether or not it is
     offered (the registry's `tool_named`), so a call of a tool not offered is traced masked by
-    its definition. `decision_log_failure()` says why a call's decision record cannot be kept
-    now (`QueuedSink.failure`), or None: while it says so no tool runs.
+    its definition. `decision_log_failure()` says (waiting at most its bound for room in the
+    log's queue: `QueuedSink.admission`) why a call's decision record cannot be kept, or None:
+    while it says so no tool runs.
     """
 
     def __init__(
@@ -300,10 +306,10 @@ class ToolExecutor:
         services: ToolServices | None = None,
         mailbox_name: Callable[[str], str | None] | None = None,
         known_tools: KnownTools | None = None,
-        decision_log_failure: Callable[[], str | None] | None = None,
+        decision_log_failure: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self._settings_for = settings_for or (lambda _tool_id: {})
-        self._decision_log_failure = decision_log_failure or (lambda: None)
+        self._decision_log_failure = decision_log_failure or _recordable
         self._services = given_services(services, "ToolExecutor")
         self._mailbox_name = mailbox_name or (lambda _mailbox_id: None)
         self._known_tools = known_tools or _no_known_tools
@@ -352,7 +358,7 @@ class ToolExecutor:
         refusal = self._outbound_refusal(chat, tool)
         if refusal is not None:
             return run.blocked(refusal, traced_arguments, was_executed=False)
-        unrecordable = self._decision_log_failure()
+        unrecordable = await self._decision_log_failure()
         if unrecordable is not None:
             _log.warning("Tool %s (id %r) was not run: %s.", call.tool_name, call_id, unrecordable)
             return run.blocked(

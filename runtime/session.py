@@ -84,9 +84,9 @@ class ChatRuntime:
     `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
-    a `CallbackSink`), written from a bounded queue that never holds a response up
-    (`QueuedSink`; `aclose` or `flush_decision_log` waits for it; no tool call runs while it
-    cannot keep a record); `include_content` adds
+    a `CallbackSink`), written from a bounded queue that drops nothing: a response waits for
+    room in it, bounded (`QueuedSink`; `aclose` or `flush_decision_log` waits for it; no tool
+    call runs while it cannot keep a record); `include_content` adds
     message and result text to each record. Spans go to `tracer_provider` (default: the global
     OpenTelemetry provider; nothing is built while none is configured). Build a new one when the
     policy changes.
@@ -379,6 +379,8 @@ class ChatRuntime:
             loop = self._loop or SequentialToolCallingLoop(self._limits)
             async for event in loop.run(adapter, context):
                 if recorder is not None and type(event) is not TextDeltaEvent:
+                    if type(event) is FinalAnswer and self._decision_log is not None:
+                        await self._decision_log.room()  # the answer waits for its record
                     _record(recorder, event)
                 if span is not None and type(event) is FinalAnswer:
                     usage = _usage_attributes(span, event)
@@ -455,7 +457,8 @@ class ChatRuntime:
 
     def executor(self) -> ToolExecutor:
         """The executor `respond` runs calls with: the app's services, settings resolved once;
-        no call runs while the decision log cannot keep its record (`QueuedSink.failure`)."""
+        no call runs while the decision log cannot keep its record (`QueuedSink.admission`: its
+        sink failed, or its queue had no room within its bound)."""
         from runtime.executor import ToolExecutor
 
         log = self._decision_log
@@ -464,7 +467,7 @@ class ChatRuntime:
             self._services,
             self._mailbox_name,
             known_tools=lambda name: self.policy.registry.tool_named(name),
-            decision_log_failure=None if log is None else lambda: log.failure,
+            decision_log_failure=None if log is None else log.admission,
         )
 
     async def _runnable_tools(

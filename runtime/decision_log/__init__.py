@@ -3,10 +3,11 @@
 Nothing here decides. `DecisionRecorder` watches the events `respond` yields and builds the record
 from the offer decisions and call traces. Arguments are as a trace shows them (sensitive ones
 masked, well-formed and bounded: `runtime.trace_text`); an error is its class and its message
-with secrets and address parameters masked. Writing a record never holds up the user's request:
-`ChatRuntime` puts records on a bounded queue (`QueuedSink`) drained by a background thread, and
-a sink that raises is warned about once. While the queue says a record cannot be kept
-(`QueuedSink.failure`: the last write failed, or it is full) the executor runs no tool call.
+with secrets and address parameters masked. Records are written off the request's path:
+`ChatRuntime` puts them on a bounded queue (`QueuedSink`) drained by a background thread, and a
+sink that raises is warned about once. No record is dropped: when the queue is full an answer
+waits (bounded) for room for its record, and a tool call whose record finds none within the
+bound, or while the sink's last write failed (`QueuedSink.admission`), is not run.
 """
 
 from runtime.decision_log._encoder import configuration_record as configuration_record

@@ -593,34 +593,58 @@ def _record(number: int) -> DecisionRecord:
     )
 
 
-def test_a_full_queue_drops_records_without_waiting_and_says_which(
+def test_a_full_queue_makes_write_wait_for_room_and_keeps_every_record(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """A stalled sink: `write` waits on its thread for room (the writer's back-pressure), and
+    past the bound keeps the record all the same, saying so once: nothing is dropped."""
     release = threading.Event()
+    taken = threading.Event()
     written: list[str] = []
 
     def slow(record: DecisionRecord) -> None:
+        taken.set()
         release.wait(30)
         written.append(record.decision_id)
 
-    queued = QueuedSink(CallbackSink(slow), max_pending=3)
-    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
-        queued.write(_record(0))
-        deadline = time.monotonic() + 10
-        while queued._queue and time.monotonic() < deadline:  # the writer took record 0
-            time.sleep(0.001)
-        for number in range(1, 8):
-            queued.write(_record(number))  # returns at once although the sink is stuck
-        assert queued.dropped == 4 and queued.dropped_ids == ("id-4", "id-5", "id-6", "id-7")
-        release.set()
-        assert queued.close(timeout=10)
-
+    waiting = QueuedSink(CallbackSink(slow), max_pending=2, max_wait=60)
+    waiting.write(_record(0))
+    assert taken.wait(10)  # the writer holds record 0
+    waiting.write(_record(1))
+    waiting.write(_record(2))
+    late = threading.Thread(target=waiting.write, args=(_record(3),))
+    late.start()
+    late.join(timeout=0.2)
+    assert late.is_alive(), "a third record waits for room while two are waiting"
+    release.set()
+    late.join(timeout=30)
+    assert waiting.close(timeout=10)
     assert written == ["id-0", "id-1", "id-2", "id-3"]
+
+    release.clear()
+    taken.clear()
+    written.clear()
+    bounded = QueuedSink(CallbackSink(slow), max_pending=1, max_wait=0.01)
+    with caplog.at_level(logging.WARNING, "runtime.decision_log"):
+        bounded.write(_record(0))
+        assert taken.wait(10)
+        for number in range(1, 5):
+            bounded.write(_record(number))  # no room within the bound: kept past it
+        assert bounded.failure == "its queue is full (1 records waiting)"
+        release.set()
+        assert bounded.close(timeout=10)
+
+    assert written == ["id-0", "id-1", "id-2", "id-3", "id-4"]
     messages = [r.getMessage() for r in caplog.records if r.name == "runtime.decision_log"]
-    assert any("queue is full" in m and "id-4" in m for m in messages), messages
-    assert any("dropped 4 record(s)" in m and "id-7" in m for m in messages), messages
+    assert [m for m in messages if "past its bound" in m] == [
+        "The decision log queue is past its bound (2 records waiting for CallbackSink, at most "
+        "1): record id-2 is kept all the same; tool calls wait for room and are not run when "
+        "none comes within 0.01 s."
+    ]
     with pytest.raises(ValueError, match="max_pending >= 1"):
         QueuedSink(CallbackSink(slow), max_pending=0)
+    with pytest.raises(ValueError, match=r"max_wait > 0 \(seconds\), got 0"):
+        QueuedSink(CallbackSink(slow), max_wait=0)
 
 
 def test_policy_log_summary_counts_per_revision_over_rotated_files_and_since_a_time(

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from policy import Policy
 from policy.configuration import ProviderConfig
 from policy.decision_record import DecisionRecord
 from runtime import Chat, ChatMessage, ChatRuntime, Role
-from runtime.decision_log import CallbackSink, QueuedSink
+from runtime.decision_log import JsonLinesSink, QueuedSink
 from runtime.executor import ToolInvocationTrace
-from runtime.loop import ToolCallFinished
+from runtime.loop import FinalAnswer, ToolCallFinished
 from runtime.providers import ProviderClient
 from tests.e2e._kit import (
     ORGANIZATION,
@@ -189,43 +193,105 @@ async def test_no_tool_runs_while_the_decision_log_cannot_keep_its_record(
     assert [c["status"] for c in served["calls"]] == ["SUCCESS"]
 
 
-async def test_no_tool_runs_while_the_decision_logs_queue_is_full(
+class _StalledFileSink(JsonLinesSink):
+    """A real file sink behind a store that has stalled (a remote log not answering): each batch
+    waits for `gate` before it is written; `entered` says the writer thread holds one."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        self.entered.set()
+        if not self.gate.wait(60):
+            raise TimeoutError("the test never opened the gate")
+        super().write_lines(lines)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(30_000):
+        if condition():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the runtime never reached the state the test waits for")
+
+
+async def test_answers_wait_for_room_in_the_log_and_no_record_is_dropped(
+    policy: Policy, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    """More answers than the queue holds while the sink is stalled: the answers past the bound
+    wait for room (back-pressure) instead of dropping their records; every one is written."""
+    log = tmp_path / "decisions.jsonl"
+    sink = _StalledFileSink(log)
+    queued = QueuedSink(sink, max_pending=2, max_wait=60)
+    provider = organization_provider(policy, VLLM_ID, server)
+    answered: list[str] = []
+    async with client(provider) as provider_client, ChatRuntime(policy, decision_log=queued) as rt:
+
+        async def answer() -> None:
+            async for event in rt.respond(chat, provider, [QUESTION], client=provider_client):
+                if isinstance(event, FinalAnswer):
+                    answered.append(event.text)
+
+        server.queue(*(Reply(chat_text("Hi.")) for _ in range(8)))
+        answers = [asyncio.create_task(answer()) for _ in range(8)]
+        await _until(lambda: len(server.requests) == 8 and sink.entered.is_set())
+        await _until(lambda: len(queued._queue) == 2)
+        # at most one batch on the stalled writer (never more than the queue held) and a full
+        # queue: the other answers have not been handed their final answer yet
+        assert len(answered) <= 4 and not all(task.done() for task in answers)
+        sink.gate.set()
+        await asyncio.gather(*answers)
+        assert await rt.flush_decision_log()
+
+    records = _records(log)
+    assert len(answered) == 8 and len(records) == 8, "every answer's record is in the log"
+    assert len({record["decision_id"] for record in records}) == 8
+
+
+async def test_a_call_whose_record_finds_no_room_within_the_bound_is_not_run(
     policy: Policy,
     chat: Chat,
     server: ProviderServer,
     notes_tool: InternalNotesTool,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A sink that has stalled (a remote store not answering): once the queue is full, a call's
-    record would be dropped, so the call is not run; it runs again once the queue drains."""
-    release = threading.Event()
-
-    def stalled(record: DecisionRecord) -> None:
-        release.wait(30)
-
-    queued = QueuedSink(CallbackSink(stalled), max_pending=1)
+    """The sink stays stalled past the bound: the call is refused with the reason, the answer's
+    own record is kept past the bound (never dropped), and calls run again once it drains."""
+    log = tmp_path / "decisions.jsonl"
+    sink = _StalledFileSink(log)
+    queued = QueuedSink(sink, max_pending=1, max_wait=0.2)
     provider = organization_provider(policy, VLLM_ID, server)
-    statuses: list[str] = []
+    traces: list[ToolInvocationTrace] = []
+    caplog.set_level(logging.WARNING, "runtime")
     async with client(provider) as provider_client, ChatRuntime(policy, decision_log=queued) as rt:
 
         async def answer(*replies: Reply) -> None:
             server.queue(*replies)
-            traces = await _notes_traces(rt, chat, provider, provider_client)
-            statuses.extend(trace.status.value for trace in traces)
+            traces.extend(await _notes_traces(rt, chat, provider, provider_client))
 
         await answer(Reply(chat_text("Hi.")))  # the writer takes this record and stalls
-        for _ in range(10_000):
-            if queued.failure is None and not queued._queue:
-                break
-            await asyncio.sleep(0.001)
-        await answer(Reply(chat_text("Hi.")))  # waits in the queue, which is now full
+        await _until(sink.entered.is_set)
+        await answer(Reply(chat_text("Hi.")))  # the queue is full now
         assert queued.failure == "its queue is full (1 records waiting)"
         call = Reply([chat_call(0, "call_1", "internal_notes", "{}")])
         await answer(call, Reply(chat_text("Ok.")))
-        assert notes_tool.given == [], "not run while its record would be dropped"
-        release.set()
+        assert notes_tool.given == [], "not run: its record found no room within the bound"
+        sink.gate.set()
         assert await rt.flush_decision_log()
         await answer(call, Reply(chat_text("Ok.")))
 
-    assert statuses == ["BLOCKED", "SUCCESS"]
+    refused, served = traces
+    assert (refused.status.value, served.status.value) == ("BLOCKED", "SUCCESS")
+    assert refused.status_message == (
+        "Not run: the decision log cannot keep its record (its queue stayed full (1 records "
+        "waiting for _StalledFileSink, at most 1) for 0.2 s)."
+    )
     assert len(notes_tool.given) == 1
-    assert queued.dropped == 1, "the refused call's record found the queue full too"
+    records = _records(log)
+    assert len(records) == 4, "the refused call's answer is recorded too: nothing dropped"
+    assert [c["status"] for c in records[2]["calls"]] == ["BLOCKED"]
+    past = [r.getMessage() for r in caplog.records if "past its bound" in r.getMessage()]
+    assert len(past) == 1, past
