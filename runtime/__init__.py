@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from policy.errors import ToolPolicyError
+    from policy.provider_facts import ProviderFacts
     from policy.vocabulary import OutboundDataRestriction
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ToolPolicyError": "policy.errors",
     "OutboundDataRestriction": "policy.vocabulary",
+    "ProviderFacts": "policy.provider_facts",
     "AddressClass": "runtime.web.addresses",
     "PromptInjectionGuard": "runtime.web.guard",
     "ModelInjectionFilter": "runtime.web.guard_model",
@@ -220,6 +222,7 @@ __all__ = [
     "PromptInjectionGuard",
     "ProviderClient",
     "ProviderError",
+    "ProviderFacts",
     "QueuedSink",
     "ReloadResult",
     "RequestedCall",

@@ -18,17 +18,19 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from policy.errors import ToolPolicyError
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
     OutboundDataRestriction,
-    ProviderKind,
     may_receive_data,
     tighten_data_security,
 )
+
+if TYPE_CHECKING:
+    from policy.provider_facts import ProviderFacts
 
 CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
 
@@ -512,24 +514,10 @@ class ChatRequirementError(ToolPolicyError):
     code = "chat-requirement"
 
 
-def ensure_provider_allowed(
-    chat: Chat,
-    provider_kind: ProviderKind,
-    provider_confidence: ConfidenceLevel,
-    trusted: bool = False,
-) -> None:
-    """Refuse a provider below what the chat demands.
-
-    `trusted` is whether the provider instance is listed in
-    `DataSourceSecuritySettings.TrustedProviderIds`; it stands in for self-hosting where data
-    security is concerned, never for confidence.
-    """
+def ensure_provider_allowed(chat: Chat, provider: ProviderFacts) -> None:
+    """Refuse a provider below what the chat demands (`ChatRequirementError`)."""
     refusal = provider_refusal(
-        chat.required_provider_confidence,
-        chat.required_data_security,
-        provider_kind,
-        provider_confidence,
-        trusted,
+        chat.required_provider_confidence, chat.required_data_security, provider
     )
     if refusal is not None:
         raise ChatRequirementError(refusal)
@@ -538,23 +526,23 @@ def ensure_provider_allowed(
 def provider_refusal(
     required_confidence: ConfidenceLevel,
     required_security: DataSecurity,
-    provider_kind: ProviderKind,
-    provider_confidence: ConfidenceLevel,
-    trusted: bool = False,
+    provider: ProviderFacts,
 ) -> str | None:
     """Why a chat with these requirements refuses the provider, or None when it may answer.
 
-    The one rule `ensure_provider_allowed` enforces and `policy replay` re-decides."""
-    if provider_confidence < required_confidence:
+    The one rule `ensure_provider_allowed` enforces and `policy replay` re-decides; a provider the
+    organization trusts (`ProviderFacts.trusted`) stands in for self-hosting where data security
+    is concerned, never for confidence."""
+    if provider.confidence < required_confidence:
         return (
             f"This chat requires a provider with confidence {required_confidence.name} or higher, "
             "because of data a tool brought into it; the selected provider has "
-            f"{provider_confidence.name}. Choose a provider at that level or start a new chat."
+            f"{provider.confidence.name}. Choose a provider at that level or start a new chat."
         )
-    if not may_receive_data(required_security, provider_kind, trusted):
+    if not may_receive_data(required_security, provider.kind, provider.trusted):
         return (
             "This chat contains data that may only be sent to self-hosted providers; the "
-            f"selected provider is {provider_kind.name}. Choose a self-hosted provider (or one the "
+            f"selected provider is {provider.kind.name}. Choose a self-hosted provider (or one the "
             "organization trusts in DataSourceSecuritySettings.TrustedProviderIds) or start a "
             "new chat."
         )

@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from policy.configuration import DataSourceConfig
 from policy.tools import OfferedDataSource
-from policy.vocabulary import ConfidenceLevel, DataSecurity, ProviderKind, may_receive_data
+from policy.vocabulary import ConfidenceLevel, DataSecurity, may_receive_data
+
+if TYPE_CHECKING:
+    from policy.provider_facts import ProviderFacts
 
 MAX_RESULT_WINDOW = 100
 """The deepest ranking position a page may reach: page p fetches p × size + 1 matches."""
@@ -97,34 +100,27 @@ class SearchableDataSource:
             num=self.num,
         )
 
-    def may_be_used_by(
-        self, kind: ProviderKind, confidence: ConfidenceLevel, trusted: bool = False
-    ) -> bool:
-        """`trusted`: the provider is in TrustedProviderIds, which counts as self-hosted here."""
-        if self.page_size <= 0 or confidence < self.required_confidence:
+    def may_be_used_by(self, provider: ProviderFacts) -> bool:
+        """Whether `provider` may search this source (one the organization trusts counts as
+        self-hosted here)."""
+        if self.page_size <= 0 or provider.confidence < self.required_confidence:
             return False
-        return may_receive_data(self.security, kind, trusted)
+        return may_receive_data(self.security, provider.kind, provider.trusted)
 
 
 def usable_data_sources(
-    sources: Sequence[SearchableDataSource],
-    kind: ProviderKind,
-    confidence: ConfidenceLevel,
-    trusted: bool = False,
+    sources: Sequence[SearchableDataSource], provider: ProviderFacts
 ) -> tuple[SearchableDataSource, ...]:
     """The data sources this provider may search, by number then id (a stable offer)."""
-    usable = [s for s in sources if s.may_be_used_by(kind, confidence, trusted)]
+    usable = [s for s in sources if s.may_be_used_by(provider)]
     return tuple(sorted(usable, key=lambda s: (s.num, s.id)))
 
 
 def offered_data_sources(
-    sources: Sequence[SearchableDataSource],
-    kind: ProviderKind,
-    confidence: ConfidenceLevel,
-    trusted: bool = False,
+    sources: Sequence[SearchableDataSource], provider: ProviderFacts
 ) -> tuple[OfferedDataSource, ...]:
     """What to put into `ResolutionContext.extras["data_sources"]` for a request."""
-    return tuple(s.offer for s in usable_data_sources(sources, kind, confidence, trusted))
+    return tuple(s.offer for s in usable_data_sources(sources, provider))
 
 
 def data_sources_from_configuration(

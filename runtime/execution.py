@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition
 from policy.errors import ToolPolicyError
+from policy.provider_facts import ProviderFacts
 from policy.tools import Tool
 from policy.vocabulary import (
     ConfidenceLevel,
@@ -120,20 +121,62 @@ def given_services(services: object, receiver: str) -> ToolServices:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolExecutionContext:
-    """Everything a running tool may look at."""
+def given_provider(
+    receiver: str,
+    provider: ProviderFacts | None,
+    provider_kind: ProviderKind | None = None,
+    provider_confidence: ConfidenceLevel | None = None,
+    provider_trusted: bool = False,
+) -> ProviderFacts:
+    """`provider`, or the facts given the earlier way (`provider_kind` and `provider_confidence`,
+    optionally `provider_trusted`) as one `ProviderFacts`; a TypeError names `receiver` when both
+    ways or neither are given."""
+    earlier = provider_kind is not None or provider_confidence is not None or provider_trusted
+    if provider is not None and not earlier:
+        return provider
+    if provider is None and provider_kind is not None and provider_confidence is not None:
+        return ProviderFacts(provider_kind, provider_confidence, provider_trusted)
+    raise TypeError(
+        f"{receiver}: give the provider as provider=ProviderFacts(kind, confidence, trusted) "
+        "(or, as before, provider_kind= and provider_confidence=), not both"
+    )
+
+
+class EarlierProviderNames:
+    """`provider_kind`, `provider_confidence` and `provider_trusted` — the names before
+    `ProviderFacts` — read from a context's `provider`."""
+
+    __slots__ = ()
+    provider: ProviderFacts
+
+    @property
+    def provider_kind(self) -> ProviderKind:
+        return self.provider.kind
+
+    @property
+    def provider_confidence(self) -> ConfidenceLevel:
+        return self.provider.confidence
+
+    @property
+    def provider_trusted(self) -> bool:
+        return self.provider.trusted
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ToolExecutionContext(EarlierProviderNames):
+    """Everything a running tool may look at.
+
+    Built with `provider=ProviderFacts(...)`; `provider_kind=`, `provider_confidence=` and
+    `provider_trusted=` are still taken in its place, and read back as properties.
+    """
 
     definition: ToolDefinition
     call_id: str
     settings: Mapping[str, str] = field(repr=False)
-    provider_kind: ProviderKind
-    provider_confidence: ConfidenceLevel
+    provider: ProviderFacts
+    """The provider the result goes to: kind, confidence, whether the organization trusts it."""
     chat_id: str = ""
     outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
-    provider_trusted: bool = False
-    """Listed in DataSourceSecuritySettings.TrustedProviderIds: counts as self-hosted for data
-    security (never for confidence)."""
     given_web_addresses: frozenset[str] = frozenset()
     """Request keys of addresses given word for word to the model (system prompt, user messages
     and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""
@@ -142,6 +185,38 @@ class ToolExecutionContext:
     offered_tool_names: frozenset[str] = frozenset()
     """The function names of every tool offered in this request: the guard knows a text that
     asks to call one of them by name addresses the agent."""
+
+    def __init__(
+        self,
+        definition: ToolDefinition,
+        call_id: str,
+        settings: Mapping[str, str],
+        *,
+        provider: ProviderFacts | None = None,
+        chat_id: str = "",
+        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+        given_web_addresses: frozenset[str] = frozenset(),
+        services: ToolServices = NO_SERVICES,
+        offered_tool_names: frozenset[str] = frozenset(),
+        provider_kind: ProviderKind | None = None,
+        provider_confidence: ConfidenceLevel | None = None,
+        provider_trusted: bool = False,
+    ) -> None:
+        facts = given_provider(
+            "ToolExecutionContext", provider, provider_kind, provider_confidence, provider_trusted
+        )
+        for name, value in (
+            ("definition", definition),
+            ("call_id", call_id),
+            ("settings", settings),
+            ("provider", facts),
+            ("chat_id", chat_id),
+            ("outbound_restriction", outbound_restriction),
+            ("given_web_addresses", given_web_addresses),
+            ("services", services),
+            ("offered_tool_names", offered_tool_names),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ from runtime.execution import (
     ToolExecutionContext,
     ToolExecutionResult,
     ToolServices,
+    given_provider,
     given_services,
     returns_untrusted_content,
     sensitive_argument_names,
@@ -40,6 +41,7 @@ from runtime.messages import RequestedCall, Source
 from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
+    from policy.provider_facts import ProviderFacts
     from runtime.chat import Chat
     from runtime.web.guard import GuardScope, PromptInjectionGuard
 
@@ -328,12 +330,18 @@ class ToolExecutor:
         runnable: RunnableTools,
         *,
         order: int,
-        provider_kind: ProviderKind,
-        provider_confidence: ConfidenceLevel,
         chat: Chat,
+        provider: ProviderFacts | None = None,
         given_web_addresses: frozenset[str] = frozenset(),
+        provider_kind: ProviderKind | None = None,
+        provider_confidence: ConfidenceLevel | None = None,
         provider_trusted: bool = False,
     ) -> ToolCallOutcome:
+        """Run one call for `provider` (or, as before, `provider_kind=` and
+        `provider_confidence=`)."""
+        facts = given_provider(
+            "ToolExecutor.execute", provider, provider_kind, provider_confidence, provider_trusted
+        )
         found = find_runnable(runnable, call.tool_name)
         call_id = bounded_name(call.call_id)
         _log.info("Starting tool execution: %s (id %r).", bounded_name(call.tool_name), call_id)
@@ -375,9 +383,7 @@ class ToolExecutor:
                 definition=definition,
                 call_id=call.call_id,
                 settings=_MaskedSettings(settings, run.secrets),
-                provider_kind=provider_kind,
-                provider_confidence=provider_confidence,
-                provider_trusted=provider_trusted,
+                provider=facts,
                 chat_id=chat.id,
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from policy.errors import ToolPolicyError
+from policy.provider_facts import ProviderFacts
 from policy.redaction import NO_SECRETS, SecretMask
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ensure_provider_allowed
+from runtime.execution import EarlierProviderNames, given_provider
 from runtime.executor import (
     INVALID_CALL_MESSAGE,
     RunnableTools,
@@ -188,24 +190,52 @@ class InvalidToolCallingResponse(ToolPolicyError):
         self.provider_name = provider_name
 
 
-@dataclass(slots=True)
-class LoopContext:
-    """One streaming call: the chat it belongs to, what may run, and who answers."""
+@dataclass(slots=True, init=False)
+class LoopContext(EarlierProviderNames):
+    """One streaming call: the chat it belongs to, what may run, and who answers.
+
+    Built with `provider=ProviderFacts(...)`; `provider_kind=`, `provider_confidence=` and
+    `provider_trusted=` are still taken in its place, and read back as properties.
+    """
 
     chat: Chat
     runnable_tools: RunnableTools
     executor: ToolExecutor
-    provider_kind: ProviderKind
-    provider_confidence: ConfidenceLevel
-    provider_name: str = ""
-    model: str = ""
-    given_web_addresses: set[str] = field(default_factory=set)
+    provider: ProviderFacts
+    """Who answers: its kind, confidence, whether the organization trusts it."""
+    provider_name: str
+    model: str
+    given_web_addresses: set[str]
     """Request keys given word for word so far (system prompt, user messages); grows with results."""
-    provider_trusted: bool = False
-    """Listed in DataSourceSecuritySettings.TrustedProviderIds (counts for data security only)."""
-    trace: Any = None
+    trace: Any
     """(tracer, context of the response's span) when the response is traced, else None
     (`runtime.tracing`); rounds and tool calls become child spans of that span."""
+
+    def __init__(
+        self,
+        chat: Chat,
+        runnable_tools: RunnableTools,
+        executor: ToolExecutor,
+        *,
+        provider: ProviderFacts | None = None,
+        provider_name: str = "",
+        model: str = "",
+        given_web_addresses: set[str] | None = None,
+        trace: Any = None,
+        provider_kind: ProviderKind | None = None,
+        provider_confidence: ConfidenceLevel | None = None,
+        provider_trusted: bool = False,
+    ) -> None:
+        self.chat = chat
+        self.runnable_tools = runnable_tools
+        self.executor = executor
+        self.provider = given_provider(
+            "LoopContext", provider, provider_kind, provider_confidence, provider_trusted
+        )
+        self.provider_name = provider_name
+        self.model = model
+        self.given_web_addresses = set() if given_web_addresses is None else given_web_addresses
+        self.trace = trace
 
 
 def web_addresses_given_in(*texts: str) -> set[str]:
@@ -285,12 +315,7 @@ class SequentialToolCallingLoop:
         first_round = True
         continuations = 0
         while True:
-            ensure_provider_allowed(
-                context.chat,
-                context.provider_kind,
-                context.provider_confidence,
-                context.provider_trusted,
-            )
+            ensure_provider_allowed(context.chat, context.provider)
             instruction = self.limits.final_answer_instruction(state.calls, state.result_characters)
             outcome = _RoundOutcome()
             state.rounds += 1
@@ -369,11 +394,9 @@ class SequentialToolCallingLoop:
                 call,
                 context.runnable_tools,
                 order=state.calls,
-                provider_kind=context.provider_kind,
-                provider_confidence=context.provider_confidence,
                 chat=context.chat,
+                provider=context.provider,
                 given_web_addresses=frozenset(context.given_web_addresses),
-                provider_trusted=context.provider_trusted,
             )
         except BaseException as error:
             if span is not None:
@@ -494,7 +517,7 @@ def _round_span(context: LoopContext, number: int) -> Any:
         parent,
         {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider_name(context.provider_kind),
+            "gen_ai.provider.name": provider_name(context.provider.kind),
             "gen_ai.request.model": context.model,
             "toolpolicy.round": number,
         },

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import Component, ToolOfferBlockReason
 
 if TYPE_CHECKING:
@@ -218,12 +219,7 @@ class McpGateway:
             return _View(runtime, policy, None, {}, {}, (), refusal)
         registry = policy.registry
         try:
-            ensure_provider_allowed(
-                chat,
-                provider.kind,
-                registry.provider_confidence(provider),
-                registry.is_trusted_provider(provider),
-            )
+            ensure_provider_allowed(chat, ProviderFacts.of(registry, provider))
         except ChatRequirementError as error:
             return _View(runtime, policy, provider, {}, {}, (), str(error))
         offer = await runtime.executable_tools(
@@ -281,15 +277,12 @@ class McpGateway:
             self._ended(recorder, view, client, refused)
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         assert view.provider is not None
-        registry = view.policy.registry
         outcome = await view.runtime.executor().execute(
             call,
             tuple(view.by_function.values()),
             order=client.calls,
-            provider_kind=view.provider.kind,
-            provider_confidence=registry.provider_confidence(view.provider),
             chat=client.chat,
-            provider_trusted=registry.is_trusted_provider(view.provider),
+            provider=ProviderFacts.of(view.policy.registry, view.provider),
         )
         self._ended(recorder, view, client, outcome)
         trace = outcome.trace

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar
 
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -118,7 +119,7 @@ class _Requirements:
 
 def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport:
     """Re-decide every record under `candidate` and collect what would flip."""
-    providers: dict[tuple[str, str, str, str], tuple[ProviderConfig, ConfidenceLevel, bool]] = {}
+    providers: dict[tuple[str, str, str, str], tuple[ProviderConfig, ProviderFacts]] = {}
     verdicts: dict[tuple[object, ...], _Verdict] = {}
     changed: list[ToolFlip] = []
     blocked: list[BlockedCall] = []
@@ -127,12 +128,10 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
     count = 0
     for record in records:
         count += 1
-        provider, confidence, trusted = _provider(record, candidate, providers)
+        provider, facts = _provider(record, candidate, providers)
         registry = candidate.registry
         start = _requirements_before(record)
-        refusal = provider_refusal(
-            start.confidence, start.security, provider.kind, confidence, trusted
-        )
+        refusal = provider_refusal(start.confidence, start.security, facts)
         # Refused before the first request; a refusal between rounds follows a call's result.
         was_refused = record.outcome.stop_reason == "refused" and not record.calls
         if refusal is not None:
@@ -176,9 +175,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
             )
             verdicts[key] = after
         changed.extend(_flips(record, after))
-        blocked.extend(
-            _blocked_calls(record, candidate, provider, component, start, confidence, trusted)
-        )
+        blocked.extend(_blocked_calls(record, candidate, provider, component, start, facts))
     return ReplayReport(count, tuple(changed), tuple(blocked), tuple(refused), tuple(allowed))
 
 
@@ -243,8 +240,7 @@ def _blocked_calls(
     provider: ProviderConfig,
     component: Component,
     start: _Requirements,
-    confidence: ConfidenceLevel,
-    trusted: bool,
+    facts: ProviderFacts,
 ) -> list[BlockedCall]:
     """Calls that ran (or failed) then and would not run now: the tool is no longer offered
     under the chat's requirements at that call, or the chat, tightened by an earlier round's
@@ -260,9 +256,7 @@ def _blocked_calls(
                 held = _tightened(held, earlier)
             pending = []
             current_round = call.round
-            refusal = refusal or provider_refusal(
-                held.confidence, held.security, provider.kind, confidence, trusted
-            )
+            refusal = refusal or provider_refusal(held.confidence, held.security, facts)
         pending.append(call)
         if call.status not in ("SUCCESS", "ERROR"):
             continue
@@ -314,8 +308,8 @@ def _requirements_before(record: DecisionRecord) -> _Requirements:
 def _provider(
     record: DecisionRecord,
     candidate: Policy,
-    seen: dict[tuple[str, str, str, str], tuple[ProviderConfig, ConfidenceLevel, bool]],
-) -> tuple[ProviderConfig, ConfidenceLevel, bool]:
+    seen: dict[tuple[str, str, str, str], tuple[ProviderConfig, ProviderFacts]],
+) -> tuple[ProviderConfig, ProviderFacts]:
     """The candidate's entry for the logged provider id (else the logged provider as it was),
     its confidence under the candidate and whether the candidate trusts it."""
     logged = record.provider
@@ -331,12 +325,7 @@ def _provider(
             model=logged.model,
             host=logged.host,
         )
-        registry = candidate.registry
-        found = (
-            provider,
-            registry.provider_confidence(provider),
-            registry.is_trusted_provider(provider),
-        )
+        found = (provider, ProviderFacts.of(candidate.registry, provider))
         seen[key] = found
     return found
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import Component, ConfidenceLevel, DataSourceRetrievalMode
 from runtime.loop import (
     FinalAnswer,
@@ -294,8 +295,7 @@ class ChatRuntime:
             )
         await self.refresh_mcp_tools()
         registry = self.policy.registry
-        confidence = registry.provider_confidence(provider)
-        trusted = registry.is_trusted_provider(provider)
+        facts = ProviderFacts.of(registry, provider)
         selection = None if selected_tool_ids is None else tuple(selected_tool_ids)
         from runtime.tracing import tracer
 
@@ -315,10 +315,10 @@ class ChatRuntime:
             user_message=messages[-1].content,
             secrets=(api_key,) if api_key else (),
             decision_id=decision_id,
-            confidence=confidence,
+            confidence=facts.confidence,
         )
         try:
-            ensure_provider_allowed(chat, provider.kind, confidence, trusted)
+            ensure_provider_allowed(chat, facts)
         except ChatRequirementError as refused:
             if recorder is not None:
                 recorder.refused(refused)
@@ -357,14 +357,12 @@ class ChatRuntime:
                 chat=chat,
                 runnable_tools=runnable,
                 executor=self.executor(),
-                provider_kind=provider.kind,
-                provider_confidence=confidence,
+                provider=facts,
                 provider_name=provider.name or provider.id,
                 model=provider.model,
                 given_web_addresses=web_addresses_given_in(
                     prompt, *(m.content for m in messages if m.role is Role.USER)
                 ),
-                provider_trusted=trusted,
                 trace=(active_tracer, trace_context) if active_tracer is not None else None,
             )
             if active is None:
@@ -493,10 +491,7 @@ class ChatRuntime:
 
             extras = RequestExtras(
                 data_sources=offered_data_sources(
-                    self._services.data_sources,
-                    provider.kind,
-                    registry.provider_confidence(provider),
-                    registry.is_trusted_provider(provider),
+                    self._services.data_sources, ProviderFacts.of(registry, provider)
                 )
             )
         return await registry.runnable_tools(

@@ -134,7 +134,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
         options = retrieval_options(
             context,
             timeout_seconds=settings.timeout_seconds,
-            provider_confidence=context.provider_confidence,
+            provider_confidence=context.provider.confidence,
             allowed_private_hosts=settings.allowed_private_hosts,
             is_target_allowed=rule,
         )

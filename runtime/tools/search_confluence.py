@@ -138,7 +138,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
     ) -> ToolExecutionResult:
         from runtime.web.truncate import truncate_markdown
 
-        if context.provider_confidence < ConfidenceLevel.HIGH:
+        if context.provider.confidence < ConfidenceLevel.HIGH:
             raise ToolExecutionBlocked(CONFIDENCE_REFUSAL)
         query = read_query(arguments)
         space_key = read_space_key(arguments)
@@ -148,7 +148,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
         options = retrieval_options(
             context,
             timeout_seconds=settings.timeout_seconds,
-            provider_confidence=context.provider_confidence,
+            provider_confidence=context.provider.confidence,
             allowed_private_hosts=wiki_host(base),
             is_target_allowed=lambda hop: within_wiki(hop, base),
         )

@@ -198,12 +198,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
         from runtime.sources import merge_sources
         from runtime.web.guard import GuardText, tool_content
 
-        offered = usable_data_sources(
-            context.services.data_sources,
-            context.provider_kind,
-            context.provider_confidence,
-            context.provider_trusted,
-        )
+        offered = usable_data_sources(context.services.data_sources, context.provider)
         if not offered:
             raise ToolExecutionBlocked(NO_SOURCES_REFUSAL)
         request = read_request(arguments, offered)

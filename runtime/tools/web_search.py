@@ -171,7 +171,7 @@ async def _read_page(
         context,
         timeout_seconds=options.page_timeout,
         public_targets_only=True,
-        provider_confidence=context.provider_confidence,
+        provider_confidence=context.provider.confidence,
     )
     async with slots:
         try:

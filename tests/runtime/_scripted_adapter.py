@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy.definitions import ToolDefinition, ToolFunction
+from policy.provider_facts import ProviderFacts
 from policy.tools import DefinedTool
 from policy.vocabulary import ConfidenceLevel, ProviderKind, ToolOutboundData
 from runtime.chat import Chat, MemoryChatStore
@@ -135,8 +136,7 @@ def loop_context(
         chat=chat or Chat.open("chat-1", MemoryChatStore()),
         runnable_tools=[tool.runnable() for tool in tools],
         executor=ToolExecutor(),
-        provider_kind=provider_kind,
-        provider_confidence=confidence,
+        provider=ProviderFacts(provider_kind, confidence),
         provider_name=provider_name,
         model=model,
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -155,7 +156,7 @@ def test_a_chat_open_twice_never_loosens_what_the_other_tightened(
         assert chat.outbound_mailbox_id == "mailbox-a"
         assert chat.known_web_addresses == {"https://a.example/"}
     with pytest.raises(ChatRequirementError):
-        ensure_provider_allowed(second, ProviderKind.SELF_HOSTED, C.MEDIUM)
+        ensure_provider_allowed(second, ProviderFacts(ProviderKind.SELF_HOSTED, C.MEDIUM))
 
 
 def test_known_addresses_only_grow(store: SqliteChatStore) -> None:
@@ -281,36 +282,36 @@ def test_a_provider_below_the_chat_requirement_is_refused_naming_both_levels() -
     chat = Chat.open("c", MemoryChatStore())
     chat.require_provider_confidence(C.HIGH)
     with pytest.raises(ChatRequirementError) as caught:
-        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.MEDIUM)
+        ensure_provider_allowed(chat, ProviderFacts(ProviderKind.OPEN_AI, C.MEDIUM))
     assert "HIGH" in str(caught.value) and "MEDIUM" in str(caught.value)
-    ensure_provider_allowed(chat, ProviderKind.SELF_HOSTED, C.HIGH)
+    ensure_provider_allowed(chat, ProviderFacts(ProviderKind.SELF_HOSTED, C.HIGH))
 
 
 def test_a_chat_which_demands_nothing_takes_any_provider() -> None:
     chat = Chat.open("c", MemoryChatStore())
     for kind in ProviderKind:
         for level in C:
-            ensure_provider_allowed(chat, kind, level)
+            ensure_provider_allowed(chat, ProviderFacts(kind, level))
     chat.require_provider_confidence(C.LOW)
     with pytest.raises(ChatRequirementError):
-        ensure_provider_allowed(chat, ProviderKind.GROQ, C.UNKNOWN)
+        ensure_provider_allowed(chat, ProviderFacts(ProviderKind.GROQ, C.UNKNOWN))
 
 
 def test_self_hosted_data_admits_only_self_hosted_or_trusted_providers() -> None:
     chat = Chat.open("c", MemoryChatStore())
     chat.require_data_security(DataSecurity.SELF_HOSTED)
     with pytest.raises(ChatRequirementError, match="self-hosted") as caught:
-        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.HIGH)
+        ensure_provider_allowed(chat, ProviderFacts(ProviderKind.OPEN_AI, C.HIGH))
     assert "OPEN_AI" in str(caught.value)
-    ensure_provider_allowed(chat, ProviderKind.SELF_HOSTED, C.HIGH)
-    ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.HIGH, trusted=True)
+    ensure_provider_allowed(chat, ProviderFacts(ProviderKind.SELF_HOSTED, C.HIGH))
+    ensure_provider_allowed(chat, ProviderFacts(ProviderKind.OPEN_AI, C.HIGH, True))
 
 
 def test_being_trusted_does_not_meet_a_confidence_requirement() -> None:
     chat = Chat.open("c", MemoryChatStore())
     chat.require_provider_confidence(C.HIGH)
     with pytest.raises(ChatRequirementError):
-        ensure_provider_allowed(chat, ProviderKind.OPEN_AI, C.MEDIUM, trusted=True)
+        ensure_provider_allowed(chat, ProviderFacts(ProviderKind.OPEN_AI, C.MEDIUM, True))
 
 
 def test_a_stale_writer_saving_a_looser_record_never_lowers_the_stored_one(

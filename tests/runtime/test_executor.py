@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from policy.definitions import is_valid_function_name
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -19,13 +20,19 @@ from policy.vocabulary import (
 )
 from runtime.arguments import ArgumentReader
 from runtime.chat import Chat, MemoryChatStore
-from runtime.execution import ToolExecutionBlocked, ToolExecutionResult, ToolServices
+from runtime.execution import (
+    ToolExecutionBlocked,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolServices,
+)
 from runtime.executor import (
     ToolCallOutcome,
     ToolExecutor,
     TraceStatus,
     invalid_call_outcome,
 )
+from runtime.loop import LoopContext
 from runtime.messages import RequestedCall, Source, SourceOrigin
 from runtime.web.guard import PromptInjectionGuard
 from runtime.web.injection_filter import StructuralInjectionFilter
@@ -62,9 +69,8 @@ async def _run(
         call,
         runnable,
         order=3,
-        provider_kind=ProviderKind.OPEN_AI,
-        provider_confidence=ConfidenceLevel.MEDIUM,
         chat=chat or _chat(),
+        provider=ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
         given_web_addresses=given,
     )
 
@@ -121,10 +127,7 @@ async def test_the_tool_sees_the_chat_of_the_call() -> None:
     assert context.outbound_restriction is OutboundDataRestriction.ONLY_LINKS_FROM_CHAT
     assert context.given_web_addresses == {"https://given.example/", "https://known.example/"}
     assert context.settings == {"owner": "t"}
-    assert (context.provider_kind, context.provider_confidence) == (
-        ProviderKind.OPEN_AI,
-        ConfidenceLevel.MEDIUM,
-    )
+    assert context.provider == ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM)
     assert context.call_id == "call-1"
     assert context.offered_tool_names == {tool.definition.function.name}
 
@@ -383,7 +386,7 @@ async def test_a_result_json_cannot_hold_fails_instead_of_reaching_the_model(num
 
 
 async def test_the_mailbox_a_result_names_is_named_in_later_refusals() -> None:
-    from runtime.loop import LoopContext, _apply_demands
+    from runtime.loop import _apply_demands
 
     mailbox_result = ToolExecutionResult(
         text_content="mail",
@@ -394,7 +397,12 @@ async def test_the_mailbox_a_result_names_is_named_in_later_refusals() -> None:
     outcome = await _run(EchoTool("read_mail", lambda _a: mailbox_result), chat=chat)
     assert outcome.outbound_data_source_id == "mb-7"
     _apply_demands(
-        LoopContext(chat, [], ToolExecutor(), ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH),
+        LoopContext(
+            chat,
+            [],
+            ToolExecutor(),
+            provider=ProviderFacts(ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH),
+        ),
         outcome,
     )
     assert chat.outbound_mailbox_id == "mb-7"
@@ -412,12 +420,10 @@ async def test_the_tool_learns_whether_the_organization_trusts_the_provider() ->
             call,
             [tool.runnable()],
             order=1,
-            provider_kind=ProviderKind.OPEN_AI,
-            provider_confidence=ConfidenceLevel.MEDIUM,
             chat=_chat(),
-            provider_trusted=trusted,
+            provider=ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM, trusted),
         )
-    assert [c.provider_trusted for c in tool.contexts] == [False, True]
+    assert [c.provider.trusted for c in tool.contexts] == [False, True]
 
 
 @pytest.mark.parametrize(
@@ -451,3 +457,58 @@ def test_tool_services_and_none_are_accepted() -> None:
     guard = PromptInjectionGuard(StructuralInjectionFilter())
     assert ToolExecutor(services=ToolServices(guard=guard))._services.guard is guard
     assert ToolExecutor(services=None)._services == ToolServices()
+
+
+async def test_the_provider_given_as_before_reaches_the_tool_as_provider_facts() -> None:
+    """provider_kind=, provider_confidence= and provider_trusted= (the spelling before
+    ProviderFacts) still work for the executor, the tool's context and the loop's context."""
+    tool = EchoTool("t")
+    await ToolExecutor().execute(
+        RequestedCall("call-1", "t", "{}"),
+        [tool.runnable()],
+        order=1,
+        provider_kind=ProviderKind.OPEN_AI,
+        provider_confidence=ConfidenceLevel.LOW,
+        chat=_chat(),
+        provider_trusted=True,
+    )
+    [context] = tool.contexts
+    assert context.provider == ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.LOW, True)
+    assert (context.provider_kind, context.provider_confidence, context.provider_trusted) == (
+        ProviderKind.OPEN_AI,
+        ConfidenceLevel.LOW,
+        True,
+    )
+    loop = LoopContext(
+        _chat(),
+        [],
+        ToolExecutor(),
+        provider_kind=ProviderKind.SELF_HOSTED,
+        provider_confidence=ConfidenceLevel.HIGH,
+    )
+    assert loop.provider == ProviderFacts(ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {},
+        {"provider_kind": ProviderKind.OPEN_AI},
+        {
+            "provider": ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.LOW),
+            "provider_confidence": ConfidenceLevel.HIGH,
+        },
+        {
+            "provider": ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.LOW),
+            "provider_trusted": True,
+        },
+    ],
+)
+def test_a_provider_given_both_ways_or_not_at_all_is_refused_naming_the_receiver(
+    given: dict[str, Any],
+) -> None:
+    tool = EchoTool("t")
+    with pytest.raises(TypeError, match="ToolExecutionContext: give the provider as provider="):
+        ToolExecutionContext(tool.definition, "c", {}, **given)
+    with pytest.raises(TypeError, match="LoopContext: give the provider"):
+        LoopContext(_chat(), [], ToolExecutor(), **given)

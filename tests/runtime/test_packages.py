@@ -66,6 +66,7 @@ TOOL_AUTHOR_NAMES = {
         "Passage",
         "PassagePage",
         "OutboundDataRestriction",
+        "ProviderFacts",
     },
 }
 

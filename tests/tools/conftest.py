@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from policy.builtin import BUILTIN_DEFINITIONS
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import ConfidenceLevel, OutboundDataRestriction, ProviderKind
 from runtime import RetrievalOverrides
 from runtime.execution import ToolExecutionContext, ToolServices
@@ -106,8 +107,7 @@ def make_context(
         definition=BUILTIN_DEFINITIONS[tool_id],
         call_id="call-1",
         settings=dict(settings or {}),
-        provider_kind=provider_kind,
-        provider_confidence=confidence,
+        provider=ProviderFacts(provider_kind, confidence),
         outbound_restriction=restriction,
         given_web_addresses=keys,
         services=services or ToolServices(),

@@ -17,6 +17,7 @@ import pytest
 
 from policy.builtin import SEMANTIC_SEARCH
 from policy.configuration import DataSourceConfig
+from policy.provider_facts import ProviderFacts
 from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import Component, ConfidenceLevel, DataSecurity, ProviderKind
 from runtime.arguments import ArgumentError
@@ -132,7 +133,9 @@ async def test_the_function_offers_exactly_the_usable_data_sources_in_a_stable_o
         source("d", searcher, security=DataSecurity.SELF_HOSTED),
         source("e", searcher, confidence=ConfidenceLevel.HIGH),
     ]
-    offered = offered_data_sources(given, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM)
+    offered = offered_data_sources(
+        given, ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM)
+    )
     assert [o.id for o in offered] == ["c", "a", "b"]
     context = ResolutionContext(
         Component.CHAT,
@@ -446,8 +449,13 @@ async def test_a_trusted_provider_may_search_a_self_hosted_data_source() -> None
     from dataclasses import replace
 
     private = [source("d", ListSearcher(passages("alpha", 1)), security=DataSecurity.SELF_HOSTED)]
-    assert offered_data_sources(private, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM) == ()
-    offered = offered_data_sources(private, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM, True)
+    assert (
+        offered_data_sources(private, ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM))
+        == ()
+    )
+    offered = offered_data_sources(
+        private, ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM, True)
+    )
     assert [o.id for o in offered] == ["d"]
     context = make_context(
         SEMANTIC_SEARCH,
@@ -457,5 +465,7 @@ async def test_a_trusted_provider_may_search_a_self_hosted_data_source() -> None
     )
     with pytest.raises(ToolExecutionBlocked):
         await create_tool().execute({"query": "q"}, context)
-    result = await create_tool().execute({"query": "q"}, replace(context, provider_trusted=True))
+    result = await create_tool().execute(
+        {"query": "q"}, replace(context, provider=replace(context.provider, trusted=True))
+    )
     assert result.required_data_security is DataSecurity.SELF_HOSTED
