@@ -122,7 +122,7 @@ async def _call_overhead(rounds: int) -> tuple[float, float]:
                 settings={},
                 provider_kind=ProviderKind.SELF_HOSTED,
                 provider_confidence=ConfidenceLevel.HIGH,
-                services=ToolServices(mcp_sessions=sessions),
+                services=ToolServices(tool_services=[sessions]),
             )
             await c.call_tool("add_comment", arguments)
             await tool.execute(arguments, context)

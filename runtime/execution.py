@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from policy.definitions import ToolDefinition
 from policy.errors import ToolPolicyError
 from policy.provider_facts import ProviderFacts
-from policy.tools import Tool
+from policy.tools import NO_EXTRAS, RequestExtras, Tool
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -21,9 +21,7 @@ from runtime.messages import Source
 if TYPE_CHECKING:
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
-    from runtime.mcp import McpSessions
     from runtime.retrieval_overrides import RetrievalOverrides
-    from runtime.tools.web_search import SearchEndpoints
     from runtime.web.guard import PromptInjectionGuard
 
 
@@ -72,30 +70,77 @@ class ToolExecutionResult:
         return self.text_content or ""
 
 
-@dataclass(frozen=True, slots=True)
+_S = TypeVar("_S")
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ToolServices:
-    """The shared objects a running tool may use, one typed field each.
+    """The shared objects a running tool may use, one typed field each, plus each tool's own.
 
     An app passes its own with `ChatRuntime(policy, services=ToolServices(guard=...))`; the
-    runtime adds what the configuration and the request give (the chat's data sources, the
-    configured wiki address, the MCP sessions, the chat of the call). A field left at its default
-    means "use the built-in behaviour" (e.g. no guard: the structural injection filter).
+    runtime adds what the configuration and the request give (the chat's data sources, what the
+    tools' settings tell each other, the MCP sessions, the chat of the call). A field left at its
+    default means "use the built-in behaviour" (e.g. no guard: the structural injection filter).
+
+    A tool that needs an object of its own (web_search's `SearchEndpoints`, an MCP tool's
+    `McpSessions`) finds it among `tool_services` by its class: `services.of(SearchEndpoints)`.
+    The keywords of earlier versions are still taken and land there: `search_endpoints=` and
+    `mcp_sessions=` in `tool_services`, `wiki_base_url=` in `request_extras`.
     """
 
-    guard: PromptInjectionGuard | None = None
+    guard: PromptInjectionGuard | None
     """The prompt-injection guard every piece of outside text passes; None → the built-in one."""
-    retrieval_overrides: RetrievalOverrides | None = None
+    retrieval_overrides: RetrievalOverrides | None
     """How web retrieval resolves, classifies and verifies (tests route names to loopback)."""
-    search_endpoints: SearchEndpoints | None = None
-    """web_search's service addresses (tests, a company proxy); None → the services' own."""
-    data_sources: tuple[SearchableDataSource, ...] = ()
-    """The chat's searchable data sources (semantic_search)."""
-    wiki_base_url: str = ""
-    """The configured Confluence address (read_web_page's restrictions)."""
-    mcp_sessions: McpSessions | None = None
-    """The MCP sessions an MCP server's tool calls through."""
-    chat: Chat | None = None
+    data_sources: tuple[SearchableDataSource, ...]
+    """The chat's searchable data sources."""
+    request_extras: RequestExtras
+    """What the tools' settings tell the other tools (`Tool.request_extras`: the configured wiki
+    read_web_page may read under a strict outbound restriction); the runtime fills it from the
+    policy, a field the app set stays as set."""
+    tool_services: tuple[object, ...]
+    """Each tool's own services object, found by its class with `of` (the first of a class)."""
+    chat: Chat | None
     """The chat of the call (set by the executor)."""
+
+    def __init__(
+        self,
+        guard: PromptInjectionGuard | None = None,
+        retrieval_overrides: RetrievalOverrides | None = None,
+        search_endpoints: object | None = None,
+        data_sources: Sequence[SearchableDataSource] = (),
+        wiki_base_url: str = "",
+        mcp_sessions: object | None = None,
+        chat: Chat | None = None,
+        *,
+        request_extras: RequestExtras = NO_EXTRAS,
+        tool_services: Sequence[object] = (),
+    ) -> None:
+        earlier = tuple(s for s in (search_endpoints, mcp_sessions) if s is not None)
+        if wiki_base_url:
+            request_extras = RequestExtras(wiki_base_url=wiki_base_url).merged(request_extras)
+        for name, value in (
+            ("guard", guard),
+            ("retrieval_overrides", retrieval_overrides),
+            ("data_sources", tuple(data_sources)),
+            ("request_extras", request_extras),
+            ("tool_services", (*tool_services, *earlier)),
+            ("chat", chat),
+        ):
+            object.__setattr__(self, name, value)
+
+    def of(self, kind: type[_S]) -> _S | None:
+        """The tool's own services object of class `kind` (None: the tool's built-in default)."""
+        for item in self.tool_services:
+            if isinstance(item, kind):
+                return item
+        return None
+
+    def with_defaults(self, *defaults: object) -> ToolServices:
+        """These services plus each of `defaults` whose class none of `tool_services` has (what
+        the app gave stays)."""
+        missing = tuple(d for d in defaults if self.of(type(d)) is None)
+        return replace(self, tool_services=(*self.tool_services, *missing)) if missing else self
 
 
 NO_SERVICES = ToolServices()

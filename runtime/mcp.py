@@ -541,7 +541,7 @@ class McpExecutableTool(McpTool):
         from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
 
-        sessions = context.services.mcp_sessions
+        sessions = context.services.of(McpSessions)
         if sessions is None:
             raise McpServerError(
                 f"MCP server {self.server.name} has no open session here (no McpSessions service)"

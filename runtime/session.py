@@ -196,14 +196,13 @@ class ChatRuntime:
         stays as the app set it)."""
         from dataclasses import replace
 
-        return replace(
+        shared = replace(
             services,
-            wiki_base_url=services.wiki_base_url
-            or self.policy.registry.request_extras.wiki_base_url,
+            request_extras=self.policy.registry.request_extras.merged(services.request_extras),
             data_sources=services.data_sources or self._data_sources,
-            mcp_sessions=services.mcp_sessions or self._mcp,
             guard=services.guard or self._configured_guard(),
         )
+        return shared if self._mcp is None else shared.with_defaults(self._mcp)
 
     def _configured_guard(self) -> PromptInjectionGuard | None:
         """The guard over the MODEL filter when the organization put one in force

@@ -83,7 +83,7 @@ def _has_usable_port(url: str) -> bool:
 def _within_wiki_check(context: ToolExecutionContext) -> Callable[[str], bool] | None:
     from runtime.tools.search_confluence import within_wiki
 
-    wiki = context.services.wiki_base_url.strip()
+    wiki = context.services.request_extras.wiki_base_url.strip()
     if not wiki:
         return None
     return lambda url: within_wiki(url, wiki)

@@ -61,8 +61,9 @@ _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}", re.ASCII)
 
 @dataclass(frozen=True, slots=True)
 class SearchEndpoints:
-    """Where Tavily and Staan are asked. Code only: neither settings nor model arguments reach it,
-    so nothing a model writes can send an API key elsewhere."""
+    """Where Tavily and Staan are asked: web_search's own services object (an app passes it as
+    `ToolServices(tool_services=[SearchEndpoints(...)])`). Code only: neither settings nor model
+    arguments reach it, so nothing a model writes can send an API key elsewhere."""
 
     tavily: str = TAVILY_SEARCH_URL
     staan: str = STAAN_SEARCH_URL
@@ -368,7 +369,7 @@ class WebSearchExecutableTool(WebSearchTool):
 
         args = read_arguments(arguments)
         options = web_search_settings(self, context.settings)
-        endpoints = context.services.search_endpoints or SearchEndpoints()
+        endpoints = context.services.of(SearchEndpoints) or SearchEndpoints()
         backends = configured_backends(options, endpoints)
         request = SearchRequest(
             query=args.query,

@@ -331,7 +331,7 @@ async def test_a_huge_result_is_cut_before_it_is_filtered(
             t.listing.name: t for t in mcp_tools(sessions.servers, listings, McpExecutableTool)
         }
         huge = tools["huge"]
-        services = ToolServices(mcp_sessions=sessions, guard=recording.guard)
+        services = ToolServices(guard=recording.guard, tool_services=[sessions])
         context = replace(_context(huge, sessions), services=services)
         result = await huge.execute({"size": 3_000_000}, context)
     text = result.text_content or ""

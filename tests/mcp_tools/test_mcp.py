@@ -269,7 +269,7 @@ def _context(tool: McpExecutableTool, sessions: McpSessions) -> ToolExecutionCon
         settings={},
         provider_kind=ProviderKind.OPEN_AI,
         provider_confidence=ConfidenceLevel.MEDIUM,
-        services=ToolServices(mcp_sessions=sessions),
+        services=ToolServices(tool_services=[sessions]),
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from policy.definitions import is_valid_function_name
 from policy.provider_facts import ProviderFacts
+from policy.tools import RequestExtras
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -512,3 +513,28 @@ def test_a_provider_given_both_ways_or_not_at_all_is_refused_naming_the_receiver
         ToolExecutionContext(tool.definition, "c", {}, **given)
     with pytest.raises(TypeError, match="LoopContext: give the provider"):
         LoopContext(_chat(), [], ToolExecutor(), **given)
+
+
+class _OwnService:
+    """A tool's own services object, as an app's tool would declare one."""
+
+
+class _Sessions:
+    """Stands for `McpSessions` (given by the keyword of earlier versions)."""
+
+
+def test_a_tool_finds_its_own_services_by_class_and_the_earlier_keywords_land_there() -> None:
+    mine, other, sessions = _OwnService(), _OwnService(), _Sessions()
+    services = ToolServices(
+        wiki_base_url="https://wiki.example/",
+        mcp_sessions=sessions,
+        tool_services=[mine],
+    )
+    assert services.of(_OwnService) is mine
+    assert services.of(_Sessions) is sessions
+    assert services.request_extras == RequestExtras(wiki_base_url="https://wiki.example/")
+    assert ToolServices().of(_OwnService) is None
+    assert services.with_defaults(other).of(_OwnService) is mine
+    assert ToolServices().with_defaults(other).of(_OwnService) is other
+    given = RequestExtras(wiki_base_url="https://given.example/")
+    assert ToolServices(wiki_base_url="https://w/", request_extras=given).request_extras == given

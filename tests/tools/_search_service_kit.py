@@ -39,7 +39,7 @@ async def run_web_search(
         settings["searxng.baseUrl"] = searxng.base_url
     services: dict[str, Any] = {
         "retrieval_overrides": overrides(AddressClass.PUBLIC),
-        "search_endpoints": endpoints,
+        "tool_services": (endpoints,),
     }
     if guard is not None:
         services["guard"] = guard.guard

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from policy.builtin import READ_WEB_PAGE
-from policy.tools import ResolutionContext
+from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -53,7 +53,7 @@ async def read(
 ) -> ToolExecutionResult:
     services: dict[str, Any] = {"retrieval_overrides": overrides(loopback)}
     if wiki:
-        services["wiki_base_url"] = wiki
+        services["request_extras"] = RequestExtras(wiki_base_url=wiki)
     if guard:
         services["guard"] = guard.guard
     context = make_context(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from policy.builtin import WEB_SEARCH
+from policy.provider_facts import ProviderFacts
 from policy.vocabulary import (
     ConfidenceLevel,
     ProviderKind,
@@ -405,7 +406,7 @@ async def test_the_key_reaches_no_trace_no_log_and_no_result(
         settings_for=lambda _id: settings,
         services=ToolServices(
             retrieval_overrides=overrides(AddressClass.PUBLIC),
-            search_endpoints=SearchEndpoints(tavily=tavily.endpoint),
+            tool_services=[SearchEndpoints(tavily=tavily.endpoint)],
         ),
     )
     tool = create_tool()
@@ -429,3 +430,27 @@ async def test_the_key_reaches_no_trace_no_log_and_no_result(
     assert "Tavily refused the search with HTTP 401" in failed.content
     assert len(tavily.state.requests) == 2
     assert KEY not in caplog.text + repr(outcomes) + repr(executor.__dict__)
+
+
+async def test_endpoints_given_the_earlier_way_are_still_where_tavily_is_asked(
+    tavily: TavilyServer,
+) -> None:
+    """`ToolServices(search_endpoints=...)`, the keyword before web_search's own services, lands
+    among `tool_services` and still sends the search to that address."""
+    tavily.state.results = [result("https://unknown.test/t1", "T1", "tavily first")]
+    settings = {"tavily.apiKey": KEY, "defaultLanguage": "all"}
+    services = ToolServices(
+        retrieval_overrides=overrides(AddressClass.PUBLIC),
+        search_endpoints=SearchEndpoints(tavily=tavily.endpoint),
+    )
+    assert services.of(SearchEndpoints) == SearchEndpoints(tavily=tavily.endpoint)
+    tool = create_tool()
+    outcome = await ToolExecutor(settings_for=lambda _id: settings, services=services).execute(
+        RequestedCall("c1", WEB_SEARCH, json.dumps({"query": "solar"})),
+        [(tool.definition, tool)],
+        order=1,
+        chat=Chat.open("c", MemoryChatStore()),
+        provider=ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
+    )
+    assert outcome.trace.status is TraceStatus.SUCCESS
+    assert len(tavily.state.requests) == 1

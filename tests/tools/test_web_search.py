@@ -458,7 +458,7 @@ async def test_a_configured_api_key_backend_is_asked_and_never_named_unaskable(
     searxng.state.results = [hit("https://public.test/solar", "Solar", "About solar.")]
     closed = SearchEndpoints(tavily="http://127.0.0.1:9/search", staan="http://127.0.0.1:9/x")
     services = ToolServices(
-        retrieval_overrides=overrides(AddressClass.PUBLIC), search_endpoints=closed
+        retrieval_overrides=overrides(AddressClass.PUBLIC), tool_services=[closed]
     )
     keys = {"tavily.apiKey": "secret-key", "staan.apiKey": "other-key"}
     context = make_context(WEB_SEARCH, settings(searxng, **keys), services=services)
