@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from runtime.web._anchored import AnchorIndex
+from runtime.web._anchored import AnchorIndex, Anchors
 from runtime.web._anchored import finditer as anchored
 
 _AI_NAME = (
@@ -52,6 +52,8 @@ class Signal:
     end: int
     opens_block: str = ""
     """For an opening authority tag, its lowercased name: the passage runs to its closing tag."""
+    reported_speech_counts: bool = True
+    """False for an imperative phrase, which does not count when reported ("tell the model to …")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,7 @@ class _Rule:
     category: str
     strong: bool
     pattern: re.Pattern[str]
-    triggers: tuple[str, ...]
+    triggers: Anchors | None
     """Substrings of the lowercased text one of which every match holds, within `lead`
     characters of its start: the pattern runs only near them (`_anchored`). None for a pattern
     that starts with a literal character, which `re` itself finds fast."""
@@ -72,8 +74,6 @@ class _Rule:
     words: frozenset[str] = frozenset()
     """Whole words one of which every match holds (as a run of letters): when the text has none
     of them, the rule is skipped without a search."""
-    within_words: bool = False
-    """The case-sensitive rules match inside a run of letters ("USAIgnore", "External_TODO")."""
 
 
 def _rule(
@@ -93,12 +93,12 @@ def _rule(
         category,
         strong,
         re.compile(pattern, re.MULTILINE),
-        triggers,
+        # the case-sensitive rules match inside a run of letters ("USAIgnore", "External_TODO")
+        Anchors.of(triggers, within_words=case_sensitive) if triggers else None,
         case_sensitive,
         not imperative,
         lead,
         words=frozenset(words.split()),
-        within_words=case_sensitive,
     )
 
 
@@ -301,14 +301,6 @@ _DOUBLE_QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|“[^”\n]{0,200}”|«[^»\n]
 """A quotation: a long double-quoted run is data (a string in a record), not a quoted phrase."""
 
 
-@lru_cache(maxsize=64)
-def _tool_name_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
-    usable = sorted((name.lower() for name in names if len(name) >= 3), key=len, reverse=True)
-    if not usable:
-        return None
-    return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, usable))})(?![\w-])")
-
-
 def _quoted_spans(line: str) -> list[tuple[int, int]]:
     return [m.span() for m in _INLINE_CODE.finditer(line)] + [
         m.span() for m in _DOUBLE_QUOTED.finditer(line)
@@ -318,10 +310,15 @@ def _quoted_spans(line: str) -> list[tuple[int, int]]:
 _COMMENT_PREFIX = re.compile(r"(?:#|//|/\*|\*|--|;|<!--|\bnote\b|\bfixme\b)[ \t]*$")
 
 
+_COMMENT_PREFIX_REACH = 40
+"""How far before a marker a comment opener is looked for (on its line)."""
+
+
 def _in_code_comment(lowered: str, start: int) -> bool:
     """A `# TODO:` or `// IMPORTANT!!!` is a programmer's note in code, not a task for the agent."""
-    line_start = lowered.rfind("\n", 0, start) + 1
-    return _COMMENT_PREFIX.search(lowered, line_start, start) is not None
+    line_start = lowered.rfind("\n", max(0, start - _COMMENT_PREFIX_REACH), start) + 1
+    reach = max(line_start, start - _COMMENT_PREFIX_REACH)
+    return _COMMENT_PREFIX.search(lowered, reach, start) is not None
 
 
 def _line_bounds(text: str, position: int) -> tuple[int, int]:
@@ -354,58 +351,87 @@ def find_signals(
     tool_names: frozenset[str] = frozenset(),
     *,
     words: frozenset[str] | None = None,
-    shown_too: bool = False,
 ) -> list[Signal]:
-    """Every agent-addressing signal in the text that is said, not shown (see the module doc);
-    with `shown_too`, quoted ones as well (a JSON document quotes every field). `words`, the
-    text's runs of letters, lets rules whose words are absent be skipped."""
+    """Every agent-addressing signal in the text, those only shown too (`is_shown` tells them
+    apart: a document, whose fields are all quoted, needs only to know where signals are).
+    `words`, the text's runs of letters, lets rules whose words are absent be skipped."""
     signals: list[Signal] = []
     for rule in _RULES:
         if words is not None and rule.words and rule.words.isdisjoint(words):
             continue
         subject = view if rule.case_sensitive else lowered
-        for match in anchored(
-            rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach, rule.within_words
-        ):
+        for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach):
             start, end = match.span()
             if not rule.strong and _in_code_comment(lowered, start):
-                continue
-            if not shown_too and shown_not_said(
-                view, lowered, start, end, rule.reported_speech_counts
-            ):
                 continue
             opens = ""
             if rule.rule_id == "authority_tag" and not match.group(0).replace(" ", "").startswith(
                 "</"
             ):
                 opens = match.group(0).strip("<> \t").lower()
-            signals.append(Signal(rule.rule_id, rule.category, rule.strong, start, end, opens))
-    signals.extend(_tool_call_signals(view, lowered, index, tool_names, shown_too))
+            signals.append(
+                Signal(
+                    rule.rule_id,
+                    rule.category,
+                    rule.strong,
+                    start,
+                    end,
+                    opens,
+                    rule.reported_speech_counts,
+                )
+            )
+    if tool_names:
+        signals.extend(_tool_call_signals(lowered, index, tool_names, words))
     return signals
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolNames:
+    pattern: re.Pattern[str]
+    anchors: Anchors
+    longest: int
+    runs: tuple[frozenset[str], ...]
+    """Each name's runs of letters: a text lacking one of a name's runs cannot hold the name."""
+
+
+@lru_cache(maxsize=64)
+def _tool_names(names: frozenset[str]) -> _ToolNames | None:
+    usable = sorted((name.lower() for name in names if len(name) >= 3), key=len, reverse=True)
+    if not usable:
+        return None
+    return _ToolNames(
+        re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, usable))})(?![\w-])"),
+        Anchors.of(tuple(name.lower() for name in names)),
+        max(len(name) for name in names),
+        tuple(frozenset(re.findall("[a-z]+", name)) for name in usable),
+    )
 
 
 def _tool_call_signals(
-    view: str, lowered: str, index: AnchorIndex, tool_names: frozenset[str], shown_too: bool
+    lowered: str, index: AnchorIndex, tool_names: frozenset[str], words: frozenset[str] | None
 ) -> list[Signal]:
     """A request to call one of the chat's own tools by name: the name, after a verb of calling,
     followed by an argument list or the words tool/function/arguments."""
-    pattern = _tool_name_pattern(tool_names) if tool_names else None
-    if pattern is None:
+    names = _tool_names(tool_names)
+    if names is None or (words is not None and not any(runs <= words for runs in names.runs)):
         return []
-    names = tuple(name.lower() for name in tool_names)
-    longest = max(len(name) for name in names)
     signals: list[Signal] = []
-    for match in anchored(pattern, lowered, index, names, 0, longest + 1):
+    for match in anchored(names.pattern, lowered, index, names.anchors, 0, names.longest + 1):
         start, end = match.span()
-        line_start = lowered.rfind("\n", 0, start) + 1
+        line_start = lowered.rfind("\n", max(0, start - 80), start) + 1
         before = _TOOL_VERB.search(lowered, max(line_start, start - 80), start)
         if before is None or _TOOL_CONTEXT.search(lowered[end : end + 80]) is None:
             continue
-        verb = before.start()
-        if not shown_too and shown_not_said(view, lowered, verb, verb + 1, False):
-            continue
         signals.append(Signal("calls_offered_tool", "tool_call", True, before.start(), end))
     return signals
+
+
+def is_shown(signal: Signal, view: str, lowered: str) -> bool:
+    """Whether the signal is only quoted or reported (see the module doc); for a tool call, its
+    verb ("use the tool `send_email` …" in quotes is an example, not a request)."""
+    if signal.rule_id == "calls_offered_tool":
+        return shown_not_said(view, lowered, signal.start, signal.start + 1, False)
+    return shown_not_said(view, lowered, signal.start, signal.end, signal.reported_speech_counts)
 
 
 def requests_action(lowered: str, start: int, end: int) -> bool:

@@ -12,22 +12,43 @@ rule that matches inside a run of letters ("USAIgnore") says `within_words`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 _LINE_END_SLACK = 200
 """A window's end moves on to the next line break (this far at most), so `$` and look-aheads see
 a real line end rather than the window's."""
 
 
+@dataclass(frozen=True, slots=True)
+class Anchors:
+    """A rule's anchors, split once for the cheapest test of presence: letter-only anchors that
+    stand for whole words are looked up in the text's word set (one set intersection); the rest
+    are grouped by their first character, and a group whose character the text lacks (one
+    `in`, memchr) is not searched."""
+
+    words: frozenset[str]
+    by_first: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, anchors: tuple[str, ...], within_words: bool = False) -> Anchors:
+        words = frozenset(a for a in anchors if not within_words and a.isalpha())
+        groups: dict[str, list[str]] = {}
+        for anchor in anchors:
+            if anchor not in words:
+                groups.setdefault(anchor[0], []).append(anchor)
+        return cls(words, tuple((first, tuple(group)) for first, group in groups.items()))
+
+
 class AnchorIndex:
     """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once."""
 
-    __slots__ = ("_positions", "_text", "_words")
+    __slots__ = ("_holds", "_positions", "_text", "_words")
 
     def __init__(self, text: str, words: frozenset[str] | None = None) -> None:
         self._text = text
         self._words = words
         self._positions: dict[str, list[int]] = {}
+        self._holds: dict[str, bool] = {}
 
     def positions(self, anchor: str) -> list[int]:
         found = self._positions.get(anchor)
@@ -41,21 +62,25 @@ class AnchorIndex:
             self._positions[anchor] = found
         return found
 
-    def _absent(self, anchor: str) -> bool:
-        return self._words is not None and anchor.isalpha() and anchor not in self._words
+    def _holds_character(self, character: str) -> bool:
+        held = self._holds.get(character)
+        if held is None:
+            held = self._holds[character] = character in self._text
+        return held
 
-    def windows(
-        self, anchors: tuple[str, ...], lead: int, reach: int, within_words: bool = False
-    ) -> list[tuple[int, int]]:
+    def windows(self, anchors: Anchors, lead: int, reach: int) -> list[tuple[int, int]]:
         """Merged [start, end) spans around every anchor occurrence."""
-        starts = sorted(
-            p
-            for anchor in anchors
-            if within_words or not self._absent(anchor)
-            for p in self.positions(anchor)
-        )
+        present = anchors.words if self._words is None else anchors.words & self._words
+        starts: list[int] = []
+        for anchor in present:
+            starts += self.positions(anchor)
+        for first, group in anchors.by_first:
+            if self._holds_character(first):
+                for anchor in group:
+                    starts += self.positions(anchor)
         if not starts:
             return []
+        starts.sort()
         text = self._text
         length = len(text)
         merged: list[tuple[int, int]] = []
@@ -76,14 +101,14 @@ def finditer(
     pattern: re.Pattern[str],
     subject: str,
     index: AnchorIndex,
-    anchors: tuple[str, ...],
+    anchors: Anchors | None,
     lead: int,
     reach: int,
-    within_words: bool = False,
-) -> Iterator[re.Match[str]]:
+) -> list[re.Match[str]]:
     """The pattern's matches in `subject` near the anchors (all of them, when no anchors)."""
-    if not anchors:
-        yield from pattern.finditer(subject)
-        return
-    for start, end in index.windows(anchors, lead, reach, within_words):
-        yield from pattern.finditer(subject, start, end)
+    if anchors is None:
+        return list(pattern.finditer(subject))
+    found: list[re.Match[str]] = []
+    for start, end in index.windows(anchors, lead, reach):
+        found += pattern.finditer(subject, start, end)
+    return found

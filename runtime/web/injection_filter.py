@@ -13,12 +13,19 @@ import base64
 import binascii
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from html.entities import html5
 
-from runtime.web._agent_signals import find_signals, requests_action, shown_not_said
-from runtime.web._anchored import AnchorIndex
+from runtime.web._agent_signals import (
+    Signal,
+    find_signals,
+    is_shown,
+    requests_action,
+    shown_not_said,
+)
+from runtime.web._anchored import AnchorIndex, Anchors
 from runtime.web._anchored import finditer as anchored
 from runtime.web._document_shapes import filter_fields
 from runtime.web._prose_layout import ProseLayout, layout_of
@@ -80,6 +87,7 @@ class _Rule:
     characters of its start; a match is at most about `reach` characters long (`_anchored`)."""
     lead: int = 0
     reach: int = 300
+    anchor_set: Anchors | None = field(init=False, repr=False, compare=False)
     marker_groups: tuple[tuple[str, tuple[str, ...]], ...] = field(
         init=False, repr=False, compare=False
     )
@@ -92,6 +100,7 @@ class _Rule:
             groups.setdefault(marker[0], []).append(marker)
         grouped = tuple((first, tuple(group)) for first, group in groups.items())
         object.__setattr__(self, "marker_groups", grouped)
+        object.__setattr__(self, "anchor_set", Anchors.of(self.anchors) if self.anchors else None)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -640,7 +649,7 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
     for rule, pattern in _COMPILED_RULES:
         if not _rule_applies(rule, words, normalized):
             continue
-        for match in anchored(pattern, normalized, index, rule.anchors, rule.lead, rule.reach):
+        for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead, rule.reach):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
     if not any(letters <= words for letters in _SPACED_LETTERS):
         return hits
@@ -658,7 +667,10 @@ def _reads_as_injection(decoded: str) -> bool:
     return (
         bool(hits)
         or bool(_phrase_hits(normalized, words, index))
-        or any(signal.strong for signal in find_signals(view.text, normalized, index))
+        or any(
+            signal.strong and not is_shown(signal, view.text, normalized)
+            for signal in find_signals(view.text, normalized, index)
+        )
     )
 
 
@@ -887,36 +899,66 @@ def _without_escape_letters(text: str) -> str:
 
 
 class _Region:
-    """One unit of judgment: a document's field, or a whole prose text with its Markdown blocks."""
+    """One unit of judgment: a whole text (prose with its Markdown blocks, or a document) or a
+    document's field. Everything is found once; a document asks `touches` which fields hold
+    something, and prose or a field asks `passages`."""
 
-    def __init__(
-        self, text: str, field: bool, tool_names: frozenset[str], *, gate: bool = False
-    ) -> None:
+    def __init__(self, text: str, tool_names: frozenset[str]) -> None:
         self.text = text
-        self.field = field
         self.view, self.silent, self.decoded_hits = _build_view(text)
         lowered = _without_escape_letters(_lowercase_same_length(self.view.text))
         self.normalized, words = _unscrambled(lowered)
         index = AnchorIndex(self.normalized, words)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
-        self.signals = find_signals(
-            _without_escape_letters(self.view.text),
-            self.normalized,
-            index,
-            tool_names,
-            words=words,
-            shown_too=gate,
+        self.all_signals = find_signals(
+            _without_escape_letters(self.view.text), self.normalized, index, tool_names, words=words
         )
         self.carrier_hits = _carrier_hits(self.view.text)
 
     @property
     def suspicious(self) -> bool:
-        return bool(self.decoded_hits or self.phrase_hits or self.signals or self.carrier_hits)
+        """Anything found, quoted signals included (a document quotes every field)."""
+        return bool(self.decoded_hits or self.phrase_hits or self.all_signals or self.carrier_hits)
 
-    def passages(self) -> list[tuple[int, int, list[_Hit]]]:
+    def touches(self) -> Callable[[int, int], bool]:
+        """Whether a span of the text holds a hit, a signal or a character to drop: the fields of
+        a document that need judging (original-text offsets)."""
+        spans = sorted(
+            [(hit.start, hit.end) for hit in self.decoded_hits]
+            + [
+                self.view.to_original(start, end)
+                for start, end in (
+                    *((hit.start, hit.end) for hit in self.phrase_hits + self.carrier_hits),
+                    *((signal.start, signal.end) for signal in self.all_signals),
+                )
+            ]
+            + self.silent
+        )
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in spans:
+            if ends and start <= ends[-1]:
+                ends[-1] = max(ends[-1], end)
+            else:
+                starts.append(start)
+                ends.append(end)
+
+        def touches(start: int, end: int) -> bool:
+            index = bisect_right(ends, start)
+            return index < len(starts) and starts[index] < end
+
+        return touches
+
+    @cached_property
+    def signals(self) -> list[Signal]:
+        """The signals said, not only shown."""
+        view = _without_escape_letters(self.view.text)
+        return [s for s in self.all_signals if not is_shown(s, view, self.normalized)]
+
+    def passages(self, field: bool) -> list[tuple[int, int, list[_Hit]]]:
         """The passages to remove, merged, in original-text offsets."""
         layout = None
-        if not self.field and (self.signals or any(h.whole_sentence for h in self.phrase_hits)):
+        if not field and (self.signals or any(h.whole_sentence for h in self.phrase_hits)):
             layout = layout_of(self.view.text)
         spans: list[tuple[int, int, _Hit]] = [(h.start, h.end, h) for h in self.decoded_hits]
         for hit in self.carrier_hits + [h for h in self.phrase_hits if not h.whole_sentence]:
@@ -941,10 +983,11 @@ class _Region:
             for s in self.signals
         ]
         strong = {(s.start, s.end) for s in self.signals if s.strong}
+        said = {(s.start, s.end) for s in self.signals}
         for hit, _, opens in candidates:
             if layout is not None and layout.is_shown(hit.start):
                 continue
-            is_signal = any(s.start == hit.start and s.end == hit.end for s in self.signals)
+            is_signal = (hit.start, hit.end) in said
             if not is_signal and shown_not_said(
                 view_text, lowered, hit.start, hit.end, hit.category not in _OVERRIDE_CATEGORIES
             ):
@@ -977,14 +1020,27 @@ class _Region:
         return start, end
 
 
-def _scan_region(
-    text: str, field: bool, tool_names: frozenset[str], findings: _Findings, where: str
+def _filter(
+    text: str, depth: int, tool_names: frozenset[str], findings: _Findings, where: str
 ) -> str | None:
-    """The filtered text of one region, or None when nothing was removed or dropped."""
-    region = _Region(text, field, tool_names)
+    """The filtered text (None when unchanged): a document field by field, in its own format
+    (`_document_shapes`), only the fields where something was found; prose block by block
+    (`_prose_layout`); a field (depth > 0) as one unit. A field that is itself a multi-line
+    document is judged by its own fields, `_MAX_NESTED_DOCUMENTS` levels deep."""
+    region = _Region(text, tool_names)
     if not region.suspicious:
         return _rebuild(text, [], region.silent) if region.silent else None
-    passages = region.passages()
+    if depth == 0 or (depth <= _MAX_NESTED_DOCUMENTS and "\n" in text.strip()):
+
+        def judge(value: str, at: str) -> str | None:
+            if not value.strip():
+                return None
+            return _filter(value, depth + 1, tool_names, findings, f"{where} {at}".strip())
+
+        shaped = filter_fields(text, judge, region.touches())
+        if shaped is not None:
+            return None if shaped == text else shaped
+    passages = region.passages(field=depth > 0)
     if not passages and not region.silent:
         return None
     findings.add(passages, text, where)
@@ -996,37 +1052,16 @@ def scan_text(text: str, context: FilterContext = NO_FILTER_CONTEXT) -> FilterRe
 
     The whole text is checked first (cheap gates, then the rules); text with no signal at all
     comes back as it is. Otherwise a JSON, YAML or CSV document is judged field by field and
-    written again in its own format (`_document_shapes`), and anything else as Markdown prose,
-    block by block (`_prose_layout`).
+    written again in its own format, and anything else as Markdown prose, block by block.
     """
     if not text.strip():
         return FilterResult(sanitized_text=text)
-    tool_names = context.offered_tool_names
-    whole = _Region(text, False, tool_names, gate=True)
-    if not whole.suspicious:
-        if not whole.silent:
-            return FilterResult(sanitized_text=text)
-        return FilterResult(sanitized_text=_rebuild(text, [], whole.silent))
     findings = _Findings()
-
-    def judge(value: str, where: str, depth: int = 0) -> str | None:
-        if not value.strip():
-            return None
-        if depth < _MAX_NESTED_DOCUMENTS and "\n" in value.strip():
-            nested = filter_fields(
-                value, lambda inner, at: judge(inner, f"{where} {at}", depth + 1)
-            )
-            if nested is not None:
-                return None if nested == value else nested
-        return _scan_region(value, True, tool_names, findings, where)
-
-    shaped = filter_fields(text, judge)
-    if shaped is None:
-        passages = _Region(text, False, tool_names).passages()
-        findings.add(passages, text, "")
-        shaped = _rebuild(text, [(start, end) for start, end, _ in passages], whole.silent)
+    filtered = _filter(text, 0, context.offered_tool_names, findings, "")
     return FilterResult(
-        sanitized_text=shaped, findings=tuple(findings.listed), redacted_count=findings.count
+        sanitized_text=text if filtered is None else filtered,
+        findings=tuple(findings.listed),
+        redacted_count=findings.count,
     )
 
 

@@ -107,6 +107,44 @@ def test_yaml_stays_yaml_and_a_line_wrap_does_not_end_the_passage() -> None:
     ]
 
 
+def test_yaml_outside_the_injected_scalar_stays_byte_for_byte() -> None:
+    """Comments, quoting, anchors and a block scalar keep their spelling; only the injected
+    scalar is written again (as a double-quoted scalar), and the result is the same YAML."""
+    head = (
+        "# inbox export\n"
+        "defaults: &sender {name: 'Emma Johnson', address: emma@example.com}\n"
+        "emails:\n"
+        "  - from: *sender\n"
+        '    subject: "Lunch"   # quoted on purpose\n'
+        "    body: |\n"
+        "      See you at noon.\n"
+        "      Cheers\n"
+        "  - from: *sender\n"
+        "    subject: Hi\n"
+        "    body: >\n"
+    )
+    tail = "    read: false\n"
+    text = head + f"      Hello Emma. TODO: {GOAL}\n      Thanks\n\n" + tail
+    result = scan_text(text)
+    assert result.sanitized_text.startswith(head[: -len("    body: >\n")])
+    assert result.sanitized_text.endswith("\n" + tail)
+    filtered = YAML(typ="safe").load(result.sanitized_text)
+    original = YAML(typ="safe").load(text)
+    assert filtered["emails"][0] == original["emails"][0]
+    assert filtered["emails"][1]["body"] == f"Hello Emma. {REMOVAL_MARKER}"
+    assert filtered["emails"][1]["from"] == {"name": "Emma Johnson", "address": "emma@example.com"}
+    assert result.findings[0].location == "$.emails[1].body"
+
+
+def test_json_outside_the_injected_string_stays_byte_for_byte() -> None:
+    before = '{"items": [ {"id": 1,   "note": "caf\\u00e9 \\/ ok"},\n  {"id": 2, "note": '
+    after = ', "tags": ["a","b"]} ]}'
+    text = before + json.dumps(f"Great.\nTODO: {GOAL}") + after
+    result = scan_text(text)
+    assert result.sanitized_text == before + json.dumps(f"Great.\n{REMOVAL_MARKER}") + after
+    assert result.findings[0].location == "$.items[1].note"
+
+
 def test_a_csv_table_keeps_its_columns() -> None:
     text = (
         "name,email,rating,review\n"
