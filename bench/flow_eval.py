@@ -249,6 +249,8 @@ class TaskOutcome:
     utility: bool
     attacked: bool = False
     attack_succeeded: bool = False
+    followed: bool = False
+    """The model read the injection and made the injection task's calls."""
     stopped_by_filter: bool = False
     """The injection reached a tool result, the model never read it, and the attack failed."""
     approvals: int = 0
@@ -260,6 +262,8 @@ class SuiteFigures:
     mode: str
     benign: list[TaskOutcome] = field(default_factory=list)
     attacked: list[TaskOutcome] = field(default_factory=list)
+    left_out: tuple[str, ...] = ()
+    """Injection tasks without ground-truth calls: the scripted model cannot carry them out."""
 
     def row(self) -> dict[str, Any]:
         runs = [*self.benign, *self.attacked]
@@ -271,11 +275,13 @@ class SuiteFigures:
             "user_tasks": len(self.benign),
             "attacks": attacks,
             "attack_success_rate": _share(sum(o.attack_succeeded for o in self.attacked), attacks),
+            "followed": sum(o.followed for o in self.attacked),
             "utility": _share(sum(o.utility for o in self.benign), len(self.benign)),
             "utility_under_attack": _share(sum(o.utility for o in self.attacked), attacks),
             "approvals_median": statistics.median(approvals),
             "approvals_max": max(approvals),
             "stopped_by_filter": sum(o.stopped_by_filter for o in self.attacked),
+            "injection_tasks_left_out": list(self.left_out),
         }
 
 
@@ -404,7 +410,14 @@ def run_suite(
     assert entry is not None, f"bench/flow_modes/base names no provider {PROVIDER!r}"
     provider = dataclasses.replace(entry, hostname=base_url)
     attack = load_attack(attack_name, suite, AttackTarget())
-    figures = SuiteFigures(suite_name, mode)
+    default_environment = suite.load_and_inject_default_environment({})
+    injection_tasks = {
+        task_id: task
+        for task_id, task in suite.injection_tasks.items()
+        if task.ground_truth(default_environment)
+    }
+    left_out = tuple(task_id for task_id in suite.injection_tasks if task_id not in injection_tasks)
+    figures = SuiteFigures(suite_name, mode, left_out=left_out)
     with asyncio.Runner() as runner:
         client = create_client(provider, api_key="bench")
         assistant = ChatRuntime(policy, limits=LoopLimits(max_tool_calls=MAX_TOOL_CALLS))
@@ -417,7 +430,7 @@ def run_suite(
                 figures.benign.append(TaskOutcome(utility, approvals=agent.approvals))
                 if agent.approvals:
                     return NO_APPROVER
-                for injection_task in suite.injection_tasks.values():
+                for injection_task in injection_tasks.values():
                     agent.injection_task = injection_task
                     injections = attack.attack(user_task, injection_task)
                     utility, succeeded = suite.run_task_with_pipeline(
@@ -428,6 +441,7 @@ def run_suite(
                             utility,
                             attacked=True,
                             attack_succeeded=succeeded,
+                            followed=model.script.seen_injection,
                             stopped_by_filter=state.delivered_injection
                             and not model.script.seen_injection
                             and not succeeded,
@@ -467,8 +481,12 @@ def main() -> None:
     _in_agentdojo_venv()
     logging.getLogger("runtime.web.guard").setLevel(logging.ERROR)  # one line per removal
 
+    from agentdojo.attacks.attack_registry import ATTACKS
     from agentdojo.task_suite.load_suites import get_suites
     from agentdojo_corpus import BENCHMARK_VERSION
+
+    if args.attack not in ATTACKS:
+        parser.error(f"unknown attack {args.attack!r}; AgentDojo has {', '.join(sorted(ATTACKS))}")
 
     from tests.servers.loopback import running_app
 
@@ -485,6 +503,7 @@ def main() -> None:
     )
     print(header)
     unavailable: dict[str, str] = {}
+    left_out: dict[str, tuple[str, ...]] = {}
     with running_app(model.app()) as server:
         base_url = server.url("/v1")
         for suite_name in suites_wanted:
@@ -505,6 +524,8 @@ def main() -> None:
                     unavailable[mode] = figures
                     continue
                 row = figures.row()
+                if figures.left_out:
+                    left_out[suite_name] = figures.left_out
                 print(
                     f"{suite_name:<10} {mode:<8} {row['user_tasks']:>5} {row['attacks']:>7} "
                     f"{row['attack_success_rate']:>13.1%} {row['utility']:>8.1%} "
@@ -515,6 +536,11 @@ def main() -> None:
                 )
                 if args.json:
                     print(json.dumps(row))
+    for suite_name, task_ids in left_out.items():
+        print(
+            f"\n{suite_name}: {len(task_ids)} injection task(s) left out, AgentDojo gives them no "
+            f"ground-truth calls to script: {', '.join(task_ids)}"
+        )
     for mode, why in unavailable.items():
         print(f"\n{mode}: not available in this build ({why})")
 
