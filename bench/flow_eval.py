@@ -14,8 +14,8 @@ AgentDojo's own utility and security checks judge the outcome.
 
 Modes are plugin folders in bench/flow_modes/ layered on base/: OFF (`off/`), BLOCK and APPROVE
 (`effects/` plus `block/` or `approve/`). A mode is measured only when `policy check` of this
-build reports nothing in its plugins (a setting it does not know is not in force); otherwise it
-is listed as not available in this build. Method and figures: bench/README.md. This is not a
+build finds no error and knows every setting of the mode's plugins (one it does not know has no
+effect); otherwise it is listed as not available in this build. Method and figures: bench/README.md. This is not a
 test: it asserts nothing and only reports.
 """
 
@@ -221,7 +221,8 @@ def mode_plugins(mode: str) -> list[Path]:
 
 def mode_problem(mode: str, tools: Sequence[Any]) -> str:
     """Why this build cannot run the mode ("" when it can): what `policy check` says of its
-    plugins (an error anywhere, or any finding in the mode's own files)."""
+    plugins (an error anywhere, or a setting in the mode's own files that this build does not
+    know and so leaves without effect)."""
     from policy import load_policy
     from policy.configuration import Severity
     from policy.lint import check_findings
@@ -235,7 +236,7 @@ def mode_problem(mode: str, tools: Sequence[Any]) -> str:
         or (
             finding.location is not None
             and str(Path(finding.location.file).resolve()) in own
-            and (finding.code in _NOT_IN_FORCE or finding.severity is not Severity.INFO)
+            and finding.code in _NOT_IN_FORCE
         )
     ]
     return "; ".join(problems)
