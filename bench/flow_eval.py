@@ -230,7 +230,7 @@ def mode_problem(mode: str, tools: Sequence[Any]) -> str:
     own = {str((MODES_DIR / name / "plugin.lua").resolve()) for name in MODES[mode]}
     policy = load_policy(org=mode_plugins(mode), tools=list(tools))
     problems = [
-        f"{finding.location}: {finding.message}"
+        f"{_shown(finding.location)}: {finding.message}"
         for finding in check_findings(policy)
         if finding.severity is Severity.ERROR
         or (
@@ -240,6 +240,15 @@ def mode_problem(mode: str, tools: Sequence[Any]) -> str:
         )
     ]
     return "; ".join(problems)
+
+
+def _shown(location: Any) -> str:
+    """A finding's place, relative to the repository where it lies in it."""
+    if location is None:
+        return "the configuration"
+    path = Path(location.file).resolve()
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return f"{shown}:{location.line}" if location.line else str(shown)
 
 
 # --- one suite ------------------------------------------------------------------------------------
