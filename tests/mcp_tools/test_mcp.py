@@ -20,6 +20,7 @@ from runtime import Chat, ChatMessage, ChatRuntime, Role, ToolCallFinished, Tool
 from runtime.chat import MemoryChatStore
 from runtime.execution import ToolExecutionContext, ToolServices
 from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
+from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.mcp_server import INJECTION
 
 SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "mcp_server.py"
@@ -80,13 +81,8 @@ def calls_received(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
 
 
-def policy_cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "policy.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def policy_cli(*args: object) -> CliRun:
+    return run_policy([str(a) for a in args])
 
 
 def stdio_server(state: Path, **fields: Any) -> McpServerConfig:

@@ -16,6 +16,8 @@ interpreter's end).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -66,6 +68,20 @@ def run_policy(
             check=False,
         )
         return CliRun(tuple(arguments), done.returncode, done.stdout, done.stderr)
+    if _event_loop_running():
+        # A command runs its own event loop (asyncio.run), which a thread running one cannot:
+        # the caller's loop waits for it, as it would wait for a subprocess.
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            return thread.submit(_run_main, arguments, env, input, cwd).result()
+    return _run_main(arguments, env, input, cwd)
+
+
+def _run_main(
+    arguments: list[str],
+    env: Mapping[str, str] | None,
+    input: str | None,
+    cwd: Path | str | None,
+) -> CliRun:
     from policy.cli import main
 
     runner = CliRunner(charset="utf-8")
@@ -84,6 +100,14 @@ def run_policy(
         stdout = out.getvalue().decode("utf-8")
         stderr = err.getvalue().decode("utf-8", errors="backslashreplace")
     return CliRun(tuple(arguments), code, stdout, stderr)
+
+
+def _event_loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def installed_policy() -> str:
