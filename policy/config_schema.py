@@ -1,6 +1,7 @@
 """`policy schema`: a JSON Schema of the CONFIG table toolpolicy understands.
 
-Written from the same tables the loader uses (`policy.settings_keys`, the tool definitions), so
+Written from the same declarations the loader reads (`policy.settings_keys`, the sections of
+`policy.config`, the tool definitions), so
 editors and CI check a plugin's CONFIG — converted to JSON: Lua sequences as arrays, other
 tables as objects — against exactly what toolpolicy accepts. Names that AI Studio reads
 case-insensitively are offered in their canonical spelling (`enum`) and accepted in any case
@@ -12,20 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from policy.config.fields import Field, FieldType, Section
+from policy.config.guid import GUID_SCHEMA_PATTERN
+from policy.config.sections import SECTIONS
 from policy.settings_keys import (
-    LEVEL_NAMES,
     OVERRIDE_SUFFIX,
     SETTING_KEYS,
     SettingKey,
     SettingKind,
 )
 from policy.tools import Tool
-from policy.vocabulary import PROVIDER_KIND_NAMES, option_values
+from policy.vocabulary import option_values
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = "https://toolpolicy.invalid/schema/config.json"
 
-_GUID_PATTERN = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 _BOOL_TEXT_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
@@ -53,10 +55,10 @@ def configuration_schema(tools: Sequence[Tool] | None = None) -> dict[str, Any]:
                 "description": 'CONFIG["SETTINGS"]: "<DataClass>.<Property>" keys (case-sensitive).',
                 "properties": settings_properties,
             },
-            "LLM_PROVIDERS": {"type": "array", "items": _provider_schema()},
-            "DATA_SOURCES": {"type": "array", "items": _data_source_schema()},
-            "CHAT_TEMPLATES": {"type": "array", "items": _chat_template_schema()},
-            "MCP_SERVERS": {"type": "array", "items": _mcp_server_schema()},
+            **{
+                section.name: {"type": "array", "items": section_schema(section)}
+                for section in SECTIONS
+            },
         },
     }
 
@@ -104,7 +106,7 @@ def _kind_schema(key: SettingKey, tools: Sequence[Tool]) -> dict[str, Any]:
     if kind is SettingKind.INT:
         return {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^-?[0-9]+$"}]}
     if kind is SettingKind.GUID:
-        return {"type": "string", "anyOf": [{"pattern": _GUID_PATTERN}, {"const": ""}]}
+        return {"type": "string", "anyOf": [{"pattern": GUID_SCHEMA_PATTERN}, {"const": ""}]}
     if kind is SettingKind.STRING_SET:
         return {"type": "array", "items": {"type": "string"}}
     if kind is SettingKind.LEVEL_MAP:
@@ -165,134 +167,72 @@ def field_choices(enum_values: Sequence[str], option_source: str) -> tuple[str, 
     return tuple(enum_values)
 
 
-def _provider_schema() -> dict[str, Any]:
-    kinds = list(PROVIDER_KIND_NAMES)
+def section_schema(section: Section) -> dict[str, Any]:
+    """The schema of one entry of a `CONFIG[...]` list, from its declaration."""
+    return _table_schema(section.fields)
+
+
+def _table_schema(fields: Sequence[Field]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object"}
+    required = [declared.name for declared in fields if declared.required]
+    if required:
+        schema["required"] = required
+    schema["properties"] = {declared.name: _field_schema(declared) for declared in fields}
+    conditions = [_required_when(declared) for declared in fields if declared.required_when]
+    if conditions:
+        schema["allOf"] = conditions
+    return schema
+
+
+def _required_when(declared: Field) -> dict[str, Any]:
+    names = [name for name, _value in declared.required_when]
     return {
-        "type": "object",
-        "required": ["Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname", "Model"],
-        "properties": {
-            "Id": {"type": "string", "pattern": _GUID_PATTERN},
-            "InstanceName": {"type": "string"},
-            "UsedLLMProvider": _any_case(kinds),
-            "Host": _any_case(["NONE", "LM_STUDIO", "LLAMA_CPP", "WHISPER_CPP", "OLLAMA", "VLLM"]),
-            "Hostname": {"type": "string"},
-            "Model": {
-                "type": "object",
-                "required": ["Id", "DisplayName"],
-                "properties": {"Id": {"type": "string"}, "DisplayName": {"type": "string"}},
-            },
-            "AdditionalJsonApiParameters": {"type": "string"},
-            "AllowUserProvidedAPIKey": {"type": "boolean"},
-            "APIKey": {
-                "type": "string",
-                "pattern": "^ENC:v1:",
-                "description": "Only encrypted values are accepted (policy encrypt).",
-            },
-            "CapabilityOverrides": {
-                "type": "object",
-                "description": "Capability name → true (add) or false (remove), e.g. FUNCTION_CALLING.",
-                "additionalProperties": {"type": "boolean"},
-            },
+        "if": {
+            "required": names,
+            "properties": {name: _any_case([value]) for name, value in declared.required_when},
         },
+        "then": {"required": [declared.name]},
     }
 
 
-def _data_source_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": [
-            "Id",
-            "Name",
-            "Type",
-            "Hostname",
-            "Port",
-            "AuthMethod",
-            "SecurityPolicy",
-            "SelectedRetrievalId",
-            "MaxMatches",
-        ],
-        "properties": {
-            "Id": {"type": "string", "pattern": _GUID_PATTERN},
-            "Name": {"type": "string", "minLength": 1},
-            "Type": {"const": "ERI_V1"},
-            "Hostname": {"type": "string", "minLength": 1},
-            "Port": {"type": "integer", "minimum": 1, "maximum": 65535},
-            "AuthMethod": _any_case(["NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN"]),
-            "SecurityPolicy": _any_case(["ALLOW_ANY", "SELF_HOSTED"]),
-            "SelectedRetrievalId": {"type": "string", "minLength": 1},
-            "MaxMatches": {"type": "integer", "minimum": 1, "maximum": 65535},
-            "UsernamePasswordMode": _any_case(
-                ["SHARED_USERNAME_AND_PASSWORD", "OS_USERNAME_SHARED_PASSWORD"]
-            ),
-            "Username": {"type": "string"},
-            "Password": {"type": "string", "pattern": "^ENC:v1:"},
-            "Token": {"type": "string", "pattern": "^ENC:v1:"},
-        },
-    }
+def _field_schema(declared: Field) -> dict[str, Any]:
+    schema = _field_type_schema(declared)
+    if declared.doc:
+        schema["description"] = declared.doc
+    if declared.default is not None:
+        schema["default"] = declared.default
+    return schema
 
 
-def _chat_template_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["Id", "Name", "SystemPrompt"],
-        "properties": {
-            "Id": {"type": "string", "pattern": _GUID_PATTERN},
-            "Name": {"type": "string"},
-            "SystemPrompt": {"type": "string"},
-            "PredefinedUserPrompt": {"type": "string"},
-            "AllowProfileUsage": {"type": "boolean"},
-            "ToolIds": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Absent: the chat's default tools. Empty: no tools.",
-            },
-            "DataSourceOptions": {
-                "type": "object",
-                "properties": {
-                    "DisableDataSources": {"type": "boolean"},
-                    "AutomaticDataSourceSelection": {"type": "boolean"},
-                    "AutomaticValidation": {"type": "boolean"},
-                    "PreselectedDataSourceIds": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
-    }
-
-
-def _mcp_server_schema() -> dict[str, Any]:
-    from policy.mcp import SERVER_NAME_PATTERN  # the one owner of the rule; loaded only here
-
-    texts = {"type": "array", "items": {"type": "string"}}
-    table = {"type": "object", "additionalProperties": {"type": "string"}}
-    return {
-        "type": "object",
-        "required": ["Id", "Name", "Transport"],
-        "properties": {
-            "Id": {"type": "string", "pattern": _GUID_PATTERN},
-            "Name": {
-                "type": "string",
-                "pattern": f"^{SERVER_NAME_PATTERN.pattern}$",
-                "description": (
-                    "The prefix of its tool ids, <Name>__<tool name>: lower-case letters and "
-                    'digits, words joined by single underscores (no "__", no "_" at either end).'
-                ),
-            },
-            "Transport": {"enum": ["STDIO", "STREAMABLE_HTTP"]},
-            "Command": {"type": "string", "description": "STDIO: the program to start."},
-            "Args": texts,
-            "Env": {**table, "description": "Secret-looking names need ENC:v1: values."},
-            "Url": {"type": "string", "description": "STREAMABLE_HTTP: the endpoint."},
-            "Headers": {**table, "description": "Secret-looking names need ENC:v1: values."},
-            "MinimumProviderConfidence": {"enum": list(LEVEL_NAMES)},
-            "AllowedTools": {**texts, "description": "Globs on MCP tool names; empty: all."},
-            "DeniedTools": {**texts, "description": "Globs on MCP tool names; wins."},
-            "ReadOnlyOnly": {"type": "boolean"},
-            "RequirePins": {"type": "boolean"},
-            "Pins": {
-                "type": "object",
-                "additionalProperties": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
-            },
-            "SensitiveArguments": texts,
-            "TimeoutSeconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
-        },
-    }
+def _field_type_schema(declared: Field) -> dict[str, Any]:
+    kind = declared.type
+    if kind in (FieldType.GUID, FieldType.SECRET):
+        return {"type": "string", "pattern": declared.pattern}
+    if kind is FieldType.TEXT:
+        return {"type": "string"}
+    if kind is FieldType.NONBLANK_TEXT:
+        return {"type": "string", "pattern": declared.pattern or "\\S"}
+    if kind is FieldType.CHOICE:
+        return _any_case(declared.choices)
+    if kind is FieldType.WHOLE_NUMBER:
+        return {"type": "integer", "minimum": declared.minimum, "maximum": declared.maximum}
+    if kind is FieldType.NUMBER:
+        return {
+            "type": "number",
+            "exclusiveMinimum": declared.minimum,
+            "maximum": declared.maximum,
+        }
+    if kind is FieldType.BOOL:
+        return {"type": "boolean"}
+    if kind is FieldType.TEXT_LIST:
+        return {"type": "array", "items": {"type": "string"}}
+    if kind is FieldType.SECRET_TEXT_MAP:
+        return {"type": "object", "additionalProperties": {"type": "string"}}
+    if kind is FieldType.PIN_MAP:
+        return {
+            "type": "object",
+            "additionalProperties": {"type": "string", "pattern": declared.pattern},
+        }
+    if kind is FieldType.FLAG_MAP:
+        return {"type": "object", "additionalProperties": {"type": "boolean"}}
+    return _table_schema(declared.fields)

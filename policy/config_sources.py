@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from policy.config.guid import is_canonical_guid
 from policy.configuration import Finding, Severity
 from policy.provenance import SourceLocation
 
@@ -36,7 +37,6 @@ DELIVERED_DIR = "delivered"
 STATUS_FILE = "delivery.json"
 """Below `--state-dir`: per configuration id, what the last fetch rounds found."""
 
-_GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SLOT = re.compile(r"^_?(\d{1,5})$")
 
 
@@ -108,7 +108,7 @@ def _reference(identifier: str, url: str, source: str) -> ConfigurationReference
     from policy.secrets import without_user_info
 
     guid = identifier.strip().lower().strip("{}")
-    if not _GUID.match(guid):
+    if not is_canonical_guid(guid):
         if re.search(r"[:/]", identifier):  # an address where the id belongs: may hold a password
             raise ValueError(
                 f"{source}: an entry starts with an address, not a configuration id (a GUID); "
@@ -487,7 +487,7 @@ def delivered_configurations(state_dir: Path) -> DeliveredConfigurations:
     """Every configuration delivered into `state_dir`, intact or damaged (see `delivered_copy`)."""
     root = state_dir / DELIVERED_DIR
     try:
-        ids = sorted(p.name for p in root.iterdir() if p.is_dir() and _GUID.match(p.name))
+        ids = sorted(p.name for p in root.iterdir() if p.is_dir() and is_canonical_guid(p.name))
     except OSError:
         return DeliveredConfigurations(())
     roots: list[Path] = []
@@ -520,7 +520,7 @@ def _record_problem(item: object) -> str | None:
     if not isinstance(item, dict):
         return f"is {type(item).__name__}, not an object"
     identifier = item.get("id")
-    if not isinstance(identifier, str) or not _GUID.match(identifier):
+    if not isinstance(identifier, str) or not is_canonical_guid(identifier):
         return f"has the id {ascii(identifier)[:60]}, not a lower-case configuration GUID"
     for key in ("server_url", "state"):
         if not isinstance(item.get(key), str):

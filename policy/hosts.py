@@ -223,14 +223,21 @@ def read_base_url(text: str, field: str) -> str:
     return url
 
 
-SELF_HOSTED_CHAT_SERVERS: dict[str, str] = {
+PROVIDER_HOSTS: dict[str, str | None] = {
+    "NONE": None,
     "LM_STUDIO": "LM Studio",
     "LLAMA_CPP": "llama.cpp",
+    "WHISPER_CPP": None,
     "OLLAMA": "Ollama",
     "VLLM": "vLLM",
 }
-"""The self-hosted `Host` values the runtime sends chat requests to, with the name messages show.
-AI Studio's other hosts (NONE, WHISPER_CPP) serve no chat: the runtime refuses them."""
+"""Every `Host` value of a provider entry (AI Studio's), with the name messages show for one the
+runtime sends chat requests to; None for one that serves no chat (the runtime refuses it)."""
+
+SELF_HOSTED_CHAT_SERVERS: dict[str, str] = {
+    host: name for host, name in PROVIDER_HOSTS.items() if name is not None
+}
+"""The self-hosted `Host` values that serve chat, with the name messages show."""
 
 DEPLOYMENT_KINDS: dict[ProviderKind, str] = {
     ProviderKind.HETZNER: "Hetzner",

@@ -19,7 +19,6 @@ import difflib
 import fnmatch
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +26,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from policy.config.mcp_servers import (
+    DEFAULT_TIMEOUT_SECONDS,
+    FINGERPRINT_PREFIX,
+    SERVER_NAME_PATTERN,
+    SERVER_NAME_RULE,
+)
+from policy.config.mcp_servers import McpTransport as McpTransport
 from policy.configuration import SecretValue
 from policy.decision import Evidence
 from policy.definitions import ToolDefinition, ToolFunction, ToolVisibility
@@ -35,25 +41,9 @@ from policy.tools import DefinedTool, Tool, ToolGate
 from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
 
 TOOL_ID_SEPARATOR = "__"
-SERVER_NAME_PATTERN = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
-SERVER_NAME_RULE = (
-    'lower-case letters and digits, words joined by single underscores (no "__", no "_" at '
-    "either end): it is the prefix of its tool ids, <Name>__<tool name>, split at the first "
-    '"__"'
-)
-DEFAULT_TIMEOUT_SECONDS = 30.0
-MAX_TIMEOUT_SECONDS = 600.0
-FINGERPRINT_PREFIX = "sha256:"
 MAX_EARLIER_DEFINITIONS = 32
 """Definitions a server listed before and lists no more, kept for diffs beyond the pinned ones."""
 _CACHE_FOLDER = "mcp"
-
-
-class McpTransport(StrEnum):
-    """How toolpolicy talks to a server: a subprocess over stdio, or streamable HTTP."""
-
-    STDIO = "STDIO"
-    STREAMABLE_HTTP = "STREAMABLE_HTTP"
 
 
 @dataclass(frozen=True, slots=True)

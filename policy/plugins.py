@@ -17,6 +17,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from policy.config.chat_templates import CHAT_TEMPLATES
+from policy.config.data_sources import DATA_SOURCES
+from policy.config.fields import Field, FieldType
+from policy.config.guid import GUID_EXAMPLE, TEMPLATE_GUID, parse_guid
+from policy.config.mcp_servers import (
+    MAX_TIMEOUT_SECONDS,
+    MCP_SERVERS,
+    PIN_PATTERN,
+    SERVER_NAME_PATTERN,
+    SERVER_NAME_RULE,
+    McpTransport,
+)
+from policy.config.providers import CAPABILITIES, HF_INFERENCE_PROVIDERS, LLM_PROVIDERS
+from policy.config.sections import SECTIONS
 from policy.configuration import (
     ChatTemplateConfig,
     DataSourceConfig,
@@ -46,7 +60,6 @@ from policy.lua_sandbox import (
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import without_user_info
 from policy.settings_keys import (
-    LEVEL_NAMES,
     OVERRIDE_SUFFIX,
     SettingKey,
     SettingKind,
@@ -78,23 +91,6 @@ TARGET_GROUPS: tuple[str, ...] = (
     "BUSINESS_PROFESSIONALS", "SOFTWARE_DEVELOPERS", "SCIENTISTS", "TEACHERS", "ARTISTS",
 )  # fmt: skip
 PLUGIN_TYPES: tuple[str, ...] = ("NONE", "LANGUAGE", "ASSISTANT", "CONFIGURATION", "THEME")
-PROVIDER_HOSTS: tuple[str, ...] = (
-    "NONE",
-    "LM_STUDIO",
-    "LLAMA_CPP",
-    "WHISPER_CPP",
-    "OLLAMA",
-    "VLLM",
-)
-CAPABILITIES: tuple[str, ...] = (
-    "FUNCTION_CALLING", "CHAT_COMPLETION_API", "RESPONSES_API", "AUDIO_INPUT", "MULTIPLE_IMAGE_INPUT",
-    "SPEECH_INPUT", "VIDEO_INPUT", "OPTIONAL_REASONING", "ALWAYS_REASONING", "REASONING_BY_DEFAULT",
-)  # fmt: skip
-HF_INFERENCE_PROVIDERS: tuple[str, ...] = (
-    "CEREBRAS", "NEBIUS_AI_STUDIO", "SAMBANOVA", "NOVITA", "HYPERBOLIC", "TOGETHER_AI", "FIREWORKS",
-    "HF_INFERENCE_API",
-)  # fmt: skip
-DATA_SOURCE_AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
 AI_STUDIO_PROVIDER_KINDS: tuple[str, ...] = (
     "OPEN_AI", "ANTHROPIC", "MISTRAL", "GOOGLE", "X", "DEEP_SEEK", "ALIBABA_CLOUD", "PERPLEXITY",
     "OPEN_ROUTER", "HETZNER", "FIREWORKS", "GROQ", "HUGGINGFACE", "SELF_HOSTED", "HELMHOLTZ", "GWDG",
@@ -106,24 +102,9 @@ AI_STUDIO_SECTIONS: tuple[str, ...] = (
 )  # fmt: skip
 
 _PROVIDER_KINDS = PROVIDER_KIND_NAMES
-_PROVIDER_FIELDS = frozenset({
-    "Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname", "Model",
-    "AllowUserProvidedAPIKey", "HFInferenceProvider", "AdditionalJsonApiParameters",
-    "TokenizerPath", "APIKey", "CapabilityOverrides",
-})  # fmt: skip
-_FAIL_CLOSED_SECTIONS = ("LLM_PROVIDERS", "MCP_SERVERS")
-"""Sections whose skipped entry is an error: an entry with a mistake may hold the filter, pin or
-capability override that would have tightened the policy (so it is skipped whole), and a
-configuration whose provider or server silently vanished does not do what was written."""
-_MCP_FIELDS = frozenset({
-    "Id", "Name", "Transport", "Command", "Args", "Env", "Url", "Headers",
-    "MinimumProviderConfidence", "AllowedTools", "DeniedTools", "ReadOnlyOnly",
-    "RequirePins", "Pins", "SensitiveArguments", "TimeoutSeconds",
-})  # fmt: skip
+_FAIL_CLOSED_SECTIONS = tuple(section.name for section in SECTIONS if section.fails_closed)
+_SECTION_NAMES = ("SETTINGS", *(section.name for section in SECTIONS))
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
-_HEX = "[0-9a-fA-F]"
-_DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
-_GUID = re.compile(rf"^(?:{_DASHED}|\{{{_DASHED}\}}|\({_DASHED}\)|{_HEX}{{32}})$")
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _PRECHECK_ID = re.compile(r'ID = "([^"]*)"')
 _TEXT_ID = re.compile(r"""^\s*ID\s*=\s*["']([^"']+)["']""", re.MULTILINE)
@@ -456,9 +437,9 @@ class _Loader:
         value = self.globals.get(name)
         guid = parse_guid(value)
         if guid is None:
-            self._missing_or(name, "a GUID such as 8f3b1c2e-0d4a-4c8e-9b1f-2a3c4d5e6f70")
+            self._missing_or(name, f"a GUID such as {GUID_EXAMPLE}")
             return ""
-        if guid == "00000000-0000-0000-0000-000000000000":
+        if guid == TEMPLATE_GUID:
             self._issue(
                 "invalid-global",
                 f"{name} is the all-zero GUID of the template; generate a GUID of your own",
@@ -754,11 +735,11 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ProviderConfig | None:
         fields = _Fields(entry, problems, hints=self.hints)
-        provider_id = fields.guid("Id")
-        instance = fields.string("InstanceName", blank_ok=True)
-        kind = fields.choice("UsedLLMProvider", _PROVIDER_KINDS)
-        host = fields.choice("Host", PROVIDER_HOSTS)
-        hostname = fields.string("Hostname", blank_ok=True)
+        provider_id = fields.read(LLM_PROVIDERS["Id"])
+        instance = fields.read(LLM_PROVIDERS["InstanceName"])
+        kind = fields.read(LLM_PROVIDERS["UsedLLMProvider"])
+        host = fields.read(LLM_PROVIDERS["Host"])
+        hostname = fields.read(LLM_PROVIDERS["Hostname"])
         base_url = ""
         if hostname is not None and hostname.strip():
             try:
@@ -774,8 +755,9 @@ class _Loader:
         model = entry.get("Model")
         model_id = display = None
         if isinstance(model, LuaTable):
-            model_id = _Fields(model, problems, "Model.").string("Id", blank_ok=True)
-            display = _Fields(model, problems, "Model.").string("DisplayName", blank_ok=True)
+            model_fields = _Fields(model, problems, "Model.")
+            model_id = model_fields.read(LLM_PROVIDERS["Model"].fields[0])
+            display = model_fields.read(LLM_PROVIDERS["Model"].fields[1])
         else:
             problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
         additional: dict[str, Any] = {"DisplayName": display}
@@ -799,7 +781,7 @@ class _Loader:
                 )
         compat: list[str] = []
         overrides = self._capability_overrides(entry.get("CapabilityOverrides"), problems, compat)
-        problems.extend(self._near_miss_fields(entry, _PROVIDER_FIELDS))
+        problems.extend(self._near_miss_fields(entry, LLM_PROVIDERS.field_names))
         if problems or None in (provider_id, instance, kind, host, hostname, model_id, display):
             return None
         optional: list[str] = []
@@ -818,7 +800,11 @@ class _Loader:
             else:
                 optional.append("TokenizerPath must be a string; ignored")
         additional.update(
-            {str(k): _plain(v) for k, v in entry.entries.items() if k not in _PROVIDER_FIELDS}
+            {
+                str(k): _plain(v)
+                for k, v in entry.entries.items()
+                if k not in LLM_PROVIDERS.field_names
+            }
         )
         api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
         problems.extend(optional)
@@ -897,23 +883,20 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> DataSourceConfig | None:
         fields = _Fields(entry, problems, hints=self.hints)
-        source_id = fields.guid("Id")
-        name = fields.string("Name")
-        kind = fields.choice("Type", ("ERI_V1",))
-        hostname = fields.string("Hostname")
-        port = fields.integer("Port", 1, 65535)
-        auth = fields.choice("AuthMethod", DATA_SOURCE_AUTH_METHODS)
-        security = fields.choice("SecurityPolicy", ("ALLOW_ANY", "SELF_HOSTED"))
-        fields.string("SelectedRetrievalId")
-        fields.integer("MaxMatches", 1, 65535)
+        source_id = fields.read(DATA_SOURCES["Id"])
+        name = fields.read(DATA_SOURCES["Name"])
+        kind = fields.read(DATA_SOURCES["Type"])
+        hostname = fields.read(DATA_SOURCES["Hostname"])
+        port = fields.read(DATA_SOURCES["Port"])
+        auth = fields.read(DATA_SOURCES["AuthMethod"])
+        security = fields.read(DATA_SOURCES["SecurityPolicy"])
+        fields.read(DATA_SOURCES["SelectedRetrievalId"])
+        fields.read(DATA_SOURCES["MaxMatches"])
         raw = {str(k): _plain(v) for k, v in entry.entries.items()}
         if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
-            mode = fields.choice(
-                "UsernamePasswordMode",
-                ("SHARED_USERNAME_AND_PASSWORD", "OS_USERNAME_SHARED_PASSWORD"),
-            )
+            mode = fields.read(DATA_SOURCES["UsernamePasswordMode"])
             if mode == "SHARED_USERNAME_AND_PASSWORD" and auth == "USERNAME_PASSWORD":
-                fields.string("Username")
+                fields.read(DATA_SOURCES["Username"])
         secret_field = {"TOKEN": "Token", "USERNAME_PASSWORD": "Password"}.get(auth or "")
         if secret_field:
             raw.pop(secret_field, None)
@@ -938,9 +921,9 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ChatTemplateConfig | None:
         fields = _Fields(entry, problems, hints=self.hints)
-        template_id = fields.guid("Id")
-        name = fields.string("Name", blank_ok=True)
-        fields.string("SystemPrompt", blank_ok=True)
+        template_id = fields.read(CHAT_TEMPLATES["Id"])
+        name = fields.read(CHAT_TEMPLATES["Name"])
+        fields.read(CHAT_TEMPLATES["SystemPrompt"])
         tool_ids: tuple[str, ...] | None = None
         raw_ids = entry.get("ToolIds")
         notes: list[str] = []
@@ -976,26 +959,20 @@ class _Loader:
     ) -> McpServerConfig | None:
         """A `CONFIG["MCP_SERVERS"]` entry; a wrong field skips the whole server (never a
         server with a filter or pin silently dropped)."""
-        from policy.mcp import (
-            MAX_TIMEOUT_SECONDS,
-            SERVER_NAME_PATTERN,
-            SERVER_NAME_RULE,
-            McpServerConfig,
-            McpTransport,
-        )
+        from policy.mcp import McpServerConfig
         from policy.vocabulary import ConfidenceLevel
 
         fields = _Fields(entry, problems, hints=self.hints)
-        server_id = fields.guid("Id")
-        name = fields.string("Name")
+        server_id = fields.read(MCP_SERVERS["Id"])
+        name = fields.read(MCP_SERVERS["Name"])
         if name is not None and not SERVER_NAME_PATTERN.fullmatch(name):
             problems.append(f"Name {describe(name)} must be {SERVER_NAME_RULE}")
-        transport = fields.choice("Transport", tuple(t.value for t in McpTransport))
+        transport = fields.read(MCP_SERVERS["Transport"])
         command = url = ""
         if transport == McpTransport.STDIO:
-            command = fields.string("Command") or ""
+            command = fields.read(MCP_SERVERS["Command"]) or ""
         elif transport == McpTransport.STREAMABLE_HTTP:
-            url = fields.string("Url") or ""
+            url = fields.read(MCP_SERVERS["Url"]) or ""
             address = read_web_address(url) if url else None
             if url and address is None:
                 problems.append(
@@ -1014,7 +991,7 @@ class _Loader:
         headers = self._mcp_secrets(entry, "Headers", problems)
         minimum = ConfidenceLevel.NONE
         if entry.get("MinimumProviderConfidence") is not None:
-            level = fields.choice("MinimumProviderConfidence", LEVEL_NAMES)
+            level = fields.read(MCP_SERVERS["MinimumProviderConfidence"])
             minimum = ConfidenceLevel[level] if level is not None else ConfidenceLevel.HIGH
         flags = {}
         for flag in ("ReadOnlyOnly", "RequirePins"):
@@ -1034,14 +1011,14 @@ class _Loader:
                             f"Pins[{describe(tool_name)}] must map a tool name to a "
                             '"sha256:<64 hex digits>" text'
                         )
-                    elif not re.fullmatch(r"sha256:[0-9a-f]{64}", pin.strip()):
+                    elif not PIN_PATTERN.fullmatch(pin.strip()):
                         problems.append(
                             f"Pins[{describe(tool_name)}] = {describe(pin)} is not "
                             '"sha256:<64 lower-case hex digits>" (policy mcp pin prints them)'
                         )
                     else:
                         pins[tool_name] = pin.strip()
-        timeout = 30.0
+        timeout = float(MCP_SERVERS["TimeoutSeconds"].default)
         raw_timeout = entry.get("TimeoutSeconds")
         if raw_timeout is not None:
             if (
@@ -1055,11 +1032,12 @@ class _Loader:
                     f"TimeoutSeconds is {describe(_plain(raw_timeout))}; it must be a number "
                     f"above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
                 )
+        known = MCP_SERVERS.field_names
         for key in entry.entries:
-            if key not in _MCP_FIELDS:  # perhaps a filter or pin misspelled: never ignored
-                hint = self.hints.did_you_mean(str(key), _MCP_FIELDS)
+            if key not in known:  # perhaps a filter or pin misspelled: never ignored
+                hint = self.hints.did_you_mean(str(key), known)
                 problems.append(
-                    f"unknown field {describe(key)}{hint} (known: {', '.join(sorted(_MCP_FIELDS))})"
+                    f"unknown field {describe(key)}{hint} (known: {', '.join(sorted(known))})"
                 )
         if problems or None in (server_id, name, transport):
             return None
@@ -1133,13 +1111,7 @@ class _Loader:
     def _other_sections(self, config: LuaTable) -> dict[str, Any]:
         other: dict[str, Any] = {}
         for key, value in config.entries.items():
-            if key in (
-                "SETTINGS",
-                "LLM_PROVIDERS",
-                "DATA_SOURCES",
-                "CHAT_TEMPLATES",
-                "MCP_SERVERS",
-            ):
+            if key in _SECTION_NAMES:
                 continue
             where = config.locations.get(key) or config.location
             known = key in AI_STUDIO_SECTIONS
@@ -1343,6 +1315,20 @@ class _Fields:
         got = "missing" if value is None else f"is {describe(_plain(value))}"
         self.problems.append(f"{self.prefix}{name} {got}; it must be {wanted}")
 
+    def read(self, declared: Field) -> Any:
+        """The value of a scalar field as its declaration says it is read; None when wrong."""
+        kind = declared.type
+        if kind is FieldType.GUID:
+            return self.guid(declared.name)
+        if kind in (FieldType.TEXT, FieldType.NONBLANK_TEXT):
+            return self.string(declared.name, blank_ok=kind is FieldType.TEXT)
+        if kind is FieldType.CHOICE:
+            return self.choice(declared.name, declared.choices)
+        if kind is FieldType.WHOLE_NUMBER:
+            assert declared.minimum is not None and declared.maximum is not None
+            return self.integer(declared.name, int(declared.minimum), int(declared.maximum))
+        raise ValueError(f"{declared.name}: a {kind} field is read by its own code")
+
     def guid(self, name: str) -> str | None:
         guid = parse_guid(self.table.get(name))
         if guid is None:
@@ -1379,14 +1365,6 @@ class _Fields:
 
 
 _SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
-
-
-def parse_guid(value: Any) -> str | None:
-    """A GUID in any of .NET's plain forms, as lower-case 8-4-4-4-12; else None."""
-    if not isinstance(value, str) or not _GUID.match(value.strip()):
-        return None
-    digits = re.sub(r"[^0-9a-fA-F]", "", value).lower()
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def _checked_secret(

@@ -30,6 +30,20 @@ def validator() -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+_GUID = "6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f41"
+_DATA_SOURCE = {
+    "Id": _GUID,
+    "Name": "Handbook",
+    "Type": "ERI_V1",
+    "Hostname": "https://eri.example.org",
+    "Port": 443,
+    "AuthMethod": "NONE",
+    "SecurityPolicy": "SELF_HOSTED",
+    "SelectedRetrievalId": "default",
+    "MaxMatches": 10,
+}
+
+
 def _config(**settings: Any) -> dict[str, Any]:
     return {"SETTINGS": settings}
 
@@ -93,6 +107,12 @@ def test_a_realistic_configuration_is_valid(validator: Draft202012Validator) -> 
         _config(**{"DataTools.LockedToolSettings": {"read_web_page.freeAddressChoice": "on"}}),
         _config(**{"DataTools.DefaultToolIdsByComponent": {"KITCHEN": ["web_search"]}}),
         {"SETTINGS": {}, "LLM_PROVIDERS": [{"Id": "not-a-guid"}]},
+        {"SETTINGS": {}, "MCP_SERVERS": [{"Id": _GUID, "Name": "t", "Transport": "stdio"}]},
+        {
+            "SETTINGS": {},
+            "MCP_SERVERS": [{"Id": _GUID, "Name": "t", "Transport": "STREAMABLE_HTTP", "Url": " "}],
+        },
+        {"SETTINGS": {}, "DATA_SOURCES": [{**_DATA_SOURCE, "AuthMethod": "TOKEN"}]},
     ],
     ids=[
         "no-settings",
@@ -103,9 +123,43 @@ def test_a_realistic_configuration_is_valid(validator: Draft202012Validator) -> 
         "choice-case",
         "unknown-component",
         "bad-provider",
+        "stdio-without-command",
+        "blank-url",
+        "token-without-token",
     ],
 )
 def test_what_toolpolicy_refuses_the_schema_refuses(
     validator: Draft202012Validator, config: dict[str, Any]
 ) -> None:
     assert list(validator.iter_errors(config)) != []
+
+
+@pytest.mark.parametrize(
+    "section, entry",
+    [
+        (
+            "MCP_SERVERS",
+            {"Id": "{" + _GUID + "}", "Name": "t", "Transport": "stdio", "Command": "x"},
+        ),
+        (
+            "MCP_SERVERS",
+            {
+                "Id": _GUID.replace("-", ""),
+                "Name": "t",
+                "Transport": "STDIO",
+                "Command": "x",
+                "MinimumProviderConfidence": "high",
+            },
+        ),
+        ("DATA_SOURCES", {**_DATA_SOURCE, "Type": "eri_v1", "Id": "(" + _GUID.upper() + ")"}),
+    ],
+    ids=[
+        "braces-and-lower-case-transport",
+        "32-hex-and-lower-case-level",
+        "parentheses-and-lower-case-type",
+    ],
+)
+def test_what_toolpolicy_reads_the_schema_accepts(
+    validator: Draft202012Validator, section: str, entry: dict[str, Any]
+) -> None:
+    assert list(validator.iter_errors({"SETTINGS": {}, section: [entry]})) == []

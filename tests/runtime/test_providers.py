@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from policy.configuration import ProviderConfig
-from policy.plugins import PROVIDER_HOSTS, load_plugin
+from policy.hosts import PROVIDER_HOSTS
+from policy.plugins import load_plugin
 from policy.vocabulary import PluginOrigin, ProviderKind
 from runtime.adapters import create_adapter
 from runtime.adapters.anthropic import AnthropicAdapter

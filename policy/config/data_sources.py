@@ -1,0 +1,128 @@
+"""`CONFIG["DATA_SOURCES"]`: the ERI v1 data sources semantic_search may search."""
+
+from __future__ import annotations
+
+from policy.config.fields import Field, FieldType, Section
+from policy.config.guid import GUID_SCHEMA_PATTERN
+from policy.config.providers import ENCRYPTED_PATTERN
+from policy.vocabulary import DataSecurity
+
+AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
+USERNAME_PASSWORD_MODES: tuple[str, ...] = (
+    "SHARED_USERNAME_AND_PASSWORD",
+    "OS_USERNAME_SHARED_PASSWORD",
+)
+
+
+DATA_SOURCES = Section(
+    "DATA_SOURCES",
+    "ERI v1 data sources; each becomes a `DataSourceConfig`.",
+    (
+        Field(
+            "Id",
+            FieldType.GUID,
+            "The data source's id.",
+            required=True,
+            pattern=GUID_SCHEMA_PATTERN,
+            example="6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f43",
+        ),
+        Field(
+            "Name",
+            FieldType.NONBLANK_TEXT,
+            "The name users see.",
+            required=True,
+            example="Handbook",
+        ),
+        Field(
+            "Type",
+            FieldType.CHOICE,
+            "The protocol: ERI v1.",
+            required=True,
+            choices=("ERI_V1",),
+            example="ERI_V1",
+        ),
+        Field(
+            "Hostname",
+            FieldType.NONBLANK_TEXT,
+            "The ERI server's address.",
+            required=True,
+            example="https://eri.example.org",
+        ),
+        Field(
+            "Port",
+            FieldType.WHOLE_NUMBER,
+            "The ERI server's port.",
+            required=True,
+            minimum=1,
+            maximum=65535,
+            example=443,
+        ),
+        Field(
+            "AuthMethod",
+            FieldType.CHOICE,
+            "How toolpolicy authenticates at the server.",
+            required=True,
+            choices=AUTH_METHODS,
+            example="NONE",
+        ),
+        Field(
+            "SecurityPolicy",
+            FieldType.CHOICE,
+            "SELF_HOSTED: its data goes only to self-hosted or trusted providers.",
+            required=True,
+            choices=(DataSecurity.ALLOW_ANY.value, DataSecurity.SELF_HOSTED.value),
+            example="SELF_HOSTED",
+        ),
+        Field(
+            "SelectedRetrievalId",
+            FieldType.NONBLANK_TEXT,
+            "The server's retrieval process to use.",
+            required=True,
+            example="default",
+        ),
+        Field(
+            "MaxMatches",
+            FieldType.WHOLE_NUMBER,
+            "At most this many matches per search.",
+            required=True,
+            minimum=1,
+            maximum=65535,
+            example=10,
+        ),
+        Field(
+            "UsernamePasswordMode",
+            FieldType.CHOICE,
+            "USERNAME_PASSWORD: whose user name is sent.",
+            required_when=(("AuthMethod", "USERNAME_PASSWORD"),),
+            choices=USERNAME_PASSWORD_MODES,
+            example="SHARED_USERNAME_AND_PASSWORD",
+        ),
+        Field(
+            "Username",
+            FieldType.NONBLANK_TEXT,
+            "SHARED_USERNAME_AND_PASSWORD: the user name.",
+            required_when=(
+                ("AuthMethod", "USERNAME_PASSWORD"),
+                ("UsernamePasswordMode", "SHARED_USERNAME_AND_PASSWORD"),
+            ),
+            example="eri",
+        ),
+        Field(
+            "Password",
+            FieldType.SECRET,
+            "USERNAME_PASSWORD: the password, an ENC:v1: value that decrypts.",
+            required_when=(("AuthMethod", "USERNAME_PASSWORD"),),
+            pattern=ENCRYPTED_PATTERN,
+            example="ENC:v1:...",
+        ),
+        Field(
+            "Token",
+            FieldType.SECRET,
+            "TOKEN: the token, an ENC:v1: value that decrypts.",
+            required_when=(("AuthMethod", "TOKEN"),),
+            pattern=ENCRYPTED_PATTERN,
+            example="ENC:v1:...",
+        ),
+    ),
+    fails_closed=False,
+)
