@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from policy.config.fields import Field, FieldType, Section
+from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.sections import SECTIONS
 from policy.settings_keys import (
@@ -169,7 +169,10 @@ def field_choices(enum_values: Sequence[str], option_source: str) -> tuple[str, 
 
 def section_schema(section: Section) -> dict[str, Any]:
     """The schema of one entry of a `CONFIG[...]` list, from its declaration."""
-    return _table_schema(section.fields)
+    schema = _table_schema(section.fields)
+    if section.unknown_fields is UnknownFields.SKIP_ENTRY:
+        schema["additionalProperties"] = False
+    return schema
 
 
 def _table_schema(fields: Sequence[Field]) -> dict[str, Any]:

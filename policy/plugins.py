@@ -756,8 +756,8 @@ class _Loader:
         model_id = display = None
         if isinstance(model, LuaTable):
             model_fields = _Fields(model, problems, "Model.")
-            model_id = model_fields.read(LLM_PROVIDERS["Model"].fields[0])
-            display = model_fields.read(LLM_PROVIDERS["Model"].fields[1])
+            model_id = model_fields.read(LLM_PROVIDERS["Model"].inner("Id"))
+            display = model_fields.read(LLM_PROVIDERS["Model"].inner("DisplayName"))
         else:
             problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
         additional: dict[str, Any] = {"DisplayName": display}

@@ -4,13 +4,16 @@ It follows AI Studio's configuration template: the required globals, then `CONFI
 section present but empty and each option shown as a commented example. Loading it changes
 nothing; an administrator copies it, gives it a fresh ID and uncomments what they need. The
 settings keys come from `policy.settings_keys`, the tool settings from the built-in tool
-definitions. The committed top-level plugin.lua must equal `reference_plugin()` (a test checks).
+definitions, the choices of an entry's field from its declaration (`policy.config`). The
+committed top-level plugin.lua must equal `reference_plugin()` (a test checks); each section's
+example entry is read and accepted as its declaration says (tests/policy/test_config_declarations).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from policy.config.providers import LLM_PROVIDERS
 from policy.settings_keys import OVERRIDE_SUFFIX, TOOLPOLICY_KEYS, SettingKey
 from policy.tools import Tool
 from policy.vocabulary import (
@@ -136,7 +139,7 @@ def _providers() -> str:
             '--     ["InstanceName"] = "Company GPU cluster",',
             '--     ["UsedLLMProvider"] = "SELF_HOSTED",',
             "--",
-            "--     -- NONE, LM_STUDIO, LLAMA_CPP, WHISPER_CPP, OLLAMA or VLLM",
+            f"--     -- {_one_of(LLM_PROVIDERS['Host'].choices)}",
             '--     ["Host"] = "VLLM",',
             '--     ["Hostname"] = "https://llm.example.org",',
             '--     ["Model"] = { ["Id"] = "Qwen/Qwen3-32B", ["DisplayName"] = "Qwen3 32B" },',
@@ -151,6 +154,11 @@ def _providers() -> str:
             "",
         ]
     )
+
+
+def _one_of(choices: Sequence[str]) -> str:
+    *others, last = choices
+    return f"{', '.join(others)} or {last}" if others else last
 
 
 def _settings_intro() -> str:

@@ -9,7 +9,7 @@ whether a skipped entry is an error (it may have tightened the policy) or a warn
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -78,6 +78,10 @@ class Field:
     def checked(self) -> bool:
         return self.mistake is not Mistake.NOT_CHECKED
 
+    def inner(self, name: str) -> Field:
+        """The field `name` of this table."""
+        return next(declared for declared in self.fields if declared.name == name)
+
 
 class UnknownFields(StrEnum):
     """What an entry's field that is not declared does."""
@@ -102,16 +106,16 @@ class Section:
     a capability override), and a provider or server that silently vanished does not do what
     was written. Otherwise a skipped entry is a warning: it offers nothing."""
     unknown_fields: UnknownFields = UnknownFields.KEPT
+    field_names: frozenset[str] = field(init=False, repr=False, compare=False)
+    _by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name = {declared.name: declared for declared in self.fields}
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "field_names", frozenset(by_name))
 
     def __getitem__(self, name: str) -> Field:
-        for declared in self.fields:
-            if declared.name == name:
-                return declared
-        raise KeyError(name)
+        return self._by_name[name]
 
     def __iter__(self) -> Iterator[Field]:
         return iter(self.fields)
-
-    @property
-    def field_names(self) -> frozenset[str]:
-        return frozenset(declared.name for declared in self.fields)

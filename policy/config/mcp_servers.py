@@ -50,8 +50,8 @@ MCP_SERVERS = Section(
         Field(
             "Name",
             FieldType.NONBLANK_TEXT,
-            "The prefix of its tool ids, <Name>__<tool name>: lower-case letters and digits, "
-            'words joined by single underscores (no "__", no "_" at either end).',
+            "The prefix of its tool ids, `<Name>__<tool name>`: lower-case letters and digits, "
+            "words joined by single underscores (no `__`, no `_` at either end).",
             required=True,
             pattern=f"^{SERVER_NAME_PATTERN.pattern}$",
             example="tickets",

@@ -1,0 +1,127 @@
+"""The README's reference tables of `CONFIG`, written from the declarations.
+
+`settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
+fields of one list of entries; the README holds their output and a test keeps it equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
+from policy.settings_keys import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
+
+_MISTAKES = {
+    Mistake.SKIPS_ENTRY: "skips the entry",
+    Mistake.IGNORED: "ignored, with a warning",
+    Mistake.NOT_CHECKED: "kept, not checked",
+}
+_UNKNOWN = {
+    UnknownFields.KEPT: "Fields not listed are kept as given.",
+    UnknownFields.NEAR_MISS_SKIPS: (
+        "Fields not listed are kept as given, unless one looks like a listed field misspelled: "
+        "then the entry is skipped."
+    ),
+    UnknownFields.SKIP_ENTRY: "Any field not listed skips the entry.",
+}
+_SETTING_VALUES = {
+    SettingKind.BOOL: "`bool`",
+    SettingKind.STRING: "`str`",
+    SettingKind.STRING_SET: "`tuple[str, ...]`",
+    SettingKind.STRING_MAP: '`{"tool.field": str}`',
+    SettingKind.LEVEL_MAP: "`{id: LEVEL}`",
+    SettingKind.ENUM_MAP: "`{PROVIDER_KIND: LEVEL}`",
+    SettingKind.COMPONENT_IDS: "`{COMPONENT: tuple[str, ...]}`",
+    SettingKind.LEVEL: "`LEVEL`",
+}
+
+
+def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS) -> str:
+    """Key, value as `ManagedSetting.value` holds it, default, `.AllowUserOverride`, scope."""
+    rows = [
+        "| Key | Value | Default | `.AllowUserOverride` |",
+        "|---|---|---|---|",
+    ]
+    for key in keys:
+        value = _SETTING_VALUES.get(key.kind) or " / ".join(f"`{c}`" for c in key.choices)
+        if key.organization_only:
+            value += ", organization plugins only"
+        if key.rejects_plugin:
+            value += "; a malformed value rejects the plugin"
+        override = "honored" if key.honors_user_override else "ignored: always locked"
+        rows.append(f"| `{key.name}` | {value} | {_default(key.default)} | {override} |")
+    levels = ", ".join(f"`{name}`" for name in LEVEL_NAMES)
+    return "\n".join([*rows, "", f"`LEVEL` is one of {levels}."]) + "\n"
+
+
+def section_table(section: Section) -> str:
+    """One line on the section's failure rule, then a row per field (a table's fields below it)."""
+    skipped = (
+        "a skipped entry is an error (it fails closed)"
+        if section.fails_closed
+        else "a skipped entry is a warning"
+    )
+    lines = [
+        f'`CONFIG["{section.name}"]`: {skipped}. {_UNKNOWN[section.unknown_fields]}',
+        "",
+        "| Field | Value | Required | Default | A mistake | Meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for declared in section:
+        lines.append(_field_row(declared, ""))
+        if declared.checked:
+            lines.extend(_field_row(inner, f"{declared.name}.") for inner in declared.fields)
+    return "\n".join(lines) + "\n"
+
+
+def _field_row(declared: Field, prefix: str) -> str:
+    return (
+        f"| `{prefix}{declared.name}` | {_value(declared)} | {_required(declared)} | "
+        f"{_default(declared.default)} | {_MISTAKES[declared.mistake]} | {declared.doc} |"
+    )
+
+
+def _value(declared: Field) -> str:
+    kind = declared.type
+    if kind is FieldType.CHOICE:
+        return ", ".join(f"`{c}`" for c in declared.choices) + " (any case)"
+    if kind is FieldType.FLAG_MAP:
+        return "table of true/false by name: " + ", ".join(f"`{c}`" for c in declared.choices)
+    if kind is FieldType.WHOLE_NUMBER:
+        return f"whole number {declared.minimum:g} to {declared.maximum:g}"
+    if kind is FieldType.NUMBER:
+        return f"number above {declared.minimum:g}, at most {declared.maximum:g}"
+    if kind is FieldType.TABLE:
+        return "table: " + ", ".join(f"`{inner.name}`" for inner in declared.fields)
+    if declared.pattern and kind is FieldType.NONBLANK_TEXT:
+        return f"text matching `{declared.pattern}`"
+    return {
+        FieldType.GUID: "GUID",
+        FieldType.TEXT: "text",
+        FieldType.NONBLANK_TEXT: "non-blank text",
+        FieldType.BOOL: "true/false",
+        FieldType.SECRET: "`ENC:v1:` value that decrypts",
+        FieldType.TEXT_LIST: "list of texts",
+        FieldType.SECRET_TEXT_MAP: "table of texts by name",
+        FieldType.PIN_MAP: "table of `sha256:<64 hex digits>` by tool name",
+    }[kind]
+
+
+def _required(declared: Field) -> str:
+    if declared.required:
+        return "yes"
+    if declared.required_when:
+        return "when " + " and ".join(f"`{n}` = `{v}`" for n, v in declared.required_when)
+    return "no"
+
+
+def _default(value: object) -> str:
+    if value is None:
+        return "—"
+    if value == ():
+        return "`{}`"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if isinstance(value, float) and value.is_integer():
+        return f"`{int(value)}`"
+    return f"`{value}`"
