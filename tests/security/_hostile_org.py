@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
 from policy.secrets import encrypt
+from tests.servers import cli_runner
+from tests.servers.cli_runner import CliRun
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "organization"
-_DEBUG_MAIN = (
-    "import logging, sys; logging.basicConfig(level=logging.DEBUG, stream=sys.stderr); "
-    "from policy.cli import main; main(sys.argv[1:])"
-)
 FAKE_VERDICT = "ok: 0 error(s), 0 warning(s) FAKE"
 HOSTILE = f"\r\n{FAKE_VERDICT}\x1b]0;pwned\x07\x1b[2J\x7f\x9b31m\u202eevil"
 LUA_HOSTILE = (
@@ -106,19 +102,10 @@ def run_policy(
     secret: str,
     env: dict[str, str] | None = None,
     debug_logging: bool = False,
-) -> subprocess.CompletedProcess[str]:
-    """One run of the `policy` command (its console entry point) with the encryption secret set;
-    with `debug_logging`, the root logger writes every record at DEBUG to stderr."""
+) -> CliRun:
+    """One run of the `policy` command (its console script's `main`) with the encryption secret
+    set; with `debug_logging`, the root logger writes every record at DEBUG to stderr."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
     environment["TOOLPOLICY_CONFIG_ENCRYPTION_SECRET"] = secret
     environment.update(env or {})
-    entry = ["-c", _DEBUG_MAIN] if debug_logging else ["-m", "policy.cli"]
-    return subprocess.run(
-        [sys.executable, *entry, *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    return cli_runner.run_policy(args, env=environment, cwd=ROOT, debug_log=debug_logging)

@@ -1,12 +1,12 @@
 """No character from a plugin, a host or a model acts on the terminal: every text, table, JSON and
 YAML output of the `policy` command shows CR, LF, ESC, BEL, DEL, C1 controls and bidirectional
 overrides escaped, so a value can neither set the window title, clear the screen, nor print a line
-that passes for `policy check`'s verdict. Real subprocess runs of the installed command."""
+that passes for `policy check`'s verdict. Runs of the console script's `main`
+(`tests.servers.cli_runner`)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from tests.security._hostile_org import (
     hostile_organization,
     run_policy,
 )
+from tests.servers.cli_runner import CliRun
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
 
@@ -40,13 +41,11 @@ def organization(tmp_path_factory: pytest.TempPathFactory, secret: str) -> Path:
     return hostile_organization(tmp_path_factory.mktemp("hostile"), secret)
 
 
-def policy(*args: str | Path, secret: str) -> subprocess.CompletedProcess[str]:
+def policy(*args: str | Path, secret: str) -> CliRun:
     return run_policy(*args, secret=secret)
 
 
-def assert_terminal_safe(
-    done: subprocess.CompletedProcess[str], label: str, *, answer_on_stdout: bool = False
-) -> None:
+def assert_terminal_safe(done: CliRun, label: str, *, answer_on_stdout: bool = False) -> None:
     """No raw control character anywhere; no value starts a line of its own (but a model's
     answer, on `policy chat`'s stdout, keeps its line breaks)."""
     for stream, output in (("stdout", done.stdout), ("stderr", done.stderr)):

@@ -50,13 +50,16 @@ def run_policy(
     input: str | None = None,
     cwd: Path | str | None = None,
     installed: bool = False,
+    debug_log: bool = False,
 ) -> CliRun:
     """`policy ARGS` in this process: `env` is the whole environment (None: this one), `input`
     is stdin. An exception escaping `main` (only `--debug` lets one) is printed to stderr as
     Python prints it and exits 1, as the interpreter would. `installed`: the console script in
-    a subprocess."""
+    a subprocess. `debug_log`: the root logger writes every record at DEBUG to stderr, set up
+    before `main` runs (`logging.basicConfig`), as an app embedding the command might."""
     arguments = [str(a) for a in args]
     if installed:
+        assert not debug_log, "the installed script sets up its own logging"
         done = subprocess.run(
             [installed_policy(), *arguments],
             capture_output=True,
@@ -72,8 +75,8 @@ def run_policy(
         # A command runs its own event loop (asyncio.run), which a thread running one cannot:
         # the caller's loop waits for it, as it would wait for a subprocess.
         with concurrent.futures.ThreadPoolExecutor(1) as thread:
-            return thread.submit(_run_main, arguments, env, input, cwd).result()
-    return _run_main(arguments, env, input, cwd)
+            return thread.submit(_run_main, arguments, env, input, cwd, debug_log).result()
+    return _run_main(arguments, env, input, cwd, debug_log)
 
 
 def _run_main(
@@ -81,11 +84,14 @@ def _run_main(
     env: Mapping[str, str] | None,
     input: str | None,
     cwd: Path | str | None,
+    debug_log: bool,
 ) -> CliRun:
     from policy.cli import main
 
     runner = CliRunner(charset="utf-8")
     with _process_state(env, cwd), runner.isolation(input=input) as (out, err, _):
+        if debug_log:
+            logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
         code = 0
         try:
             main(arguments)
