@@ -12,24 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from policy.config.chat_templates import CHAT_TEMPLATES
 from policy.config.data_sources import DATA_SOURCES
-from policy.config.fields import Field, FieldType
 from policy.config.guid import GUID_EXAMPLE, TEMPLATE_GUID, parse_guid
-from policy.config.mcp_servers import (
-    MAX_TIMEOUT_SECONDS,
-    MCP_SERVERS,
-    PIN_PATTERN,
-    SERVER_NAME_PATTERN,
-    SERVER_NAME_RULE,
-    McpTransport,
-)
+from policy.config.mcp_servers import MCP_SERVERS, McpTransport
 from policy.config.providers import CAPABILITIES, HF_INFERENCE_PROVIDERS, LLM_PROVIDERS
+from policy.config.reading import EntryReader, checked_secret, near_choice, plain
 from policy.config.sections import SECTIONS
 from policy.configuration import (
     ChatTemplateConfig,
@@ -49,7 +41,6 @@ from policy.hosts import (
     shown_address,
 )
 from policy.lua_sandbox import (
-    LuaFunction,
     LuaSandboxError,
     LuaTable,
     PluginSource,
@@ -424,7 +415,7 @@ class _Loader:
             self._issue("invalid-global", f"{name} is missing; it must be {wanted}")
         else:
             value = self.globals[name]
-            shown = without_user_info(value) if isinstance(value, str) else _plain(value)
+            shown = without_user_info(value) if isinstance(value, str) else plain(value)
             self._issue(
                 "invalid-global",
                 f"{name} must be {wanted}, not {describe(shown)}",
@@ -530,7 +521,7 @@ class _Loader:
             return value
         self._warn(
             "invalid-global",
-            f"DEPLOYED_USING_CONFIG_SERVER must be true or false, not {describe(_plain(value))}; "
+            f"DEPLOYED_USING_CONFIG_SERVER must be true or false, not {describe(plain(value))}; "
             "read as not declared",
             self._at("DEPLOYED_USING_CONFIG_SERVER"),
         )
@@ -548,7 +539,7 @@ class _Loader:
             return int(value)
         self._warn(
             "invalid-priority",
-            f"PRIORITY must be a whole number such as 100, not {describe(_plain(value))}; "
+            f"PRIORITY must be a whole number such as 100, not {describe(plain(value))}; "
             "read as 0, as AI Studio does",
             self._at("PRIORITY"),
         )
@@ -575,7 +566,7 @@ class _Loader:
         else:
             self._issue(
                 "missing-settings",
-                f'CONFIG["SETTINGS"] must be a table, not {describe(_plain(value))}',
+                f'CONFIG["SETTINGS"] must be a table, not {describe(plain(value))}',
                 where,
             )
         return None
@@ -631,7 +622,7 @@ class _Loader:
                 )
             entries = _entry_locations(value) if isinstance(value, LuaTable) else {}
             return PluginSetting(
-                key, _plain(value), where, entry_locations=entries, used_by_toolpolicy=False
+                key, plain(value), where, entry_locations=entries, used_by_toolpolicy=False
             )
         typed, entries = _SettingParser(self, spec, where).parse(value)
         if typed is None:
@@ -646,7 +637,7 @@ class _Loader:
         if allow is None:
             self._warn(
                 "invalid-override",
-                f"{name} must be true or false, not {describe(_plain(value))}; the setting stays locked",
+                f"{name} must be true or false, not {describe(plain(value))}; the setting stays locked",
                 where,
             )
             allow = False
@@ -734,7 +725,7 @@ class _Loader:
     def _provider(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ProviderConfig | None:
-        fields = _Fields(entry, problems, hints=self.hints)
+        fields = EntryReader(entry, problems, hints=self.hints)
         provider_id = fields.read(LLM_PROVIDERS["Id"])
         instance = fields.read(LLM_PROVIDERS["InstanceName"])
         kind = fields.read(LLM_PROVIDERS["UsedLLMProvider"])
@@ -755,7 +746,7 @@ class _Loader:
         model = entry.get("Model")
         model_id = display = None
         if isinstance(model, LuaTable):
-            model_fields = _Fields(model, problems, "Model.")
+            model_fields = EntryReader(model, problems, "Model.")
             model_id = model_fields.read(LLM_PROVIDERS["Model"].inner("Id"))
             display = model_fields.read(LLM_PROVIDERS["Model"].inner("DisplayName"))
         else:
@@ -766,9 +757,9 @@ class _Loader:
             additional["HFInferenceProvider"] = parse_choice(hf, HF_INFERENCE_PROVIDERS)
             if additional["HFInferenceProvider"] is None:
                 problems.append(
-                    f"HFInferenceProvider {describe(_plain(hf))} is not one of "
+                    f"HFInferenceProvider {describe(plain(hf))} is not one of "
                     f"{', '.join(HF_INFERENCE_PROVIDERS)}"
-                    f"{_near_choice(hf, HF_INFERENCE_PROVIDERS, self.hints)}"
+                    f"{near_choice(hf, HF_INFERENCE_PROVIDERS, self.hints)}"
                 )
         text = entry.get("AdditionalJsonApiParameters")
         if text is not None:  # they may switch off retention or logging: never dropped
@@ -777,7 +768,7 @@ class _Loader:
             else:
                 problems.append(
                     f"AdditionalJsonApiParameters must be a string of JSON fields, not "
-                    f"{describe(_plain(text))}"
+                    f"{describe(plain(text))}"
                 )
         compat: list[str] = []
         overrides = self._capability_overrides(entry.get("CapabilityOverrides"), problems, compat)
@@ -789,7 +780,7 @@ class _Loader:
         allow_user_key = allow_raw is True
         if allow_raw is not None and not isinstance(allow_raw, bool):
             optional.append(
-                f"AllowUserProvidedAPIKey must be true or false, not {describe(_plain(allow_raw))}; "
+                f"AllowUserProvidedAPIKey must be true or false, not {describe(plain(allow_raw))}; "
                 "read as false, as AI Studio does"
             )
         additional["AllowUserProvidedAPIKey"] = allow_user_key
@@ -801,7 +792,7 @@ class _Loader:
                 optional.append("TokenizerPath must be a string; ignored")
         additional.update(
             {
-                str(k): _plain(v)
+                str(k): plain(v)
                 for k, v in entry.entries.items()
                 if k not in LLM_PROVIDERS.field_names
             }
@@ -858,7 +849,7 @@ class _Loader:
                 )
             elif not isinstance(flag, bool):
                 problems.append(
-                    f"CapabilityOverrides.{key} must be true or false, not {describe(_plain(flag))}"
+                    f"CapabilityOverrides.{key} must be true or false, not {describe(plain(flag))}"
                 )
             else:
                 if name.upper() != str(key).upper():
@@ -877,12 +868,12 @@ class _Loader:
         if allow_user_key:
             problems.append("APIKey is ignored because AllowUserProvidedAPIKey is true")
             return None
-        return _checked_secret(value, "APIKey", problems)
+        return checked_secret(value, "APIKey", problems)
 
     def _data_source(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> DataSourceConfig | None:
-        fields = _Fields(entry, problems, hints=self.hints)
+        fields = EntryReader(entry, problems, hints=self.hints)
         source_id = fields.read(DATA_SOURCES["Id"])
         name = fields.read(DATA_SOURCES["Name"])
         kind = fields.read(DATA_SOURCES["Type"])
@@ -892,7 +883,7 @@ class _Loader:
         security = fields.read(DATA_SOURCES["SecurityPolicy"])
         fields.read(DATA_SOURCES["SelectedRetrievalId"])
         fields.read(DATA_SOURCES["MaxMatches"])
-        raw = {str(k): _plain(v) for k, v in entry.entries.items()}
+        raw = {str(k): plain(v) for k, v in entry.entries.items()}
         if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
             mode = fields.read(DATA_SOURCES["UsernamePasswordMode"])
             if mode == "SHARED_USERNAME_AND_PASSWORD" and auth == "USERNAME_PASSWORD":
@@ -900,7 +891,7 @@ class _Loader:
         secret_field = {"TOKEN": "Token", "USERNAME_PASSWORD": "Password"}.get(auth or "")
         if secret_field:
             raw.pop(secret_field, None)
-            secret = _checked_secret(entry.get(secret_field), secret_field, problems, required=True)
+            secret = checked_secret(entry.get(secret_field), secret_field, problems, required=True)
             if secret is None:
                 return None
             raw[secret_field] = secret
@@ -920,7 +911,7 @@ class _Loader:
     def _chat_template(
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ChatTemplateConfig | None:
-        fields = _Fields(entry, problems, hints=self.hints)
+        fields = EntryReader(entry, problems, hints=self.hints)
         template_id = fields.read(CHAT_TEMPLATES["Id"])
         name = fields.read(CHAT_TEMPLATES["Name"])
         fields.read(CHAT_TEMPLATES["SystemPrompt"])
@@ -939,13 +930,13 @@ class _Loader:
                         ids[item.strip()] = None
                     else:
                         notes.append(
-                            f"ToolIds entry {position} ({describe(_plain(item))}) is not a tool id; skipped"
+                            f"ToolIds entry {position} ({describe(plain(item))}) is not a tool id; skipped"
                         )
                 tool_ids = tuple(ids)
         if template_id is None or name is None or problems:
             return None
         problems.extend(notes)
-        raw = {str(k): _plain(v) for k, v in entry.entries.items() if k != "ToolIds"}
+        raw = {str(k): plain(v) for k, v in entry.entries.items() if k != "ToolIds"}
         return ChatTemplateConfig(
             id=template_id,
             name=name,
@@ -962,151 +953,33 @@ class _Loader:
         from policy.mcp import McpServerConfig
         from policy.vocabulary import ConfidenceLevel
 
-        fields = _Fields(entry, problems, hints=self.hints)
-        server_id = fields.read(MCP_SERVERS["Id"])
-        name = fields.read(MCP_SERVERS["Name"])
-        if name is not None and not SERVER_NAME_PATTERN.fullmatch(name):
-            problems.append(f"Name {describe(name)} must be {SERVER_NAME_RULE}")
-        transport = fields.read(MCP_SERVERS["Transport"])
-        command = url = ""
-        if transport == McpTransport.STDIO:
-            command = fields.read(MCP_SERVERS["Command"]) or ""
-        elif transport == McpTransport.STREAMABLE_HTTP:
-            url = fields.read(MCP_SERVERS["Url"]) or ""
-            address = read_web_address(url) if url else None
-            if url and address is None:
-                problems.append(
-                    f"Url {shown_address(url)} is not an http:// or https:// address (a host, "
-                    "a port up to 65535, no control characters), e.g. http://127.0.0.1:8080/mcp"
-                )
-            elif address is not None and address.host is None:
-                problems.append(
-                    f"Url {shown_address(url)} names no host: its host is not {HOST_RULE}"
-                )
-        args = self._mcp_texts(entry, "Args", problems)
-        allowed = self._mcp_texts(entry, "AllowedTools", problems)
-        denied = self._mcp_texts(entry, "DeniedTools", problems)
-        sensitive = self._mcp_texts(entry, "SensitiveArguments", problems)
-        env = self._mcp_secrets(entry, "Env", problems)
-        headers = self._mcp_secrets(entry, "Headers", problems)
-        minimum = ConfidenceLevel.NONE
-        if entry.get("MinimumProviderConfidence") is not None:
-            level = fields.read(MCP_SERVERS["MinimumProviderConfidence"])
-            minimum = ConfidenceLevel[level] if level is not None else ConfidenceLevel.HIGH
-        flags = {}
-        for flag in ("ReadOnlyOnly", "RequirePins"):
-            value = entry.get(flag, False)
-            if not isinstance(value, bool):
-                problems.append(f"{flag} must be true or false, not {describe(_plain(value))}")
-            flags[flag] = value is True
-        pins: dict[str, str] = {}
-        raw_pins = entry.get("Pins")
-        if raw_pins is not None:
-            if not isinstance(raw_pins, LuaTable):
-                problems.append('Pins must be a table { ["tool_name"] = "sha256:..." }')
-            else:
-                for tool_name, pin in raw_pins.entries.items():
-                    if not (isinstance(tool_name, str) and isinstance(pin, str)):
-                        problems.append(
-                            f"Pins[{describe(tool_name)}] must map a tool name to a "
-                            '"sha256:<64 hex digits>" text'
-                        )
-                    elif not PIN_PATTERN.fullmatch(pin.strip()):
-                        problems.append(
-                            f"Pins[{describe(tool_name)}] = {describe(pin)} is not "
-                            '"sha256:<64 lower-case hex digits>" (policy mcp pin prints them)'
-                        )
-                    else:
-                        pins[tool_name] = pin.strip()
-        timeout = float(MCP_SERVERS["TimeoutSeconds"].default)
-        raw_timeout = entry.get("TimeoutSeconds")
-        if raw_timeout is not None:
-            if (
-                isinstance(raw_timeout, int | float)
-                and not isinstance(raw_timeout, bool)
-                and 0 < raw_timeout <= MAX_TIMEOUT_SECONDS
-            ):
-                timeout = float(raw_timeout)
-            else:
-                problems.append(
-                    f"TimeoutSeconds is {describe(_plain(raw_timeout))}; it must be a number "
-                    f"above 0 and at most {MAX_TIMEOUT_SECONDS:g}"
-                )
-        known = MCP_SERVERS.field_names
-        for key in entry.entries:
-            if key not in known:  # perhaps a filter or pin misspelled: never ignored
-                hint = self.hints.did_you_mean(str(key), known)
-                problems.append(
-                    f"unknown field {describe(key)}{hint} (known: {', '.join(sorted(known))})"
-                )
-        if problems or None in (server_id, name, transport):
+        values = EntryReader(entry, problems, hints=self.hints).read_entry(
+            MCP_SERVERS, checks={"Url": _url_problems}
+        )
+        server_id, name, transport = values["Id"], values["Name"], values["Transport"]
+        level = values["MinimumProviderConfidence"]
+        if problems or None in (server_id, name, transport, level):
             return None
-        assert server_id and name and transport
         return McpServerConfig(
             id=server_id,
             name=name,
             transport=McpTransport(transport),
-            command=command,
-            args=args,
-            env=env,
-            url=url,
-            headers=headers,
-            minimum_provider_confidence=minimum,
-            allowed_tools=allowed,
-            denied_tools=denied,
-            read_only_only=flags["ReadOnlyOnly"],
-            require_pins=flags["RequirePins"],
-            pins=pins,
-            sensitive_arguments=sensitive,
-            timeout_seconds=timeout,
+            command=values["Command"] or "",
+            args=values["Args"],
+            env=values["Env"],
+            url=values["Url"] or "",
+            headers=values["Headers"],
+            minimum_provider_confidence=ConfidenceLevel[level],
+            allowed_tools=values["AllowedTools"],
+            denied_tools=values["DeniedTools"],
+            read_only_only=values["ReadOnlyOnly"],
+            require_pins=values["RequirePins"],
+            pins=values["Pins"],
+            sensitive_arguments=values["SensitiveArguments"],
+            timeout_seconds=values["TimeoutSeconds"],
             origin=Origin(self.plugin_id, self.name, where),
             by_organization=self.origin is PluginOrigin.ORGANIZATION,
         )
-
-    @staticmethod
-    def _mcp_texts(entry: LuaTable, name: str, problems: list[str]) -> tuple[str, ...]:
-        value = entry.get(name)
-        if value is None:
-            return ()
-        if not isinstance(value, LuaTable) or not value.is_sequence():
-            problems.append(f'{name} must be a list of texts such as {{ "a", "b" }}')
-            return ()
-        items = value.sequence()
-        if not all(isinstance(item, str) for item in items):
-            problems.append(f"{name} must hold only texts")
-            return ()
-        return tuple(str(item) for item in items)
-
-    @staticmethod
-    def _mcp_secrets(
-        entry: LuaTable, name: str, problems: list[str]
-    ) -> dict[str, str | SecretValue]:
-        """Env or Headers: plain texts, except that a secret-looking name needs an ENC:v1 value."""
-        from policy.secrets import is_encrypted
-
-        value = entry.get(name)
-        if value is None:
-            return {}
-        if not isinstance(value, LuaTable):
-            problems.append(f'{name} must be a table {{ ["NAME"] = "value" }}')
-            return {}
-        found: dict[str, str | SecretValue] = {}
-        for key, text in value.entries.items():
-            if not isinstance(key, str) or not isinstance(text, str):
-                problems.append(f"{name}[{describe(key)}] must be a text")
-                continue
-            if is_encrypted(text):
-                secret = _checked_secret(text, f"{name}[{describe(key)}]", problems)
-                if secret is not None:
-                    found[key] = secret
-            elif _SECRET_NAME.search(key):
-                problems.append(
-                    f"{name}[{describe(key)}] looks like a secret and is not an ENC:v1: value; "
-                    "plaintext secrets are refused (encrypt it with `policy encrypt`)"
-                )
-            else:
-                found[key] = text
-        return found
 
     def _other_sections(self, config: LuaTable) -> dict[str, Any]:
         other: dict[str, Any] = {}
@@ -1115,7 +988,7 @@ class _Loader:
                 continue
             where = config.locations.get(key) or config.location
             known = key in AI_STUDIO_SECTIONS
-            other[str(key)] = _plain(value)
+            other[str(key)] = plain(value)
             if known and isinstance(value, LuaTable) and not value.entries:
                 continue
             reason = (
@@ -1144,7 +1017,7 @@ class _SettingParser:
         self.label = f'CONFIG["SETTINGS"]["{spec.name}"]'
 
     def _skip(self, wanted: str, value: Any) -> None:
-        message = f"{self.label} must be {wanted}, not {describe(_plain(value))}"
+        message = f"{self.label} must be {wanted}, not {describe(plain(value))}"
         if self.spec.rejects_plugin:
             self.loader._issue("invalid-setting", message, self.where)
         else:
@@ -1199,7 +1072,7 @@ class _SettingParser:
                 self._entry(
                     table,
                     index,
-                    f"entry {index} ({describe(_plain(item))}) is not a non-blank string",
+                    f"entry {index} ({describe(plain(item))}) is not a non-blank string",
                 )
         if self.spec.name == "DataSourceSecuritySettings.TrustedProviderIds":
             items = {k.lower(): v for k, v in items.items()}
@@ -1270,7 +1143,7 @@ class _SettingParser:
                     self._entry(
                         table,
                         key,
-                        f'the level for "{name}" must be one of {", ".join(spec.choices)}, not {describe(_plain(item))}',
+                        f'the level for "{name}" must be one of {", ".join(spec.choices)}, not {describe(plain(item))}',
                     )
                     continue
                 result[name] = level
@@ -1288,132 +1161,25 @@ class _SettingParser:
                 self._entry(
                     table,
                     key,
-                    f'the value for "{name}" must be a string, not {describe(_plain(item))}',
+                    f'the value for "{name}" must be a string, not {describe(plain(item))}',
                 )
                 continue
             locations[name] = table.locations.get(key) or self.where
         return result, locations
 
 
-class _Fields:
-    """Reads required fields of one configuration object, collecting what is wrong."""
-
-    def __init__(
-        self,
-        table: LuaTable,
-        problems: list[str],
-        prefix: str = "",
-        hints: HintBudget | None = None,
-    ) -> None:
-        self.table = table
-        self.problems = problems
-        self.prefix = prefix
-        self.hints = hints
-
-    def _bad(self, name: str, wanted: str) -> None:
-        value = self.table.get(name)
-        got = "missing" if value is None else f"is {describe(_plain(value))}"
-        self.problems.append(f"{self.prefix}{name} {got}; it must be {wanted}")
-
-    def read(self, declared: Field) -> Any:
-        """The value of a scalar field as its declaration says it is read; None when wrong."""
-        kind = declared.type
-        if kind is FieldType.GUID:
-            return self.guid(declared.name)
-        if kind in (FieldType.TEXT, FieldType.NONBLANK_TEXT):
-            return self.string(declared.name, blank_ok=kind is FieldType.TEXT)
-        if kind is FieldType.CHOICE:
-            return self.choice(declared.name, declared.choices)
-        if kind is FieldType.WHOLE_NUMBER:
-            assert declared.minimum is not None and declared.maximum is not None
-            return self.integer(declared.name, int(declared.minimum), int(declared.maximum))
-        raise ValueError(f"{declared.name}: a {kind} field is read by its own code")
-
-    def guid(self, name: str) -> str | None:
-        guid = parse_guid(self.table.get(name))
-        if guid is None:
-            self._bad(name, "a GUID")
-        return guid
-
-    def string(self, name: str, blank_ok: bool = False) -> str | None:
-        value = self.table.get(name)
-        if isinstance(value, str) and (blank_ok or value.strip()):
-            return value
-        self._bad(name, "a string" if blank_ok else "a non-blank string")
-        return None
-
-    def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
-        given = self.table.get(name)
-        value = parse_choice(given, choices)
-        if value is None:
-            self._bad(
-                name, f"one of {', '.join(choices)}{_near_choice(given, choices, self.hints)}"
-            )
-        return value
-
-    def integer(self, name: str, low: int, high: int) -> int | None:
-        value = self.table.get(name)
-        if (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and float(value).is_integer()
-            and low <= value <= high
-        ):
-            return int(value)
-        self._bad(name, f"a whole number from {low} to {high}")
-        return None
-
-
-_SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
-
-
-def _checked_secret(
-    value: Any, name: str, problems: list[str], required: bool = False
-) -> SecretValue | None:
-    from policy.secrets import SECRET_SOURCES, configured_secret, is_encrypted
-
-    if value is None:
-        if required:
-            problems.append(f"{name} is missing; it must be an ENC:v1: value")
-        return None
-    if not is_encrypted(value):
+def _url_problems(url: str | None, problems: list[str]) -> None:
+    """An MCP server's Url as the runtime will connect to it."""
+    if not url:
+        return
+    address = read_web_address(url)
+    if address is None:
         problems.append(
-            f"{name} is not an ENC:v1: value; plaintext secrets are refused "
-            "(encrypt it with `policy encrypt`)"
+            f"Url {shown_address(url)} is not an http:// or https:// address (a host, "
+            "a port up to 65535, no control characters), e.g. http://127.0.0.1:8080/mcp"
         )
-        return None
-    secret = configured_secret()
-    if secret is None:
-        problems.append(
-            f"{name} cannot be decrypted: no encryption secret is configured ({SECRET_SOURCES})"
-        )
-        return None
-    problem = _decryption_problem(value, secret)
-    if problem is not None:
-        problems.append(f"{name} cannot be decrypted: {problem}")
-        return None
-    return SecretValue(value)
-
-
-@lru_cache(maxsize=256)
-def _decryption_problem(value: str, secret: str) -> str | None:
-    """Why `value` does not decrypt (None = it does). Cached: key derivation costs ~10 ms and a
-    configuration is reloaded often; only the verdict is kept, never the plaintext."""
-    from policy.secrets import SecretError, decrypt
-
-    try:
-        decrypt(value, secret)
-    except SecretError as error:
-        return error.message
-    return None
-
-
-def _near_choice(value: Any, choices: tuple[str, ...], hints: HintBudget | None) -> str:
-    """A did-you-mean for a mistyped name (LLAMACPP → LLAMA_CPP, HTTP → STREAMABLE_HTTP)."""
-    if not isinstance(value, str) or hints is None:
-        return ""
-    meant = hints.closest_name(value, choices)
-    return f" (did you mean {meant}?)" if meant else ""
+    elif address is not None and address.host is None:
+        problems.append(f"Url {shown_address(url)} names no host: its host is not {HOST_RULE}")
 
 
 def _unused_reason(spec: SettingKey | None, unknown: UnknownKey | None) -> str:
@@ -1450,22 +1216,10 @@ def _scalar_text(value: bool | int | float) -> str:
     return str(value)
 
 
-def _plain(value: Any) -> Any:
-    """Lua data as plain Python: sequences → tuples, other tables → dicts, functions → a marker."""
-    if isinstance(value, LuaTable):
-        if value.is_sequence():
-            return tuple(_plain(v) for v in value.sequence())
-        return {k: _plain(v) for k, v in value.entries.items()}
-    if isinstance(value, LuaFunction):
-        where = f" defined at {value.location}" if value.location else ""
-        return f"<function{where}>"
-    return value
-
-
 def _entry_locations(table: LuaTable) -> dict[str, SourceLocation]:
     if table.is_sequence():
         return {
-            str(_plain(v)): table.locations[i]
+            str(plain(v)): table.locations[i]
             for i, v in enumerate(table.sequence(), 1)
             if i in table.locations
         }

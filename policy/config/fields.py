@@ -68,6 +68,8 @@ class Field:
     maximum: float | None = None
     pattern: str = ""
     """A regular expression the whole value must match (Python and ECMA-262 read it alike)."""
+    rule: str = ""
+    """What `pattern` asks for, in words: how a message names a value that does not match."""
     default: Any = None
     example: Any = None
     """A valid value as JSON-like data (what `policy schema` validates)."""

@@ -54,6 +54,7 @@ MCP_SERVERS = Section(
             "words joined by single underscores (no `__`, no `_` at either end).",
             required=True,
             pattern=f"^{SERVER_NAME_PATTERN.pattern}$",
+            rule=SERVER_NAME_RULE,
             example="tickets",
         ),
         Field(

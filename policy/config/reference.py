@@ -1,15 +1,23 @@
 """The README's reference tables of `CONFIG`, written from the declarations.
 
 `settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
-fields of one list of entries; the README holds their output and a test keeps it equal.
+fields of one list of entries. The README holds them between `<!-- reference: NAME -->` and
+`<!-- end of reference -->`; `python -m policy.config.reference README.md` writes them again
+after a declaration changed, and a test keeps them equal.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
+from policy.config.sections import SECTIONS
 from policy.settings_keys import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
+
+_BLOCK = re.compile(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
 
 _MISTAKES = {
     Mistake.SKIPS_ENTRY: "skips the entry",
@@ -125,3 +133,25 @@ def _default(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return f"`{int(value)}`"
     return f"`{value}`"
+
+
+def tables() -> dict[str, str]:
+    """Every reference table by the name its README block carries."""
+    return {"SETTINGS": settings_table(), **{s.name: section_table(s) for s in SECTIONS}}
+
+
+def with_tables(text: str) -> str:
+    """`text` with every reference block holding its table as the declarations say now."""
+    written = tables()
+    return _BLOCK.sub(lambda m: f"{m.group(1)}\n{written[m.group(2)]}\n{m.group(3)}", text)
+
+
+def main(arguments: Sequence[str]) -> int:
+    for name in arguments:
+        path = Path(name)
+        path.write_text(with_tables(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -15,13 +15,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
-from policy.config.reference import section_table, settings_table
+from policy.config.reference import tables, with_tables
 from policy.config.sections import SECTIONS
 from policy.config_schema import configuration_schema
 from policy.configuration import Severity
 from policy.lua_sandbox import LuaTable, PluginSource, SandboxLimits, run_plugin_sources
 from policy.plugins import ConfigurationPlugin, PluginLoadError, load_plugins
 from policy.secrets import ENV_SECRET, encrypt
+from policy.settings_keys import TOOLPOLICY_KEYS, SettingKey, SettingKind
 from policy.template import reference_plugin
 from policy.vocabulary import PluginOrigin
 from tests.policy.test_plugins import GLOBALS as PLUGIN_GLOBALS
@@ -311,8 +312,78 @@ def test_the_template_example_of_every_section_is_read_and_accepted(
 
 
 def test_the_readme_reference_tables_are_the_declarations() -> None:
-    """Regenerate them with policy.config.reference when a declaration changes."""
+    """`python -m policy.config.reference README.md` writes them when a declaration changes."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    assert settings_table() in readme
-    for section in SECTIONS:
-        assert section_table(section) in readme, section.name
+    assert with_tables(readme) == readme
+    for name, table in tables().items():
+        assert f"<!-- reference: {name} -->\n\n{table}\n<!-- end of reference -->" in readme
+
+
+_WRONG_SETTING: dict[SettingKind, str] = {
+    SettingKind.BOOL: '"maybe"',
+    SettingKind.ENUM: '"NOT_ONE_OF_THEM"',
+    SettingKind.LEVEL: '"NOT_ONE_OF_THEM"',
+    SettingKind.STRING: "12",
+    SettingKind.STRING_SET: '"a text, not a list"',
+    SettingKind.STRING_MAP: '{ ["web_search.defaultLanguage"] = { "a table" } }',
+    SettingKind.LEVEL_MAP: '{ ["web_search"] = "NOT_ONE_OF_THEM" }',
+    SettingKind.ENUM_MAP: '{ ["OPEN_AI"] = "NOT_ONE_OF_THEM" }',
+    SettingKind.COMPONENT_IDS: '{ ["NOT_A_COMPONENT"] = { "web_search" } }',
+}
+
+
+def _settings_plugins(tmp_path: Path, values: list[tuple[SettingKey, str]]) -> list[Any]:
+    files = []
+    for index, (key, value) in enumerate(values):
+        folder = tmp_path / f"setting{index}"
+        folder.mkdir()
+        text = GLOBALS + f'CONFIG["SETTINGS"]["{key.name}"] = {value}\n'  # line ENTRY_LINE
+        (folder / "plugin.lua").write_text(text, encoding="utf-8")
+        files.append((folder / "plugin.lua", PluginOrigin.ORGANIZATION))
+    return load_plugins(files)
+
+
+def _settings_json(tmp_path: Path, key: SettingKey, value: str) -> dict[str, Any]:
+    """What `CONFIG["SETTINGS"]` holds after Lua ran, as JSON-like data."""
+    folder = tmp_path / "json"
+    folder.mkdir(exist_ok=True)
+    text = GLOBALS + f'CONFIG["SETTINGS"]["{key.name}"] = {value}\n'
+    (result,) = run_plugin_sources(
+        [PluginSource(text, str(folder / "plugin.lua"), folder)], SandboxLimits()
+    )
+    assert not isinstance(result, Exception)
+    settings: dict[str, Any] = _plain(result.globals["CONFIG"])["SETTINGS"]
+    return settings
+
+
+def test_every_setting_key_example_is_read_and_accepted(
+    tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    keys = list(TOOLPOLICY_KEYS)
+    outcomes = _settings_plugins(tmp_path, [(key, key.example) for key in keys])
+    for key, plugin in zip(keys, outcomes, strict=True):
+        assert isinstance(plugin, ConfigurationPlugin), key.name
+        assert key.name in plugin.settings and plugin.findings == (), key.name
+        settings = _settings_json(tmp_path, key, key.example)
+        assert list(validator.iter_errors({"SETTINGS": settings})) == [], key.name
+
+
+def test_a_wrong_value_of_every_setting_key_is_refused_as_declared(
+    tmp_path: Path, validator: Draft202012Validator
+) -> None:
+    keys = list(TOOLPOLICY_KEYS)
+    outcomes = _settings_plugins(tmp_path, [(key, _WRONG_SETTING[key.kind]) for key in keys])
+    for key, outcome in zip(keys, outcomes, strict=True):
+        settings = _settings_json(tmp_path, key, _WRONG_SETTING[key.kind])
+        assert list(validator.iter_errors({"SETTINGS": settings})) != [], key.name
+        if key.rejects_plugin:
+            assert isinstance(outcome, PluginLoadError), key.name
+            findings = outcome.findings
+        else:
+            assert isinstance(outcome, ConfigurationPlugin), key.name
+            findings = outcome.findings
+            value = outcome.settings.get(key.name)
+            assert value is None or not value.value, key.name  # skipped, or its entry is
+        named = [f for f in findings if key.name in f.message]
+        assert named and {f.severity for f in named} == {Severity.ERROR}, key.name
+        assert all(f.location is not None and f.location.line == ENTRY_LINE for f in named)

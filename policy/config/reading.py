@@ -1,0 +1,293 @@
+"""Reading one configuration entry's fields as their declarations say: the reader's checks.
+
+`EntryReader` reads a field of a Lua table by its declared type and collects what is wrong in
+the words `policy check` shows; `EntryReader.read_entry` reads every declared field of a section
+in order (a field required by another's value only when that value holds, an optional one only
+when given) and the undeclared ones as the section says. The plugin loader (`policy.plugins`)
+adds what is not a field's own rule — a provider's address, a data source's credentials, a
+server's URL — beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from policy.config.fields import Field, FieldType, Section, UnknownFields
+from policy.config.guid import parse_guid
+from policy.configuration import SecretValue
+from policy.lua_sandbox import LuaFunction, LuaTable
+from policy.settings_keys import describe, parse_choice
+from policy.suggest import HintBudget
+
+FieldCheck = Callable[[Any, list[str]], None]
+"""A rule beyond the field's own, run right after the field is read (value, problems)."""
+
+_SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
+_EMPTY: Mapping[FieldType, Any] = {
+    FieldType.TEXT: "",
+    FieldType.NONBLANK_TEXT: "",
+    FieldType.TEXT_LIST: (),
+    FieldType.SECRET_TEXT_MAP: {},
+    FieldType.PIN_MAP: {},
+    FieldType.FLAG_MAP: {},
+}
+
+
+class EntryReader:
+    """Reads the fields of one configuration object, collecting what is wrong in `problems`."""
+
+    def __init__(
+        self,
+        table: LuaTable,
+        problems: list[str],
+        prefix: str = "",
+        hints: HintBudget | None = None,
+    ) -> None:
+        self.table = table
+        self.problems = problems
+        self.prefix = prefix
+        self.hints = hints
+
+    def read_entry(
+        self, section: Section, checks: Mapping[str, FieldCheck] | None = None
+    ) -> dict[str, Any]:
+        """Every declared field by name, in declared order: its value, its default when it is
+        not read, None when it is wrong; then the undeclared fields as the section says."""
+        values: dict[str, Any] = {}
+        for declared in section:
+            given = self.table.get(declared.name)
+            conditions = all(values.get(n) == v for n, v in declared.required_when)
+            if declared.required or (declared.required_when and conditions):
+                values[declared.name] = self.read(declared)
+            elif declared.required_when or given is None:
+                values[declared.name] = _absent(declared)
+                continue
+            else:
+                values[declared.name] = self.read(declared)
+            check = (checks or {}).get(declared.name)
+            if check is not None:
+                check(values[declared.name], self.problems)
+        if section.unknown_fields is UnknownFields.SKIP_ENTRY:
+            self._refuse_unknown(section.field_names)
+        return values
+
+    def read(self, declared: Field) -> Any:
+        """One field's value as its declaration says it is read; None when it is wrong."""
+        kind = declared.type
+        name = declared.name
+        if kind is FieldType.GUID:
+            return self.guid(name)
+        if kind in (FieldType.TEXT, FieldType.NONBLANK_TEXT):
+            text = self.string(name, blank_ok=kind is FieldType.TEXT)
+            if text is not None and declared.pattern and not re.fullmatch(declared.pattern, text):
+                self.problems.append(f"{name} {describe(text)} must be {declared.rule}")
+            return text
+        if kind is FieldType.CHOICE:
+            return self.choice(name, declared.choices)
+        if kind is FieldType.WHOLE_NUMBER:
+            assert declared.minimum is not None and declared.maximum is not None
+            return self.integer(name, int(declared.minimum), int(declared.maximum))
+        if kind is FieldType.NUMBER:
+            return self._number(declared)
+        if kind is FieldType.BOOL:
+            return self._flag(declared)
+        if kind is FieldType.TEXT_LIST:
+            return self._texts(name)
+        if kind is FieldType.SECRET_TEXT_MAP:
+            return self._secret_texts(name)
+        if kind is FieldType.PIN_MAP:
+            return self._pins(declared)
+        raise ValueError(f"{name}: a {kind} field is read by the loader's own code")
+
+    def _bad(self, name: str, wanted: str) -> None:
+        value = self.table.get(name)
+        got = "missing" if value is None else f"is {describe(plain(value))}"
+        self.problems.append(f"{self.prefix}{name} {got}; it must be {wanted}")
+
+    def guid(self, name: str) -> str | None:
+        guid = parse_guid(self.table.get(name))
+        if guid is None:
+            self._bad(name, "a GUID")
+        return guid
+
+    def string(self, name: str, blank_ok: bool = False) -> str | None:
+        value = self.table.get(name)
+        if isinstance(value, str) and (blank_ok or value.strip()):
+            return value
+        self._bad(name, "a string" if blank_ok else "a non-blank string")
+        return None
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
+        given = self.table.get(name)
+        value = parse_choice(given, choices)
+        if value is None:
+            self._bad(name, f"one of {', '.join(choices)}{near_choice(given, choices, self.hints)}")
+        return value
+
+    def integer(self, name: str, low: int, high: int) -> int | None:
+        value = self.table.get(name)
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and float(value).is_integer()
+            and low <= value <= high
+        ):
+            return int(value)
+        self._bad(name, f"a whole number from {low} to {high}")
+        return None
+
+    def _number(self, declared: Field) -> float | None:
+        value = self.table.get(declared.name)
+        low, high = declared.minimum, declared.maximum
+        assert low is not None and high is not None
+        if isinstance(value, int | float) and not isinstance(value, bool) and low < value <= high:
+            return float(value)
+        self.problems.append(
+            f"{declared.name} is {describe(plain(value))}; it must be a number "
+            f"above {low:g} and at most {high:g}"
+        )
+        return None
+
+    def _flag(self, declared: Field) -> bool:
+        value = self.table.get(declared.name)
+        if not isinstance(value, bool):
+            self.problems.append(
+                f"{declared.name} must be true or false, not {describe(plain(value))}"
+            )
+        return value is True
+
+    def _texts(self, name: str) -> tuple[str, ...]:
+        value = self.table.get(name)
+        if not isinstance(value, LuaTable) or not value.is_sequence():
+            self.problems.append(f'{name} must be a list of texts such as {{ "a", "b" }}')
+            return ()
+        items = value.sequence()
+        if not all(isinstance(item, str) for item in items):
+            self.problems.append(f"{name} must hold only texts")
+            return ()
+        return tuple(str(item) for item in items)
+
+    def _secret_texts(self, name: str) -> dict[str, str | SecretValue]:
+        """Plain texts, except that a secret-looking name needs an ENC:v1 value."""
+        from policy.secrets import is_encrypted
+
+        value = self.table.get(name)
+        if not isinstance(value, LuaTable):
+            self.problems.append(f'{name} must be a table {{ ["NAME"] = "value" }}')
+            return {}
+        found: dict[str, str | SecretValue] = {}
+        for key, text in value.entries.items():
+            if not isinstance(key, str) or not isinstance(text, str):
+                self.problems.append(f"{name}[{describe(key)}] must be a text")
+                continue
+            if is_encrypted(text):
+                secret = checked_secret(text, f"{name}[{describe(key)}]", self.problems)
+                if secret is not None:
+                    found[key] = secret
+            elif _SECRET_NAME.search(key):
+                self.problems.append(
+                    f"{name}[{describe(key)}] looks like a secret and is not an ENC:v1: value; "
+                    "plaintext secrets are refused (encrypt it with `policy encrypt`)"
+                )
+            else:
+                found[key] = text
+        return found
+
+    def _pins(self, declared: Field) -> dict[str, str]:
+        name = declared.name
+        value = self.table.get(name)
+        if not isinstance(value, LuaTable):
+            self.problems.append(f'{name} must be a table {{ ["tool_name"] = "sha256:..." }}')
+            return {}
+        pins: dict[str, str] = {}
+        for tool_name, pin in value.entries.items():
+            if not (isinstance(tool_name, str) and isinstance(pin, str)):
+                self.problems.append(
+                    f"{name}[{describe(tool_name)}] must map a tool name to a "
+                    '"sha256:<64 hex digits>" text'
+                )
+            elif not re.fullmatch(declared.pattern, pin.strip()):
+                self.problems.append(
+                    f"{name}[{describe(tool_name)}] = {describe(pin)} is not "
+                    '"sha256:<64 lower-case hex digits>" (policy mcp pin prints them)'
+                )
+            else:
+                pins[tool_name] = pin.strip()
+        return pins
+
+    def _refuse_unknown(self, known: frozenset[str]) -> None:
+        for key in self.table.entries:
+            if key not in known:  # perhaps a filter or pin misspelled: never ignored
+                hint = self.hints.did_you_mean(str(key), known) if self.hints else ""
+                self.problems.append(
+                    f"unknown field {describe(key)}{hint} (known: {', '.join(sorted(known))})"
+                )
+
+
+def _absent(declared: Field) -> Any:
+    return declared.default if declared.default is not None else _EMPTY.get(declared.type)
+
+
+def checked_secret(
+    value: Any, name: str, problems: list[str], required: bool = False
+) -> SecretValue | None:
+    """An `ENC:v1:` value that decrypts with the configured secret, else None and why."""
+    from policy.secrets import SECRET_SOURCES, configured_secret, is_encrypted
+
+    if value is None:
+        if required:
+            problems.append(f"{name} is missing; it must be an ENC:v1: value")
+        return None
+    if not is_encrypted(value):
+        problems.append(
+            f"{name} is not an ENC:v1: value; plaintext secrets are refused "
+            "(encrypt it with `policy encrypt`)"
+        )
+        return None
+    secret = configured_secret()
+    if secret is None:
+        problems.append(
+            f"{name} cannot be decrypted: no encryption secret is configured ({SECRET_SOURCES})"
+        )
+        return None
+    problem = _decryption_problem(value, secret)
+    if problem is not None:
+        problems.append(f"{name} cannot be decrypted: {problem}")
+        return None
+    return SecretValue(value)
+
+
+@lru_cache(maxsize=256)
+def _decryption_problem(value: str, secret: str) -> str | None:
+    """Why `value` does not decrypt (None = it does). Cached: key derivation costs ~10 ms and a
+    configuration is reloaded often; only the verdict is kept, never the plaintext."""
+    from policy.secrets import SecretError, decrypt
+
+    try:
+        decrypt(value, secret)
+    except SecretError as error:
+        return error.message
+    return None
+
+
+def near_choice(value: Any, choices: tuple[str, ...], hints: HintBudget | None) -> str:
+    """A did-you-mean for a mistyped name (LLAMACPP → LLAMA_CPP, HTTP → STREAMABLE_HTTP)."""
+    if not isinstance(value, str) or hints is None:
+        return ""
+    meant = hints.closest_name(value, choices)
+    return f" (did you mean {meant}?)" if meant else ""
+
+
+def plain(value: Any) -> Any:
+    """Lua data as plain Python: sequences → tuples, other tables → dicts, functions → a marker."""
+    if isinstance(value, LuaTable):
+        if value.is_sequence():
+            return tuple(plain(v) for v in value.sequence())
+        return {k: plain(v) for k, v in value.entries.items()}
+    if isinstance(value, LuaFunction):
+        where = f" defined at {value.location}" if value.location else ""
+        return f"<function{where}>"
+    return value
