@@ -10,12 +10,16 @@ call's offered tool names):
   (compared with whitespace collapsed, in the text and in its parsed string values).
 - AgentDojo benign outputs: the same calls without injections. A false positive is any removal.
 - Hard negatives: `bench/data/hard_negatives.jsonl` (security articles quoting injections,
-  release notes, command tables, code, tokenizer vocabularies, e-mails asking a person to act),
-  the README of every installed distribution, and Python sources of installed packages.
+  release notes, command tables, code, tokenizer vocabularies, e-mails, to-do lists, notices and
+  tickets asking a person to act), reported as two splits: `dev`, the texts the rules were shaped
+  against, and `held_out`, texts never used to change a rule; the README of every installed
+  distribution, and Python sources of installed packages.
 
 Throughput is MB (10^6 bytes of UTF-8) per second of one `scan_text` pass over each corpus, in
 wall time and in this process's CPU time (on a shared machine the wall time mostly measures the
-load), next to `str.lower()` over the same texts (CPU time, best of 3) in the same run.
+load), next to `str.lower()` over the same texts (CPU time, best of 3) in the same run, and the
+ratio of the two CPU figures (how many times `str.lower()`'s cost the filter takes): the floor
+moves with the machine and its load, the ratio much less.
 """
 
 from __future__ import annotations
@@ -114,9 +118,14 @@ def _agentdojo() -> tuple[dict[str, _Corpus], _Corpus]:
 
 
 def _hard_negatives() -> list[_Corpus]:
-    written = _Corpus("hard negatives (bench/data)")
+    splits = {
+        "dev": _Corpus("hard negatives, dev split (bench/data)"),
+        "held_out": _Corpus("hard negatives, held-out split (bench/data)"),
+    }
     with open(DATA / "hard_negatives.jsonl", encoding="utf-8") as lines:
-        written.cases = [_Case(json.loads(line)["text"]) for line in lines]
+        for line in lines:
+            record = json.loads(line)
+            splits[record["split"]].cases.append(_Case(record["text"]))
     readmes = _Corpus("installed package READMEs")
     for dist in sorted(metadata.distributions(), key=lambda d: d.metadata["Name"].lower()):
         body = dist.metadata.get_payload() if hasattr(dist.metadata, "get_payload") else ""
@@ -134,7 +143,7 @@ def _hard_negatives() -> list[_Corpus]:
             text = path.read_text(encoding="utf-8", errors="replace")
             if text.strip():
                 code.cases.append(_Case(text[:MAX_TEXT_CHARACTERS]))
-    return [written, readmes, code]
+    return [*splits.values(), readmes, code]
 
 
 @dataclass(slots=True)
@@ -200,9 +209,9 @@ def main() -> None:
     rows.extend(_measure(corpus, False) for corpus in _hard_negatives())
     print(
         "| corpus | texts | MB | recall | false positives | ours MB/s (wall) | ours MB/s (CPU) "
-        "| str.lower() MB/s (CPU) |"
+        "| str.lower() MB/s (CPU) | CPU ÷ str.lower() |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         if row.caught is not None:
             recall = f"{100 * row.caught / row.texts:.1f}% ({row.caught})"
@@ -212,7 +221,8 @@ def main() -> None:
             false_positives = f"{100 * row.removed / row.texts:.1f}% ({row.removed})"
         print(
             f"| {row.corpus} | {row.texts} | {row.megabytes:.2f} | {recall} | {false_positives} "
-            f"| {row.ours_mb_s:.1f} | {row.ours_cpu_mb_s:.1f} | {row.lower_mb_s:.0f} |"
+            f"| {row.ours_mb_s:.1f} | {row.ours_cpu_mb_s:.1f} | {row.lower_mb_s:.0f} "
+            f"| {row.lower_mb_s / row.ours_cpu_mb_s:.0f}× |"
         )
     missed: dict[str, list[str]] = defaultdict(list)
     for row in rows:

@@ -10,8 +10,13 @@ phrases point at the agent. Each signal is:
 - **strong**: it alone marks its passage (the phrases above, tool calls by an offered tool's name);
 - **medium**: a marker that readers meet in ordinary text too (`TODO:`, `IMPORTANT!!!`, "new
   instructions:", "please do the following first"); it marks its passage only when an
-  imperative request to act (send, visit, delete, book, say, …) starts a clause after it in the same
-  passage — a note to a human rarely asks the reader to act right there, an injected task always does.
+  imperative request to act (send, visit, delete, book, say, …) is the clause it introduces, *and*
+  that request spells out what only an agent with tools needs spelled out
+  (`_AGENT_OBJECT`): an e-mail address, a web address, an account number, an exact value in
+  single quotes, the mailbox owner as "the user" or "my inbox", everything of a kind ("all unread
+  emails"), or words to say ("say that …"). A person's to-do list ("TODO: book the room, order
+  lunch, send the agenda") asks colleagues who know the who and where; an injected task cannot
+  rely on that, because the agent knows nothing but the text, so it names the target.
 
 A signal does not count where the text only quotes or shows it: in inline code, inside double
 quotes on its line, in a Markdown code block or block quote (the caller knows those), or as
@@ -276,15 +281,17 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 _ACTION = re.compile(
-    r"(?:^|(?<=[.!?:;]\s)|(?<=[.!?:;]\s\s)|(?<=\n)|(?<=[:'\"]))[ \t]*(?:please\s+|kindly\s+|now\s*,?\s+|then\s*,?\s+|"
+    r"(?:please\s+|kindly\s+|now\s*,?\s+|then\s*,?\s+|"
     r"first\s*,?\s+|immediately\s+|you\s+(?:should|must|need\s+to|have\s+to|will)\s+)?"
     r"(?:send|e-?mail|forward|post|upload|share|transfer|wire|pay|export|visit|open|fetch|browse|"
     r"download|click|go\s+to|navigate\s+to|delete|remove|erase|invite|change|reset|modify|update|"
     r"make|book|reserve|create|schedule|say|tell|reply|respond|get|find|concatenate|summari[sz]e|"
-    r"grant|give|buy|order|purchase|run|execute|call|use|insert|include|append|write|print|output)\b",
-    re.MULTILINE,
+    r"grant|give|buy|order|purchase|run|execute|call|use|insert|include|append|write|print|output|"
+    r"ignore|disregard|forget)\b"
 )
-"""A clause that starts with a request to act: what turns a medium marker into a finding."""
+"""A request to act, matched where the clause after a medium marker starts."""
+_CLAUSE_GAP = re.compile(r"[\s.:;!?,)\]>*_~`'\"-]*")
+"""What may stand between a marker and the clause it introduces."""
 
 _TOOL_VERB = re.compile(r"\b(?:use|call|invoke|run|execute|trigger|using|calling)\b[^.\n]{0,60}$")
 _TOOL_CONTEXT = re.compile(
@@ -434,6 +441,28 @@ def is_shown(signal: Signal, view: str, lowered: str) -> bool:
     return shown_not_said(view, lowered, signal.start, signal.end, signal.reported_speech_counts)
 
 
+_AGENT_OBJECT = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|https?://|\bwww\.[\w-]"
+    r"|\b[a-z]{2}\d{2}[a-z0-9]{10,30}\b|\d{9,}"
+    r"|(?<![\w'])'[^'\n]{1,80}'(?![\w'])"
+    r"|\bthe\s+user'?s?\b|\buser'?s\b"
+    r"|\bmy\s+(?:inbox|e-?mails?|mailbox|calendar|cloud(?:\s+drive)?|drive|files|account|password"
+    r"|contacts|messages|passport|credit\s+card|bank(?:\s+account)?|iban)\b"
+    r"|\ball\s+(?:(?:the|my|unread|received|sent|of\s+the)\s+){0,2}(?:e-?mails|messages|files|"
+    r"contacts|conversations|documents|transactions|channels)\b"
+    r"|\bsay\s+that\b|\btell\s+(?:me|the\s+user)\s+that\b"
+)
+"""What a request aimed at an agent spells out and a note to a colleague leaves to the reader
+(see the module doc): a target address, account or exact value, the user's own data by that
+name, all of a kind of item, or words to say."""
+
+
 def requests_action(lowered: str, start: int, end: int) -> bool:
-    """Whether a clause between start and end begins with a request to act (see `_ACTION`)."""
-    return _ACTION.search(lowered, start, end) is not None
+    """Whether the clause right after a medium marker (at `start`) is a request to act
+    (`_ACTION`) that names what an agent needs named (`_AGENT_OBJECT`) before the passage ends:
+    the marker introduces the task ("TODO: send …"); a notice whose first clause is news
+    ("IMPORTANT!!! The VPN moves. Visit …") is written to people."""
+    gap = _CLAUSE_GAP.match(lowered, start, end)
+    action = _ACTION.match(lowered, gap.end() if gap else start, end)
+    return action is not None and _AGENT_OBJECT.search(lowered, action.start(), end) is not None

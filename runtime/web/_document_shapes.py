@@ -31,6 +31,9 @@ Touches = Callable[[int, int], bool]
 """Whether the text's span [start, end) holds something to judge: fields elsewhere are skipped."""
 
 _CSV_DELIMITERS = ",;\t|"
+_MIN_TABLE_ROWS = 3
+"""A header and two rows. Two lines of prose with as many commas each are common (a wrapped
+sentence in an e-mail body); read as a table, a sentence would be judged in pieces."""
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 """A JSON string token (unrolled, linear). In a valid JSON text every `"` outside a string
 opens one, so scanning from the start finds exactly the document's strings, in order."""
@@ -229,9 +232,9 @@ def _lines_with_ends(text: str) -> Iterator[str]:
 
 def _csv_rows(text: str) -> tuple[str, list[tuple[list[str], int, int]]] | None:
     """The delimiter and rows (cells, start, end in the text) of a table: the first delimiter
-    that gives every row the same number (≥ 2) of cells. (csv.Sniffer guesses from a sample and
-    gives up on quoted cells.) Only a delimiter the first two lines hold equally often is tried:
-    prose and code fail fast."""
+    that gives every row of at least `_MIN_TABLE_ROWS` the same number (≥ 2) of cells.
+    (csv.Sniffer guesses from a sample and gives up on quoted cells.) Only a delimiter the first
+    two lines hold equally often is tried: prose and code fail fast."""
     first, _, rest = text.lstrip("\r\n").partition("\n")
     second = rest.partition("\n")[0]
     for delimiter in _CSV_DELIMITERS:
@@ -252,7 +255,7 @@ def _csv_rows(text: str) -> tuple[str, list[tuple[list[str], int, int]]] | None:
         except csv.Error:
             continue
         widths = {len(row) for row, _, _ in rows}
-        if len(rows) >= 2 and len(widths) == 1 and widths.pop() >= 2:
+        if len(rows) >= _MIN_TABLE_ROWS and len(widths) == 1 and widths.pop() >= 2:
             return delimiter, rows
     return None
 
