@@ -28,6 +28,7 @@ from policy.vocabulary import (
     is_known_option_source,
     parse_confidence_level,
 )
+from policy.yaml_limits import MAX_NESTING, YamlLimitExceeded, yaml_limit_exceeded
 
 
 class _Frozen(BaseModel):
@@ -337,13 +338,20 @@ def _parse_file(path: Path) -> Any:
     text = path.read_text("utf-8-sig")
     if path.suffix.lower() == ".json":
         return json.loads(text)
+    exceeded = yaml_limit_exceeded(text)
+    if exceeded is not None:
+        raise _OverYamlLimit(exceeded)
     from ruamel.yaml import YAML
 
     return YAML(typ="rt").load(text)
 
 
-MAX_NESTING = 100
-"""Deeper data is refused before validation, whose recursion it would exhaust."""
+class _OverYamlLimit(ValueError):
+    """A YAML file over the size or nesting limit, refused before it is parsed."""
+
+    def __init__(self, exceeded: YamlLimitExceeded) -> None:
+        super().__init__(exceeded.problem)
+        self.exceeded = exceeded
 
 
 class _SelfReference(ValueError):
@@ -489,6 +497,15 @@ def load_definitions_file(path: Path) -> tuple[list[ToolDefinition], list[Findin
         ]
     except RecursionError:
         return [], [_too_deep(name)]
+    except _OverYamlLimit as over:
+        line = over.exceeded.line
+        return [], [
+            _finding(
+                "invalid-definitions-file",
+                f"{name}:{line}: {over.exceeded.problem}; no tool definition needs that",
+                SourceLocation(name, line),
+            )
+        ]
     except Exception as error:  # ruamel.yaml's parser and scanner errors share no public base
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 0

@@ -32,6 +32,7 @@ from policy.vocabulary import (
     CONFIGURABLE_CONFIDENCE_LEVELS,
     ConfidenceScheme,
 )
+from policy.yaml_limits import MAX_YAML_BYTES, yaml_limit_exceeded
 
 LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
 SCHEME_NAMES: tuple[str, ...] = tuple(s.value for s in ConfidenceScheme)
@@ -43,9 +44,9 @@ _TOOLS_KEYS = (
     "default_tool_ids_by_component",
 )
 _TOP_KEYS = ("tools", "confidence")
-MAX_FILE_BYTES = 4 * 1024 * 1024
-"""The largest user settings file read (a real one has a few hundred bytes); a FIFO or device is
-refused, so neither can make a load wait or read without end."""
+MAX_FILE_BYTES = MAX_YAML_BYTES
+"""The largest user settings file read: the most YAML parsed (a real one has a few hundred
+bytes); a FIFO or device is refused, so neither can make a load wait or read without end."""
 _CONFIDENCE_KEYS = ("scheme",)
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _FIELD = re.compile(r"^\S+$")
@@ -223,6 +224,12 @@ def _read_document(path: Path) -> Any:
 def _load_text(text: str, file: str) -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    exceeded = yaml_limit_exceeded(text)
+    if exceeded is not None:
+        raise UserSettingsError(
+            f"{exceeded.problem}; a settings file is a few levels deep and a few KB long",
+            SourceLocation(file, exceeded.line),
+        )
     try:
         return _yaml().load(text)
     except MarkedYAMLError as error:
@@ -232,11 +239,6 @@ def _load_text(text: str, file: str) -> Any:
         raise UserSettingsError(f"not valid YAML: {problem}", SourceLocation(file, line)) from None
     except YAMLError as error:
         raise UserSettingsError(f"not valid YAML: {error}", SourceLocation(file, 0)) from None
-    except RecursionError:
-        raise UserSettingsError(
-            "nested too deeply to be settings (a settings file is a few levels deep)",
-            SourceLocation(file, 0),
-        ) from None
 
 
 class _Reader:

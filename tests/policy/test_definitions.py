@@ -21,6 +21,7 @@ from policy.definitions import (
     load_definitions_file,
     validate_definition,
 )
+from policy.provenance import SourceLocation
 from policy.vocabulary import Component, ConfidenceLevel, ToolActivation
 
 
@@ -318,6 +319,28 @@ def test_parameters_nested_absurdly_deep_are_a_finding(tmp_path: Path, depth: in
     assert findings[0].code == "invalid-definitions-file"
     assert findings[0].message.startswith(f"{path}: ")
     assert "nested more than 100 levels deep" in findings[0].message
+
+
+def test_a_yaml_file_nested_past_the_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """4 KB of flow nesting cost ruamel.yaml's scanner 4 s of CPU before the depth check on the
+    data could run; the text is checked first."""
+    path = tmp_path / "tools.yaml"
+    path.write_text(
+        "- id: x\n  implementation_key: k\n  function:\n    name: f\n    parameters: "
+        + "[" * 4096
+        + "\n",
+        "utf-8",
+    )
+    definitions, findings = load_definitions_file(path)
+    assert definitions == []
+    assert [(f.code, f.message, f.location) for f in findings] == [
+        (
+            "invalid-definitions-file",
+            f"{path}:5: YAML nested too deeply: more than 100 levels (brackets and indentation "
+            "levels count); no tool definition needs that",
+            SourceLocation(str(path), 5),
+        )
+    ]
 
 
 @pytest.mark.parametrize("name", ["tools.json", "tools.yaml"])

@@ -341,6 +341,50 @@ def test_a_section_that_is_not_a_mapping_names_its_line(
     assert caught.value.location == SourceLocation(str(path), line)
 
 
+_NESTED_4KB = {  # text, the line where the limit is crossed
+    "flow sequences": ("tools: " + "[" * 4096 + "]" * 4096, 1),
+    "behind an anchor": ("tools: &deep " + "[" * 4096, 1),
+    "flow mappings": ("tools: " + "{a: " * 1100 + "1" + "}" * 1100, 1),
+    "compact block sequences": ("tools:\n" + "- " * 2100 + "x\n", 2),
+    "indentation": ("".join(" " * level + "a:\n" for level in range(120)), 101),
+}
+
+
+@pytest.mark.parametrize(("text", "line"), _NESTED_4KB.values(), ids=_NESTED_4KB.keys())
+def test_yaml_nested_past_the_limit_is_refused_before_it_is_parsed(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    """4 KB+ of nesting (up to 4 s of ruamel.yaml's CPU each before): refused with the file, the
+    line and the limit, whether read from a file or pasted."""
+    assert len(text) >= 4096
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    for read, where in (
+        (lambda: load_user_settings(path), str(path)),
+        (lambda: parse_user_settings(text, "pasted"), "pasted"),
+    ):
+        with pytest.raises(UserSettingsError) as raised:
+            read()
+        assert raised.value.message == (
+            "YAML nested too deeply: more than 100 levels (brackets and indentation levels "
+            "count); a settings file is a few levels deep and a few KB long"
+        )
+        assert raised.value.location == SourceLocation(where, line)
+
+
+def test_yaml_past_the_size_limit_is_refused_before_it_is_parsed() -> None:
+    from policy.yaml_limits import MAX_YAML_BYTES
+
+    text = "tools:\n" + "".join(f"  tool_{n}:\n    enabled: true\n" for n in range(9000))
+    assert len(text) > MAX_YAML_BYTES == 256 * 1024
+    with pytest.raises(UserSettingsError) as raised:
+        parse_user_settings(text, "pasted")
+    assert str(raised.value) == (
+        f"pasted: {len(text):,} bytes of YAML; at most 262,144 are read; a settings file is a "
+        "few levels deep and a few KB long"
+    )
+
+
 def test_a_file_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
     """YAML nested thousands deep is refused with the file named (not a RecursionError)."""
     deep = "tools: " + "[" * 5000 + "]" * 5000 + "\n"

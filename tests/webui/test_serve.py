@@ -377,6 +377,11 @@ def test_simulate_form_renders_every_check(served: RunningApp, organization: Pat
             "user_settings_yaml",
             "at most",
         ),
+        (  # refused before it is parsed: ruamel.yaml's scanner is quadratic in this depth
+            {"provider_kind": "OPEN_AI", "user_settings_yaml": "tools: " + "[" * 4096},
+            "user_settings_yaml",
+            "pasted user settings:1: YAML nested too deeply: more than 100 levels",
+        ),
     ],
 )
 def test_simulate_says_what_is_wrong(
