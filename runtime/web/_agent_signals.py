@@ -174,6 +174,7 @@ _RULES: tuple[_Rule, ...] = (
         True,
         rf"\bto\s+you\s*,\s*{_AI_NAME}\b",
         ("to you",),
+        words="you",
     ),
     _rule(
         "addresses_model",
@@ -395,10 +396,8 @@ def find_signals(
 @dataclass(frozen=True, slots=True)
 class _ToolNames:
     pattern: re.Pattern[str]
-    anchors: Anchors
-    longest: int
-    runs: tuple[frozenset[str], ...]
-    """Each name's runs of letters: a text lacking one of a name's runs cannot hold the name."""
+    by_runs: tuple[tuple[str, frozenset[str]], ...]
+    """Each name with its runs of letters: a text lacking one of them cannot hold the name."""
 
 
 @lru_cache(maxsize=64)
@@ -408,9 +407,7 @@ def _tool_names(names: frozenset[str]) -> _ToolNames | None:
         return None
     return _ToolNames(
         re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, usable))})(?![\w-])"),
-        Anchors.of(tuple(name.lower() for name in names)),
-        max(len(name) for name in names),
-        tuple(frozenset(re.findall("[a-z]+", name)) for name in usable),
+        tuple((name, frozenset(re.findall("[a-z]+", name))) for name in usable),
     )
 
 
@@ -420,10 +417,13 @@ def _tool_call_signals(
     """A request to call one of the chat's own tools by name: the name, after a verb of calling,
     followed by an argument list or the words tool/function/arguments."""
     names = _tool_names(tool_names)
-    if names is None or (words is not None and not any(runs <= words for runs in names.runs)):
+    if names is None:
+        return []
+    present = tuple(name for name, runs in names.by_runs if words is None or runs <= words)
+    if not present:
         return []
     signals: list[Signal] = []
-    for match in anchored(names.pattern, lowered, index, names.anchors, 0, names.longest + 1):
+    for match in anchored(names.pattern, lowered, index, Anchors.of(present), 0, 0):
         start, end = match.span()
         line_start = lowered.rfind("\n", max(0, start - 80), start) + 1
         before = _TOOL_VERB.search(lowered, max(line_start, start - 80), start)

@@ -68,8 +68,8 @@ class AnchorIndex:
             held = self._holds[character] = character in self._text
         return held
 
-    def windows(self, anchors: Anchors, lead: int, reach: int) -> list[tuple[int, int]]:
-        """Merged [start, end) spans around every anchor occurrence."""
+    def starts(self, anchors: Anchors) -> list[int]:
+        """Every occurrence of the anchors, in order."""
         present = anchors.words if self._words is None else anchors.words & self._words
         starts: list[int] = []
         for anchor in present:
@@ -78,9 +78,14 @@ class AnchorIndex:
             if self._holds_character(first):
                 for anchor in group:
                     starts += self.positions(anchor)
+        starts.sort()
+        return starts
+
+    def windows(self, anchors: Anchors, lead: int, reach: int) -> list[tuple[int, int]]:
+        """Merged [start, end) spans around every anchor occurrence."""
+        starts = self.starts(anchors)
         if not starts:
             return []
-        starts.sort()
         text = self._text
         length = len(text)
         merged: list[tuple[int, int]] = []
@@ -105,10 +110,30 @@ def finditer(
     lead: int,
     reach: int,
 ) -> list[re.Match[str]]:
-    """The pattern's matches in `subject` near the anchors (all of them, when no anchors)."""
+    """The pattern's matches in `subject` near the anchors (all of them, when no anchors). With
+    `lead` 0 every match starts at an anchor, so the pattern is only tried there (`match`, one
+    attempt per occurrence) rather than at every position of a window."""
     if anchors is None:
         return list(pattern.finditer(subject))
+    if lead == 0:
+        return _matches_at_anchors(pattern, subject, index, anchors)
     found: list[re.Match[str]] = []
     for start, end in index.windows(anchors, lead, reach):
         found += pattern.finditer(subject, start, end)
+    return found
+
+
+def _matches_at_anchors(
+    pattern: re.Pattern[str], subject: str, index: AnchorIndex, anchors: Anchors
+) -> list[re.Match[str]]:
+    """Like `finditer` (leftmost, not overlapping) where every match starts at an anchor."""
+    found: list[re.Match[str]] = []
+    after = 0
+    for position in index.starts(anchors):
+        if position < after:
+            continue
+        match = pattern.match(subject, position)
+        if match is not None:
+            found.append(match)
+            after = max(match.end(), position + 1)
     return found

@@ -251,31 +251,18 @@ _RULES: tuple[_Rule, ...] = (
                 "password passwords secret secrets access session personal"
             ),
         ),
-        anchors=tuple(
-            [
-                "conversation",
-                "chat",
-                "messages",
-                "system",
-                "memory",
-                "context",
-                "api",
-                "credentials",
-                "password",
-                "passwords",
-                "secret",
-                "secrets",
-                "token",
-                "tokens",
-                "session",
-                "cookie",
-                "cookies",
-                "personal",
-                "exfiltrate",
-                "leak",
-            ]
+        anchors=(
+            "send",
+            "forward",
+            "email",
+            "e-mail",
+            "post",
+            "upload",
+            "transmit",
+            "exfiltrate",
+            "leak",
         ),
-        lead=90,
+        lead=0,
         reach=350,
     ),
     _Rule(
@@ -422,8 +409,13 @@ _TYPO_KEYWORDS = (
     "forget",
 )
 _TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
-_TYPO_SHAPES = frozenset((kw[0], kw[-1], len(kw)) for kw in _TYPO_KEYWORDS)
-"""First letter, last letter and length of each keyword: a word of another shape is no scramble."""
+_TYPO_SHAPE = re.compile(
+    r"\b(?:"
+    + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}))
+    + r")\b"
+)
+"""A word of a keyword's first letter, last letter and length (among the text's words joined by
+spaces, found in C): a word of another shape is no scramble."""
 
 _ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _SPECIAL = re.compile(
@@ -451,6 +443,29 @@ def _may_hold_special(text: str) -> bool:
     if "&" in text and _NAMED_REFERENCE.search(text) is not None:
         return True
     return not text.isascii() and _INVISIBLE_START.search(text) is not None
+
+
+def _special_matches(text: str) -> Iterator[re.Match[str]]:
+    """What `_SPECIAL.finditer` finds, trying the pattern only where a match can start (`\\u`,
+    `&`, an invisible character): its alternation is tried at every position otherwise, about
+    20 MB/s on a page with one escape."""
+    starts: list[int] = []
+    for needle in ("\\u", "&"):
+        position = text.find(needle)
+        while position >= 0:
+            starts.append(position)
+            position = text.find(needle, position + 1)
+    if not text.isascii():
+        starts += [match.start() for match in _INVISIBLE_START.finditer(text)]
+    starts.sort()
+    after = 0
+    for start in starts:
+        if start < after:
+            continue
+        match = _SPECIAL.match(text, start)
+        if match is not None:
+            yield match
+            after = match.end()
 
 
 _INVISIBLE_DECODED = _INVISIBLE_START
@@ -546,6 +561,8 @@ def _tag_text(run: str) -> str:
 
 def _build_view(text: str) -> tuple[_View, list[tuple[int, int]], list[_Hit]]:
     """The decoded view, the spans to drop silently and hits found while decoding."""
+    if not _may_hold_special(text):
+        return _View(text, (), (), (), ()), [], []
     pieces: list[str] = []
     view_starts: list[int] = []
     original_starts: list[int] = []
@@ -567,9 +584,7 @@ def _build_view(text: str) -> tuple[_View, list[tuple[int, int]], list[_Hit]]:
         literal.append(is_literal)
         view_length += len(piece)
 
-    if not _may_hold_special(text):
-        return _View(text, (), (), (), ()), [], []
-    for match in _SPECIAL.finditer(text):
+    for match in _special_matches(text):
         start, end = match.span()
         if start > cursor:
             add(text[cursor:start], cursor, start, True)
@@ -629,11 +644,8 @@ def _unscrambled(lowered: str) -> tuple[str, frozenset[str]]:
     words = _letter_runs(lowered)
     scrambles = {
         word: keyword
-        for word in words
-        if (word[0], word[-1], len(word)) in _TYPO_SHAPES
-        and (
-            keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1]))))
-        )
+        for word in _TYPO_SHAPE.findall(" ".join(words))
+        if (keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1])))))
         and keyword != word
     }
     if not scrambles:
@@ -757,11 +769,15 @@ _TEXT_GROUP_LEADS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
 _MIN_TEXT_GROUP_SHARE = 0.7
 
 
+_WITHOUT_TEXT_GROUP_LEADS = str.maketrans("", "", "".join(_TEXT_GROUP_LEADS))
+
+
 def _may_encode_text(digits: str) -> bool:
     """Whether a base64 run may encode mostly-ASCII text: then most 4-character groups start with
     A–Z or a–f. A path, an identifier or a key rarely does, and is not decoded at all."""
     leads = digits[0::4]
-    return sum(lead in _TEXT_GROUP_LEADS for lead in leads) >= _MIN_TEXT_GROUP_SHARE * len(leads)
+    text_leads = len(leads) - len(leads.translate(_WITHOUT_TEXT_GROUP_LEADS))
+    return text_leads >= _MIN_TEXT_GROUP_SHARE * len(leads)
 
 
 def _carrier_hits(view_text: str) -> list[_Hit]:

@@ -41,6 +41,7 @@ from runtime.web.injection_filter import (
     _may_hold_special,
     _Rule,
     _rule_applies,
+    _special_matches,
     scan_text,
 )
 
@@ -121,6 +122,17 @@ def test_the_quick_check_for_escapes_and_invisibles_misses_nothing_the_pattern_f
 ) -> None:
     if not _may_hold_special(text):
         assert _SPECIAL.search(text) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=_SPECIAL_ALPHABET, max_size=40),
+        st.text(alphabet=st.characters(codec=None), max_size=80),
+    )
+)
+def test_escapes_and_invisibles_are_found_where_the_pattern_finds_them(text: str) -> None:
+    assert [m.span() for m in _special_matches(text)] == [m.span() for m in _SPECIAL.finditer(text)]
 
 
 def test_ascii_text_needs_an_escape_or_a_reference_to_be_decoded() -> None:
