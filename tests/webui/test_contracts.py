@@ -9,8 +9,6 @@ import json
 import logging
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
@@ -527,11 +525,9 @@ def test_an_apps_own_tools_file_is_on_every_page_like_in_explain(
 def test_serve_refuses_a_tools_file_that_gives_no_tools(organization: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken_tools.py"
     broken.write_text("raise ValueError('not today')\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "policy.cli", "serve", "--org", str(organization),
-         "--tools-file", str(broken), "--port", "0"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = run_policy(
+        ["serve", "--org", str(organization), "--tools-file", str(broken), "--port", "0"]
+    )
     assert result.returncode == 2
     assert str(broken) in result.stderr and "not today" in result.stderr
     assert "--tools-file" in result.stderr and "Traceback" not in result.stderr
@@ -545,10 +541,7 @@ def test_the_configuration_keys_are_policy_settings_keys(
     configuration = _configuration(organization, user_settings)
     cli = _cli(["settings", "keys", *configuration])
     assert client.get("/api/settings", params={"unset": "1"}).json()["keys"] == cli["keys"]
-    table = subprocess.run(
-        [sys.executable, "-m", "policy.cli", "settings", "keys", *configuration],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    table = run_policy(["settings", "keys", *configuration])
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     disabled = next(line for line in lines if line.startswith("DataTools.DisabledToolIds"))
