@@ -79,6 +79,9 @@ class _Rule:
     words: frozenset[str] = frozenset()
     """Whole words one of which every match holds (as a run of letters): when the text has none
     of them, the rule is skipped without a search."""
+    opening: str = ""
+    """The character every match starts with, for a rule without triggers: a text without it
+    is skipped with one `in` (memchr)."""
 
 
 def _rule(
@@ -92,6 +95,7 @@ def _rule(
     imperative: bool = False,
     lead: int = 0,
     words: str = "",
+    opening: str = "",
 ) -> _Rule:
     return _Rule(
         rule_id,
@@ -104,6 +108,7 @@ def _rule(
         not imperative,
         lead,
         words=frozenset(words.split()),
+        opening=opening,
     )
 
 
@@ -121,6 +126,7 @@ _RULES: tuple[_Rule, ...] = (
         rf"<\s*/?\s*(?:{_TAG_NAMES.upper()})\s*>",
         (),
         case_sensitive=True,
+        opening="<",
     ),
     _rule(
         "authority_tag",
@@ -130,6 +136,7 @@ _RULES: tuple[_Rule, ...] = (
         r"prompt|instructions?)|admin[_ ](?:message|instructions?)|user[_ ]instructions?|"
         r"note[_ ]to[_ ]ai)\s*>",
         (),
+        opening="<",
     ),
     _rule(
         "authority_tag",
@@ -137,6 +144,7 @@ _RULES: tuple[_Rule, ...] = (
         False,
         r"<\s*(?:instructions?|system|admin|urgent)\s*>",
         (),
+        opening="<",
     ),
     _rule(
         "pseudo_system_header",
@@ -147,6 +155,7 @@ _RULES: tuple[_Rule, ...] = (
         r"INSTRUCTIONS?(?:\s+FOR\s+(?:THE\s+)?(?:AI|ASSISTANT|AGENT|MODEL))?)\s*\]",
         (),
         case_sensitive=True,
+        opening="[",
     ),
     _rule(
         "pseudo_system_header",
@@ -368,6 +377,8 @@ def find_signals(
         if words is not None and rule.words and rule.words.isdisjoint(words):
             continue
         subject = view if rule.case_sensitive else lowered
+        if rule.opening and rule.opening not in subject:
+            continue
         for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach):
             start, end = match.span()
             if not rule.strong and _in_code_comment(lowered, start):

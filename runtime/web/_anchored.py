@@ -24,19 +24,53 @@ class Anchors:
     """A rule's anchors, split once for the cheapest test of presence: letter-only anchors that
     stand for whole words are looked up in the text's word set (one set intersection); the rest
     are grouped by their first character, and a group whose character the text lacks (one
-    `in`, memchr) is not searched."""
+    `in`, memchr) is not searched. A group of several is searched in one pass (its first
+    character, then the rests as a look-ahead: every start, overlapping ones too), not once
+    per anchor."""
 
     words: frozenset[str]
-    by_first: tuple[tuple[str, tuple[str, ...]], ...]
+    by_first: tuple[tuple[str, re.Pattern[str] | None, str], ...]
+    """(first character, the group's pattern or None for a lone anchor, the lone anchor)."""
 
     @classmethod
     def of(cls, anchors: tuple[str, ...], within_words: bool = False) -> Anchors:
         words = frozenset(a for a in anchors if not within_words and a.isalpha())
         groups: dict[str, list[str]] = {}
-        for anchor in anchors:
+        for anchor in dict.fromkeys(anchors):
             if anchor not in words:
                 groups.setdefault(anchor[0], []).append(anchor)
-        return cls(words, tuple((first, tuple(group)) for first, group in groups.items()))
+        by_first: list[tuple[str, re.Pattern[str] | None, str]] = []
+        for first, group in groups.items():
+            if len(group) == 1:
+                by_first.append((first, None, group[0]))
+                continue
+            rests = "|".join(re.escape(anchor[1:]) for anchor in group)
+            by_first.append((first, _group_pattern(first, rests), ""))
+        return cls(words, tuple(by_first))
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+_MAX_PATTERNS = 4096
+"""Compiled anchor patterns kept (the rules' and recent tool names')."""
+
+
+def _compiled(source: str) -> re.Pattern[str]:
+    pattern = _PATTERNS.get(source)
+    if pattern is None:
+        if len(_PATTERNS) >= _MAX_PATTERNS:
+            _PATTERNS.clear()
+        pattern = _PATTERNS[source] = re.compile(source)
+    return pattern
+
+
+def _group_pattern(first: str, rests: str) -> re.Pattern[str]:
+    return _compiled(f"{re.escape(first)}(?=(?:{rests}))")
+
+
+def _word_end_pattern(word: str) -> re.Pattern[str]:
+    """The word not followed by a letter; a literal prefix, so `re` finds it as fast as `find`
+    (a look-behind in front would make it try every position)."""
+    return _compiled(f"{re.escape(word)}(?![a-z])")
 
 
 class AnchorIndex:
@@ -73,13 +107,34 @@ class AnchorIndex:
         present = anchors.words if self._words is None else anchors.words & self._words
         starts: list[int] = []
         for anchor in present:
-            starts += self.positions(anchor)
-        for first, group in anchors.by_first:
+            starts += self._word_positions(anchor)
+        for first, pattern, anchor in anchors.by_first:
             if self._holds_character(first):
-                for anchor in group:
-                    starts += self.positions(anchor)
+                starts += self.positions(anchor) if pattern is None else self._group(pattern)
         starts.sort()
         return starts
+
+    def _word_positions(self, word: str) -> list[int]:
+        """Where the word stands as a whole run of letters (a substring search would also stop
+        at every "ai" in "main" and "again")."""
+        key = f" {word}"
+        found = self._positions.get(key)
+        if found is None:
+            text = self._text
+            found = [
+                match.start()
+                for match in _word_end_pattern(word).finditer(text)
+                if match.start() == 0 or not "a" <= text[match.start() - 1] <= "z"
+            ]
+            self._positions[key] = found
+        return found
+
+    def _group(self, pattern: re.Pattern[str]) -> list[int]:
+        found = self._positions.get(pattern.pattern)
+        if found is None:
+            found = [match.start() for match in pattern.finditer(self._text)]
+            self._positions[pattern.pattern] = found
+        return found
 
     def windows(self, anchors: Anchors, lead: int, reach: int) -> list[tuple[int, int]]:
         """Merged [start, end) spans around every anchor occurrence."""

@@ -230,8 +230,11 @@ _RULES: tuple[_Rule, ...] = (
             _words("reveal print repeat output show display leak disclose dump tell give"),
             _words("system hidden initial original developer instructions"),
         ),
-        anchors=("system", "instructions", "developer"),
-        lead=110,
+        anchors=(
+            *("reveal", "print", "repeat", "output", "show", "display", "leak", "disclose"),
+            *("dump", "tell", "give"),
+        ),
+        lead=0,
         reach=250,
     ),
     _Rule(
@@ -378,8 +381,14 @@ _SPACED_KEYWORD_LIST = (
     "bypass",
 )
 _SPACED_KEYWORDS = re.compile("|".join(_SPACED_KEYWORD_LIST))
-_SPACED_LETTERS = tuple(frozenset(keyword) for keyword in _SPACED_KEYWORD_LIST)
-"""A letter-spaced keyword shows each of its letters as a one-letter word: a cheap precondition."""
+_SPACED_SEPARATOR = r"[ \t._\-*·|/]{1,3}"
+_SPACED_LETTERS = tuple(
+    (frozenset(keyword), re.compile(_SPACED_SEPARATOR.join(keyword[:3])))
+    for keyword in _SPACED_KEYWORD_LIST
+)
+"""A letter-spaced keyword shows each of its letters as a one-letter word, and its first three
+letters spaced: cheap preconditions (a set test, one search with a literal start) for the
+letter-spaced pattern, which is tried at every letter."""
 
 _BASE64_CHARACTER = r"[A-Za-z0-9+/_\-]"
 """The base64 alphabet, the URL-safe one's `-` and `_` included."""
@@ -663,7 +672,9 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
             continue
         for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead, rule.reach):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
-    if not any(letters <= words for letters in _SPACED_LETTERS):
+    if not any(
+        letters <= words and opening.search(normalized) for letters, opening in _SPACED_LETTERS
+    ):
         return hits
     for match in _LETTER_SPACED.finditer(normalized):
         letters = "".join(c for c in match.group(0) if c.isalpha())
@@ -746,19 +757,36 @@ def _base64_candidates(view_text: str) -> Iterator[re.Match[str]]:
         start = marks.find(_CARRIER_RUN, end)
 
 
+_HEX_RUN = b"h" * 16
+_AS_HEX_CHARACTERS = bytes(
+    0x68 if chr(byte) in "0123456789abcdefABCDEF" else 0x20 for byte in range(256)
+)
+
+
+def _may_hold_hex_run(text: str) -> bool:
+    """Whether the text has 16 hex digits in a row, which every hex candidate needs (found in C)."""
+    return _HEX_RUN in text.encode("ascii", "replace").translate(_AS_HEX_CHARACTERS)
+
+
 def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
-    """(kind, start, end, digits) of every base64 or hex run, found in one pass."""
+    """(kind, start, end, digits) of every base64 or hex run, found in one pass. A run in one
+    case only (a snake_case or CONSTANT_CASE identifier, a lowercase path) is not taken for
+    base64: text in base64 mixes both (each group's first character is I–Z for an uppercase or
+    punctuation byte, Y–Z or a–e for a lowercase one), and code holds such runs by the dozen."""
+    hex_possible = _may_hold_hex_run(view_text)
     for match in _base64_candidates(view_text):
         token = match.group(0)
         start = match.start()
         if token[:2] in ("0x", "0X"):
             token, start = token[2:], start + 2
-        if _HEX_DIGITS.fullmatch(token):
+        if hex_possible and _HEX_DIGITS.fullmatch(token):
             yield "hex_carrier", start, match.end(), token
             continue
-        yield "base64_carrier", match.start(), match.end(), match.group(0)
-        for part in _HEX_PART.finditer(token):
-            yield "hex_carrier", start + part.start(), start + part.end(), part.group(0)
+        if not (token.islower() or token.isupper()):
+            yield "base64_carrier", match.start(), match.end(), match.group(0)
+        if hex_possible:
+            for part in _HEX_PART.finditer(token):
+                yield "hex_carrier", start + part.start(), start + part.end(), part.group(0)
     if "\\x" in view_text:
         for match in _ESCAPED_HEX_CANDIDATE.finditer(view_text):
             yield "hex_carrier", match.start(), match.end(), match.group(0)
