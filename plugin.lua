@@ -403,4 +403,5 @@ CONFIG["MCP_SERVERS"] = {}
 --     ["Pins"] = { ["search_tickets"] = "sha256:..." },
 --     ["SensitiveArguments"] = { "token" },
 --     ["TimeoutSeconds"] = 30,
+--     ["MaxMessageBytes"] = 4194304,          -- a longer result fails its call
 -- }

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from policy.config.mcp_servers import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_TIMEOUT_SECONDS,
     FINGERPRINT_PREFIX,
+    MESSAGE_BYTES_RANGE,
     SERVER_NAME_PATTERN,
     SERVER_NAME_RULE,
 )
@@ -43,6 +45,8 @@ from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
 TOOL_ID_SEPARATOR = "__"
 MAX_EARLIER_DEFINITIONS = 32
 """Definitions a server listed before and lists no more, kept for diffs beyond the pinned ones."""
+UNCONFIGURED_LISTING_DAYS = 30
+"""How long the cached listing of a server the configuration no longer names is kept."""
 _CACHE_FOLDER = "mcp"
 
 
@@ -71,12 +75,21 @@ class McpServerConfig:
     pins: Mapping[str, str] = field(default_factory=dict)
     sensitive_arguments: tuple[str, ...] = ()
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """The most a message from the server may hold (a result, a listing page); one longer is
+    cut off while it arrives and its call fails."""
     origin: Origin | None = None
     by_organization: bool = True
 
     def __post_init__(self) -> None:
         if not SERVER_NAME_PATTERN.fullmatch(self.name):
             raise ValueError(f"MCP server name {self.name!r} is not valid: {SERVER_NAME_RULE}")
+        low, high = MESSAGE_BYTES_RANGE
+        if not low <= self.max_message_bytes <= high:
+            raise ValueError(
+                f"MCP server {self.name}: max_message_bytes {self.max_message_bytes} is not "
+                f"between {low} and {high}"
+            )
 
     @property
     def endpoint(self) -> str:
@@ -539,6 +552,35 @@ def write_cached_listing(
         from_cache=listing.from_cache,
         known_definitions=seen,
     )
+
+
+def forget_unconfigured_listings(
+    state_dir: Path, servers: Iterable[McpServerConfig], now: datetime
+) -> tuple[str, ...]:
+    """Delete the cached listings of servers not among `servers` that were last listed more than
+    `UNCONFIGURED_LISTING_DAYS` ago (or at a time that cannot be read); returns their server ids.
+
+    Not at once: a state directory may serve commands run with fewer plugins (an `--org`
+    left out, a candidate in `policy diff`), and a server still configured elsewhere is listed
+    again within the listing TTL whenever it is used, so only a server no command has listed
+    for that long is gone for good. A server configured here never loses its cache."""
+    configured = {s.id for s in servers}
+    forgotten: list[str] = []
+    for path in sorted(listing_cache_folder(state_dir).glob("*.json")):
+        if path.stem in configured:
+            continue
+        try:
+            listed_at = str(json.loads(path.read_text(encoding="utf-8")).get("listed_at", ""))
+        except (OSError, ValueError, AttributeError):
+            listed_at = ""
+        age = listed_age_seconds(McpServerListing(path.stem, "", listed_at=listed_at), now)
+        if age is None or age > UNCONFIGURED_LISTING_DAYS * 86_400:
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            forgotten.append(path.stem)
+    return tuple(forgotten)
 
 
 def cached_listings(

@@ -977,6 +977,7 @@ class _Loader:
             pins=values["Pins"],
             sensitive_arguments=values["SensitiveArguments"],
             timeout_seconds=values["TimeoutSeconds"],
+            max_message_bytes=values["MaxMessageBytes"],
             origin=Origin(self.plugin_id, self.name, where),
             by_organization=self.origin is PluginOrigin.ORGANIZATION,
         )

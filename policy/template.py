@@ -405,6 +405,7 @@ def _objects() -> str:
             '--     ["Pins"] = { ["search_tickets"] = "sha256:..." },',
             '--     ["SensitiveArguments"] = { "token" },',
             '--     ["TimeoutSeconds"] = 30,',
+            '--     ["MaxMessageBytes"] = 4194304,          -- a longer result fails its call',
             "-- }",
             "",
         ]

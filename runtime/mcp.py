@@ -42,6 +42,7 @@ from policy.mcp import (
 from policy.redaction import NO_SECRETS, SecretMask
 from policy.terminal import terminal_safe
 from runtime.execution import ContentQuotingError, ToolExecutionContext, ToolExecutionResult
+from runtime.mcp_transport import MessageCap
 from runtime.messages import Source
 
 if TYPE_CHECKING:
@@ -97,6 +98,11 @@ class _Session:
     first_wait_until: float | None = None
     """Until when requests wait for the first listing (set when it is first asked for)."""
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cap: MessageCap = field(init=False)
+    """Its messages held to its `max_message_bytes` as they arrive, and what was cut off."""
+
+    def __post_init__(self) -> None:
+        self.cap = MessageCap(self.server.max_message_bytes)
 
 
 class McpSessions:
@@ -188,6 +194,7 @@ class McpSessions:
     async def _relist(self, session: _Session) -> None:
         server = session.server
         session.changed = False
+        cuts = session.cap.cuts
         try:
             client = await self._client(session)
             tools = await asyncio.wait_for(_all_tools(client), server.timeout_seconds)
@@ -204,7 +211,7 @@ class McpSessions:
             else:
                 listing = replace(listing, known_definitions=known_after({}, listing, pinned))
         except Exception as error:  # a failing server leaves its tools out, never the chat
-            message = self._describe(session, error, "could not be listed")
+            message = self._describe(session, error, "could not be listed", cuts)
             _log.warning("%s", message)
             await self._close(session)
             listing = McpServerListing(server.id, server.name, error=message)
@@ -227,6 +234,7 @@ class McpSessions:
         server = session.server
         from mcp.shared.exceptions import MCPError
 
+        cuts = session.cap.cuts
         try:
             client = await self._client(session)
             return await asyncio.wait_for(
@@ -242,13 +250,16 @@ class McpSessions:
             raise
         except MCPError as error:  # the server's own answer: its words are content
             await self._close(session)
+            if session.cap.cuts != cuts:
+                raise McpServerError(self._cut_off(session, f"failed on {tool_name}")) from None
             raise McpServerError(
                 f"MCP server {server.name} answered {tool_name} with error {error.code}",
                 " ".join(session.mask.text(error.message).split())[:500] or "(no message)",
             ) from None
         except Exception as error:
             await self._close(session)
-            raise McpServerError(self._describe(session, error, f"failed on {tool_name}")) from None
+            what = f"failed on {tool_name}"
+            raise McpServerError(self._describe(session, error, what, cuts)) from None
 
     def mask_of(self, server_id: str) -> SecretMask:
         """The mask of a server's secrets (Env and Headers values), for its results and errors."""
@@ -289,7 +300,10 @@ class McpSessions:
             if session.server.transport is McpTransport.STDIO:
                 stderr = _StderrLines(session.server.name, lambda: session.mask)
             client, secrets = _new_client(
-                session.server, self._on_message(session), stderr.writer if stderr else None
+                session.server,
+                self._on_message(session),
+                session.cap,
+                stderr.writer if stderr else None,
             )
             session.mask = SecretMask.of(secrets)
             async with client:
@@ -337,7 +351,18 @@ class McpSessions:
             with contextlib.suppress(BaseException):
                 await owner
 
-    def _describe(self, session: _Session, error: BaseException, what: str) -> str:
+    @staticmethod
+    def _cut_off(session: _Session, what: str) -> str:
+        server = session.server
+        return (
+            f"MCP server {server.name} ({server.endpoint}) {what}: "
+            f"{session.cap.reason}; it was cut off while arriving, and the session is started "
+            "anew on next use"
+        )
+
+    def _describe(self, session: _Session, error: BaseException, what: str, cuts: int) -> str:
+        if session.cap.cuts != cuts:
+            return self._cut_off(session, what)
         cause = _first_cause(error)
         detail = str(cause).strip() or type(cause).__name__
         if type(cause).__name__ == "ConnectError":
@@ -402,10 +427,11 @@ def _plaintext(value: str | SecretValue) -> str:
 
 
 def _new_client(
-    server: McpServerConfig, on_message: Any, stderr: TextIO | None = None
+    server: McpServerConfig, on_message: Any, cap: MessageCap, stderr: TextIO | None = None
 ) -> tuple[Client, tuple[str, ...]]:
     from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+
+    from runtime.mcp_transport import capped_http_client, capped_stdio_client
 
     secrets = tuple(
         _plaintext(v)
@@ -418,13 +444,14 @@ def _new_client(
             args=list(server.args),
             env={k: _plaintext(v) for k, v in server.env.items()},
         )
-        transport = stdio_client(params, stderr or sys.stderr)
+        transport = capped_stdio_client(params, stderr or sys.stderr, cap)
         return Client(transport, message_handler=on_message, cache=None), secrets
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    http = create_mcp_http_client(headers={k: _plaintext(v) for k, v in server.headers.items()})
-    transport = streamable_http_client(server.url, http_client=http)
+    http = capped_http_client({k: _plaintext(v) for k, v in server.headers.items()}, cap)
+    transport = streamable_http_client(
+        server.url, http_client=http, max_sse_event_size=server.max_message_bytes
+    )
     return Client(transport, message_handler=on_message, cache=None), secrets
 
 

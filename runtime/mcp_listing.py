@@ -28,6 +28,7 @@ from policy.mcp import (
     McpServerConfig,
     McpServerListing,
     cached_listings,
+    forget_unconfigured_listings,
     listed_age_seconds,
     not_listed,
 )
@@ -54,6 +55,8 @@ async def current_mcp_listings(
     if offline:
         return cached
     now = datetime.now(UTC)
+    if state_dir is not None:
+        forget_unconfigured_listings(state_dir, servers, now)
     chosen: dict[str, McpServerListing] = {}
     for server in servers:
         listing = (known or {}).get(server.id) or cached[server.id]

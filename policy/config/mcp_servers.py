@@ -21,6 +21,9 @@ SERVER_NAME_RULE = (
 )
 DEFAULT_TIMEOUT_SECONDS = 30.0
 MAX_TIMEOUT_SECONDS = 600.0
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+MESSAGE_BYTES_RANGE = (64 * 1024, 256 * 1024 * 1024)
+"""What `MaxMessageBytes` may be: a message (a result, a listing page) is cut off beyond it."""
 FINGERPRINT_PREFIX = "sha256:"
 PIN_PATTERN = re.compile(FINGERPRINT_PREFIX + "[0-9a-f]{64}")
 """A pin: the fingerprint of a tool definition, `sha256:` and 64 lower-case hex digits."""
@@ -147,6 +150,16 @@ MCP_SERVERS = Section(
             maximum=MAX_TIMEOUT_SECONDS,
             default=DEFAULT_TIMEOUT_SECONDS,
             example=30,
+        ),
+        Field(
+            "MaxMessageBytes",
+            FieldType.WHOLE_NUMBER,
+            "The most one message from the server may hold (a result, a listing page); a "
+            "longer one is cut off while it arrives and its call fails.",
+            minimum=MESSAGE_BYTES_RANGE[0],
+            maximum=MESSAGE_BYTES_RANGE[1],
+            default=DEFAULT_MAX_MESSAGE_BYTES,
+            example=DEFAULT_MAX_MESSAGE_BYTES,
         ),
     ),
     fails_closed=True,

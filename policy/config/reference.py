@@ -96,7 +96,7 @@ def _value(declared: Field) -> str:
     if kind is FieldType.FLAG_MAP:
         return "table of true/false by name: " + ", ".join(f"`{c}`" for c in declared.choices)
     if kind is FieldType.WHOLE_NUMBER:
-        return f"whole number {declared.minimum:g} to {declared.maximum:g}"
+        return f"whole number {declared.minimum:.0f} to {declared.maximum:.0f}"
     if kind is FieldType.NUMBER:
         return f"number above {declared.minimum:g}, at most {declared.maximum:g}"
     if kind is FieldType.TABLE:

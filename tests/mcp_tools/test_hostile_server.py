@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from policy.mcp import McpServerConfig, McpTransport
 from tests.mcp_tools.test_mcp import (
     HEADER,
     OPENAI_ID,
@@ -23,6 +26,7 @@ from tests.mcp_tools.test_mcp import (
     stdio_server,
 )
 from tests.servers.hostile_mcp_server import OWN_TOOLS
+from tests.servers.processes import announced_mcp_server
 
 HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "servers" / "hostile_mcp_server.py"
 HOSTILE_ID = "6f1c0000-0000-4000-8000-00000000bad1"
@@ -340,3 +344,51 @@ async def test_a_huge_result_is_cut_before_it_is_filtered(
     assert sum(len(t) for t in recording.checked) <= MAX_RESULT_CHARACTERS + 2_000, (
         "the guard filtered what the model never reads"
     )
+
+
+def hostile_over_http(state: Path, mode: str) -> contextlib.AbstractContextManager[str]:
+    """The hostile server over streamable HTTP (`http`: server-sent events, `http-json`: one
+    JSON answer per request), its address while it runs."""
+    return announced_mcp_server([sys.executable, str(HOSTILE_SCRIPT), str(state), mode])
+
+
+LIMIT = 256 * 1024
+HUGE = 40_000_000
+
+
+@pytest.mark.parametrize("mode", ["stdio", "http", "http-json"])
+async def test_a_result_over_the_servers_limit_is_cut_off_while_it_arrives(
+    states: tuple[Path, Path], mode: str
+) -> None:
+    """Class 10: a 40 MB result is cut off at the server's MaxMessageBytes as it arrives (over
+    stdio, as server-sent events, as one JSON answer): this process never holds more than a
+    bounded part of it, the call fails naming the server and the limit, and the next call to the
+    server is answered."""
+    from runtime.mcp import McpServerError, McpSessions
+
+    _, hostile = states
+    with contextlib.ExitStack() as running:
+        if mode == "stdio":
+            server = hostile_config(hostile, max_message_bytes=LIMIT)
+        else:
+            url = running.enter_context(hostile_over_http(hostile, mode))
+            server = McpServerConfig(
+                id=HOSTILE_ID, name="hostile", transport=McpTransport.STREAMABLE_HTTP, url=url,
+                max_message_bytes=LIMIT,
+            )  # fmt: skip
+        async with McpSessions([server]) as sessions:
+            assert (await sessions.listings())[HOSTILE_ID].ok
+            tracemalloc.start()
+            try:
+                with pytest.raises(McpServerError) as refused:
+                    await sessions.call_tool(HOSTILE_ID, "huge", {"size": HUGE})
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            again = await sessions.call_tool(HOSTILE_ID, "ping", {})
+    message = str(refused.value)
+    assert "MCP server hostile" in message
+    assert f"exceeded the limit of {LIMIT} bytes (MaxMessageBytes)" in message, message
+    assert "cut off while arriving" in message
+    assert peak < 16 * LIMIT, f"{peak} bytes held for a {HUGE}-byte answer"
+    assert again.content[0].text == "pong"  # type: ignore[union-attr]

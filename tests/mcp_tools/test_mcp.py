@@ -5,9 +5,7 @@ runtime calling tools through the same executor."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +212,8 @@ def test_an_unreachable_server_is_an_error_that_blocks_nothing_else(tmp_path: Pa
         ('  ["Env"] = { ["API_TOKEN"] = "plain" },\n', "plaintext secrets are refused"),
         ('  ["TimeoutSeconds"] = 0,\n', "TimeoutSeconds is 0"),
         ('  ["ReadOnlyOnly"] = "yes",\n', "ReadOnlyOnly must be true or false"),
+        ('  ["MaxMessageBytes"] = 1000,\n', "MaxMessageBytes is 1000; it must be a whole number"),
+        ('  ["MaxMessageBytes"] = "4MB",\n', "from 65536 to 268435456"),
     ],
 )
 def test_a_wrong_server_entry_is_skipped_with_file_and_line(
@@ -228,6 +228,14 @@ def test_a_wrong_server_entry_is_skipped_with_file_and_line(
     assert finding.location.line > 0
     checked = policy_cli("check", "--org", org)
     assert problem in checked.stdout + checked.stderr
+
+
+def test_max_message_bytes_is_read_for_the_server(tmp_path: Path, state: Path) -> None:
+    org = write_org(tmp_path / "org", state, extra='  ["MaxMessageBytes"] = 65536,\n')
+    [server] = load_policy(org=[org]).configuration.mcp_servers
+    assert server.max_message_bytes == 65536
+    [default] = load_policy(org=[write_org(tmp_path / "plain", state)]).configuration.mcp_servers
+    assert default.max_message_bytes == 4 * 1024 * 1024
 
 
 def test_local_servers_need_the_organizations_consent(tmp_path: Path, state: Path) -> None:
@@ -438,25 +446,9 @@ async def test_policy_mcp_serve_offers_only_what_the_policy_offers(
 
 
 def _http_server(state: Path) -> Any:
-    from contextlib import contextmanager
+    from tests.servers.processes import announced_mcp_server
 
-    @contextmanager
-    def running() -> Iterator[str]:
-        process = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), "http", str(state)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            assert line.startswith("PORT "), line
-            yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
-
-    return running()
+    return announced_mcp_server([sys.executable, str(SERVER_SCRIPT), "http", str(state)])
 
 
 def test_block_reason_has_its_place() -> None:

@@ -312,3 +312,55 @@ def test_a_listing_cached_for_another_endpoint_is_not_used(tmp_path: Path) -> No
             _json("explain", "--all", "--org", moved, "--state-dir", state_dir, *offline)
         )
         assert row["source"] == "error" and row["tools"] == [], offline
+
+
+def test_the_cached_listing_of_a_server_no_longer_configured_is_deleted_in_time(
+    tmp_path: Path,
+) -> None:
+    """A state directory does not keep every server it ever listed: a listing of a server the
+    configuration no longer names is deleted once it is older than UNCONFIGURED_LISTING_DAYS
+    (a recent one may belong to a command run with other plugins); `--offline` deletes
+    nothing, and a configured server keeps its listing however old."""
+    from datetime import UTC, datetime, timedelta
+
+    from policy.mcp import (
+        UNCONFIGURED_LISTING_DAYS,
+        McpServerConfig,
+        McpServerListing,
+        McpToolListing,
+        McpTransport,
+        cache_path,
+        write_cached_listing,
+    )
+    from runtime.mcp_listing import list_servers
+
+    state_dir = tmp_path / "state"
+    now = datetime.now(UTC)
+    kept = McpServerConfig(
+        id=SERVER_ID, name="tickets", transport=McpTransport.STDIO, command="/nonexistent"
+    )
+
+    def cache(server_id: str, age: timedelta) -> Path:
+        listed_at = (now - age).isoformat(timespec="seconds")
+        listing = McpServerListing(server_id, "x", (McpToolListing("t"),), listed_at=listed_at)
+        write_cached_listing(state_dir, listing, kept.endpoint)
+        return cache_path(state_dir, server_id)
+
+    fresh_configured = cache(SERVER_ID, timedelta(seconds=10))
+    old_configured = cache("6f1c0000-0000-4000-8000-0000000000c1", timedelta(days=400))
+    gone = cache(
+        "6f1c0000-0000-4000-8000-0000000000a1", timedelta(days=UNCONFIGURED_LISTING_DAYS + 1)
+    )
+    recent = cache("6f1c0000-0000-4000-8000-0000000000a2", timedelta(days=1))
+    unreadable = cache_path(state_dir, "6f1c0000-0000-4000-8000-0000000000a3")
+    unreadable.write_text("{not json", encoding="utf-8")
+    other = McpServerConfig(
+        id=old_configured.stem, name="other", transport=McpTransport.STDIO, command="/nonexistent"
+    )
+
+    list_servers([kept, other], state_dir=state_dir, offline=True)
+    assert gone.exists() and unreadable.exists(), "--offline deletes nothing"
+    listed = list_servers([kept, other], state_dir=state_dir)
+    assert listed[SERVER_ID].from_cache, "the fresh cache served; no server was started"
+    assert not gone.exists() and not unreadable.exists()
+    assert fresh_configured.exists() and old_configured.exists() and recent.exists()

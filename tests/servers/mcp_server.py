@@ -9,8 +9,9 @@ It offers a read-only tool (`search_tickets`), a destructive one (`delete_ticket
 raw, percent-encoded and in base64; with fail=true as an isError), `announce_change` (rewrites
 `search_tickets`' description and sends notifications/tools/list_changed). The state file (JSON)
 is read on every request, so a test can change a description between runs:
-`{"descriptions": {...}, "extra_tools": N, "page_size": K, "odd_names": true}` (odd names: one
-too long for a function name, one with a dot); every call is appended to `<state file>.calls` as
+`{"descriptions": {...}, "extra_tools": N, "page_size": K, "odd_names": true, "base_tools":
+[...]}` (odd names: one too long for a function name, one with a dot; base_tools: only these of
+the tools above); every call is appended to `<state file>.calls` as
 one JSON line, so a test sees what the server received (and the W3C `traceparent` a call
 carried in `_meta`, to `<state file>.traces`); a stdio server writes its process id to
 `<state file>.pid` when it starts, so a test can see it stopped, and the state's `"stderr"` text
@@ -101,7 +102,10 @@ def _tools(path: Path) -> list[types.Tool]:
     state = read_state(path)
     descriptions = state.get("descriptions", {})
     tools = []
+    only = state.get("base_tools")
     for spec in _BASE:
+        if only is not None and spec["name"] not in only:
+            continue
         data = dict(spec)
         data["description"] = descriptions.get(spec["name"], spec["description"])
         tools.append(types.Tool.model_validate(data))
@@ -234,23 +238,24 @@ async def _stdio(path: Path) -> None:
     await serve_stdio(server)
 
 
-def _http(path: Path) -> None:
+def serve_http(server: Server[Any], *, json_response: bool = False) -> None:
+    """Serve streamable HTTP on a free loopback port, printed as "PORT <n>" once listening."""
     import uvicorn
 
-    app = build_server(path).streamable_http_app(host="127.0.0.1")
+    app = server.streamable_http_app(host="127.0.0.1", json_response=json_response)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical")
-    server = uvicorn.Server(config)
+    served = uvicorn.Server(config)
 
     def announce() -> None:
-        while not server.started:
+        while not served.started:
             time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+        port = served.servers[0].sockets[0].getsockname()[1]
         print(f"PORT {port}", flush=True)
 
     import threading
 
     threading.Thread(target=announce, daemon=True).start()
-    server.run()
+    served.run()
 
 
 if __name__ == "__main__":
@@ -258,4 +263,4 @@ if __name__ == "__main__":
     if mode == "stdio":
         anyio.run(_stdio, state_file)
     else:
-        _http(state_file)
+        serve_http(build_server(state_file))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import socket
 import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 
 def free_port() -> int:
@@ -22,3 +24,17 @@ def stop(server: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
+
+
+@contextmanager
+def announced_mcp_server(argv: Sequence[str]) -> Iterator[str]:
+    """An MCP test server run as `argv` that prints "PORT <n>" once listening: its streamable
+    HTTP address while the block runs."""
+    process = subprocess.Popen(list(argv), stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().decode()
+        assert line.startswith("PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        stop(process)
