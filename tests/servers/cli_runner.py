@@ -143,7 +143,7 @@ def _process_state(env: Mapping[str, str] | None, cwd: Path | str | None) -> Ite
     handlers, level = list(root.handlers), root.level
     loggers = {
         name: lg.level
-        for name, lg in logging.Logger.manager.loggerDict.items()
+        for name, lg in list(logging.Logger.manager.loggerDict.items())
         if isinstance(lg, logging.Logger)
     }
     excepthook = threading.excepthook
@@ -163,8 +163,8 @@ def _process_state(env: Mapping[str, str] | None, cwd: Path | str | None) -> Ite
         for handler in handlers:
             root.addHandler(handler)
         root.setLevel(level)
-        for name, logger in logging.Logger.manager.loggerDict.items():
-            if isinstance(logger, logging.Logger):
+        for name, logger in list(logging.Logger.manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger) and logger.level != loggers.get(name, 0):
                 logger.setLevel(loggers.get(name, logging.NOTSET))
         os.chdir(directory)
         os.environ.clear()
