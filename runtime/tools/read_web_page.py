@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from policy.builtin import (
+from policy.builtin.read_web_page import (
     ARG_URL,
     ReadWebPageTool,
     read_web_page_settings,

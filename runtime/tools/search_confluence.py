@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from policy.builtin import (
+from policy.builtin.search_confluence import (
     ARG_QUERY,
     ARG_SPACE_KEY,
     CONFLUENCE_MAX_QUERY_CHARACTERS,

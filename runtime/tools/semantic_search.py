@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policy.builtin import (
+from policy.builtin.semantic_search import (
     ARG_DATA_SOURCE_IDS,
     ARG_PAGE,
     ARG_QUERY,

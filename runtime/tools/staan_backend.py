@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
+from policy.builtin.web_search import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
 from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
 from runtime.tools.search_backends import (
     BackendAnswer,

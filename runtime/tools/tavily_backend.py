@@ -12,7 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin import TAVILY_DEFAULT_SEARCH_DEPTH, TAVILY_SEARCH_DEPTHS, WS_TAVILY_API_KEY
+from policy.builtin.web_search import (
+    TAVILY_DEFAULT_SEARCH_DEPTH,
+    TAVILY_SEARCH_DEPTHS,
+    WS_TAVILY_API_KEY,
+)
 from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend
 from runtime.tools.search_backends import (
     BackendAnswer,

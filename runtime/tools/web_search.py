@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin import (
+from policy.builtin.web_search import (
     ARG_LANGUAGE,
     ARG_LIMIT,
     ARG_PAGE,

@@ -367,3 +367,44 @@ def test_a_number_setting_with_thousands_of_digits_is_reported_as_out_of_range()
     assert not state.is_configured
     assert state.message.startswith("search_confluence.timeoutSeconds: ")
     assert "expected a whole number from 1 to 120" in state.message
+
+
+ROOMS = ("web_search", "read_web_page", "search_confluence", "semantic_search")
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_tool_has_its_own_room_which_imports_no_runtime(room: str) -> None:
+    """policy/builtin/<tool>.py holds the tool's definition and policy-side class, and the
+    policy still never imports the runtime (explain answers the same without it)."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    module = importlib.import_module(f"policy.builtin.{room}")
+    assert module.DEFINITION.id == room
+    assert BUILTIN_DEFINITIONS[room] is module.DEFINITION
+    [tool] = [t for t in builtin_tools() if t.definition.id == room]
+    assert type(tool).__module__ == module.__name__
+    source = Path(module.__file__ or "").read_text(encoding="utf-8")
+    imported = {
+        name
+        for node in ast.walk(ast.parse(source))
+        for name in (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+    }
+    assert sorted(n for n in imported if n.split(".")[0] == "runtime") == []
+
+
+def test_the_names_of_the_single_module_still_import_from_policy_builtin() -> None:
+    import policy.builtin as builtin
+    from policy.builtin.web_search import WS_MAX_RESULTS
+
+    assert builtin.WS_MAX_RESULTS is WS_MAX_RESULTS
+    assert builtin.normalize_confluence_base_url("https://wiki.example") == "https://wiki.example/"
+    with pytest.raises(AttributeError, match=r"policy\.builtin' has no attribute 'NO_SUCH_NAME'"):
+        _ = builtin.NO_SUCH_NAME
