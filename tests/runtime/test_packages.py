@@ -118,7 +118,7 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
     from policy.user_settings import UserSettingsError
     from runtime.config_fetch import CaBundleError, ConfigurationArchiveError
     from runtime.providers.errors import ProviderAuthError, ProviderProtocolError
-    from runtime.tools.search_backends import SearchBackendError
+    from runtime.tools.web_search.backends import SearchBackendError
     from runtime.web.guard_http import InjectionFilterError
     from runtime.web.retrieval import WebPageAccessBlocked, WebRetrievalError
 

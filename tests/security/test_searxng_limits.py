@@ -12,7 +12,7 @@ import tracemalloc
 
 import pytest
 
-from runtime.tools.search_backends import (
+from runtime.tools.web_search.backends import (
     SEARXNG_MAX_RESPONSE_BYTES,
     SearchBackendError,
     SearchRequest,

@@ -13,8 +13,8 @@ import pytest
 
 from policy.builtin import WEB_SEARCH
 from runtime.execution import ToolExecutionResult, ToolServices
-from runtime.tools.search_backends import SearchBackend, SearchBackendError, SearchRequest
 from runtime.tools.web_search import SearchEndpoints, create_tool
+from runtime.tools.web_search.backends import SearchBackend, SearchBackendError, SearchRequest
 from runtime.web.addresses import AddressClass
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.servers.searxng_server import SearxngServer

@@ -12,9 +12,9 @@ import pytest
 from policy.vocabulary import SafeSearch, WebSearchBackendStrategy
 from runtime.arguments import ArgumentError
 from runtime.execution import ToolExecutionResult
-from runtime.tools.search_backends import SearchBackendError, SearchRequest, dispatch
-from runtime.tools.staan_backend import StaanBackend, staan_market
 from runtime.tools.web_search import SearchEndpoints
+from runtime.tools.web_search.backends import SearchBackendError, SearchRequest, dispatch
+from runtime.tools.web_search.staan import StaanBackend, staan_market
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.servers.searxng_server import SearxngServer, hit
 from tests.servers.staan_server import StaanServer, running_staan, web_result

@@ -22,9 +22,9 @@ from runtime.chat import Chat, MemoryChatStore
 from runtime.execution import ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall
-from runtime.tools.search_backends import SearchBackendError, SearchRequest, dispatch
-from runtime.tools.tavily_backend import TavilyBackend, tavily_language
 from runtime.tools.web_search import SearchEndpoints, create_tool
+from runtime.tools.web_search.backends import SearchBackendError, SearchRequest, dispatch
+from runtime.tools.web_search.tavily import TavilyBackend, tavily_language
 from runtime.web.addresses import AddressClass
 from tests.servers.page_server import PageServer
 from tests.servers.searxng_server import SearxngServer, hit

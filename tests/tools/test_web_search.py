@@ -16,7 +16,8 @@ from runtime.chat import Chat, MemoryChatStore
 from runtime.execution import ToolExecutionContext, ToolExecutionResult, ToolServices
 from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall, SourceOrigin
-from runtime.tools.search_backends import (
+from runtime.tools.web_search import SearchEndpoints, create_tool, read_arguments
+from runtime.tools.web_search.backends import (
     BackendAnswer,
     SearchBackendError,
     SearchHit,
@@ -24,7 +25,6 @@ from runtime.tools.search_backends import (
     dispatch,
     searxng_search_endpoint,
 )
-from runtime.tools.web_search import SearchEndpoints, create_tool, read_arguments
 from runtime.web.addresses import AddressClass
 from runtime.web.injection_filter import REMOVAL_MARKER
 from tests.servers.page_server import PageServer

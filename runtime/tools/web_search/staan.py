@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from policy.builtin.web_search import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
 from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
-from runtime.tools.search_backends import (
+from runtime.tools.web_search.backends import (
     BackendAnswer,
     SearchBackendError,
     SearchHit,

@@ -18,7 +18,7 @@ from policy.builtin.web_search import (
     WS_TAVILY_API_KEY,
 )
 from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend
-from runtime.tools.search_backends import (
+from runtime.tools.web_search.backends import (
     BackendAnswer,
     SearchBackendError,
     SearchHit,

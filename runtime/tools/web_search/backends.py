@@ -3,8 +3,8 @@
 A backend turns a `SearchRequest` into ranked hits. The dispatcher decides which backends to ask
 (FAILOVER: the preferred one, then the others until one has hits; PARALLEL: all at once;
 SPECIFIC: only the preferred one), merges their hits round-robin by rank, and reports what went
-wrong as notes the model can read. SearXNG lives here; Tavily (`tavily_backend`) and Staan
-(`staan_backend`) implement `SearchBackend` in their own modules with the exchange helpers below.
+wrong as notes the model can read. SearXNG lives here; Tavily (`tavily`) and Staan
+(`staan`) implement `SearchBackend` in their own modules with the exchange helpers below.
 
 The backends are services an administrator configured, so they are reached directly (not through
 the public-only page retrieval); error texts never show more of their address than its redacted

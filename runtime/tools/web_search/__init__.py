@@ -39,7 +39,7 @@ from runtime.tools._common import (
     page_content,
     retrieval_options,
 )
-from runtime.tools.search_backends import (
+from runtime.tools.web_search.backends import (
     Candidate,
     SearchBackend,
     SearchRequest,
@@ -47,8 +47,8 @@ from runtime.tools.search_backends import (
     dispatch,
     eligible_backends,
 )
-from runtime.tools.staan_backend import STAAN_SEARCH_URL, StaanBackend
-from runtime.tools.tavily_backend import TAVILY_SEARCH_URL, TavilyBackend
+from runtime.tools.web_search.staan import STAAN_SEARCH_URL, StaanBackend
+from runtime.tools.web_search.tavily import TAVILY_SEARCH_URL, TavilyBackend
 
 if TYPE_CHECKING:
     from runtime.web.retrieval import RetrievedWebPage
