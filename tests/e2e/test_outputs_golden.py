@@ -74,6 +74,9 @@ KIND_PROVIDERS = (
 _VARYING = (
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
+    # A table's column widths follow the clone's path length; its cells and their order stay.
+    (re.compile(r" {2,}"), "  "),
+    (re.compile(r"-{3,}"), "---"),
 )
 
 
@@ -153,7 +156,12 @@ def _load(scenario: Scenario, state: Path, *, executable_tools: bool = False) ->
 
 def _replacements(mcp_state: tuple[Path, Path, Path]) -> list[tuple[str, str]]:
     state, unpinned, pinned = mcp_state
-    return [(str(state), "<state>"), (str(unpinned), "<mcp>"), (str(pinned), "<mcp>")]
+    return [
+        (str(state), "<state>"),
+        (str(unpinned), "<mcp>"),
+        (str(pinned), "<mcp>"),
+        (str(ROOT), "<repo>"),
+    ]
 
 
 SCENARIO_NAMES = ("organization", "base", "user", "mcp_unpinned", "mcp_pinned")
