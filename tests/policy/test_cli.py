@@ -39,9 +39,11 @@ def run(*args: str | Path, env: dict[str, str] | None = None, stdin: str | None 
     return done
 
 
-def installed(*args: str | Path, env: dict[str, str] | None = None) -> CliRun:
+def installed(
+    *args: str | Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> CliRun:
     """`policy ARGS` through the installed console script, in a subprocess."""
-    done = run_policy(args, env=_environment(env), cwd=ROOT, installed=True)
+    done = run_policy(args, env=_environment(env), input=stdin, cwd=ROOT, installed=True)
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     return done
 
@@ -231,6 +233,38 @@ def test_an_unknown_provider_names_the_configured_ones(base: Path) -> None:
 
 def test_an_unknown_option_is_a_usage_error() -> None:
     assert run("explain", "--frobnicate").returncode == 2
+
+
+_ORG = ("--org", "examples/organization")
+_WITH_MCP = (*_ORG, "--org", "examples/mcp", "--state-dir", "{tmp}")
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (("tools", *_ORG), "read_web_page      Read web page"),
+        (("diff", *_ORG, "--against-org", "examples/organization"), "no decision changes"),
+        (("status", "--state-dir", "{tmp}"), "no configurations fetched"),
+        (("settings", "keys", *_ORG), "DataTools.EnableTools"),
+        (
+            ("settings", "set", "web_search", "maxResults", "12", *_ORG, "--user-settings",
+             "{tmp}/settings.yaml"),
+            "saved web_search.maxResults = '12'",
+        ),
+        (("mcp", "list", *_WITH_MCP), "tickets__search_tickets  readOnlyHint=True"),
+        (("mcp", "pin", *_WITH_MCP), '["search_tickets"] = "sha256:'),
+    ],
+    ids=["tools", "diff", "status", "settings keys", "settings set", "mcp list", "mcp pin"],
+)  # fmt: skip
+def test_each_command_runs_through_the_installed_script(
+    args: tuple[str, ...], shown: str, tmp_path: Path
+) -> None:
+    """The commands whose other tests run in-process, once each as a user starts them (check,
+    explain, settings, schema, template, export, replay, log summary, chat, serve, fetch,
+    completion and encrypt have such a run in their own tests)."""
+    done = installed(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout
 
 
 # --- check --------------------------------------------------------------------------------------
@@ -639,7 +673,9 @@ def test_diff_lists_every_changed_decision(base: Path, department: Path, tmp_pat
 
 def test_encrypt_produces_a_value_the_loader_can_decrypt() -> None:
     secret = generate_secret()
-    done = run("encrypt", stdin="s3cr3t\n", env={"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret})
+    done = installed(
+        "encrypt", stdin="s3cr3t\n", env={"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret}
+    )
     assert done.returncode == 0, done.stderr
     value = done.stdout.strip()
     assert value.startswith("ENC:v1:")
