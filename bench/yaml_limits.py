@@ -5,7 +5,8 @@
 ruamel.yaml's scanner takes time quadratic in the depth of flow collections, so a few KB of
 `[[[[…` pasted into `policy serve`'s simulate form, or saved as a user settings file, cost
 seconds of CPU before any depth check on the parsed data could run. For nested inputs of 2 KB
-and 4 KB (flow sequences after `tools: `), it prints the process CPU of:
+and 4 KB (balanced flow sequences after `tools: `, about 1,000 and 2,000 levels), it prints the
+process CPU of:
 
 - before: what reading them did until the limits were checked first — ruamel.yaml's round-trip
   loader over the text (it ends in a RecursionError, which was then reported);
@@ -65,7 +66,8 @@ def main() -> None:
     _ruamel("a: 1")()  # imports and first-use work out of the figures
     figures: dict[str, str] = {}
     for size in (2048, 4096):
-        text = "tools: " + "[" * (size - 7)
+        depth = (size - len("tools: ")) // 2
+        text = "tools: " + "[" * depth + "]" * depth
         before = _cpu(_ruamel(text), 1)
         after = _cpu(lambda text=text: parse_user_settings(text, "bench"), args.repeat)
         figures[f"nested_{size // 1024}kb_before_cpu_s"] = f"{before:.3f}"
