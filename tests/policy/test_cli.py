@@ -6,11 +6,13 @@ the installed entry point itself runs in a subprocess in the tests that say so (
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -204,6 +206,20 @@ def test_help_does_not_import_heavy_modules() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_run_in_this_process_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
+    """The in-process runs give a command what a new process has and take it back: the
+    environment (`env` is all of it), the working directory, the root logger's handlers (the
+    command installs its own) and the thread excepthook (the command sets its own)."""
+    environment, directory = dict(os.environ), os.getcwd()
+    handlers, hook = list(logging.getLogger().handlers), threading.excepthook
+    write_plugin(tmp_path / "org", PROVIDERS + BASE_SETTINGS)
+    done = run_policy(["check", "--org", "org"], env={"TOOLPOLICY_X": "1"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ok: 0 error(s)" in done.stdout
+    assert dict(os.environ) == environment and os.getcwd() == directory
+    assert logging.getLogger().handlers == handlers and threading.excepthook is hook
 
 
 def test_a_missing_org_path_is_a_usage_error(tmp_path: Path) -> None:
