@@ -421,7 +421,7 @@ def test_the_decision_page_names_its_provider(client: TestClient, organization: 
             "/api/simulate",
             {"provider_kind": "OPEN_AI", "user_settings_yaml": "tools: " + "[" * 5000},
             "user_settings_yaml",
-            "pasted user settings: nested too deeply",
+            "pasted user settings:1: YAML nested too deeply: more than 100 levels",
         ),
         (
             "/api/simulate",
