@@ -538,3 +538,32 @@ def test_a_tool_finds_its_own_services_by_class_and_the_earlier_keywords_land_th
     assert ToolServices().with_defaults(other).of(_OwnService) is other
     given = RequestExtras(wiki_base_url="https://given.example/")
     assert ToolServices(wiki_base_url="https://w/", request_extras=given).request_extras == given
+
+
+async def test_a_tool_sees_the_configured_wiki_and_the_one_an_app_gave_wins() -> None:
+    """ChatRuntime hands every tool what the tools' settings tell each other (search_confluence's
+    wiki, which read_web_page may read under a strict restriction) as `services.request_extras`;
+    a wiki the app gave, in the earlier keyword too, stays."""
+    from policy import load_policy
+    from policy.builtin import builtin_tools
+    from runtime.session import ChatRuntime
+
+    tool = EchoTool("t")
+    policy = load_policy(org=["examples/organization"], tools=[*builtin_tools(), tool])
+    given = (
+        (None, "https://wiki.research.example.org/"),
+        (ToolServices(wiki_base_url="https://notes.example/"), "https://notes.example/"),
+    )
+    for services, wiki in given:
+        await (
+            ChatRuntime(policy, services=services)
+            .executor()
+            .execute(
+                RequestedCall("call-1", "t", "{}"),
+                [tool.runnable()],
+                order=1,
+                chat=_chat(),
+                provider=ProviderFacts(ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH),
+            )
+        )
+        assert tool.contexts[-1].services.request_extras.wiki_base_url == wiki
