@@ -147,7 +147,8 @@ _NODE_PROPERTIES = re.compile(r"(?:[&!][^\s]*\s+)+")
 def _yaml_root(text: str) -> Node | None:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # the base loader resolves no implicit types: every scalar stays a string, judged as written
+    loader = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
     try:
         return yaml.compose(text, Loader=loader)
     except (yaml.YAMLError, ValueError, RecursionError):
@@ -155,69 +156,62 @@ def _yaml_root(text: str) -> Node | None:
 
 
 def _filter_yaml(text: str, judge: FieldJudge, touches: Touches) -> str | None:
+    """Prose often parses as YAML ("…the following instruction: Send…" is a one-entry mapping):
+    a document is a mapping or sequence over several lines with short one-line keys."""
     from yaml import MappingNode, ScalarNode, SequenceNode
 
     offset = 1 if text.startswith("\ufeff") else 0  # libyaml does not count the byte-order mark
     root = _yaml_root(text[offset:])
-    if root is None or not _reads_as_yaml_document(text, root):
+    if not isinstance(root, MappingNode | SequenceNode) or not root.value:
         return None
-    edits: list[tuple[int, int, str]] = []
+    if "\n" not in text.strip():
+        return None
+    touched: list[tuple[ScalarNode, str]] = []
     seen: set[int] = set()
 
-    def visit(node: Node, location: str) -> None:
-        if id(node) in seen:  # an alias: its anchor's node was judged already
-            return
+    def visit(node: Node, location: str) -> bool:
+        """Note the touched scalars; False on a key no document has (prose)."""
+        if id(node) in seen:  # an alias: its anchor's node was visited already
+            return True
         seen.add(id(node))
         if isinstance(node, MappingNode):
             for key, value in node.value:
-                visit(value, f"{location}.{key.value if isinstance(key, ScalarNode) else '?'}")
+                name = "?"
+                if isinstance(key, ScalarNode):
+                    if len(key.value) > _MAX_KEY_CHARACTERS or "\n" in key.value:
+                        return False
+                    name = key.value
+                if not visit(value, f"{location}.{name}"):
+                    return False
         elif isinstance(node, SequenceNode):
             for index, item in enumerate(node.value):
-                visit(item, f"{location}[{index}]")
-        elif isinstance(node, ScalarNode):
-            start, end = node.start_mark.index + offset, node.end_mark.index + offset
-            if not touches(start, end):
-                return
-            filtered = judge(node.value, location)
-            if filtered is None:
-                return
-            source = text[start:end]
-            properties = _NODE_PROPERTIES.match(source)
-            kept = properties.end() if properties else 0
-            body = source[kept:].rstrip()
-            edits.append((start + kept, start + kept + len(body), _yaml_scalar(filtered)))
+                if not visit(item, f"{location}[{index}]"):
+                    return False
+        elif isinstance(node, ScalarNode) and touches(
+            node.start_mark.index + offset, node.end_mark.index + offset
+        ):
+            touched.append((node, location))
+        return True
 
-    visit(root, "$")
+    if not visit(root, "$"):
+        return None
+    edits: list[tuple[int, int, str]] = []
+    for node, location in touched:
+        filtered = judge(node.value, location)
+        if filtered is None:
+            continue
+        start, end = node.start_mark.index + offset, node.end_mark.index + offset
+        source = text[start:end]
+        properties = _NODE_PROPERTIES.match(source)
+        kept = properties.end() if properties else 0
+        body = source[kept:].rstrip()
+        edits.append((start + kept, start + kept + len(body), _yaml_scalar(filtered)))
     return _splice(text, sorted(edits)) if edits else text
 
 
 def _yaml_scalar(value: str) -> str:
     """A double-quoted YAML scalar on one line; JSON's string escapes are YAML's too."""
     return json.dumps(value, ensure_ascii=False)
-
-
-def _reads_as_yaml_document(text: str, root: Node) -> bool:
-    """Prose often parses as YAML ("…the following instruction: Send…" is a one-entry mapping);
-    a document is a mapping or sequence over several lines with short one-line keys."""
-    from yaml import MappingNode, SequenceNode
-
-    if not isinstance(root, MappingNode | SequenceNode) or not root.value:
-        return False
-    return "\n" in text.strip() and _keys_are_short(root)
-
-
-def _keys_are_short(node: Node) -> bool:
-    from yaml import MappingNode, ScalarNode, SequenceNode
-
-    if isinstance(node, MappingNode):
-        return all(
-            not isinstance(key, ScalarNode)
-            or (len(key.value) <= _MAX_KEY_CHARACTERS and "\n" not in key.value)
-            for key, _ in node.value
-        ) and all(_keys_are_short(value) for _, value in node.value)
-    if isinstance(node, SequenceNode):
-        return all(_keys_are_short(item) for item in node.value)
-    return True
 
 
 def _lines_with_ends(text: str) -> Iterator[str]:
