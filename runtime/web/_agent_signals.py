@@ -422,6 +422,10 @@ def _tool_names(names: frozenset[str]) -> _ToolNames | None:
     )
 
 
+_anchors_of = lru_cache(maxsize=256)(Anchors.of)
+"""The anchors of the tool names a text may hold (the same few sets, text after text)."""
+
+
 def _tool_call_signals(
     lowered: str, index: AnchorIndex, tool_names: frozenset[str], words: frozenset[str] | None
 ) -> list[Signal]:
@@ -434,7 +438,7 @@ def _tool_call_signals(
     if not present:
         return []
     signals: list[Signal] = []
-    for match in anchored(names.pattern, lowered, index, Anchors.of(present), 0, 0):
+    for match in anchored(names.pattern, lowered, index, _anchors_of(present), 0, 0):
         start, end = match.span()
         line_start = lowered.rfind("\n", max(0, start - 80), start) + 1
         before = _TOOL_VERB.search(lowered, max(line_start, start - 80), start)
