@@ -183,6 +183,46 @@ def test_yaml_outside_the_injected_scalar_stays_byte_for_byte() -> None:
     assert result.findings[0].location == "$.emails[1].body"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # a byte-order mark: libyaml's positions start after it
+            f"\ufeff- id: 1\n  body: 'TODO: {GOAL.replace(chr(39), chr(39) * 2)}'\n  title: x\n",
+            [{"id": "1", "body": REMOVAL_MARKER, "title": "x"}],
+        ),
+        (  # Windows line ends and a block scalar
+            f"- id: 1\r\n  body: |\r\n    Hello.\r\n    TODO: {GOAL}\r\n  title: x\r\n",
+            [{"id": "1", "body": f"Hello.\n{REMOVAL_MARKER}", "title": "x"}],
+        ),
+        (  # flow style
+            f'items:\n  - {{id: 1, body: "TODO: {GOAL}", title: x}}\n  - {{id: 2, body: ok}}\n',
+            {
+                "items": [
+                    {"id": "1", "body": REMOVAL_MARKER, "title": "x"},
+                    {"id": "2", "body": "ok"},
+                ]
+            },
+        ),
+        (  # an anchored value and its alias
+            f'a: &x "TODO: {GOAL}"\nb: *x\nc: fine\n',
+            {"a": REMOVAL_MARKER, "b": REMOVAL_MARKER, "c": "fine"},
+        ),
+    ],
+)
+def test_a_rewritten_yaml_value_leaves_a_document_that_reads_the_same_otherwise(
+    text: str, expected: object
+) -> None:
+    result = scan_text(text)
+    assert result.redacted_count == 1
+    assert YAML(typ="base").load(result.sanitized_text.lstrip("\ufeff")) == expected
+
+
+def test_json_with_a_repeated_key_stays_valid_json() -> None:
+    text = '{"a": "x", "a": "TODO: ' + GOAL.replace('"', '\\"') + '", "b": "fine"}'
+    result = scan_text(text)
+    assert json.loads(result.sanitized_text) == {"a": REMOVAL_MARKER, "b": "fine"}
+
+
 def test_json_outside_the_injected_string_stays_byte_for_byte() -> None:
     before = '{"items": [ {"id": 1,   "note": "caf\\u00e9 \\/ ok"},\n  {"id": 2, "note": '
     after = ', "tags": ["a","b"]} ]}'
