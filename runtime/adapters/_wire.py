@@ -1,14 +1,15 @@
 """Small pieces every adapter needs: compact JSON, request bodies from pre-serialized parts,
-reading untrusted stream payloads, streaming one round, and the additional API parameters an
-adapter may not give up.
+reading untrusted stream payloads, streaming one round, the additional API parameters an
+adapter may not give up, and `WireAdapter`, the state and round every adapter shares.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from runtime.messages import (
     UNKNOWN_USAGE,
@@ -300,3 +301,57 @@ async def stream_round(
         log.warning("%s: %s", client.provider_name, missing)
         return
     yield RoundCompleted(completed(built))
+
+
+class WireAdapter(ABC, Generic[_Built]):
+    """What every adapter shares: its client, the JSON of every turn it recorded (resent each
+    round), the texts later rounds resend, and one round streamed. A wire API's adapter says how
+    its request looks, what reads its stream and what a finished answer is as a `Round`."""
+
+    _log: ClassVar[logging.Logger]
+    _missing: ClassVar[str]
+    """What the adapter's log says when a stream ends before the answer is whole."""
+
+    def __init__(self, client: ProviderClient) -> None:
+        self._client = client
+        self._recorded_json: list[str] = []
+        self._recorded_texts: list[str] = []
+
+    @abstractmethod
+    def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
+        """The JSON body of the next round (exposed for inspection and benchmarks)."""
+
+    @abstractmethod
+    def _accumulator(self) -> RoundAccumulator[_Built]:
+        """A fresh reader of one round's stream."""
+
+    @abstractmethod
+    def _completed(self, built: _Built) -> Round:
+        """The round the host's whole answer is, kept for `record_assistant_turn`."""
+
+    @abstractmethod
+    def _start_round(self) -> None:
+        """Forget the last round's answer (a round that fails records none of it)."""
+
+    async def execute_round(
+        self, final_response_instruction: str | None, include_tools: bool
+    ) -> AsyncIterator[AdapterEvent]:
+        self._start_round()
+        async for event in stream_round(
+            self._client,
+            self.request_body(final_response_instruction, include_tools),
+            self._accumulator(),
+            self._completed,
+            log=self._log,
+            missing=self._missing,
+        ):
+            yield event
+
+    def _record_result_text(self, content: str) -> None:
+        """A tool result's text counts for later rounds unless it is blank."""
+        if content.strip():
+            self._recorded_texts.append(content)
+
+    @property
+    def recorded_request_texts(self) -> Sequence[str]:
+        return tuple(self._recorded_texts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,6 @@ from runtime.adapters import _wire
 from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
-    AdapterEvent,
     Conversation,
     RequestedCall,
     Role,
@@ -258,8 +257,11 @@ def round_of(message: StreamedMessage) -> Round:
     return Round("".join(text), tuple(calls), (), message.usage, message.stop_reason)
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(_wire.WireAdapter[StreamedMessage]):
     """One streaming call's conversation over the Messages API. Stateful; never share it."""
+
+    _log = _log
+    _missing = "the stream ended before the message did."
 
     def __init__(
         self,
@@ -270,7 +272,7 @@ class AnthropicAdapter:
         max_output_tokens: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client = client
+        super().__init__(client)
         system_parts = [conversation.system_prompt] if conversation.system_prompt else []
         system_parts += [m.content for m in conversation.messages if m.role is Role.SYSTEM]
         self._system_prompt = "\n\n".join(system_parts)
@@ -289,8 +291,6 @@ class AnthropicAdapter:
         }
         tools = [anthropic_tool(t) for t in conversation.tools]
         self._tools = _wire.RawJson(_wire.dumps(tools)) if tools else None
-        self._recorded_json: list[str] = []
-        self._recorded_texts: list[str] = []
         self._pending_results: list[dict[str, Any]] = []
         self._last: StreamedMessage | None = None
 
@@ -316,20 +316,12 @@ class AnthropicAdapter:
             )
             self._pending_results = []
 
-    async def execute_round(
-        self, final_response_instruction: str | None, include_tools: bool
-    ) -> AsyncIterator[AdapterEvent]:
+    def _start_round(self) -> None:
         self._flush_results()
         self._last = None
-        async for event in _wire.stream_round(
-            self._client,
-            self.request_body(final_response_instruction, include_tools),
-            AnthropicAccumulator(),
-            self._completed,
-            log=_log,
-            missing="the stream ended before the message did.",
-        ):
-            yield event
+
+    def _accumulator(self) -> AnthropicAccumulator:
+        return AnthropicAccumulator()
 
     def _completed(self, message: StreamedMessage) -> Round:
         self._last = message
@@ -351,9 +343,4 @@ class AnthropicAdapter:
         if is_error:
             result["is_error"] = True
         self._pending_results.append(result)
-        if content.strip():
-            self._recorded_texts.append(content)
-
-    @property
-    def recorded_request_texts(self) -> Sequence[str]:
-        return tuple(self._recorded_texts)
+        self._record_result_text(content)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,6 @@ from runtime.adapters import _wire
 from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
-    AdapterEvent,
     Conversation,
     RequestedCall,
     Round,
@@ -444,8 +443,11 @@ class ChatCompletionAccumulator(_wire.TypedFields):
         )
 
 
-class ChatCompletionsAdapter:
+class ChatCompletionsAdapter(_wire.WireAdapter[StreamedMessage]):
     """One streaming call's conversation over Chat Completions. Stateful; never share it."""
+
+    _log = _log
+    _missing = "the stream ended without a message."
 
     def __init__(
         self,
@@ -456,8 +458,8 @@ class ChatCompletionsAdapter:
         max_output_tokens: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
+        super().__init__(client)
         profile = client.profile
-        self._client = client
         self._system_prompt = conversation.system_prompt
         self._conversation_json = _wire.messages_json(conversation.messages)
         self._tool_names = frozenset(t.function.name for t in conversation.tools)
@@ -475,12 +477,9 @@ class ChatCompletionsAdapter:
         self._ask_for_sequential_calls = profile.accepts_parallel_tool_calls
         self._reasoning_fields = profile.reasoning_fields
         self._think_field = profile.think_tags_resent_as
-        self._recorded_json: list[str] = []
-        self._recorded_texts: list[str] = []
         self._last_turn: dict[str, Any] | None = None
 
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
-        """The JSON body of the next round (exposed for inspection and benchmarks)."""
         fields = dict(self._fields)
         if include_tools and self._tools is not None:
             fields["tools"] = self._tools
@@ -494,19 +493,11 @@ class ChatCompletionsAdapter:
             [*self._conversation_json, *self._recorded_json],
         )
 
-    async def execute_round(
-        self, final_response_instruction: str | None, include_tools: bool
-    ) -> AsyncIterator[AdapterEvent]:
+    def _start_round(self) -> None:
         self._last_turn = None
-        async for event in _wire.stream_round(
-            self._client,
-            self.request_body(final_response_instruction, include_tools),
-            ChatCompletionAccumulator(),
-            self._completed,
-            log=_log,
-            missing="the stream ended without a message.",
-        ):
-            yield event
+
+    def _accumulator(self) -> ChatCompletionAccumulator:
+        return ChatCompletionAccumulator()
 
     def _completed(self, message: StreamedMessage) -> Round:
         calls, self._last_turn = self._prepare(message)
@@ -598,9 +589,4 @@ class ChatCompletionsAdapter:
         self._recorded_json.append(
             _wire.dumps({"role": "tool", "content": content, "tool_call_id": call_id})
         )
-        if content.strip():
-            self._recorded_texts.append(content)
-
-    @property
-    def recorded_request_texts(self) -> Sequence[str]:
-        return tuple(self._recorded_texts)
+        self._record_result_text(content)

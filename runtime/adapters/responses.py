@@ -11,7 +11,7 @@ never made up.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from runtime.adapters import _spans, _wire
 from runtime.arguments import is_arguments_object
 from runtime.messages import (
     UNKNOWN_USAGE,
-    AdapterEvent,
     Conversation,
     RequestedCall,
     Round,
@@ -296,8 +295,11 @@ def resendable_items(response: StreamedResponse) -> list[str]:
     ]
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(_wire.WireAdapter[StreamedResponse]):
     """One streaming call's conversation over the Responses API. Stateful; never share it."""
+
+    _log = _log
+    _missing = "the stream ended without a response."
 
     def __init__(
         self,
@@ -308,7 +310,7 @@ class ResponsesAdapter:
         max_output_tokens: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        self._client = client
+        super().__init__(client)
         self._system_prompt = conversation.system_prompt
         self._conversation_json = _wire.messages_json(conversation.messages)
         extras = dict(extra_body or {})
@@ -328,8 +330,6 @@ class ResponsesAdapter:
             if not (isinstance(t, dict) and t.get("type") in local_names)
         ]
         self._tools = _wire.RawJson(_wire.dumps([*native, *local]))
-        self._recorded_json: list[str] = []
-        self._recorded_texts: list[str] = []
         self._last: StreamedResponse | None = None
 
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
@@ -343,19 +343,11 @@ class ResponsesAdapter:
             [*self._conversation_json, *self._recorded_json],
         )
 
-    async def execute_round(
-        self, final_response_instruction: str | None, include_tools: bool
-    ) -> AsyncIterator[AdapterEvent]:
+    def _start_round(self) -> None:
         self._last = None
-        async for event in _wire.stream_round(
-            self._client,
-            self.request_body(final_response_instruction, include_tools),
-            ResponsesAccumulator(),
-            self._completed,
-            log=_log,
-            missing="the stream ended without a response.",
-        ):
-            yield event
+
+    def _accumulator(self) -> ResponsesAccumulator:
+        return ResponsesAccumulator()
 
     def _completed(self, response: StreamedResponse) -> Round:
         self._last = response
@@ -376,12 +368,7 @@ class ResponsesAdapter:
         self._recorded_json.append(
             _wire.dumps({"type": "function_call_output", "call_id": call_id, "output": content})
         )
-        if content.strip():
-            self._recorded_texts.append(content)
-
-    @property
-    def recorded_request_texts(self) -> Sequence[str]:
-        return tuple(self._recorded_texts)
+        self._record_result_text(content)
 
 
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
