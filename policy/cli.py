@@ -13,6 +13,7 @@ is listed), and the command is left out when its module is not installed.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -26,6 +27,7 @@ import click
 from policy.cli_options import (
     COMPONENTS,
     SHELLS,
+    ConfigurationSources,
     NameChoice,
     complete_providers,
     complete_tool_ids,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from policy.configuration import Finding, ProviderConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
+_Result = TypeVar("_Result")
 
 _LAZY_COMMANDS: dict[str, str] = {
     "chat": "runtime.cli_chat:chat",
@@ -162,28 +165,48 @@ class _PluginPath(click.Path):
         return [entry for entry in super().split_envvar_value(rv) if entry]
 
 
-def configuration_options(function: F) -> F:
-    """--org, --local, --user-settings and --state-dir, with their environment defaults.
+def _plugin_option(flag: str, variable: str, help: str) -> Callable[[F], F]:
+    """A repeatable plugin path option, defaulting to the path list in `variable`."""
+    return click.option(
+        flag,
+        flag.removeprefix("--"),
+        multiple=True,
+        envvar=variable,
+        type=_PluginPath(exists=True, path_type=Path),
+        help=help,
+    )
+
+
+def configuration_options(function: Callable[..., _Result]) -> Callable[..., _Result]:
+    """--org, --local, --user-settings and --state-dir, with their environment defaults, handed
+    to the command as one `sources: ConfigurationSources`.
 
     Public so that every command that loads a configuration (`policy chat` too) reads it alike.
     """
+
+    @functools.wraps(function)
+    def command(
+        *args: Any,
+        org: tuple[Path, ...],
+        local: tuple[Path, ...],
+        user_settings: Path | None,
+        state_dir: Path | None,
+        **kwargs: Any,
+    ) -> _Result:
+        sources = ConfigurationSources(org, local, user_settings, state_dir)
+        return function(*args, sources=sources, **kwargs)
+
     options = [
-        click.option(
+        _plugin_option(
             "--org",
-            "org",
-            multiple=True,
-            envvar="TOOLPOLICY_ORG",
-            type=_PluginPath(exists=True, path_type=Path),
-            help="Organization plugin: a plugin.lua, a plugin folder or a folder of plugin "
+            "TOOLPOLICY_ORG",
+            "Organization plugin: a plugin.lua, a plugin folder or a folder of plugin "
             "folders. Repeatable. [env: TOOLPOLICY_ORG, separated by the path separator]",
         ),
-        click.option(
+        _plugin_option(
             "--local",
-            "local",
-            multiple=True,
-            envvar="TOOLPOLICY_LOCAL",
-            type=_PluginPath(exists=True, path_type=Path),
-            help="Local plugin (never overrides what the organization manages). Repeatable. "
+            "TOOLPOLICY_LOCAL",
+            "Local plugin (never overrides what the organization manages). Repeatable. "
             "[env: TOOLPOLICY_LOCAL]",
         ),
         click.option(
@@ -205,8 +228,8 @@ def configuration_options(function: F) -> F:
         ),
     ]
     for option in reversed(options):
-        function = option(function)
-    return function
+        command = option(command)
+    return command
 
 
 def require_token_beyond_loopback(host: str, token: str | None, variable: str) -> None:
@@ -222,7 +245,7 @@ def require_token_beyond_loopback(host: str, token: str | None, variable: str) -
         )
 
 
-def _configuration_options(function: F) -> F:
+def _configuration_options(function: Callable[..., _Result]) -> Callable[..., _Result]:
     """The configuration options and --format, which every `policy` report command takes."""
     return configuration_options(_format_option(function))
 
@@ -231,25 +254,9 @@ _format_option = format_option("table", "json", "yaml")
 
 
 def _load(
-    org: Sequence[Path],
-    local: Sequence[Path],
-    user_settings: Path | None,
-    state_dir: Path | None,
-    listing_dir: Path | None = None,
-    tools_files: Sequence[Path] = (),
-    *,
-    offline: bool = False,
+    sources: ConfigurationSources, tools_files: Sequence[Path] = (), *, offline: bool = False
 ) -> Policy:
-    return load_cli_policy(
-        org,
-        local,
-        user_settings,
-        state_dir,
-        tools_files,
-        listing_dir=listing_dir,
-        executable_tools=False,
-        offline=offline,
-    )
+    return load_cli_policy(*sources, tools_files, executable_tools=False, offline=offline)
 
 
 def _echo_listing_notes(*policies: Policy) -> None:
@@ -339,10 +346,7 @@ def cli(debug: bool) -> None:
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @offline_option
 def check(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     tools_files: tuple[Path, ...],
     strict: bool,
@@ -357,11 +361,13 @@ def check(
 
     findings: list[Finding] = []
     try:
-        load_user_settings(user_settings)
+        load_user_settings(sources.user_settings)
     except UserSettingsError as error:
         findings.append(Finding(Severity.ERROR, "user-settings", error.message, error.location))
-        user_settings = None  # the plugins still load (once) and are checked
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
+        sources = sources._replace(
+            user_settings=None
+        )  # the plugins still load (once) and are checked
+    policy = _load(sources, tools_files=tools_files, offline=offline)
     from policy.lint import check_findings
 
     findings.extend(check_findings(policy))
@@ -442,10 +448,7 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 @offline_option
 def explain(
     tool_id: str | None,
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     provider_id: str | None,
     provider_kind: str | None,
@@ -467,7 +470,7 @@ def explain(
         raise click.UsageError("--model only goes with --provider-kind")
     if show_all == (tool_id is not None):
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
+    policy = _load(sources, tools_files=tools_files, offline=offline)
     from policy.explain import (
         build_matrix,
         decision_document,
@@ -635,10 +638,7 @@ def settings() -> None:
 @offline_option
 def settings_show(
     tool_id: str,
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     tools_files: tuple[Path, ...],
     offline: bool,
@@ -647,7 +647,7 @@ def settings_show(
     from policy.explain import render_document, render_table, settings_document
     from policy.terminal import terminal_safe
 
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
+    policy = _load(sources, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
     _echo_listing_notes(policy)
     _require_known_tool(policy, tool_id)
@@ -693,17 +693,14 @@ def _origin_text(origin: Any) -> str:
 )
 @_configuration_options
 def settings_keys(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
 ) -> None:
     """Every configuration key toolpolicy acts on (DataTools.*, DataConfidence.*, ...): value
     (secrets masked), locked or an editable default, origin, and the values it beat."""
     from policy.explain import render_document, render_table, settings_keys_document
 
-    policy = _load(org, local, user_settings, state_dir, offline=True)  # keys name no MCP tool
+    policy = _load(sources, offline=True)  # keys name no MCP tool
     _echo_findings_to_stderr(policy.errors)
     keys = settings_keys_document(policy)
     if output_format != "table":
@@ -743,10 +740,7 @@ def settings_set(
     tool_id: str,
     field: str,
     value: str,
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     tools_files: tuple[Path, ...],
     offline: bool,
@@ -758,11 +752,12 @@ def settings_set(
     from policy.explain import settable_field_problem
     from policy.user_settings import save_tool_setting
 
+    user_settings = sources.user_settings
     if user_settings is None:
         raise click.UsageError(
             "name the user settings file with --user-settings FILE (or TOOLPOLICY_USER_SETTINGS)"
         )
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
+    policy = _load(sources, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
     _echo_listing_notes(policy)
     _require_known_tool(policy, tool_id)
@@ -793,10 +788,7 @@ def settings_set(
 @tools_file_option
 @offline_option
 def tools(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     component: str | None,
     tools_files: tuple[Path, ...],
@@ -812,7 +804,7 @@ def tools(
         tools_document,
     )
 
-    policy = _load(org, local, user_settings, state_dir, tools_files=tools_files, offline=offline)
+    policy = _load(sources, tools_files=tools_files, offline=offline)
     _echo_findings_to_stderr(policy.errors)
     chosen = _component(component) if component else None
     document = {**tools_document(policy, chosen), "mcp_servers": mcp_servers_document(policy)}
@@ -871,10 +863,7 @@ def tools(
 @click.option("--fail", is_flag=True, help="Exit 1 when any decision changes.")
 @offline_option
 def diff(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     against_org: tuple[Path, ...],
     against_local: tuple[Path, ...],
@@ -900,8 +889,8 @@ def diff(
         raise click.UsageError(
             "name the new side with --against-org, --against-local or --against-user-settings"
         )
-    old = _load(org, local, user_settings, state_dir, offline=offline)
-    if not against_org and not against_local and state_dir is None:
+    old = _load(sources, offline=offline)
+    if not against_org and not against_local and sources.state_dir is None:
         from policy.user_settings import load_user_settings
 
         # The same plugins on both sides: they run once, and only the user settings differ.
@@ -910,15 +899,15 @@ def diff(
         from policy.explain import load_candidate
 
         new = load_candidate(
-            against_org or org,
-            against_local or local,
-            against_user_settings or user_settings,
-            state_dir,
+            against_org or sources.org,
+            against_local or sources.local,
+            against_user_settings or sources.user_settings,
+            sources.state_dir,
             executable_tools=False,
         )
         from policy.cli_options import with_current_mcp_listings
 
-        new = with_current_mcp_listings(new, state_dir, offline=offline, known=old)
+        new = with_current_mcp_listings(new, sources.state_dir, offline=offline, known=old)
     _echo_findings_to_stderr(old.errors)
     _echo_findings_to_stderr([f for f in new.errors if f not in old.errors])
     _echo_listing_notes(old, new)
@@ -1097,10 +1086,7 @@ def encrypt() -> None:
 @offline_option
 def export_command(
     tool_ids: tuple[str, ...],
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
     mode: str,
     areas: tuple[str, ...],
@@ -1116,7 +1102,7 @@ def export_command(
     from policy.explain import render_document
     from policy.export import ExportError, SecretExportError, build_export
 
-    policy = _load(org, local, user_settings, state_dir, offline=offline)
+    policy = _load(sources, offline=offline)
     _echo_findings_to_stderr(policy.errors)
     _echo_listing_notes(policy)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -22,6 +22,17 @@ if TYPE_CHECKING:
     from policy.tools import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ConfigurationSources(NamedTuple):
+    """Where a command's configuration comes from (--org, --local, --user-settings,
+    --state-dir): one value a command hands on whole, `load_cli_policy(*sources, ...)`."""
+
+    org: tuple[Path, ...]
+    local: tuple[Path, ...]
+    user_settings: Path | None
+    state_dir: Path | None
+
 
 TOOLS_FACTORY = "create_tools"
 """The function a `--tools-file` defines: it returns the app's own tools."""

@@ -19,6 +19,7 @@ import click
 
 from policy.cli import configuration_options, finding_line
 from policy.cli_options import (
+    ConfigurationSources,
     complete_providers,
     complete_tool_ids,
     component_option,
@@ -109,10 +110,7 @@ _STOP_NOTES = {
 @offline_option
 def chat(
     message: str | None,
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     provider_id: str | None,
     base_url: str | None,
     wire_api: str | None,
@@ -138,13 +136,13 @@ def chat(
     from runtime.loop import InvalidToolCallingResponse
     from runtime.providers.errors import ProviderError
 
-    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files, offline=offline)
+    policy = load_cli_policy(*sources, tools_files, offline=offline)
     for finding in policy.errors:
         click.echo(finding_line(finding, "error"), err=True)
     _require_known_tools(policy, tool_ids)
     from runtime.mcp_listing import sessions_for
 
-    mcp = sessions_for(policy, state_dir, offline=offline)
+    mcp = sessions_for(policy, sources.state_dir, offline=offline)
     provider = chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
     if chat_id is not None and not chat_id.strip():

@@ -19,6 +19,7 @@ import click
 
 from policy.cli import configuration_options, finding_line, require_token_beyond_loopback
 from policy.cli_options import (
+    ConfigurationSources,
     component_option,
     decision_log_option,
     examples,
@@ -50,10 +51,7 @@ def mcp() -> None:
 
 
 def _policy(
-    org: Sequence[Path],
-    local: Sequence[Path],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     tools_files: Sequence[Path] = (),
     *,
     offline: bool = True,
@@ -63,7 +61,7 @@ def _policy(
     output names them)."""
     from policy.explain import skipped_entry_findings
 
-    policy = load_cli_policy(org, local, user_settings, state_dir, tools_files, offline=offline)
+    policy = load_cli_policy(*sources, tools_files, offline=offline)
     shown = skipped_entry_findings(policy.configuration) if shows_skipped else frozenset()
     for finding in policy.errors:
         if (finding.location, finding.message) not in shown:
@@ -133,10 +131,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
 @configuration_options
 @format_option("table", "json")
 def list_servers(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     output_format: str,
 ) -> None:
     """Every configured MCP server: its status and its tools with id, annotations, fingerprint
@@ -144,8 +139,8 @@ def list_servers(
     listed, an entry was skipped or a plugin does not load."""
     from policy.mcp import mcp_tools
 
-    policy = _policy(org, local, user_settings, state_dir, shows_skipped=True)
-    listings = _listings(policy, state_dir)
+    policy = _policy(sources, shows_skipped=True)
+    listings = _listings(policy, sources.state_dir)
     policy = policy.with_tools(
         (*policy.base_tools, *mcp_tools(policy.configuration.mcp_servers, listings))
     )
@@ -209,16 +204,13 @@ def _table(document: dict[str, Any]) -> str:
 )
 @configuration_options
 def pin(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
 ) -> None:
     """Print the Pins of every listed tool as a Lua fragment, to review and deploy."""
     from policy.mcp import pin_fragment
 
-    policy = _policy(org, local, user_settings, state_dir)
-    listings = _listings(policy, state_dir)
+    policy = _policy(sources)
+    listings = _listings(policy, sources.state_dir)
     click.echo(pin_fragment(policy.configuration.mcp_servers, listings), nl=False)
     if policy.errors or any(
         not listings.get(s.id) or not listings[s.id].ok for s in policy.configuration.mcp_servers
@@ -255,10 +247,7 @@ def pin(
 @decision_log_option("call", ", as policy chat does per answer")
 @offline_option
 def serve(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     provider_id: str | None,
     component: str,
     tools_files: tuple[Path, ...],
@@ -283,7 +272,7 @@ def serve(
     from runtime.policy_watch import PolicyWatcher
 
     def load() -> Policy:
-        return _policy(org, local, user_settings, state_dir, tools_files, offline=offline)
+        return _policy(sources, tools_files, offline=offline)
 
     sink = None
     if decision_log is not None:
@@ -296,13 +285,19 @@ def serve(
         from runtime.session import ChatRuntime
 
         return ChatRuntime(
-            policy, decision_log=sink, mcp=sessions_for(policy, state_dir, offline=offline)
+            policy, decision_log=sink, mcp=sessions_for(policy, sources.state_dir, offline=offline)
         )
 
     watcher = PolicyWatcher(
         load,
-        watch=[*org, *local, *([user_settings] if user_settings else [])] if watch else [],
-        state_dir=state_dir,
+        watch=[
+            *sources.org,
+            *sources.local,
+            *([sources.user_settings] if sources.user_settings else []),
+        ]
+        if watch
+        else [],
+        state_dir=sources.state_dir,
         build=build,
     )
     provider = chosen_provider(watcher.runtime.policy, provider_id, None)

@@ -11,7 +11,13 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options
-from policy.cli_options import examples, format_option, load_cli_policy, tools_file_option
+from policy.cli_options import (
+    ConfigurationSources,
+    examples,
+    format_option,
+    load_cli_policy,
+    tools_file_option,
+)
 
 
 @click.command(
@@ -32,10 +38,7 @@ from policy.cli_options import examples, format_option, load_cli_policy, tools_f
 @click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything would flip (for CI).")
 def replay(
     logs: tuple[Path, ...],
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     tools_files: tuple[Path, ...],
     since: str | None,
     output_format: str,
@@ -55,14 +58,14 @@ def replay(
     from runtime.replay import replay as replay_records
     from runtime.replay import replay_table
 
-    if not org and not local:
+    if not sources.org and not sources.local:
         raise click.UsageError("name the candidate configuration with --org and/or --local")
     try:
         start = parse_since(since) if since is not None else None
         records = read_decision_logs(logs, start)
     except DecisionLogError as error:
         raise click.ClickException(str(error)) from None
-    candidate = load_cli_policy(org, local, user_settings, state_dir, tools_files)
+    candidate = load_cli_policy(*sources, tools_files)
     for finding in candidate.errors:
         where = f"{finding.location}: " if finding.location is not None else ""
         click.echo(f"{where}error: {finding.message}", err=True)

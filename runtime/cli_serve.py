@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from policy.cli import configuration_options, require_token_beyond_loopback
-from policy.cli_options import examples, offline_option, tools_file_option
+from policy.cli_options import ConfigurationSources, examples, offline_option, tools_file_option
 from runtime.serving import listening_options
 
 
@@ -28,10 +28,7 @@ from runtime.serving import listening_options
 @listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")
 @offline_option
 def serve(
-    org: tuple[Path, ...],
-    local: tuple[Path, ...],
-    user_settings: Path | None,
-    state_dir: Path | None,
+    sources: ConfigurationSources,
     tools_files: tuple[Path, ...],
     host: str,
     port: int,
@@ -51,7 +48,7 @@ def serve(
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
 
-    paths = ConfigurationPaths(org, local, user_settings, state_dir, tools_files, offline)
+    paths = ConfigurationPaths(*sources, tools_files, offline)
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))
