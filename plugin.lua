@@ -153,6 +153,25 @@ CONFIG["SETTINGS"] = {}
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.InjectionFilterProviderId"] = "00000000-0000-0000-0000-000000000001"
 
+-- DataTools.FlowRule — What happens to a tool in conflict with what the chat holds (the chat's
+-- untrusted content and private data plus the tool's effects cover untrusted content, private
+-- data and SENDS_OUT or CHANGES_STATE): OFF checks nothing; BLOCK does not offer it and
+-- refuses each of its calls; APPROVE offers it and each call needs a person's approval. A
+-- value that is none of these is an error and reads as BLOCK. Always locked.
+-- Allowed values: OFF, BLOCK, APPROVE.
+-- Default: OFF.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
+
+-- DataTools.ToolEffects — Per tool id, its effects (UNTRUSTED_CONTENT, PRIVATE_DATA,
+-- SENDS_OUT, CHANGES_STATE), replacing what its definition or MCP annotations declare. A tool
+-- that acts with the user's own account (mail as them, their calendar, payments) reaches their
+-- private systems: give it PRIVATE_DATA too. A word that is no effect is an error and the tool
+-- counts as having all four until it is fixed. Always locked.
+-- Allowed values: UNTRUSTED_CONTENT, PRIVATE_DATA, SENDS_OUT, CHANGES_STATE.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.ToolEffects"] = { ["pay_invoice"] = { "PRIVATE_DATA", "CHANGES_STATE" } }
+
 -- DataConfidence.ConfidenceScheme — Which table maps a provider kind to its confidence level.
 -- Allowed values: TRUST_ALL, TRUST_USA_EUROPE, TRUST_USA, TRUST_EUROPE, TRUST_ASIA,
 -- LOCAL_TRUST_ONLY, CUSTOM.

@@ -50,6 +50,16 @@ if TYPE_CHECKING:
     from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
     from policy.errors import ToolPolicyError, UnknownProviderError
+    from policy.flow import (
+        ChatHoldings,
+        Effect,
+        EffectsOrigin,
+        FlowConflict,
+        FlowRule,
+        Holding,
+        ToolEffects,
+        flow_conflict,
+    )
     from policy.injection_filter import InjectionFilterChoice, injection_filter_choice
     from policy.mcp import (
         McpServerConfig,
@@ -72,6 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIGURED",
+    "ChatHoldings",
     "Check",
     "Component",
     "ConfidenceLevel",
@@ -82,8 +93,13 @@ __all__ = [
     "DecisionRecord",
     "DefinedTool",
     "DeliveryStatus",
+    "Effect",
+    "EffectsOrigin",
     "Evidence",
     "Finding",
+    "FlowConflict",
+    "FlowRule",
+    "Holding",
     "InjectionFilterChoice",
     "InjectionFilterKind",
     "McpServerConfig",
@@ -107,6 +123,7 @@ __all__ = [
     "ToolActivation",
     "ToolConfigurationState",
     "ToolDefinition",
+    "ToolEffects",
     "ToolFunction",
     "ToolGate",
     "ToolOfferBlockReason",
@@ -116,11 +133,20 @@ __all__ = [
     "UnknownProviderError",
     "UserSettings",
     "decision_log_schema",
+    "flow_conflict",
     "injection_filter_choice",
     "load_policy",
 ]
 
 _LAZY = {
+    "ChatHoldings": "policy.flow",
+    "Effect": "policy.flow",
+    "EffectsOrigin": "policy.flow",
+    "FlowConflict": "policy.flow",
+    "FlowRule": "policy.flow",
+    "Holding": "policy.flow",
+    "ToolEffects": "policy.flow",
+    "flow_conflict": "policy.flow",
     "InjectionFilterChoice": "policy.injection_filter",
     "injection_filter_choice": "policy.injection_filter",
     "ConfigurationReference": "policy.config_sources",

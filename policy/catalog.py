@@ -32,6 +32,8 @@ from policy.definitions import (
     visible_components,
 )
 from policy.errors import ToolPolicyError
+from policy.flow import UNDECLARED, FlowRule, ToolEffects, configured_effects
+from policy.provenance import Origin
 from policy.resolve import (
     DEFAULT_TOOL_IDS_BY_COMPONENT,
     DISABLED_TOOL_IDS,
@@ -142,6 +144,8 @@ class ToolFacts:
     untailored: bool
     visibility_evidence: tuple[Evidence, ...]
     """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
+    effects: ToolEffects = UNDECLARED
+    """What its calls and results do, with where that is declared (`policy.flow`)."""
 
     def _settled(self) -> _SettingsFacts:
         facts = self.settings_facts
@@ -162,6 +166,29 @@ class ToolFacts:
     @property
     def configured_check(self) -> Check:
         return self._settled().configured_check
+
+
+TOOL_EFFECTS = "DataTools.ToolEffects"
+FLOW_RULE = "DataTools.FlowRule"
+
+
+def tool_effects(tool: Tool, configuration: PolicyConfiguration) -> ToolEffects:
+    """A tool's effects: `DataTools.ToolEffects` for its id, else what the tool declares (its
+    definition, an MCP server's `Effects` or its annotations), else all four."""
+    tool_id = tool.definition.id
+    setting = configuration.setting(TOOL_EFFECTS)
+    if setting is not None and tool_id in setting.value:
+        line = setting.entry_locations.get(tool_id, setting.origin.location)
+        where = Origin(setting.origin.plugin_id, setting.origin.plugin_name, line)
+        return configured_effects(setting.value[tool_id], f'{TOOL_EFFECTS}["{tool_id}"]', where)
+    declared = getattr(tool, "effects", None)
+    return declared if isinstance(declared, ToolEffects) else UNDECLARED
+
+
+def flow_rule(configuration: PolicyConfiguration) -> FlowRule:
+    """`DataTools.FlowRule` in force (OFF when not set)."""
+    setting = configuration.setting(FLOW_RULE)
+    return FlowRule(setting.value) if setting is not None and setting.value else FlowRule.OFF
 
 
 def _warning(code: str, message: str) -> Finding:
@@ -577,6 +604,7 @@ class ToolCatalog:
             minimum=minimum,
             untailored=_is_untailored(tool),
             visibility_evidence=_visibility_evidence(definition),
+            effects=tool_effects(tool, self.configuration),
         )
 
     # --- selection ----------------------------------------------------------------------------

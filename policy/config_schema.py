@@ -121,6 +121,12 @@ def _kind_schema(key: SettingKey, tools: Sequence[Tool]) -> dict[str, Any]:
             "propertyNames": _any_case(key.key_choices),
             "additionalProperties": _any_case(key.choices),
         }
+    if kind is SettingKind.CHOICE_LISTS:
+        return {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": "\\S"},
+            "additionalProperties": {"type": "array", "items": _any_case(key.choices)},
+        }
     if kind is SettingKind.COMPONENT_IDS:
         return {
             "type": "object",
@@ -238,4 +244,9 @@ def _field_type_schema(declared: Field) -> dict[str, Any]:
         }
     if kind is FieldType.FLAG_MAP:
         return {"type": "object", "additionalProperties": {"type": "boolean"}}
+    if kind is FieldType.CHOICE_LIST_MAP:
+        return {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": _any_case(declared.choices)},
+        }
     return _table_schema(declared.fields)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from policy.configuration import Finding, Severity
+from policy.flow import EFFECT_NAMES, Effect
 from policy.provenance import SourceLocation
 from policy.vocabulary import (
     CONFIGURABLE_CONFIDENCE_LEVELS,
@@ -29,6 +30,19 @@ from policy.vocabulary import (
     parse_confidence_level,
 )
 from policy.yaml_limits import MAX_NESTING, YamlLimitExceeded, yaml_limit_exceeded
+
+
+def _effects_by_name(value: Any) -> Any:
+    """Definitions name effects ("SENDS_OUT"); a misspelled one is refused, naming the four (a
+    definition never loses an effect by a typo)."""
+    if not isinstance(value, list | tuple):
+        return value
+    for item in value:
+        if isinstance(item, str) and item not in EFFECT_NAMES:
+            raise ValueError(
+                f"'{item}' is not an effect; expected one of {', '.join(EFFECT_NAMES)}"
+            )
+    return tuple(dict.fromkeys(value))
 
 
 class _Frozen(BaseModel):
@@ -98,9 +112,13 @@ class ToolDefinition(_Frozen):
     settings_schema: SettingsSchema = Field(default_factory=SettingsSchema)
     system_prompt_instructions: str = ""
     minimum_provider_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    effects: tuple[Effect, ...] | None = None
+    """What its calls and results do (`policy.flow.Effect`); None declares nothing, which the
+    flow rule reads as all four."""
     function: ToolFunction
 
     _minimum_by_name = field_validator("minimum_provider_confidence", mode="before")(_level_by_name)
+    _effects_by_name = field_validator("effects", mode="before")(_effects_by_name)
 
 
 class ToolCollectionDefinition(_Frozen):

@@ -38,6 +38,7 @@ from policy.config.mcp_servers import McpTransport as McpTransport
 from policy.configuration import SecretValue
 from policy.decision import Evidence
 from policy.definitions import ToolDefinition, ToolFunction, ToolVisibility
+from policy.flow import ToolEffects, annotation_effects, configured_effects
 from policy.provenance import Origin
 from policy.tools import DefinedTool, Tool, ToolGate
 from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
@@ -73,6 +74,8 @@ class McpServerConfig:
     read_only_only: bool = False
     require_pins: bool = False
     pins: Mapping[str, str] = field(default_factory=dict)
+    effects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """MCP tool name → the effects the organization gives it (`Effects`), over its annotations."""
     sensitive_arguments: tuple[str, ...] = ()
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -351,6 +354,19 @@ class McpTool(DefinedTool):
     @property
     def returns_untrusted_external_content(self) -> bool:
         return True
+
+    @property
+    def effects(self) -> ToolEffects:
+        """The server entry's `Effects` for it, else its pinned annotations read as effects
+        (absent hints the conservative way)."""
+        configured = self.server.effects.get(self.listing.name)
+        if configured is not None:
+            return configured_effects(
+                configured,
+                f'MCP_SERVERS {self.server.name} Effects["{self.listing.name}"]',
+                self.server.origin,
+            )
+        return annotation_effects(self.listing.annotations)
 
     def _server_evidence(self) -> Evidence:
         return Evidence(

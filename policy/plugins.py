@@ -975,6 +975,7 @@ class _Loader:
             read_only_only=values["ReadOnlyOnly"],
             require_pins=values["RequirePins"],
             pins=values["Pins"],
+            effects=values["Effects"],
             sensitive_arguments=values["SensitiveArguments"],
             timeout_seconds=values["TimeoutSeconds"],
             max_message_bytes=values["MaxMessageBytes"],
@@ -1044,7 +1045,15 @@ class _SettingParser:
             return flag, {}
         if kind in (SettingKind.ENUM, SettingKind.LEVEL):
             name = parse_choice(value, self.spec.choices)
-            if name is None:
+            if name is None and self.spec.mistake_reads_as:
+                name = self.spec.mistake_reads_as
+                self.loader._skip_value(
+                    "invalid-setting",
+                    f"{self.label} must be one of {', '.join(self.spec.choices)}, not "
+                    f"{describe(plain(value))}; read as {name} (the strictest) until it is fixed",
+                    self.where,
+                )
+            elif name is None:
                 self._skip(f"one of {', '.join(self.spec.choices)}", value)
             return name, {}
         if kind is SettingKind.STRING:
@@ -1059,6 +1068,8 @@ class _SettingParser:
             return self._string_set(value)
         if kind is SettingKind.COMPONENT_IDS:
             return self._component_ids(value)
+        if kind is SettingKind.CHOICE_LISTS:
+            return self._choice_lists(value)
         return self._map(value)
 
     def _string_set(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
@@ -1107,6 +1118,42 @@ class _SettingParser:
                 )
             result[component] = tuple(dict.fromkeys(ids))
             locations[component] = table.locations.get(key) or self.where
+        return result, locations
+
+    def _choice_lists(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        """Id → list of choices; a word that is none of them makes the entry every choice (an
+        error: the strictest reading until it is fixed, never a looser one)."""
+        choices = self.spec.choices
+        result: dict[str, tuple[str, ...]] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, item in table.entries.items():
+            where = table.locations.get(key) or self.where
+            if not isinstance(key, str) or not key.strip():
+                self._entry(table, key, f"key {describe(key)} must be a non-blank tool id")
+                continue
+            name = key.strip()
+            words = item.sequence() if isinstance(item, LuaTable) and item.is_sequence() else None
+            read = [parse_choice(word, choices) for word in words or ()]
+            if words is None or None in read:
+                wrong = (
+                    f'the value must be a list like {{ "{choices[0]}" }}, not '
+                    f"{describe(plain(item))}"
+                    if words is None
+                    else ", ".join(
+                        describe(plain(word))
+                        for word, got in zip(words, read, strict=True)
+                        if got is None
+                    )
+                    + f" is not one of {', '.join(choices)}"
+                )
+                self.loader._skip_value(
+                    "invalid-setting-entry",
+                    f'{self.label}["{name}"]: {wrong}; read as all of them until it is fixed',
+                    where,
+                )
+                read = list(choices)
+            result[name] = tuple(word for word in choices if word in read)
+            locations[name] = where
         return result, locations
 
     def _map(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from policy.catalog import IMPLEMENTATIONS_SOURCE, ToolCatalog, UnknownToolError
+from policy.catalog import IMPLEMENTATIONS_SOURCE, ToolCatalog, UnknownToolError, flow_rule
 from policy.configuration import Finding, PolicyConfiguration, ProviderConfig, UserSettings
 from policy.decider import TRUSTED_PROVIDER_IDS, OfferDecider
 from policy.decision import (
@@ -24,6 +24,7 @@ from policy.decision import (
     RunnableTools,
 )
 from policy.definitions import DefinitionSource, ToolCollectionDefinition, ToolDefinition
+from policy.flow import UNDECLARED, ChatHoldings, FlowConflict, FlowRule, ToolEffects, flow_conflict
 from policy.request_planner import TOOL_POLICY_HEADER, TOOL_POLICY_INTRO, RequestPlanner
 from policy.resolve import MinimumConfidence, ResolvedSettings, SecretReader
 from policy.tools import RequestExtras, Tool, ToolConfigurationState
@@ -224,3 +225,23 @@ class ToolRegistry:
     def effective_minimum_confidence(self, tool_id: str) -> MinimumConfidence:
         """The minimum that applies to the tool (its collection's), with source and evidence."""
         return self._catalog.effective_minimum_confidence(tool_id)
+
+    @property
+    def flow_rule(self) -> FlowRule:
+        """`DataTools.FlowRule` in force (OFF when not set)."""
+        return flow_rule(self.configuration)
+
+    def effects(self, tool_id: str) -> ToolEffects:
+        """A tool's effects with where they come from (definition, MCP annotations, plugin.lua
+        file:line, or nothing declared: all four); computed once per configuration."""
+        return self._catalog._facts_of(tool_id).effects
+
+    def flow_conflict(self, tool_id: str, holdings: ChatHoldings) -> FlowConflict | None:
+        """Whether the tool is in conflict with what the chat holds while a flow rule is on
+        (None: no conflict, or the rule is OFF). BLOCK refuses such a tool, APPROVE asks for
+        each of its calls; an unknown tool counts as declaring nothing."""
+        if self.flow_rule is FlowRule.OFF:
+            return None
+        facts = self._catalog.facts(tool_id)
+        effects = facts.effects if facts is not None else UNDECLARED
+        return flow_conflict(tool_id, effects, holdings)

@@ -7,7 +7,7 @@ their values are kept raw and never validated.
 
 `ManagedSetting.value` per kind: BOOL → bool; ENUM/LEVEL/STRING → str (enum and level names
 upper-case); STRING_SET → tuple[str, ...]; STRING_MAP / LEVEL_MAP / ENUM_MAP →
-Mapping[str, str]; COMPONENT_IDS → Mapping[str, tuple[str, ...]]; RAW → the Lua value as plain
+Mapping[str, str]; COMPONENT_IDS / CHOICE_LISTS → Mapping[str, tuple[str, ...]]; RAW → the Lua value as plain
 Python data (tables become dicts, sequences tuples).
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from policy.flow import EFFECT_NAMES, FLOW_RULE_NAMES, FlowRule
 from policy.vocabulary import (
     COMPONENT_NAMES,
     CONFIGURABLE_CONFIDENCE_LEVELS,
@@ -48,6 +49,7 @@ class SettingKind(StrEnum):
     LEVEL_MAP = "level_map"
     ENUM_MAP = "enum_map"
     COMPONENT_IDS = "component_ids"
+    CHOICE_LISTS = "choice_lists"
     RAW = "raw"
 
 
@@ -61,6 +63,9 @@ class SettingKey:
     `rejects_plugin`: a malformed value rejects the whole plugin instead of skipping the key.
     `choices` are the accepted (upper-case) names of an enum/level value, `key_choices` of a map key.
     `replaced_by` names what to write instead of a key AI Studio has retired (shown in the notice).
+    `mistake_reads_as`: a value that is none of `choices` is an error and reads as this one (the
+    strictest), never as the default — for a key whose default is the loosest. A CHOICE_LISTS
+    entry naming a word that is none of `choices` reads as every choice (the strictest).
     """
 
     name: str
@@ -76,6 +81,7 @@ class SettingKey:
     key_choices: tuple[str, ...] = ()
     default: Any = None
     example: str = ""
+    mistake_reads_as: str = ""
 
     @property
     def section(self) -> str:
@@ -177,6 +183,32 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         honors_user_override=False,
         organization_only=True,
         example='"00000000-0000-0000-0000-000000000001"',
+    ),
+    SettingKey(
+        "DataTools.FlowRule",
+        SettingKind.ENUM,
+        "What happens to a tool in conflict with what the chat holds (the chat's untrusted "
+        "content and private data plus the tool's effects cover untrusted content, private data "
+        "and SENDS_OUT or CHANGES_STATE): OFF checks nothing; BLOCK does not offer it and "
+        "refuses each of its calls; APPROVE offers it and each call needs a person's approval. "
+        "A value that is none of these is an error and reads as BLOCK. Always locked.",
+        choices=FLOW_RULE_NAMES,
+        default=FlowRule.OFF.value,
+        honors_user_override=False,
+        mistake_reads_as=FlowRule.BLOCK.value,
+        example='"BLOCK"',
+    ),
+    SettingKey(
+        "DataTools.ToolEffects",
+        SettingKind.CHOICE_LISTS,
+        "Per tool id, its effects (UNTRUSTED_CONTENT, PRIVATE_DATA, SENDS_OUT, CHANGES_STATE), "
+        "replacing what its definition or MCP annotations declare. A tool that acts with the "
+        "user's own account (mail as them, their calendar, payments) reaches their private "
+        "systems: give it PRIVATE_DATA too. A word that is no effect is an error and the tool "
+        "counts as having all four until it is fixed. Always locked.",
+        honors_user_override=False,
+        choices=EFFECT_NAMES,
+        example='{ ["pay_invoice"] = { "PRIVATE_DATA", "CHANGES_STATE" } }',
     ),
     SettingKey(
         "DataConfidence.ConfidenceScheme",

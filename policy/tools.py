@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition, ToolFunction
+from policy.flow import ToolEffects, declared_effects
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -103,8 +104,9 @@ class Tool(Protocol):
     Optional members the registry asks for when present: `companion_tool_ids` (tools selected
     along with this one, e.g. search_confluence brings read_web_page), `request_extras(settings)`
     (what this tool's resolved settings tell the other tools of a request, as `RequestExtras`),
-    `switch_off_gate` / `approval_gate` (see `ToolGate`) and `setting_problem(field, value)` (a
-    field's own validity rule).
+    `switch_off_gate` / `approval_gate` (see `ToolGate`), `setting_problem(field, value)` (a
+    field's own validity rule) and `effects` (a `policy.flow.ToolEffects`: what its calls and
+    results do and where that is declared; a tool without it declares nothing, all four).
     """
 
     @property
@@ -165,6 +167,11 @@ class DefinedTool:
     @property
     def enforces_outbound_data_restriction(self) -> bool:
         return self._enforces
+
+    @property
+    def effects(self) -> ToolEffects:
+        """What its calls and results do, from its definition (nothing declared: all four)."""
+        return declared_effects(self._definition.effects)
 
     def is_available(self) -> bool:
         return True

@@ -30,6 +30,7 @@ from policy.vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from policy.flow import ChatHoldings
     from policy.provider_facts import ProviderFacts
 
 CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
@@ -41,6 +42,10 @@ class HoldingKind(StrEnum):
     INJECTION_SEEN = "INJECTION_SEEN"
     """The prompt-injection guard removed passages from a tool result that reached the model:
     the rest of that content came from someone who tried to instruct the agent."""
+    UNTRUSTED_CONTENT = "UNTRUSTED_CONTENT"
+    """Text from outside the organization's control reached the model (`policy.flow`)."""
+    PRIVATE_DATA = "PRIVATE_DATA"
+    """The organization's or the user's private data reached the model (`policy.flow`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +309,25 @@ def stored_holding(row: Sequence[object]) -> ChatHolding:
     return ChatHolding(read, str(tool_id or ""), str(source or ""), str(call_id or ""))
 
 
+def flow_holdings(holdings: Iterable[ChatHolding]) -> ChatHoldings:
+    """Stored holdings as the flow rule reads them (an injection seen is untrusted content)."""
+    from policy.flow import ChatHoldings, Effect, Holding
+
+    return ChatHoldings(
+        tuple(
+            Holding(
+                Effect.PRIVATE_DATA
+                if holding.kind is HoldingKind.PRIVATE_DATA
+                else Effect.UNTRUSTED_CONTENT,
+                holding.tool_id,
+                holding.call_id,
+                holding.source,
+            )
+            for holding in holdings
+        )
+    ).joined(())
+
+
 def _joined_holdings(
     held: Iterable[ChatHolding], arriving: Iterable[ChatHolding]
 ) -> tuple[ChatHolding, ...]:
@@ -436,6 +460,20 @@ class Chat:
     @property
     def holdings(self) -> tuple[ChatHolding, ...]:
         return self._record.holdings
+
+    @property
+    def flow_holdings(self) -> ChatHoldings:
+        """What the chat holds as the flow rule reads it (`policy.flow.ChatHoldings`): the
+        effects that reached the model, each with the tool, call and source that brought it.
+        An injection the guard removed counts as untrusted content."""
+        return flow_holdings(self._record.holdings)
+
+    def note_untrusted(self, source: str) -> bool:
+        """Content the app put into the chat itself (an attached document, a pasted mail) came
+        from outside the organization's control: hold UNTRUSTED_CONTENT from `source`."""
+        if not source.strip():
+            raise ValueError("note_untrusted needs the source the content came from.")
+        return self.add_holdings((ChatHolding(HoldingKind.UNTRUSTED_CONTENT, "", source),))
 
     def require_provider_confidence(self, level: ConfidenceLevel) -> bool:
         """Raise the requirement to `level` if that is higher; True when it changed."""

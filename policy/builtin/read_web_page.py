@@ -23,6 +23,7 @@ from policy.definitions import (
     ToolDefinition,
     ToolFunction,
 )
+from policy.flow import Effect
 from policy.hosts import parse_allowed_private_hosts
 from policy.tools import (
     CONFIGURED,
@@ -102,6 +103,12 @@ def read_web_page_instructions(
     return "\n".join(parts)
 
 
+EFFECTS = (Effect.UNTRUSTED_CONTENT, Effect.SENDS_OUT)
+"""What it does, for the flow rule (`policy.flow`). A page anyone can write (untrusted content);
+the address it fetches, path and query included, reaches a server outside (sends out: a model
+talked into it can put data into the address)."""
+
+
 def _read_web_page_definition() -> ToolDefinition:
     numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
     fields = {
@@ -135,6 +142,7 @@ def _read_web_page_definition() -> ToolDefinition:
             False, OutboundDataRestriction.UNRESTRICTED
         ),
         minimum_provider_confidence=ConfidenceLevel.VERY_LOW,
+        effects=EFFECTS,
         function=ToolFunction(
             name=READ_WEB_PAGE,
             description_for_llm=_READ_WEB_PAGE_DESCRIPTION,

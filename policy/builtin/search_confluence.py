@@ -26,6 +26,7 @@ from policy.definitions import (
     ToolDefinition,
     ToolFunction,
 )
+from policy.flow import Effect
 from policy.tools import (
     CONFIGURED,
     DefinedTool,
@@ -65,6 +66,12 @@ _SEARCH_CONFLUENCE_INSTRUCTIONS = (
 )
 
 
+EFFECTS = (Effect.PRIVATE_DATA,)
+"""What it does, for the flow rule (`policy.flow`). Its results are the organization's wiki
+pages (private data); its query goes only to the organization's own wiki, and it changes
+nothing."""
+
+
 def _search_confluence_definition() -> ToolDefinition:
     timeout = SEARCH_CONFLUENCE_NUMBERS[0]
     fields = {
@@ -83,6 +90,7 @@ def _search_confluence_definition() -> ToolDefinition:
         settings_schema=SettingsSchema(properties=fields, required=(SC_BASE_URL,)),
         system_prompt_instructions=_SEARCH_CONFLUENCE_INSTRUCTIONS,
         minimum_provider_confidence=ConfidenceLevel.HIGH,
+        effects=EFFECTS,
         function=ToolFunction(
             name=SEARCH_CONFLUENCE,
             description_for_llm=_SEARCH_CONFLUENCE_DESCRIPTION,

@@ -15,6 +15,7 @@ from policy.definitions import (
     ToolFunction,
     ToolVisibility,
 )
+from policy.flow import Effect
 from policy.tools import (
     DefinedTool,
     OfferedDataSource,
@@ -101,6 +102,11 @@ def _semantic_searchfunction_parameters(source_ids: Sequence[str]) -> dict[str, 
     )
 
 
+EFFECTS = (Effect.PRIVATE_DATA,)
+"""What it does, for the flow rule (`policy.flow`). Its results come from the chat's data
+sources (private data); it sends nothing outside and changes nothing."""
+
+
 def _semantic_search_definition() -> ToolDefinition:
     return ToolDefinition(
         id=SEMANTIC_SEARCH,
@@ -109,6 +115,7 @@ def _semantic_search_definition() -> ToolDefinition:
         activation=ToolActivation.CONTEXT,
         system_prompt_instructions=_SEMANTIC_SEARCH_INSTRUCTIONS,
         minimum_provider_confidence=ConfidenceLevel.NONE,
+        effects=EFFECTS,
         function=ToolFunction(
             name=SEMANTIC_SEARCH,
             description_for_llm=_SEMANTIC_SEARCH_DESCRIPTION,

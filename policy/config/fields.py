@@ -37,6 +37,8 @@ class FieldType(StrEnum):
     """MCP tool name → `sha256:<64 lower-case hex digits>`."""
     FLAG_MAP = "flag_map"
     """Name (one of `choices`) → true or false."""
+    CHOICE_LIST_MAP = "choice_list_map"
+    """Name → a list of `choices` (in any case)."""
     TABLE = "table"
     """A table with fields of its own (`fields`)."""
 

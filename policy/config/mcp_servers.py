@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
+from policy.flow import EFFECT_NAMES
 from policy.settings_keys import LEVEL_NAMES
 
 SERVER_NAME_PATTERN = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
@@ -141,6 +142,14 @@ MCP_SERVERS = Section(
             "MCP tool name → the fingerprint of its approved definition (policy mcp pin).",
             pattern=f"^{PIN_PATTERN.pattern}$",
             example={"search_tickets": FINGERPRINT_PREFIX + "0" * 64},
+        ),
+        Field(
+            "Effects",
+            FieldType.CHOICE_LIST_MAP,
+            "MCP tool name → its effects, replacing what its annotations say "
+            "(DataTools.ToolEffects by tool id wins over this).",
+            choices=EFFECT_NAMES,
+            example={"search_tickets": ["PRIVATE_DATA"]},
         ),
         Field(
             "TimeoutSeconds",

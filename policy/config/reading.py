@@ -33,6 +33,7 @@ _EMPTY: Mapping[FieldType, Any] = {
     FieldType.SECRET_TEXT_MAP: {},
     FieldType.PIN_MAP: {},
     FieldType.FLAG_MAP: {},
+    FieldType.CHOICE_LIST_MAP: {},
 }
 
 
@@ -100,6 +101,8 @@ class EntryReader:
             return self._secret_texts(name)
         if kind is FieldType.PIN_MAP:
             return self._pins(declared)
+        if kind is FieldType.CHOICE_LIST_MAP:
+            return self._choice_lists(declared)
         raise ValueError(f"{name}: a {kind} field is read by the loader's own code")
 
     def _bad(self, name: str, wanted: str) -> None:
@@ -194,6 +197,29 @@ class EntryReader:
                 )
             else:
                 found[key] = text
+        return found
+
+    def _choice_lists(self, declared: Field) -> dict[str, tuple[str, ...]]:
+        name, choices = declared.name, declared.choices
+        value = self.table.get(name)
+        example = f'{{ ["name"] = {{ "{choices[0]}" }} }}'
+        if not isinstance(value, LuaTable):
+            self.problems.append(f"{name} must be a table like {example}")
+            return {}
+        found: dict[str, tuple[str, ...]] = {}
+        for key, item in value.entries.items():
+            words = item.sequence() if isinstance(item, LuaTable) and item.is_sequence() else None
+            if not isinstance(key, str) or words is None:
+                self.problems.append(f"{name}[{describe(key)}] must be a list like {example}")
+                continue
+            read = [parse_choice(word, choices) for word in words]
+            for word, got in zip(words, read, strict=True):
+                if got is None:
+                    self.problems.append(
+                        f"{name}[{describe(key)}]: {describe(plain(word))} is not one of "
+                        f"{', '.join(choices)}{near_choice(word, choices, self.hints)}"
+                    )
+            found[key] = tuple(choice for choice in choices if choice in read)
         return found
 
     def _pins(self, declared: Field) -> dict[str, str]:

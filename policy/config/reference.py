@@ -40,6 +40,7 @@ _SETTING_VALUES = {
     SettingKind.LEVEL_MAP: "`{id: LEVEL}`",
     SettingKind.ENUM_MAP: "`{PROVIDER_KIND: LEVEL}`",
     SettingKind.COMPONENT_IDS: "`{COMPONENT: tuple[str, ...]}`",
+    SettingKind.CHOICE_LISTS: "`{tool id: tuple[EFFECT, ...]}`",
     SettingKind.LEVEL: "`LEVEL`",
 }
 
@@ -95,6 +96,8 @@ def _value(declared: Field) -> str:
         return ", ".join(f"`{c}`" for c in declared.choices) + " (any case)"
     if kind is FieldType.FLAG_MAP:
         return "table of true/false by name: " + ", ".join(f"`{c}`" for c in declared.choices)
+    if kind is FieldType.CHOICE_LIST_MAP:
+        return "table of lists by name, each of: " + ", ".join(f"`{c}`" for c in declared.choices)
     if kind is FieldType.WHOLE_NUMBER:
         return f"whole number {declared.minimum:.0f} to {declared.maximum:.0f}"
     if kind is FieldType.NUMBER:

@@ -44,6 +44,7 @@ _WRONG: dict[FieldType, Any] = {
     FieldType.SECRET_TEXT_MAP: {"NAME": 5},
     FieldType.PIN_MAP: {"search": "sha256:abc"},
     FieldType.FLAG_MAP: {"FUNCTION_CALLING": "yes"},
+    FieldType.CHOICE_LIST_MAP: {"search": ["SENDS_EVERYWHERE"]},
     FieldType.TABLE: "a text, not a table",
 }
 
@@ -329,6 +330,7 @@ _WRONG_SETTING: dict[SettingKind, str] = {
     SettingKind.LEVEL_MAP: '{ ["web_search"] = "NOT_ONE_OF_THEM" }',
     SettingKind.ENUM_MAP: '{ ["OPEN_AI"] = "NOT_ONE_OF_THEM" }',
     SettingKind.COMPONENT_IDS: '{ ["NOT_A_COMPONENT"] = { "web_search" } }',
+    SettingKind.CHOICE_LISTS: '{ ["web_search"] = { "NOT_ONE_OF_THEM" } }',
 }
 
 
@@ -383,7 +385,12 @@ def test_a_wrong_value_of_every_setting_key_is_refused_as_declared(
             assert isinstance(outcome, ConfigurationPlugin), key.name
             findings = outcome.findings
             value = outcome.settings.get(key.name)
-            assert value is None or not value.value, key.name  # skipped, or its entry is
+            if key.mistake_reads_as:  # read as the strictest, never the loosest default
+                assert value is not None and value.value == key.mistake_reads_as, key.name
+            elif key.kind is SettingKind.CHOICE_LISTS:  # the entry reads as every choice
+                assert value is not None and value.value == {"web_search": key.choices}
+            else:
+                assert value is None or not value.value, key.name  # skipped, or its entry is
         named = [f for f in findings if key.name in f.message]
         assert named and {f.severity for f in named} == {Severity.ERROR}, key.name
         assert all(f.location is not None and f.location.line == ENTRY_LINE for f in named)

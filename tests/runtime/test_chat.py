@@ -432,3 +432,28 @@ def test_processes_racing_to_tighten_sqlite_chats_leave_the_strictest(tmp_path: 
         or stored.required_provider_confidence is not C.HIGH
     ]
     assert lowered == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_what_the_chat_holds_for_the_flow_rule_persists_and_only_grows(
+    tmp_path: Path, kind: str
+) -> None:
+    from policy.flow import Effect
+
+    store = MemoryChatStore() if kind == "memory" else SqliteChatStore(tmp_path / "c.sqlite3")
+    chat = Chat.open("flow", store)
+    assert chat.flow_holdings.effects == frozenset()
+    assert chat.note_untrusted("attachment mail.eml")
+    assert not chat.note_untrusted("attachment mail.eml")  # held once
+    chat.add_holdings([ChatHolding(HoldingKind.PRIVATE_DATA, "semantic_search", "hr-docs", "c2")])
+    store.save(ChatRecord("flow"))  # a stale writer without them takes nothing away
+    held = Chat.open("flow", store).flow_holdings
+    assert held.effects == {Effect.UNTRUSTED_CONTENT, Effect.PRIVATE_DATA}
+    (private,) = held.brought(Effect.PRIVATE_DATA)
+    assert (private.tool_id, private.call_id, private.source) == (
+        "semantic_search",
+        "c2",
+        "hr-docs",
+    )
+    with pytest.raises(ValueError, match="needs the source"):
+        chat.note_untrusted("  ")

@@ -472,3 +472,25 @@ def test_policy_chat_with_a_database_it_cannot_open_names_it_without_the_passwor
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"The chat database at {where} cannot be opened" in done.stderr
     assert canary not in done.stdout + done.stderr
+
+
+def test_flow_holdings_and_noted_untrusted_content_are_shared_by_a_second_instance(
+    dsn: str, store: object
+) -> None:
+    from policy.flow import Effect
+    from runtime.chat_postgres import PostgresChatStore
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    Chat.open(chat_id, store).add_holdings(
+        [ChatHolding(HoldingKind.PRIVATE_DATA, "search_confluence", "wiki", "c1")]
+    )
+    Chat.open(chat_id, store).note_untrusted("attachment invoice.pdf")
+    other = PostgresChatStore(dsn)
+    try:
+        held = Chat.open(chat_id, other).flow_holdings
+    finally:
+        other.close()
+    assert held.effects == {Effect.PRIVATE_DATA, Effect.UNTRUSTED_CONTENT}
+    assert held.brought(Effect.UNTRUSTED_CONTENT)[0].source == "attachment invoice.pdf"
+    assert held.brought(Effect.PRIVATE_DATA)[0].call_id == "c1"
