@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from policy.configuration import ProviderConfig, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
 from policy.merge import load_configuration
-from policy.registry import ToolRegistry
 from policy.tools import DefinedTool, Tool
 from policy.vocabulary import Component, ConfidenceLevel, ProviderKind
 

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from policy.configuration import PolicyConfiguration, ProviderConfig, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.mcp import McpServerConfig, McpServerListing, McpToolListing, McpTransport, mcp_tools
-from policy.registry import ToolRegistry
 from policy.tools import DefinedTool, Tool
 from policy.vocabulary import Component, ProviderKind
 

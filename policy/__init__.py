@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         SkippedEntry,
         UserSettings,
     )
+    from policy.decide.registry import ToolRegistry
     from policy.decision import Check, Evidence, OfferDecision
     from policy.decision_record import DecisionRecord, decision_log_schema
     from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
         McpTransport,
         PinState,
     )
-    from policy.registry import ToolRegistry
     from policy.tools import (
         CONFIGURED,
         DefinedTool,
@@ -170,7 +170,7 @@ _LAZY = {
     "Evidence": "policy.decision",
     "DecisionRecord": "policy.decision_record",
     "decision_log_schema": "policy.decision_record",
-    "ToolRegistry": "policy.registry",
+    "ToolRegistry": "policy.decide.registry",
     "Tool": "policy.tools",
     "ToolGate": "policy.tools",
     "McpServerConfig": "policy.mcp",
@@ -263,11 +263,11 @@ class Policy:
     def with_user_settings(self, user: UserSettings) -> Policy:
         """The same plugins and tools decided for other user settings (a what-if): no plugin is
         loaded again and nothing is written."""
-        from policy.registry import ToolRegistry
+        from policy.decide.registry import ToolRegistry
         from policy.user_settings import ignored_user_settings
 
         registry = ToolRegistry(self.tools, self.configuration, user)
-        registration = tuple(getattr(registry, "findings", ()))
+        registration = registry.findings
         replaced = {*ignored_user_settings(self.user, self.configuration), *self._registration}
         earlier = tuple(f for f in self.findings if f not in replaced)
         return Policy(
@@ -283,10 +283,10 @@ class Policy:
     def with_tools(self, tools: Sequence[Tool]) -> Policy:
         """The same configuration over other tools (e.g. MCP tools listed anew): the registry is
         rebuilt once, and its registration findings replace the previous ones."""
-        from policy.registry import ToolRegistry
+        from policy.decide.registry import ToolRegistry
 
         registry = ToolRegistry(tools, self.configuration, self.user)
-        registration = tuple(getattr(registry, "findings", ()))
+        registration = registry.findings
         earlier = tuple(f for f in self.findings if f not in self._registration)
         return Policy(
             configuration=self.configuration,
@@ -368,8 +368,8 @@ def load_policy(
     # Imported only now: the plugins above are run by the Lua worker, forked on first use, and a
     # process without pydantic and the tool-definition models yet is cheaper to fork (less to
     # copy at the fork and after it).
+    from policy.decide.registry import ToolRegistry
     from policy.discovery import discover_tools
-    from policy.registry import ToolRegistry
 
     discovery_findings: tuple[Finding, ...] = ()
     if tools is None:
@@ -393,7 +393,7 @@ def load_policy(
         )
         chosen = (*chosen, *mcp_tools(configuration.mcp_servers, listings))
     registry = ToolRegistry(chosen, configuration, user)
-    registration = tuple(getattr(registry, "findings", ()))
+    registration = registry.findings
     return Policy(
         configuration=configuration,
         user=user,

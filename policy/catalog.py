@@ -1,9 +1,9 @@
 """The tool catalog: which tools exist, their collections, settings and selection rules.
 
-Built once per configuration change (`ToolCatalog(...)`, through `ToolRegistry`): registration,
+Built once per configuration change (the base of `policy.decide.ToolRegistry`): registration,
 settings resolution, configuration states, switch-offs, minimum confidences and visibility are
-computed then, so the decider (`policy.decider`) and the request planner
-(`policy.request_planner`) only look them up.
+computed then, so the offer checks (`policy.decide.checks`) and request planning only look them
+up.
 """
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ from types import MappingProxyType
 
 from policy.configuration import (
     Finding,
+    ManagedSetting,
     PolicyConfiguration,
     Severity,
     UserSettings,
 )
-from policy.decision import (
-    CatalogEntry,
-    Check,
-    Evidence,
-)
+from policy.decision import CatalogEntry, Evidence
 from policy.definitions import (
     DefinitionSource,
     ToolCollectionDefinition,
@@ -36,8 +33,6 @@ from policy.flow import UNDECLARED, FlowRule, ToolEffects, configured_effects
 from policy.provenance import Origin
 from policy.resolve import (
     DEFAULT_TOOL_IDS_BY_COMPONENT,
-    DISABLED_TOOL_IDS,
-    SOURCE_LOCKED,
     MinimumConfidence,
     ResolvedSettings,
     SecretReader,
@@ -54,17 +49,16 @@ from policy.tools import (
     RequestExtras,
     Tool,
     ToolConfigurationState,
-    ToolGate,
+    missing_members,
+    misspelled_members,
 )
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
     ToolActivation,
-    ToolOfferBlockReason,
 )
 
 _log = logging.getLogger(__name__)
-_R = ToolOfferBlockReason
 IMPLEMENTATIONS_SOURCE = "tool implementations"
 
 
@@ -95,12 +89,27 @@ class _Collection:
 
 @dataclass(frozen=True, slots=True)
 class _SettingsFacts:
-    """A tool's resolved settings and what they make of it: configured or not, with evidence."""
+    """A tool's resolved settings and what they make of it: configured or not."""
 
     settings: ResolvedSettings
     values: Mapping[str, str]
     state: ToolConfigurationState
-    configured_check: Check
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchOff:
+    """Whether the organization switched a tool off: the DataTools.DisabledToolIds entries that
+    name it or its collection (`misspelled`: those read as it although no tool has their id),
+    and the tool's own verdict (`Tool.switch_off_gate`)."""
+
+    disabled_by: tuple[str, ...]
+    misspelled: tuple[str, ...]
+    disabled_setting: ManagedSetting | None
+    gate_passed: bool
+
+    @property
+    def active(self) -> bool:
+        return not self.disabled_by and self.gate_passed
 
 
 class _OnFirstUse:
@@ -133,10 +142,7 @@ class ToolFacts:
     available: bool
     visible_in: frozenset[Component]
     collection_id: str
-    active: bool
-    switched_off_check: Check
-    available_check: Check
-    approved_check: Check
+    switch_off: SwitchOff
     settings_facts: _SettingsFacts | _OnFirstUse
     notes: tuple[str, ...]
     """What resolution refused (locked plaintext secrets and the like); known without a keyring."""
@@ -164,8 +170,9 @@ class ToolFacts:
         return self._settled().state
 
     @property
-    def configured_check(self) -> Check:
-        return self._settled().configured_check
+    def active(self) -> bool:
+        """Not switched off by the organization (whatever else keeps it from being offered)."""
+        return self.switch_off.active
 
 
 TOOL_EFFECTS = "DataTools.ToolEffects"
@@ -181,8 +188,7 @@ def tool_effects(tool: Tool, configuration: PolicyConfiguration) -> ToolEffects:
         line = setting.entry_locations.get(tool_id, setting.origin.location)
         where = Origin(setting.origin.plugin_id, setting.origin.plugin_name, line)
         return configured_effects(setting.value[tool_id], f'{TOOL_EFFECTS}["{tool_id}"]', where)
-    declared = getattr(tool, "effects", None)
-    return declared if isinstance(declared, ToolEffects) else UNDECLARED
+    return tool.effects
 
 
 def flow_rule(configuration: PolicyConfiguration) -> FlowRule:
@@ -235,20 +241,9 @@ def _member_problem(
 def _is_untailored(tool: Tool) -> bool:
     kind = type(tool)
     return (
-        getattr(kind, "resolve_function", None) is DefinedTool.resolve_function
-        and getattr(kind, "resolve_instructions", None) is DefinedTool.resolve_instructions
+        kind.resolve_function is DefinedTool.resolve_function
+        and kind.resolve_instructions is DefinedTool.resolve_instructions
     )
-
-
-_NEEDS_NO_APPROVAL = Check(
-    _R.DEFINITION_NOT_APPROVED, True, "Its definition ships with the installation; no pin applies."
-)
-
-
-def _gate(tool: Tool, name: str) -> ToolGate | None:
-    """A tool's own verdict on a check (`ToolGate`), if it carries one."""
-    gate = getattr(tool, name, None)
-    return gate if isinstance(gate, ToolGate) else None
 
 
 def _safely_available(tool: Tool) -> bool:
@@ -266,20 +261,7 @@ def _settings_facts(
     definition: ToolDefinition, tool: Tool, settings: ResolvedSettings
 ) -> _SettingsFacts:
     state = configuration_state(definition, settings, tool)
-    return _SettingsFacts(
-        settings,
-        MappingProxyType(settings.values_for_tool()),
-        state,
-        Check(
-            _R.NOT_CONFIGURED,
-            state.is_configured,
-            "Its settings are complete and valid." if state.is_configured else state.message,
-            (
-                *(m.evidence() for m in settings.misspelled),
-                *(s.evidence() for s in settings.fields.values()),
-            ),
-        ),
-    )
+    return _SettingsFacts(settings, MappingProxyType(settings.values_for_tool()), state)
 
 
 def _mcp_namespaces(
@@ -347,6 +329,15 @@ class ToolCatalog:
         )
         """Every registered tool's facts, by display name."""
         self._by_function = {f.definition.function.name: f.tool for f in self._facts.values()}
+        self.data_source_search_id = next(
+            (f.definition.id for f in self.ordered if f.tool.searches_chat_data_sources), None
+        )
+        """The tool through which the model searches the chat's data sources, if one is
+        registered (`Tool.searches_chat_data_sources`)."""
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What a subclass computes once the catalog is built (the decider: its caches)."""
         self._request_extras: RequestExtras | None = None
 
     @staticmethod
@@ -355,6 +346,25 @@ class ToolCatalog:
     ) -> dict[str, Tool]:
         implementations: dict[str, Tool] = {}
         for tool in tools:
+            lacking = missing_members(tool)
+            if lacking:
+                findings.append(
+                    _warning(
+                        "incomplete-tool",
+                        f"Skipping tool implementation {type(tool).__name__}: it lacks the Tool "
+                        f"members {', '.join(lacking)} (extend policy.DefinedTool, which gives "
+                        "every optional member its default)",
+                    )
+                )
+                continue
+            findings.extend(
+                _warning(
+                    "misspelled-tool-member",
+                    f"Tool implementation {type(tool).__name__} has a member '{name}', which is "
+                    f"no Tool member and is never read; did you mean '{meant}'?",
+                )
+                for name, meant in misspelled_members(type(tool))
+            )
             key = tool.definition.implementation_key
             if not key.strip():
                 findings.append(
@@ -480,56 +490,10 @@ class ToolCatalog:
         collection_id = self._collection_of.get(definition.id, definition.id)
         settings_ids = self._settings_ids(definition.id)
         misspelled = tuple(m for i in settings_ids for m in self._misspelled.get(i, ()))
-        disabled_by = [i for i in (*settings_ids, *misspelled) if i in self._disabled]
-        active = not disabled_by
-        if active:
-            switched = Check(
-                _R.TOOL_SWITCHED_OFF, True, "The organization has not switched it off."
-            )
-        else:
-            setting = self._disabled_setting
-            evidence = tuple(
-                Evidence(
-                    DISABLED_TOOL_IDS,
-                    ident,
-                    SOURCE_LOCKED,
-                    setting.origin if setting is not None else None,
-                )
-                for ident in disabled_by
-            )
-            what = "its collection" if collection_id != definition.id else "it"
-            typos = [i for i in disabled_by if i in misspelled]
-            read_as = (
-                f"; no tool has the id {', '.join(typos)}: read as {definition.id} until it is "
-                "fixed"
-                if typos
-                else ""
-            )
-            switched = Check(
-                _R.TOOL_SWITCHED_OFF,
-                False,
-                f"The organization switched {what} off ({', '.join(disabled_by)} in "
-                f"{DISABLED_TOOL_IDS}{read_as}).",
-                evidence,
-            )
-        gate = _gate(tool, "switch_off_gate")
-        if active and gate is not None and not gate.passed:
-            switched = Check(_R.TOOL_SWITCHED_OFF, False, gate.detail, gate.evidence)
-            active = False
-        approval = _gate(tool, "approval_gate")
-        approved_check = (
-            Check(_R.DEFINITION_NOT_APPROVED, approval.passed, approval.detail, approval.evidence)
-            if approval is not None
-            else _NEEDS_NO_APPROVAL
-        )
-        available = _safely_available(tool)
-        available_check = Check(
-            _R.NOT_AVAILABLE_HERE,
-            available,
-            "Its implementation is available."
-            if available
-            else "Its implementation is not available in this installation (e.g. a preview "
-            "feature is off).",
+        disabled_by = tuple(i for i in (*settings_ids, *misspelled) if i in self._disabled)
+        gate = tool.switch_off_gate
+        switch_off = SwitchOff(
+            disabled_by, misspelled, self._disabled_setting, gate is None or gate.passed
         )
         secrets_asked: list[str] = []
 
@@ -572,33 +536,21 @@ class ToolCatalog:
                     "until it is fixed",
                     (*minimum.evidence, *strict.evidence),
                 )
-        floor = getattr(tool, "minimum_confidence_floor", ConfidenceLevel.NONE)
-        if isinstance(floor, ConfidenceLevel) and floor > minimum.level:
-            said = getattr(tool, "minimum_confidence_floor_evidence", None)
-            minimum = MinimumConfidence(
-                floor,
-                "tool floor",
-                (
-                    *minimum.evidence,
-                    said
-                    if isinstance(said, Evidence)
-                    else Evidence(
-                        "minimum_provider_confidence",
-                        floor.name,
-                        "the tool always requires at least this level",
-                    ),
-                ),
+        floor = tool.minimum_confidence_floor
+        if floor > minimum.level:
+            said = tool.minimum_confidence_floor_evidence or Evidence(
+                "minimum_provider_confidence",
+                floor.name,
+                "the tool always requires at least this level",
             )
+            minimum = MinimumConfidence(floor, "tool floor", (*minimum.evidence, said))
         return ToolFacts(
             definition=definition,
             tool=tool,
-            available=available,
+            available=_safely_available(tool),
             visible_in=visible_components(definition.visible_in),
             collection_id=collection_id,
-            active=active,
-            switched_off_check=switched,
-            available_check=available_check,
-            approved_check=approved_check,
+            switch_off=switch_off,
             settings_facts=settings_facts,
             notes=settings.notes,
             minimum=minimum,
@@ -636,8 +588,8 @@ class ToolCatalog:
         found: list[str] = []
         for tool_id in collection.tool_ids if collection is not None else (ident,):
             facts = self._facts.get(tool_id)
-            declared = getattr(facts.tool, "companion_tool_ids", ()) if facts else ()
-            found.extend(str(c) for c in declared if isinstance(c, str) and c in self._facts)
+            declared = facts.tool.companion_tool_ids if facts else ()
+            found.extend(c for c in declared if c in self._facts)
         return tuple(found)
 
     @property
@@ -651,11 +603,8 @@ class ToolCatalog:
     def _declared_extras(self) -> RequestExtras:
         merged = RequestExtras()
         for facts in self.ordered:
-            declare = getattr(facts.tool, "request_extras", None)
-            if not callable(declare):
-                continue
             try:
-                declared = declare(facts.values)
+                declared = facts.tool.request_extras(facts.values)
             except Exception:  # a broken declaration costs this tool's extras only
                 _log.exception(
                     "Tool '%s' failed to declare its request extras", facts.definition.id
@@ -693,15 +642,19 @@ class ToolCatalog:
 
     # --- catalog and settings --------------------------------------------------------
 
-    def catalog(
-        self, component: Component | None = None, *, tools_on: bool = True
-    ) -> tuple[CatalogEntry, ...]:
+    @property
+    def tools_enabled(self) -> bool:
+        """Tools are switched on at all: the catalog alone knows no switch (the decider does)."""
+        return True
+
+    def catalog(self, component: Component | None = None) -> tuple[CatalogEntry, ...]:
         """One entry per collection or standalone tool, sorted by display name.
 
         For a component: only selectable tools visible there. Without one (the app settings
-        list): every available tool, context tools included, so they can be switched off.
-        `tools_on`: tools are switched on at all (an entry is active only then).
+        list): every available tool, context tools included, so they can be switched off. An
+        entry is active only while tools are switched on at all.
         """
+        tools_on = self.tools_enabled
         grouped: dict[str, list[ToolFacts]] = {}
         for facts in self.ordered:
             if not facts.available:
@@ -783,6 +736,11 @@ class ToolCatalog:
 
     def configuration_state(self, tool_id: str) -> ToolConfigurationState:
         return self._facts_of(tool_id).state
+
+    def effects(self, tool_id: str) -> ToolEffects:
+        """A tool's effects with where they come from (definition, MCP annotations, plugin.lua
+        file:line, or nothing declared: all four); computed once per configuration."""
+        return self._facts_of(tool_id).effects
 
     def effective_minimum_confidence(self, tool_id: str) -> MinimumConfidence:
         """The minimum that applies to the tool (its collection's), with source and evidence."""

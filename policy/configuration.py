@@ -1,6 +1,6 @@
 """The merged configuration the policy decides on: plugins combined, each value with its provenance.
 
-Produced by `policy.merge` from loaded plugins (and read by `policy.resolve`, `policy.registry`,
+Produced by `policy.merge` from loaded plugins (and read by `policy.resolve`, `policy.decide`,
 lint and explain); nothing here does I/O.
 """
 

@@ -39,12 +39,20 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One offer check: the reason it guards, whether it passed, why, and what it looked at."""
+    """One offer check's verdict: the reason it guards, whether it passed, why, what it looked
+    at, and the check's own name (unique among the checks, unlike the reason: two checks guard
+    NOT_AVAILABLE_HERE; empty for a verdict made elsewhere, shown as its reason)."""
 
     guards: ToolOfferBlockReason
     passed: bool
     detail: str
     evidence: tuple[Evidence, ...] = ()
+    name: str = ""
+
+    @property
+    def title(self) -> str:
+        """What explain and the web page call the check: its name, else its reason."""
+        return self.name or self.guards.value
 
 
 @dataclass(frozen=True, slots=True)

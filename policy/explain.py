@@ -34,7 +34,7 @@ from policy.vocabulary import (
 
 if TYPE_CHECKING:
     from policy import Policy
-    from policy.registry import ToolRegistry
+    from policy.decide.registry import ToolRegistry
     from policy.resolve import MinimumConfidence, ResolvedSetting
     from policy.tools import Tool
 
@@ -89,6 +89,7 @@ def decision_document(decision: OfferDecision) -> dict[str, Any]:
         "checks": [
             {
                 "check": check.guards.value,
+                "name": check.title,
                 "passed": bool(check.passed),
                 "detail": check.detail,
                 "evidence": [evidence_document(e) for e in check.evidence],
@@ -175,7 +176,7 @@ def decision_text(decision: OfferDecision, provider_name: str = "") -> str:
         zip(document["checks"], decision.checks, strict=True), start=1
     ):
         mark = "pass" if check["passed"] else "FAIL"
-        lines.append(f"  {number}. [{mark}] {check['check']}: {check['detail']}")
+        lines.append(f"  {number}. [{mark}] {check['name']}: {check['detail']}")
         lines.extend(f"       - {evidence_text(e)}" for e in raw.evidence)
     return "\n".join(lines)
 

@@ -21,8 +21,8 @@ from policy.vocabulary import SettingSource
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.decide.registry import ToolRegistry
     from policy.definitions import ToolDefinition
-    from policy.registry import ToolRegistry
 
 LOCKED_TABLE = "DataTools.LockedToolSettings"
 DEFAULT_TABLE = "DataTools.DefaultToolSettings"

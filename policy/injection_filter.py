@@ -44,7 +44,7 @@ class InjectionFilterChoice:
 
 def injection_filter_choice(configuration: PolicyConfiguration) -> InjectionFilterChoice:
     """The filter the configuration puts in force."""
-    from policy.decider import is_trusted_provider
+    from policy.decide.provider import is_trusted_provider
 
     setting = configuration.setting(FILTER_KEY)
     configured = InjectionFilterKind(setting.value) if setting else InjectionFilterKind.STRUCTURAL

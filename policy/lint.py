@@ -131,7 +131,7 @@ def lint_configuration(
     is_known: Callable[[str], bool] | None = None,
     already_reported: Iterable[Finding] = (),
     plugins: Sequence[ConfigurationPlugin] = (),
-    tools: Mapping[str, object] | None = None,
+    tools: Mapping[str, Tool] | None = None,
     settings_of: Callable[[str], ResolvedSettings] | None = None,
     mcp_listings: Mapping[str, McpServerListing] | None = None,
 ) -> tuple[Finding, ...]:
@@ -161,7 +161,7 @@ class _Context:
         definitions: Mapping[str, ToolDefinition],
         is_known: Callable[[str], bool],
         reported: tuple[Finding, ...] = (),
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, Tool] | None = None,
     ) -> None:
         self.tools = tools or {}
         self.settings_of: Callable[[str], ResolvedSettings] | None = None

@@ -14,7 +14,7 @@ from policy.vocabulary import ConfidenceLevel, ProviderKind
 
 if TYPE_CHECKING:
     from policy.configuration import ProviderConfig
-    from policy.registry import ToolRegistry
+    from policy.decide.registry import ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)

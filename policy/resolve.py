@@ -488,7 +488,7 @@ def setting_choices(spec: SettingField) -> tuple[str, ...]:
 
 
 def field_problem(
-    definition: ToolDefinition, name: str, value: str, tool: object | None = None
+    definition: ToolDefinition, name: str, value: str, tool: Tool | None = None
 ) -> str | None:
     """Why one value of one setting field is refused, or None: THE validity rule of a field.
 
@@ -504,11 +504,10 @@ def field_problem(
     problem = option_problem(key, spec, value)
     if problem is not None:
         return problem
-    check = getattr(tool, "setting_problem", None)
-    if check is None or not value.strip():
+    if tool is None or not value.strip():
         return None
     try:
-        result = check(name, value)
+        result = tool.setting_problem(name, value)
     except Exception as error:  # a field check that breaks must not let the value through
         return f"{key}: the value could not be checked ({type(error).__name__})"
     return result if isinstance(result, str) and result else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition, ToolFunction
@@ -37,9 +38,9 @@ CONFIGURED = ToolConfigurationState(True)
 class ToolGate:
     """A tool's own verdict on one of the registry's checks, with what it looked at.
 
-    A tool may carry `switch_off_gate` (the organization keeps it out by a rule of its own, e.g.
-    an MCP server's DeniedTools) and `approval_gate` (whether its definition is approved, e.g. an
-    MCP pin); a tool without them passes both checks.
+    A tool's `switch_off_gate` (the organization keeps it out by a rule of its own, e.g. an MCP
+    server's DeniedTools) and `approval_gate` (whether its definition is approved, e.g. an MCP
+    pin) are such verdicts; a tool whose gates are None passes both checks.
     """
 
     passed: bool
@@ -101,12 +102,8 @@ class ResolutionContext:
 class Tool(Protocol):
     """A tool as the policy sees it. `definition` is fixed; the rest is asked per decision/request.
 
-    Optional members the registry asks for when present: `companion_tool_ids` (tools selected
-    along with this one, e.g. search_confluence brings read_web_page), `request_extras(settings)`
-    (what this tool's resolved settings tell the other tools of a request, as `RequestExtras`),
-    `switch_off_gate` / `approval_gate` (see `ToolGate`), `setting_problem(field, value)` (a
-    field's own validity rule) and `effects` (a `policy.flow.ToolEffects`: what its calls and
-    results do and where that is declared; a tool without it declares nothing, all four).
+    Every member is declared here, the optional ones too; `DefinedTool` gives each optional one
+    its default (extend it), so the registry reads members, never guesses at them.
     """
 
     @property
@@ -133,12 +130,67 @@ class Tool(Protocol):
         """System prompt instructions for this request."""
         ...
 
+    # --- optional: `DefinedTool` gives each its default -----------------------------------
+
+    @property
+    def companion_tool_ids(self) -> tuple[str, ...]:
+        """Tools selected along with this one (search_confluence brings read_web_page)."""
+        ...
+
+    @property
+    def switch_off_gate(self) -> ToolGate | None:
+        """The organization keeps the tool out by a rule of its own (see `ToolGate`)."""
+        ...
+
+    @property
+    def approval_gate(self) -> ToolGate | None:
+        """Whether the tool's definition is approved, e.g. an MCP pin (see `ToolGate`)."""
+        ...
+
+    @property
+    def minimum_confidence_floor(self) -> ConfidenceLevel:
+        """The lowest provider confidence the tool is ever offered to, whatever is configured."""
+        ...
+
+    @property
+    def minimum_confidence_floor_evidence(self) -> Evidence | None:
+        """Where the floor comes from (None: the tool's own rule)."""
+        ...
+
+    @property
+    def effects(self) -> ToolEffects:
+        """What its calls and results do and where that is declared (`policy.flow`; a tool that
+        declares nothing has all four)."""
+        ...
+
+    @property
+    def searches_chat_data_sources(self) -> bool:
+        """The tool is how the model searches the chat's data sources: its offer decision decides
+        the retrieval mode (`ToolRegistry.retrieval_mode`)."""
+        ...
+
+    def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
+        """What this tool's resolved settings tell the other tools of a request."""
+        ...
+
+    def setting_problem(self, name: str, value: str) -> str | None:
+        """Why one value of one of its setting fields is refused, beyond the schema (None: fine)."""
+        ...
+
 
 class DefinedTool:
     """A tool that is exactly its definition: available, validated only by its schema, untailored.
 
-    Used for definitions that arrive as data and as the base the built-in tools extend.
+    Used for definitions that arrive as data and as the base every tool extends: it gives each
+    optional member of the `Tool` protocol its default.
     """
+
+    companion_tool_ids: tuple[str, ...] = ()
+    switch_off_gate: ToolGate | None = None
+    approval_gate: ToolGate | None = None
+    minimum_confidence_floor: ConfidenceLevel = ConfidenceLevel.NONE
+    minimum_confidence_floor_evidence: Evidence | None = None
+    searches_chat_data_sources: bool = False
 
     def __init__(
         self,
@@ -184,3 +236,43 @@ class DefinedTool:
 
     async def resolve_instructions(self, context: ResolutionContext) -> str:
         return self._definition.system_prompt_instructions
+
+    def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
+        return NO_EXTRAS
+
+    def setting_problem(self, name: str, value: str) -> str | None:
+        return None
+
+
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The public members a protocol declares, its bases' first, in declaration order."""
+    names: dict[str, None] = {}
+    for base in reversed(protocol.__mro__):
+        if base is Protocol or not getattr(base, "_is_protocol", False):
+            continue
+        for name in (*vars(base), *getattr(base, "__annotations__", {})):
+            if not name.startswith("_"):
+                names[name] = None
+    return tuple(names)
+
+
+def missing_members(tool: object, protocol: type | None = None) -> tuple[str, ...]:
+    """The members of `protocol` (default `Tool`) that `tool` lacks, in declaration order: a tool
+    written to the protocol without `DefinedTool`, which gives every optional member its
+    default."""
+    return tuple(m for m in protocol_members(protocol or Tool) if not hasattr(tool, m))
+
+
+@cache
+def misspelled_members(kind: type) -> tuple[tuple[str, str], ...]:
+    """(name, meant) for each public member a tool class adds that is a near miss of a `Tool`
+    member: never read, so what it means to say would be silently ignored."""
+    from policy.suggest import closest_name
+
+    members = protocol_members(Tool)
+    added = sorted(n for n in set(dir(kind)) - set(dir(DefinedTool)) if not n.startswith("_"))
+    return tuple(
+        (name, meant)
+        for name in added
+        if name not in members and (meant := closest_name(name, members)) is not None
+    )

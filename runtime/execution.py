@@ -10,6 +10,7 @@ from policy.definitions import ToolDefinition
 from policy.errors import ToolPolicyError
 from policy.provider_facts import ProviderFacts
 from policy.tools import NO_EXTRAS, RequestExtras, Tool
+from policy.tools import missing_members as policy_missing_members
 from policy.vocabulary import (
     ConfidenceLevel,
     DataSecurity,
@@ -294,22 +295,7 @@ def returns_untrusted_content(tool: object) -> bool:
     return getattr(tool, "returns_untrusted_external_content", False) is True
 
 
-def _protocol_members(protocol: type) -> tuple[str, ...]:
-    """The public members a protocol declares, its bases' first, in declaration order."""
-    names: dict[str, None] = {}
-    for base in reversed(protocol.__mro__):
-        if base is Protocol or not getattr(base, "_is_protocol", False):
-            continue
-        for name in (*vars(base), *getattr(base, "__annotations__", {})):
-            if not name.startswith("_"):
-                names[name] = None
-    return tuple(names)
-
-
 def missing_members(tool: object) -> tuple[str, ...]:
     """The members of `ExecutableTool` this object lacks (extend `DefinedTool` to get all but
     `execute`)."""
-    return tuple(name for name in _EXECUTABLE_MEMBERS if not hasattr(tool, name))
-
-
-_EXECUTABLE_MEMBERS = _protocol_members(ExecutableTool)
+    return policy_missing_members(tool, ExecutableTool)

@@ -130,6 +130,9 @@ DEFINITION = _semantic_search_definition()
 class SemanticSearchTool(DefinedTool):
     """semantic_search as the policy sees it: offered with the chat's data sources only."""
 
+    searches_chat_data_sources = True
+    """Its offer decision decides whether the model searches the data sources or every message is."""
+
     def __init__(self) -> None:
         super().__init__(
             DEFINITION,

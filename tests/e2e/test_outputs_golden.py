@@ -215,7 +215,9 @@ def test_every_decision_and_its_explanation_are_unchanged(
                             "retrieval_mode": preferred.name,
                             "provider": provider.id,
                             "component": component.value,
-                            "effective": repr(mode),
+                            "mode": mode.mode.name,
+                            "fallback_reason": mode.fallback_reason.name,
+                            "decision": decision_document(mode.decision) if mode.decision else None,
                         }
                     )
                 )

@@ -19,9 +19,9 @@ from policy.builtin import (
     read_web_page_instructions,
 )
 from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.definitions import validate_definition
 from policy.provenance import Origin, SourceLocation
-from policy.registry import ToolRegistry
 from policy.tools import RequestExtras, ResolutionContext, Tool
 from policy.vocabulary import (
     Component,

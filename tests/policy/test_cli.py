@@ -197,7 +197,7 @@ def test_help_does_not_import_heavy_modules() -> None:
             main(["--help"])
         except SystemExit:
             pass
-        heavy = {"lupa", "httpx", "pydantic", "trafilatura", "policy.registry", "policy.plugins"}
+        heavy = {"lupa", "httpx", "pydantic", "trafilatura", "policy.decide.registry", "policy.plugins"}
         print(sorted(m for m in heavy if m in sys.modules))
         """
     )
@@ -400,8 +400,11 @@ def test_explain_json_contract(base: Path) -> None:
     guarded = [check["check"] for check in document["checks"]]
     assert guarded[:3] == ["TOOLS_SWITCHED_OFF", "MODEL_CANNOT_USE_TOOLS", "NOT_AVAILABLE_HERE"]
     assert "PROVIDER_CONFIDENCE_TOO_LOW" in guarded
+    names = [check["name"] for check in document["checks"]]
+    assert names[2] == "NOT_MEANT_HERE" and "NOT_AVAILABLE_HERE" in names[3:]
+    assert len(set(names)) == len(names), "each check has a name of its own"
     for check in document["checks"]:
-        assert set(check) == {"check", "passed", "detail", "evidence"}
+        assert set(check) == {"check", "name", "passed", "detail", "evidence"}
         assert check["passed"] is True
 
 

@@ -18,7 +18,7 @@ EXAMPLES = ROOT / "examples" / "organization"
 def test_importing_the_package_stays_light() -> None:
     probe = (
         "import sys, policy\n"
-        "heavy = ('pydantic', 'lupa', 'httpx', 'policy.registry', 'policy.plugins')\n"
+        "heavy = ('pydantic', 'lupa', 'httpx', 'policy.decide.registry', 'policy.plugins')\n"
         "print([m for m in heavy if m in sys.modules])\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -148,7 +148,7 @@ def test_help_imports_no_lazily_attached_command() -> None:
         "lupa",
         "httpx",
         "keyring",
-        "policy.registry",
+        "policy.decide.registry",
     }
     assert sorted(unused & report.modules) == []
     assert report.started == ()

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from policy import Policy, secrets
 from policy.builtin import builtin_tools
 from policy.configuration import PolicyConfiguration, SecretValue
+from policy.decide.registry import ToolRegistry
 from policy.definitions import (
     SettingField,
     SettingsSchema,
@@ -48,7 +49,6 @@ from policy.export import (
     lua_string,
 )
 from policy.merge import load_configuration
-from policy.registry import ToolRegistry
 from policy.tools import DefinedTool, Tool
 from policy.user_settings import load_user_settings
 from policy.vocabulary import ConfidenceLevel

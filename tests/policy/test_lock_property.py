@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policy.configuration import BrokenPlugin, PolicyConfiguration, ProviderConfig, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.definitions import SettingField, SettingsSchema, ToolDefinition, ToolFunction
 from policy.merge import merge_plugins, plugin_order
 from policy.plugins import ConfigurationPlugin, PluginSetting
 from policy.provenance import SourceLocation
-from policy.registry import ToolRegistry
 from policy.tools import DefinedTool
 from policy.vocabulary import (
     Component,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from policy.catalog import UnknownToolError
 from policy.configuration import (
     BrokenPlugin,
     ManagedSetting,
@@ -14,6 +15,7 @@ from policy.configuration import (
     ProviderConfig,
     UserSettings,
 )
+from policy.decide.registry import ToolRegistry
 from policy.definitions import (
     DefinitionSource,
     SettingField,
@@ -24,7 +26,6 @@ from policy.definitions import (
     ToolVisibility,
 )
 from policy.provenance import Origin, SourceLocation
-from policy.registry import ToolRegistry, UnknownToolError
 from policy.tools import DefinedTool, ResolutionContext
 from policy.vocabulary import (
     Component,

@@ -21,7 +21,7 @@ from policy.resolve import (
     resolve_tool_settings,
     tools_enabled,
 )
-from policy.tools import CONFIGURED, ToolConfigurationState
+from policy.tools import CONFIGURED, DefinedTool, ToolConfigurationState
 from policy.vocabulary import ConfidenceLevel, ProviderKind, SettingSource
 
 ORG = Origin("org", "Organization", SourceLocation("org/plugin.lua", 3))
@@ -169,8 +169,11 @@ def test_values_for_the_tool_reveal_secrets_and_leave_out_unset_fields() -> None
 # --- configuration state ------------------------------------------------------------------------
 
 
-class _Validating:
+class _Validating(DefinedTool):
     def __init__(self, state: ToolConfigurationState | Exception) -> None:
+        super().__init__(
+            ToolDefinition(id="demo", implementation_key="demo", function=ToolFunction(name="demo"))
+        )
         self.state = state
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:

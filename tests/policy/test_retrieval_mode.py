@@ -8,8 +8,8 @@ from policy.builtin import (
     builtin_tools,
 )
 from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderConfig, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.provenance import Origin, SourceLocation
-from policy.registry import ToolRegistry
 from policy.tools import RequestExtras
 from policy.vocabulary import (
     Component,

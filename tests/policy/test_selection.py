@@ -12,6 +12,7 @@ from policy.builtin import (
     builtin_tools,
 )
 from policy.configuration import ManagedSetting, PolicyConfiguration, UserSettings
+from policy.decide.registry import ToolRegistry
 from policy.definitions import (
     SettingField,
     SettingsSchema,
@@ -20,7 +21,6 @@ from policy.definitions import (
     ToolFunction,
 )
 from policy.provenance import Origin, SourceLocation
-from policy.registry import ToolRegistry
 from policy.tools import DefinedTool, RequestExtras
 from policy.vocabulary import Component, ConfidenceLevel
 

@@ -109,11 +109,11 @@ def test_every_documented_error_derives_from_the_one_root() -> None:
     import policy
     import runtime
     from policy.builtin import ToolSettingsError
+    from policy.catalog import UnknownToolError
     from policy.errors import ToolPolicyError
     from policy.export import ExportError, SecretExportError
     from policy.lua_sandbox import LuaSandboxError
     from policy.plugins import PluginLoadError
-    from policy.registry import UnknownToolError
     from policy.secrets import SecretError
     from policy.user_settings import UserSettingsError
     from runtime.config_fetch import CaBundleError, ConfigurationArchiveError

@@ -32,6 +32,15 @@ def test_an_object_lacks_every_member_of_the_protocol_in_declaration_order() -> 
         "validate_configuration",
         "resolve_function",
         "resolve_instructions",
+        "companion_tool_ids",
+        "switch_off_gate",
+        "approval_gate",
+        "minimum_confidence_floor",
+        "minimum_confidence_floor_evidence",
+        "effects",
+        "searches_chat_data_sources",
+        "request_extras",
+        "setting_problem",
         "execute",
     )
 

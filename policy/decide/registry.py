@@ -1,8 +1,9 @@
-"""The request planner: from a request's selection to the tools it offers.
+"""The registry: the tools of one configuration and every question about offering them.
 
-Asks the `OfferDecider` about every candidate (`request_decisions`, which `policy replay` asks
-too), then each tool that passed what it offers in this request (`runnable_tools`); a tool whose
-resolution fails costs only itself.
+`ToolRegistry` is the catalog (`policy.catalog.ToolCatalog`) with the offer checks over it
+(`policy.decide.decider.OfferDecider`) and request planning (here): a request's candidates, the
+checks' verdict on each (`request_decisions`, which `policy replay` asks too), then what each
+tool that passed offers now; a tool whose resolution fails costs only itself.
 """
 
 from __future__ import annotations
@@ -10,24 +11,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from policy.catalog import ToolCatalog, ToolFacts
-from policy.configuration import (
-    ProviderConfig,
-)
-from policy.decider import OfferDecider, ProviderOfferFacts
-from policy.decision import (
-    OfferDecision,
-    RunnableTool,
-    RunnableTools,
-)
+from policy.catalog import ToolFacts, flow_rule
+from policy.configuration import ProviderConfig
+from policy.decide.decider import OfferDecider
+from policy.decide.provider import ProviderOfferFacts
+from policy.decision import OfferDecision, RunnableTool, RunnableTools
 from policy.definitions import (
     ToolDefinition,
     ToolFunction,
 )
-from policy.tools import (
-    RequestExtras,
-    ResolutionContext,
-)
+from policy.flow import UNDECLARED, ChatHoldings, FlowConflict, FlowRule, flow_conflict
+from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import (
     Component,
     DataSourceRetrievalMode,
@@ -47,22 +41,25 @@ TOOL_POLICY_INTRO = (
 )
 
 
-class RequestPlanner:
-    """What one request offers: its candidates (context tools and the expanded selection), the
-    decider's verdict on each, then what each passing tool offers now (`resolve_function`,
-    `resolve_instructions`), and the instructions for the system prompt."""
+class ToolRegistry(OfferDecider):
+    """The tools of one configuration and every question about offering them: the catalog
+    (`ToolCatalog`: which tools exist, their settings and selection rules), the offer checks in
+    order (`OfferDecider`) and, here, what one request offers: its candidates (context tools and
+    the expanded selection), the checks' verdict on each, then what each passing tool offers now
+    (`resolve_function`, `resolve_instructions`), and the instructions for the system prompt.
 
-    def __init__(self, catalog: ToolCatalog, decider: OfferDecider) -> None:
-        self._catalog = catalog
-        self._decider = decider
+    Built once per configuration change; explain, lint, diff, the web page, the MCP gateway,
+    replay and the runtime's request preparation all ask it.
+    """
+
+    def _prepare(self) -> None:
+        super()._prepare()
         self._candidates: dict[Component, tuple[ToolFacts, ...]] = {}
 
     def _candidates_for(self, component: Component) -> tuple[ToolFacts, ...]:
         cached = self._candidates.get(component)
         if cached is None:
-            cached = tuple(
-                f for f in self._catalog.ordered if f.available and component in f.visible_in
-            )
+            cached = tuple(f for f in self.ordered if f.available and component in f.visible_in)
             self._candidates[component] = cached
         return cached
 
@@ -70,14 +67,14 @@ class RequestPlanner:
         self, selected_ids: Iterable[str], component: Component
     ) -> list[ToolFacts]:
         """The tools one request asks the checks about: context tools and the expanded selection."""
-        wanted = set(self._catalog.expand_selection(selected_ids))
+        wanted = set(self.expand_selection(selected_ids))
         return [
             f
             for f in self._candidates_for(component)
             if f.definition.activation is ToolActivation.CONTEXT or f.definition.id in wanted
         ]
 
-    def _decisions(
+    def _candidate_decisions(
         self,
         candidates: Sequence[ToolFacts],
         provider: ProviderOfferFacts,
@@ -87,8 +84,7 @@ class RequestPlanner:
         """The decider's verdict on each candidate, in order: `request_decisions` and
         `runnable_tools` both ask here, so a replay re-decides exactly what a request decided."""
         return tuple(
-            self._decider.decision(f.definition.id, provider, component, restriction)
-            for f in candidates
+            self.decision(f.definition.id, provider, component, restriction) for f in candidates
         )
 
     def request_decisions(
@@ -101,9 +97,11 @@ class RequestPlanner:
     ) -> tuple[OfferDecision, ...]:
         """The checks' verdict on every candidate of one request, before any tool is asked what
         it offers: what `runnable_tools` decides first, and what `policy replay` re-decides."""
-        provider_facts = self._decider.provider_facts(provider)
+        provider_facts = self.provider_facts(provider)
         candidates = self._request_candidates(selected_ids, component)
-        return self._decisions(candidates, provider_facts, component, outbound_restriction)
+        return self._candidate_decisions(
+            candidates, provider_facts, component, outbound_restriction
+        )
 
     async def runnable_tools(
         self,
@@ -119,16 +117,14 @@ class RequestPlanner:
     ) -> RunnableTools:
         """The tools one request offers: checks first, then each passing tool is asked what it
         offers; a failing resolution costs only that tool."""
-        provider_facts = self._decider.provider_facts(provider)
+        provider_facts = self.provider_facts(provider)
         if not may_run_tools:
             return RunnableTools((), "", ())
         candidates = self._request_candidates(selected_ids, component)
-        decisions = self._decisions(candidates, provider_facts, component, outbound_restriction)
-        if not self._decider.global_check.passed or not provider_facts.availability.is_available:
-            return RunnableTools((), "", decisions)
-        shared_extras = (
-            self._catalog.request_extras.merged(extras) if extras else self._catalog.request_extras
+        decisions = self._candidate_decisions(
+            candidates, provider_facts, component, outbound_restriction
         )
+        shared_extras: RequestExtras | None = None
         offered: list[RunnableTool] = []
         left_out: list[tuple[str, str]] = []
         for facts, decision in zip(candidates, decisions, strict=True):
@@ -137,6 +133,10 @@ class RequestPlanner:
             if facts.untailored:
                 offered.append(RunnableTool(facts.definition, facts.tool))
                 continue
+            if shared_extras is None:
+                shared_extras = (
+                    self.request_extras.merged(extras) if extras else self.request_extras
+                )
             context = ResolutionContext(
                 component=component,
                 provider_kind=provider_facts.summary.kind
@@ -231,3 +231,20 @@ class RequestPlanner:
         if not sections:
             return ""
         return f"{TOOL_POLICY_HEADER}\n{TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
+
+    # --- the flow rule (issue 24) ------------------------------------------------------------
+
+    @property
+    def flow_rule(self) -> FlowRule:
+        """`DataTools.FlowRule` in force (OFF when not set)."""
+        return flow_rule(self.configuration)
+
+    def flow_conflict(self, tool_id: str, holdings: ChatHoldings) -> FlowConflict | None:
+        """Whether the tool is in conflict with what the chat holds while a flow rule is on
+        (None: no conflict, or the rule is OFF). BLOCK refuses such a tool, APPROVE asks for
+        each of its calls; an unknown tool counts as declaring nothing."""
+        if self.flow_rule is FlowRule.OFF:
+            return None
+        facts = self.facts(tool_id)
+        effects = facts.effects if facts is not None else UNDECLARED
+        return flow_conflict(tool_id, effects, holdings)

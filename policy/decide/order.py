@@ -1,0 +1,40 @@
+"""The order of the offer checks, written once: each check module in `policy/decide/checks/`
+names its `place`, and `CHECKS` is every module's `CHECK` by ascending place.
+
+Adding a check is one module there (an `OfferCheck` subclass and `CHECK = YourCheck()`) plus its
+test; nothing else lists the checks. Two checks with one place or one name are refused here, at
+import, naming both modules.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+from importlib import import_module
+
+from policy.decide import checks
+from policy.decide.check import OfferCheck
+
+
+def _discovered() -> tuple[OfferCheck, ...]:
+    found: dict[str, OfferCheck] = {}
+    for module_info in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name):
+        module = import_module(f"{checks.__name__}.{module_info.name}")
+        check = getattr(module, "CHECK", None)
+        if not isinstance(check, OfferCheck):
+            raise TypeError(f"{module.__name__} has no CHECK (an OfferCheck instance)")
+        found[module.__name__] = check
+    for attribute in ("place", "name"):
+        seen: dict[object, str] = {}
+        for module_name, check in found.items():
+            value = getattr(check, attribute)
+            if value in seen:
+                raise ValueError(
+                    f"two offer checks have the {attribute} {value!r}: {seen[value]} and "
+                    f"{module_name}"
+                )
+            seen[value] = module_name
+    return tuple(sorted(found.values(), key=lambda c: c.place))
+
+
+CHECKS: tuple[OfferCheck, ...] = _discovered()
+"""Every offer check, in the order a decision asks them; the first that fails is its reason."""
