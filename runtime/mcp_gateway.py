@@ -92,6 +92,8 @@ class _View:
     policy: Policy
     provider: ProviderConfig | None
     by_function: Mapping[str, tuple[ToolDefinition, ExecutableTool]]
+    runnable: tuple[tuple[ToolDefinition, ExecutableTool], ...]
+    """The offered tools as the executor takes them (made once per view, not per call)."""
     left_out: Mapping[str, str]
     listed: tuple[types.Tool, ...]
     refusal: str = ""
@@ -156,6 +158,7 @@ class McpGateway:
                 "Tools governed by the organization's policy; each call is checked again and "
                 "may be refused."
             ),
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
@@ -193,12 +196,7 @@ class McpGateway:
         policy = runtime.policy
         if policy is not self._views.policy:
             self._views = _Views(policy)
-        key = (
-            chat.required_provider_confidence,
-            chat.required_data_security,
-            chat.outbound_restriction,
-            chat.outbound_mailbox_id,
-        )
+        key = _requirements(chat)
         view = self._views.by_requirements.get(key)
         if view is None:
             view = await self._build_view(runtime, policy, chat)
@@ -216,20 +214,39 @@ class McpGateway:
                 f"The provider '{self._provider}' is not configured (any more); the gateway "
                 "offers no tool until it is."
             )
-            return _View(runtime, policy, None, {}, {}, (), refusal)
+            return _View(runtime, policy, None, {}, (), {}, (), refusal)
         registry = policy.registry
         try:
             ensure_provider_allowed(chat, ProviderFacts.of(registry, provider))
         except ChatRequirementError as error:
-            return _View(runtime, policy, provider, {}, {}, (), str(error))
+            return _View(runtime, policy, provider, {}, (), {}, (), str(error))
         offer = await runtime.executable_tools(
             chat, provider, component=self._component, selected_tool_ids=registry.tool_ids
         )
         by_function = {d.function.name: (d, t) for d, t in offer.tools}
         listed = tuple(_listed(d, t) for d, t in offer.tools)
         return _View(
-            runtime, policy, provider, by_function, dict(offer.left_out), listed, "", offer.decided
+            runtime,
+            policy,
+            provider,
+            by_function,
+            tuple(by_function.values()),
+            dict(offer.left_out),
+            listed,
+            "",
+            offer.decided,
         )
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """A tool's parameters as the HTTP clients' view offers it now, for the SDK's check of
+        a call's `Mcp-Param-*` headers. A lookup: without it the SDK ran the whole `tools/list`
+        handler for every call over HTTP (each call's cost grew with the number of tools).
+        None while that view is not built (the SDK then checks no header; the call is decided
+        as always)."""
+        client = self._clients.get("http")
+        view = self._views.by_requirements.get(_requirements(client.chat)) if client else None
+        offered = view.by_function.get(name) if view is not None else None
+        return offered[0].function.parameters if offered is not None else None
 
     def _refusal(self, view: _View, name: str) -> str:
         if view.refusal:
@@ -279,7 +296,7 @@ class McpGateway:
         assert view.provider is not None
         outcome = await view.runtime.executor().execute(
             call,
-            tuple(view.by_function.values()),
+            view.runnable,
             order=client.calls,
             chat=client.chat,
             provider=ProviderFacts.of(view.policy.registry, view.provider),
@@ -421,6 +438,16 @@ def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
         description=definition.function.description_for_llm,
         input_schema=dict(definition.function.parameters),
         annotations=annotations,
+    )
+
+
+def _requirements(chat: Chat) -> tuple[Any, ...]:
+    """What of a chat's state its view depends on."""
+    return (
+        chat.required_provider_confidence,
+        chat.required_data_security,
+        chat.outbound_restriction,
+        chat.outbound_mailbox_id,
     )
 
 

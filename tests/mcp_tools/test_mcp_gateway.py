@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -351,3 +352,41 @@ async def test_an_injection_removed_from_a_gateway_call_is_in_its_decision_recor
     assert (seen["source_kind"], seen["source"]) == ("tool_content", "tickets__inject")
     assert seen["removed"] >= 1 and seen["rules"]
     assert "Ignore all previous" not in decisions.read_text(encoding="utf-8")
+
+
+async def test_a_call_over_http_does_not_list_every_tool_again(tmp_path: Path) -> None:
+    """Issue 31: the SDK checks a 2026-07-28 HTTP call's `Mcp-Param-*` headers against the called
+    tool's schema; asked nothing, it ran the gateway's whole `tools/list` handler for every call,
+    so each call cost more the more tools were offered. The gateway hands it the schema from the
+    view in force: calls list nothing."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from runtime.mcp_gateway import McpGateway
+    from runtime.session import ChatRuntime
+    from tests.mcp_tools.test_mcp import HEADER
+    from tests.runtime._scripted_adapter import EchoTool
+    from tests.servers.loopback import running_app
+
+    org = tmp_path / "org"
+    org.mkdir()
+    (org / "plugin.lua").write_text(HEADER, encoding="utf-8")
+    echo = EchoTool("echo")
+    runtime = ChatRuntime(load_policy(org=[org], extra_tools=[echo]))
+
+    class CountingGateway(McpGateway):
+        listed = 0
+
+        async def _list_tools(self, ctx: Any, params: Any) -> Any:
+            CountingGateway.listed += 1
+            return await super()._list_tools(ctx, params)
+
+    gateway = CountingGateway(runtime, "OpenAI")
+    with running_app(gateway.http_app("127.0.0.1"), lifespan=True) as served:
+        async with Client(streamable_http_client(served.url("/mcp"))) as client:
+            assert "echo" in {t.name for t in (await client.list_tools()).tools}
+            for number in range(5):
+                answer = await client.call_tool("echo", {"text": f"call {number}"})
+                assert not answer.is_error, answer
+    assert CountingGateway.listed == 1, "only the client's own listing"
+    assert [dict(a) for a in echo.arguments][-1] == {"text": "call 4"}
