@@ -212,9 +212,20 @@ def build_server(path: Path) -> Server[Any]:
             return types.CallToolResult(content=[types.TextContent(text="changed")])
         raise ValueError(f"unknown tool {name}")
 
+    schemas: dict[str, Any] = {}
+
+    def input_schema(name: str) -> Any:
+        """A tool's schema for the SDK's check of a call's `Mcp-Param-*` headers, as SDK servers
+        built with `MCPServer` answer it (else the SDK runs `tools/list` for every call)."""
+        if name not in schemas:
+            schemas.clear()
+            schemas.update({t.name: t.input_schema for t in _tools(path)})
+        return schemas.get(name)
+
     return Server(
         "tickets",
         version="1.0",
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(bus),
