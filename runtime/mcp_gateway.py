@@ -488,7 +488,13 @@ def _rebinding_protection(host: str) -> TransportSecuritySettings | None:
     )
 
 
+_REALM = 'Bearer realm="policy mcp serve"'
+
+
 def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:
+    """`app` answering only requests with the token; any other gets 401 with the challenge of
+    RFC 6750 (`WWW-Authenticate: Bearer`, with `error="invalid_token"` when a token was sent),
+    so a client reports a missing or wrong token instead of starting a sign-in flow."""
     from starlette.responses import JSONResponse
 
     expected = f"Bearer {token}".encode()
@@ -497,7 +503,12 @@ def _bearer_required(app: ASGIApp, token: str) -> ASGIApp:
         if scope["type"] == "http":
             presented = dict(scope.get("headers") or ()).get(b"authorization", b"")
             if not hmac.compare_digest(presented, expected):
-                response = JSONResponse({"error": "a valid bearer token is required"}, 401)
+                challenge = f'{_REALM}, error="invalid_token"' if presented else _REALM
+                response = JSONResponse(
+                    {"error": "a valid bearer token is required"},
+                    401,
+                    headers={"WWW-Authenticate": challenge},
+                )
                 await response(scope, receive, send)
                 return
         await app(scope, receive, send)

@@ -95,7 +95,13 @@ async def test_the_http_gateway_needs_its_token_and_tells_clients_of_a_rug_pull(
         "--org", org, "--provider", "OpenAI", "--token", "t0ken", "--decision-log", decisions
     ) as (url, log):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-        assert httpx.post(url, json={}).status_code == 401, "no token, no tools"
+        missing = httpx.post(url, json={})
+        assert missing.status_code == 401, "no token, no tools"
+        assert missing.headers["www-authenticate"] == 'Bearer realm="policy mcp serve"'
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer guess"})
+        assert wrong.status_code == 401
+        assert wrong.headers["www-authenticate"].endswith(', error="invalid_token"')
+        assert "t0ken" not in wrong.text + str(wrong.headers)
         async with McpSessions([_gateway(url, token="t0ken")]) as client:
             (listing,) = (await client.listings()).values()
             assert listing.ok, listing.error
