@@ -37,30 +37,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.mcp_tools.test_mcp import HEADER  # noqa: E402  the test organization: one provider
+
 SERVER = ROOT / "tests" / "servers" / "mcp_server.py"
 SERVER_ID = "6f1c0000-0000-4000-8000-000000000001"
 ARGUMENTS = {"ticket_id": "1", "text": "x"}
-ORG = """ID = "11111111-2222-4333-8444-555555555555"
-NAME = "bench org"
-DESCRIPTION = "the gateway bench"
-VERSION = "1.0.0"
-TYPE = "CONFIGURATION"
-AUTHORS = {"t"}
-SUPPORT_CONTACT = "t"
-SOURCE_URL = "https://example.org"
-CATEGORIES = {"CORE"}
-TARGET_GROUPS = {"EVERYONE"}
-IS_MAINTAINED = true
-DEPRECATION_MESSAGE = ""
-CONFIG = {}
-CONFIG["SETTINGS"] = {}
-CONFIG["LLM_PROVIDERS"] = {}
-CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "11111111-1111-4111-8111-111111111111",
-  ["InstanceName"] = "OpenAI", ["UsedLLMProvider"] = "OPEN_AI", ["Host"] = "NONE",
-  ["Hostname"] = "", ["Model"] = { ["Id"] = "gpt-4.1", ["DisplayName"] = "GPT" } }
-CONFIG["MCP_SERVERS"] = {}
+ORG = (
+    HEADER
+    + """CONFIG["MCP_SERVERS"] = {}
 CONFIG["MCP_SERVERS"][1] = { ["Id"] = "%s", ["Name"] = "tickets", %s }
 """
+)
 
 
 def _lua(text: str) -> str:
