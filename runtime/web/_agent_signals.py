@@ -457,7 +457,7 @@ def is_shown(signal: Signal, view: str, lowered: str) -> bool:
 
 
 _AGENT_OBJECT = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
     r"|https?://|\bwww\.[\w-]"
     r"|\b[a-z]{2}\d{2}[a-z0-9]{10,30}\b|\d{9,}"
     r"|(?<![\w'])'[^'\n]{1,80}'(?![\w'])"
@@ -470,7 +470,13 @@ _AGENT_OBJECT = re.compile(
 )
 """What a request aimed at an agent spells out and a note to a colleague leaves to the reader
 (see the module doc): a target address, account or exact value, the user's own data by that
-name, all of a kind of item, or words to say."""
+name, all of a kind of item, or words to say. Every repetition is bounded and an address starts
+where a run of its characters starts, so a long run costs one pass, not one per position."""
+
+
+_OBJECT_REACH = 500
+"""How far after its verb a task names its target (AgentDojo's goals: within about 200
+characters). Bounded, so a text of many markers costs a pass per marker, not per passage."""
 
 
 def requests_action(lowered: str, start: int, end: int) -> bool:
@@ -480,4 +486,7 @@ def requests_action(lowered: str, start: int, end: int) -> bool:
     ("IMPORTANT!!! The VPN moves. Visit …") is written to people."""
     gap = _CLAUSE_GAP.match(lowered, start, end)
     action = _ACTION.match(lowered, gap.end() if gap else start, end)
-    return action is not None and _AGENT_OBJECT.search(lowered, action.start(), end) is not None
+    if action is None:
+        return False
+    reach = min(end, action.start() + _OBJECT_REACH)
+    return _AGENT_OBJECT.search(lowered, action.start(), reach) is not None
