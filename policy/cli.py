@@ -29,16 +29,19 @@ from policy.cli_options import (
     SHELLS,
     ConfigurationSources,
     NameChoice,
+    command_line_provider,
     complete_providers,
     complete_tool_ids,
     completion_script,
     component_option,
+    configured_provider,
     examples,
     format_option,
     load_cli_policy,
     offline_option,
+    skipped_providers,
     tools_file_option,
-    unknown_tool_note,
+    unknown_tool_error,
 )
 from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind
 
@@ -534,46 +537,10 @@ def explain(
 
 def _require_known_tool(policy: Policy, tool_id: str) -> None:
     if tool_id not in policy.tool_ids:
-        from policy.suggest import did_you_mean
-
-        known = ", ".join(sorted(policy.tool_ids)) or "(none installed)"
-        hint = did_you_mean(tool_id, policy.tool_ids)
-        from policy.cli_errors import CodedUsageError
-
-        raise CodedUsageError(
-            f"unknown tool '{tool_id}'{hint or '.'} Known tools: {known} "
-            f"({unknown_tool_note(policy, tool_id)})",
-            code="unknown-tool",
-            param_hint="TOOL_ID",
-        )
+        raise unknown_tool_error(policy, tool_id, policy.tool_ids, "TOOL_ID")
 
 
-def _configured_provider(policy: Policy, provider_id: str) -> ProviderConfig:
-    from policy.errors import UnknownProviderError
-
-    try:
-        return policy.provider(provider_id)
-    except UnknownProviderError as error:
-        hint = "" if policy.providers else " (use --provider-kind KIND [--model MODEL])"
-        raise click.BadParameter(
-            f"{error}{hint}{_skipped_providers(policy)}", param_hint="--provider"
-        ) from None
-
-
-def _provider_list(policy: Policy) -> str:
-    listed = [f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers]
-    none = "none (use --provider-kind KIND [--model MODEL])"
-    return (", ".join(listed) if listed else none) + _skipped_providers(policy)
-
-
-def _skipped_providers(policy: Policy) -> str:
-    """What is missing is named: each skipped provider entry with file:line and why."""
-    from policy.terminal import terminal_safe
-
-    entries = policy.configuration.skipped_entries("LLM_PROVIDERS")
-    if not entries:
-        return ""
-    return ". Skipped, not in force: " + "; ".join(terminal_safe(str(e)) for e in entries)
+_BY_KIND = "--provider-kind KIND [--model MODEL]"
 
 
 def _single_provider(
@@ -583,14 +550,7 @@ def _single_provider(
 
     if provider_kind:
         return kind_provider(ProviderKind(provider_kind.upper()), model or "")
-    if provider_id:
-        return _configured_provider(policy, provider_id)
-    if len(policy.providers) == 1:
-        return policy.providers[0]
-    raise click.UsageError(
-        "choose a provider with --provider ID or --provider-kind KIND [--model MODEL]. "
-        f"Configured providers: {_provider_list(policy)}"
-    )
+    return command_line_provider(policy, provider_id, _BY_KIND)
 
 
 def _matrix_providers(
@@ -601,11 +561,11 @@ def _matrix_providers(
     if provider_kind:
         return [kind_provider(ProviderKind(provider_kind.upper()), model or "")]
     if provider_id:
-        return [_configured_provider(policy, provider_id)]
+        return [configured_provider(policy, provider_id, _BY_KIND)]
     if not policy.providers:
         raise click.UsageError(
             'the configuration has no providers (CONFIG["LLM_PROVIDERS"]); '
-            f"use --provider-kind KIND [--model MODEL]{_skipped_providers(policy)}"
+            f"use {_BY_KIND}{skipped_providers(policy)}"
         )
     return list(policy.providers)
 

@@ -19,6 +19,8 @@ from policy.vocabulary import COMPONENT_NAMES, Component
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.cli_errors import CodedUsageError
+    from policy.configuration import ProviderConfig
     from policy.tools import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -225,6 +227,66 @@ def unknown_tool_note(policy: Policy, tool_id: str) -> str:
             return f"MCP server {server.name} is not listed ({why}), so its tools are unknown"
         return f"MCP server {server.name} lists no such tool ({listing.status})"
     return "an app's own tools: add --tools-file FILE"
+
+
+def unknown_tool_error(
+    policy: Policy, tool_id: str, known: Sequence[str], param_hint: str
+) -> CodedUsageError:
+    """The usage error for a `tool_id` that is not among the `known` ids: the near miss, every
+    known id, and where the tool would come from (`unknown_tool_note`)."""
+    from policy.cli_errors import CodedUsageError
+    from policy.suggest import did_you_mean
+
+    return CodedUsageError(
+        f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
+        f"Known tools: {', '.join(sorted(known)) or '(none installed)'} "
+        f"({unknown_tool_note(policy, tool_id)})",
+        code="unknown-tool",
+        param_hint=param_hint,
+    )
+
+
+def configured_provider(policy: Policy, provider_id: str, other_way: str = "") -> ProviderConfig:
+    """The provider `--provider` names, by id or name; an unknown one is a usage error that
+    names the configured ones and every skipped provider entry (and `other_way` to name a
+    provider when none is configured)."""
+    from policy.errors import UnknownProviderError
+
+    try:
+        return policy.provider(provider_id)
+    except UnknownProviderError as error:
+        hint = f" (use {other_way})" if other_way and not policy.providers else ""
+        raise click.BadParameter(
+            f"{error}{hint}{skipped_providers(policy)}", param_hint="--provider"
+        ) from None
+
+
+def command_line_provider(
+    policy: Policy, provider_id: str | None, other_way: str = ""
+) -> ProviderConfig:
+    """`--provider`'s provider, else the only one configured; with several (or none) a usage
+    error listing them, the skipped entries and `other_way` to name a provider."""
+    if provider_id:
+        return configured_provider(policy, provider_id, other_way)
+    if len(policy.providers) == 1:
+        return policy.providers[0]
+    listed = [f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers]
+    ways = f"--provider ID or {other_way}" if other_way else "--provider ID"
+    none = f"none (use {other_way})" if other_way else "none"
+    raise click.UsageError(
+        f"choose a provider with {ways}. Configured providers: "
+        f"{', '.join(listed) or none}{skipped_providers(policy)}"
+    )
+
+
+def skipped_providers(policy: Policy) -> str:
+    """What is missing is named: each skipped provider entry with file:line and why."""
+    from policy.terminal import terminal_safe
+
+    entries = policy.configuration.skipped_entries("LLM_PROVIDERS")
+    if not entries:
+        return ""
+    return ". Skipped, not in force: " + "; ".join(terminal_safe(str(e)) for e in entries)
 
 
 def tools_from_files(paths: Sequence[Path]) -> list[Tool]:

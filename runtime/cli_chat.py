@@ -20,6 +20,7 @@ import click
 from policy.cli import configuration_options, finding_line
 from policy.cli_options import (
     ConfigurationSources,
+    command_line_provider,
     complete_providers,
     complete_tool_ids,
     component_option,
@@ -29,7 +30,7 @@ from policy.cli_options import (
     load_cli_policy,
     offline_option,
     tools_file_option,
-    unknown_tool_note,
+    unknown_tool_error,
 )
 from policy.terminal import terminal_json, terminal_safe, terminal_text
 from policy.vocabulary import Component
@@ -189,37 +190,17 @@ def _wire_api(given: str | None) -> WireApi | None:
 
 def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
     """A `--tool` id no installed tool or collection has is a usage error, with a near miss."""
-    from policy.cli_errors import CodedUsageError
-    from policy.suggest import did_you_mean
-
     registry = policy.registry
     for tool_id in tool_ids:
         if not registry.is_known(tool_id):
-            known = sorted(registry.tool_ids)
-            raise CodedUsageError(
-                f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
-                f"Known tools: {', '.join(known) or '(none installed)'} "
-                f"({unknown_tool_note(policy, tool_id)})",
-                code="unknown-tool",
-                param_hint="--tool",
-            )
+            raise unknown_tool_error(policy, tool_id, sorted(registry.tool_ids), "--tool")
 
 
 def chosen_provider(
     policy: Policy, provider_id: str | None, base_url: str | None
 ) -> ProviderConfig:
-    from policy.errors import UnknownProviderError
-
-    listed = ", ".join(f"{p.id} ({p.name}, {p.kind.value})" for p in policy.providers) or "none"
-    if provider_id:
-        try:
-            provider = policy.provider(provider_id)
-        except UnknownProviderError as error:
-            raise click.BadParameter(str(error), param_hint="--provider") from None
-    elif len(policy.providers) == 1:
-        provider = policy.providers[0]
-    else:
-        raise click.UsageError(f"choose a provider with --provider ID. Configured: {listed}")
+    """The provider `--provider` names (or the only one), at `--base-url` when given."""
+    provider = command_line_provider(policy, provider_id)
     if base_url:
         provider = dataclasses.replace(provider, hostname=base_url.strip())
     return provider

@@ -293,6 +293,26 @@ def test_no_providers_names_the_skipped_provider(tmp_path: Path) -> None:
     assert named.returncode == 2 and skipped in named.stderr
 
 
+def test_chat_and_mcp_serve_name_the_skipped_provider(tmp_path: Path) -> None:
+    """policy chat and policy mcp serve choose their provider as explain does: what is not in
+    force is named, whether no provider was chosen or the one named is missing."""
+    plugin = _llamacpp_only(tmp_path / "org")
+    entry_line = _line_of(plugin, 'CONFIG["LLM_PROVIDERS"][1]')
+    skipped = (
+        f'Skipped, not in force: {plugin}:{entry_line}: CONFIG["LLM_PROVIDERS"] entry 1 '
+        '(Team Llama) skipped: Host is "LLAMACPP"'
+    )
+    chat = run("chat", "Hi", "--org", plugin.parent, "--offline")
+    assert chat.returncode == 2
+    assert "choose a provider with --provider ID. Configured providers: none" in chat.stderr
+    assert skipped in chat.stderr
+    named = run("chat", "Hi", "--org", plugin.parent, "--provider", "Team Llama", "--offline")
+    assert named.returncode == 2
+    assert "no configured provider 'Team Llama'" in named.stderr and skipped in named.stderr
+    serve = run("mcp", "serve", "--org", plugin.parent, "--no-watch", "--offline")
+    assert serve.returncode == 2 and skipped in serve.stderr
+
+
 def test_explain_names_every_skipped_entry_once(tmp_path: Path) -> None:
     plugin = _server_plugin(tmp_path / "org", '    ["RequirePin"] = true,\n')
     entry_line = _line_of(plugin, 'CONFIG["MCP_SERVERS"][1]')
