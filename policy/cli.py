@@ -30,7 +30,6 @@ from policy.cli_options import (
     ConfigurationSources,
     NameChoice,
     command_line_provider,
-    complete_providers,
     complete_tool_ids,
     completion_script,
     component_option,
@@ -39,6 +38,7 @@ from policy.cli_options import (
     format_option,
     load_cli_policy,
     offline_option,
+    provider_option,
     skipped_providers,
     tools_file_option,
     unknown_tool_error,
@@ -430,12 +430,7 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 )
 @click.argument("tool_id", required=False, shell_complete=complete_tool_ids)
 @_configuration_options
-@click.option(
-    "--provider",
-    "provider_id",
-    help="A configured provider, by id or name.",
-    shell_complete=complete_providers,
-)
+@provider_option()
 @click.option(
     "--provider-kind",
     type=_PROVIDER_KIND,

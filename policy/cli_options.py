@@ -143,6 +143,12 @@ def tools_file_option(function: F) -> F:
     )(function)
 
 
+def provider_option(help: str = "A configured provider, by id or name.") -> Callable[[F], F]:
+    """`--provider` as `provider_id`, completed from the configured providers; the command
+    resolves it with `command_line_provider`."""
+    return click.option("--provider", "provider_id", help=help, shell_complete=complete_providers)
+
+
 def offline_option(function: F) -> F:
     """`--offline` as `offline`: MCP tools only from the listings cached in --state-dir."""
     return click.option(

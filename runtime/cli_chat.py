@@ -21,7 +21,6 @@ from policy.cli import configuration_options, finding_line
 from policy.cli_options import (
     ConfigurationSources,
     command_line_provider,
-    complete_providers,
     complete_tool_ids,
     component_option,
     decision_log_option,
@@ -29,6 +28,7 @@ from policy.cli_options import (
     format_option,
     load_cli_policy,
     offline_option,
+    provider_option,
     tools_file_option,
     unknown_tool_error,
 )
@@ -62,12 +62,7 @@ _STOP_NOTES = {
 )
 @click.argument("message", required=False)
 @configuration_options
-@click.option(
-    "--provider",
-    "provider_id",
-    help="A configured provider, by id or name (InstanceName).",
-    shell_complete=complete_providers,
-)
+@provider_option("A configured provider, by id or name (InstanceName).")
 @click.option(
     "--base-url",
     envvar="TOOLPOLICY_BASE_URL",

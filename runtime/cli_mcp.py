@@ -26,6 +26,7 @@ from policy.cli_options import (
     format_option,
     load_cli_policy,
     offline_option,
+    provider_option,
     tools_file_option,
 )
 from policy.terminal import terminal_json
@@ -226,7 +227,7 @@ def pin(
     ),
 )
 @configuration_options
-@click.option("--provider", "provider_id", help="A configured provider, by id or name.")
+@provider_option()
 @component_option(help="The part of the app the MCP client stands for.")
 @tools_file_option
 @click.option(
