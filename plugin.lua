@@ -111,6 +111,13 @@ CONFIG["SETTINGS"] = {}
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "web_search" }
 
+-- DataTools.RequireApprovalToolIds — Tool ids or globs (`tickets__delete_*`) whose every call
+-- waits for a person's approval before it runs, whatever else allows it. Entries of every
+-- plugin add up. Always locked.
+-- Default: {}.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "tickets__delete_*", "pay_invoice" }
+
 -- DataTools.MinimumProviderConfidenceByToolId — Per tool or collection id, the lowest provider
 -- confidence the tool may be offered to. A malformed table rejects the whole plugin; an id
 -- that names no tool is an error and its level applies to the tool it most likely meant until

@@ -77,6 +77,8 @@ class McpServerConfig:
     effects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """MCP tool name → the effects the organization gives it (`Effects`), over its annotations."""
     sensitive_arguments: tuple[str, ...] = ()
+    require_approval: tuple[str, ...] = ()
+    """Globs on MCP tool names whose every call waits for a person's approval."""
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     """The most a message from the server may hold (a result, a listing page); one longer is

@@ -977,6 +977,7 @@ class _Loader:
             pins=values["Pins"],
             effects=values["Effects"],
             sensitive_arguments=values["SensitiveArguments"],
+            require_approval=values["RequireApproval"],
             timeout_seconds=values["TimeoutSeconds"],
             max_message_bytes=values["MaxMessageBytes"],
             origin=Origin(self.plugin_id, self.name, where),

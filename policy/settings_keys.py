@@ -126,6 +126,16 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         example='{ "web_search" }',
     ),
     SettingKey(
+        "DataTools.RequireApprovalToolIds",
+        SettingKind.STRING_SET,
+        "Tool ids or globs (`tickets__delete_*`) whose every call waits for a person's approval "
+        "before it runs, whatever else allows it. Entries of every plugin add up. Always locked.",
+        honors_user_override=False,
+        adds_up=True,
+        default=(),
+        example='{ "tickets__delete_*", "pay_invoice" }',
+    ),
+    SettingKey(
         "DataTools.MinimumProviderConfidenceByToolId",
         SettingKind.LEVEL_MAP,
         "Per tool or collection id, the lowest provider confidence the tool may be offered to. "

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from policy.errors import ToolPolicyError
     from policy.provider_facts import ProviderFacts
     from policy.vocabulary import OutboundDataRestriction
+    from runtime.approvals import Approval, ApprovalError, PendingApproval
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
         Chat,
@@ -108,6 +109,9 @@ _LAZY: dict[str, str] = {
     "ModelInjectionFilter": "runtime.web.guard_model",
     "Passage": "runtime.data_sources",
     "PassagePage": "runtime.data_sources",
+    "Approval": "runtime.approvals",
+    "ApprovalError": "runtime.approvals",
+    "PendingApproval": "runtime.approvals",
     "ArgumentError": "runtime.arguments",
     "ArgumentReader": "runtime.arguments",
     "RequestedCall": "runtime.messages",
@@ -183,6 +187,8 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AddressClass",
+    "Approval",
+    "ApprovalError",
     "ArgumentError",
     "ArgumentReader",
     "CallbackSink",
@@ -217,6 +223,7 @@ __all__ = [
     "ParameterSchemaBuilder",
     "Passage",
     "PassagePage",
+    "PendingApproval",
     "PolicyWatcher",
     "PostgresChatStore",
     "PromptInjectionGuard",

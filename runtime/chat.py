@@ -98,11 +98,23 @@ class ChatStore(Protocol):
     def save(self, record: ChatRecord) -> None: ...
 
 
+class SuspendedTurnStore(Protocol):
+    """A chat store that also keeps a turn stopped for approval (every store here does): one
+    per chat, replaced by the next one kept; `take_suspended_turn` hands it to one caller only
+    (read and removed in one step), so two instances never both resume it. Calls that need
+    approval are refused in a chat whose store cannot keep them."""
+
+    def keep_suspended_turn(self, chat_id: str, turn: str) -> None: ...
+
+    def take_suspended_turn(self, chat_id: str) -> str | None: ...
+
+
 class MemoryChatStore:
     """Keeps records for the life of the process (tests, short-lived tools)."""
 
     def __init__(self) -> None:
         self._records: dict[str, ChatRecord] = {}
+        self._turns: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def load(self, chat_id: str) -> ChatRecord | None:
@@ -113,6 +125,14 @@ class MemoryChatStore:
         with self._lock:
             held = self._records.get(record.chat_id)
             self._records[record.chat_id] = record if held is None else _stricter(held, record)
+
+    def keep_suspended_turn(self, chat_id: str, turn: str) -> None:
+        with self._lock:
+            self._turns[chat_id] = turn
+
+    def take_suspended_turn(self, chat_id: str) -> str | None:
+        with self._lock:
+            return self._turns.pop(chat_id, None)
 
 
 _SCHEMA = """
@@ -135,6 +155,10 @@ CREATE TABLE IF NOT EXISTS chat_holdings (
     source TEXT NOT NULL,
     call_id TEXT NOT NULL,
     PRIMARY KEY (chat_id, kind, tool_id, source)
+);
+CREATE TABLE IF NOT EXISTS chat_suspended_turns (
+    chat_id TEXT PRIMARY KEY,
+    turn TEXT NOT NULL
 );
 """
 
@@ -262,6 +286,19 @@ class SqliteChatStore:
                 "INSERT OR IGNORE INTO chat_holdings VALUES (?, ?, ?, ?, ?)",
                 [(record.chat_id, *holding_row(h)) for h in record.holdings],
             )
+
+    def keep_suspended_turn(self, chat_id: str, turn: str) -> None:
+        with self._lock, self._reported(), closing(self._connect()) as connection, connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO chat_suspended_turns VALUES (?, ?)", (chat_id, turn)
+            )
+
+    def take_suspended_turn(self, chat_id: str) -> str | None:
+        with self._lock, self._reported(), closing(self._connect()) as connection, connection:
+            row = connection.execute(
+                "DELETE FROM chat_suspended_turns WHERE chat_id = ? RETURNING turn", (chat_id,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
 
 class ChatStoreError(ToolPolicyError):
@@ -516,6 +553,25 @@ class Chat:
         if len(joined) == len(self._record.holdings):
             return False
         return self._update(replace(self._record, holdings=joined))
+
+    @property
+    def can_suspend(self) -> bool:
+        """Whether its store keeps a turn stopped for approval (`SuspendedTurnStore`)."""
+        return callable(getattr(self._store, "keep_suspended_turn", None)) and callable(
+            getattr(self._store, "take_suspended_turn", None)
+        )
+
+    def keep_suspended_turn(self, turn: str) -> None:
+        """Keep the turn stopped for approval (replacing one kept before)."""
+        store: SuspendedTurnStore = self._store  # type: ignore[assignment]
+        store.keep_suspended_turn(self.id, turn)
+
+    def take_suspended_turn(self) -> str | None:
+        """The turn stopped for approval, removed from the store (None: none waits)."""
+        if not self.can_suspend:
+            return None
+        store: SuspendedTurnStore = self._store  # type: ignore[assignment]
+        return store.take_suspended_turn(self.id)
 
     def _update(self, record: ChatRecord) -> bool:
         """Save `record` joined with what the store holds now, so no other writer is undone."""

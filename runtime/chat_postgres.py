@@ -58,6 +58,10 @@ _SCHEMA = (
         arrived BIGINT GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (chat_id, kind, tool_id, source)
     )""",
+    """CREATE TABLE IF NOT EXISTS chat_suspended_turns (
+        chat_id TEXT PRIMARY KEY,
+        turn TEXT NOT NULL
+    )""",
 )
 
 _TIGHTEN = f"""
@@ -307,6 +311,23 @@ class PostgresChatStore:
                         "calls": calls,
                     },
                 )
+
+    def keep_suspended_turn(self, chat_id: str, turn: str) -> None:
+        """Keep a turn stopped for approval, replacing the one kept before."""
+        with self._connection("be written") as connection:
+            connection.execute(
+                "INSERT INTO chat_suspended_turns VALUES (%s, %s) "
+                "ON CONFLICT (chat_id) DO UPDATE SET turn = excluded.turn",
+                (chat_id, turn),
+            )
+
+    def take_suspended_turn(self, chat_id: str) -> str | None:
+        """The kept turn, removed in the same statement: one instance resumes it."""
+        with self._connection("be written") as connection:
+            row = connection.execute(
+                "DELETE FROM chat_suspended_turns WHERE chat_id = %s RETURNING turn", (chat_id,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def close(self) -> None:
         """Close the pool's connections."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policy.errors import ToolPolicyError
 from policy.provider_facts import ProviderFacts
@@ -46,6 +46,9 @@ from runtime.trace_text import bounded_name
 from runtime.tracing import attach as tracing_attach
 from runtime.tracing import child_context, end_span, provider_name, start_span
 from runtime.tracing import detach as tracing_detach
+
+if TYPE_CHECKING:
+    from runtime.approvals import ApprovalGate, PendingApproval, SuspendedTurn
 
 _log = logging.getLogger(__name__)
 
@@ -171,6 +174,9 @@ class FinalAnswer:
     interrupted: bool = False
     stop_reason: StopReason = StopReason.COMPLETED
     request_texts: tuple[str, ...] = ()
+    pending_approvals: tuple[PendingApproval, ...] = ()
+    """With `stop_reason` APPROVAL_REQUIRED: the calls that wait for a person's approval;
+    resume the turn with `respond(..., approvals={call_id: Approval(...)})`."""
 
 
 LoopEvent = TextDeltaEvent | ToolRoundStarted | ToolCallStarted | ToolCallFinished | FinalAnswer
@@ -210,6 +216,12 @@ class LoopContext(EarlierProviderNames):
     trace: Any
     """(tracer, context of the response's span) when the response is traced, else None
     (`runtime.tracing`); rounds and tool calls become child spans of that span."""
+    approvals: ApprovalGate | None
+    """Which calls wait for a person's approval, and the answers given (None: no call does)."""
+    resumed: SuspendedTurn | None
+    """The turn stopped for approval that this call continues (None: a new turn)."""
+    conversation_sha256: str
+    """Of the messages this turn answers, kept with a turn stopped for approval."""
 
     def __init__(
         self,
@@ -222,6 +234,9 @@ class LoopContext(EarlierProviderNames):
         model: str = "",
         given_web_addresses: set[str] | None = None,
         trace: Any = None,
+        approvals: ApprovalGate | None = None,
+        resumed: SuspendedTurn | None = None,
+        conversation_sha256: str = "",
         provider_kind: ProviderKind | None = None,
         provider_confidence: ConfidenceLevel | None = None,
         provider_trusted: bool = False,
@@ -236,6 +251,9 @@ class LoopContext(EarlierProviderNames):
         self.model = model
         self.given_web_addresses = set() if given_web_addresses is None else given_web_addresses
         self.trace = trace
+        self.approvals = approvals
+        self.resumed = resumed
+        self.conversation_sha256 = conversation_sha256
 
 
 def web_addresses_given_in(*texts: str) -> set[str]:
@@ -271,6 +289,9 @@ class _State:
     request_texts: tuple[str, ...] = ()
     hidden: SecretMask = NO_SECRETS
     """The values of every sensitive argument the model wrote so far (`sensitive_values`)."""
+    waits: bool = False
+    """The call just looked at waits for a person's approval: the turn stops before it."""
+    pending: tuple[PendingApproval, ...] = ()
 
     def say(self, text: str) -> TextDeltaEvent:
         self.text.append(text)
@@ -293,6 +314,7 @@ class _State:
             interrupted,
             self.stop_reason,
             self.request_texts,
+            self.pending,
         )
 
 
@@ -314,6 +336,17 @@ class SequentialToolCallingLoop:
         state = _State()
         first_round = True
         continuations = 0
+        resumed = context.resumed
+        if resumed is not None:
+            first_round = False
+            state.calls, state.rounds = resumed.calls_made, resumed.rounds
+            state.result_characters = resumed.result_characters
+            state.sources = list(resumed.sources)
+            yield _round_started(resumed.calls, context)
+            async for event in self._answer_calls(adapter, context, state, resumed.calls):
+                yield event
+            if state.waits:
+                return
         while True:
             ensure_provider_allowed(context.chat, context.provider)
             instruction = self.limits.final_answer_instruction(state.calls, state.result_characters)
@@ -347,9 +380,63 @@ class SequentialToolCallingLoop:
                 return
             adapter.record_assistant_turn()
             yield _round_started(completed.calls, context)
-            for call in completed.calls:
-                async for event in self._answer_call(adapter, context, state, call):
-                    yield event
+            async for event in self._answer_calls(adapter, context, state, completed.calls):
+                yield event
+            if state.waits:
+                return
+
+    async def _answer_calls(
+        self,
+        adapter: ToolCallingAdapter,
+        context: LoopContext,
+        state: _State,
+        calls: tuple[RequestedCall, ...],
+    ) -> AsyncIterator[LoopEvent]:
+        """Answer a round's calls in order; at the first one that waits for approval, keep the
+        turn in the chat store and end the stream (`StopReason.APPROVAL_REQUIRED`)."""
+        for index, call in enumerate(calls):
+            async for event in self._answer_call(adapter, context, state, call):
+                yield event
+            if state.waits:
+                yield self._suspend(adapter, context, state, calls[index:])
+                return
+
+    def _suspend(
+        self,
+        adapter: ToolCallingAdapter,
+        context: LoopContext,
+        state: _State,
+        remaining: tuple[RequestedCall, ...],
+    ) -> FinalAnswer:
+        """Keep the turn (what the adapter recorded, the calls not yet answered) and ask about
+        the waiting call and every later one of the round that needs approval too."""
+        from runtime.approvals import SuspendedTurn
+
+        gate = context.approvals
+        assert gate is not None
+        pending: list[PendingApproval] = []
+        for call in remaining:
+            waiting = _approval_reason(context, call)
+            if waiting is not None:
+                tool_id, reason = waiting
+                arguments = context.executor.traced_arguments(call, context.runnable_tools)
+                pending.append(gate.pending(call, tool_id, reason, arguments))
+        turn = SuspendedTurn(
+            pending=tuple(pending),
+            calls=remaining,
+            turns=adapter.recorded_turns(),  # type: ignore[attr-defined]
+            conversation_sha256=context.conversation_sha256,
+            calls_made=state.calls,
+            rounds=state.rounds,
+            result_characters=state.result_characters,
+            sources=tuple(state.sources),
+            answered=dict(gate.asked_again),
+        )
+        context.chat.keep_suspended_turn(turn.to_json())
+        state.pending = turn.pending
+        state.stop_reason = StopReason.APPROVAL_REQUIRED
+        state.request_texts = tuple(map(state.hidden.text, adapter.recorded_request_texts))
+        return state.final()
 
     async def _answer_call(
         self,
@@ -374,6 +461,17 @@ class SequentialToolCallingLoop:
         if over_budget is not None:
             adapter.record_tool_result(call.call_id, over_budget, is_error=False)
             return
+
+        if context.approvals is not None:
+            refused = _unapproved(context, state, call)
+            if state.waits:
+                return
+            if refused is not None:
+                state.calls += 1
+                state.result_characters += len(refused.content)
+                yield ToolCallFinished(refused.trace, refused)
+                adapter.record_tool_result(call.call_id, refused.content, is_error=True)
+                return
 
         state.calls += 1
         found = find_runnable(context.runnable_tools, call.tool_name)
@@ -414,6 +512,46 @@ class SequentialToolCallingLoop:
         adapter.record_tool_result(
             call.call_id, outcome.content, is_error=outcome.trace.status is not TraceStatus.SUCCESS
         )
+
+
+def _approval_reason(context: LoopContext, call: RequestedCall) -> tuple[str, str] | None:
+    """(tool id, why) when the call's tool needs a person's approval, else None (a call of a
+    tool not offered is refused by the executor, never asked about)."""
+    gate = context.approvals
+    if gate is None or not call.is_valid:
+        return None
+    found = find_runnable(context.runnable_tools, call.tool_name)
+    if found is None:
+        return None
+    reason = gate.reasons(found[0].id)
+    return None if reason is None else (found[0].id, reason)
+
+
+def _unapproved(context: LoopContext, state: _State, call: RequestedCall) -> ToolCallOutcome | None:
+    """Before a call runs: None when it needs no approval or holds one; sets `state.waits` when
+    it must wait; else the refusal the model reads (a denial, or an app that cannot wait)."""
+    from runtime.approvals import denial_text
+    from runtime.executor import not_run_outcome
+
+    waiting = _approval_reason(context, call)
+    gate = context.approvals
+    if waiting is None or gate is None:
+        return None
+    answer = gate.answer(call)
+    if answer is not None and answer.approved:
+        return None
+    arguments = context.executor.traced_arguments(call, context.runnable_tools)
+    if answer is not None:
+        text = denial_text(answer)
+        return not_run_outcome(call, state.calls + 1, text, text, arguments)
+    if not gate.can_wait:
+        text = (
+            f"This call needs a person's approval ({waiting[1]}), and this chat cannot keep "
+            "calls waiting for one (its store or the provider adapter cannot keep the turn)."
+        )
+        return not_run_outcome(call, state.calls + 1, text, text, arguments)
+    state.waits = True
+    return None
 
 
 async def _stream_round(

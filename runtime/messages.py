@@ -56,7 +56,8 @@ class StopReason(StrEnum):
     MAX_TOKENS (cut at the output limit: `finish_reason` "length", Responses `incomplete` for
     max_output_tokens, Anthropic `max_tokens`), CONTENT_FILTER (the host filtered it), REFUSAL
     (the model declined; the text is its refusal), PAUSED (Anthropic `pause_turn` left unfinished
-    after the continuations the loop allows).
+    after the continuations the loop allows), APPROVAL_REQUIRED (the loop stopped the turn
+    before a call that needs a person's approval).
     """
 
     COMPLETED = "completed"
@@ -64,6 +65,9 @@ class StopReason(StrEnum):
     CONTENT_FILTER = "content_filter"
     REFUSAL = "refusal"
     PAUSED = "paused"
+    APPROVAL_REQUIRED = "approval_required"
+    """Set by the loop, never by a provider: the turn stopped before a call that waits for a
+    person's approval (`FinalAnswer.pending_approvals`)."""
 
 
 @dataclass(frozen=True, slots=True)

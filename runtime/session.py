@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from policy.provider_facts import ProviderFacts
 from policy.vocabulary import Component, ConfidenceLevel, DataSourceRetrievalMode
+from runtime.approvals import DEFAULT_APPROVAL_SECONDS
 from runtime.loop import (
     FinalAnswer,
     LoopEvent,
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from policy import Policy
+    from policy.approvals import ApprovalRules
     from policy.configuration import ProviderConfig
     from policy.decision import RunnableTools
     from policy.definitions import ToolDefinition
     from policy.mcp import McpServerConfig
+    from runtime.approvals import Approval, ApprovalGate, SuspendedTurn
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
     from runtime.decision_log import DecisionRecorder, DecisionSink, QueuedSink
@@ -94,6 +97,9 @@ class ChatRuntime:
     """
 
     __slots__ = (
+        "_app_mcp_servers",
+        "_approval_rules",
+        "_approval_seconds",
         "_base",
         "_data_sources",
         "_decision_log",
@@ -124,8 +130,15 @@ class ChatRuntime:
         mcp: McpSessions | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
         tracer_provider: TracerProvider | None = None,
+        approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
     ) -> None:
         from runtime.execution import given_services
+
+        if not approval_seconds > 0:
+            raise ValueError(
+                f"ChatRuntime(approval_seconds=...) takes a positive number of seconds an asked "
+                f"approval may be answered in, got {approval_seconds!r}."
+            )
 
         app_services = given_services(services, "ChatRuntime")
         self.policy = policy
@@ -138,6 +151,9 @@ class ChatRuntime:
         self._loop = loop
         self._limits = limits
         self._settings: dict[str, Mapping[str, str]] = {}
+        self._approval_seconds = float(approval_seconds)
+        self._app_mcp_servers = tuple(mcp_servers)
+        self._approval_rules: tuple[Policy, ApprovalRules] | None = None
         self._mcp = mcp
         self._mcp_version = -1
         servers = (*policy.configuration.mcp_servers, *mcp_servers)
@@ -251,8 +267,17 @@ class ChatRuntime:
         retrieval_mode: DataSourceRetrievalMode | None = None,
         max_output_tokens: int | None = None,
         wire_api: WireApi | None = None,
+        approvals: Mapping[str, Approval] | None = None,
     ) -> AsyncIterator[ResponseEvent]:
         """Answer the last of `messages` (the conversation so far, the user's message last).
+
+        A call whose tool needs a person's approval (`DataTools.RequireApprovalToolIds`, an MCP
+        server's `RequireApproval`) never runs unapproved: the turn ends with a `FinalAnswer`
+        whose `stop_reason` is `APPROVAL_REQUIRED` and whose `pending_approvals` name the calls.
+        Resume that turn with the same messages and `approvals={call_id: Approval(approved,
+        by, note)}` (from any instance sharing the chat store); an answer whose call changed,
+        whose policy revision changed or that expired is asked again, a denial reaches the
+        model as a BLOCKED result. `ApprovalError` when no such call waits.
 
         Yields `ToolsOffered` first, then the loop's events; the last one is a `FinalAnswer`.
         `selected_tool_ids` None means the component's default selection. Without `client`, one
@@ -292,6 +317,11 @@ class ChatRuntime:
                 "respond() takes selected_tool_ids as a list of tool ids, got the string "
                 f"{selected_tool_ids!r}; write [{selected_tool_ids!r}]."
             )
+        answers = None
+        if approvals is not None:
+            from runtime.approvals import checked_approvals
+
+            answers = checked_approvals(approvals)
         await self.refresh_mcp_tools()
         registry = self.policy.registry
         facts = ProviderFacts.of(registry, provider)
@@ -324,6 +354,19 @@ class ChatRuntime:
             if span is not None:
                 end_span(span, refused)
             raise
+        conversation_digest = _conversation_sha256(messages)
+        resumed = None
+        if answers is not None:
+            from runtime.approvals import ApprovalError
+
+            try:
+                resumed = _resumed_turn(chat, answers, conversation_digest)
+            except ApprovalError as refused_resume:
+                if recorder is not None:
+                    recorder.failed(refused_resume)
+                if span is not None:
+                    end_span(span, refused_resume)
+                raise
 
         offered = await self._runnable_tools(chat, provider, component, selection, retrieval_mode)
         runnable, left_out = _executable(offered)
@@ -353,6 +396,8 @@ class ChatRuntime:
                 system_prompt=prompt, messages=list(messages), tools=[d for d, _ in runnable]
             )
             context = LoopContext(
+                conversation_sha256=conversation_digest,
+                resumed=resumed,
                 chat=chat,
                 runnable_tools=runnable,
                 executor=self.executor(),
@@ -373,6 +418,9 @@ class ChatRuntime:
                 max_output_tokens=max_output_tokens,
                 extra_body=additional_api_parameters(provider),
             )
+            context.approvals = self._approval_gate(chat, adapter, resumed, answers)
+            if resumed is not None:
+                adapter.restore_turns(resumed.turns)  # type: ignore[attr-defined]
             loop = self._loop or SequentialToolCallingLoop(self._limits)
             async for event in loop.run(adapter, context):
                 if recorder is not None and type(event) is not TextDeltaEvent:
@@ -397,6 +445,41 @@ class ChatRuntime:
                 end_span(span, failure, attributes=usage)
             if owned and active is not None:
                 await active.aclose()
+
+    def approval_rules(self) -> ApprovalRules:
+        """Which tools' calls wait for a person's approval under the policy in force (read once
+        per policy)."""
+        held = self._approval_rules
+        if held is not None and held[0] is self.policy:
+            return held[1]
+        from policy.approvals import ApprovalRules
+
+        rules = ApprovalRules.of(self.policy.configuration, self._app_mcp_servers)
+        self._approval_rules = (self.policy, rules)
+        return rules
+
+    def _approval_gate(
+        self,
+        chat: Chat,
+        adapter: object,
+        resumed: SuspendedTurn | None,
+        answers: Mapping[str, Approval] | None,
+    ) -> ApprovalGate | None:
+        """The response's approvals (None when no tool needs any and no turn is resumed)."""
+        rules = self.approval_rules()
+        if not rules.rules and resumed is None:
+            return None
+        from runtime.approvals import ApprovalGate
+
+        return ApprovalGate(
+            rules.reason,
+            self.policy.configuration.revision,
+            self._approval_seconds,
+            can_wait=chat.can_suspend and callable(getattr(adapter, "recorded_turns", None)),
+            answers=dict(answers or {}),
+            waiting={} if resumed is None else {p.call_id: p for p in resumed.pending},
+            asked_again={} if resumed is None else dict(resumed.answered),
+        )
 
     async def executable_tools(
         self,
@@ -502,6 +585,42 @@ class ChatRuntime:
             chat_id=chat.id,
             extras=extras,
         )
+
+
+def _conversation_sha256(messages: Sequence[ChatMessage]) -> str:
+    from runtime.approvals import conversation_sha256
+
+    return conversation_sha256([f"{m.role.value}\n{m.content}" for m in messages])
+
+
+def _resumed_turn(chat: Chat, answers: Mapping[str, Approval], digest: str) -> SuspendedTurn:
+    """The chat's turn stopped for approval, taken from the store (so one instance resumes
+    it); put back when the answers or messages do not fit it."""
+    from runtime.approvals import ApprovalError, SuspendedTurn, unknown_answers
+
+    text = chat.take_suspended_turn()
+    if text is None:
+        raise ApprovalError(
+            f"No call waits for approval in chat '{chat.id}' (it was answered already, or "
+            "never asked); send the user's message without approvals."
+        )
+    turn = SuspendedTurn.from_json(text)
+    problem = None
+    if turn.conversation_sha256 != digest:
+        problem = (
+            "respond() resumes a turn with the messages it answered; these differ from the "
+            f"ones of the turn waiting in chat '{chat.id}'."
+        )
+    elif unknown := unknown_answers(turn, answers):
+        waiting = ", ".join(p.call_id for p in turn.pending)
+        problem = (
+            f"No call {', '.join(unknown)} waits for approval in chat '{chat.id}'; the calls "
+            f"waiting are: {waiting}."
+        )
+    if problem is not None:
+        chat.keep_suspended_turn(text)
+        raise ApprovalError(problem)
+    return turn
 
 
 def _queued(sink: DecisionSink | str | os.PathLike[str] | None) -> QueuedSink | None:
@@ -628,6 +747,7 @@ async def respond(
     api_key: str | None = None,
     services: ToolServices | None = None,
     wire_api: WireApi | None = None,
+    approvals: Mapping[str, Approval] | None = None,
 ) -> AsyncIterator[ResponseEvent]:
     """`ChatRuntime(policy, services=services).respond(...)` for an app that answers one message.
 
@@ -644,5 +764,6 @@ async def respond(
             client=client,
             api_key=api_key,
             wire_api=wire_api,
+            approvals=approvals,
         ):
             yield event

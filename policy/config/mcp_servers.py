@@ -97,6 +97,12 @@ MCP_SERVERS = Section(
             example=["delete_*"],
         ),
         Field(
+            "RequireApproval",
+            FieldType.TEXT_LIST,
+            "Globs on MCP tool names whose every call waits for a person's approval.",
+            example=["delete_*"],
+        ),
+        Field(
             "SensitiveArguments",
             FieldType.TEXT_LIST,
             "Argument names masked in traces.",

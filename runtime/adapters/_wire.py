@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from runtime.adapters.base import RecordedTurns
 from runtime.messages import (
     UNKNOWN_USAGE,
     AdapterEvent,
@@ -355,3 +356,19 @@ class WireAdapter(ABC, Generic[_Built]):
     @property
     def recorded_request_texts(self) -> Sequence[str]:
         return tuple(self._recorded_texts)
+
+    def _record_queued(self) -> None:
+        """Record what is still queued for the next request (none unless the wire API groups
+        results, as Anthropic's does)."""
+
+    def recorded_turns(self) -> RecordedTurns:
+        """Everything recorded so far, queued results included: kept with a turn that waits
+        for approval."""
+        self._record_queued()
+        return RecordedTurns(tuple(self._recorded_json), tuple(self._recorded_texts))
+
+    def restore_turns(self, turns: RecordedTurns) -> None:
+        """Continue after `turns`, recorded by an adapter of this kind over the same
+        conversation (a resumed turn)."""
+        self._recorded_json = list(turns.wire_json)
+        self._recorded_texts = list(turns.texts)

@@ -316,6 +316,8 @@ class AnthropicAdapter(_wire.WireAdapter[StreamedMessage]):
             )
             self._pending_results = []
 
+    _record_queued = _flush_results
+
     def _start_round(self) -> None:
         self._flush_results()
         self._last = None

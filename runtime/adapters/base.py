@@ -7,9 +7,34 @@ It starts from a `Conversation`, remembers every round it recorded, and resends 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from runtime.messages import AdapterEvent
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTurns:
+    """What an adapter recorded after the conversation it started from, in its wire format:
+    kept with a turn that waits for approval, so another adapter (in another process) resumes
+    it where it stopped."""
+
+    wire_json: tuple[str, ...]
+    texts: tuple[str, ...]
+
+
+class ResumableAdapter(Protocol):
+    """An adapter whose recorded turns can be kept and given to a fresh one (every built-in
+    adapter); a turn waits for approval only through such an adapter."""
+
+    def recorded_turns(self) -> RecordedTurns:
+        """Everything recorded so far (tool results still queued included)."""
+        ...
+
+    def restore_turns(self, turns: RecordedTurns) -> None:
+        """Continue after `turns`, recorded by an adapter of the same kind over the same
+        conversation."""
+        ...
 
 
 @runtime_checkable

@@ -1,0 +1,80 @@
+"""Which tool calls wait for a person's approval, and why: the one reading of the configuration.
+
+`DataTools.RequireApprovalToolIds` (tool ids and globs, every plugin's entries added up) and an
+MCP server's `RequireApproval` (globs on that server's tool names) name tools whose every call
+needs approval, whatever else allows it. The rules are read once per configuration; asking about
+a tool is a lookup after its first question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from policy.configuration import PolicyConfiguration
+    from policy.mcp import McpServerConfig
+
+REQUIRE_APPROVAL_TOOL_IDS = "DataTools.RequireApprovalToolIds"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    glob: str
+    prefix: str
+    """The tool-id prefix the glob applies under ("" for a tool-id glob, `<server>__` for an MCP
+    server's glob on its tool names)."""
+    where: str
+
+
+@dataclass(slots=True)
+class ApprovalRules:
+    """The configured approval rules; `reason(tool_id)` says why a tool's calls need approval
+    (None: they do not)."""
+
+    rules: tuple[_Rule, ...] = ()
+    _answers: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, configuration: PolicyConfiguration, servers: Iterable[McpServerConfig] = ()
+    ) -> ApprovalRules:
+        """The rules of a configuration; `servers` are MCP servers an app adds in code."""
+        from policy.mcp import TOOL_ID_SEPARATOR
+
+        rules: list[_Rule] = []
+        setting = configuration.setting(REQUIRE_APPROVAL_TOOL_IDS)
+        if setting is not None:
+            value = setting.value
+            globs = (value,) if isinstance(value, str) else tuple(value or ())
+            lines: Mapping[str, object] = setting.entry_locations
+            for glob in globs:
+                at = lines.get(str(glob)) or setting.origin.location
+                rules.append(_Rule(str(glob), "", f"{REQUIRE_APPROVAL_TOOL_IDS} ({at})"))
+        for server in (*configuration.mcp_servers, *servers):
+            at = server.origin.location if server.origin is not None else "the app's code"
+            for glob in server.require_approval:
+                rules.append(
+                    _Rule(
+                        glob,
+                        server.name + TOOL_ID_SEPARATOR,
+                        f'RequireApproval of MCP server "{server.name}" ({at})',
+                    )
+                )
+        return cls(tuple(rules))
+
+    def reason(self, tool_id: str) -> str | None:
+        """Why every call of `tool_id` needs a person's approval, or None."""
+        if tool_id in self._answers:
+            return self._answers[tool_id]
+        answer = None
+        for rule in self.rules:
+            if not tool_id.startswith(rule.prefix):
+                continue
+            if fnmatchcase(tool_id[len(rule.prefix) :], rule.glob):
+                answer = f"{rule.where} names '{rule.glob}'"
+                break
+        self._answers[tool_id] = answer
+        return answer

@@ -1,0 +1,69 @@
+"""Which tools' calls wait for a person's approval, read from real plugin.lua files: the
+`DataTools.RequireApprovalToolIds` ids and globs of every plugin added up, and an MCP server's
+`RequireApproval` globs on its own tool names; the reason names the key and file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from policy import load_policy
+from policy.approvals import ApprovalRules
+from tests.servers.config_server import plugin_text
+
+_SERVER = """CONFIG["MCP_SERVERS"] = {}
+CONFIG["MCP_SERVERS"][1] = {
+    ["Id"] = "6f1c7f2e-51a8-4b55-9d1c-0c0a6b3a9e01",
+    ["Name"] = "tickets",
+    ["Transport"] = "STDIO",
+    ["Command"] = "ticket-mcp",
+    ["RequireApproval"] = { "delete_*" },
+}"""
+
+
+def _write(folder: Path, plugin_id: str, settings: str, name: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "plugin.lua").write_text(plugin_text(plugin_id, settings, name=name))
+
+
+def test_ids_globs_and_mcp_server_globs_need_approval_with_where_they_were_written(
+    tmp_path: Path,
+) -> None:
+    org = tmp_path / "org"
+    _write(
+        org / "a",
+        "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "pay_*" }\n' + _SERVER,
+        "A",
+    )
+    _write(
+        org / "b",
+        "1f9c3a5b-4d2e-4f6a-9b0c-1d2e3f4a5b6c",
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "send_mail" }',
+        "B",
+    )
+    policy = load_policy(org=[org], use_entry_points=False, tools=[])
+    assert not policy.errors, policy.errors
+    rules = ApprovalRules.of(policy.configuration)
+    paid = rules.reason("pay_invoice")
+    assert paid is not None and "DataTools.RequireApprovalToolIds" in paid and "'pay_*'" in paid
+    assert "a/plugin.lua" in paid
+    assert rules.reason("send_mail") is not None, "entries of every plugin add up"
+    deleted = rules.reason("tickets__delete_ticket")
+    assert deleted is not None and 'RequireApproval of MCP server "tickets"' in deleted
+    assert "'delete_*'" in deleted
+    assert rules.reason("tickets__search_tickets") is None
+    assert rules.reason("other__delete_ticket") is None, "a server's globs cover its tools only"
+    assert rules.reason("send_mail_later") is None, "an id matches whole"
+
+
+def test_a_misspelled_require_approval_field_skips_the_server(tmp_path: Path) -> None:
+    org = tmp_path / "org"
+    _write(
+        org / "a",
+        "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+        _SERVER.replace('["RequireApproval"]', '["RequireApprovals"]'),
+        "A",
+    )
+    policy = load_policy(org=[org], use_entry_points=False, tools=[])
+    assert any("RequireApproval" in str(e) for e in policy.errors), policy.errors
+    assert not policy.configuration.mcp_servers, "never a server with its approvals dropped"
