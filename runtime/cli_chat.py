@@ -38,6 +38,7 @@ from policy.vocabulary import Component
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import ProviderConfig
+    from runtime.approvals import Approval, PendingApproval
     from runtime.chat import Chat
     from runtime.mcp import McpSessions
     from runtime.messages import ChatMessage
@@ -51,7 +52,11 @@ _STOP_NOTES = {
     "content_filter": "the provider's content filter stopped it",
     "refusal": "the model refused",
     "paused": "the provider paused the turn and it did not finish",
+    "approval_required": "a call waits for a person's approval",
 }
+NO_TERMINAL_NOTE = (
+    "No one could be asked: policy chat ran without a terminal and without --approve or --deny."
+)
 
 
 @click.command(
@@ -97,6 +102,14 @@ _STOP_NOTES = {
     "across instances. [env: TOOLPOLICY_CHAT_DB, default: a SQLite file in the user's data "
     "folder]",
 )
+@click.option(
+    "--approve/--deny",
+    "approve",
+    default=None,
+    help="Answer every call that needs a person's approval (DataTools.RequireApprovalToolIds, "
+    "an MCP server's RequireApproval) with yes or no, for scripts. [default: ask on the "
+    "terminal; without one, deny]",
+)
 @format_option(
     "text",
     "json",
@@ -116,6 +129,7 @@ def chat(
     system_prompt: str,
     chat_id: str | None,
     chat_db: str | None,
+    approve: bool | None,
     output_format: str,
     decision_log: Path | None,
     offline: bool,
@@ -126,8 +140,13 @@ def chat(
     end of input (or "exit"). The API key comes from TOOLPOLICY_API_KEY, else the host's own
     variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); it is never taken from the command line.
 
+    A call that needs a person's approval is asked about on the terminal (`Allow TOOL
+    {ARGUMENTS}? [y/N]`); --approve or --deny answers for scripts; without a terminal and
+    without either, the call is denied and stderr says why.
+
     Exit codes: 0 answered, 1 refused or failed (the reason on stderr), 2 usage, 130 Ctrl+C.
     """
+    from runtime.approvals import ApprovalError
     from runtime.chat import ChatRequirementError, ChatStoreError
     from runtime.loop import InvalidToolCallingResponse
     from runtime.providers.errors import ProviderError
@@ -163,6 +182,7 @@ def chat(
                 decision_log=decision_log,
                 wire_api=_wire_api(wire_api),
                 mcp=mcp,
+                approve=approve,
             )
         )
     except (
@@ -170,6 +190,7 @@ def chat(
         ProviderError,
         InvalidToolCallingResponse,
         ChatStoreError,
+        ApprovalError,
     ) as error:
         raise click.ClickException(str(error)) from None
     except KeyboardInterrupt:
@@ -236,10 +257,11 @@ async def _converse(
     decision_log: Path | None = None,
     wire_api: WireApi | None = None,
     mcp: McpSessions | None = None,
+    approve: bool | None = None,
 ) -> None:
     from runtime.decision_log import JsonLinesSink
     from runtime.loop import FinalAnswer
-    from runtime.messages import ChatMessage, Role
+    from runtime.messages import ChatMessage, Role, StopReason
     from runtime.providers import create_client
     from runtime.session import ChatRuntime, ToolsOffered
 
@@ -252,24 +274,81 @@ async def _converse(
         for line in lines:
             history.append(ChatMessage(Role.USER, line))
             answer = ""
-            async for event in assistant.respond(
-                chat,
-                provider,
-                list(history),
-                component=component,
-                selected_tool_ids=selection,
-                system_prompt=system_prompt,
-                client=client,
-            ):
-                if isinstance(event, ToolsOffered) and selection:
-                    event = _with_refused(event, assistant.policy, selection, provider, component)
-                _show(event, json_lines, requested)
-                if isinstance(event, FinalAnswer):
-                    answer = event.text
+            approvals = None
+            while True:
+                final = None
+                async for event in assistant.respond(
+                    chat,
+                    provider,
+                    list(history),
+                    component=component,
+                    selected_tool_ids=selection,
+                    system_prompt=system_prompt,
+                    client=client,
+                    approvals=approvals,
+                ):
+                    if isinstance(event, ToolsOffered):
+                        if approvals is not None:
+                            continue
+                        if selection:
+                            event = _with_refused(
+                                event, assistant.policy, selection, provider, component
+                            )
+                    _show(event, json_lines, requested)
+                    if isinstance(event, FinalAnswer):
+                        answer += event.text
+                        final = event
+                if final is None or final.stop_reason is not StopReason.APPROVAL_REQUIRED:
+                    break
+                approvals = {p.call_id: _answer(p, approve) for p in final.pending_approvals}
             history.append(ChatMessage(Role.ASSISTANT, answer))
     finally:
         await client.aclose()
         await assistant.aclose()
+
+
+def _answer(pending: PendingApproval, approve: bool | None) -> Approval:
+    """A person's answer: --approve/--deny, else asked on the terminal, else denied (nobody
+    could be asked)."""
+    from runtime.approvals import Approval
+
+    asked = f"{pending.tool_id} {pending.arguments_text}"
+    if approve is not None:
+        flag = "--approve" if approve else "--deny"
+        click.echo(
+            f"[{terminal_safe(asked)}: {'approved' if approve else 'denied'} by {flag}]", err=True
+        )
+        return Approval(
+            approve,
+            by=f"{_user()} ({flag})",
+            note="" if approve else f"denied by {flag}",
+            arguments_sha256=pending.arguments_sha256,
+        )
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        click.echo(
+            f"[{terminal_safe(asked)} needs approval ({terminal_safe(pending.reason)}); denied: "
+            "there is no terminal to ask on — pass --approve or --deny]",
+            err=True,
+        )
+        return Approval(False, by="policy chat", note=NO_TERMINAL_NOTE)
+    click.echo(f"[{terminal_safe(pending.reason)}]", err=True)
+    click.echo(f"Allow {terminal_safe(asked)}? [y/N] ", nl=False, err=True)
+    approved = sys.stdin.readline().strip().lower() in ("y", "yes")
+    return Approval(
+        approved,
+        by=_user(),
+        note="" if approved else "denied on the terminal",
+        arguments_sha256=pending.arguments_sha256,
+    )
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown user"
 
 
 def _with_refused(
@@ -370,6 +449,9 @@ def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = fr
             click.echo(f"  source: {terminal_safe(source.title)} <{terminal_safe(source.url)}>")
         if event.interrupted:
             click.echo("[the answer was interrupted]", err=True)
+        elif event.stop_reason is StopReason.APPROVAL_REQUIRED:
+            waiting = len(event.pending_approvals)
+            click.echo(f"[{waiting} call(s) wait for a person's approval]", err=True)
         elif event.stop_reason is not StopReason.COMPLETED:
             click.echo(f"[the answer ended early: {_STOP_NOTES[event.stop_reason]}]", err=True)
 
@@ -433,5 +515,14 @@ def event_document(event: ResponseEvent) -> dict[str, Any]:
             "input_tokens": event.usage.input_tokens,
             "interrupted": event.interrupted,
             "stop_reason": event.stop_reason.value,
+            "pending_approvals": [
+                {
+                    "call_id": p.call_id,
+                    "tool": p.tool_id,
+                    "arguments": dict(p.arguments),
+                    "reason": p.reason,
+                }
+                for p in event.pending_approvals
+            ],
         }
     raise TypeError(f"unknown event {type(event).__name__}")
