@@ -20,6 +20,7 @@ from policy.vocabulary import (
 from runtime.messages import Source
 
 if TYPE_CHECKING:
+    from policy.flow import Effect
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
     from runtime.retrieval_overrides import RetrievalOverrides
@@ -56,6 +57,11 @@ class ToolExecutionResult:
     required_outbound_data_restriction: OutboundDataRestriction | None = None
     outbound_data_source_id: str = ""
     """The mailbox/data source whose content caused the restriction (named in later refusals)."""
+    brought: tuple[Effect, ...] | None = None
+    """What this result brought into the chat for the flow rule (`policy.flow`): None — what
+    the tool's effects say its results bring (UNTRUSTED_CONTENT, PRIVATE_DATA), unless the
+    result is empty; `()` — nothing (a search that found nothing). Only what reached the model
+    counts, like the confidence requirement."""
     injection_filtered: bool = False
     """True when the tool itself passed every outside text of this result (text, JSON values,
     source titles) through the context's prompt-injection guard (`runtime.guard_of(context)`).

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policy.definitions import ToolDefinition
 from policy.redaction import MASK, NO_SECRETS, SecretMask, mask_in_logs
@@ -41,8 +41,9 @@ from runtime.messages import RequestedCall, Source
 from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
+    from policy.flow import ChatHoldings, FlowConflict, FlowRule, ToolEffects
     from policy.provider_facts import ProviderFacts
-    from runtime.chat import Chat
+    from runtime.chat import Chat, ChatHolding
     from runtime.web.guard import GuardScope, PromptInjectionGuard
 
 _log = logging.getLogger(__name__)
@@ -131,12 +132,18 @@ class ToolCallOutcome:
     injections: tuple[InjectionSeen, ...] = ()
     """What the guard removed from the result (only a SUCCESS reports any: only then did the
     rest reach the model)."""
+    brought: tuple[ChatHolding, ...] = ()
+    """What the result brought into the chat for the flow rule (only a SUCCESS whose content
+    reached the model brings anything): each effect with the call and source."""
 
 
 def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
     """What a call's result brought in tightens the chat: the one rule `respond` and the MCP
     gateway both follow (requirements only ever tighten; addresses it returned count as given;
-    an injection the guard removed is held for the chat's life, with its source)."""
+    what it brought for the flow rule and an injection the guard removed are held for the
+    chat's life, with their source)."""
+    if outcome.brought:
+        chat.add_holdings(outcome.brought)
     if outcome.injections:
         from runtime.chat import ChatHolding, HoldingKind
 
@@ -299,7 +306,10 @@ class ToolExecutor:
     offered (the registry's `tool_named`), so a call of a tool not offered is traced masked by
     its definition. `decision_log_failure()` says (waiting at most its bound for room in the
     log's queue: `QueuedSink.admission`) why a call's decision record cannot be kept, or None:
-    while it says so no tool runs.
+    while it says so no tool runs. `flow` (the registry) gives each tool's effects and the flow
+    rule: what a result brings is held by the chat, and under BLOCK a call in conflict with
+    what the chat holds at that moment is refused before it runs (without it, a tool's own
+    declared effects are held and no call is refused for its flow).
     """
 
     def __init__(
@@ -309,7 +319,9 @@ class ToolExecutor:
         mailbox_name: Callable[[str], str | None] | None = None,
         known_tools: KnownTools | None = None,
         decision_log_failure: Callable[[], Awaitable[str | None]] | None = None,
+        flow: FlowRules | None = None,
     ) -> None:
+        self._flow = flow
         self._settings_for = settings_for or (lambda _tool_id: {})
         self._decision_log_failure = decision_log_failure or _recordable
         self._services = given_services(services, "ToolExecutor")
@@ -363,7 +375,7 @@ class ToolExecutor:
         traced_arguments = format_arguments(arguments, sensitive)
         run = replace(run, hidden=sensitive_values(arguments, sensitive))
 
-        refusal = self._outbound_refusal(chat, tool)
+        refusal = self._outbound_refusal(chat, tool) or self._flow_refusal(chat, definition.id)
         if refusal is not None:
             return run.blocked(refusal, traced_arguments, was_executed=False)
         unrecordable = await self._decision_log_failure()
@@ -391,7 +403,8 @@ class ToolExecutor:
                 offered_tool_names=frozenset(d.function.name for d, _ in runnable),
             )
             result, injections = await _guarded_execution(tool, arguments, context, run.secrets)
-            return run.succeeded(result, traced_arguments, arguments, injections)
+            outcome = run.succeeded(result, traced_arguments, arguments, injections)
+            return replace(outcome, brought=self._brought(tool, run.call, result, outcome))
         except ToolExecutionBlocked as blocked:
             _log.info("Tool %s (id %r) was blocked.", call.tool_name, call_id)
             traced = _traced_message(str(blocked), blocked, run.hidden, sensitive)
@@ -426,6 +439,54 @@ class ToolExecutor:
             self.traced_arguments(call, ()),
         )
 
+    def _flow_refusal(self, chat: Chat, tool_id: str) -> str | None:
+        """Under BLOCK, why this call may not run with what the chat holds now (a result earlier
+        in the same response may have put the chat into conflict), or None."""
+        from policy.flow import FlowRule
+
+        if self._flow is None or self._flow.flow_rule is not FlowRule.BLOCK:
+            return None
+        conflict = self._flow.flow_conflict(tool_id, chat.flow_holdings)
+        if conflict is None:
+            return None
+        return f"Tool '{tool_id}' was not run (DataTools.FlowRule BLOCK): {conflict.message}"
+
+    def _brought(
+        self,
+        tool: ExecutableTool,
+        call: RequestedCall,
+        result: ToolExecutionResult,
+        outcome: ToolCallOutcome,
+    ) -> tuple[ChatHolding, ...]:
+        """What a successful result brought for the flow rule: the effects among its tool's
+        that a chat holds (or what the result says it brought), one per source it cites (at
+        most `MAX_HELD_SOURCES`, addresses as logs show them), nothing when it is empty."""
+        from policy.flow import HELD_EFFECTS, UNDECLARED, ToolEffects
+        from runtime.chat import ChatHolding, HoldingKind
+        from runtime.web.addresses import redact_url_for_log
+
+        tool_id = outcome.trace.tool_id
+        if result.brought is not None:
+            effects = frozenset(result.brought)
+        elif self._flow is not None:
+            effects = self._flow.effects(tool_id).effects
+        else:
+            declared = getattr(tool, "effects", None)
+            effects = (declared if isinstance(declared, ToolEffects) else UNDECLARED).effects
+        held = [effect for effect in HELD_EFFECTS if effect in effects]
+        if not held or _is_empty(result):
+            return ()
+        sources = [
+            bounded_name(redact_url_for_log(source.url)) for source in outcome.sources if source.url
+        ]
+        cited = tuple(dict.fromkeys(sources))[:MAX_HELD_SOURCES] or (tool_id,)
+        call_id = bounded_name(call.call_id)
+        return tuple(
+            ChatHolding(HoldingKind(effect.value), tool_id, source, call_id)
+            for effect in held
+            for source in cited
+        )
+
     def _outbound_refusal(self, chat: Chat, tool: ExecutableTool) -> str | None:
         """Why a chat that read a mailbox may not run this tool now, or None when it may."""
         restriction = chat.outbound_restriction
@@ -445,6 +506,43 @@ class ToolExecutor:
             f"Tool '{tool.display_name}' was not run: {read}, which allows sending data to "
             f"{level}, and this tool {sends}."
         )
+
+
+MAX_HELD_SOURCES = 8
+"""The most sources one call's holdings name (one is enough for the rule; the rest is evidence)."""
+
+
+class FlowRules(Protocol):
+    """What the executor asks of the registry for the flow rule (`ToolRegistry` is one)."""
+
+    @property
+    def flow_rule(self) -> FlowRule: ...
+
+    def effects(self, tool_id: str) -> ToolEffects: ...
+
+    def flow_conflict(self, tool_id: str, holdings: ChatHoldings) -> FlowConflict | None: ...
+
+
+def _is_empty(result: ToolExecutionResult) -> bool:
+    """Nothing reached the model: no text, and no non-blank text anywhere in its JSON (a result
+    the filter emptied)."""
+    if result.json_content is None:
+        return not (result.text_content or "").strip()
+    return not any(_texts(result.json_content))
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _texts(item)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
 
 
 async def _guarded_execution(

@@ -548,6 +548,7 @@ class ChatRuntime:
             self._mailbox_name,
             known_tools=lambda name: self.policy.registry.tool_named(name),
             decision_log_failure=None if log is None else log.admission,
+            flow=self.policy.registry,
         )
 
     async def _runnable_tools(

@@ -257,6 +257,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             sources=tuple(merge_sources([], sources)),
             required_provider_confidence=confidence,
             required_data_security=security,
+            brought=None if any(e.included for e in searched) else (),
             injection_filtered=True,
         )
 

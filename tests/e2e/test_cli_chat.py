@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from policy.vocabulary import ConfidenceLevel
-from runtime.chat import ChatRecord, SqliteChatStore
+from runtime.chat import ChatRecord, HoldingKind, SqliteChatStore
 from tests.e2e._kit import API_KEY, ORGANIZATION, ROOT
 from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.provider_scripts import chat_call, chat_text
@@ -376,6 +376,6 @@ def test_a_removed_injection_is_shown_and_kept_as_the_chats_holding(
     [seen] = finished["injections"]
     assert (seen["source"], seen["removed"]) == ("tickets", 1) and seen["rules"]
     record = SqliteChatStore(database).load("c1")
-    assert record is not None and [(h.tool_id, h.source) for h in record.holdings] == [
-        ("tickets", "tickets")
-    ]
+    assert record is not None and [
+        (h.tool_id, h.source) for h in record.holdings if h.kind is HoldingKind.INJECTION_SEEN
+    ] == [("tickets", "tickets")]

@@ -77,6 +77,11 @@ class _AppTool(DefinedTool):
         )
 
 
+def _injections_held(chat: Chat) -> tuple[ChatHolding, ...]:
+    """The chat's INJECTION_SEEN holdings (what the flow rule holds is tested in test_flow_rule)."""
+    return tuple(h for h in chat.holdings if h.kind is HoldingKind.INJECTION_SEEN)
+
+
 @pytest.fixture
 def guard_service() -> Iterator[RunningGuardService]:
     with running_guard_service() as service:
@@ -168,9 +173,9 @@ async def test_an_app_tool_that_forgets_to_filter_has_every_field_filtered_and_t
     assert SERVICE_MARKER in title and "Ignore previous" not in title
 
     held = ChatHolding(HoldingKind.INJECTION_SEEN, "ticket_reader", "ticket_reader", "call_ticket")
-    assert setup.chat.holdings == (held,)
+    assert _injections_held(setup.chat) == (held,)
     store = SqliteChatStore(tmp_path / "chats.sqlite3")
-    assert Chat.open(setup.chat.id, store).holdings == (held,)
+    assert _injections_held(Chat.open(setup.chat.id, store)) == (held,)
 
     line = setup.log.read_text(encoding="utf-8")
     [call] = setup.calls()
@@ -188,7 +193,7 @@ async def test_a_tool_that_filtered_itself_is_not_filtered_twice_and_its_finding
 
     assert SERVICE_MARKER in setup.tool_message()
     assert len(setup.guard_requests) == 1
-    assert [h.kind for h in setup.chat.holdings] == [HoldingKind.INJECTION_SEEN]
+    assert len(_injections_held(setup.chat)) == 1
     [call] = setup.calls()
     assert call["injections"][0]["rules"] == ["test_phrase"]
 
@@ -198,6 +203,6 @@ async def test_a_tool_that_declares_no_untrusted_content_is_left_as_it_is(setup:
 
     assert INJECTED in json.loads(setup.tool_message())["body"]
     assert setup.guard_requests == []
-    assert setup.chat.holdings == ()
+    assert _injections_held(setup.chat) == ()
     [call] = setup.calls()
     assert call["injections"] == []

@@ -138,9 +138,11 @@ async def test_the_model_named_in_plugin_lua_filters_an_app_tools_result_and_the
     assert sent["agent_tools"] == ["tickets"]  # it knows a text naming them addresses the agent
     assert sent["texts"] == [{"index": 0, "text": f"Ticket 7: the printer is broken. {INJECTED}"}]
     assert _tool_message(server, 2) == f"Ticket 7: the printer is broken. {REMOVAL_MARKER}"
-    assert [(h.kind, h.tool_id, h.call_id) for h in chat.holdings] == [
-        (HoldingKind.INJECTION_SEEN, "tickets", "call_7")
-    ]
+    assert [
+        (h.kind, h.tool_id, h.call_id)
+        for h in chat.holdings
+        if h.kind is HoldingKind.INJECTION_SEEN
+    ] == [(HoldingKind.INJECTION_SEEN, "tickets", "call_7")]
     [call] = json.loads(log.read_text(encoding="utf-8"))["calls"]
     assert call["injections"] == [
         {"source_kind": "tool_content", "source": "tickets", "rules": ["model_marked"],

@@ -419,7 +419,10 @@ class WebSearchExecutableTool(WebSearchTool):
         if diagnostic:
             document["diagnostic"] = diagnostic
         return ToolExecutionResult(
-            json_content=document, sources=tuple(sources), injection_filtered=True
+            json_content=document,
+            sources=tuple(sources),
+            brought=None if results else (),
+            injection_filtered=True,
         )
 
 
