@@ -301,6 +301,37 @@ def finding_line(finding: Finding, severity: str | None = None, *, with_code: bo
     return f"{where}{severity or finding.severity.value}{code}: {terminal_safe(finding.message)}"
 
 
+def provider_with_errors_shown(
+    policy: Policy, provider_id: str | None, before: Callable[[], None] | None = None
+) -> ProviderConfig:
+    """The provider the command line names (`command_line_provider`), and the policy's errors on
+    stderr: all of them once one is chosen; otherwise all but the skipped provider entries, which
+    the usage error names, so each is said once. `before`: the command's own usage checks that
+    come first (e.g. its tool ids), each refusal after every error."""
+    try:
+        if before is not None:
+            before()
+    except click.UsageError:
+        _echo_errors(policy.errors)
+        raise
+    try:
+        provider = command_line_provider(policy, provider_id)
+    except click.UsageError:
+        named = {
+            (entry.location, entry.message)
+            for entry in policy.configuration.skipped_entries("LLM_PROVIDERS")
+        }
+        _echo_errors([f for f in policy.errors if (f.location, f.message) not in named])
+        raise
+    _echo_errors(policy.errors)
+    return provider
+
+
+def _echo_errors(findings: Sequence[Finding]) -> None:
+    for finding in findings:
+        click.echo(finding_line(finding, "error"), err=True)
+
+
 def _print(text: str) -> None:
     """Every line the command prints goes here: its values were made `terminal_safe` by the
     renderer; what is left of control characters other than the layout's own is escaped."""

@@ -11,16 +11,15 @@ import asyncio
 import dataclasses
 import sys
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options, finding_line
+from policy.cli import configuration_options, provider_with_errors_shown
 from policy.cli_options import (
     ConfigurationSources,
-    command_line_provider,
     complete_tool_ids,
     component_option,
     decision_log_option,
@@ -152,13 +151,12 @@ def chat(
     from runtime.providers.errors import ProviderError
 
     policy = load_cli_policy(*sources, tools_files, offline=offline)
-    for finding in policy.errors:
-        click.echo(finding_line(finding, "error"), err=True)
-    _require_known_tools(policy, tool_ids)
+    provider = chosen_provider(
+        policy, provider_id, base_url, before=lambda: _require_known_tools(policy, tool_ids)
+    )
     from runtime.mcp_listing import sessions_for
 
     mcp = sessions_for(policy, sources.state_dir, offline=offline)
-    provider = chosen_provider(policy, provider_id, base_url)
     selection = tool_ids or None
     if chat_id is not None and not chat_id.strip():
         raise click.BadParameter("a chat id must not be blank.", param_hint="--chat-id")
@@ -213,10 +211,15 @@ def _require_known_tools(policy: Policy, tool_ids: Sequence[str]) -> None:
 
 
 def chosen_provider(
-    policy: Policy, provider_id: str | None, base_url: str | None
+    policy: Policy,
+    provider_id: str | None,
+    base_url: str | None,
+    before: Callable[[], None] | None = None,
 ) -> ProviderConfig:
-    """The provider `--provider` names (or the only one), at `--base-url` when given."""
-    provider = command_line_provider(policy, provider_id)
+    """The provider `--provider` names (or the only one), at `--base-url` when given; the
+    policy's errors are shown on stderr with it (`provider_with_errors_shown`, which runs
+    `before` first)."""
+    provider = provider_with_errors_shown(policy, provider_id, before)
     if base_url:
         provider = dataclasses.replace(provider, hostname=base_url.strip())
     return provider

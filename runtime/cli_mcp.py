@@ -35,6 +35,7 @@ from runtime.serving import listening_options
 
 if TYPE_CHECKING:
     from policy import Policy
+    from policy.configuration import ProviderConfig
     from policy.mcp import McpServerListing
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
@@ -272,7 +273,14 @@ def serve(
     from runtime.cli_chat import chosen_provider
     from runtime.policy_watch import PolicyWatcher
 
+    chosen: list[ProviderConfig] = []
+
     def load() -> Policy:
+        """The first load chooses the provider, which shows its errors (`chosen_provider`)."""
+        if not chosen:
+            policy = load_cli_policy(*sources, tools_files, offline=offline)
+            chosen.append(chosen_provider(policy, provider_id, None))
+            return policy
         return _policy(sources, tools_files, offline=offline)
 
     sink = None
@@ -301,7 +309,7 @@ def serve(
         state_dir=sources.state_dir,
         build=build,
     )
-    provider = chosen_provider(watcher.runtime.policy, provider_id, None)
+    provider = chosen[0]
     try:
         asyncio.run(
             _serve(watcher, provider.id, Component(component.upper()), transport, host, port, token)

@@ -311,6 +311,26 @@ def test_chat_and_mcp_serve_name_the_skipped_provider(tmp_path: Path) -> None:
     assert "no configured provider 'Team Llama'" in named.stderr and skipped in named.stderr
     serve = run("mcp", "serve", "--org", plugin.parent, "--no-watch", "--offline")
     assert serve.returncode == 2 and skipped in serve.stderr
+    said = 'skipped: Host is "LLAMACPP"'
+    for done in (chat, named, serve):
+        assert done.stderr.count(said) == 1, done.stderr
+
+
+def test_chat_and_mcp_serve_show_the_errors_once_a_provider_is_chosen(tmp_path: Path) -> None:
+    """With a provider chosen, the skipped entry is still said on stderr, once, before anything
+    the command does next (here: a --tool no installed tool has)."""
+    llama = _llamacpp_only(tmp_path / "llama").read_text(encoding="utf-8")
+    plugin = write_plugin(
+        tmp_path / "org",
+        llama + 'CONFIG["LLM_PROVIDERS"][2] = { ["Id"] = "44444444-4444-4444-8444-444444444444",\n'
+        '    ["InstanceName"] = "Cloud GPT", ["UsedLLMProvider"] = "OPEN_AI", ["Host"] = "NONE",\n'
+        '    ["Hostname"] = "", ["Model"] = { ["Id"] = "gpt-4o", ["DisplayName"] = "GPT-4o" } }\n',
+    )
+    said = 'skipped: Host is "LLAMACPP"'
+    chat = run("chat", "Hi", "--org", plugin.parent, "--tool", "nope", "--offline")
+    assert chat.returncode == 2 and "unknown tool 'nope'" in chat.stderr
+    assert chat.stderr.count(said) == 1, chat.stderr
+    assert chat.stderr.index(said) < chat.stderr.index("unknown tool 'nope'")
 
 
 def test_explain_names_every_skipped_entry_once(tmp_path: Path) -> None:
