@@ -18,6 +18,7 @@ cheap); the policy side's own subclasses are in `policy.errors`.
     ├── InvalidToolCallingResponse      invalid-tool-calling-response  a silent first round
     ├── ChatRequirementError            chat-requirement      a provider the chat rules out
     ├── ChatStoreError                  chat-store            the chat store cannot be used
+    ├── ApprovalError                   approval              approvals no waiting call matches
     ├── ToolExecutionBlocked            tool-blocked          a tool refused by the policy
     ├── ArgumentError                   argument              also ValueError; a bad model argument
     ├── McpServerError                  mcp-server            also ContentQuotingError
@@ -42,6 +43,7 @@ from policy._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from policy import ToolPolicyError
+    from runtime.approvals import ApprovalError
     from runtime.arguments import ArgumentError
     from runtime.chat import ChatRequirementError, ChatStoreError
     from runtime.config_fetch import CaBundleError, ConfigurationArchiveError
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
 
 _DEFINED_IN = {
     "ToolPolicyError": "policy.errors",
+    "ApprovalError": "runtime.approvals",
     "ArgumentError": "runtime.arguments",
     "CaBundleError": "runtime.config_fetch",
     "ChatRequirementError": "runtime.chat",
@@ -89,6 +92,7 @@ _DEFINED_IN = {
 }
 
 __all__ = [
+    "ApprovalError",
     "ArgumentError",
     "CaBundleError",
     "ChatRequirementError",
