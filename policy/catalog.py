@@ -158,6 +158,11 @@ class ToolFacts:
         return facts.get() if isinstance(facts, _OnFirstUse) else facts
 
     @property
+    def resolved_at_build(self) -> bool:
+        """Its settings were resolved with the catalog (not one that waits to read a secret)."""
+        return not isinstance(self.settings_facts, _OnFirstUse)
+
+    @property
     def settings(self) -> ResolvedSettings:
         return self._settled().settings
 

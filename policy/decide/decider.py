@@ -8,6 +8,7 @@ whole decisions are cached per question, so a repeated question is one lookup.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from policy.catalog import ToolCatalog
@@ -62,6 +63,11 @@ class OfferDecider(ToolCatalog):
         self._configuration_verdicts = {
             i: CHECKS[i].verdict(question) for i in _BY_SCOPE[Scope.CONFIGURATION]
         }
+        for facts in self.ordered:  # a tool that waits to read a secret is judged when asked
+            if facts.resolved_at_build:
+                tool_id = facts.definition.id
+                asked = replace(question, tool_id=tool_id, tool=facts)
+                self._once[tool_id] = self._verdicts_once(asked)
 
     # --- providers --------------------------------------------------------------------------
 
@@ -151,12 +157,7 @@ class OfferDecider(ToolCatalog):
             )
         once = self._once.get(question.tool_id)
         if once is None:
-            once = tuple(
-                self._configuration_verdicts.get(i)
-                or (check.verdict(question) if check.scope is Scope.TOOL else None)
-                for i, check in enumerate(CHECKS)
-            )
-            self._once[question.tool_id] = once
+            once = self._once[question.tool_id] = self._verdicts_once(question)
         verdicts = list(once)
         for i in _BY_SCOPE[Scope.PROVIDER]:
             verdicts[i] = self._provider_verdict(i, question)
@@ -169,6 +170,15 @@ class OfferDecider(ToolCatalog):
         for i in _BY_SCOPE[Scope.QUESTION]:
             verdicts[i] = CHECKS[i].verdict(question)
         return tuple(v for v in verdicts if v is not None)
+
+    def _verdicts_once(self, question: Question) -> tuple[Check | None, ...]:
+        """The verdicts that depend on the configuration or the tool alone, by place (None for
+        the others)."""
+        return tuple(
+            self._configuration_verdicts.get(i)
+            or (check.verdict(question) if check.scope is Scope.TOOL else None)
+            for i, check in enumerate(CHECKS)
+        )
 
     def _verdict_without_tool(self, index: int, question: Question) -> Check:
         """A check that decides without the tool, asked about an id no tool has."""
