@@ -4,7 +4,8 @@ A backend turns a `SearchRequest` into ranked hits. The dispatcher decides which
 (FAILOVER: the preferred one, then the others until one has hits; PARALLEL: all at once;
 SPECIFIC: only the preferred one), merges their hits round-robin by rank, and reports what went
 wrong as notes the model can read. SearXNG lives here; Tavily (`tavily`) and Staan
-(`staan`) implement `SearchBackend` in their own modules with the exchange helpers below.
+(`staan`) implement `SearchBackend` in their own modules on `ApiKeyBackend`, which posts a
+search with its API key.
 
 The backends are services an administrator configured, so they are reached directly (not through
 the public-only page retrieval); error texts never show more of their address than its redacted
@@ -17,7 +18,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from policy.errors import ToolPolicyError
 from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
@@ -237,32 +238,41 @@ async def exchange(
         ) from error
 
 
-async def post_with_api_key(
-    body: Mapping[str, Any],
-    *,
-    label: str,
-    endpoint: str,
-    api_key: str,
-    setting: str,
-    hints: Mapping[int, str],
-    timeout_seconds: float,
-    transport: httpx.AsyncBaseTransport | None,
-) -> bytes:
-    """POST a JSON search to an API-key service and read its JSON answer under the cap.
+@dataclass(frozen=True, slots=True)
+class ApiKeyBackend:
+    """A search service asked with a JSON POST and a Bearer API key (Tavily, Staan).
 
-    `setting` names where the key is configured, so a key that cannot be sent or is refused is
-    traced there; `hints` explain the statuses that are the service's own (402, 432, ...).
+    The key never shows in a repr; `endpoint` and `transport` are for code (tests, a proxy),
+    never data. A subclass names its `label`, the `key_setting` where the key is configured (so
+    a key that cannot be sent or is refused is traced there), its own status `hints` (402, 432,
+    ...) and its service's address as the default `endpoint`.
     """
-    headers = bearer_header(api_key, label, setting)
-    outgoing = outgoing_request("POST", endpoint, timeout_seconds, headers=headers, json_body=body)
-    return await exchange(
-        outgoing,
-        label=label,
-        shown=redact_url_for_log(endpoint),
-        timeout_seconds=timeout_seconds,
-        transport=transport,
-        check_status=lambda response: check_api_status(response, label, setting, hints),
-    )
+
+    label: ClassVar[str]
+    key_setting: ClassVar[str]
+    hints: ClassVar[Mapping[int, str]]
+
+    api_key: str = field(repr=False)
+    timeout_seconds: float
+    endpoint: str
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+
+    async def post(self, body: Mapping[str, Any]) -> bytes:
+        """POST one JSON search and read the JSON answer under `MAX_RESPONSE_BYTES`."""
+        headers = bearer_header(self.api_key, self.label, self.key_setting)
+        outgoing = outgoing_request(
+            "POST", self.endpoint, self.timeout_seconds, headers=headers, json_body=body
+        )
+        return await exchange(
+            outgoing,
+            label=self.label,
+            shown=redact_url_for_log(self.endpoint),
+            timeout_seconds=self.timeout_seconds,
+            transport=self.transport,
+            check_status=lambda response: check_api_status(
+                response, self.label, self.key_setting, self.hints
+            ),
+        )
 
 
 def search_hit(item: Mapping[str, Any], snippet_key: str, date_key: str) -> SearchHit:

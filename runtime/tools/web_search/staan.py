@@ -8,24 +8,22 @@ range is reported as not applied. The key travels only in the Authorization head
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from policy.builtin.web_search import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
 from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
 from runtime.tools.web_search.backends import (
+    ApiKeyBackend,
     BackendAnswer,
     SearchBackendError,
     SearchHit,
     SearchRequest,
     json_object,
-    post_with_api_key,
     search_hit,
     text_field,
 )
-
-if TYPE_CHECKING:
-    import httpx
 
 STAAN_SEARCH_URL = "https://api.staan.ai/v2/search/web"
 STAAN_RESULTS_PER_PAGE = 10
@@ -47,14 +45,15 @@ def staan_market(language: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class StaanBackend:
-    """Staan's web search API; `endpoint` and `transport` are for code (tests, a proxy), never data."""
+class StaanBackend(ApiKeyBackend):
+    """Staan's web search API."""
 
-    api_key: str = field(repr=False)
-    timeout_seconds: float
-    market: str = STAAN_DEFAULT_MARKET
+    label: ClassVar[str] = _LABEL
+    key_setting: ClassVar[str] = f"web_search.{WS_STAAN_API_KEY}"
+    hints: ClassVar[Mapping[int, str]] = _STATUS_HINTS
+
     endpoint: str = STAAN_SEARCH_URL
-    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+    market: str = STAAN_DEFAULT_MARKET
 
     @property
     def kind(self) -> WebSearchBackend:
@@ -113,16 +112,7 @@ class StaanBackend:
                 f"Staan serves at most {STAAN_MAX_PAGE} pages of results, not page {request.page}."
             )
         body, notes = self.body(request)
-        answer = await post_with_api_key(
-            body,
-            label=_LABEL,
-            endpoint=self.endpoint,
-            api_key=self.api_key,
-            setting=f"web_search.{WS_STAAN_API_KEY}",
-            hints=_STATUS_HINTS,
-            timeout_seconds=self.timeout_seconds,
-            transport=self.transport,
-        )
+        answer = await self.post(body)
         hits, altered = staan_answer(answer)
         if altered and altered != request.query:
             notes = (*notes, f"Staan corrected the query and searched for '{altered}' instead.")

@@ -9,8 +9,9 @@ bypass the tool's own page reader and its prompt-injection guard.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from policy.builtin.web_search import (
     TAVILY_DEFAULT_SEARCH_DEPTH,
@@ -19,20 +20,17 @@ from policy.builtin.web_search import (
 )
 from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend
 from runtime.tools.web_search.backends import (
+    ApiKeyBackend,
     BackendAnswer,
     SearchBackendError,
     SearchHit,
     SearchRequest,
     json_object,
-    post_with_api_key,
     ranked_hits,
     score_of,
     search_hit,
     text_field,
 )
-
-if TYPE_CHECKING:
-    import httpx
 
 TAVILY_SEARCH_URL = "https://api.tavily.com/search"
 TAVILY_MAX_PAGE = 1
@@ -56,14 +54,15 @@ def tavily_language(language: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class TavilyBackend:
-    """Tavily's search API; `endpoint` and `transport` are for code (tests, a proxy), never data."""
+class TavilyBackend(ApiKeyBackend):
+    """Tavily's search API."""
 
-    api_key: str = field(repr=False)
-    timeout_seconds: float
-    search_depth: str = TAVILY_DEFAULT_SEARCH_DEPTH
+    label: ClassVar[str] = _LABEL
+    key_setting: ClassVar[str] = f"web_search.{WS_TAVILY_API_KEY}"
+    hints: ClassVar[Mapping[int, str]] = _STATUS_HINTS
+
     endpoint: str = TAVILY_SEARCH_URL
-    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+    search_depth: str = TAVILY_DEFAULT_SEARCH_DEPTH
 
     @property
     def kind(self) -> WebSearchBackend:
@@ -116,16 +115,7 @@ class TavilyBackend:
         if request.page > TAVILY_MAX_PAGE:
             raise SearchBackendError("Tavily answers one page of results and has no next page.")
         body, notes = self.body(request)
-        answer = await post_with_api_key(
-            body,
-            label=_LABEL,
-            endpoint=self.endpoint,
-            api_key=self.api_key,
-            setting=f"web_search.{WS_TAVILY_API_KEY}",
-            hints=_STATUS_HINTS,
-            timeout_seconds=self.timeout_seconds,
-            transport=self.transport,
-        )
+        answer = await self.post(body)
         return BackendAnswer(tavily_hits(answer), notes)
 
 
