@@ -388,7 +388,11 @@ class McpTool(DefinedTool):
         annotations = json.dumps(_plain(self.listing.annotations), sort_keys=True)
         return (
             self._server_evidence(),
-            *((Evidence("listing", self.listed, "MCP server"),) if self.listed else ()),
+            *(
+                (Evidence("listing", _shown_status(self.listed), "MCP server"),)
+                if self.listed
+                else ()
+            ),
             Evidence("annotations", annotations, "MCP server"),
             Evidence("sha256", self.listing.fingerprint, "MCP server"),
         )
@@ -429,6 +433,13 @@ class McpTool(DefinedTool):
             "it is not offered until an administrator reviews and pins it again.",
             (*evidence, Evidence("change", change, "MCP server")),
         )
+
+
+def _shown_status(status: str) -> str:
+    """A listing's status as evidence: it may quote an error naming the server's address."""
+    from policy.secrets import without_user_info
+
+    return without_user_info(status)
 
 
 _T = TypeVar("_T", bound=McpTool)

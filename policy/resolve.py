@@ -103,10 +103,19 @@ class ResolvedSetting:
         return self.value.reveal() if isinstance(self.value, SecretText) else self.value
 
     def evidence(self) -> Evidence:
-        shown: object = self.value
+        shown: object = _shown_setting(self.value)
         if self.secret:
             shown = MASK if self.value is not None else None
         return Evidence(self.key, shown, _source_text(self), self.origin, self.location)
+
+
+def _shown_setting(value: object) -> object:
+    """A configured value as evidence shows it: a text may be an address, so its user info is
+    masked (`without_user_info`). Evidence is masked by what it is where it is made; other
+    evidence (a definition, a diff) is shown whole."""
+    from policy.secrets import without_user_info
+
+    return without_user_info(value) if isinstance(value, str) else value
 
 
 def _source_text(s: ResolvedSetting) -> str:
@@ -590,7 +599,7 @@ def value_problem(
 
 def _managed_evidence(setting: ManagedSetting, shown: object) -> Evidence:
     source = SOURCE_LOCKED if setting.locked else SOURCE_EDITABLE
-    return Evidence(setting.key, shown, source, setting.origin)
+    return Evidence(setting.key, _shown_setting(shown), source, setting.origin)
 
 
 def tools_enabled(
