@@ -187,9 +187,30 @@ class OutcomeRecord(_Model):
     provider before any request, or an error (its class and its message with secrets masked).
     A call an MCP client made through the gateway ends as `tool_call` (no model answered)."""
 
-    stop_reason: Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
+    stop_reason: Literal[
+        "final_answer", "interrupted", "refused", "error", "tool_call", "approval_required"
+    ]
+    """`approval_required`: the turn stopped before a call that waits for a person's approval
+    (the record's `approvals` name it)."""
     error_class: str = ""
     error_message: str = ""
+
+
+class ApprovalRecord(_Model):
+    """A call that needed a person's approval: `asked` (the turn stopped before it), answered
+    (`approved` / `denied`, by whom), or an answer `not_taken` (its call changed, the policy
+    changed or it expired: the call is asked again). Never the person's note."""
+
+    call_id: str
+    tool_id: str
+    event: Literal["asked", "approved", "denied", "not_taken"]
+    at: datetime
+    """When it was asked, or when the answer was taken."""
+    by: str = ""
+    reason: str = ""
+    """Why approval is needed (asked), or why the answer was not taken."""
+    arguments: dict[str, str] = Field(default_factory=dict)
+    """As traces show them (sensitive ones masked); only on `asked`."""
 
 
 class ContentRecord(_Model):
@@ -231,6 +252,8 @@ class DecisionRecord(_Model):
     """Only with `include_content`; None otherwise."""
     served_by: Literal["respond", "mcp_gateway"] = "respond"
     """What decided: an answer of `respond`, or a call of an MCP client through the gateway."""
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    """Approvals asked and answered in this response, in order."""
 
 
 def decision_log_schema() -> dict[str, object]:

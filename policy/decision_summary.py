@@ -94,7 +94,8 @@ def _aware(moment: datetime) -> datetime:
 
 def summary_rows(records: Iterable[DecisionRecord]) -> list[tuple[str, str, int]]:
     """(what, value, count) rows: decisions per configuration revision and provider, refusals,
-    left-out tools per reason, calls per status and tool, and the most frequent blocked calls."""
+    left-out tools per reason, calls per status and tool, approvals asked, approved and denied
+    (by whom) and not taken per tool, and the most frequent blocked calls."""
     counts: Counter[tuple[str, str]] = Counter()
     blocked: Counter[str] = Counter()
     total = 0
@@ -111,6 +112,10 @@ def summary_rows(records: Iterable[DecisionRecord]) -> list[tuple[str, str, int]
             counts[f"call {call.status}", call.tool_id] += 1
             if call.status == "BLOCKED":
                 blocked[f"{call.tool_id}: {call.status_message}".rstrip(": ")] += 1
+        for approval in record.approvals:
+            who = f" by {approval.by}" if approval.by else ""
+            shown = approval.tool_id + (who if approval.event in ("approved", "denied") else "")
+            counts[f"approval {approval.event}", shown] += 1
     rows = [("decisions", "", total)] + [
         (what, value, n)
         for (what, value), n in sorted(counts.items(), key=lambda i: (i[0][0], -i[1], i[0][1]))

@@ -18,11 +18,14 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy.errors import ToolPolicyError
 from runtime.adapters.base import RecordedTurns
 from runtime.messages import RequestedCall, Source, SourceOrigin
+
+if TYPE_CHECKING:
+    from policy.decision_record import ApprovalRecord
 
 DEFAULT_APPROVAL_SECONDS = 3600.0
 """How long an asked approval may be answered (`ChatRuntime(approval_seconds=...)`)."""
@@ -222,8 +225,9 @@ class ApprovalGate:
     answers: dict[str, Approval] = field(default_factory=dict)
     waiting: dict[str, PendingApproval] = field(default_factory=dict)
     asked_again: dict[str, str] = field(default_factory=dict)
-    used: list[tuple[PendingApproval, Approval]] = field(default_factory=list)
-    """The answers taken, in the order their calls came (the decision log records them)."""
+    used: list[tuple[PendingApproval, Approval, float]] = field(default_factory=list)
+    """The answers taken (with when), in the order their calls came (the decision log
+    records them)."""
 
     def answer(self, call: RequestedCall) -> Approval | None:
         """The answer that holds for this call now (taken once), or None: ask for one."""
@@ -231,12 +235,56 @@ class ApprovalGate:
         approval = self.answers.pop(call.call_id, None)
         if pending is None or approval is None:
             return None
-        problem = answer_problem(pending, approval, call, self.revision, now())
+        taken = now()
+        problem = answer_problem(pending, approval, call, self.revision, taken)
         if problem is not None:
             self.asked_again[call.call_id] = problem
             return None
-        self.used.append((pending, approval))
+        self.used.append((pending, approval, taken))
         return approval
+
+    def records(self, asked: Sequence[PendingApproval]) -> list[ApprovalRecord]:
+        """What the decision log keeps of this response's approvals: answers taken or not,
+        then the calls asked about."""
+        from datetime import UTC, datetime
+
+        from policy.decision_record import ApprovalRecord
+
+        def at(seconds: float) -> datetime:
+            return datetime.fromtimestamp(seconds, UTC)
+
+        records = [
+            ApprovalRecord(
+                call_id=pending.call_id,
+                tool_id=pending.tool_id,
+                event="approved" if approval.approved else "denied",
+                at=at(taken),
+                by=approval.by,
+            )
+            for pending, approval, taken in self.used
+        ]
+        records += [
+            ApprovalRecord(
+                call_id=call_id,
+                tool_id=self.waiting[call_id].tool_id if call_id in self.waiting else "",
+                event="not_taken",
+                at=at(now()),
+                reason=why,
+            )
+            for call_id, why in self.asked_again.items()
+        ]
+        records += [
+            ApprovalRecord(
+                call_id=p.call_id,
+                tool_id=p.tool_id,
+                event="asked",
+                at=at(p.asked_at),
+                reason=p.reason,
+                arguments=dict(p.arguments),
+            )
+            for p in asked
+        ]
+        return records
 
     def pending(
         self, call: RequestedCall, tool_id: str, reason: str, arguments: Mapping[str, str]

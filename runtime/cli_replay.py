@@ -76,7 +76,8 @@ def replay(
             f"{report.decisions} decision(s) replayed: {len(report.changed)} tool flip(s), "
             f"{len(report.calls_now_blocked)} call(s) now blocked, "
             f"{len(report.providers_now_refused)} provider(s) now refused, "
-            f"{len(report.providers_now_allowed)} now allowed"
+            f"{len(report.providers_now_allowed)} now allowed, "
+            f"{len(report.approvals_changed)} call(s) whose approval changes"
         )
         click.echo(render_table(header, rows) if rows else "nothing would change")
         click.echo(summary, err=True)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar
 
+from policy.approvals import ApprovalRules
 from policy.provider_facts import ProviderFacts
 from policy.vocabulary import (
     Component,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from policy.decision import OfferDecision
     from policy.decision_record import CallRecord, DecisionRecord
 
-__all__ = ["BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
+__all__ = ["ApprovalChange", "BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
 
 OFFERED = "offered"
 NOT_SELECTED = "not selected"
@@ -81,6 +82,20 @@ class ProviderChange:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalChange:
+    """A logged call whose need for a person's approval differs under the candidate: one that
+    ran unapproved would now wait, or one that was asked about would now run at once."""
+
+    decision_id: str
+    call_id: str
+    tool_id: str
+    before: str
+    after: str
+    reason: str = ""
+    """Why the candidate asks for approval (empty when it no longer does)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayReport:
     """Everything that would flip over a log, in log order."""
 
@@ -89,6 +104,7 @@ class ReplayReport:
     calls_now_blocked: tuple[BlockedCall, ...]
     providers_now_refused: tuple[ProviderChange, ...]
     providers_now_allowed: tuple[ProviderChange, ...]
+    approvals_changed: tuple[ApprovalChange, ...] = ()
 
     @property
     def has_changes(self) -> bool:
@@ -97,6 +113,7 @@ class ReplayReport:
             or self.calls_now_blocked
             or self.providers_now_refused
             or self.providers_now_allowed
+            or self.approvals_changed
         )
 
     def document(self) -> dict[str, object]:
@@ -107,6 +124,7 @@ class ReplayReport:
             "calls_now_blocked": [asdict(c) for c in self.calls_now_blocked],
             "providers_now_refused": [asdict(c) for c in self.providers_now_refused],
             "providers_now_allowed": [asdict(c) for c in self.providers_now_allowed],
+            "approvals_changed": [asdict(c) for c in self.approvals_changed],
         }
 
 
@@ -125,6 +143,8 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
     blocked: list[BlockedCall] = []
     refused: list[ProviderChange] = []
     allowed: list[ProviderChange] = []
+    approvals: list[ApprovalChange] = []
+    rules = ApprovalRules.of(candidate.configuration)
     count = 0
     for record in records:
         count += 1
@@ -176,7 +196,45 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
             verdicts[key] = after
         changed.extend(_flips(record, after))
         blocked.extend(_blocked_calls(record, candidate, provider, component, start, facts))
-    return ReplayReport(count, tuple(changed), tuple(blocked), tuple(refused), tuple(allowed))
+        approvals.extend(_approval_changes(record, rules))
+    return ReplayReport(
+        count, tuple(changed), tuple(blocked), tuple(refused), tuple(allowed), tuple(approvals)
+    )
+
+
+def _approval_changes(record: DecisionRecord, rules: ApprovalRules) -> list[ApprovalChange]:
+    """Calls that ran with no approval asked and would now wait, and calls asked about whose
+    tool would now need none."""
+    asked = {a.call_id: a for a in record.approvals if a.event == "asked"}
+    answered = {a.call_id for a in record.approvals if a.event in ("approved", "denied")}
+    changes: list[ApprovalChange] = []
+    for call in record.calls:
+        if call.call_id in answered or call.status == "BLOCKED":
+            continue
+        reason = rules.reason(call.tool_id)
+        if reason is not None:
+            changes.append(
+                ApprovalChange(
+                    record.decision_id,
+                    call.call_id,
+                    call.tool_id,
+                    f"ran without approval ({call.status})",
+                    "would wait for approval",
+                    reason,
+                )
+            )
+    for call_id, approval in asked.items():
+        if rules.reason(approval.tool_id) is None:
+            changes.append(
+                ApprovalChange(
+                    record.decision_id,
+                    call_id,
+                    approval.tool_id,
+                    "asked for approval",
+                    "would run without approval",
+                )
+            )
+    return changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,6 +422,15 @@ def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, .
                 f"call {call.call_id} ({call.tool_id})",
                 call.status_before,
                 _with_detail(f"BLOCKED: {call.reason}", call.detail),
+            )
+        )
+    for approval in report.approvals_changed:
+        rows.append(
+            (
+                approval.decision_id,
+                f"call {approval.call_id} ({approval.tool_id})",
+                approval.before,
+                _with_detail(approval.after, approval.reason),
             )
         )
     for change in (*report.providers_now_refused, *report.providers_now_allowed):

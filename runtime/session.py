@@ -426,6 +426,8 @@ class ChatRuntime:
                 if recorder is not None and type(event) is not TextDeltaEvent:
                     if type(event) is FinalAnswer and self._decision_log is not None:
                         await self._decision_log.room()  # the answer waits for its record
+                        if context.approvals is not None:
+                            recorder.approvals(context.approvals.records(event.pending_approvals))
                     _record(recorder, event)
                 if span is not None and type(event) is FinalAnswer:
                     usage = _usage_attributes(span, event)
@@ -478,7 +480,6 @@ class ChatRuntime:
             can_wait=chat.can_suspend and callable(getattr(adapter, "recorded_turns", None)),
             answers=dict(answers or {}),
             waiting={} if resumed is None else {p.call_id: p for p in resumed.pending},
-            asked_again={} if resumed is None else dict(resumed.answered),
         )
 
     async def executable_tools(

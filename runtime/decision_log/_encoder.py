@@ -60,7 +60,9 @@ def line_safe(line: bytes) -> bytes:
     return line
 
 
-StopReason = Literal["final_answer", "interrupted", "refused", "error", "tool_call"]
+StopReason = Literal[
+    "final_answer", "interrupted", "refused", "error", "tool_call", "approval_required"
+]
 
 
 # A record is made on every answer from parts that repeat (the configuration, the provider, the

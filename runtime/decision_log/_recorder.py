@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from policy.decision_record import (
+    ApprovalRecord,
     ContentRecord,
     DecisionRecord,
     LeftOutRecord,
@@ -108,6 +109,7 @@ class DecisionRecorder:
     """
 
     __slots__ = (
+        "_approvals",
         "_at",
         "_before",
         "_calls",
@@ -165,6 +167,7 @@ class DecisionRecorder:
         self._usage: tuple[int | None, int | None] = (None, None)
         self._content: list[str] | None = [user_message, ""] if include_content else None
         self._ended: tuple[StopReason, tuple[str, str] | None, ChatRecord] | None = None
+        self._approvals: tuple[ApprovalRecord, ...] = ()
 
     @property
     def decision_id(self) -> str:
@@ -199,6 +202,10 @@ class DecisionRecorder:
             elapsed, round_number = (time.perf_counter() - started[0]) * 1000, started[1]
         self._calls.append(_EndedCall(trace, outcome, round_number, elapsed))
 
+    def approvals(self, records: Sequence[ApprovalRecord]) -> None:
+        """The approvals asked and answered in this response (before it ends)."""
+        self._approvals = tuple(records)
+
     def finished(self, final: FinalAnswer) -> None:
         if self._ended is not None:
             self._ended_again(
@@ -209,7 +216,12 @@ class DecisionRecorder:
         self._usage = (usage.input_tokens, usage.output_tokens)
         if self._content is not None:
             self._content[1] = final.text
-        self._emit("interrupted" if final.interrupted else "final_answer")
+        if final.interrupted:
+            self._emit("interrupted")
+        elif final.pending_approvals:
+            self._emit("approval_required")
+        else:
+            self._emit("final_answer")
 
     def gateway_call_ended(self) -> None:
         """The one call an MCP client made through the gateway is recorded; the record ends."""
@@ -323,6 +335,7 @@ class DecisionRecorder:
             ),
             content=content,
             served_by=repeated_json(self._served_by),
+            approvals=b"[" + b",".join(model_json(r) for r in self._approvals) + b"]",
         )
         return line_safe(line) + b"\n"
 

@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 import runtime.approvals
 from policy import Policy, load_policy
+from policy.decision_record import decision_log_schema
 from runtime import (
     Approval,
     ApprovalError,
@@ -27,9 +29,18 @@ from runtime import (
     TraceStatus,
 )
 from runtime.chat import ChatStore, MemoryChatStore, SqliteChatStore
+from runtime.decision_log import JsonLinesSink
 from runtime.tools import builtin_executable_tools
-from tests.e2e._kit import ORGANIZATION, VLLM_ID, client, load_example_tools, organization_provider
+from tests.e2e._kit import (
+    ORGANIZATION,
+    ROOT,
+    VLLM_ID,
+    client,
+    load_example_tools,
+    organization_provider,
+)
 from tests.e2e.test_end_to_end import QUESTION
+from tests.servers.cli_runner import run_policy
 from tests.servers.config_server import plugin_text
 from tests.servers.postgres import running_postgres, server_binaries
 from tests.servers.provider_scripts import chat_call, chat_text
@@ -259,3 +270,56 @@ async def test_pending_approvals_are_resumed_by_a_second_runtime_on_the_same_pos
         finally:
             first.close()
             second.close()
+
+
+async def test_the_decision_log_records_each_approval_asked_and_answered_and_log_tools_read_it(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    policy = _policy(tmp_path)
+    store = MemoryChatStore()
+    log = tmp_path / "decisions.jsonl"
+    server.queue(Reply([chat_call(0, "call_1", "calculator", EXPRESSION)]))
+    await _respond(policy, Chat.open("c8", store), server, decision_log=JsonLinesSink(log))
+    server.queue(Reply(chat_text("42.")))
+    await _respond(
+        policy,
+        Chat.open("c8", store),
+        server,
+        {"call_1": Approval(True, "alice", "fine by me")},
+        decision_log=JsonLinesSink(log),
+    )
+    asked, answered = [json.loads(line) for line in log.read_text().splitlines()]
+    for record in (asked, answered):
+        jsonschema.validate(record, decision_log_schema())
+    assert asked["outcome"]["stop_reason"] == "approval_required" and asked["calls"] == []
+    [question] = asked["approvals"]
+    assert (question["event"], question["call_id"], question["tool_id"]) == (
+        "asked",
+        "call_1",
+        "calculator",
+    )
+    assert question["arguments"] == {"expression": "6*7"} and "calc*" in question["reason"]
+    [answer] = answered["approvals"]
+    assert (answer["event"], answer["by"], answer["call_id"]) == ("approved", "alice", "call_1")
+    assert answer["at"] >= question["at"]
+    assert "fine by me" not in log.read_text(), "the person's note is never logged"
+    assert [c["status"] for c in answered["calls"]] == ["SUCCESS"]
+
+    summary = run_policy(["log", "summary", str(log), "--format", "json"], cwd=ROOT)
+    assert summary.returncode == 0, summary.stderr
+    assert "approval asked" in summary.stdout and "calculator by alice" in summary.stdout
+
+    without = tmp_path / "without"
+    without.mkdir()
+    (without / "plugin.lua").write_text(plugin_text(PLUGIN_ID, "", name="Approvals"))
+    replayed = run_policy(
+        ["replay", str(log), "--org", str(ORGANIZATION), "--org", str(without), "-f", "json"],
+        cwd=ROOT,
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    [change] = json.loads(replayed.stdout)["approvals_changed"]
+    assert (change["call_id"], change["before"], change["after"]) == (
+        "call_1",
+        "asked for approval",
+        "would run without approval",
+    )

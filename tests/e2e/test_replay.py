@@ -185,7 +185,8 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
         "calls_now_blocked",
         "providers_now_refused",
         "providers_now_allowed",
-    ], "the contract's keys first, then the providers' flips"
+        "approvals_changed",
+    ], "the contract's keys first, then the providers' flips, then the approvals'"
     changed = ["decision_id", "tool_id", "before", "after", "before_detail", "after_detail"]
     assert document["changed"] and all(list(c) == changed for c in document["changed"])
     blocked = ["decision_id", "call_id", "tool_id", "status_before", "reason", "detail"]
@@ -275,4 +276,5 @@ async def test_replay_finds_a_chat_whose_provider_would_now_be_refused_before_th
         "calls_now_blocked": [],
         "providers_now_refused": [],
         "providers_now_allowed": [],
+        "approvals_changed": [],
     }, "nothing flips under the configuration that decided: --fail-on-change passes"
