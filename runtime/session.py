@@ -467,14 +467,28 @@ class ChatRuntime:
         resumed: SuspendedTurn | None,
         answers: Mapping[str, Approval] | None,
     ) -> ApprovalGate | None:
-        """The response's approvals (None when no tool needs any and no turn is resumed)."""
+        """The response's approvals (None when no tool needs any and no turn is resumed): a
+        call needs one when the configuration names its tool, or — under `DataTools.FlowRule =
+        "APPROVE"` — when its tool is in conflict with what the chat holds at that moment (asked
+        before every call: an earlier result of the same response can bring the conflict)."""
+        from policy.flow import FlowRule
+
         rules = self.approval_rules()
-        if not rules.rules and resumed is None:
+        registry = self.policy.registry
+        flows = registry.flow_rule is FlowRule.APPROVE
+        if not rules.rules and not flows and resumed is None:
             return None
         from runtime.approvals import ApprovalGate
 
+        def reason(tool_id: str) -> str | None:
+            configured = rules.reason(tool_id)
+            if configured is not None or not flows:
+                return configured
+            conflict = registry.flow_conflict(tool_id, chat.flow_holdings)
+            return None if conflict is None else f'DataTools.FlowRule "APPROVE": {conflict.message}'
+
         return ApprovalGate(
-            rules.reason,
+            reason,
             self.policy.configuration.revision,
             self._approval_seconds,
             can_wait=chat.can_suspend and callable(getattr(adapter, "recorded_turns", None)),
