@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import import_module
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from policy._lazy import lazy_attributes
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -186,11 +186,7 @@ _LAZY = {
 StrPath = str | PathLike[str]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'policy' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
-from policy.errors import ToolPolicyError
+from policy import ToolPolicyError
 
 ECHO_MAX_CHARACTERS = 40
 _INT32_MAX = 2**31 - 1

@@ -92,7 +92,7 @@ def _passwords(dsn: str) -> frozenset[str]:
     it (also from `key=value` strings), and as written in a URI's user info or `?password=`,
     percent-decoded or not (libpq's error for a token it cannot decode, `%zz`, quotes it as
     written, and psycopg_pool logs that error on every retry)."""
-    from policy.secrets import address_secrets
+    from policy._runtime_seam import address_secrets
 
     found = set(address_secrets(dsn, ("password",)))
     try:
@@ -181,7 +181,7 @@ class PostgresChatStore:
             raise ChatStoreError(
                 "PostgresChatStore needs psycopg 3 with its pool: pip install 'toolpolicy[postgres]'"
             ) from error
-        from policy.redaction import SecretMask, mask_in_logs
+        from policy._runtime_seam import SecretMask, mask_in_logs
 
         self._dsn = dsn
         self._where = _where(dsn)

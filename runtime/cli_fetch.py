@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli_options import examples, format_option
+from policy._runtime_seam import examples, format_option
 
 if TYPE_CHECKING:
-    from policy.config_sources import ConfigurationReferences
+    from policy._runtime_seam import ConfigurationReferences
 
 _STATE_DIR = click.option(
     "--state-dir",
@@ -32,12 +32,12 @@ _FORMAT_OPTION = format_option("table", "json", "yaml")
 def _render(statuses: list[dict[str, Any]], output_format: str) -> str:
     document = {"configurations": statuses}
     if output_format in ("json", "yaml"):
-        from policy.explain import render_document
+        from policy._runtime_seam import render_document
 
         return render_document(document, output_format)
     if not statuses:
         return "no configurations fetched"
-    from policy.explain import render_table
+    from policy._runtime_seam import render_table
 
     rows = [
         [
@@ -67,13 +67,13 @@ _CONFIG_SERVERS = click.option(
 
 def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
     """The configurations the sources name; their warnings (and the secret file's) on stderr."""
-    from policy.cli import finding_line
-    from policy.config_sources import (
+    from policy._runtime_seam import (
         configuration_references,
+        finding_line,
         policy_directories,
         secret_from_policy_files,
+        terminal_safe,
     )
-    from policy.terminal import terminal_safe
 
     try:
         found = configuration_references(config_servers)
@@ -179,8 +179,7 @@ def status(state_dir: Path, config_servers: tuple[str, ...], output_format: str)
     current, 1 when one is not (last-known-good or never fetched) or the status file is damaged,
     for monitoring.
     """
-    from policy.config_sources import STATE_CURRENT
-    from policy.terminal import terminal_safe
+    from policy._runtime_seam import STATE_CURRENT, terminal_safe
     from runtime.config_fetch import delivery_report
 
     references = _references(config_servers).references

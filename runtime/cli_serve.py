@@ -12,8 +12,14 @@ from pathlib import Path
 
 import click
 
-from policy.cli import configuration_options, require_token_beyond_loopback
-from policy.cli_options import ConfigurationSources, examples, offline_option, tools_file_option
+from policy._runtime_seam import (
+    ConfigurationSources,
+    configuration_options,
+    examples,
+    offline_option,
+    require_token_beyond_loopback,
+    tools_file_option,
+)
 from runtime.serving import listening_options
 
 
@@ -44,7 +50,7 @@ def serve(
     require_token_beyond_loopback(host, token, "TOOLPOLICY_SERVE_TOKEN")
     import uvicorn
 
-    from policy.web import ConfigurationPaths, build_app
+    from policy._runtime_seam import ConfigurationPaths, build_app
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
 

@@ -37,16 +37,15 @@ from pathlib import Path, PurePosixPath
 
 import httpx
 
-from policy.config_sources import (
+from policy import ConfigurationReference, DeliveryStatus, ToolPolicyError
+from policy._runtime_seam import (
     DELIVERED_DIR,
     POINTER_FILE,
     STATE_CURRENT,
     STATE_LAST_KNOWN_GOOD,
     STATE_NEVER_FETCHED,
     STATUS_FILE,
-    ConfigurationReference,
     DeliveredCopy,
-    DeliveryStatus,
     delivered_copy,
     delivered_folder,
     delivered_home,
@@ -55,7 +54,6 @@ from policy.config_sources import (
     set_copy_in_force,
     write_statuses,
 )
-from policy.errors import ToolPolicyError
 
 _log = logging.getLogger(__name__)
 
@@ -113,7 +111,7 @@ def unpack_archive(data: bytes, target: Path) -> None:
         raise ConfigurationArchiveError(
             f"the download is not a valid zip archive ({error})"
         ) from None
-    from policy.plugins import PLUGIN_FILE_NAME
+    from policy._runtime_seam import PLUGIN_FILE_NAME
 
     files = [e for e in entries if not e.is_dir()]
     if len(files) > MAX_FILES:
@@ -164,8 +162,12 @@ def validate_unpacked(folder: Path, configuration_id: str) -> None:
     plugins. Each must load (language and assistant plugins are skipped, as the loader skips
     them) and there must be exactly one configuration plugin, whose `ID` is the configuration id;
     so what is put in force is exactly what was checked."""
-    from policy.plugins import PluginLoadError, discover_plugin_files, load_plugin
-    from policy.vocabulary import PluginOrigin
+    from policy._runtime_seam import (
+        PluginLoadError,
+        PluginOrigin,
+        discover_plugin_files,
+        load_plugin,
+    )
 
     configuration_plugins: list[tuple[str, str]] = []
     for plugin_file in discover_plugin_files(folder):
@@ -586,8 +588,7 @@ def fetch_configurations(
     anything is fetched) and OSError when `state_dir` cannot be written.
     """
     tls_context(ca_bundle)
-    from policy.redaction import SecretMask, mask_in_logs
-    from policy.secrets import address_secrets
+    from policy._runtime_seam import SecretMask, address_secrets, mask_in_logs
 
     # httpx logs each request's address as given: its user info and parameter values are secrets
     mask_in_logs(SecretMask.of(s for r in references for s in address_secrets(r.server_url)))

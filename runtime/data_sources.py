@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from policy.configuration import DataSourceConfig
-from policy.tools import OfferedDataSource
-from policy.vocabulary import ConfidenceLevel, DataSecurity, may_receive_data
+from policy import ConfidenceLevel, DataSecurity
+from policy._runtime_seam import DataSourceConfig, OfferedDataSource, may_receive_data
 
 if TYPE_CHECKING:
-    from policy.provider_facts import ProviderFacts
+    from policy._runtime_seam import ProviderFacts
 
 MAX_RESULT_WINDOW = 100
 """The deepest ranking position a page may reach: page p fetches p × size + 1 matches."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from policy._lazy import lazy_attributes
+from policy._runtime_seam import lazy_attributes
 
 if TYPE_CHECKING:
     from policy import ToolPolicyError

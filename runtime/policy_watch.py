@@ -34,15 +34,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from policy.user_settings import UserSettingsError
+from policy._runtime_seam import UserSettingsError
 
 if TYPE_CHECKING:
-    from policy import Policy
-    from policy.config_sources import (
-        ConfigurationReference,
-        ConfigurationReferences,
-        DeliveryStatus,
-    )
+    from policy import ConfigurationReference, DeliveryStatus, Policy
+    from policy._runtime_seam import ConfigurationReferences
     from runtime.session import ChatRuntime
 
 _log = logging.getLogger(__name__)
@@ -75,8 +71,7 @@ def configuration_revision(folders: Sequence[Path], secret: str | None = None) -
     Two revisions are equal exactly when the configuration files are byte for byte the same, so
     an unchanged configuration is never reloaded and a changed one always is.
     """
-    from policy.lua_sandbox import SandboxLimits
-    from policy.plugin_files import PluginFileError, read_plugin_file
+    from policy._runtime_seam import PluginFileError, SandboxLimits, read_plugin_file
 
     cap = SandboxLimits().file_bytes
 
@@ -228,7 +223,7 @@ class PolicyWatcher:
         also every configuration named before, and nothing is withdrawn."""
         if self._read_sources is None:
             return self._named, True
-        from policy.config_sources import ConfigurationReferences
+        from policy._runtime_seam import ConfigurationReferences
 
         refused: str | None
         try:
@@ -266,7 +261,7 @@ class PolicyWatcher:
         repair, is a new revision: the policy is loaded anew and fails closed)."""
         if self._state_dir is None:
             return ()
-        from policy.config_sources import delivered_configurations
+        from policy._runtime_seam import delivered_configurations
 
         delivered = delivered_configurations(self._state_dir)
         return (*delivered.roots, *(d.home for d in delivered.damaged))
@@ -275,7 +270,7 @@ class PolicyWatcher:
         return (*self._watch, *self._delivered())
 
     def _current_revision(self) -> str:
-        from policy.secrets import configured_secret
+        from policy._runtime_seam import configured_secret
 
         return configuration_revision(self._folders(), configured_secret())
 
@@ -334,7 +329,7 @@ class PolicyWatcher:
         )
 
     def _round_failed(self, state_dir: Path, message: str) -> tuple[DeliveryStatus, ...]:
-        from policy.config_sources import (
+        from policy._runtime_seam import (
             STATE_LAST_KNOWN_GOOD,
             STATE_NEVER_FETCHED,
             DeliveredCopy,
@@ -435,7 +430,7 @@ class PolicyWatcher:
         folders = [p for p in self._watch if p.is_dir()]
         files = [p for p in self._watch if not p.is_dir() and p.parent.is_dir()]
         if self._state_dir is not None:
-            from policy.config_sources import DELIVERED_DIR
+            from policy._runtime_seam import DELIVERED_DIR
 
             delivered = self._state_dir / DELIVERED_DIR
             try:

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from policy.definitions import ToolDefinition, ToolFunction
+from policy import ToolDefinition, ToolFunction
 
 JsonSchema = dict[str, Any]
 

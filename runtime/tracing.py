@@ -20,7 +20,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from policy.vocabulary import ProviderKind
+from policy import ProviderKind
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from policy.decision_record import DecisionRecord
+from policy import DecisionRecord
 from runtime.decision_log._encoder import record_line
 from runtime.decision_log._sinks import DecisionSink, lines_writer, warn_once
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from policy.secrets import without_user_info
+from policy._runtime_seam import without_user_info
 
 if TYPE_CHECKING:
     from runtime.executor import ToolCallOutcome
@@ -22,7 +22,7 @@ def redacted_error_message(message: str, secrets: Sequence[str] = ()) -> str:
     (`policy.redaction.SecretMask`), every address shown without user
     info, fragment or parameter values, well-formed and bounded as traces keep text
     (`runtime.trace_text.bounded_text`)."""
-    from policy.redaction import SecretMask
+    from policy._runtime_seam import SecretMask
     from runtime.trace_text import bounded_text
     from runtime.web.addresses import redact_url_for_log
 

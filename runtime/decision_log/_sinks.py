@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from policy.decision_record import DecisionRecord
+from policy import DecisionRecord
 from runtime.decision_log._encoder import line_safe, record_line
 from runtime.tracing import TRACER_NAME
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from policy.configuration import ProviderConfig
-from policy.redaction import SecretMask, mask_in_logs
-from policy.secrets import without_user_info
+from policy import ProviderConfig
+from policy._runtime_seam import SecretMask, mask_in_logs, without_user_info
 from runtime.providers.errors import (
     ProviderAuthError,
     ProviderConfigurationError,
@@ -404,7 +403,7 @@ def _organization_key(provider: ProviderConfig, environ: Mapping[str, str]) -> s
     """The provider entry's deployed key in plain text; a key that cannot be read is an error."""
     if provider.api_key is None:
         return ""
-    from policy.secrets import SECRET_SOURCES, SecretError, configured_secret, decrypt
+    from policy._runtime_seam import SECRET_SOURCES, SecretError, configured_secret, decrypt
 
     secret = configured_secret(environ)
     name = provider.name or provider.id

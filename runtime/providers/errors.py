@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.errors import ToolPolicyError
+from policy import ToolPolicyError
 
 
 class ProviderError(ToolPolicyError):

@@ -10,14 +10,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from policy.configuration import ProviderConfig
-from policy.hosts import (
+from policy import ProviderConfig, ProviderKind
+from policy._runtime_seam import (
     DEPLOYMENT_KINDS,
     SELF_HOSTED_CHAT_SERVERS,
     provider_address_problem,
     read_base_url,
 )
-from policy.vocabulary import ProviderKind
 from runtime.providers.errors import ProviderConfigurationError
 
 WireApi = Literal["chat_completions", "responses", "anthropic"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policy.configuration import ProviderConfig
-from policy.vocabulary import ProviderKind
+from policy import ProviderConfig, ProviderKind
 from runtime.providers.errors import ProviderConfigurationError
 
 _FIELD = "AdditionalJsonApiParameters"

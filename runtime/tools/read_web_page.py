@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from policy.builtin.read_web_page import (
+from policy._runtime_seam import (
     ARG_URL,
+    OutboundDataRestriction,
     ReadWebPageTool,
     read_web_page_settings,
 )
-from policy.vocabulary import OutboundDataRestriction
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin

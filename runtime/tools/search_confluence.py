@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from policy.builtin.search_confluence import (
+from policy import ConfidenceLevel
+from policy._runtime_seam import (
     ARG_QUERY,
     ARG_SPACE_KEY,
     CONFLUENCE_MAX_QUERY_CHARACTERS,
@@ -24,7 +25,6 @@ from policy.builtin.search_confluence import (
     normalize_confluence_base_url,
     search_confluence_settings,
 )
-from policy.vocabulary import ConfidenceLevel
 from runtime.arguments import ArgumentError, echo, has_control_character
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Protocol
 
-from policy.errors import ToolPolicyError
+from policy import ToolPolicyError
 
 PIECE_SIZE = 8 * 1024
 

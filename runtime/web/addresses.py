@@ -17,7 +17,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from policy.hosts import (
+from policy._runtime_seam import (
+    MASK,
     IPAddress,
     host_key,
     is_host_allowed,
@@ -25,7 +26,6 @@ from policy.hosts import (
     parse_allowed_private_hosts,
     parse_host_literal,
 )
-from policy.redaction import MASK
 
 if TYPE_CHECKING:
     import httpx
@@ -339,7 +339,7 @@ def redact_url_for_log(url: str) -> str:
     Parameter names stay so the log remains useful; a parameter without `=` could itself be a
     token, so it is masked whole. The result is at most 2000 characters.
     """
-    from policy.secrets import without_user_info
+    from policy._runtime_seam import without_user_info
 
     try:
         parts = urlsplit(without_user_info(url.strip()))

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from policy.errors import ToolPolicyError
+from policy import ToolPolicyError
 from runtime.web.addresses import redact_url_for_log
 from runtime.web.guard import (
     MAX_LISTED_FINDINGS,

@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from policy.errors import ToolPolicyError
-from policy.vocabulary import ConfidenceLevel
+from policy import ConfidenceLevel, ToolPolicyError
 from runtime.web.addresses import (
     DEFAULT_PORTS,
     WEB_SCHEMES,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from policy.errors import ToolPolicyError
-from policy.vocabulary import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
+from policy import ToolPolicyError
+from policy._runtime_seam import SafeSearch, WebSearchBackend, WebSearchBackendStrategy
 from runtime.arguments import ArgumentError
 from runtime.web.addresses import redact_url_for_log, request_key
 

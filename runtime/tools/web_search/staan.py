@@ -12,8 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from policy.builtin.web_search import STAAN_DEFAULT_MARKET, STAAN_MARKETS, WS_STAAN_API_KEY
-from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
+from policy._runtime_seam import (
+    ANY_LANGUAGE,
+    STAAN_DEFAULT_MARKET,
+    STAAN_MARKETS,
+    WS_STAAN_API_KEY,
+    WebSearchBackend,
+)
 from runtime.tools.web_search.backends import (
     ApiKeyBackend,
     BackendAnswer,

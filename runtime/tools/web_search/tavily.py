@@ -13,12 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from policy.builtin.web_search import (
+from policy._runtime_seam import (
+    ANY_LANGUAGE,
     TAVILY_DEFAULT_SEARCH_DEPTH,
     TAVILY_SEARCH_DEPTHS,
     WS_TAVILY_API_KEY,
+    SafeSearch,
+    WebSearchBackend,
 )
-from policy.vocabulary import ANY_LANGUAGE, SafeSearch, WebSearchBackend
 from runtime.tools.web_search.backends import (
     ApiKeyBackend,
     BackendAnswer,
