@@ -294,6 +294,16 @@ class McpGateway:
             self._ended(recorder, view, client, refused)
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         assert view.provider is not None
+        waits = self._approval_refusal(view, client, name)
+        if waits is not None:
+            masked = view.runtime.executor().traced_arguments(call, view.runnable)
+            refused = _refused(call, client.calls, waits, masked)
+            shown = refused.trace
+            self._report(
+                GatewayCall(client.label, shown.tool_name, "REFUSED", shown.status_message, masked)
+            )
+            self._ended(recorder, view, client, refused)
+            return types.CallToolResult(content=[types.TextContent(text=waits)], is_error=True)
         outcome = await view.runtime.executor().execute(
             call,
             view.runnable,
@@ -311,6 +321,19 @@ class McpGateway:
         return types.CallToolResult(
             content=[types.TextContent(text=outcome.content)],
             is_error=trace.status.value != "SUCCESS",
+        )
+
+    def _approval_refusal(self, view: _View, client: _Client, name: str) -> str | None:
+        """Why a call that needs a person's approval is refused here (None: it needs none).
+        The gateway cannot ask the client's user yet, so such a call never runs through it."""
+        reasons = view.runtime.approval_reasons(client.chat)
+        tool_id = view.by_function[name][0].id
+        reason = None if reasons is None else reasons(tool_id)
+        if reason is None:
+            return None
+        return (
+            f"'{name}' needs a person's approval before it runs ({reason}), and this gateway "
+            "cannot ask this client's user for it; the call was not run."
         )
 
     def _recorder(self, view: _View, client: _Client, call_id: str) -> DecisionRecorder | None:

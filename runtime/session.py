@@ -460,25 +460,20 @@ class ChatRuntime:
         self._approval_rules = (self.policy, rules)
         return rules
 
-    def _approval_gate(
-        self,
-        chat: Chat,
-        adapter: object,
-        resumed: SuspendedTurn | None,
-        answers: Mapping[str, Approval] | None,
-    ) -> ApprovalGate | None:
-        """The response's approvals (None when no tool needs any and no turn is resumed): a
-        call needs one when the configuration names its tool, or — under `DataTools.FlowRule =
-        "APPROVE"` — when its tool is in conflict with what the chat holds at that moment (asked
-        before every call: an earlier result of the same response can bring the conflict)."""
+    def approval_reasons(self, chat: Chat) -> Callable[[str], str | None] | None:
+        """Why a call of a tool needs a person's approval in this chat at this moment (a
+        function of the tool id; None from it: no approval), or None when no call can need one.
+        A call needs one when the configuration names its tool, or — under
+        `DataTools.FlowRule = "APPROVE"` — when its tool is in conflict with what the chat holds
+        then (asked before every call: an earlier result of the same response can bring the
+        conflict). `respond` and the MCP gateway ask it."""
         from policy.flow import FlowRule
 
         rules = self.approval_rules()
         registry = self.policy.registry
         flows = registry.flow_rule is FlowRule.APPROVE
-        if not rules.rules and not flows and resumed is None:
+        if not rules.rules and not flows:
             return None
-        from runtime.approvals import ApprovalGate
 
         def reason(tool_id: str) -> str | None:
             configured = rules.reason(tool_id)
@@ -487,8 +482,23 @@ class ChatRuntime:
             conflict = registry.flow_conflict(tool_id, chat.flow_holdings)
             return None if conflict is None else f'DataTools.FlowRule "APPROVE": {conflict.message}'
 
+        return reason
+
+    def _approval_gate(
+        self,
+        chat: Chat,
+        adapter: object,
+        resumed: SuspendedTurn | None,
+        answers: Mapping[str, Approval] | None,
+    ) -> ApprovalGate | None:
+        """The response's approvals (None when no tool needs any and no turn is resumed)."""
+        reason = self.approval_reasons(chat)
+        if reason is None and resumed is None:
+            return None
+        from runtime.approvals import ApprovalGate
+
         return ApprovalGate(
-            reason,
+            reason or _no_approval,
             self.policy.configuration.revision,
             self._approval_seconds,
             can_wait=chat.can_suspend and callable(getattr(adapter, "recorded_turns", None)),
@@ -601,6 +611,10 @@ class ChatRuntime:
             chat_id=chat.id,
             extras=extras,
         )
+
+
+def _no_approval(tool_id: str) -> str | None:
+    return None
 
 
 def _conversation_sha256(messages: Sequence[ChatMessage]) -> str:
