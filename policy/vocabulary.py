@@ -256,6 +256,9 @@ class ToolOfferBlockReason(StrEnum):
     NOT_CONFIGURED = "NOT_CONFIGURED"
     PROVIDER_CONFIDENCE_TOO_LOW = "PROVIDER_CONFIDENCE_TOO_LOW"
     OUTBOUND_DATA_RESTRICTED = "OUTBOUND_DATA_RESTRICTED"
+    FLOW_CONFLICT = "FLOW_CONFLICT"
+    """`DataTools.FlowRule` BLOCK: with what the chat holds, the tool would complete untrusted
+    content, private data and an outward effect (toolpolicy's own; AI Studio has no flows)."""
 
 
 class DataSourceRetrievalMode(StrEnum):

@@ -610,6 +610,7 @@ class ChatRuntime:
             retrieval_mode=mode,
             chat_id=chat.id,
             extras=extras,
+            holdings=chat.flow_holdings,
         )
 
 

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 from policy.decision import Check, Evidence
+from policy.flow import NO_HOLDINGS, ChatHoldings
 from policy.vocabulary import Component, OutboundDataRestriction, ToolOfferBlockReason
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ class Setup:
 @dataclass(frozen=True, slots=True)
 class Question:
     """One offer question: may `tool_id` be offered to this provider, in this component, in a
-    chat under this outbound restriction? A check reads only what its `scope` names."""
+    chat under this outbound restriction and with these holdings? A check reads only what its
+    `scope` names."""
 
     tool_id: str
     tool: ToolFacts | None
@@ -61,6 +63,9 @@ class Question:
     component: Component
     restriction: OutboundDataRestriction
     setup: Setup
+    holdings: ChatHoldings = NO_HOLDINGS
+    """What the chat holds (`policy.flow`): effects that reached the model and what brought
+    them (the FLOW_RULE check reads it)."""
 
 
 class OfferCheck(ABC):

@@ -22,6 +22,7 @@ from policy.decide.provider import (
     provider_offer_facts,
 )
 from policy.decision import Check, EffectiveRetrievalMode, Evidence, OfferDecision
+from policy.flow import NO_HOLDINGS, ChatHoldings
 from policy.resolve import (
     PRESELECTED_RETRIEVAL_MODE,
     SOURCE_EDITABLE,
@@ -106,10 +107,12 @@ class OfferDecider(ToolCatalog):
         component: Component = Component.CHAT,
         *,
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+        holdings: ChatHoldings = NO_HOLDINGS,
     ) -> OfferDecision:
-        """Every offer check in order, with evidence; the reason is the first failure."""
+        """Every offer check in order, with evidence; the reason is the first failure.
+        `holdings`: what the chat holds (`policy.flow`), which the FLOW_RULE check reads."""
         return self.decision(
-            tool_id, self.provider_facts(provider), component, outbound_restriction
+            tool_id, self.provider_facts(provider), component, outbound_restriction, holdings
         )
 
     def decision(
@@ -118,14 +121,17 @@ class OfferDecider(ToolCatalog):
         provider: ProviderOfferFacts,
         component: Component,
         restriction: OutboundDataRestriction,
+        holdings: ChatHoldings = NO_HOLDINGS,
     ) -> OfferDecision:
-        """`offer_decision` for provider facts already looked up (cached)."""
+        """`offer_decision` for provider facts already looked up (cached while the chat holds
+        nothing: a question with holdings names what brought them, so it is decided anew; its
+        other verdicts are still looked up per scope)."""
         key = (tool_id, provider.key, component, restriction)
-        cached = self._decided.get(key)
+        cached = None if holdings.holdings else self._decided.get(key)
         if cached is not None:
             return cached
         question = Question(
-            tool_id, self.facts(tool_id), provider, component, restriction, self._setup
+            tool_id, self.facts(tool_id), provider, component, restriction, self._setup, holdings
         )
         checks = self._verdicts(question)
         failed = next((c for c in checks if not c.passed), None)
@@ -143,7 +149,8 @@ class OfferDecider(ToolCatalog):
                 tool_id, component, provider.summary, failed.guards, failed.detail, checks
             )
         )
-        self._decided[key] = decided
+        if not holdings.holdings:
+            self._decided[key] = decided
         return decided
 
     def _verdicts(self, question: Question) -> tuple[Check, ...]:

@@ -20,7 +20,7 @@ from policy.definitions import (
     ToolDefinition,
     ToolFunction,
 )
-from policy.flow import UNDECLARED, ChatHoldings, FlowConflict, FlowRule, flow_conflict
+from policy.flow import NO_HOLDINGS, UNDECLARED, ChatHoldings, FlowConflict, FlowRule, flow_conflict
 from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import (
     Component,
@@ -80,11 +80,13 @@ class ToolRegistry(OfferDecider):
         provider: ProviderOfferFacts,
         component: Component,
         restriction: OutboundDataRestriction,
+        holdings: ChatHoldings = NO_HOLDINGS,
     ) -> tuple[OfferDecision, ...]:
         """The decider's verdict on each candidate, in order: `request_decisions` and
         `runnable_tools` both ask here, so a replay re-decides exactly what a request decided."""
         return tuple(
-            self.decision(f.definition.id, provider, component, restriction) for f in candidates
+            self.decision(f.definition.id, provider, component, restriction, holdings)
+            for f in candidates
         )
 
     def request_decisions(
@@ -94,13 +96,14 @@ class ToolRegistry(OfferDecider):
         component: Component,
         *,
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+        holdings: ChatHoldings = NO_HOLDINGS,
     ) -> tuple[OfferDecision, ...]:
         """The checks' verdict on every candidate of one request, before any tool is asked what
         it offers: what `runnable_tools` decides first, and what `policy replay` re-decides."""
         provider_facts = self.provider_facts(provider)
         candidates = self._request_candidates(selected_ids, component)
         return self._candidate_decisions(
-            candidates, provider_facts, component, outbound_restriction
+            candidates, provider_facts, component, outbound_restriction, holdings
         )
 
     async def runnable_tools(
@@ -114,15 +117,17 @@ class ToolRegistry(OfferDecider):
         retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH,
         chat_id: str = "",
         extras: RequestExtras | None = None,
+        holdings: ChatHoldings = NO_HOLDINGS,
     ) -> RunnableTools:
         """The tools one request offers: checks first, then each passing tool is asked what it
-        offers; a failing resolution costs only that tool."""
+        offers; a failing resolution costs only that tool. `holdings`: what the chat holds,
+        for the FLOW_RULE check."""
         provider_facts = self.provider_facts(provider)
         if not may_run_tools:
             return RunnableTools((), "", ())
         candidates = self._request_candidates(selected_ids, component)
         decisions = self._candidate_decisions(
-            candidates, provider_facts, component, outbound_restriction
+            candidates, provider_facts, component, outbound_restriction, holdings
         )
         shared_extras: RequestExtras | None = None
         offered: list[RunnableTool] = []

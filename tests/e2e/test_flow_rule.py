@@ -129,3 +129,20 @@ async def test_under_off_the_same_calls_both_run(
 
     assert (first.trace.status, second.trace.status) == (TraceStatus.SUCCESS, TraceStatus.SUCCESS)
     assert chat.flow_holdings.effects == {Effect.PRIVATE_DATA, Effect.UNTRUSTED_CONTENT}
+
+
+async def test_under_block_a_tool_in_conflict_with_what_the_chat_holds_is_not_offered(
+    chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    hr = _AppTool("read_hr", ("PRIVATE_DATA",), "Salaries: Ann 5000.")
+    page = _AppTool(
+        "fetch_page", ("UNTRUSTED_CONTENT", "SENDS_OUT"), "A page.", "https://x.example/"
+    )
+    policy = _policy(tmp_path, "BLOCK", hr, page)
+    await _respond(policy, chat, server, "read_hr")
+    server.requests.clear()
+
+    await _respond(policy, chat, server, "read_hr", "fetch_page")
+
+    offered = [tool["function"]["name"] for tool in server.bodies[0]["tools"]]
+    assert "read_hr" in offered and "fetch_page" not in offered

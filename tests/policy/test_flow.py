@@ -4,6 +4,7 @@ is in conflict with what a chat holds (issue 24)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +18,12 @@ from policy import (
     flow_conflict,
     load_policy,
 )
-from policy.configuration import Severity
+from policy.configuration import ProviderConfig, Severity
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.flow import UNDECLARED, annotation_effects, parse_held_effects
 from policy.mcp import McpServerListing, McpToolListing
 from policy.tools import DefinedTool
+from policy.vocabulary import ProviderKind, ToolOfferBlockReason
 from tests.policy.test_plugins import line_of, write_plugin
 
 U, P, S, C = (
@@ -208,3 +210,48 @@ def test_held_effects_are_read_from_a_comma_separated_list() -> None:
     assert parse_held_effects("untrusted_content, PRIVATE_DATA") == (U, P)
     with pytest.raises(ValueError, match='"SENDS_OUT" is not an effect a chat can hold'):
         parse_held_effects("SENDS_OUT")
+
+
+LOCAL = ProviderConfig("local", "Local", ProviderKind.SELF_HOSTED, "llama-3.3-70b")
+
+
+def _block_policy(tmp_path: Path, rule: str = "BLOCK") -> Any:
+    settings = f'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "{rule}"'
+    tools = (_app_tool("bare", None),)
+    return load_policy(org=[write_plugin(tmp_path / rule, settings=settings)], extra_tools=tools)
+
+
+def test_flow_rule_is_the_check_right_after_provider_confidence() -> None:
+    from policy.decide.order import CHECKS
+
+    names = [check.name for check in CHECKS]
+    assert names.index("FLOW_RULE") == names.index("PROVIDER_CONFIDENCE_TOO_LOW") + 1
+
+
+def test_under_block_a_tool_in_conflict_is_not_offered_with_its_evidence(tmp_path: Path) -> None:
+    registry = _block_policy(tmp_path).registry
+    free = registry.offer_decision("read_web_page", LOCAL, holdings=_held(U))
+    assert next(c for c in free.checks if c.name == "FLOW_RULE").passed
+    decision = registry.offer_decision("read_web_page", LOCAL, holdings=_held(P))
+    assert decision.reason is ToolOfferBlockReason.FLOW_CONFLICT
+    check = next(c for c in decision.checks if c.name == "FLOW_RULE")
+    assert not check.passed and "DataTools.FlowRule is BLOCK" in check.detail
+    shown = {e.key: e.value for e in check.evidence}
+    assert shown["effects"] == "UNTRUSTED_CONTENT, SENDS_OUT (definition)"
+    assert shown["chat holds"] == "PRIVATE_DATA from https://example.org/ (web_search, call c1)"
+
+
+def test_under_block_a_tool_that_declares_nothing_is_never_offered(tmp_path: Path) -> None:
+    decision = _block_policy(tmp_path).registry.offer_decision("bare", LOCAL)
+    assert decision.reason is ToolOfferBlockReason.FLOW_CONFLICT
+    assert "declares nothing" in decision.message
+
+
+def test_under_approve_and_off_a_tool_in_conflict_stays_offered(tmp_path: Path) -> None:
+    approve = _block_policy(tmp_path, "APPROVE").registry.offer_decision(
+        "read_web_page", LOCAL, holdings=_held(P)
+    )
+    check = next(c for c in approve.checks if c.name == "FLOW_RULE")
+    assert check.passed and "each call needs a person's approval" in check.detail
+    off = _block_policy(tmp_path, "OFF").registry.offer_decision("bare", LOCAL)
+    assert next(c for c in off.checks if c.name == "FLOW_RULE").passed

@@ -54,6 +54,7 @@ def test_the_checks_run_in_ai_studios_order_each_with_a_name_of_its_own() -> Non
         ("DEFINITION_NOT_APPROVED", R.DEFINITION_NOT_APPROVED),
         ("NOT_CONFIGURED", R.NOT_CONFIGURED),
         ("PROVIDER_CONFIDENCE_TOO_LOW", R.PROVIDER_CONFIDENCE_TOO_LOW),
+        ("FLOW_RULE", R.FLOW_CONFLICT),
         ("OUTBOUND_DATA_RESTRICTED", R.OUTBOUND_DATA_RESTRICTED),
     ]
 
@@ -80,7 +81,7 @@ def test_an_unknown_tool_is_not_meant_here_and_every_later_check_is_not_evaluate
         "This installation does not know a tool 'ghost'.",
     )
     assert [c.name for c in decision.checks] == [c.name for c in CHECKS]
-    assert [c.detail for c in decision.checks[3:]] == ["Not evaluated: the tool is unknown."] * 6
+    assert [c.detail for c in decision.checks[3:]] == ["Not evaluated: the tool is unknown."] * 7
 
 
 @pytest.fixture
@@ -95,35 +96,35 @@ def extra_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
             del sys.modules[name]
 
 
-_FLOW_RULE = """
+_EXTRA_CHECK = """
 from policy.decide.check import OfferCheck, Question, Scope
 from policy.decision import Check
 from policy.vocabulary import ToolOfferBlockReason
 
 
-class FlowRule(OfferCheck):
-    name = "FLOW_RULE"
+class ExtraCheck(OfferCheck):
+    name = "EXTRA_CHECK"
     reason = ToolOfferBlockReason.OUTBOUND_DATA_RESTRICTED
     place = {place}
     scope = Scope.QUESTION
 
     def verdict(self, question: Question) -> Check:
-        return self.passed("No flow rule applies.")
+        return self.passed("Nothing to check.")
 
 
-CHECK = FlowRule()
+CHECK = ExtraCheck()
 """
 
 
 def test_a_check_is_one_module_and_takes_its_place(extra_checks: Path) -> None:
-    (extra_checks / "zz_flow_rule.py").write_text(textwrap.dedent(_FLOW_RULE.format(place=85)))
+    (extra_checks / "zz_extra_check.py").write_text(textwrap.dedent(_EXTRA_CHECK.format(place=86)))
     names = [c.name for c in _discovered()]
-    assert names[names.index("PROVIDER_CONFIDENCE_TOO_LOW") + 1] == "FLOW_RULE"
+    assert names[names.index("FLOW_RULE") + 1] == "EXTRA_CHECK"
     assert names[-1] == "OUTBOUND_DATA_RESTRICTED"
 
 
 def test_two_checks_in_one_place_are_refused_naming_both(extra_checks: Path) -> None:
-    (extra_checks / "zz_flow_rule.py").write_text(textwrap.dedent(_FLOW_RULE.format(place=80)))
+    (extra_checks / "zz_extra_check.py").write_text(textwrap.dedent(_EXTRA_CHECK.format(place=80)))
     with pytest.raises(ValueError, match=r"two offer checks have the place 80: .*provider_confi"):
         _discovered()
 

@@ -155,6 +155,7 @@ async def test_nothing_in_the_way_offers_and_runs_the_tool() -> None:
         R.DEFINITION_NOT_APPROVED,
         R.NOT_CONFIGURED,
         R.PROVIDER_CONFIDENCE_TOO_LOW,
+        R.FLOW_CONFLICT,
         R.OUTBOUND_DATA_RESTRICTED,
     ]
     assert all(c.passed for c in decision.checks)
@@ -188,7 +189,7 @@ def test_a_tool_not_meant_for_the_chat_and_a_tool_nobody_knows() -> None:
     assert registry.offer_decision("demo", SELF_HOSTED, Component.CODING_ASSISTANT).reason is R.NONE
     unknown = registry.offer_decision("nobody", SELF_HOSTED)
     assert unknown.reason is R.NOT_AVAILABLE_HERE
-    assert len(unknown.checks) == 9
+    assert len(unknown.checks) == 10
     assert "nobody" in unknown.message
 
 
