@@ -124,8 +124,6 @@ class SuspendedTurn:
     rounds: int = 0
     result_characters: int = 0
     sources: tuple[Source, ...] = ()
-    answered: Mapping[str, str] = field(default_factory=dict)
-    """Call id → why an earlier answer was not taken (asked again)."""
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -154,7 +152,6 @@ class SuspendedTurn:
                     Source(str(s["title"]), str(s["url"]), SourceOrigin(s["origin"]))
                     for s in data["sources"]
                 ),
-                answered={str(k): str(v) for k, v in data["answered"].items()},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ApprovalError(

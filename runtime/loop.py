@@ -430,7 +430,6 @@ class SequentialToolCallingLoop:
             rounds=state.rounds,
             result_characters=state.result_characters,
             sources=tuple(state.sources),
-            answered=dict(gate.asked_again),
         )
         context.chat.keep_suspended_turn(turn.to_json())
         state.pending = turn.pending
