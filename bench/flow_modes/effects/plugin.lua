@@ -97,8 +97,9 @@ CONFIG["SETTINGS"]["DataTools.ToolEffects"] = {
     ["update_password"] = CHANGES_PRIVATE,
     ["update_user_info"] = CHANGES_PRIVATE,
     -- slack
-    ["get_channels"] = READS_PRIVATE,
-    ["get_users_in_channel"] = READS_PRIVATE,
+    -- channel names and member lists are written by anyone in the workspace
+    ["get_channels"] = READS_PRIVATE_FROM_OUTSIDE,
+    ["get_users_in_channel"] = READS_PRIVATE_FROM_OUTSIDE,
     ["read_channel_messages"] = READS_PRIVATE_FROM_OUTSIDE,
     ["read_inbox"] = READS_PRIVATE_FROM_OUTSIDE,
     ["add_user_to_channel"] = CHANGES_PRIVATE,
