@@ -95,6 +95,19 @@ AI_STUDIO_SECTIONS: tuple[str, ...] = (
 _PROVIDER_KINDS = PROVIDER_KIND_NAMES
 _FAIL_CLOSED_SECTIONS = tuple(section.name for section in SECTIONS if section.fails_closed)
 _SECTION_NAMES = ("SETTINGS", *(section.name for section in SECTIONS))
+_PROVIDER_HEAD = tuple(
+    LLM_PROVIDERS[name] for name in ("Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname")
+)
+_MODEL = LLM_PROVIDERS["Model"].fields
+_DATA_SOURCE_HEAD = tuple(
+    DATA_SOURCES[name]
+    for name in (
+        "Id", "Name", "Type", "Hostname", "Port", "AuthMethod", "SecurityPolicy",
+        "SelectedRetrievalId", "MaxMatches",
+    )
+)  # fmt: skip
+_TEMPLATE_HEAD = tuple(CHAT_TEMPLATES[name] for name in ("Id", "Name", "SystemPrompt"))
+"""The fields read first, in this order, before the rules across fields."""
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _PRECHECK_ID = re.compile(r'ID = "([^"]*)"')
@@ -726,11 +739,7 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ProviderConfig | None:
         fields = EntryReader(entry, problems, hints=self.hints)
-        provider_id = fields.read(LLM_PROVIDERS["Id"])
-        instance = fields.read(LLM_PROVIDERS["InstanceName"])
-        kind = fields.read(LLM_PROVIDERS["UsedLLMProvider"])
-        host = fields.read(LLM_PROVIDERS["Host"])
-        hostname = fields.read(LLM_PROVIDERS["Hostname"])
+        provider_id, instance, kind, host, hostname = fields.read_fields(_PROVIDER_HEAD)
         base_url = ""
         if hostname is not None and hostname.strip():
             try:
@@ -746,9 +755,7 @@ class _Loader:
         model = entry.get("Model")
         model_id = display = None
         if isinstance(model, LuaTable):
-            model_fields = EntryReader(model, problems, "Model.")
-            model_id = model_fields.read(LLM_PROVIDERS["Model"].inner("Id"))
-            display = model_fields.read(LLM_PROVIDERS["Model"].inner("DisplayName"))
+            model_id, display = EntryReader(model, problems, "Model.").read_fields(_MODEL)
         else:
             problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
         additional: dict[str, Any] = {"DisplayName": display}
@@ -874,15 +881,9 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> DataSourceConfig | None:
         fields = EntryReader(entry, problems, hints=self.hints)
-        source_id = fields.read(DATA_SOURCES["Id"])
-        name = fields.read(DATA_SOURCES["Name"])
-        kind = fields.read(DATA_SOURCES["Type"])
-        hostname = fields.read(DATA_SOURCES["Hostname"])
-        port = fields.read(DATA_SOURCES["Port"])
-        auth = fields.read(DATA_SOURCES["AuthMethod"])
-        security = fields.read(DATA_SOURCES["SecurityPolicy"])
-        fields.read(DATA_SOURCES["SelectedRetrievalId"])
-        fields.read(DATA_SOURCES["MaxMatches"])
+        source_id, name, kind, hostname, port, auth, security, _retrieval, _matches = (
+            fields.read_fields(_DATA_SOURCE_HEAD)
+        )
         raw = {str(k): plain(v) for k, v in entry.entries.items()}
         if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
             mode = fields.read(DATA_SOURCES["UsernamePasswordMode"])
@@ -912,9 +913,7 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ChatTemplateConfig | None:
         fields = EntryReader(entry, problems, hints=self.hints)
-        template_id = fields.read(CHAT_TEMPLATES["Id"])
-        name = fields.read(CHAT_TEMPLATES["Name"])
-        fields.read(CHAT_TEMPLATES["SystemPrompt"])
+        template_id, name, _prompt = fields.read_fields(_TEMPLATE_HEAD)
         tool_ids: tuple[str, ...] | None = None
         raw_ids = entry.get("ToolIds")
         notes: list[str] = []

@@ -82,10 +82,6 @@ class Field:
     def checked(self) -> bool:
         return self.mistake is not Mistake.NOT_CHECKED
 
-    def inner(self, name: str) -> Field:
-        """The field `name` of this table."""
-        return next(declared for declared in self.fields if declared.name == name)
-
 
 class UnknownFields(StrEnum):
     """What an entry's field that is not declared does."""

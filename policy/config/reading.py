@@ -11,8 +11,8 @@ server's URL — beside it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache, partial
 from typing import Any
 
 from policy.config.fields import Field, FieldType, Section, UnknownFields
@@ -25,16 +25,16 @@ from policy.suggest import HintBudget
 FieldCheck = Callable[[Any, list[str]], None]
 """A rule beyond the field's own, run right after the field is read (value, problems)."""
 
+_SKIP_ENTRY = UnknownFields.SKIP_ENTRY  # enum members are slow to look up on their class
 _SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
 _EMPTY: Mapping[FieldType, Any] = {
     FieldType.TEXT: "",
     FieldType.NONBLANK_TEXT: "",
     FieldType.TEXT_LIST: (),
-    FieldType.SECRET_TEXT_MAP: {},
-    FieldType.PIN_MAP: {},
-    FieldType.FLAG_MAP: {},
-    FieldType.CHOICE_LIST_MAP: {},
 }
+_EMPTY_MAPS = frozenset(
+    {FieldType.SECRET_TEXT_MAP, FieldType.PIN_MAP, FieldType.FLAG_MAP, FieldType.CHOICE_LIST_MAP}
+)
 
 
 class EntryReader:
@@ -58,80 +58,69 @@ class EntryReader:
         """Every declared field by name, in declared order: its value, its default when it is
         not read, None when it is wrong; then the undeclared fields as the section says."""
         values: dict[str, Any] = {}
-        for declared in section:
-            given = self.table.get(declared.name)
-            conditions = all(values.get(n) == v for n, v in declared.required_when)
-            if declared.required or (declared.required_when and conditions):
-                values[declared.name] = self.read(declared)
-            elif declared.required_when or given is None:
-                values[declared.name] = _absent(declared)
+        given = self.table.entries
+        for declared in section.fields:
+            name = declared.name
+            if declared.required:
+                pass
+            elif declared.required_when:
+                if not all(values.get(n) == v for n, v in declared.required_when):
+                    values[name] = _absent(declared)
+                    continue
+            elif given.get(name) is None:
+                values[name] = _absent(declared)
                 continue
-            else:
-                values[declared.name] = self.read(declared)
-            check = (checks or {}).get(declared.name)
-            if check is not None:
-                check(values[declared.name], self.problems)
-        if section.unknown_fields is UnknownFields.SKIP_ENTRY:
+            values[name] = value = _READERS[declared.type](self, declared)
+            if checks and name in checks:
+                checks[name](value, self.problems)
+        if section.unknown_fields is _SKIP_ENTRY:
             self._refuse_unknown(section.field_names)
         return values
 
+    def read_fields(self, declared: Sequence[Field]) -> list[Any]:
+        """Several fields' values in order, each as `read` gives it."""
+        return [_READERS[field.type](self, field) for field in declared]
+
     def read(self, declared: Field) -> Any:
         """One field's value as its declaration says it is read; None when it is wrong."""
-        kind = declared.type
-        name = declared.name
-        if kind is FieldType.GUID:
-            return self.guid(name)
-        if kind in (FieldType.TEXT, FieldType.NONBLANK_TEXT):
-            text = self.string(name, blank_ok=kind is FieldType.TEXT)
-            if text is not None and declared.pattern and not re.fullmatch(declared.pattern, text):
-                self.problems.append(f"{name} {describe(text)} must be {declared.rule}")
-            return text
-        if kind is FieldType.CHOICE:
-            return self.choice(name, declared.choices)
-        if kind is FieldType.WHOLE_NUMBER:
-            assert declared.minimum is not None and declared.maximum is not None
-            return self.integer(name, int(declared.minimum), int(declared.maximum))
-        if kind is FieldType.NUMBER:
-            return self._number(declared)
-        if kind is FieldType.BOOL:
-            return self._flag(declared)
-        if kind is FieldType.TEXT_LIST:
-            return self._texts(name)
-        if kind is FieldType.SECRET_TEXT_MAP:
-            return self._secret_texts(name)
-        if kind is FieldType.PIN_MAP:
-            return self._pins(declared)
-        if kind is FieldType.CHOICE_LIST_MAP:
-            return self._choice_lists(declared)
-        raise ValueError(f"{name}: a {kind} field is read by the loader's own code")
+        reader = _READERS.get(declared.type)
+        if reader is None:
+            raise ValueError(f"{declared.name}: a {declared.type} field is read by its own code")
+        return reader(self, declared)
 
     def _bad(self, name: str, wanted: str) -> None:
         value = self.table.get(name)
         got = "missing" if value is None else f"is {describe(plain(value))}"
         self.problems.append(f"{self.prefix}{name} {got}; it must be {wanted}")
 
-    def guid(self, name: str) -> str | None:
-        guid = parse_guid(self.table.get(name))
+    def _guid(self, declared: Field) -> str | None:
+        guid = parse_guid(self.table.get(declared.name))
         if guid is None:
-            self._bad(name, "a GUID")
+            self._bad(declared.name, "a GUID")
         return guid
 
-    def string(self, name: str, blank_ok: bool = False) -> str | None:
-        value = self.table.get(name)
-        if isinstance(value, str) and (blank_ok or value.strip()):
-            return value
-        self._bad(name, "a string" if blank_ok else "a non-blank string")
-        return None
-
-    def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
-        given = self.table.get(name)
-        value = parse_choice(given, choices)
-        if value is None:
-            self._bad(name, f"one of {', '.join(choices)}{near_choice(given, choices, self.hints)}")
+    def _string(self, declared: Field, blank_ok: bool) -> str | None:
+        value = self.table.get(declared.name)
+        if not (isinstance(value, str) and (blank_ok or value.strip())):
+            self._bad(declared.name, "a string" if blank_ok else "a non-blank string")
+            return None
+        if declared.pattern and not re.fullmatch(declared.pattern, value):
+            self.problems.append(f"{declared.name} {describe(value)} must be {declared.rule}")
         return value
 
-    def integer(self, name: str, low: int, high: int) -> int | None:
-        value = self.table.get(name)
+    def _choice(self, declared: Field) -> str | None:
+        given = self.table.get(declared.name)
+        value = parse_choice(given, declared.choices)
+        if value is None:
+            choices = declared.choices
+            near = near_choice(given, choices, self.hints)
+            self._bad(declared.name, f"one of {', '.join(choices)}{near}")
+        return value
+
+    def _whole_number(self, declared: Field) -> int | None:
+        value = self.table.get(declared.name)
+        low, high = declared.minimum, declared.maximum
+        assert low is not None and high is not None
         if (
             isinstance(value, int | float)
             and not isinstance(value, bool)
@@ -139,7 +128,7 @@ class EntryReader:
             and low <= value <= high
         ):
             return int(value)
-        self._bad(name, f"a whole number from {low} to {high}")
+        self._bad(declared.name, f"a whole number from {int(low)} to {int(high)}")
         return None
 
     def _number(self, declared: Field) -> float | None:
@@ -162,7 +151,8 @@ class EntryReader:
             )
         return value is True
 
-    def _texts(self, name: str) -> tuple[str, ...]:
+    def _texts(self, declared: Field) -> tuple[str, ...]:
+        name = declared.name
         value = self.table.get(name)
         if not isinstance(value, LuaTable) or not value.is_sequence():
             self.problems.append(f'{name} must be a list of texts such as {{ "a", "b" }}')
@@ -173,10 +163,11 @@ class EntryReader:
             return ()
         return tuple(str(item) for item in items)
 
-    def _secret_texts(self, name: str) -> dict[str, str | SecretValue]:
+    def _secret_texts(self, declared: Field) -> dict[str, str | SecretValue]:
         """Plain texts, except that a secret-looking name needs an ENC:v1 value."""
         from policy.secrets import is_encrypted
 
+        name = declared.name
         value = self.table.get(name)
         if not isinstance(value, LuaTable):
             self.problems.append(f'{name} must be a table {{ ["NAME"] = "value" }}')
@@ -253,8 +244,29 @@ class EntryReader:
                 )
 
 
+_READERS: dict[FieldType, Callable[[EntryReader, Field], Any]] = {
+    FieldType.GUID: EntryReader._guid,
+    FieldType.TEXT: partial(EntryReader._string, blank_ok=True),
+    FieldType.NONBLANK_TEXT: partial(EntryReader._string, blank_ok=False),
+    FieldType.CHOICE: EntryReader._choice,
+    FieldType.WHOLE_NUMBER: EntryReader._whole_number,
+    FieldType.NUMBER: EntryReader._number,
+    FieldType.BOOL: EntryReader._flag,
+    FieldType.TEXT_LIST: EntryReader._texts,
+    FieldType.SECRET_TEXT_MAP: EntryReader._secret_texts,
+    FieldType.PIN_MAP: EntryReader._pins,
+    FieldType.CHOICE_LIST_MAP: EntryReader._choice_lists,
+}
+"""How each type is read; FLAG_MAP, SECRET and TABLE fields are read by the loader's own code."""
+
+
 def _absent(declared: Field) -> Any:
-    return declared.default if declared.default is not None else _EMPTY.get(declared.type)
+    """The value of a field that is not read: its default, else its type's empty value."""
+    if declared.default is not None:
+        return declared.default
+    if declared.type in _EMPTY_MAPS:
+        return {}
+    return _EMPTY.get(declared.type)
 
 
 def checked_secret(
