@@ -80,6 +80,7 @@ class CurrentTimeTool(DefinedTool):
             ToolDefinition(
                 id=CURRENT_TIME,
                 implementation_key=CURRENT_TIME,
+                effects=(),  # brings nothing into the chat, sends nothing, changes nothing
                 function=ToolFunction(
                     name=CURRENT_TIME,
                     description_for_llm="Get the current date and time in a time zone.",
@@ -215,6 +216,7 @@ class CalculatorTool(DefinedTool):
             ToolDefinition(
                 id=CALCULATOR,
                 implementation_key=CALCULATOR,
+                effects=(),  # brings nothing into the chat, sends nothing, changes nothing
                 function=ToolFunction(
                     name=CALCULATOR,
                     description_for_llm="Evaluate an arithmetic expression exactly.",

@@ -611,8 +611,35 @@ def _injection_filter(c: _Context) -> Iterable[Finding]:
         )
 
 
+def _undeclared_effects(c: _Context) -> Iterable[Finding]:
+    """While a flow rule is on, each tool that declares no effects counts as having all four
+    (fail closed), so BLOCK never offers it and APPROVE asks for every call: named, so the
+    administrator declares them."""
+    from policy.catalog import FLOW_RULE, TOOL_EFFECTS, flow_rule, tool_effects
+    from policy.flow import FlowRule
+
+    rule = flow_rule(c.configuration)
+    if rule is FlowRule.OFF:
+        return
+    for tool_id, tool in sorted(c.tools.items()):
+        if tool_effects(tool, c.configuration).declares_nothing:
+            yield _warning(
+                "undeclared-effects",
+                f"{tool_id} declares no effects, so under {FLOW_RULE} {rule.value} it counts as "
+                "having all four (UNTRUSTED_CONTENT, PRIVATE_DATA, SENDS_OUT, CHANGES_STATE)"
+                + (
+                    " and is never offered"
+                    if rule is FlowRule.BLOCK
+                    else " and every call needs approval"
+                )
+                + f'; declare them in its definition or in {TOOL_EFFECTS}["{tool_id}"]',
+                c.where(FLOW_RULE),
+            )
+
+
 _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _injection_filter,
+    _undeclared_effects,
     _unknown_tool_ids,
     _unknown_datatools_keys,
     _tool_setting_values,

@@ -255,3 +255,46 @@ def test_under_approve_and_off_a_tool_in_conflict_stays_offered(tmp_path: Path) 
     assert check.passed and "each call needs a person's approval" in check.detail
     off = _block_policy(tmp_path, "OFF").registry.offer_decision("bare", LOCAL)
     assert next(c for c in off.checks if c.name == "FLOW_RULE").passed
+
+
+_TOOLS_FILE = """
+from policy.definitions import ToolDefinition, ToolFunction
+from policy.tools import DefinedTool
+
+
+def _tool(tool_id, effects):
+    data = {"id": tool_id, "implementation_key": tool_id,
+            "function": ToolFunction(name=tool_id, description_for_llm="An app tool.")}
+    if effects is not None:
+        data["effects"] = effects
+    return DefinedTool(ToolDefinition.model_validate(data))
+
+
+def create_tools():
+    return (_tool("mailer", None), _tool("clock", ()), _tool("payer", None))
+"""
+
+
+@pytest.mark.parametrize("rule", ["BLOCK", "APPROVE", "OFF"])
+def test_policy_check_names_each_tool_that_declares_nothing_while_a_flow_rule_is_on(
+    tmp_path: Path, rule: str
+) -> None:
+    from tests.servers.cli_runner import run_policy
+
+    tools = tmp_path / "app_tools.py"
+    tools.write_text(_TOOLS_FILE, encoding="utf-8")
+    path = write_plugin(
+        tmp_path / "org",
+        settings=f'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "{rule}"\n'
+        'CONFIG["SETTINGS"]["DataTools.ToolEffects"] = { ["payer"] = { "PRIVATE_DATA" } }',
+    )
+    done = run_policy(["check", "--org", path.parent, "--tools-file", tools], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    named = [line for line in done.stdout.splitlines() if "[undeclared-effects]" in line]
+    if rule == "OFF":
+        assert named == []
+        return
+    (mailer,) = named  # clock declares none, payer's come from plugin.lua
+    assert mailer.startswith(f"{path}:{line_of(path, 'DataTools.FlowRule')}: warning")
+    assert "mailer declares no effects" in mailer
+    assert ("is never offered" if rule == "BLOCK" else "every call needs approval") in mailer
