@@ -271,7 +271,7 @@ class McpGateway:
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         import mcp_types as types
 
         from runtime.messages import RequestedCall
@@ -294,7 +294,9 @@ class McpGateway:
             self._ended(recorder, view, client, refused)
             return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
         assert view.provider is not None
-        waits = self._approval_refusal(view, client, name)
+        waits = await self._approval(ctx, params, view, client, call)
+        if isinstance(waits, types.InputRequiredResult):
+            return waits
         if waits is not None:
             masked = view.runtime.executor().traced_arguments(call, view.runnable)
             refused = _refused(call, client.calls, waits, masked)
@@ -323,18 +325,57 @@ class McpGateway:
             is_error=trace.status.value != "SUCCESS",
         )
 
-    def _approval_refusal(self, view: _View, client: _Client, name: str) -> str | None:
-        """Why a call that needs a person's approval is refused here (None: it needs none).
-        The gateway cannot ask the client's user yet, so such a call never runs through it."""
+    async def _approval(
+        self,
+        ctx: Any,
+        params: types.CallToolRequestParams,
+        view: _View,
+        client: _Client,
+        call: RequestedCall,
+    ) -> str | types.InputRequiredResult | None:
+        """None when the call may run: it needs no approval, or the client's user approved it
+        (MCP elicitation: over a session's back-channel, or — in the stateless protocol — an
+        input request the client answers by sending the call again, bound to its arguments and
+        the policy revision). Else the input request to send, or why it is refused: the user
+        declined, or the client cannot ask (it declared no elicitation capability)."""
+        import mcp_types as types
+        from mcp.shared.exceptions import NoBackChannelError
+
+        from runtime.approvals import NOT_APPROVED, arguments_sha256
+
         reasons = view.runtime.approval_reasons(client.chat)
-        tool_id = view.by_function[name][0].id
+        tool_id = view.by_function[call.tool_name][0].id
         reason = None if reasons is None else reasons(tool_id)
         if reason is None:
             return None
-        return (
-            f"'{name}' needs a person's approval before it runs ({reason}), and this gateway "
-            "cannot ask this client's user for it; the call was not run."
+        state = f"approval:{arguments_sha256(call)}:{view.policy.configuration.revision}"
+        answer = (params.input_responses or {}).get(_APPROVAL_KEY)
+        if answer is None or params.request_state != state:
+            wanted = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+            if not ctx.session.check_client_capability(wanted):
+                return (
+                    f"'{call.tool_name}' needs a person's approval before it runs ({reason}), "
+                    "and this client cannot ask its user for it (it declared no elicitation "
+                    "capability); the call was not run."
+                )
+            masked = view.runtime.executor().traced_arguments(call, view.runnable)
+            question = types.ElicitRequestFormParams(
+                message=f"Allow {call.tool_name} {json.dumps(masked)}? ({reason})",
+                requested_schema=_APPROVAL_SCHEMA,
+            )
+            try:
+                answer = await ctx.session.elicit_form(question.message, question.requested_schema)
+            except NoBackChannelError:
+                return types.InputRequiredResult(
+                    input_requests={_APPROVAL_KEY: types.ElicitRequest(params=question)},
+                    request_state=state,
+                )
+        approved = (
+            isinstance(answer, types.ElicitResult)
+            and answer.action == "accept"
+            and (answer.content or {}).get("approve") is True
         )
+        return None if approved else NOT_APPROVED
 
     def _recorder(self, view: _View, client: _Client, call_id: str) -> DecisionRecorder | None:
         """The decision record of one call (when the runtime keeps a decision log): what this
@@ -444,6 +485,14 @@ class McpGateway:
             host=host, transport_security=_rebinding_protection(host)
         )
         return app if token is None else _bearer_required(app, token)
+
+
+_APPROVAL_KEY = "toolpolicy-approval"
+_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "description": "Run this call?"}},
+    "required": ["approve"],
+}
 
 
 def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
