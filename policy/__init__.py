@@ -245,8 +245,15 @@ class Policy:
         tool_id: str,
         provider: ProviderConfig | None,
         component: Component = Component.CHAT,
+        *,
+        holdings: ChatHoldings | None = None,
     ) -> OfferDecision:
-        decision: OfferDecision = self.registry.offer_decision(tool_id, provider, component)
+        """Every check for the tool, in order, with evidence; `holdings`: what the chat holds
+        (`policy.ChatHoldings`), which the FLOW_RULE check reads."""
+        if holdings is None:
+            decision: OfferDecision = self.registry.offer_decision(tool_id, provider, component)
+        else:
+            decision = self.registry.offer_decision(tool_id, provider, component, holdings=holdings)
         return decision
 
     @property

@@ -48,6 +48,7 @@ from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig
+    from policy.flow import ChatHoldings
 
 F = TypeVar("F", bound=Callable[..., Any])
 _Result = TypeVar("_Result")
@@ -474,6 +475,19 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 @click.option(
     "--fail", is_flag=True, help="Exit 1 when the tool (or any, with --all) is not offered."
 )
+@click.option(
+    "--chat-holds",
+    metavar="EFFECTS",
+    help="What if the chat holds these (UNTRUSTED_CONTENT and/or PRIVATE_DATA, comma-separated): "
+    "the FLOW_RULE check decides with them.",
+)
+@click.option("--chat-id", help="Decide with what this stored chat holds (FLOW_RULE's evidence).")
+@click.option(
+    "--chat-db",
+    metavar="LOCATION",
+    help="The chat store --chat-id is read from: a SQLite file or a postgresql:// address "
+    "(default: $TOOLPOLICY_CHAT_DB, else the user's chats.sqlite3).",
+)
 @offline_option
 def explain(
     tool_id: str | None,
@@ -486,6 +500,9 @@ def explain(
     tools_files: tuple[Path, ...],
     show_all: bool,
     fail: bool,
+    chat_holds: str | None,
+    chat_id: str | None,
+    chat_db: str | None,
     offline: bool,
 ) -> None:
     """Why TOOL_ID is (not) offered: every check in order, with its evidence.
@@ -499,6 +516,7 @@ def explain(
         raise click.UsageError("--model only goes with --provider-kind")
     if show_all == (tool_id is not None):
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
+    holdings = _chat_holdings(chat_holds, chat_id, chat_db, show_all)
     policy = _load(sources, tools_files=tools_files, offline=offline)
     from policy.explain import (
         build_matrix,
@@ -547,7 +565,7 @@ def explain(
         assert tool_id is not None
         _require_known_tool(policy, tool_id)
         provider = _single_provider(policy, provider_id, provider_kind, model)
-        decision = policy.offer_decision(tool_id, provider, chosen_component)
+        decision = policy.offer_decision(tool_id, provider, chosen_component, holdings=holdings)
         if output_format == "table":
             _print(decision_text(decision, provider.name))
             if skipped:
@@ -559,6 +577,40 @@ def explain(
         sys.exit(1)
     if any(f.code == "broken-organization-plugin" for f in policy.errors):
         sys.exit(1)
+
+
+def _chat_holdings(
+    chat_holds: str | None, chat_id: str | None, chat_db: str | None, show_all: bool
+) -> ChatHoldings | None:
+    """What `--chat-holds` supposes or the chat `--chat-id` holds (None: neither given)."""
+    if chat_holds is None and chat_id is None:
+        if chat_db is not None:
+            raise click.UsageError("--chat-db only goes with --chat-id")
+        return None
+    if chat_holds is not None and chat_id is not None:
+        raise click.UsageError("use either --chat-holds or --chat-id, not both")
+    if show_all:
+        raise click.UsageError("--chat-holds and --chat-id go with one TOOL_ID, not --all")
+    from policy.flow import ChatHoldings, parse_held_effects
+
+    if chat_holds is not None:
+        try:
+            return ChatHoldings.what_if(parse_held_effects(chat_holds))
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--chat-holds") from error
+    assert chat_id is not None
+    from policy.terminal import terminal_text
+
+    chat = importlib.import_module("runtime.chat")  # the runtime's store, named by path
+    record = chat.open_chat_store(chat_db).load(chat_id)
+    if record is None:
+        raise click.BadParameter(
+            f"no chat {terminal_text(chat_id)} in the chat store; give the id of a chat that "
+            "has run (and --chat-db when it is not the default store)",
+            param_hint="--chat-id",
+        )
+    held: ChatHoldings = chat.flow_holdings(record.holdings)
+    return held
 
 
 def _require_known_tool(policy: Policy, tool_id: str) -> None:

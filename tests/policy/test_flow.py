@@ -3,6 +3,7 @@ is in conflict with what a chat holds (issue 24)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -298,3 +299,43 @@ def test_policy_check_names_each_tool_that_declares_nothing_while_a_flow_rule_is
     assert mailer.startswith(f"{path}:{line_of(path, 'DataTools.FlowRule')}: warning")
     assert "mailer declares no effects" in mailer
     assert ("is never offered" if rule == "BLOCK" else "every call needs approval") in mailer
+
+
+_EXPLAIN = ["--provider-kind", "SELF_HOSTED", "--model", "llama-3.3-70b"]
+
+
+def test_explain_decides_with_what_the_chat_holds_as_a_what_if(tmp_path: Path) -> None:
+    from tests.servers.cli_runner import run_policy
+
+    path = write_plugin(tmp_path / "org", 'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"')
+    args = ["explain", "read_web_page", "--org", path.parent, *_EXPLAIN]
+    free = run_policy([*args, "--chat-holds", "UNTRUSTED_CONTENT"], cwd=tmp_path)
+    assert free.returncode == 0 and "[pass] FLOW_RULE" in free.stdout
+    held = run_policy([*args, "--chat-holds", "untrusted_content,PRIVATE_DATA"], cwd=tmp_path)
+    assert "NOT OFFERED: FLOW_CONFLICT" in held.stdout
+    assert "chat holds = PRIVATE_DATA from what-if" in held.stdout
+    assert f"DataTools.FlowRule = BLOCK — organization, Test plugin ({path}:" in held.stdout
+    wrong = run_policy([*args, "--chat-holds", "SENDS_OUT"], cwd=tmp_path)
+    assert wrong.returncode == 2
+    assert '"SENDS_OUT" is not an effect a chat can hold' in wrong.stderr
+
+
+def test_explain_reads_what_a_stored_chat_holds_with_what_brought_it(tmp_path: Path) -> None:
+    from runtime.chat import Chat, ChatHolding, HoldingKind, SqliteChatStore
+    from tests.servers.cli_runner import run_policy
+
+    database = tmp_path / "chats.sqlite3"
+    chat = Chat.open("c1", SqliteChatStore(database))
+    chat.add_holdings([ChatHolding(HoldingKind.PRIVATE_DATA, "search_confluence", "wiki", "c7")])
+    path = write_plugin(tmp_path / "org", 'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"')
+    args = ["explain", "read_web_page", "--org", path.parent, *_EXPLAIN, "--chat-db", database]
+    done = run_policy([*args, "--chat-id", "c1", "--format", "json"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["reason"] == "FLOW_CONFLICT"
+    (check,) = [c for c in document["checks"] if c["name"] == "FLOW_RULE"]
+    assert {e["key"]: e["value"] for e in check["evidence"]}["chat holds"] == (
+        "PRIVATE_DATA from wiki (search_confluence, call c7)"
+    )
+    missing = run_policy([*args, "--chat-id", "nope"], cwd=tmp_path)
+    assert missing.returncode == 2 and "no chat nope in the chat store" in missing.stderr
