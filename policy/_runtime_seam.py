@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         RunnableTools,
     )
     from policy.decision_record import (
+        ApprovalRecord,
         CallDemandsRecord,
         CallRecord,
         ChatRequirementsRecord,
@@ -258,6 +259,7 @@ __all__ = [
     "WEB_SEARCH_MAX_LIMIT",
     "WS_STAAN_API_KEY",
     "WS_TAVILY_API_KEY",
+    "ApprovalRecord",
     "ApprovalRules",
     "CallDemandsRecord",
     "CallRecord",
@@ -441,6 +443,7 @@ _DEFINED_IN = {
     "DataSourceConfig": "policy.configuration",
     "SecretValue": "policy.configuration",
     "RunnableTools": "policy.decision",
+    "ApprovalRecord": "policy.decision_record",
     "CallDemandsRecord": "policy.decision_record",
     "CallRecord": "policy.decision_record",
     "ChatRequirementsRecord": "policy.decision_record",

@@ -20,9 +20,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from policy.errors import ToolPolicyError
-    from policy.provider_facts import ProviderFacts
-    from policy.vocabulary import OutboundDataRestriction
+    from policy import ToolPolicyError
+    from policy._runtime_seam import OutboundDataRestriction, ProviderFacts
     from runtime.approvals import Approval, ApprovalError, PendingApproval
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (

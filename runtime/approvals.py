@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.errors import ToolPolicyError
+from policy import ToolPolicyError
 from runtime.adapters.base import RecordedTurns
 from runtime.messages import RequestedCall, Source, SourceOrigin
 
 if TYPE_CHECKING:
-    from policy.decision_record import ApprovalRecord
+    from policy._runtime_seam import ApprovalRecord
 
 DEFAULT_APPROVAL_SECONDS = 3600.0
 """How long an asked approval may be answered (`ChatRuntime(approval_seconds=...)`)."""
@@ -245,7 +245,7 @@ class ApprovalGate:
         then the calls asked about."""
         from datetime import UTC, datetime
 
-        from policy.decision_record import ApprovalRecord
+        from policy._runtime_seam import ApprovalRecord
 
         def at(seconds: float) -> datetime:
             return datetime.fromtimestamp(seconds, UTC)

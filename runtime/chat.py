@@ -20,18 +20,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from policy.errors import ToolPolicyError
-from policy.vocabulary import (
-    ConfidenceLevel,
-    DataSecurity,
-    OutboundDataRestriction,
-    may_receive_data,
-    tighten_data_security,
-)
+from policy import ConfidenceLevel, DataSecurity, ToolPolicyError
+from policy._runtime_seam import OutboundDataRestriction, may_receive_data, tighten_data_security
 
 if TYPE_CHECKING:
-    from policy.flow import ChatHoldings
-    from policy.provider_facts import ProviderFacts
+    from policy import ChatHoldings
+    from policy._runtime_seam import ProviderFacts
 
 CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
 
@@ -348,7 +342,7 @@ def stored_holding(row: Sequence[object]) -> ChatHolding:
 
 def flow_holdings(holdings: Iterable[ChatHolding]) -> ChatHoldings:
     """Stored holdings as the flow rule reads them (an injection seen is untrusted content)."""
-    from policy.flow import ChatHoldings, Effect, Holding
+    from policy import ChatHoldings, Effect, Holding
 
     return ChatHoldings(
         tuple(

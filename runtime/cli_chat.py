@@ -17,26 +17,28 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options, provider_with_errors_shown
-from policy.cli_options import (
+from policy import Component
+from policy._runtime_seam import (
     ConfigurationSources,
     complete_tool_ids,
     component_option,
+    configuration_options,
     decision_log_option,
     examples,
     format_option,
     load_cli_policy,
     offline_option,
     provider_option,
+    provider_with_errors_shown,
+    terminal_json,
+    terminal_safe,
+    terminal_text,
     tools_file_option,
     unknown_tool_error,
 )
-from policy.terminal import terminal_json, terminal_safe, terminal_text
-from policy.vocabulary import Component
 
 if TYPE_CHECKING:
-    from policy import Policy
-    from policy.configuration import ProviderConfig
+    from policy import Policy, ProviderConfig
     from runtime.approvals import Approval, PendingApproval
     from runtime.chat import Chat
     from runtime.mcp import McpSessions

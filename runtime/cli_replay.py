@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from policy.cli import configuration_options
-from policy.cli_options import (
+from policy._runtime_seam import (
     ConfigurationSources,
+    configuration_options,
     examples,
     format_option,
     load_cli_policy,
@@ -53,8 +53,13 @@ def replay(
     Exit codes: 0 (also with changes, unless --fail-on-change), 1 changes with
     --fail-on-change or a log that cannot be read (a bad line is named by file:line), 2 usage.
     """
-    from policy.decision_summary import DecisionLogError, parse_since, read_decision_logs
-    from policy.explain import render_document, render_table
+    from policy._runtime_seam import (
+        DecisionLogError,
+        parse_since,
+        read_decision_logs,
+        render_document,
+        render_table,
+    )
     from runtime.replay import replay as replay_records
     from runtime.replay import replay_table
 

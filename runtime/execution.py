@@ -6,21 +6,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from policy.definitions import ToolDefinition
-from policy.errors import ToolPolicyError
-from policy.provider_facts import ProviderFacts
-from policy.tools import NO_EXTRAS, RequestExtras, Tool
-from policy.tools import missing_members as policy_missing_members
-from policy.vocabulary import (
+from policy import (
     ConfidenceLevel,
     DataSecurity,
-    OutboundDataRestriction,
     ProviderKind,
+    RequestExtras,
+    Tool,
+    ToolDefinition,
+    ToolPolicyError,
 )
+from policy._runtime_seam import NO_EXTRAS, OutboundDataRestriction, ProviderFacts
+from policy._runtime_seam import missing_members as policy_missing_members
 from runtime.messages import Source
 
 if TYPE_CHECKING:
-    from policy.flow import Effect
+    from policy import Effect
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
     from runtime.retrieval_overrides import RetrievalOverrides

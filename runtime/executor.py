@@ -14,15 +14,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from policy.definitions import ToolDefinition
-from policy.redaction import MASK, NO_SECRETS, SecretMask, mask_in_logs
-from policy.vocabulary import (
-    ConfidenceLevel,
-    DataSecurity,
+from policy import ConfidenceLevel, DataSecurity, ProviderKind, ToolDefinition, ToolOutboundData
+from policy._runtime_seam import (
+    MASK,
+    NO_SECRETS,
     OutboundDataRestriction,
-    ProviderKind,
-    ToolOutboundData,
+    SecretMask,
     is_outbound_data_allowed,
+    mask_in_logs,
 )
 from runtime.arguments import arguments_object
 from runtime.execution import (
@@ -41,8 +40,8 @@ from runtime.messages import RequestedCall, Source
 from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
-    from policy.flow import ChatHoldings, FlowConflict, FlowRule, ToolEffects
-    from policy.provider_facts import ProviderFacts
+    from policy import ChatHoldings, FlowConflict, FlowRule, ToolEffects
+    from policy._runtime_seam import ProviderFacts
     from runtime.chat import Chat, ChatHolding
     from runtime.web.guard import GuardScope, PromptInjectionGuard
 
@@ -442,7 +441,7 @@ class ToolExecutor:
     def _flow_refusal(self, chat: Chat, tool_id: str) -> str | None:
         """Under BLOCK, why this call may not run with what the chat holds now (a result earlier
         in the same response may have put the chat into conflict), or None."""
-        from policy.flow import FlowRule
+        from policy import FlowRule
 
         if self._flow is None or self._flow.flow_rule is not FlowRule.BLOCK:
             return None
@@ -461,7 +460,8 @@ class ToolExecutor:
         """What a successful result brought for the flow rule: the effects among its tool's
         that a chat holds (or what the result says it brought), one per source it cites (at
         most `MAX_HELD_SOURCES`, addresses as logs show them), nothing when it is empty."""
-        from policy.flow import HELD_EFFECTS, UNDECLARED, ToolEffects
+        from policy import ToolEffects
+        from policy._runtime_seam import HELD_EFFECTS, UNDECLARED
         from runtime.chat import ChatHolding, HoldingKind
         from runtime.web.addresses import redact_url_for_log
 

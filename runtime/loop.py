@@ -14,10 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from policy.errors import ToolPolicyError
-from policy.provider_facts import ProviderFacts
-from policy.redaction import NO_SECRETS, SecretMask
-from policy.vocabulary import ConfidenceLevel, ProviderKind
+from policy import ConfidenceLevel, ProviderKind, ToolPolicyError
+from policy._runtime_seam import NO_SECRETS, ProviderFacts, SecretMask
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ensure_provider_allowed
 from runtime.execution import EarlierProviderNames, given_provider

@@ -16,23 +16,18 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar
 
-from policy.approvals import ApprovalRules
-from policy.provider_facts import ProviderFacts
-from policy.vocabulary import (
-    Component,
-    ConfidenceLevel,
-    DataSecurity,
+from policy import Component, ConfidenceLevel, DataSecurity, ProviderKind
+from policy._runtime_seam import (
+    ApprovalRules,
     OutboundDataRestriction,
-    ProviderKind,
+    ProviderFacts,
     tighten_data_security,
 )
 from runtime.chat import provider_refusal
 
 if TYPE_CHECKING:
-    from policy import Policy
-    from policy.configuration import ProviderConfig
-    from policy.decision import OfferDecision
-    from policy.decision_record import CallRecord, DecisionRecord
+    from policy import DecisionRecord, OfferDecision, Policy, ProviderConfig
+    from policy._runtime_seam import CallRecord
 
 __all__ = ["ApprovalChange", "BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
 
@@ -374,7 +369,7 @@ def _provider(
     key = (logged.id, logged.kind, logged.host, logged.model)
     found = seen.get(key)
     if found is None:
-        from policy.configuration import ProviderConfig
+        from policy import ProviderConfig
 
         provider = candidate.provider(logged.id) or ProviderConfig(
             id=logged.id,

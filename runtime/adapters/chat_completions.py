@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policy.definitions import is_valid_function_name
+from policy._runtime_seam import is_valid_function_name
 from runtime.adapters import _wire
 from runtime.arguments import is_arguments_object
 from runtime.messages import (

@@ -12,29 +12,24 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json
 
-from policy.decision_record import (
+from policy import DecisionRecord
+from policy._runtime_seam import (
     CallDemandsRecord,
     CallRecord,
     ChatRequirementsRecord,
     ConfigurationRecord,
-    DecisionRecord,
     InjectionRecord,
     OutcomeRecord,
     PluginRecord,
     ProviderRecord,
     RequirementsChange,
     UsageRecord,
+    without_user_info,
 )
-from policy.secrets import without_user_info
 
 if TYPE_CHECKING:
-    from policy.configuration import PolicyConfiguration
-    from policy.vocabulary import (
-        ConfidenceLevel,
-        DataSecurity,
-        OutboundDataRestriction,
-        ProviderKind,
-    )
+    from policy import ConfidenceLevel, DataSecurity, PolicyConfiguration, ProviderKind
+    from policy._runtime_seam import OutboundDataRestriction
     from runtime.chat import ChatRecord
     from runtime.executor import ToolCallOutcome
 

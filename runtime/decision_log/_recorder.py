@@ -13,14 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from policy.decision_record import (
-    ApprovalRecord,
-    ContentRecord,
-    DecisionRecord,
-    LeftOutRecord,
-    OutcomeRecord,
-    uuid7,
-)
+from policy import DecisionRecord
+from policy._runtime_seam import ApprovalRecord, ContentRecord, LeftOutRecord, OutcomeRecord, uuid7
 from runtime.decision_log._encoder import (
     CALL_RECORD,
     DECISION_RECORD,
@@ -44,9 +38,14 @@ from runtime.decision_log._redaction import _cited, redacted_error_message
 from runtime.decision_log._sinks import DecisionSink, warn_once
 
 if TYPE_CHECKING:
-    from policy.configuration import PolicyConfiguration, ProviderConfig
-    from policy.decision import OfferDecision, RunnableTools
-    from policy.vocabulary import Component, ConfidenceLevel
+    from policy import (
+        Component,
+        ConfidenceLevel,
+        OfferDecision,
+        PolicyConfiguration,
+        ProviderConfig,
+    )
+    from policy._runtime_seam import RunnableTools
     from runtime.chat import Chat, ChatRecord
     from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policy.builtin.semantic_search import (
+from policy import ConfidenceLevel, DataSecurity
+from policy._runtime_seam import (
     ARG_DATA_SOURCE_IDS,
     ARG_PAGE,
     ARG_QUERY,
     SEMANTIC_SEARCH_MAX_QUERY_CHARACTERS,
     SemanticSearchTool,
 )
-from policy.vocabulary import ConfidenceLevel, DataSecurity
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.data_sources import (
     DataSourceKind,

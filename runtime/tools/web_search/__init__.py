@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from policy.builtin.web_search import (
+from policy._runtime_seam import (
+    ANY_LANGUAGE,
     ARG_LANGUAGE,
     ARG_LIMIT,
     ARG_PAGE,
@@ -24,11 +25,11 @@ from policy.builtin.web_search import (
     ARG_TIME_RANGE,
     TIME_RANGES,
     WEB_SEARCH_MAX_LIMIT,
+    WebSearchBackend,
     WebSearchSettings,
     WebSearchTool,
     web_search_settings,
 )
-from policy.vocabulary import ANY_LANGUAGE, WebSearchBackend
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.execution import ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
