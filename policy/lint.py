@@ -273,7 +273,7 @@ def _split_tool_key(key: str) -> tuple[str, str]:
 
 def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     """A tool id that names no known tool. Where it would have switched a tool off, raised its
-    confidence floor or set a selection, the mistake may loosen the policy: an error (in an
+    confidence floor, given it effects or set a selection, the mistake may loosen the policy: an error (in an
     organization plugin); in a tool-settings key only with a near miss; in a chat template a
     warning (fewer tools is all it can mean)."""
 
@@ -311,6 +311,10 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     found.extend(unknown(t, DISABLED, disabled, t, True) for t in c.items(DISABLED))
     minimums = c.setting(MINIMUMS)
     found.extend(unknown(t, MINIMUMS, minimums, t, True) for t in c.table(MINIMUMS))
+    from policy.catalog import TOOL_EFFECTS
+
+    effects = c.setting(TOOL_EFFECTS)  # a typo leaves the tool with its own, maybe fewer, effects
+    found.extend(unknown(t, TOOL_EFFECTS, effects, t, True) for t in c.table(TOOL_EFFECTS))
     for key in (LOCKED, DEFAULTS):
         for entry in c.table(key):
             tool_id, _ = _split_tool_key(entry)

@@ -339,3 +339,18 @@ def test_explain_reads_what_a_stored_chat_holds_with_what_brought_it(tmp_path: P
     )
     missing = run_policy([*args, "--chat-id", "nope"], cwd=tmp_path)
     assert missing.returncode == 2 and "no chat nope in the chat store" in missing.stderr
+
+
+def test_policy_check_names_a_misspelled_tool_id_in_tool_effects_as_an_error(
+    tmp_path: Path,
+) -> None:
+    from tests.servers.cli_runner import run_policy
+
+    path = write_plugin(
+        tmp_path / "org",
+        'CONFIG["SETTINGS"]["DataTools.ToolEffects"] = { ["read_web_pag"] = { "SENDS_OUT" } }',
+    )
+    done = run_policy(["check", "--org", path.parent], cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"{path}:{line_of(path, 'ToolEffects')}: error [unknown-tool-id]" in done.stdout
+    assert 'did you mean "read_web_page"?' in done.stdout
