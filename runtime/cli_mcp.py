@@ -17,26 +17,26 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from policy.cli import configuration_options, finding_line, require_token_beyond_loopback
-from policy.cli_options import (
+from policy import Component
+from policy._runtime_seam import (
     ConfigurationSources,
     component_option,
+    configuration_options,
     decision_log_option,
     examples,
+    finding_line,
     format_option,
     load_cli_policy,
     offline_option,
     provider_option,
+    require_token_beyond_loopback,
+    terminal_json,
     tools_file_option,
 )
-from policy.terminal import terminal_json
-from policy.vocabulary import Component
 from runtime.serving import listening_options
 
 if TYPE_CHECKING:
-    from policy import Policy
-    from policy.configuration import ProviderConfig
-    from policy.mcp import McpServerListing
+    from policy import McpServerListing, Policy, ProviderConfig
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
     from runtime.session import ChatRuntime
@@ -61,7 +61,7 @@ def _policy(
 ) -> Policy:
     """The policy, its errors on stderr (less the skipped entries, when the command's own
     output names them)."""
-    from policy.explain import skipped_entry_findings
+    from policy._runtime_seam import skipped_entry_findings
 
     policy = load_cli_policy(*sources, tools_files, offline=offline)
     shown = skipped_entry_findings(policy.configuration) if shows_skipped else frozenset()
@@ -82,7 +82,8 @@ def _listings(policy: Policy, state_dir: Path | None) -> dict[str, McpServerList
 
 
 def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> dict[str, Any]:
-    from policy.mcp import McpTool, kept_out, mcp_tool_id, pin_state
+    from policy import McpTool
+    from policy._runtime_seam import kept_out, mcp_tool_id, pin_state
 
     governed = {t.definition.id: t for t in policy.tools if isinstance(t, McpTool)}
     servers = []
@@ -115,7 +116,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
                 "tools": tools,
             }
         )
-    from policy.explain import skipped_entries_document
+    from policy._runtime_seam import skipped_entries_document
 
     return {
         "servers": servers,
@@ -139,7 +140,7 @@ def list_servers(
     """Every configured MCP server: its status and its tools with id, annotations, fingerprint
     and pin state, and every server entry skipped for a mistake. Exit 1 when a server cannot be
     listed, an entry was skipped or a plugin does not load."""
-    from policy.mcp import mcp_tools
+    from policy._runtime_seam import mcp_tools
 
     policy = _policy(sources, shows_skipped=True)
     listings = _listings(policy, sources.state_dir)
@@ -162,7 +163,7 @@ def list_servers(
 def _table(document: dict[str, Any]) -> str:
     from tabulate import tabulate
 
-    from policy.terminal import terminal_document, terminal_text
+    from policy._runtime_seam import terminal_document, terminal_text
 
     document = terminal_document(document)
     skipped = [
@@ -209,7 +210,7 @@ def pin(
     sources: ConfigurationSources,
 ) -> None:
     """Print the Pins of every listed tool as a Lua fragment, to review and deploy."""
-    from policy.mcp import pin_fragment
+    from policy._runtime_seam import pin_fragment
 
     policy = _policy(sources)
     listings = _listings(policy, sources.state_dir)

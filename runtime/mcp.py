@@ -28,19 +28,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from policy.configuration import SecretValue
-from policy.errors import ToolPolicyError
-from policy.mcp import (
+from policy import (
     McpServerConfig,
     McpServerListing,
     McpTool,
     McpToolListing,
     McpTransport,
+    ToolPolicyError,
+)
+from policy._runtime_seam import (
+    NO_SECRETS,
+    SecretMask,
+    SecretValue,
     known_after,
+    terminal_safe,
     write_cached_listing,
 )
-from policy.redaction import NO_SECRETS, SecretMask
-from policy.terminal import terminal_safe
 from runtime.execution import ContentQuotingError, ToolExecutionContext, ToolExecutionResult
 from runtime.mcp_transport import MessageCap
 from runtime.messages import Source
@@ -414,7 +417,7 @@ async def _all_tools(client: Client) -> tuple[McpToolListing, ...]:
 
 def _plaintext(value: str | SecretValue) -> str:
     if isinstance(value, SecretValue):
-        from policy.secrets import SECRET_SOURCES, configured_secret, decrypt
+        from policy._runtime_seam import SECRET_SOURCES, configured_secret, decrypt
 
         secret = configured_secret()
         if secret is None:

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policy.provider_facts import ProviderFacts
-from policy.vocabulary import Component, ToolOfferBlockReason
+from policy import Component, ToolOfferBlockReason
+from policy._runtime_seam import ProviderFacts
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -35,10 +35,8 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp
 
-    from policy import Policy
-    from policy.configuration import ProviderConfig
-    from policy.decision import RunnableTools
-    from policy.definitions import ToolDefinition
+    from policy import Policy, ProviderConfig, ToolDefinition
+    from policy._runtime_seam import RunnableTools
     from runtime.chat import Chat
     from runtime.decision_log import DecisionRecorder
     from runtime.execution import ExecutableTool
@@ -71,7 +69,7 @@ class GatewayCall:
 
     def as_json(self) -> str:
         """One JSON line, as `policy mcp serve` logs it (no character reaches a terminal raw)."""
-        from policy.terminal import terminal_json
+        from policy._runtime_seam import terminal_json
 
         return terminal_json(
             {
@@ -204,7 +202,7 @@ class McpGateway:
         return view
 
     async def _build_view(self, runtime: ChatRuntime, policy: Policy, chat: Chat) -> _View:
-        from policy.errors import UnknownProviderError
+        from policy import UnknownProviderError
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
 
         try:
@@ -498,7 +496,7 @@ _APPROVAL_SCHEMA: dict[str, Any] = {
 def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
     import mcp_types as types
 
-    from policy.mcp import McpTool
+    from policy import McpTool
 
     annotations = None
     if isinstance(tool, McpTool) and tool.listing.annotations:
@@ -547,7 +545,7 @@ def _rebinding_protection(host: str) -> TransportSecuritySettings | None:
     listening host in its canonical form."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from policy.hosts import is_loopback_host
+    from policy._runtime_seam import is_loopback_host
     from runtime.web.addresses import canonical_host
 
     if not is_loopback_host(host):

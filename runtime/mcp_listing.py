@@ -24,9 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from policy.mcp import (
-    McpServerConfig,
-    McpServerListing,
+from policy import McpServerConfig, McpServerListing
+from policy._runtime_seam import (
     cached_listings,
     forget_unconfigured_listings,
     listed_age_seconds,

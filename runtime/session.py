@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from policy.provider_facts import ProviderFacts
-from policy.vocabulary import Component, ConfidenceLevel, DataSourceRetrievalMode
+from policy import Component, ConfidenceLevel, DataSourceRetrievalMode
+from policy._runtime_seam import ProviderFacts
 from runtime.approvals import DEFAULT_APPROVAL_SECONDS
 from runtime.loop import (
     FinalAnswer,
@@ -30,12 +30,8 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from policy import Policy
-    from policy.approvals import ApprovalRules
-    from policy.configuration import ProviderConfig
-    from policy.decision import RunnableTools
-    from policy.definitions import ToolDefinition
-    from policy.mcp import McpServerConfig
+    from policy import McpServerConfig, Policy, ProviderConfig, ToolDefinition
+    from policy._runtime_seam import ApprovalRules, RunnableTools
     from runtime.approvals import Approval, ApprovalGate, SuspendedTurn
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
@@ -198,7 +194,7 @@ class ChatRuntime:
             return
         from dataclasses import replace
 
-        from policy.mcp import mcp_tools
+        from policy._runtime_seam import mcp_tools
         from runtime.mcp import McpExecutableTool
 
         tools = mcp_tools(self._mcp.servers, listings, McpExecutableTool)
@@ -224,7 +220,7 @@ class ChatRuntime:
         """The guard over the MODEL filter when the organization put one in force
         (`DataTools.InjectionFilter`); None leaves the built-in structural one. A provider entry
         that cannot be called is logged and leaves the structural filter (it fails closed)."""
-        from policy.injection_filter import injection_filter_choice
+        from policy import injection_filter_choice
 
         provider = injection_filter_choice(self.policy.configuration).provider
         if provider is None:
@@ -293,7 +289,7 @@ class ChatRuntime:
         `InvalidToolCallingResponse` when tools were offered and its first round says nothing at
         all although it claims to be complete.
         """
-        from policy.decision_record import uuid7
+        from policy._runtime_seam import uuid7
         from runtime.adapters.factory import create_adapter
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
         from runtime.loop import LoopContext, SequentialToolCallingLoop, web_addresses_given_in
@@ -454,7 +450,7 @@ class ChatRuntime:
         held = self._approval_rules
         if held is not None and held[0] is self.policy:
             return held[1]
-        from policy.approvals import ApprovalRules
+        from policy._runtime_seam import ApprovalRules
 
         rules = ApprovalRules.of(self.policy.configuration, self._app_mcp_servers)
         self._approval_rules = (self.policy, rules)
@@ -467,7 +463,7 @@ class ChatRuntime:
         `DataTools.FlowRule = "APPROVE"` — when its tool is in conflict with what the chat holds
         then (asked before every call: an earlier result of the same response can bring the
         conflict). `respond` and the MCP gateway ask it."""
-        from policy.flow import FlowRule
+        from policy import FlowRule
 
         rules = self.approval_rules()
         registry = self.policy.registry
@@ -584,7 +580,7 @@ class ChatRuntime:
         selected_tool_ids: Iterable[str] | None,
         retrieval_mode: DataSourceRetrievalMode | None,
     ) -> RunnableTools:
-        from policy.tools import RequestExtras
+        from policy import RequestExtras
 
         registry = self.policy.registry
         selection = (
@@ -675,7 +671,7 @@ def _executable(
     offered: RunnableTools,
 ) -> tuple[tuple[tuple[ToolDefinition, ExecutableTool], ...], tuple[tuple[str, str], ...]]:
     """The offered tools that can run; a definition without an implementation is left out."""
-    from policy.tools import DefinedTool
+    from policy import DefinedTool
     from runtime.execution import ExecutableTool, missing_members
 
     runnable: list[tuple[ToolDefinition, ExecutableTool]] = []

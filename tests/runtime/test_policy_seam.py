@@ -17,14 +17,6 @@ import policy._runtime_seam as seam
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 DOORS = {"policy", "policy._runtime_seam"}
-# Modules other work in progress is changing right now; they move to the two doors next.
-NOT_YET = {
-    "cli_mcp.py",
-    "mcp.py",
-    "mcp_gateway.py",
-    "mcp_listing.py",
-    "session.py",
-}
 
 
 def _policy_imports(path: Path) -> list[tuple[int, str]]:
@@ -43,18 +35,10 @@ def test_runtime_imports_the_policy_only_through_its_two_doors() -> None:
     strays = [
         f"runtime/{path.relative_to(RUNTIME)}:{line}: {module}"
         for path in sorted(RUNTIME.rglob("*.py"))
-        if str(path.relative_to(RUNTIME)) not in NOT_YET
         for line, module in _policy_imports(path)
         if module not in DOORS
     ]
     assert not strays, "import these from policy or policy._runtime_seam:\n" + "\n".join(strays)
-
-
-def test_the_modules_not_yet_moved_are_still_real_and_still_pending() -> None:
-    for name in NOT_YET:
-        path = RUNTIME / name
-        assert path.is_file(), name
-        assert any(m not in DOORS for _, m in _policy_imports(path)), f"{name} moved: drop it"
 
 
 def test_every_seam_name_is_the_defining_modules_object_and_not_public() -> None:
