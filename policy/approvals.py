@@ -8,7 +8,7 @@ a tool is a lookup after its first question.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
@@ -18,6 +18,13 @@ if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
 
 REQUIRE_APPROVAL_TOOL_IDS = "DataTools.RequireApprovalToolIds"
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def is_tool_glob(entry: str) -> bool:
+    """Whether an entry is a glob (matched with fnmatch) rather than one tool id, which
+    `policy check` must find among the known tools."""
+    return not _GLOB_CHARACTERS.isdisjoint(entry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,8 @@ class _Rule:
     """The tool-id prefix the glob applies under ("" for a tool-id glob, `<server>__` for an MCP
     server's glob on its tool names)."""
     where: str
+    written: str = ""
+    """The entry as written when the rule reads a misspelled id as the tool it meant."""
 
 
 @dataclass(slots=True)
@@ -39,10 +48,18 @@ class ApprovalRules:
 
     @classmethod
     def of(
-        cls, configuration: PolicyConfiguration, servers: Iterable[McpServerConfig] = ()
+        cls,
+        configuration: PolicyConfiguration,
+        servers: Iterable[McpServerConfig] = (),
+        known: Collection[str] = (),
     ) -> ApprovalRules:
-        """The rules of a configuration; `servers` are MCP servers an app adds in code."""
+        """The rules of a configuration; `servers` are MCP servers an app adds in code.
+
+        An id (not a glob) that names none of the `known` tools is read the strict way, as the
+        known tool it most likely meant, until it is fixed (`policy check` calls it an error): a
+        typo must not let that tool's calls run unapproved."""
         from policy.mcp import TOOL_ID_SEPARATOR
+        from policy.suggest import HintBudget
 
         rules: list[_Rule] = []
         setting = configuration.setting(REQUIRE_APPROVAL_TOOL_IDS)
@@ -50,9 +67,15 @@ class ApprovalRules:
             value = setting.value
             globs = (value,) if isinstance(value, str) else tuple(value or ())
             lines: Mapping[str, object] = setting.entry_locations
-            for glob in globs:
-                at = lines.get(str(glob)) or setting.origin.location
-                rules.append(_Rule(str(glob), "", f"{REQUIRE_APPROVAL_TOOL_IDS} ({at})"))
+            hints = HintBudget()
+            for glob in map(str, globs):
+                at = lines.get(glob) or setting.origin.location
+                where = f"{REQUIRE_APPROVAL_TOOL_IDS} ({at})"
+                rules.append(_Rule(glob, "", where))
+                if known and not is_tool_glob(glob) and glob not in known:
+                    meant = hints.closest_name(glob, known)
+                    if meant is not None:
+                        rules.append(_Rule(meant, "", where, glob))
         for server in (*configuration.mcp_servers, *servers):
             at = server.origin.location if server.origin is not None else "the app's code"
             for glob in server.require_approval:
@@ -74,7 +97,9 @@ class ApprovalRules:
             if not tool_id.startswith(rule.prefix):
                 continue
             if fnmatchcase(tool_id[len(rule.prefix) :], rule.glob):
-                answer = f"{rule.where} names '{rule.glob}'"
+                answer = f"{rule.where} names '{rule.written or rule.glob}'"
+                if rule.written:
+                    answer += f" (read as '{rule.glob}' until fixed)"
                 break
         self._answers[tool_id] = answer
         return answer

@@ -315,6 +315,14 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
 
     effects = c.setting(TOOL_EFFECTS)  # a typo leaves the tool with its own, maybe fewer, effects
     found.extend(unknown(t, TOOL_EFFECTS, effects, t, True) for t in c.table(TOOL_EFFECTS))
+    from policy.approvals import REQUIRE_APPROVAL_TOOL_IDS, is_tool_glob
+
+    approvals = c.setting(REQUIRE_APPROVAL_TOOL_IDS)  # a typo leaves its calls unapproved
+    found.extend(
+        unknown(t, REQUIRE_APPROVAL_TOOL_IDS, approvals, t, True)
+        for t in c.items(REQUIRE_APPROVAL_TOOL_IDS)
+        if not is_tool_glob(t)
+    )
     for key in (LOCKED, DEFAULTS):
         for entry in c.table(key):
             tool_id, _ = _split_tool_key(entry)

@@ -139,7 +139,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
     refused: list[ProviderChange] = []
     allowed: list[ProviderChange] = []
     approvals: list[ApprovalChange] = []
-    rules = ApprovalRules.of(candidate.configuration)
+    rules = ApprovalRules.of(candidate.configuration, (), candidate.tool_ids)
     count = 0
     for record in records:
         count += 1

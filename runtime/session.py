@@ -452,7 +452,9 @@ class ChatRuntime:
             return held[1]
         from policy._runtime_seam import ApprovalRules
 
-        rules = ApprovalRules.of(self.policy.configuration, self._app_mcp_servers)
+        rules = ApprovalRules.of(
+            self.policy.configuration, self._app_mcp_servers, self.policy.tool_ids
+        )
         self._approval_rules = (self.policy, rules)
         return rules
 

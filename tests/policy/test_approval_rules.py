@@ -67,3 +67,46 @@ def test_a_misspelled_require_approval_field_skips_the_server(tmp_path: Path) ->
     policy = load_policy(org=[org], use_entry_points=False, tools=[])
     assert any("RequireApproval" in str(e) for e in policy.errors), policy.errors
     assert not policy.configuration.mcp_servers, "never a server with its approvals dropped"
+
+
+def test_a_misspelled_tool_id_that_should_need_approval_fails_check(tmp_path: Path) -> None:
+    """An id that names no tool matches nothing, so the tool it meant would run unapproved:
+    `policy check` calls it an error at file:line with the near miss; a glob is not an id."""
+    from policy.lint import check_findings
+
+    org = tmp_path / "org"
+    _write(
+        org / "a",
+        "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "web_serach", "read_*" }',
+        "A",
+    )
+    policy = load_policy(org=[org], use_entry_points=True)
+    findings = [f for f in check_findings(policy) if f.code == "unknown-tool-id"]
+    assert len(findings) == 1, findings
+    (finding,) = findings
+    assert finding.severity.name == "ERROR"
+    assert "DataTools.RequireApprovalToolIds" in finding.message
+    assert "'web_serach'" in finding.message and "web_search" in finding.message
+    assert finding.location is not None and "a/plugin.lua" in str(finding.location)
+
+
+def test_a_misspelled_id_is_read_as_the_tool_it_meant_until_fixed(tmp_path: Path) -> None:
+    """Meanwhile the strict reading holds: the tool the typo most likely meant still waits for
+    approval (a typo never lets calls run unapproved), and the reason says what was written."""
+    org = tmp_path / "org"
+    _write(
+        org / "a",
+        "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "web_serach" }',
+        "A",
+    )
+    policy = load_policy(org=[org], use_entry_points=True)
+    rules = ApprovalRules.of(policy.configuration, (), policy.tool_ids)
+    reason = rules.reason("web_search")
+    assert reason is not None
+    assert "'web_serach' (read as 'web_search' until fixed)" in reason
+    assert rules.reason("read_web_page") is None
+    assert ApprovalRules.of(policy.configuration).reason("web_search") is None, (
+        "without the known tools nothing is guessed"
+    )
