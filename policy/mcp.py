@@ -310,6 +310,8 @@ class McpTool(DefinedTool):
     tool filters act as a switch-off and its pins as the approval of the definition.
     """
 
+    returns_untrusted_external_content = True
+
     def __init__(
         self,
         server: McpServerConfig,
@@ -348,14 +350,7 @@ class McpTool(DefinedTool):
         )
         self.switch_off_gate = self._switch_off_gate()
         self.approval_gate = self._approval_gate(known or {})
-
-    @property
-    def sensitive_trace_argument_names(self) -> frozenset[str]:
-        return frozenset(self.server.sensitive_arguments)
-
-    @property
-    def returns_untrusted_external_content(self) -> bool:
-        return True
+        self.sensitive_trace_argument_names = frozenset(server.sensitive_arguments)
 
     @property
     def effects(self) -> ToolEffects:

@@ -177,6 +177,18 @@ class Tool(Protocol):
         """Why one value of one of its setting fields is refused, beyond the schema (None: fine)."""
         ...
 
+    @property
+    def sensitive_trace_argument_names(self) -> frozenset[str]:
+        """Argument names whose values traces, events and decision records mask."""
+        ...
+
+    @property
+    def returns_untrusted_external_content(self) -> bool:
+        """Its results bring text from outside the organization's control (web pages, mails,
+        tickets, an MCP server's answers): the executor filters them for prompt injections
+        unless the result says the tool did (`ToolExecutionResult.injection_filtered`)."""
+        ...
+
 
 class DefinedTool:
     """A tool that is exactly its definition: available, validated only by its schema, untailored.
@@ -191,6 +203,8 @@ class DefinedTool:
     minimum_confidence_floor: ConfidenceLevel = ConfidenceLevel.NONE
     minimum_confidence_floor_evidence: Evidence | None = None
     searches_chat_data_sources: bool = False
+    sensitive_trace_argument_names: frozenset[str] = frozenset()
+    returns_untrusted_external_content: bool = False
 
     def __init__(
         self,

@@ -275,10 +275,9 @@ class ToolExecutionContext(EarlierProviderNames):
 class ExecutableTool(Tool, Protocol):
     """A policy Tool that can also run: the `Tool` protocol plus `execute`.
 
-    Optional: `sensitive_trace_argument_names` (argument names a trace shows as `***`; default
-    none), read through `sensitive_argument_names`; `returns_untrusted_external_content` (True:
-    the executor filters its results for prompt injections unless the result says the tool did,
-    `ToolExecutionResult.injection_filtered`), read through `returns_untrusted_content`.
+    What the executor asks beyond `execute` — `sensitive_trace_argument_names` and
+    `returns_untrusted_external_content` — are members of the `Tool` protocol, defaulted by
+    `DefinedTool` (none, False).
     """
 
     async def execute(
@@ -286,19 +285,16 @@ class ExecutableTool(Tool, Protocol):
     ) -> ToolExecutionResult: ...
 
 
-def sensitive_argument_names(tool: object) -> frozenset[str]:
-    """The argument names a trace masks for this tool (none unless the tool declares some)."""
-    names: object = getattr(tool, "sensitive_trace_argument_names", frozenset())
-    if isinstance(names, frozenset | set | tuple | list):
-        return frozenset(str(name) for name in names)
-    return frozenset()
+def sensitive_argument_names(tool: Tool) -> frozenset[str]:
+    """The argument names a trace masks for this tool (its `sensitive_trace_argument_names`)."""
+    return frozenset(tool.sensitive_trace_argument_names)
 
 
-def returns_untrusted_content(tool: object) -> bool:
+def returns_untrusted_content(tool: Tool) -> bool:
     """Whether the executor must see a tool's results filtered for prompt injections: the tool
-    declares `returns_untrusted_external_content = True` (its results bring text from outside
-    the organization's control: web pages, mails, tickets, an MCP server's answers)."""
-    return getattr(tool, "returns_untrusted_external_content", False) is True
+    declares `returns_untrusted_external_content` (its results bring text from outside the
+    organization's control: web pages, mails, tickets, an MCP server's answers)."""
+    return tool.returns_untrusted_external_content is True
 
 
 def missing_members(tool: object) -> tuple[str, ...]:

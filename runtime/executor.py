@@ -40,7 +40,7 @@ from runtime.messages import RequestedCall, Source
 from runtime.trace_text import MAX_ARGUMENTS, bounded_name, bounded_text
 
 if TYPE_CHECKING:
-    from policy import ChatHoldings, FlowConflict, FlowRule, ToolEffects
+    from policy import ChatHoldings, FlowConflict, FlowRule, Tool, ToolEffects
     from policy._runtime_seam import ProviderFacts
     from runtime.chat import Chat, ChatHolding
     from runtime.web.guard import GuardScope, PromptInjectionGuard
@@ -215,7 +215,7 @@ def find_runnable(
     return None
 
 
-KnownTools = Callable[[str], object | None]
+KnownTools = Callable[[str], "Tool | None"]
 """The registered tool behind a function name, offered in this request or not (None: unknown)."""
 
 
@@ -224,7 +224,7 @@ async def _recordable() -> str | None:
     return None
 
 
-def _no_known_tools(_function_name: str) -> object | None:
+def _no_known_tools(_function_name: str) -> Tool | None:
     return None
 
 
@@ -460,8 +460,7 @@ class ToolExecutor:
         """What a successful result brought for the flow rule: the effects among its tool's
         that a chat holds (or what the result says it brought), one per source it cites (at
         most `MAX_HELD_SOURCES`, addresses as logs show them), nothing when it is empty."""
-        from policy import ToolEffects
-        from policy._runtime_seam import HELD_EFFECTS, UNDECLARED
+        from policy._runtime_seam import HELD_EFFECTS
         from runtime.chat import ChatHolding, HoldingKind
         from runtime.web.addresses import redact_url_for_log
 
@@ -471,8 +470,7 @@ class ToolExecutor:
         elif self._flow is not None:
             effects = self._flow.effects(tool_id).effects
         else:
-            declared = getattr(tool, "effects", None)
-            effects = (declared if isinstance(declared, ToolEffects) else UNDECLARED).effects
+            effects = tool.effects.effects
         held = [effect for effect in HELD_EFFECTS if effect in effects]
         if not held or _is_empty(result):
             return ()

@@ -147,6 +147,24 @@ def test_a_misspelled_optional_member_is_reported_not_ignored() -> None:
     assert registry.normalize_selection(["planner"]) == ("planner",)
 
 
+class _WithExecutionTypos(DefinedTool):
+    sensitive_trace_argument_name = frozenset({"token"})
+    returns_untrusted_external_contents = True
+
+
+def test_a_misspelled_execution_member_is_reported_and_the_default_kept() -> None:
+    """What the executor asks (masked argument names, untrusted results) is a member of the
+    `Tool` protocol too: a near miss of it is named, never silently read as the default."""
+    tool = _WithExecutionTypos(_definition("mailer"))
+    registry = _registry(tool)
+    found = sorted(f.message for f in registry.findings if f.code == "misspelled-tool-member")
+    assert len(found) == 2
+    assert "did you mean 'returns_untrusted_external_content'?" in found[0]
+    assert "did you mean 'sensitive_trace_argument_names'?" in found[1]
+    assert tool.sensitive_trace_argument_names == frozenset()
+    assert tool.returns_untrusted_external_content is False
+
+
 class _Structural:
     """A tool written to the protocol's required members only, without DefinedTool."""
 

@@ -41,6 +41,8 @@ def test_an_object_lacks_every_member_of_the_protocol_in_declaration_order() -> 
         "searches_chat_data_sources",
         "request_extras",
         "setting_problem",
+        "sensitive_trace_argument_names",
+        "returns_untrusted_external_content",
         "execute",
     )
 
