@@ -131,6 +131,7 @@ class McpGateway:
         change_poll_seconds: float = DEFAULT_CHANGE_POLL_SECONDS,
     ) -> None:
         from mcp.server.lowlevel.server import Server
+        from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
         if change_poll_seconds <= 0:
@@ -160,6 +161,12 @@ class McpGateway:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+        )
+        # The requestState of an input request (an approval asked in the stateless protocol)
+        # comes back from the client: the SDK's boundary seals it under a key only this process
+        # holds and refuses one that is forged, altered, expired or sent with another call.
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience="toolpolicy")
         )
 
     # --- the offered view ---------------------------------------------------------------------
