@@ -34,11 +34,13 @@ from policy.cli_options import (
     completion_script,
     component_option,
     configured_provider,
+    decision_logs_since,
     examples,
     format_option,
     load_cli_policy,
     offline_option,
     provider_option,
+    since_option,
     skipped_providers,
     tools_file_option,
     unknown_tool_error,
@@ -1007,30 +1009,16 @@ def log() -> None:
     )
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--since",
-    help="Only records from then on: a duration back from now (30m, 24h, 7d, 2w) or an ISO "
-    "8601 date or time (UTC unless it names its offset).",
-)
+@since_option
 @_format_option
 def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> None:
     """Counts over a decision log (a file and its rotated copies FILE.1 …): decisions per
     configuration revision and provider, refusals, left-out reasons, calls per status and tool,
     the most frequent blocked calls."""
-    from policy.decision_summary import (
-        DecisionLogError,
-        parse_since,
-        read_decision_logs,
-        summary_rows,
-    )
+    from policy.decision_summary import summary_rows
     from policy.explain import render_document, render_table
 
-    try:
-        start = parse_since(since) if since is not None else None
-        records = read_decision_logs(paths, start)
-    except DecisionLogError as error:
-        raise click.ClickException(str(error)) from None
-    rows = summary_rows(records)
+    rows = summary_rows(decision_logs_since(paths, since))
     if output_format == "table":
         _print(render_table(("what", "value", "count"), rows))
     else:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.cli_errors import CodedUsageError
     from policy.configuration import ProviderConfig
+    from policy.decision_record import DecisionRecord
     from policy.tools import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -158,6 +159,28 @@ def offline_option(function: F) -> F:
         "server without one is shown as not listed). Without it, a server whose cached listing "
         "is older than 5 minutes is asked live.",
     )(function)
+
+
+def since_option(function: F) -> F:
+    """`--since WHEN` as `since`, for the commands that read a decision log (read with
+    `decision_logs_since`)."""
+    return click.option(
+        "--since",
+        help="Only records from then on: a duration back from now (30m, 24h, 7d, 2w) or an ISO "
+        "8601 date or time (UTC unless it names its offset).",
+    )(function)
+
+
+def decision_logs_since(paths: Sequence[Path], since: str | None) -> list[DecisionRecord]:
+    """The records of decision logs (a file and its rotated copies) from `--since` on; a log
+    that cannot be read or a `--since` that is no time is the command's error (exit 1)."""
+    from policy.decision_summary import DecisionLogError, parse_since, read_decision_logs
+
+    try:
+        start = parse_since(since) if since is not None else None
+        return read_decision_logs(paths, start)
+    except DecisionLogError as error:
+        raise click.ClickException(str(error)) from None
 
 
 MCP_LISTER = "runtime.mcp_listing:list_servers"

@@ -13,9 +13,11 @@ import click
 from policy._runtime_seam import (
     ConfigurationSources,
     configuration_options,
+    decision_logs_since,
     examples,
     format_option,
     load_cli_policy,
+    since_option,
     tools_file_option,
 )
 
@@ -29,11 +31,7 @@ from policy._runtime_seam import (
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @configuration_options
 @tools_file_option
-@click.option(
-    "--since",
-    help="Only records from then on: a duration back from now (30m, 24h, 7d) or an ISO 8601 "
-    "date or time.",
-)
+@since_option
 @format_option("table", "json", "yaml")
 @click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything would flip (for CI).")
 def replay(
@@ -53,23 +51,13 @@ def replay(
     Exit codes: 0 (also with changes, unless --fail-on-change), 1 changes with
     --fail-on-change or a log that cannot be read (a bad line is named by file:line), 2 usage.
     """
-    from policy._runtime_seam import (
-        DecisionLogError,
-        parse_since,
-        read_decision_logs,
-        render_document,
-        render_table,
-    )
+    from policy._runtime_seam import render_document, render_table
     from runtime.replay import replay as replay_records
     from runtime.replay import replay_table
 
     if not sources.org and not sources.local:
         raise click.UsageError("name the candidate configuration with --org and/or --local")
-    try:
-        start = parse_since(since) if since is not None else None
-        records = read_decision_logs(logs, start)
-    except DecisionLogError as error:
-        raise click.ClickException(str(error)) from None
+    records = decision_logs_since(logs, since)
     candidate = load_cli_policy(*sources, tools_files)
     for finding in candidate.errors:
         where = f"{finding.location}: " if finding.location is not None else ""
