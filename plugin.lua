@@ -179,6 +179,33 @@ CONFIG["SETTINGS"] = {}
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataTools.ToolEffects"] = { ["pay_invoice"] = { "PRIVATE_DATA", "CHANGES_STATE" } }
 
+-- DataGateway.ConfigurationsByGroup — Per group of the signed-in person (the identity
+-- provider's groups claim), the ids of the configurations (plugin IDs) that apply to its
+-- members; a configuration no group names applies to everyone. A caller is decided with the
+-- plugins of everyone merged with those of their groups. An id that names no loaded
+-- configuration is an error in `policy check` (read as the configuration it most likely meant
+-- until it is fixed); a malformed table rejects the plugin. Honored only from organization
+-- plugins; always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = { ["engineering"] = { "6f1c2d3e-0000-4000-8000-000000000001" } }
+
+-- DataGateway.CallLimits — Per tool id or glob ("*" for every tool), how many calls one person
+-- may make in a window: "<count>/<second|minute|hour|day>". The most specific entry applies
+-- (an exact id, then the longest glob). A call over its limit is refused (BLOCKED) saying when
+-- the next one is possible. Counted per person across every instance sharing the PostgreSQL
+-- store (SQLite for one instance). A malformed limit is an error and reads as 0 calls until it
+-- is fixed. Always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.CallLimits"] = { ["tickets__delete_ticket"] = "5/hour", ["*"] = "600/hour" }
+
+-- DataGateway.RecordSubject — How decision records name the signed-in person: HASH (a SHA-256
+-- of the issuer's `sub`, the same for one person in every record, not readable back) or
+-- SUBJECT (the `sub` as the identity provider sends it). Always locked.
+-- Allowed values: HASH, SUBJECT.
+-- Default: HASH.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.RecordSubject"] = "SUBJECT"
+
 -- DataConfidence.ConfidenceScheme — Which table maps a provider kind to its confidence level.
 -- Allowed values: TRUST_ALL, TRUST_USA_EUROPE, TRUST_USA, TRUST_EUROPE, TRUST_ASIA,
 -- LOCAL_TRUST_ONLY, CUSTOM.

@@ -16,6 +16,7 @@ from typing import Any
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.sections import SECTIONS
+from policy.quotas import CALL_LIMIT_PATTERN
 from policy.settings_keys import (
     OVERRIDE_SUFFIX,
     SETTING_KEYS,
@@ -126,6 +127,21 @@ def _kind_schema(key: SettingKey, tools: Sequence[Tool]) -> dict[str, Any]:
             "type": "object",
             "propertyNames": {"minLength": 1, "pattern": "\\S"},
             "additionalProperties": {"type": "array", "items": _any_case(key.choices)},
+        }
+    if kind is SettingKind.GROUP_IDS:
+        return {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": "\\S"},
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "string", "pattern": GUID_SCHEMA_PATTERN},
+            },
+        }
+    if kind is SettingKind.CALL_LIMITS:
+        return {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": "\\S"},
+            "additionalProperties": {"type": "string", "pattern": CALL_LIMIT_PATTERN},
         }
     if kind is SettingKind.COMPONENT_IDS:
         return {

@@ -79,7 +79,10 @@ def _settings_without_keyring(policy: Policy, tool_id: str) -> ResolvedSettings:
 
 def check_findings(policy: Policy) -> tuple[Finding, ...]:
     """What `policy check` reports for a loaded policy: the load findings, then lint's."""
-    return (*policy.findings, *lint_policy(policy), *_user_names(policy))
+    from policy.people import GroupConfigurations
+
+    groups = GroupConfigurations.of(policy.configuration).findings
+    return (*policy.findings, *lint_policy(policy), *groups, *_user_names(policy))
 
 
 def _user_names(policy: Policy) -> Iterable[Finding]:
@@ -321,6 +324,14 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     found.extend(
         unknown(t, REQUIRE_APPROVAL_TOOL_IDS, approvals, t, True)
         for t in c.items(REQUIRE_APPROVAL_TOOL_IDS)
+        if not is_tool_glob(t)
+    )
+    from policy.quotas import CALL_LIMITS
+
+    limits = c.setting(CALL_LIMITS)  # a typo leaves the tool's calls unlimited
+    found.extend(
+        unknown(t, CALL_LIMITS, limits, t, True)
+        for t in c.table(CALL_LIMITS)
         if not is_tool_glob(t)
     )
     for key in (LOCKED, DEFAULTS):

@@ -1070,6 +1070,10 @@ class _SettingParser:
             return self._component_ids(value)
         if kind is SettingKind.CHOICE_LISTS:
             return self._choice_lists(value)
+        if kind is SettingKind.GROUP_IDS:
+            return self._group_ids(value)
+        if kind is SettingKind.CALL_LIMITS:
+            return self._call_limits(value)
         return self._map(value)
 
     def _string_set(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
@@ -1153,6 +1157,55 @@ class _SettingParser:
                 )
                 read = list(choices)
             result[name] = tuple(word for word in choices if word in read)
+            locations[name] = where
+        return result, locations
+
+    def _group_ids(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        """Group → configuration ids (GUIDs, kept in their one form)."""
+        result: dict[str, tuple[str, ...]] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, item in table.entries.items():
+            if not isinstance(key, str) or not key.strip():
+                self._entry(table, key, f"key {describe(key)} must be a non-blank group name")
+                continue
+            group = key.strip()
+            items = item.sequence() if isinstance(item, LuaTable) and item.is_sequence() else None
+            ids = [parse_guid(i) for i in items or ()]
+            if items is None or None in ids:
+                self._entry(
+                    table,
+                    key,
+                    f'the value for "{group}" must be a list of configuration ids (GUIDs) like '
+                    f'{{ "{GUID_EXAMPLE}" }}, not {describe(plain(item))}',
+                )
+                continue
+            result[group] = tuple(dict.fromkeys(i for i in ids if i is not None))
+            locations[group] = table.locations.get(key) or self.where
+        return result, locations
+
+    def _call_limits(self, table: LuaTable) -> tuple[Any, dict[str, SourceLocation]]:
+        """Tool id or glob → a call limit; a malformed one reads as no call at all (an error:
+        the strictest reading until it is fixed, never no limit)."""
+        from policy.quotas import LIMIT_FORM, parse_limit, zero_limit
+
+        result: dict[str, str] = {}
+        locations: dict[str, SourceLocation] = {}
+        for key, item in table.entries.items():
+            where = table.locations.get(key) or self.where
+            if not isinstance(key, str) or not key.strip():
+                self._entry(table, key, f"key {describe(key)} must be a tool id or glob")
+                continue
+            name = key.strip()
+            limit = parse_limit(item)
+            if limit is None:
+                self.loader._skip_value(
+                    "invalid-setting-entry",
+                    f'{self.label}["{name}"] must be {LIMIT_FORM}, not {describe(plain(item))}; '
+                    "read as 0 calls (every call refused) until it is fixed",
+                    where,
+                )
+                limit = zero_limit()
+            result[name] = limit.text
             locations[name] = where
         return result, locations
 

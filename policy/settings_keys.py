@@ -7,7 +7,8 @@ their values are kept raw and never validated.
 
 `ManagedSetting.value` per kind: BOOL → bool; ENUM/LEVEL/STRING → str (enum and level names
 upper-case); STRING_SET → tuple[str, ...]; STRING_MAP / LEVEL_MAP / ENUM_MAP →
-Mapping[str, str]; COMPONENT_IDS / CHOICE_LISTS → Mapping[str, tuple[str, ...]]; RAW → the Lua value as plain
+Mapping[str, str]; COMPONENT_IDS / CHOICE_LISTS / GROUP_IDS → Mapping[str, tuple[str, ...]];
+CALL_LIMITS → Mapping[str, str] (each value a limit as `policy.quotas` reads it); RAW → the Lua value as plain
 Python data (tables become dicts, sequences tuples).
 """
 
@@ -50,6 +51,8 @@ class SettingKind(StrEnum):
     ENUM_MAP = "enum_map"
     COMPONENT_IDS = "component_ids"
     CHOICE_LISTS = "choice_lists"
+    GROUP_IDS = "group_ids"
+    CALL_LIMITS = "call_limits"
     RAW = "raw"
 
 
@@ -219,6 +222,43 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         honors_user_override=False,
         choices=EFFECT_NAMES,
         example='{ ["pay_invoice"] = { "PRIVATE_DATA", "CHANGES_STATE" } }',
+    ),
+    SettingKey(
+        "DataGateway.ConfigurationsByGroup",
+        SettingKind.GROUP_IDS,
+        "Per group of the signed-in person (the identity provider's groups claim), the ids of the "
+        "configurations (plugin IDs) that apply to its members; a configuration no group names "
+        "applies to everyone. A caller is decided with the plugins of everyone merged with those "
+        "of their groups. An id that names no loaded configuration is an error in `policy "
+        "check` (read as the configuration it most likely meant until it is fixed); a malformed "
+        "table rejects the plugin. Honored only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        rejects_plugin=True,
+        example='{ ["engineering"] = { "6f1c2d3e-0000-4000-8000-000000000001" } }',
+    ),
+    SettingKey(
+        "DataGateway.CallLimits",
+        SettingKind.CALL_LIMITS,
+        'Per tool id or glob ("*" for every tool), how many calls one person may make in a '
+        'window: "<count>/<second|minute|hour|day>". The most specific entry applies (an exact '
+        "id, then the longest glob). A call over its limit is refused (BLOCKED) saying when the "
+        "next one is possible. Counted per person across every instance sharing the PostgreSQL "
+        "store (SQLite for one instance). A malformed limit is an error and reads as 0 calls "
+        "until it is fixed. Always locked.",
+        honors_user_override=False,
+        example='{ ["tickets__delete_ticket"] = "5/hour", ["*"] = "600/hour" }',
+    ),
+    SettingKey(
+        "DataGateway.RecordSubject",
+        SettingKind.ENUM,
+        "How decision records name the signed-in person: HASH (a SHA-256 of the issuer's `sub`, "
+        "the same for one person in every record, not readable back) or SUBJECT (the `sub` as "
+        "the identity provider sends it). Always locked.",
+        choices=("HASH", "SUBJECT"),
+        default="HASH",
+        honors_user_override=False,
+        example='"SUBJECT"',
     ),
     SettingKey(
         "DataConfidence.ConfidenceScheme",

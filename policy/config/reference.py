@@ -41,6 +41,8 @@ _SETTING_VALUES = {
     SettingKind.ENUM_MAP: "`{PROVIDER_KIND: LEVEL}`",
     SettingKind.COMPONENT_IDS: "`{COMPONENT: tuple[str, ...]}`",
     SettingKind.CHOICE_LISTS: "`{tool id: tuple[EFFECT, ...]}`",
+    SettingKind.GROUP_IDS: "`{group: tuple[configuration id, ...]}`",
+    SettingKind.CALL_LIMITS: '`{tool id or glob: "N/window"}`',
     SettingKind.LEVEL: "`LEVEL`",
 }
 

@@ -331,6 +331,8 @@ _WRONG_SETTING: dict[SettingKind, str] = {
     SettingKind.ENUM_MAP: '{ ["OPEN_AI"] = "NOT_ONE_OF_THEM" }',
     SettingKind.COMPONENT_IDS: '{ ["NOT_A_COMPONENT"] = { "web_search" } }',
     SettingKind.CHOICE_LISTS: '{ ["web_search"] = { "NOT_ONE_OF_THEM" } }',
+    SettingKind.GROUP_IDS: '{ ["engineering"] = { "not-a-configuration-id" } }',
+    SettingKind.CALL_LIMITS: '{ ["web_search"] = "five an hour" }',
 }
 
 
@@ -389,6 +391,8 @@ def test_a_wrong_value_of_every_setting_key_is_refused_as_declared(
                 assert value is not None and value.value == key.mistake_reads_as, key.name
             elif key.kind is SettingKind.CHOICE_LISTS:  # the entry reads as every choice
                 assert value is not None and value.value == {"web_search": key.choices}
+            elif key.kind is SettingKind.CALL_LIMITS:  # the limit reads as no call at all
+                assert value is not None and value.value == {"web_search": "0/hour"}
             else:
                 assert value is None or not value.value, key.name  # skipped, or its entry is
         named = [f for f in findings if key.name in f.message]

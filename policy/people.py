@@ -1,0 +1,228 @@
+"""Policy per person and group: which configurations apply to a `Caller`, and its `Policy`.
+
+`DataGateway.ConfigurationsByGroup` maps a group of the identity provider to configuration ids
+(plugin IDs). A configuration no group names applies to everyone; one a group names applies to
+that group's members only. A caller is decided with the plugins of everyone merged with those of
+their groups, in the usual merge order. The merge happens once per distinct set of matched groups
+(`PeoplePolicies`, kept with the policy in force), never per request; a person's own user
+settings are applied over their groups' policy once per settings they have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from policy.configuration import Finding, Severity
+from policy.identity import Caller
+
+if TYPE_CHECKING:
+    from policy import Policy
+    from policy.configuration import PolicyConfiguration, UserSettings
+    from policy.plugins import ConfigurationPlugin
+    from policy.provenance import SourceLocation
+
+CONFIGURATIONS_BY_GROUP = "DataGateway.ConfigurationsByGroup"
+
+__all__ = [
+    "CONFIGURATIONS_BY_GROUP",
+    "AppliedConfiguration",
+    "GroupConfigurations",
+    "PeoplePolicies",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedConfiguration:
+    """A configuration (plugin) as it applies to one caller: whether it does, and why."""
+
+    id: str
+    name: str
+    applies: bool
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigurations:
+    """`DataGateway.ConfigurationsByGroup` read against the loaded plugins.
+
+    `by_group`: group → the configuration ids its members get (an id naming no loaded
+    configuration is read as the one it most likely meant, else kept as written: it then names
+    nothing); `named`: every id some group names; `findings`: the ids that name no loaded
+    configuration (errors for `policy check`).
+    """
+
+    by_group: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    where: Mapping[str, str] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def named(self) -> frozenset[str]:
+        return frozenset(i for ids in self.by_group.values() for i in ids)
+
+    @classmethod
+    def of(cls, configuration: PolicyConfiguration) -> GroupConfigurations:
+        setting = configuration.setting(CONFIGURATIONS_BY_GROUP)
+        if setting is None or not setting.value:
+            return cls()
+        from policy.suggest import HintBudget
+
+        known = {p.id: p for p in configuration.applied_plugins}
+        hints = HintBudget()
+        by_group: dict[str, tuple[str, ...]] = {}
+        where: dict[str, str] = {}
+        findings: list[Finding] = []
+        for group, ids in dict(setting.value).items():
+            at: SourceLocation = setting.entry_locations.get(group) or setting.origin.location
+            where[group] = f"{CONFIGURATIONS_BY_GROUP} ({at})"
+            read: list[str] = []
+            for configuration_id in ids:
+                if configuration_id in known:
+                    read.append(configuration_id)
+                    continue
+                meant = hints.closest_name(configuration_id, known)
+                read.append(meant or configuration_id)
+                then = (
+                    f'; did you mean "{meant}" ({known[meant].name})? Until it is fixed it is read '
+                    "as that one (a typo never gives a group's configuration to everyone)"
+                    if meant
+                    else "; it applies to nobody"
+                )
+                findings.append(
+                    Finding(
+                        Severity.ERROR,
+                        "unknown-configuration-id",
+                        f'{CONFIGURATIONS_BY_GROUP}["{group}"] names the configuration '
+                        f'"{configuration_id}", which no loaded plugin has (loaded: '
+                        f"{', '.join(sorted(known)) or 'none'}){then}",
+                        at,
+                    )
+                )
+            by_group[group] = tuple(dict.fromkeys(read))
+        return cls(by_group, where, tuple(findings))
+
+    def matched(self, caller: Caller | None) -> frozenset[str]:
+        """The caller's groups the setting names: what their policy depends on."""
+        if caller is None or not self.by_group:
+            return frozenset()
+        return frozenset(g for g in caller.groups if g in self.by_group)
+
+    def applied(
+        self, plugins: tuple[ConfigurationPlugin, ...], matched: frozenset[str]
+    ) -> tuple[AppliedConfiguration, ...]:
+        """Each plugin with whether it applies to a caller of the `matched` groups, and why."""
+        named = self.named
+        answers = []
+        for plugin in plugins:
+            if plugin.id not in named:
+                answers.append(
+                    AppliedConfiguration(
+                        plugin.id, plugin.name, True, "no group names it: it applies to everyone"
+                    )
+                )
+                continue
+            groups = sorted(g for g, ids in self.by_group.items() if plugin.id in ids)
+            mine = [g for g in groups if g in matched]
+            if mine:
+                why = "; ".join(f'group "{g}" ({self.where[g]})' for g in mine)
+                answers.append(AppliedConfiguration(plugin.id, plugin.name, True, why))
+            else:
+                why = "only for " + ", ".join(f'"{g}"' for g in groups)
+                answers.append(AppliedConfiguration(plugin.id, plugin.name, False, why))
+        return tuple(answers)
+
+
+class PeoplePolicies:
+    """The `Policy` of each caller, derived from the policy in force.
+
+    One merged `Policy` per distinct set of matched groups, made on first ask and kept; one per
+    person on top of it when they have user settings of their own (kept while those settings
+    are the same object). Build a new one when the policy changes (its tools included).
+    """
+
+    __slots__ = ("_by_groups", "_by_subject", "groups", "policy")
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.groups = GroupConfigurations.of(policy.configuration)
+        self._by_groups: dict[frozenset[str], Policy] = {}
+        self._by_subject: dict[tuple[frozenset[str], str], tuple[UserSettings, Policy]] = {}
+
+    def for_caller(self, caller: Caller | None, user: UserSettings | None = None) -> Policy:
+        """The policy that decides for `caller` (None: the whole configuration, as the shared
+        token and `policy explain` without `--as` see it), with `user` settings of their own
+        when given (else the policy's)."""
+        base = self.for_groups(self.groups.matched(caller)) if caller is not None else self.policy
+        if user is None or caller is None:
+            return base
+        key = (self.groups.matched(caller), caller.subject)
+        held = self._by_subject.get(key)
+        if held is not None and held[0] is user:
+            return held[1]
+        decided = base.with_user_settings(user)
+        if len(self._by_subject) >= _MAX_PEOPLE:
+            self._by_subject.pop(next(iter(self._by_subject)))
+        self._by_subject[key] = (user, decided)
+        return decided
+
+    def for_groups(self, matched: frozenset[str]) -> Policy:
+        """The policy of a caller whose groups named in the setting are `matched`."""
+        if not self.groups.by_group:
+            return self.policy
+        held = self._by_groups.get(matched)
+        if held is None:
+            held = self._merged(matched)
+            self._by_groups[matched] = held
+        return held
+
+    def applied(self, caller: Caller | None) -> tuple[AppliedConfiguration, ...]:
+        """Which configurations decide for `caller`, and why (explain and the web page)."""
+        plugins = self.policy.configuration.applied_plugins
+        if caller is None:
+            return tuple(
+                AppliedConfiguration(p.id, p.name, True, "no caller named: every configuration")
+                for p in plugins
+            )
+        return self.groups.applied(plugins, self.groups.matched(caller))
+
+    def _merged(self, matched: frozenset[str]) -> Policy:
+        from policy import Policy
+        from policy.decide.registry import ToolRegistry
+        from policy.mcp import McpTool, mcp_tools
+        from policy.merge import merge_plugins
+
+        base = self.policy
+        whole = base.configuration
+        wanted = {i for g in matched for i in self.groups.by_group[g]}
+        named = self.groups.named
+        plugins = [p for p in whole.applied_plugins if p.id not in named or p.id in wanted]
+        configuration = merge_plugins(
+            plugins,
+            whole.broken_organization_plugins,
+            last_known_good=frozenset(p.id for p in whole.plugins_in_force if p.last_known_good),
+        )
+        kinds = [type(t) for t in base.tools if isinstance(t, McpTool)]
+        kind = kinds[0] if kinds else McpTool
+        tools = (
+            *base.base_tools,
+            *mcp_tools(configuration.mcp_servers, base.mcp_listings, kind),
+        )
+        registry = ToolRegistry(tools, configuration, base.user)
+        return Policy(
+            configuration=configuration,
+            user=base.user,
+            registry=registry,
+            tools=tools,
+            findings=base.findings,
+            _registration=base._registration,
+            mcp_listings={
+                s.id: base.mcp_listings[s.id]
+                for s in configuration.mcp_servers
+                if s.id in base.mcp_listings
+            },
+        )
+
+
+_MAX_PEOPLE = 4096
+"""People whose own-settings policy is kept at once (the oldest made is dropped first)."""
