@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         ToolEffects,
         flow_conflict,
     )
+    from policy.identity import Caller
     from policy.injection_filter import InjectionFilterChoice, injection_filter_choice
     from policy.mcp import (
         McpServerConfig,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
         McpTransport,
         PinState,
     )
+    from policy.people import UserSettingsFolder
     from policy.tools import (
         CONFIGURED,
         DefinedTool,
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIGURED",
+    "Caller",
     "ChatHoldings",
     "Check",
     "Component",
@@ -132,6 +135,7 @@ __all__ = [
     "ToolRegistry",
     "UnknownProviderError",
     "UserSettings",
+    "UserSettingsFolder",
     "decision_log_schema",
     "flow_conflict",
     "injection_filter_choice",
@@ -139,6 +143,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Caller": "policy.identity",
+    "UserSettingsFolder": "policy.people",
     "ChatHoldings": "policy.flow",
     "Effect": "policy.flow",
     "EffectsOrigin": "policy.flow",

@@ -163,6 +163,12 @@ if TYPE_CHECKING:
         pin_state,
         write_cached_listing,
     )
+    from policy.people import (
+        PeoplePolicies,
+        is_persons_chat,
+        person_chat_id,
+        recorded_subject,
+    )
     from policy.plugin_files import (
         PluginFileError,
         read_plugin_file,
@@ -176,6 +182,7 @@ if TYPE_CHECKING:
     from policy.provider_facts import (
         ProviderFacts,
     )
+    from policy.quotas import CallLimit, CallLimits
     from policy.redaction import (
         MASK,
         NO_SECRETS,
@@ -259,6 +266,8 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalRules",
     "CallDemandsRecord",
+    "CallLimit",
+    "CallLimits",
     "CallRecord",
     "ChatRequirementsRecord",
     "ConfigurationPaths",
@@ -274,6 +283,7 @@ __all__ = [
     "OfferedDataSource",
     "OutboundDataRestriction",
     "OutcomeRecord",
+    "PeoplePolicies",
     "PluginFileError",
     "PluginLoadError",
     "PluginOrigin",
@@ -321,6 +331,7 @@ __all__ = [
     "is_host_allowed",
     "is_loopback_host",
     "is_outbound_data_allowed",
+    "is_persons_chat",
     "is_valid_function_name",
     "kept_out",
     "known_after",
@@ -339,6 +350,7 @@ __all__ = [
     "offline_option",
     "parse_allowed_private_hosts",
     "parse_host_literal",
+    "person_chat_id",
     "pin_fragment",
     "pin_state",
     "policy_directories",
@@ -349,6 +361,7 @@ __all__ = [
     "read_plugin_file",
     "read_status_file",
     "read_web_page_settings",
+    "recorded_subject",
     "render_document",
     "render_table",
     "require_token_beyond_loopback",
@@ -374,6 +387,12 @@ __all__ = [
 
 _DEFINED_IN = {
     "ApprovalRules": "policy.approvals",
+    "CallLimit": "policy.quotas",
+    "CallLimits": "policy.quotas",
+    "PeoplePolicies": "policy.people",
+    "is_persons_chat": "policy.people",
+    "person_chat_id": "policy.people",
+    "recorded_subject": "policy.people",
     "ARG_URL": "policy.builtin.read_web_page",
     "ReadWebPageTool": "policy.builtin.read_web_page",
     "read_web_page_settings": "policy.builtin.read_web_page",

@@ -10,8 +10,10 @@ settings are applied over their groups' policy once per settings they have.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from policy.configuration import Finding, Severity
@@ -24,12 +26,49 @@ if TYPE_CHECKING:
     from policy.provenance import SourceLocation
 
 CONFIGURATIONS_BY_GROUP = "DataGateway.ConfigurationsByGroup"
+RECORD_SUBJECT = "DataGateway.RecordSubject"
+_PERSON_CHAT = "person:"
+
+
+def subject_hash(subject: str) -> str:
+    """One person's name in places that must not show it: SHA-256 of the `sub`, hex."""
+    import hashlib
+
+    return hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def person_chat_id(caller: Caller, chat_id: str) -> str:
+    """The id a person's chat is stored under: their `chat_id` inside their own space, so no
+    chat id one person sends reaches another's chat (an id already in their space is kept)."""
+    space = f"{_PERSON_CHAT}{subject_hash(caller.subject)}/"
+    return chat_id if chat_id.startswith(space) else space + chat_id
+
+
+def is_persons_chat(caller: Caller, chat_id: str) -> bool:
+    """Whether a stored chat id lies in the caller's own space."""
+    return chat_id.startswith(f"{_PERSON_CHAT}{subject_hash(caller.subject)}/")
+
+
+def recorded_subject(configuration: PolicyConfiguration, caller: Caller) -> str:
+    """How decision records name the caller: `DataGateway.RecordSubject` HASH (the default) or
+    SUBJECT."""
+    setting = configuration.setting(RECORD_SUBJECT)
+    if setting is not None and setting.value == "SUBJECT":
+        return caller.subject
+    return "sha256:" + subject_hash(caller.subject)
+
 
 __all__ = [
     "CONFIGURATIONS_BY_GROUP",
+    "RECORD_SUBJECT",
     "AppliedConfiguration",
     "GroupConfigurations",
     "PeoplePolicies",
+    "UserSettingsFolder",
+    "is_persons_chat",
+    "person_chat_id",
+    "recorded_subject",
+    "subject_hash",
 ]
 
 
@@ -226,3 +265,47 @@ class PeoplePolicies:
 
 _MAX_PEOPLE = 4096
 """People whose own-settings policy is kept at once (the oldest made is dropped first)."""
+
+
+class UserSettingsFolder:
+    """Each person's own user settings: `<folder>/<subject>.yaml` (the `sub` percent-encoded,
+    so no subject names a path outside the folder), in the format of the user settings file.
+
+    A person without a file has the organization's defaults. A file is read again only when it
+    changed (its size and modification time), so a request costs one `stat`. A file that does
+    not parse raises `UserSettingsError` naming file:line.
+    """
+
+    __slots__ = ("_held", "folder")
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self._held: dict[str, tuple[tuple[int, int], UserSettings]] = {}
+
+    def path_for(self, subject: str) -> Path:
+        from urllib.parse import quote
+
+        name = quote(subject, safe="-_@+=,")
+        if not name or name.startswith("."):
+            name = "%2E" + name[1:] if name else "%00"
+        if len(name) > 200:  # beyond what a file system allows in one name
+            name = "sha256-" + subject_hash(subject)
+        return self.folder / f"{name}.yaml"
+
+    def settings_for(self, subject: str) -> UserSettings:
+        from policy.configuration import UserSettings
+        from policy.user_settings import load_user_settings
+
+        path = self.path_for(subject)
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            self._held.pop(subject, None)
+            return UserSettings()
+        stamp = (status.st_size, status.st_mtime_ns)
+        held = self._held.get(subject)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        settings = load_user_settings(path)
+        self._held[subject] = (stamp, settings)
+        return settings

@@ -24,7 +24,7 @@ from policy import ConfidenceLevel, DataSecurity, ToolPolicyError
 from policy._runtime_seam import OutboundDataRestriction, may_receive_data, tighten_data_security
 
 if TYPE_CHECKING:
-    from policy import ChatHoldings
+    from policy import Caller, ChatHoldings
     from policy._runtime_seam import ProviderFacts
 
 CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
@@ -451,12 +451,20 @@ class Chat:
         self._store = store
 
     @classmethod
-    def open(cls, chat_id: str, store: ChatStore | None = None) -> Chat:
+    def open(
+        cls, chat_id: str, store: ChatStore | None = None, *, caller: Caller | None = None
+    ) -> Chat:
         """The chat as stored, or a new one demanding nothing; without `store`, in the store
         `$TOOLPOLICY_CHAT_DB` names (a PostgreSQL one opened once per process), else the default
-        SQLite file."""
+        SQLite file. With `caller` (a signed-in person), the chat is that person's own: their
+        `chat_id` in their own space, so one person can neither read nor raise another's chat
+        whatever id they send (`ChatRuntime.for_caller` refuses a chat outside it)."""
         if not chat_id.strip():
             raise ValueError("A chat needs a non-blank id to keep its requirements under.")
+        if caller is not None:
+            from policy._runtime_seam import person_chat_id
+
+            chat_id = person_chat_id(caller, chat_id)
         store = store if store is not None else _default_store()
         return cls(store.load(chat_id) or ChatRecord(chat_id), store)
 

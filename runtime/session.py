@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from policy import Component, ConfidenceLevel, DataSourceRetrievalMode
 from policy._runtime_seam import ProviderFacts
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from policy import McpServerConfig, Policy, ProviderConfig, ToolDefinition
-    from policy._runtime_seam import ApprovalRules, RunnableTools
+    from policy import Caller, McpServerConfig, Policy, ProviderConfig, ToolDefinition, UserSettings
+    from policy._runtime_seam import ApprovalRules, PeoplePolicies, RunnableTools
     from runtime.approvals import Approval, ApprovalGate, SuspendedTurn
     from runtime.chat import Chat
     from runtime.data_sources import SearchableDataSource
@@ -49,6 +49,16 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT_SEPARATOR = "\n\n"
+_MAX_PEOPLE = 4096
+"""People whose runtime `for_caller` keeps at once (the oldest made is dropped first)."""
+
+
+class SettingsBySubject(Protocol):
+    """Where each person's own user settings are kept (`policy.people.UserSettingsFolder`, or
+    an app's own store): the settings of one `sub`, the organization's defaults for a person
+    who saved none."""
+
+    def settings_for(self, subject: str) -> UserSettings: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +104,11 @@ class ChatRuntime:
 
     __slots__ = (
         "_app_mcp_servers",
+        "_app_services",
         "_approval_rules",
         "_approval_seconds",
         "_base",
+        "_caller",
         "_data_sources",
         "_decision_log",
         "_include_content",
@@ -106,8 +118,12 @@ class ChatRuntime:
         "_mcp",
         "_mcp_version",
         "_model_filter",
+        "_parent",
+        "_people",
+        "_people_runtimes",
         "_services",
         "_settings",
+        "_settings_by_subject",
         "_tracer_provider",
         "policy",
     )
@@ -127,6 +143,7 @@ class ChatRuntime:
         mcp_servers: Sequence[McpServerConfig] = (),
         tracer_provider: TracerProvider | None = None,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
+        settings_by_subject: SettingsBySubject | None = None,
     ) -> None:
         from runtime.execution import given_services
 
@@ -158,7 +175,83 @@ class ChatRuntime:
 
             self._mcp = McpSessions(servers)
         self._model_filter: ModelInjectionFilter | None = None
+        self._app_services = app_services
         self._services = self._shared_services(app_services)
+        self._caller: Caller | None = None
+        self._parent: ChatRuntime | None = None
+        self._people: PeoplePolicies | None = None
+        self._people_runtimes: dict[Caller, ChatRuntime] = {}
+        self._settings_by_subject = settings_by_subject
+
+    @property
+    def caller(self) -> Caller | None:
+        """The signed-in person this runtime decides for (`for_caller`), else None."""
+        return self._caller
+
+    def for_caller(self, caller: Caller) -> ChatRuntime:
+        """This runtime as it decides for one signed-in person: the configurations of everyone
+        merged with their groups' (`DataGateway.ConfigurationsByGroup`, merged once per group
+        set), their own user settings (`settings_by_subject`), only their own chats (`Chat.open(
+        ..., caller=caller)`; another chat is refused), their call limits and their name in
+        every decision record. It shares this runtime's MCP sessions, decision log and services,
+        follows its policy, and is kept: asking again for the same caller is a lookup."""
+        root = self._parent if self._parent is not None else self
+        person = root._people_runtimes.get(caller)
+        policy = root._policy_for(caller)
+        if person is None:
+            person = root._person(caller, policy)
+            if len(root._people_runtimes) >= _MAX_PEOPLE:
+                root._people_runtimes.pop(next(iter(root._people_runtimes)))
+            root._people_runtimes[caller] = person
+        else:
+            person._follow(policy)
+        return person
+
+    def _policy_for(self, caller: Caller) -> Policy:
+        people = self._people
+        if people is None or people.policy is not self.policy:
+            from policy._runtime_seam import PeoplePolicies
+
+            people = self._people = PeoplePolicies(self.policy)
+        user = None
+        if self._settings_by_subject is not None:
+            user = self._settings_by_subject.settings_for(caller.subject)
+        return people.for_caller(caller, user)
+
+    def _person(self, caller: Caller, policy: Policy) -> ChatRuntime:
+        from dataclasses import replace
+
+        person = object.__new__(ChatRuntime)
+        for name in ChatRuntime.__slots__:
+            setattr(person, name, getattr(self, name))
+        person._parent = self
+        person._caller = caller
+        person._people = None
+        person._people_runtimes = {}
+        person._approval_rules = None
+        person._settings = {}
+        person.policy = person._base = policy
+        person._services = person._shared_services(
+            replace(self._app_services, guard=self._services.guard)
+        )
+        return person
+
+    def _follow(self, policy: Policy) -> None:
+        """A person's runtime takes their policy as it is now (after a listing changed)."""
+        if policy is not self.policy:
+            self.policy = self._base = policy
+            self._settings.clear()
+
+    def _own_chat(self, chat: Chat) -> None:
+        if self._caller is None:
+            return
+        from policy._runtime_seam import is_persons_chat
+
+        if not is_persons_chat(self._caller, chat.id):
+            raise ValueError(
+                "This chat is not the signed-in person's own: open it with Chat.open(chat_id, "
+                "store, caller=caller), so one person can neither read nor raise another's chat."
+            )
 
     async def __aenter__(self) -> ChatRuntime:
         return self
@@ -168,7 +261,10 @@ class ChatRuntime:
 
     async def aclose(self) -> None:
         """Close the MCP sessions this runtime opened (stdio servers are stopped) and write the
-        decision records still queued."""
+        decision records still queued. A person's runtime (`for_caller`) closes nothing: what
+        it shares is its parent's."""
+        if self._parent is not None:
+            return
         if self._mcp is not None:
             await self._mcp.aclose()
         if self._model_filter is not None:
@@ -187,6 +283,10 @@ class ChatRuntime:
     async def refresh_mcp_tools(self) -> None:
         """The MCP tools as listed now: a lookup while the listings are fresh; when a listing
         changed, the policy view is rebuilt once over the new tools (pins checked again)."""
+        if self._parent is not None and self._caller is not None:
+            await self._parent.refresh_mcp_tools()
+            self._follow(self._parent._policy_for(self._caller))
+            return
         if self._mcp is None:
             return
         listings = await self._mcp.listings()
@@ -313,6 +413,7 @@ class ChatRuntime:
                 "respond() takes selected_tool_ids as a list of tool ids, got the string "
                 f"{selected_tool_ids!r}; write [{selected_tool_ids!r}]."
             )
+        self._own_chat(chat)
         answers = None
         if approvals is not None:
             from runtime.approvals import checked_approvals
