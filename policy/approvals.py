@@ -57,17 +57,18 @@ class ApprovalRules:
 
         An id (not a glob) that names none of the `known` tools is read the strict way, as the
         known tool it most likely meant, until it is fixed (`policy check` calls it an error): a
-        typo must not let that tool's calls run unapproved."""
+        typo must not let that tool's calls run unapproved. So is an MCP server's plain name
+        that none of the server's known (listed) tools has."""
         from policy.mcp import TOOL_ID_SEPARATOR
         from policy.suggest import HintBudget
 
         rules: list[_Rule] = []
+        hints = HintBudget()
         setting = configuration.setting(REQUIRE_APPROVAL_TOOL_IDS)
         if setting is not None:
             value = setting.value
             globs = (value,) if isinstance(value, str) else tuple(value or ())
             lines: Mapping[str, object] = setting.entry_locations
-            hints = HintBudget()
             for glob in map(str, globs):
                 at = lines.get(glob) or setting.origin.location
                 where = f"{REQUIRE_APPROVAL_TOOL_IDS} ({at})"
@@ -78,14 +79,15 @@ class ApprovalRules:
                         rules.append(_Rule(meant, "", where, glob))
         for server in (*configuration.mcp_servers, *servers):
             at = server.origin.location if server.origin is not None else "the app's code"
+            prefix = server.name + TOOL_ID_SEPARATOR
+            where = f'RequireApproval of MCP server "{server.name}" ({at})'
+            listed = [tool_id[len(prefix) :] for tool_id in known if tool_id.startswith(prefix)]
             for glob in server.require_approval:
-                rules.append(
-                    _Rule(
-                        glob,
-                        server.name + TOOL_ID_SEPARATOR,
-                        f'RequireApproval of MCP server "{server.name}" ({at})',
-                    )
-                )
+                rules.append(_Rule(glob, prefix, where))
+                if listed and not is_tool_glob(glob) and glob not in listed:
+                    meant = hints.closest_name(glob, listed)
+                    if meant is not None:
+                        rules.append(_Rule(meant, prefix, where, glob))
         return cls(tuple(rules))
 
     def reason(self, tool_id: str) -> str | None:

@@ -356,6 +356,78 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
                 )
 
 
+def _approval_globs(c: _Context) -> Iterable[Finding]:
+    """An approval entry that names no tool: a `DataTools.RequireApprovalToolIds` glob that
+    matches no known tool, an MCP server's `RequireApproval` glob or name that matches none of
+    the tools its listing names. A missed approval loosens the policy (the calls it meant run
+    unapproved), so, like an unknown id there, it is an error in an organization plugin; an MCP
+    plain name is read as the tool it most likely meant until it is fixed (`ApprovalRules`).
+    Unchecked (a warning) while a server whose tools the glob could match is not listed."""
+    from fnmatch import fnmatchcase
+
+    from policy.approvals import REQUIRE_APPROVAL_TOOL_IDS, is_tool_glob
+    from policy.mcp import TOOL_ID_SEPARATOR
+
+    setting = c.setting(REQUIRE_APPROVAL_TOOL_IDS)
+    known = list(c.definitions)
+    unlisted = [
+        s
+        for s in c.configuration.mcp_servers
+        if not (listing := c.mcp_listings.get(s.id)) or not listing.ok
+    ]
+    for glob in (g for g in c.items(REQUIRE_APPROVAL_TOOL_IDS) if is_tool_glob(g)):
+        if any(fnmatchcase(tool_id, glob) for tool_id in known):
+            continue
+        assert setting is not None
+        location = setting.entry_locations.get(glob, setting.origin.location)
+        literal = re.split(r"[*?\[]", glob, maxsplit=1)[0]
+        unseen = [
+            s.name
+            for s in unlisted
+            if (s.name + TOOL_ID_SEPARATOR).startswith(literal)
+            or literal.startswith(s.name + TOOL_ID_SEPARATOR)
+        ]
+        if unseen:
+            yield _warning(
+                "unchecked-tool-id",
+                f"{REQUIRE_APPROVAL_TOOL_IDS} names '{glob}', which matches no known tool; not "
+                f"checked against MCP server {', '.join(unseen)} (not listed)",
+                location,
+            )
+            continue
+        yield Finding(
+            c.severity(setting.origin),
+            "approval-matches-nothing",
+            f"{REQUIRE_APPROVAL_TOOL_IDS} names '{glob}', which matches no tool (known: "
+            f"{c.known_list()}): no call waits for approval because of it; a misspelled glob "
+            "leaves the calls it meant unapproved",
+            location,
+        )
+    for server in c.configuration.mcp_servers:
+        listing = c.mcp_listings.get(server.id)
+        if not server.require_approval or listing is None or not listing.ok:
+            continue
+        names = [t.name for t in listing.tools]
+        where = server.origin.location if server.origin is not None else None
+        for glob in server.require_approval:
+            if any(fnmatchcase(name, glob) for name in names):
+                continue
+            meant = None if is_tool_glob(glob) else c.hints.closest_name(glob, names)
+            said = (
+                f'; did you mean "{meant}"? Until it is fixed it is read as {meant}'
+                if meant
+                else ""
+            )
+            yield Finding(
+                c.severity(server.origin),
+                "approval-matches-nothing",
+                f"RequireApproval of MCP server \"{server.name}\" names '{glob}', which matches "
+                f"none of its tools{said} (it lists: {', '.join(names) or 'no tools'}); a "
+                "misspelled name leaves the calls it meant unapproved",
+                where,
+            )
+
+
 def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
     known = ", ".join(k for k in SETTING_KEYS if k.startswith("DataTools."))
     for key, setting in c.configuration.settings.items():
@@ -664,6 +736,7 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _injection_filter,
     _undeclared_effects,
     _unknown_tool_ids,
+    _approval_globs,
     _unknown_datatools_keys,
     _tool_setting_values,
     _secrets,

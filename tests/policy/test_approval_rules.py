@@ -110,3 +110,93 @@ def test_a_misspelled_id_is_read_as_the_tool_it_meant_until_fixed(tmp_path: Path
     assert ApprovalRules.of(policy.configuration).reason("web_search") is None, (
         "without the known tools nothing is guessed"
     )
+
+
+def _org(tmp_path: Path, text: str) -> Path:
+    """An organization folder with one plugin "A" of `text`."""
+    _write(tmp_path / "org" / "a", "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b", text, "A")
+    return tmp_path / "org"
+
+
+def _listed_tickets(tmp_path: Path, settings: str, require: str) -> object:
+    """A policy whose MCP server "tickets" lists search_tickets and delete_ticket."""
+    from policy.mcp import McpServerListing, McpToolListing
+
+    org = _org(tmp_path, settings + "\n" + _SERVER.replace('{ "delete_*" }', require))
+    listing = McpServerListing(
+        _SERVER_ID,
+        "tickets",
+        (McpToolListing("search_tickets"), McpToolListing("delete_ticket")),
+    )
+    return load_policy(org=[org], mcp_listings={_SERVER_ID: listing}, tools=[])
+
+
+_SERVER_ID = "6f1c7f2e-51a8-4b55-9d1c-0c0a6b3a9e01"
+
+
+def _approval_findings(policy: object) -> list[object]:
+    from policy.lint import check_findings
+
+    return [
+        f
+        for f in check_findings(policy)  # type: ignore[arg-type]
+        if f.code in ("approval-matches-nothing", "unchecked-tool-id")
+    ]
+
+
+def test_a_glob_that_matches_no_tool_fails_check(tmp_path: Path) -> None:
+    """A RequireApprovalToolIds glob that matches no known tool leaves the calls it meant
+    unapproved: an error at its line; a glob that matches a tool is fine."""
+    policy = _listed_tickets(
+        tmp_path,
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = '
+        '{ "tickets__delet_*", "tickets__delete_*" }',
+        '{ "delete_*" }',
+    )
+    [finding] = _approval_findings(policy)
+    assert finding.severity.name == "ERROR"  # type: ignore[attr-defined]
+    message = finding.message  # type: ignore[attr-defined]
+    assert "DataTools.RequireApprovalToolIds names 'tickets__delet_*', which matches no tool" in (
+        message
+    )
+    assert "tickets__delete_ticket" in message, "the known tools are named"
+    assert "a/plugin.lua" in str(finding.location)  # type: ignore[attr-defined]
+
+
+def test_a_glob_is_unchecked_while_a_server_it_could_match_is_not_listed(tmp_path: Path) -> None:
+    org = _org(
+        tmp_path,
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "tickets__remove_*" }\n'
+        + _SERVER,
+    )
+    policy = load_policy(org=[org], tools=[])
+    [finding] = _approval_findings(policy)
+    assert finding.severity.name == "WARNING"  # type: ignore[attr-defined]
+    assert "not checked against MCP server tickets (not listed)" in finding.message  # type: ignore[attr-defined]
+
+
+def test_an_mcp_require_approval_entry_not_in_the_listing_fails_check_and_is_read_strictly(
+    tmp_path: Path,
+) -> None:
+    """An MCP server's RequireApproval name its listing does not have is an error naming the
+    near miss and the listed tools; until it is fixed the runtime reads it as the tool it
+    meant, so delete_ticket still waits for approval. A glob matching none is an error too."""
+    policy = _listed_tickets(tmp_path, "", '{ "delete_tickets", "remove_*" }')
+    findings = _approval_findings(policy)
+    assert len(findings) == 2, findings
+    assert all(f.severity.name == "ERROR" for f in findings)  # type: ignore[attr-defined]
+    named, globbed = (f.message for f in findings)  # type: ignore[attr-defined]
+    assert "RequireApproval of MCP server \"tickets\" names 'delete_tickets'" in named
+    assert 'did you mean "delete_ticket"? Until it is fixed it is read as delete_ticket' in named
+    assert "it lists: search_tickets, delete_ticket" in named
+    assert "'remove_*', which matches none of its tools" in globbed
+    rules = ApprovalRules.of(policy.configuration, (), policy.tool_ids)  # type: ignore[attr-defined]
+    reason = rules.reason("tickets__delete_ticket")
+    assert reason is not None
+    assert "'delete_tickets' (read as 'delete_ticket' until fixed)" in reason
+    assert rules.reason("tickets__search_tickets") is None
+
+
+def test_an_mcp_require_approval_entry_is_not_checked_without_a_listing(tmp_path: Path) -> None:
+    org = _org(tmp_path, _SERVER.replace('{ "delete_*" }', '{ "delete_tickets" }'))
+    assert _approval_findings(load_policy(org=[org], tools=[])) == []
