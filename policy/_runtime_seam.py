@@ -180,7 +180,9 @@ if TYPE_CHECKING:
         load_plugin,
     )
     from policy.provider_facts import (
+        EarlierProviderNames,
         ProviderFacts,
+        given_provider,
     )
     from policy.quotas import CallLimit, CallLimits
     from policy.redaction import (
@@ -277,6 +279,7 @@ __all__ = [
     "ContentRecord",
     "DataSourceConfig",
     "DeliveredCopy",
+    "EarlierProviderNames",
     "IPAddress",
     "InjectionRecord",
     "LeftOutRecord",
@@ -327,6 +330,7 @@ __all__ = [
     "finding_line",
     "forget_unconfigured_listings",
     "format_option",
+    "given_provider",
     "host_key",
     "is_host_allowed",
     "is_loopback_host",
@@ -511,6 +515,8 @@ _DEFINED_IN = {
     "discover_plugin_files": "policy.plugins",
     "load_plugin": "policy.plugins",
     "ProviderFacts": "policy.provider_facts",
+    "EarlierProviderNames": "policy.provider_facts",
+    "given_provider": "policy.provider_facts",
     "MASK": "policy.redaction",
     "NO_SECRETS": "policy.redaction",
     "SecretMask": "policy.redaction",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.flow import ToolEffects, declared_effects
+from policy.provider_facts import EarlierProviderNames, ProviderFacts, given_provider
 from policy.vocabulary import (
     Component,
     ConfidenceLevel,
@@ -84,18 +85,47 @@ class RequestExtras:
 NO_EXTRAS = RequestExtras()
 
 
-@dataclass(frozen=True, slots=True)
-class ResolutionContext:
-    """What a tool may look at when it decides what to offer in one request."""
+@dataclass(frozen=True, slots=True, init=False)
+class ResolutionContext(EarlierProviderNames):
+    """What a tool may look at when it decides what to offer in one request.
+
+    Built with `provider=ProviderFacts(...)`; `provider_kind=` and `provider_confidence=` are
+    still taken in its place, and read back as properties.
+    """
 
     component: Component
-    provider_kind: ProviderKind
-    provider_confidence: ConfidenceLevel
+    provider: ProviderFacts
+    """The provider of the request: kind, confidence under the scheme, whether it is trusted."""
     settings: Mapping[str, str]
-    retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH
-    outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED
-    chat_id: str = ""
-    extras: RequestExtras = NO_EXTRAS
+    retrieval_mode: DataSourceRetrievalMode
+    outbound_restriction: OutboundDataRestriction
+    chat_id: str
+    extras: RequestExtras
+
+    def __init__(
+        self,
+        component: Component,
+        provider: ProviderFacts | None = None,
+        settings: Mapping[str, str] | None = None,
+        retrieval_mode: DataSourceRetrievalMode = DataSourceRetrievalMode.SEMANTIC_SEARCH,
+        outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
+        chat_id: str = "",
+        extras: RequestExtras = NO_EXTRAS,
+        *,
+        provider_kind: ProviderKind | None = None,
+        provider_confidence: ConfidenceLevel | None = None,
+    ) -> None:
+        facts = given_provider("ResolutionContext", provider, provider_kind, provider_confidence)
+        for name, value in (
+            ("component", component),
+            ("provider", facts),
+            ("settings", {} if settings is None else settings),
+            ("retrieval_mode", retrieval_mode),
+            ("outbound_restriction", outbound_restriction),
+            ("chat_id", chat_id),
+            ("extras", extras),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @runtime_checkable

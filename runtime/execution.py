@@ -15,7 +15,13 @@ from policy import (
     ToolDefinition,
     ToolPolicyError,
 )
-from policy._runtime_seam import NO_EXTRAS, OutboundDataRestriction, ProviderFacts
+from policy._runtime_seam import (
+    NO_EXTRAS,
+    EarlierProviderNames,
+    OutboundDataRestriction,
+    ProviderFacts,
+    given_provider,
+)
 from policy._runtime_seam import missing_members as policy_missing_members
 from runtime.messages import Source
 
@@ -171,47 +177,6 @@ def given_services(services: object, receiver: str) -> ToolServices:
         f"{receiver}: services must be a runtime.ToolServices or None, not {name}; "
         "pass e.g. services=ToolServices(guard=...)"
     )
-
-
-def given_provider(
-    receiver: str,
-    provider: ProviderFacts | None,
-    provider_kind: ProviderKind | None = None,
-    provider_confidence: ConfidenceLevel | None = None,
-    provider_trusted: bool = False,
-) -> ProviderFacts:
-    """`provider`, or the facts given the earlier way (`provider_kind` and `provider_confidence`,
-    optionally `provider_trusted`) as one `ProviderFacts`; a TypeError names `receiver` when both
-    ways or neither are given."""
-    earlier = provider_kind is not None or provider_confidence is not None or provider_trusted
-    if provider is not None and not earlier:
-        return provider
-    if provider is None and provider_kind is not None and provider_confidence is not None:
-        return ProviderFacts(provider_kind, provider_confidence, provider_trusted)
-    raise TypeError(
-        f"{receiver}: give the provider as provider=ProviderFacts(kind, confidence, trusted) "
-        "(or, as before, provider_kind= and provider_confidence=), not both"
-    )
-
-
-class EarlierProviderNames:
-    """`provider_kind`, `provider_confidence` and `provider_trusted` — the names before
-    `ProviderFacts` — read from a context's `provider`."""
-
-    __slots__ = ()
-    provider: ProviderFacts
-
-    @property
-    def provider_kind(self) -> ProviderKind:
-        return self.provider.kind
-
-    @property
-    def provider_confidence(self) -> ConfidenceLevel:
-        return self.provider.confidence
-
-    @property
-    def provider_trusted(self) -> bool:
-        return self.provider.trusted
 
 
 @dataclass(frozen=True, slots=True, init=False)

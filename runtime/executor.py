@@ -20,6 +20,7 @@ from policy._runtime_seam import (
     NO_SECRETS,
     OutboundDataRestriction,
     SecretMask,
+    given_provider,
     is_outbound_data_allowed,
     mask_in_logs,
 )
@@ -31,7 +32,6 @@ from runtime.execution import (
     ToolExecutionContext,
     ToolExecutionResult,
     ToolServices,
-    given_provider,
     given_services,
     returns_untrusted_content,
     sensitive_argument_names,

@@ -15,10 +15,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from policy import ConfidenceLevel, ProviderKind, ToolPolicyError
-from policy._runtime_seam import NO_SECRETS, ProviderFacts, SecretMask
+from policy._runtime_seam import (
+    NO_SECRETS,
+    EarlierProviderNames,
+    ProviderFacts,
+    SecretMask,
+    given_provider,
+)
 from runtime.adapters.base import ToolCallingAdapter
 from runtime.chat import Chat, ensure_provider_allowed
-from runtime.execution import EarlierProviderNames, given_provider
 from runtime.executor import (
     INVALID_CALL_MESSAGE,
     RunnableTools,

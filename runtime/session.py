@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from policy import Component, ConfidenceLevel, DataSourceRetrievalMode
+from policy import Component, DataSourceRetrievalMode
 from policy._runtime_seam import ProviderFacts
 from runtime.approvals import DEFAULT_APPROVAL_SECONDS
 from runtime.loop import (
@@ -441,7 +441,7 @@ class ChatRuntime:
             user_message=messages[-1].content,
             secrets=(api_key,) if api_key else (),
             decision_id=decision_id,
-            confidence=facts.confidence,
+            provider_facts=facts,
         )
         try:
             ensure_provider_allowed(chat, facts)
@@ -631,11 +631,11 @@ class ChatRuntime:
         secrets: Sequence[str] = (),
         decision_id: str = "",
         served_by: Literal["respond", "mcp_gateway"] = "respond",
-        confidence: ConfidenceLevel | None = None,
+        provider_facts: ProviderFacts | None = None,
     ) -> DecisionRecorder | None:
         """The recorder of one decision into this runtime's decision log (None without one):
-        `respond` and the MCP gateway both record through it. `confidence` is the provider's,
-        when the caller has it already."""
+        `respond` and the MCP gateway both record through it. `provider_facts` are the
+        provider's, when the caller has them already."""
         if self._decision_log is None:
             return None
         from runtime.decision_log import DecisionRecorder
@@ -646,10 +646,10 @@ class ChatRuntime:
             chat=chat,
             component=component,
             provider=provider,
-            confidence=(
-                self.policy.registry.provider_confidence(provider)
-                if confidence is None
-                else confidence
+            provider_facts=(
+                ProviderFacts.of(self.policy.registry, provider)
+                if provider_facts is None
+                else provider_facts
             ),
             selected_tool_ids=selected_tool_ids,
             include_content=self._include_content,

@@ -21,6 +21,7 @@ from policy.definitions import (
     ToolFunction,
 )
 from policy.flow import NO_HOLDINGS, UNDECLARED, ChatHoldings, FlowConflict, FlowRule, flow_conflict
+from policy.provider_facts import ProviderFacts
 from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import (
     Component,
@@ -130,6 +131,7 @@ class ToolRegistry(OfferDecider):
             candidates, provider_facts, component, outbound_restriction, holdings
         )
         shared_extras: RequestExtras | None = None
+        request_provider: ProviderFacts | None = None
         offered: list[RunnableTool] = []
         left_out: list[tuple[str, str]] = []
         for facts, decision in zip(candidates, decisions, strict=True):
@@ -142,12 +144,15 @@ class ToolRegistry(OfferDecider):
                 shared_extras = (
                     self.request_extras.merged(extras) if extras else self.request_extras
                 )
+            if request_provider is None:
+                request_provider = ProviderFacts(
+                    provider_facts.summary.kind if provider_facts.summary else ProviderKind.NONE,
+                    provider_facts.confidence,
+                    self.is_trusted_provider(provider),
+                )
             context = ResolutionContext(
                 component=component,
-                provider_kind=provider_facts.summary.kind
-                if provider_facts.summary
-                else ProviderKind.NONE,
-                provider_confidence=provider_facts.confidence,
+                provider=request_provider,
                 settings=facts.values,
                 retrieval_mode=retrieval_mode,
                 outbound_restriction=outbound_restriction,

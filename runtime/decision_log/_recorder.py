@@ -40,12 +40,11 @@ from runtime.decision_log._sinks import DecisionSink, warn_once
 if TYPE_CHECKING:
     from policy import (
         Component,
-        ConfidenceLevel,
         OfferDecision,
         PolicyConfiguration,
         ProviderConfig,
     )
-    from policy._runtime_seam import RunnableTools
+    from policy._runtime_seam import ProviderFacts, RunnableTools
     from runtime.chat import Chat, ChatRecord
     from runtime.executor import ToolCallOutcome, ToolInvocationTrace
     from runtime.loop import FinalAnswer
@@ -114,13 +113,13 @@ class DecisionRecorder:
         "_calls",
         "_chat",
         "_component",
-        "_confidence",
         "_configuration",
         "_content",
         "_decision_id",
         "_ended",
         "_offered",
         "_provider",
+        "_provider_facts",
         "_round",
         "_secrets",
         "_selected",
@@ -138,7 +137,7 @@ class DecisionRecorder:
         chat: Chat,
         component: Component,
         provider: ProviderConfig,
-        confidence: ConfidenceLevel,
+        provider_facts: ProviderFacts,
         selected_tool_ids: tuple[str, ...] | None,
         include_content: bool = False,
         user_message: str = "",
@@ -153,7 +152,7 @@ class DecisionRecorder:
         self._configuration = configuration
         self._component = component
         self._provider = provider
-        self._confidence = confidence
+        self._provider_facts = provider_facts
         self._selected = selected_tool_ids
         self._secrets = secrets
         self._decision_id = decision_id
@@ -320,7 +319,7 @@ class DecisionRecorder:
                 provider.kind,
                 provider.host,
                 provider.model,
-                self._confidence,
+                self._provider_facts.confidence,
                 provider.hostname,
             ),
             selected_tool_ids=repeated_json(selected),

@@ -29,6 +29,7 @@ from policy.configuration import ProviderConfig
 from policy.decision_record import DecisionRecord, decision_log_schema, uuid7
 from policy.decision_summary import parse_since
 from policy.definitions import ToolDefinition, ToolFunction
+from policy.provider_facts import ProviderFacts
 from policy.tools import DefinedTool
 from policy.vocabulary import Component, ConfidenceLevel, ToolOutboundData
 from runtime import Chat, ChatMessage, ChatRuntime, ProviderError, Role, SequentialToolCallingLoop
@@ -333,7 +334,7 @@ def test_every_failing_sink_is_warned_about_once_even_where_a_freed_one_lived(
             chat=chat,
             component=Component.CHAT,
             provider=provider,
-            confidence=policy.registry.provider_confidence(provider),
+            provider_facts=ProviderFacts.of(policy.registry, provider),
             selected_tool_ids=None,
         ).failed(RuntimeError("provider down"))
 

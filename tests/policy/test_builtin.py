@@ -22,6 +22,7 @@ from policy.configuration import ManagedSetting, PolicyConfiguration, ProviderCo
 from policy.decide.registry import ToolRegistry
 from policy.definitions import validate_definition
 from policy.provenance import Origin, SourceLocation
+from policy.provider_facts import ProviderFacts
 from policy.tools import RequestExtras, ResolutionContext, Tool
 from policy.vocabulary import (
     Component,
@@ -41,11 +42,30 @@ SEARXNG = {"searxng.baseUrl": "https://search.example"}
 def _context(settings: dict[str, str], **kwargs: object) -> ResolutionContext:
     return ResolutionContext(
         component=Component.CHAT,
-        provider_kind=ProviderKind.OPEN_AI,
-        provider_confidence=ConfidenceLevel.MEDIUM,
+        provider=ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
         settings=settings,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+def test_a_resolution_context_carries_the_provider_as_one_value() -> None:
+    """The provider a tool resolves for is one `ProviderFacts`; the earlier keywords are still
+    taken and read, a mix of both or a bare kind where the facts belong is a TypeError."""
+    facts = ProviderFacts(ProviderKind.SELF_HOSTED, ConfidenceLevel.HIGH, True)
+    context = ResolutionContext(Component.CHAT, facts, {"a": "b"})
+    assert context.provider is facts and context.settings == {"a": "b"}
+    earlier = ResolutionContext(
+        Component.CHAT, provider_kind=ProviderKind.OPEN_AI, provider_confidence=ConfidenceLevel.LOW
+    )
+    assert earlier.provider == ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.LOW)
+    assert (earlier.provider_kind, earlier.provider_confidence) == (
+        ProviderKind.OPEN_AI,
+        ConfidenceLevel.LOW,
+    )
+    with pytest.raises(TypeError, match="ResolutionContext: give the provider"):
+        ResolutionContext(Component.CHAT, facts, provider_kind=ProviderKind.OPEN_AI)
+    with pytest.raises(TypeError, match=r"provider must be a ProviderFacts.*not ProviderKind"):
+        ResolutionContext(Component.CHAT, ProviderKind.OPEN_AI, {})  # type: ignore[arg-type]
 
 
 def test_every_builtin_definition_is_valid_and_follows_the_naming_convention() -> None:

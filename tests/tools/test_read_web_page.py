@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from policy.builtin import READ_WEB_PAGE
+from policy.provider_facts import ProviderFacts
 from policy.tools import RequestExtras, ResolutionContext
 from policy.vocabulary import (
     Component,
@@ -334,7 +335,7 @@ async def test_on_lets_the_model_choose_and_the_instructions_follow_the_setting(
 
     def context(settings: dict[str, str]) -> ResolutionContext:
         return ResolutionContext(
-            Component.CHAT, ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM, settings
+            Component.CHAT, ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM), settings
         )
 
     off = await create_tool().resolve_instructions(context({}))
@@ -415,8 +416,7 @@ async def test_without_a_wiki_the_tool_offers_nothing_for_configured_services_on
     tool = create_tool()
     context = ResolutionContext(
         Component.CHAT,
-        ProviderKind.OPEN_AI,
-        ConfidenceLevel.MEDIUM,
+        ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
         {},
         outbound_restriction=Restriction.ONLY_CONFIGURED_SERVICES,
     )

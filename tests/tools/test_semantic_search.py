@@ -139,8 +139,7 @@ async def test_the_function_offers_exactly_the_usable_data_sources_in_a_stable_o
     assert [o.id for o in offered] == ["c", "a", "b"]
     context = ResolutionContext(
         Component.CHAT,
-        ProviderKind.OPEN_AI,
-        ConfidenceLevel.MEDIUM,
+        ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
         {},
         extras=RequestExtras(data_sources=offered),
     )
