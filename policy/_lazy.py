@@ -1,8 +1,8 @@
 """Names a module hands out but loads on first use (PEP 562), so importing it stays cheap.
 
-`policy`, `runtime`, the two errors modules and the runtime's seam into the policy each hand
-out names defined elsewhere: each keeps a table name → defining module and asks this for its
-module-level `__getattr__` and `__dir__`.
+`policy`, `runtime`, `runtime.adapters`, the two errors modules and the runtime's seam into the
+policy each hand out names defined elsewhere: each keeps a table name → defining module and asks
+this for its module-level `__getattr__` and `__dir__` (the runtime through `policy._runtime_seam`).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ The adapter classes load on first use, so a process that speaks one API never im
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from policy._runtime_seam import lazy_attributes
 from runtime.adapters.base import ToolCallingAdapter
 
 if TYPE_CHECKING:
@@ -26,13 +26,6 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'runtime.adapters' has no attribute '{name}'")
-    return getattr(importlib.import_module(module), name)
-
-
 __all__ = [
     "AnthropicAdapter",
     "ChatCompletionsAdapter",
@@ -40,3 +33,5 @@ __all__ = [
     "ToolCallingAdapter",
     "create_adapter",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _MODULE_OF, __all__)
