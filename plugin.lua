@@ -252,6 +252,38 @@ CONFIG["SETTINGS"] = {}
 -- CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode"] = "EVERY_MESSAGE"
 -- CONFIG["SETTINGS"]["DataChat.PreselectedDataSourcesRetrievalMode.AllowUserOverride"] = true
 
+-- DataGateway.Issuer — The identity provider whose access tokens `policy mcp serve --transport
+-- http` and `policy serve` accept (its OpenID issuer address: https, or http on a loopback
+-- host). Set, every request needs a token it signed for DataGateway.Audience; the caller's
+-- `sub` and groups travel with the request. Honored only from organization plugins; always
+-- locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.Issuer"] = "https://login.example.org/realms/corp"
+
+-- DataGateway.Audience — The audience (`aud`) an access token must name to be accepted by the
+-- gateway and the web page; required with DataGateway.Issuer. Honored only from organization
+-- plugins; always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.Audience"] = "toolpolicy-gateway"
+
+-- DataGateway.GroupsClaim — The access-token claim that lists the caller's groups (a dotted
+-- path reaches into an object, e.g. `realm_access.roles`). A token whose claim is not a list
+-- of strings is refused. Honored only from organization plugins; always locked.
+-- Default: groups.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.GroupsClaim"] = "groups"
+
+-- DataGateway.ClientId — The gateway's own client id at DataGateway.Issuer, with which it
+-- exchanges a caller's token for one to an MCP server whose ["Auth"] is TOKEN_EXCHANGE (RFC
+-- 8693). Honored only from organization plugins; always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.ClientId"] = "toolpolicy-gateway"
+
+-- DataGateway.ClientSecret — The gateway's client secret at DataGateway.Issuer, an ENC:v1:
+-- value (`policy encrypt`). Honored only from organization plugins; always locked.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.ClientSecret"] = "ENC:v1:..."
+
 -- DataMailboxes.MinimumOutboundDataRestriction — The loosest outbound-data restriction a
 -- mailbox may have.
 -- Allowed values: ONLY_CONFIGURED_SERVICES, ONLY_LINKS_FROM_CHAT, UNRESTRICTED.

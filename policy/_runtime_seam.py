@@ -199,6 +199,7 @@ if TYPE_CHECKING:
         decrypt,
         without_user_info,
     )
+    from policy.sign_in import SignInSettings, sign_in_problems
     from policy.terminal import (
         terminal_document,
         terminal_json,
@@ -303,6 +304,7 @@ __all__ = [
     "SecretMask",
     "SecretValue",
     "SemanticSearchTool",
+    "SignInSettings",
     "UsageRecord",
     "UserSettingsError",
     "WebSearchBackend",
@@ -372,6 +374,7 @@ __all__ = [
     "search_confluence_settings",
     "secret_from_policy_files",
     "set_copy_in_force",
+    "sign_in_problems",
     "since_option",
     "skipped_entries_document",
     "skipped_entry_findings",
@@ -485,6 +488,8 @@ _DEFINED_IN = {
     "skipped_entry_findings": "policy.explain",
     "HELD_EFFECTS": "policy.flow",
     "UNDECLARED": "policy.flow",
+    "SignInSettings": "policy.sign_in",
+    "sign_in_problems": "policy.sign_in",
     "DEPLOYMENT_KINDS": "policy.hosts",
     "IPAddress": "policy.hosts",
     "SELF_HOSTED_CHAT_SERVERS": "policy.hosts",

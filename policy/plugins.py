@@ -1019,7 +1019,8 @@ class _SettingParser:
         self.label = f'CONFIG["SETTINGS"]["{spec.name}"]'
 
     def _skip(self, wanted: str, value: Any) -> None:
-        message = f"{self.label} must be {wanted}, not {describe(plain(value))}"
+        shown = "a value not shown here" if self.spec.secret else describe(plain(value))
+        message = f"{self.label} must be {wanted}, not {shown}"
         if self.spec.rejects_plugin:
             self.loader._issue("invalid-setting", message, self.where)
         else:
@@ -1059,6 +1060,10 @@ class _SettingParser:
         if kind is SettingKind.STRING:
             if not isinstance(value, str):
                 self._skip("a string", value)
+                return None, {}
+            wanted = self.spec.text_rule(value) if self.spec.text_rule else None
+            if wanted is not None:
+                self._skip(wanted, value)
                 return None, {}
             return value, {}
         if not isinstance(value, LuaTable):

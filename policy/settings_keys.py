@@ -14,12 +14,19 @@ Python data (tables become dicts, sequences tuples).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from policy.flow import EFFECT_NAMES, FLOW_RULE_NAMES, FlowRule
+from policy.sign_in import (
+    DEFAULT_GROUPS_CLAIM,
+    audience_problem,
+    claim_problem,
+    issuer_problem,
+    secret_problem,
+)
 from policy.vocabulary import (
     COMPONENT_NAMES,
     CONFIGURABLE_CONFIDENCE_LEVELS,
@@ -69,6 +76,9 @@ class SettingKey:
     `mistake_reads_as`: a value that is none of `choices` is an error and reads as this one (the
     strictest), never as the default — for a key whose default is the loosest. A CHOICE_LISTS
     entry naming a word that is none of `choices` reads as every choice (the strictest).
+    `text_rule`: for a STRING key, what a valid text is — None for a text it takes, else what
+    would be valid (the value is then skipped, an error in `policy check`). `secret`: a
+    mistaken value is never shown in a message (it may be a secret written in plain text).
     """
 
     name: str
@@ -85,6 +95,8 @@ class SettingKey:
     default: Any = None
     example: str = ""
     mistake_reads_as: str = ""
+    text_rule: Callable[[str], str | None] | None = None
+    secret: bool = False
 
     @property
     def section(self) -> str:
@@ -306,6 +318,63 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         choices=_names(DataSourceRetrievalMode),
         default=DataSourceRetrievalMode.SEMANTIC_SEARCH.value,
         example='"EVERY_MESSAGE"',
+    ),
+    SettingKey(
+        "DataGateway.Issuer",
+        SettingKind.STRING,
+        "The identity provider whose access tokens `policy mcp serve --transport http` and "
+        "`policy serve` accept (its OpenID issuer address: https, or http on a loopback host). "
+        "Set, every request needs a token it signed for DataGateway.Audience; the caller's "
+        "`sub` and groups travel with the request. Honored only from organization plugins; "
+        "always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        example='"https://login.example.org/realms/corp"',
+        text_rule=issuer_problem,
+    ),
+    SettingKey(
+        "DataGateway.Audience",
+        SettingKind.STRING,
+        "The audience (`aud`) an access token must name to be accepted by the gateway and the "
+        "web page; required with DataGateway.Issuer. Honored only from organization plugins; "
+        "always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        example='"toolpolicy-gateway"',
+        text_rule=audience_problem,
+    ),
+    SettingKey(
+        "DataGateway.GroupsClaim",
+        SettingKind.STRING,
+        "The access-token claim that lists the caller's groups (a dotted path reaches into an "
+        "object, e.g. `realm_access.roles`). A token whose claim is not a list of strings is "
+        "refused. Honored only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        default=DEFAULT_GROUPS_CLAIM,
+        example='"groups"',
+        text_rule=claim_problem,
+    ),
+    SettingKey(
+        "DataGateway.ClientId",
+        SettingKind.STRING,
+        "The gateway's own client id at DataGateway.Issuer, with which it exchanges a caller's "
+        'token for one to an MCP server whose ["Auth"] is TOKEN_EXCHANGE (RFC 8693). Honored '
+        "only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        example='"toolpolicy-gateway"',
+    ),
+    SettingKey(
+        "DataGateway.ClientSecret",
+        SettingKind.STRING,
+        "The gateway's client secret at DataGateway.Issuer, an ENC:v1: value (`policy encrypt`). "
+        "Honored only from organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        example='"ENC:v1:..."',
+        text_rule=secret_problem,
+        secret=True,
     ),
     SettingKey(
         "DataMailboxes.MinimumOutboundDataRestriction",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,6 @@ from policy._runtime_seam import (
     load_cli_policy,
     offline_option,
     provider_option,
-    require_token_beyond_loopback,
     terminal_json,
     tools_file_option,
 )
@@ -37,6 +37,7 @@ from runtime.serving import listening_options
 
 if TYPE_CHECKING:
     from policy import McpServerListing, Policy, ProviderConfig
+    from policy._runtime_seam import SignInSettings
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
     from runtime.session import ChatRuntime
@@ -239,7 +240,10 @@ def pin(
     show_default=True,
 )
 @listening_options(
-    "TOOLPOLICY_MCP_TOKEN", "Authorization: Bearer <token>", scope="For --transport http: "
+    "TOOLPOLICY_MCP_TOKEN",
+    "Authorization: Bearer <token>",
+    scope="For --transport http: ",
+    public_url=True,
 )
 @click.option(
     "--watch/--no-watch",
@@ -258,6 +262,7 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    public_url: str | None,
     watch: bool,
     decision_log: Path | None,
     offline: bool,
@@ -269,8 +274,6 @@ def serve(
     "mcp_gateway": what the client was offered, the call, its status). Connected clients get
     tools/list_changed when the offered tools change.
     """
-    if transport == "http":
-        require_token_beyond_loopback(host, token, "TOOLPOLICY_MCP_TOKEN")
     from runtime.cli_chat import chosen_provider
     from runtime.policy_watch import PolicyWatcher
 
@@ -311,9 +314,15 @@ def serve(
         build=build,
     )
     provider = chosen[0]
+    sign_in = None
+    if transport == "http":
+        from runtime.signin.serving import serving_sign_in
+
+        sign_in = serving_sign_in(watcher.runtime.policy, host, token, "TOOLPOLICY_MCP_TOKEN")
+    listening = _Listening(host, port, token, sign_in, public_url)
     try:
         asyncio.run(
-            _serve(watcher, provider.id, Component(component.upper()), transport, host, port, token)
+            _serve(watcher, provider.id, Component(component.upper()), transport, listening)
         )
     finally:
         if sink is not None:
@@ -325,9 +334,7 @@ async def _serve(
     provider: str,
     component: Component,
     transport: str,
-    host: str,
-    port: int,
-    token: str | None,
+    listening: _Listening,
 ) -> None:
     from runtime.mcp_gateway import GatewayCall, McpGateway
 
@@ -341,20 +348,41 @@ async def _serve(
         if transport == "stdio":
             await gateway.run_stdio()
         else:
-            await _serve_http(gateway, host, port, token)
+            await _serve_http(gateway, watcher, listening)
     finally:
         stop.set()
         await watching
         await watcher.aclose()
 
 
-async def _serve_http(gateway: McpGateway, host: str, port: int, token: str | None) -> None:
+@dataclass(frozen=True, slots=True)
+class _Listening:
+    """Where and for whom `--transport http` serves: the shared token or the sign-in."""
+
+    host: str
+    port: int
+    token: str | None
+    sign_in: SignInSettings | None
+    public_url: str | None
+
+
+async def _serve_http(gateway: McpGateway, watcher: PolicyWatcher, listening: _Listening) -> None:
     import uvicorn
 
     from runtime.serving import listen, url_of
 
-    listener = listen(host, port)
-    app = gateway.http_app(host, token)
+    listener = listen(listening.host, listening.port)
+    sign_in = None
+    if listening.sign_in is not None:
+        from policy._runtime_seam import SignInSettings
+        from runtime.signin import GatewaySignIn
+
+        sign_in = GatewaySignIn(
+            listening.sign_in,
+            lambda: SignInSettings.of(watcher.runtime.policy.configuration),
+            listening.public_url or url_of(listener, "/mcp"),
+        )
+    app = gateway.http_app(listening.host, listening.token, sign_in)
     # uvicorn's records (an application error) go through the command's terminal-safe handler
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", log_config=None))
     click.echo(f"serving MCP on {url_of(listener, '/mcp')} (Ctrl-C stops)", err=True)

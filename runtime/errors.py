@@ -22,6 +22,7 @@ cheap); the policy side's own subclasses are in `policy.errors`.
     ├── ToolExecutionBlocked            tool-blocked          a tool refused by the policy
     ├── ArgumentError                   argument              also ValueError; a bad model argument
     ├── McpServerError                  mcp-server            also ContentQuotingError
+    ├── SignInUnavailable               sign-in-unavailable   the identity provider's keys unreadable
     ├── WebPageAccessBlocked            web-access-blocked    a web target refused on purpose
     ├── WebRetrievalError               web-retrieval         loading a page failed
     │   └── WebRetrievalTimedOut        web-retrieval         its overall timeout ran out
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         ProviderRequestRejected,
         ProviderUnavailable,
     )
+    from runtime.signin._errors import SignInUnavailable
     from runtime.tools.web_search.backends import SearchBackendError
     from runtime.web.guard_http import InjectionFilterError
     from runtime.web.retrieval import WebPageAccessBlocked, WebRetrievalError, WebRetrievalTimedOut
@@ -76,6 +78,7 @@ _DEFINED_IN = {
     "InjectionFilterError": "runtime.web.guard_http",
     "InvalidToolCallingResponse": "runtime.loop",
     "McpServerError": "runtime.mcp",
+    "SignInUnavailable": "runtime.signin._errors",
     "ProviderAuthError": "runtime.providers.errors",
     "ProviderConfigurationError": "runtime.providers.errors",
     "ProviderError": "runtime.providers.errors",
@@ -111,6 +114,7 @@ __all__ = [
     "ProviderRequestRejected",
     "ProviderUnavailable",
     "SearchBackendError",
+    "SignInUnavailable",
     "ToolExecutionBlocked",
     "ToolPolicyError",
     "WebPageAccessBlocked",

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from runtime.executor import ToolCallOutcome
     from runtime.messages import RequestedCall
     from runtime.session import ChatRuntime
+    from runtime.signin import GatewaySignIn
 
 __all__ = ["GatewayCall", "McpGateway"]
 
@@ -479,15 +480,21 @@ class McpGateway:
             stop.set()
             await watcher
 
-    def http_app(self, host: str, token: str | None = None) -> ASGIApp:
+    def http_app(
+        self, host: str, token: str | None = None, sign_in: GatewaySignIn | None = None
+    ) -> ASGIApp:
         """The streamable HTTP app at /mcp, for a server listening on `host`; with `token`, a
-        request without `Authorization: Bearer <token>` is answered 401.
+        request without `Authorization: Bearer <token>` is answered 401; with `sign_in`, one
+        without an access token of the organization's identity provider is (runtime.signin).
 
         On a loopback `host` (any spelling) only requests addressed to a loopback name and from
         no other origin are answered: a web page that rebinds its DNS name to this machine is
         refused (421, or 403 for its Origin)."""
         app: ASGIApp = self.server.streamable_http_app(
-            host=host, transport_security=_rebinding_protection(host)
+            host=host,
+            transport_security=_rebinding_protection(host),
+            auth=sign_in.auth_settings() if sign_in else None,
+            token_verifier=sign_in.verifier if sign_in else None,
         )
         return app if token is None else _bearer_required(app, token)
 

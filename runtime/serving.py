@@ -15,12 +15,17 @@ __all__ = ["listen", "listening_options", "url_of"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def listening_options(token_variable: str, presented: str, scope: str = "") -> Callable[[F], F]:
-    """`--host` (127.0.0.1), `--port` (8765; 0 picks one) and `--token` (also from
+def listening_options(
+    token_variable: str, presented: str, scope: str = "", *, public_url: bool = False
+) -> Callable[[F], F]:
+    """`--host` (127.0.0.1), `--port` (8765; 0 picks one), `--token` (also from
     `token_variable`; `presented` says how a request shows it), as every serving command takes
-    them. `scope` starts each help text (e.g. "For --transport http: ")."""
+    them, and with `public_url` the `--public-url` of a command with a sign-in. `scope` starts
+    each help text (e.g. "For --transport http: ")."""
 
     def decorate(function: F) -> F:
+        if public_url:
+            function = _public_url_option(scope)(function)
         function = click.option(
             "--token",
             envvar=token_variable,
@@ -47,6 +52,17 @@ def listening_options(token_variable: str, presented: str, scope: str = "") -> C
         )(function)
 
     return decorate
+
+
+def _public_url_option(scope: str) -> Callable[[F], F]:
+    return click.option(
+        "--public-url",
+        help=_sentence(
+            f"{scope}the address clients reach this server at, when a proxy stands in front "
+            "(the resource the sign-in names in its protected resource metadata); default: "
+            "the listening address."
+        ),
+    )
 
 
 def _sentence(text: str) -> str:

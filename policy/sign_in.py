@@ -1,0 +1,133 @@
+"""Sign-in as the organization configures it: the `DataGateway.*` settings read once.
+
+`policy mcp serve` and `policy serve` accept the access tokens of one identity provider
+(`DataGateway.Issuer`) issued for one audience (`DataGateway.Audience`); the runtime's sign-in
+(`runtime.signin`) checks them. This module only reads and checks what the plugins say: the
+rules each key's text must meet (the settings parser asks them, so a mistake is an error in
+`policy check` naming file:line) and `SignInSettings.of(configuration)`, the one reading of the
+keys together that both serving commands and the token exchange ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from policy.configuration import PolicyConfiguration
+
+ISSUER_KEY = "DataGateway.Issuer"
+AUDIENCE_KEY = "DataGateway.Audience"
+GROUPS_CLAIM_KEY = "DataGateway.GroupsClaim"
+CLIENT_ID_KEY = "DataGateway.ClientId"
+CLIENT_SECRET_KEY = "DataGateway.ClientSecret"
+SIGN_IN_KEYS = (ISSUER_KEY, AUDIENCE_KEY, GROUPS_CLAIM_KEY, CLIENT_ID_KEY, CLIENT_SECRET_KEY)
+DEFAULT_GROUPS_CLAIM = "groups"
+
+_ISSUER_EXAMPLE = "https://login.example.org/realms/corp"
+
+
+def issuer_problem(text: str) -> str | None:
+    """None for an issuer address OAuth accepts, else what would be valid: https (http only
+    on a loopback host, as OAuth 2.1 allows for development), a host, no query or fragment."""
+    from policy.hosts import host_key, is_loopback_host
+
+    wanted = (
+        f'an https:// issuer address like "{_ISSUER_EXAMPLE}" (http:// only on a loopback '
+        "host; no query, fragment or user info)"
+    )
+    try:
+        parts = urlsplit(text.strip())
+        host = host_key(parts.hostname or "")
+        _ = parts.port
+    except ValueError:
+        return wanted
+    if text != text.strip() or host is None or parts.query or parts.fragment:
+        return wanted
+    if "@" in parts.netloc:
+        return wanted
+    if parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(host)):
+        return None
+    return wanted
+
+
+def audience_problem(text: str) -> str | None:
+    """None for an audience value (non-blank, no surrounding spaces), else what is valid."""
+    if text.strip() and text == text.strip():
+        return None
+    return 'a non-blank audience like "toolpolicy-gateway"'
+
+
+def claim_problem(text: str) -> str | None:
+    """None for a claim name or dotted path (`groups`, `realm_access.roles`)."""
+    if text and all(part.strip() and part == part.strip() for part in text.split(".")):
+        return None
+    return 'a claim name like "groups" or a dotted path like "realm_access.roles"'
+
+
+def secret_problem(text: str) -> str | None:
+    """None for an ENC:v1: value: a client secret is never written in plain text."""
+    from policy.secrets import is_encrypted
+
+    if is_encrypted(text):
+        return None
+    return "an ENC:v1: value (encrypt the client secret with `policy encrypt`)"
+
+
+@dataclass(frozen=True, slots=True)
+class SignInSettings:
+    """What the organization configured for sign-in, as one value (equal settings compare
+    equal, so a server can tell whether a reload changed them)."""
+
+    issuer: str
+    audience: str
+    groups_claim: str = DEFAULT_GROUPS_CLAIM
+    client_id: str = ""
+    client_secret: str = ""
+    """The ENC:v1: text of the gateway's client secret (decrypted only where it is sent)."""
+
+    @classmethod
+    def of(cls, configuration: PolicyConfiguration) -> SignInSettings | None:
+        """The sign-in in force, or None when `DataGateway.Issuer` is not set."""
+
+        def text(key: str) -> str:
+            setting = configuration.setting(key)
+            value = setting.value if setting is not None else None
+            return value if isinstance(value, str) else ""
+
+        issuer = text(ISSUER_KEY)
+        if not issuer:
+            return None
+        return cls(
+            issuer=issuer,
+            audience=text(AUDIENCE_KEY),
+            groups_claim=text(GROUPS_CLAIM_KEY) or DEFAULT_GROUPS_CLAIM,
+            client_id=text(CLIENT_ID_KEY),
+            client_secret=text(CLIENT_SECRET_KEY),
+        )
+
+
+def sign_in_problems(configuration: PolicyConfiguration) -> tuple[str, ...]:
+    """Why the sign-in cannot be served as configured (each naming file:line), or nothing.
+
+    A `DataGateway.*` value the loader skipped is one: serving without it would accept what the
+    administrator meant to refuse (a server left open, or another issuer's tokens). An issuer
+    without an audience is another: any token the issuer signs for any service would do.
+    """
+    label = 'CONFIG["SETTINGS"]["DataGateway.'
+    problems = [
+        f"{finding.location}: {finding.message}"
+        for plugin in configuration.applied_plugins
+        for finding in plugin.findings
+        if finding.message.startswith(label) and finding.severity.value == "error"
+    ]
+    settings = SignInSettings.of(configuration)
+    if settings is not None and not settings.audience:
+        where = configuration.setting(ISSUER_KEY)
+        at = f"{where.origin.location}: " if where is not None else ""
+        problems.append(
+            f"{at}{ISSUER_KEY} is set without {AUDIENCE_KEY}: set the audience your identity "
+            "provider writes into the gateway's tokens"
+        )
+    return tuple(problems)

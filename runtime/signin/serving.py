@@ -1,0 +1,36 @@
+"""How a serving command chooses between the shared `--token` and the organization's sign-in."""
+
+from __future__ import annotations
+
+import click
+
+from policy import Policy
+from policy._runtime_seam import SignInSettings, require_token_beyond_loopback, sign_in_problems
+
+
+def serving_sign_in(
+    policy: Policy, host: str, token: str | None, variable: str
+) -> SignInSettings | None:
+    """The sign-in a server listening on `host` starts with, or None for the shared token.
+
+    With `DataGateway.Issuer` set, every request needs the identity provider's token, so a
+    `--token` as well is refused (one of the two would be ignored); a `DataGateway.*` mistake
+    stops the server rather than serving it open or for the wrong issuer. Without it, the shared
+    token's rule holds: required beyond loopback."""
+    problems = sign_in_problems(policy.configuration)
+    if problems:
+        raise click.ClickException(
+            "the sign-in is configured wrongly, so nothing is served:\n  " + "\n  ".join(problems)
+        )
+    settings = SignInSettings.of(policy.configuration)
+    if settings is None:
+        require_token_beyond_loopback(host, token, variable)
+        return None
+    if token:
+        raise click.BadParameter(
+            f"the organization's sign-in is configured (DataGateway.Issuer = {settings.issuer}); "
+            f"every request presents its identity provider's token, so leave --token (and "
+            f"{variable}) unset",
+            param_hint="--token",
+        )
+    return settings
