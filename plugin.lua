@@ -433,6 +433,10 @@ CONFIG["SETTINGS"] = {}
 
 -- semantic_search lets the model search these; it offers itself in chats that have
 -- data sources (DataChat.PreselectedDataSourcesRetrievalMode decides who searches).
+-- Each ERI_V1 server is asked (kept five minutes) for its sign-in methods, description
+-- (filtered for prompt injections), retrieval processes and security requirements: a
+-- server that wants SELF_HOSTED providers tightens SecurityPolicy, never loosens it.
+-- Token or Password: an ENC:v1: value (policy encrypt); KERBEROS is not supported yet.
 CONFIG["DATA_SOURCES"] = {}
 
 -- CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {

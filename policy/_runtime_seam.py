@@ -146,6 +146,8 @@ if TYPE_CHECKING:
         parse_host_literal,
         provider_address_problem,
         read_base_url,
+        read_web_address,
+        shown_address,
     )
     from policy.lua_sandbox import (
         SandboxLimits,
@@ -366,6 +368,7 @@ __all__ = [
     "read_base_url",
     "read_plugin_file",
     "read_status_file",
+    "read_web_address",
     "read_web_page_settings",
     "recorded_subject",
     "render_document",
@@ -374,6 +377,7 @@ __all__ = [
     "search_confluence_settings",
     "secret_from_policy_files",
     "set_copy_in_force",
+    "shown_address",
     "sign_in_problems",
     "since_option",
     "skipped_entries_document",
@@ -496,6 +500,8 @@ _DEFINED_IN = {
     "host_key": "policy.hosts",
     "is_host_allowed": "policy.hosts",
     "is_loopback_host": "policy.hosts",
+    "read_web_address": "policy.hosts",
+    "shown_address": "policy.hosts",
     "normalize_host": "policy.hosts",
     "parse_allowed_private_hosts": "policy.hosts",
     "parse_host_literal": "policy.hosts",

@@ -27,6 +27,7 @@ cheap); the policy side's own subclasses are in `policy.errors`.
     ├── WebRetrievalError               web-retrieval         loading a page failed
     │   └── WebRetrievalTimedOut        web-retrieval         its overall timeout ran out
     ├── SearchBackendError              search-backend        a search backend could not answer
+    │   └── EriServerError              eri-server            an ERI v1 data source's server
     ├── InjectionFilterError            injection-filter      the filtering service is unusable
     ├── ConfigurationArchiveError       configuration-archive  also ValueError; a refused archive
     └── CaBundleError                   ca-bundle             also ValueError; unusable PEM bundle
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from runtime.arguments import ArgumentError
     from runtime.chat import ChatRequirementError, ChatStoreError
     from runtime.config_fetch import CaBundleError, ConfigurationArchiveError
+    from runtime.data_sources.eri import EriServerError
     from runtime.execution import ContentQuotingError, ToolExecutionBlocked
     from runtime.loop import InvalidToolCallingResponse
     from runtime.mcp import McpServerError
@@ -88,6 +90,7 @@ _DEFINED_IN = {
     "ProviderRequestRejected": "runtime.providers.errors",
     "ProviderUnavailable": "runtime.providers.errors",
     "SearchBackendError": "runtime.tools.web_search.backends",
+    "EriServerError": "runtime.data_sources.eri",
     "ToolExecutionBlocked": "runtime.execution",
     "WebPageAccessBlocked": "runtime.web.retrieval",
     "WebRetrievalError": "runtime.web.retrieval",
@@ -102,6 +105,7 @@ __all__ = [
     "ChatStoreError",
     "ConfigurationArchiveError",
     "ContentQuotingError",
+    "EriServerError",
     "InjectionFilterError",
     "InvalidToolCallingResponse",
     "McpServerError",

@@ -91,7 +91,9 @@ class ChatRuntime:
     """Everything an app keeps between user messages; `respond` is the call per message.
 
     `services` are the shared objects tools may use (`ToolServices`, e.g. its `guard`);
-    `data_sources` are the searchable sources semantic_search may offer; `mailbox_name(id)` names
+    `data_sources` are the searchable sources semantic_search may offer, joined by the
+    configuration's ERI_V1 `DATA_SOURCES` entries unless `configured_data_sources=False` (an
+    entry whose id the app's sources already have stays the app's); `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
     a `CallbackSink`), written from a bounded queue that drops nothing: a response waits for
@@ -144,6 +146,7 @@ class ChatRuntime:
         tracer_provider: TracerProvider | None = None,
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         settings_by_subject: SettingsBySubject | None = None,
+        configured_data_sources: bool = True,
     ) -> None:
         from runtime.execution import given_services
 
@@ -160,6 +163,8 @@ class ChatRuntime:
         self._include_content = include_content
         self._tracer_provider = tracer_provider
         self._data_sources = tuple(data_sources)
+        if configured_data_sources:
+            self._data_sources += _configured_data_sources(policy, self._data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
         self._limits = limits
@@ -694,8 +699,12 @@ class ChatRuntime:
         mode = retrieval_mode or registry.preselected_retrieval_mode()[0]
         extras = None
         if self._services.data_sources:
-            from runtime.data_sources import offered_data_sources
+            from runtime.data_sources import offered_data_sources, refresh_data_sources
+            from runtime.web.guard import guard_or_default
 
+            if mode is DataSourceRetrievalMode.SEMANTIC_SEARCH:
+                guard = guard_or_default(self._services.guard)
+                await refresh_data_sources(self._services.data_sources, guard)
             extras = RequestExtras(
                 data_sources=offered_data_sources(
                     self._services.data_sources, ProviderFacts.of(registry, provider)
@@ -711,6 +720,25 @@ class ChatRuntime:
             extras=extras,
             holdings=chat.flow_holdings,
         )
+
+
+def _configured_data_sources(
+    policy: Policy, given: Sequence[SearchableDataSource]
+) -> tuple[SearchableDataSource, ...]:
+    """The configuration's ERI_V1 data sources the app did not hand over itself, numbered after
+    the app's."""
+    taken = {source.id for source in given}
+    entries = [
+        entry
+        for entry in policy.configuration.data_sources
+        if entry.kind == "ERI_V1" and entry.id not in taken
+    ]
+    if not entries:
+        return ()
+    from runtime.data_sources import data_sources_from_configuration
+
+    first = max((source.num for source in given), default=-1) + 1
+    return data_sources_from_configuration(entries, first_num=first)
 
 
 def _no_approval(tool_id: str) -> str | None:

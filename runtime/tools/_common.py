@@ -43,22 +43,12 @@ def retrieval_options(context: ToolExecutionContext, **fields: Any) -> Retrieval
     )
 
 
-_default_guard: PromptInjectionGuard | None = None
-
-
 def guard_of(context: ToolExecutionContext) -> PromptInjectionGuard:
     """The app's guard, or one over the built-in structural filter when the app gave none,
     bound to this call (its filter learns the names of the tools offered)."""
-    from runtime.web.guard import FilterContext, PromptInjectionGuard
+    from runtime.web.guard import FilterContext, guard_or_default
 
-    guard = context.services.guard
-    if guard is None:
-        global _default_guard
-        if _default_guard is None:
-            from runtime.web.injection_filter import StructuralInjectionFilter
-
-            _default_guard = PromptInjectionGuard(StructuralInjectionFilter())
-        guard = _default_guard
+    guard = guard_or_default(context.services.guard)
     return guard.for_call(FilterContext(offered_tool_names=context.offered_tool_names))
 
 

@@ -2,8 +2,9 @@
 
 The app hands the tool the chat's data sources as `SearchableDataSource`s (runtime.data_sources)
 in `ToolExecutionContext.services.data_sources`, each with a `DataSourceSearcher` that answers one
-page of passages. The tool re-checks which of them the provider may use, searches them in
-parallel, lets them take turns (the best passage of each, then the second of each, …) within a
+page of passages. The tool re-checks which of them the provider may use (asking a server that
+describes itself again when its details are due), searches them in parallel (a source whose server
+could not be asked is reported as not searched, never contacted), lets them take turns (the best passage of each, then the second of each, …) within a
 100,000-character budget, filters every passage through the guard in one batch, and reports a
 source that failed as not searched rather than empty. Only data sources whose passages reached
 the model raise the chat's requirements.
@@ -34,13 +35,15 @@ from policy._runtime_seam import (
 )
 from runtime.arguments import ArgumentError, ArgumentReader
 from runtime.data_sources import (
+    Availability,
     DataSourceKind,
     Passage,
     PassagePage,
     SearchableDataSource,
     SearchGap,
     last_page,
-    usable_data_sources,
+    refresh_data_sources,
+    searchable_data_sources,
 )
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
@@ -124,8 +127,13 @@ class _Searched:
 
 
 async def _search_one(
-    source: SearchableDataSource, query: str, page: int
+    source: SearchableDataSource, query: str, page: int, unreachable: bool
 ) -> tuple[SearchableDataSource, PassagePage | None]:
+    if unreachable:
+        _log.warning(
+            "The data source %s was not searched: its server could not be asked.", source.id
+        )
+        return source, None
     try:
         found = await source.searcher.search(query, page, source.page_size)
     except Exception as error:
@@ -180,7 +188,7 @@ def _requirements(
         return ConfidenceLevel.NONE, DataSecurity.NOT_SPECIFIED
     confidence = max(s.required_confidence for s in contributing)
     self_hosted = any(
-        s.security is DataSecurity.SELF_HOSTED and s.kind is DataSourceKind.EXTERNAL
+        s.effective_security is DataSecurity.SELF_HOSTED and s.kind is DataSourceKind.EXTERNAL
         for s in contributing
     )
     return confidence, DataSecurity.SELF_HOSTED if self_hosted else DataSecurity.ALLOW_ANY
@@ -198,16 +206,21 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
         from runtime.sources import merge_sources
         from runtime.web.guard import GuardText, tool_content
 
-        offered = usable_data_sources(context.services.data_sources, context.provider)
-        if not offered:
+        guard = guard_of(context)
+        await refresh_data_sources(context.services.data_sources, guard)
+        offered = searchable_data_sources(context.services.data_sources, context.provider)
+        usable = {s.id for s in offered if s.availability(context.provider) is Availability.USABLE}
+        if not usable:
             raise ToolExecutionBlocked(NO_SOURCES_REFUSAL)
         request = read_request(arguments, offered)
         found = await asyncio.gather(
-            *(_search_one(s, request.query, request.page) for s in request.sources)
+            *(
+                _search_one(s, request.query, request.page, s.id not in usable)
+                for s in request.sources
+            )
         )
         searched = [_Searched(source, page) for source, page in found]
         turns = list(_turns(searched))
-        guard = guard_of(context)
         async with guard.scope():
             texts = [
                 GuardText(text, tool_content(entry.source.name))

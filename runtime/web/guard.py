@@ -324,3 +324,18 @@ class PromptInjectionGuard:
             self._reporter(event)
         except Exception as error:
             _log.error("The prompt-injection reporter failed: %s: %s", type(error).__name__, error)
+
+
+_default_guard: PromptInjectionGuard | None = None
+
+
+def guard_or_default(guard: PromptInjectionGuard | None) -> PromptInjectionGuard:
+    """`guard`, or the one shared guard over the built-in structural filter when it is None."""
+    global _default_guard
+    if guard is not None:
+        return guard
+    if _default_guard is None:
+        from runtime.web.injection_filter import StructuralInjectionFilter
+
+        _default_guard = PromptInjectionGuard(StructuralInjectionFilter())
+    return _default_guard

@@ -159,15 +159,20 @@ def test_the_last_page_follows_the_result_window() -> None:
     assert [last_page(size) for size in (1, 10, 33, 50, 99, 100, 500)] == [99, 9, 3, 1, 1, 1, 1]
 
 
-def test_configured_data_sources_need_a_searcher() -> None:
+def test_configured_data_sources_use_the_app_searcher_else_eri_v1() -> None:
     configured = [
         DataSourceConfig("id-1", "Handbook", "ERI_V1", DataSecurity.SELF_HOSTED, {"MaxMatches": 5}),
-        DataSourceConfig("id-2", "Without searcher", "ERI_V1", DataSecurity.ALLOW_ANY, {}),
+        DataSourceConfig("id-2", "Over ERI", "ERI_V1", DataSecurity.ALLOW_ANY, {}),
+        DataSourceConfig("id-3", "Another kind", "OTHER", DataSecurity.ALLOW_ANY, {}),
     ]
-    made = data_sources_from_configuration(configured, {"id-1": ListSearcher()})
+    app_searcher = ListSearcher()
+    made = data_sources_from_configuration(configured, {"id-1": app_searcher})
     assert [(s.id, s.page_size, s.kind, s.security) for s in made] == [
-        ("id-1", 5, DataSourceKind.EXTERNAL, DataSecurity.SELF_HOSTED)
+        ("id-1", 5, DataSourceKind.EXTERNAL, DataSecurity.SELF_HOSTED),
+        ("id-2", 10, DataSourceKind.EXTERNAL, DataSecurity.ALLOW_ANY),
     ]
+    assert made[0].searcher is app_searcher and made[0].server is None
+    assert made[1].server is made[1].searcher  # an EriDataSource: searcher and server details
 
 
 # --- arguments ----------------------------------------------------------------------------------

@@ -1,0 +1,271 @@
+"""An ERI_V1 entry of `CONFIG["DATA_SOURCES"]`, as semantic_search offers and searches it.
+
+`EriDataSource` is both halves a chat's data source needs: the searcher (one page of passages
+for a query, over `POST /retrieval`) and what the server says of itself (`ServerDetails`: its
+description, filtered through the prompt-injection guard, and the providers it allows), which
+offering reads. The details are kept five minutes, as AI Studio keeps the descriptions of ERI
+data sources, so offering is a lookup; a server that could not be asked is asked again after
+`RETRY_SECONDS`, not on every request, and offers nothing meanwhile.
+
+Secrets: the entry's `ENC:v1:` password or token is decrypted on first use; it and every session
+token a sign-in hands out are masked in every log record of the process and in every text the
+server returns. A password or token goes over plain http only to this machine.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from policy import DataSecurity
+from policy._runtime_seam import SecretMask, SecretValue, mask_in_logs
+from runtime.data_sources import (
+    MAX_RESULT_WINDOW,
+    DataSourceKind,
+    Passage,
+    PassagePage,
+    SearchableDataSource,
+    SearchGap,
+    ServerDetails,
+    configured_page_size,
+)
+from runtime.data_sources.eri import (
+    DEFAULT_TIMEOUT_SECONDS,
+    EriAuthMethod,
+    EriClient,
+    EriContext,
+    EriCredentials,
+    EriProviderType,
+    EriServerError,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+    from policy._runtime_seam import DataSourceConfig
+    from runtime.web.guard import PromptInjectionGuard
+
+_log = logging.getLogger(__name__)
+
+DETAILS_SECONDS = 300.0
+"""How long what a server said of itself is used before it is asked again (five minutes)."""
+RETRY_SECONDS = 30.0
+"""How long a server that could not be asked is left alone before the next try."""
+
+_SECURITY = {
+    EriProviderType.ANY: DataSecurity.ALLOW_ANY,
+    EriProviderType.SELF_HOSTED: DataSecurity.SELF_HOSTED,
+    EriProviderType.NONE: DataSecurity.SELF_HOSTED,
+}
+_SHOWN_PROCESSES = 10
+
+
+class EriDataSource:
+    """One configured ERI v1 data source: its server's details, kept a while, and its search."""
+
+    def __init__(
+        self,
+        config: DataSourceConfig,
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        transport: Callable[[], httpx.AsyncBaseTransport] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        raw = config.raw
+        self.config = config
+        self._label = f"The ERI server of the data source '{config.name}'"
+        self._retrieval_id = str(raw.get("SelectedRetrievalId", "")).strip()
+        self._method = EriAuthMethod(str(raw.get("AuthMethod", "NONE")))
+        secret = raw.get("Token") or raw.get("Password")
+        self._secret_value = secret if isinstance(secret, SecretValue) else None
+        self._secrets: set[str] = set()
+        self._clock = clock
+        self._details: ServerDetails | None = None
+        self._fetched_at = 0.0
+        self._failed_at: float | None = None
+        base, self._problem = _base_url(config, self._method, self._label)
+        self._problem_told = False
+        self._client = EriClient(
+            base, self._label, timeout_seconds=timeout_seconds, transport=transport
+        )
+
+    def searchable(self, num: int) -> SearchableDataSource:
+        """This source as the chat's data sources list it."""
+        return SearchableDataSource(
+            id=self.config.id,
+            name=self.config.name,
+            searcher=self,
+            page_size=configured_page_size(self.config),
+            kind=DataSourceKind.EXTERNAL,
+            num=num,
+            security=self.config.security,
+            server=self,
+        )
+
+    # --- what the server says of itself ---------------------------------------------------------
+
+    def current(self) -> ServerDetails | None:
+        if self._problem:
+            return ServerDetails(refusal=self._problem)
+        return self._details
+
+    async def refresh(self, guard: PromptInjectionGuard) -> None:
+        if self._problem:
+            if not self._problem_told:
+                _log.warning("%s is not offered: %s", self.config.name, self._problem)
+                self._problem_told = True
+            return
+        now = self._clock()
+        if self._details is not None and now - self._fetched_at < DETAILS_SECONDS:
+            return
+        if self._failed_at is not None and now - self._failed_at < RETRY_SECONDS:
+            return
+        try:
+            details = await self._fetch_details(guard)
+        except EriServerError as error:
+            _log.warning("%s is not offered for now: %s", self.config.name, error)
+            self._details, self._failed_at = None, now
+            return
+        if details.refusal:
+            _log.warning("%s is not offered: %s", self.config.name, details.refusal)
+        self._details, self._fetched_at, self._failed_at = details, now, None
+
+    async def _fetch_details(self, guard: PromptInjectionGuard) -> ServerDetails:
+        from runtime.web.guard import GuardSource
+
+        offered = {scheme.auth_method for scheme in await self._client.auth_methods()}
+        if self._method.value not in offered:
+            raise EriServerError(
+                f"{self._label} does not take the sign-in {self._method.value} "
+                f"(AuthMethod); it takes: {', '.join(sorted(map(repr, offered))) or 'none'}."
+            )
+        session = await self._sign_in()
+        info = await self._client.data_source_info(session)
+        processes = {p.id for p in await self._client.retrieval_info(session)}
+        if self._retrieval_id and self._retrieval_id not in processes:
+            shown = ", ".join(sorted(map(repr, processes))[:_SHOWN_PROCESSES]) or "none"
+            raise EriServerError(
+                f"{self._label} has no retrieval process {self._retrieval_id!r} "
+                f"(SelectedRetrievalId); it has: {shown}."
+            )
+        allowed = (await self._client.security_requirements(session)).provider_type
+        source = GuardSource(kind="data_source_description", label=self.config.name)
+        description = await guard.sanitize(self._mask().text(info.description), source)
+        refusal = ""
+        if allowed is EriProviderType.NONE:
+            refusal = f"{self._label} allows no provider to read its data."
+        return ServerDetails(description, _SECURITY[allowed], refusal)
+
+    # --- searching ------------------------------------------------------------------------------
+
+    async def search(self, query: str, page: int, page_size: int) -> PassagePage:
+        """One page of the server's matches; ERI has no pages, so the window up to this page
+        (and one more, to know whether there is a next page) is asked for."""
+        if self._problem:
+            raise EriServerError(self._problem)
+        session = await self._sign_in()
+        window = min(page * page_size + 1, MAX_RESULT_WINDOW + 1)
+        contexts = await self._client.retrieve(session, query, self._retrieval_id, window)
+        texts = [c for c in contexts if c.type == "TEXT"]
+        start = (page - 1) * page_size
+        chosen = texts[start : start + page_size]
+        gaps = frozenset({SearchGap.PARTIAL}) if len(texts) < len(contexts) else frozenset()
+        return PassagePage(
+            tuple(self._passage(c) for c in chosen),
+            has_more=len(texts) > start + page_size,
+            gaps=gaps,
+        )
+
+    def _passage(self, context: EriContext) -> Passage:
+        from policy._runtime_seam import read_web_address
+
+        mask = self._mask()
+        text = "\n\n".join(
+            part for part in (context.matched_content, *context.surrounding_content) if part
+        )
+        path = context.path or ""
+        url = path if read_web_address(path) is not None else ""
+        title = context.name or path
+        return Passage(mask.text(text), mask.text(title), mask.text(url), path or context.name)
+
+    # --- signing in -----------------------------------------------------------------------------
+
+    async def _sign_in(self) -> str:
+        session = await self._client.authenticate(self._credentials())
+        self._keep_secret(session)
+        return session
+
+    def _credentials(self) -> EriCredentials:
+        raw = self.config.raw
+        if self._method is EriAuthMethod.NONE:
+            return EriCredentials(EriAuthMethod.NONE)
+        secret = self._plaintext()
+        if self._method is EriAuthMethod.TOKEN:
+            return EriCredentials(EriAuthMethod.TOKEN, secret=secret)
+        if raw.get("UsernamePasswordMode") == "OS_USERNAME_SHARED_PASSWORD":
+            username = getpass.getuser()
+        else:
+            username = str(raw.get("Username", ""))
+        return EriCredentials(EriAuthMethod.USERNAME_PASSWORD, username, secret)
+
+    def _plaintext(self) -> str:
+        from policy._runtime_seam import SECRET_SOURCES, configured_secret, decrypt
+
+        if self._secret_value is None:
+            raise EriServerError(f"{self._label}: the entry has no password or token.")
+        key = configured_secret()
+        if key is None:
+            raise EriServerError(
+                f"{self._label}: its ENC:v1: secret cannot be decrypted: no encryption secret is "
+                f"configured ({SECRET_SOURCES})."
+            )
+        try:
+            plaintext = decrypt(self._secret_value.encrypted, key)
+        except Exception as error:
+            raise EriServerError(
+                f"{self._label}: its ENC:v1: secret cannot be decrypted ({type(error).__name__})."
+            ) from None
+        self._keep_secret(plaintext)
+        return plaintext
+
+    def _keep_secret(self, secret: str) -> None:
+        if secret and secret not in self._secrets:
+            self._secrets.add(secret)
+            mask_in_logs(SecretMask.of([secret]))
+
+    def _mask(self) -> SecretMask:
+        return SecretMask.of(self._secrets)
+
+    def __repr__(self) -> str:
+        return f"EriDataSource({self.config.id!r}, {self.config.name!r})"
+
+
+def _base_url(config: DataSourceConfig, method: EriAuthMethod, label: str) -> tuple[str, str]:
+    """The server's address with the entry's port, or why the entry cannot be used."""
+    import httpx
+
+    from policy._runtime_seam import is_loopback_host, read_web_address, shown_address
+
+    hostname = str(config.raw.get("Hostname", "")).strip()
+    address = read_web_address(hostname)
+    if address is None or address.host is None or address.has_user_info or address.has_query:
+        return "", (
+            f"{label}: Hostname {shown_address(hostname)} is not an http(s) address such as "
+            "https://eri.example.org (without user name, query or fragment)."
+        )
+    if method is EriAuthMethod.KERBEROS:
+        return "", f"{label}: signing in with KERBEROS is not supported yet (AuthMethod)."
+    carries_secret = method in (EriAuthMethod.TOKEN, EriAuthMethod.USERNAME_PASSWORD)
+    if carries_secret and address.scheme == "http" and not is_loopback_host(address.host):
+        return "", (
+            f"{label}: its {method.value} sign-in would cross the network unencrypted; use an "
+            "https:// Hostname (plain http is allowed for this machine only)."
+        )
+    port = config.raw.get("Port")
+    url = httpx.URL(hostname)
+    if isinstance(port, int) and not isinstance(port, bool):
+        url = url.copy_with(port=port)
+    return str(url), ""
