@@ -1,6 +1,6 @@
 """`policy schema`: a JSON Schema of the CONFIG table toolpolicy understands.
 
-Written from the same declarations the loader reads (`policy.settings_keys`, the sections of
+Written from the same declarations the loader reads (`policy.config.settings`, the sections of
 `policy.config`, the tool definitions), so
 editors and CI check a plugin's CONFIG — converted to JSON: Lua sequences as arrays, other
 tables as objects — against exactly what toolpolicy accepts. Names that AI Studio reads
@@ -16,13 +16,13 @@ from typing import Any
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.sections import SECTIONS
-from policy.quotas import CALL_LIMIT_PATTERN
-from policy.settings_keys import (
+from policy.config.settings import (
     OVERRIDE_SUFFIX,
     SETTING_KEYS,
     SettingKey,
     SettingKind,
 )
+from policy.quotas import CALL_LIMIT_PATTERN
 from policy.tools import Tool
 from policy.vocabulary import option_values
 

@@ -612,7 +612,7 @@ def settings_keys_document(policy: Policy) -> list[dict[str, Any]]:
     """Every `CONFIG["SETTINGS"]` key toolpolicy acts on (`DataTools.*`, `DataConfidence.*`, ...):
     its value (secrets masked), locked or an editable default, the plugin and file:line that set
     it, and the values it beat; a key no plugin sets has `value` None and shows its `default`."""
-    from policy.settings_keys import TOOLPOLICY_KEYS
+    from policy.config.settings import TOOLPOLICY_KEYS
 
     rows: list[dict[str, Any]] = []
     for spec in TOOLPOLICY_KEYS:

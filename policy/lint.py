@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from policy.config.settings import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
 from policy.definitions import ToolDefinition
 from policy.provenance import SourceLocation
@@ -26,7 +27,6 @@ from policy.resolve import (
     value_problem,
 )
 from policy.secrets import is_encrypted
-from policy.settings_keys import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key
 from policy.suggest import HintBudget
 from policy.vocabulary import InjectionFilterKind, PluginOrigin, ProviderKind, ToolActivation
 

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policy.config.settings import setting_key
 from policy.configuration import (
     Beaten,
     BrokenPlugin,
@@ -42,7 +43,6 @@ from policy.plugins import (
     load_plugins,
 )
 from policy.provenance import Origin, SourceLocation
-from policy.settings_keys import setting_key
 from policy.vocabulary import PluginOrigin
 
 if TYPE_CHECKING:

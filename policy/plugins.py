@@ -23,6 +23,19 @@ from policy.config.mcp_servers import MCP_SERVERS, McpTransport
 from policy.config.providers import CAPABILITIES, HF_INFERENCE_PROVIDERS, LLM_PROVIDERS
 from policy.config.reading import EntryReader, checked_secret, near_choice, plain
 from policy.config.sections import SECTIONS
+from policy.config.settings import (
+    OVERRIDE_SUFFIX,
+    SettingKey,
+    SettingKind,
+    UnknownKey,
+    companion_of,
+    describe,
+    is_override_companion,
+    parse_bool,
+    parse_choice,
+    setting_key,
+    unknown_key,
+)
 from policy.configuration import (
     ChatTemplateConfig,
     DataSourceConfig,
@@ -50,19 +63,6 @@ from policy.lua_sandbox import (
 )
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import without_user_info
-from policy.settings_keys import (
-    OVERRIDE_SUFFIX,
-    SettingKey,
-    SettingKind,
-    UnknownKey,
-    companion_of,
-    describe,
-    is_override_companion,
-    parse_bool,
-    parse_choice,
-    setting_key,
-    unknown_key,
-)
 from policy.suggest import HintBudget
 from policy.vocabulary import PROVIDER_KIND_NAMES, DataSecurity, PluginOrigin, ProviderKind
 

@@ -3,7 +3,7 @@
 It follows AI Studio's configuration template: the required globals, then `CONFIG` with every
 section present but empty and each option shown as a commented example. Loading it changes
 nothing; an administrator copies it, gives it a fresh ID and uncomments what they need. The
-settings keys come from `policy.settings_keys`, the tool settings from the built-in tool
+settings keys come from `policy.config.settings`, the tool settings from the built-in tool
 definitions, the choices of an entry's field from its declaration (`policy.config`). The
 committed top-level plugin.lua must equal `reference_plugin()` (a test checks); each section's
 example entry is read and accepted as its declaration says (tests/policy/test_config_declarations).
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from policy.config.providers import LLM_PROVIDERS
-from policy.settings_keys import OVERRIDE_SUFFIX, TOOLPOLICY_KEYS, SettingKey
+from policy.config.settings import OVERRIDE_SUFFIX, TOOLPOLICY_KEYS, SettingKey
 from policy.tools import Tool
 from policy.vocabulary import (
     CONFIGURABLE_CONFIDENCE_LEVELS,

@@ -1,6 +1,6 @@
 """Each `CONFIG` section of a configuration plugin, declared once.
 
-`CONFIG["SETTINGS"]` is declared by `policy.settings_keys` (one `SettingKey` per key); the lists
+`CONFIG["SETTINGS"]` is declared in `policy.config.settings` (one `SettingKey` per key); the lists
 of entries — providers, data sources, chat templates, MCP servers — by a `Section` each, here
 (`policy.config.sections.SECTIONS` lists them).
 The plugin reader (`policy.plugins`) checks an entry field by field against its declaration,

@@ -11,8 +11,8 @@ from enum import StrEnum
 
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
+from policy.config.settings import LEVEL_NAMES
 from policy.flow import EFFECT_NAMES
-from policy.settings_keys import LEVEL_NAMES
 
 SERVER_NAME_PATTERN = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
 SERVER_NAME_RULE = (

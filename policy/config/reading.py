@@ -17,9 +17,9 @@ from typing import Any
 
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import parse_guid
+from policy.config.settings import describe, parse_choice
 from policy.configuration import SecretValue
 from policy.lua_sandbox import LuaFunction, LuaTable
-from policy.settings_keys import describe, parse_choice
 from policy.suggest import HintBudget
 
 FieldCheck = Callable[[Any, list[str]], None]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
 from policy.config.sections import SECTIONS
-from policy.settings_keys import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
+from policy.config.settings import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
 
 _BLOCK = re.compile(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from policy.config.settings import setting_key
 from policy.configuration import SecretValue, Severity
 from policy.merge import load_configuration
 from policy.plugins import ConfigurationPlugin, PluginLoadError, load_plugin
 from policy.secrets import AI_STUDIO_ENV_SECRET, ENV_SECRET, decrypt
-from policy.settings_keys import setting_key
 from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
 from tests.servers.cli_runner import CliRun, run_policy
 

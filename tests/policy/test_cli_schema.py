@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from policy.settings_keys import SETTING_KEYS
+from policy.config.settings import SETTING_KEYS
 
 
 def _policy_command() -> list[str]:

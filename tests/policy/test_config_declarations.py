@@ -17,12 +17,12 @@ from jsonschema import Draft202012Validator
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
 from policy.config.reference import tables, with_tables
 from policy.config.sections import SECTIONS
+from policy.config.settings import TOOLPOLICY_KEYS, SettingKey, SettingKind
 from policy.config_schema import configuration_schema
 from policy.configuration import Severity
 from policy.lua_sandbox import LuaTable, PluginSource, SandboxLimits, run_plugin_sources
 from policy.plugins import ConfigurationPlugin, PluginLoadError, load_plugins
 from policy.secrets import ENV_SECRET, encrypt
-from policy.settings_keys import TOOLPOLICY_KEYS, SettingKey, SettingKind
 from policy.template import reference_plugin
 from policy.vocabulary import PluginOrigin
 from tests.policy.test_plugins import GLOBALS as PLUGIN_GLOBALS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from policy.builtin import builtin_tools
-from policy.settings_keys import TOOLPOLICY_KEYS
+from policy.config.settings import TOOLPOLICY_KEYS
 from policy.template import REFERENCE_PLUGIN_ID, reference_plugin
 from policy.vocabulary import option_values
 from tests.servers.cli_runner import run_policy

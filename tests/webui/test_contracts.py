@@ -341,7 +341,7 @@ def test_status_lists_every_plugin_in_merge_order_with_origin_priority_and_file(
 def test_the_settings_page_lists_every_key_and_field_with_file_and_line(
     client: TestClient, organization: Path
 ) -> None:
-    from policy.settings_keys import TOOLPOLICY_KEYS
+    from policy.config.settings import TOOLPOLICY_KEYS
 
     document = client.get("/api/settings", params={"unset": "1"}).json()
     assert [row["key"] for row in document["keys"]] == [k.name for k in TOOLPOLICY_KEYS]
