@@ -170,6 +170,7 @@ if TYPE_CHECKING:
         is_persons_chat,
         person_chat_id,
         recorded_subject,
+        subject_hash,
     )
     from policy.plugin_files import (
         PluginFileError,
@@ -382,6 +383,7 @@ __all__ = [
     "since_option",
     "skipped_entries_document",
     "skipped_entry_findings",
+    "subject_hash",
     "terminal_document",
     "terminal_json",
     "terminal_safe",
@@ -404,6 +406,7 @@ _DEFINED_IN = {
     "is_persons_chat": "policy.people",
     "person_chat_id": "policy.people",
     "recorded_subject": "policy.people",
+    "subject_hash": "policy.people",
     "ARG_URL": "policy.builtin.read_web_page",
     "ReadWebPageTool": "policy.builtin.read_web_page",
     "read_web_page_settings": "policy.builtin.read_web_page",

@@ -103,13 +103,52 @@ class SuspendedTurnStore(Protocol):
     def take_suspended_turn(self, chat_id: str) -> str | None: ...
 
 
+class CallCountStore(Protocol):
+    """Where each person's calls are counted for `DataGateway.CallLimits` (every store here is
+    one; the PostgreSQL one counts across every instance that shares it).
+
+    `take_call` counts one call of `tool_id` by `person` at `now` when fewer than `calls` were
+    made in the `seconds` before, and answers None; else it counts nothing and answers the
+    seconds until the next call is possible. One atomic step: two instances never both take the
+    last call of a window."""
+
+    def take_call(
+        self, person: str, tool_id: str, calls: int, seconds: int, now: float
+    ) -> float | None: ...
+
+
+def next_call_in(
+    made: int, oldest: float | None, calls: int, seconds: int, now: float
+) -> float | None:
+    """The one rule of a sliding window: None when a call may be made now (`made` calls since
+    `now - seconds`, the `oldest` of them), else the seconds until the oldest leaves the window
+    (the whole window for a limit of no calls)."""
+    if made < calls:
+        return None
+    if oldest is None:
+        return float(seconds)
+    return max(0.0, oldest + seconds - now)
+
+
 class MemoryChatStore:
     """Keeps records for the life of the process (tests, short-lived tools)."""
 
     def __init__(self) -> None:
         self._records: dict[str, ChatRecord] = {}
         self._turns: dict[str, str] = {}
+        self._calls: dict[tuple[str, str], list[float]] = {}
         self._lock = threading.Lock()
+
+    def take_call(
+        self, person: str, tool_id: str, calls: int, seconds: int, now: float
+    ) -> float | None:
+        with self._lock:
+            made = [at for at in self._calls.get((person, tool_id), ()) if at > now - seconds]
+            wait = next_call_in(len(made), min(made, default=None), calls, seconds, now)
+            if wait is None:
+                made.append(now)
+            self._calls[(person, tool_id)] = made
+            return wait
 
     def load(self, chat_id: str) -> ChatRecord | None:
         with self._lock:
@@ -154,7 +193,24 @@ CREATE TABLE IF NOT EXISTS chat_suspended_turns (
     chat_id TEXT PRIMARY KEY,
     turn TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS call_counts (
+    person TEXT NOT NULL,
+    tool_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS call_counts_by_person ON call_counts (person, tool_id, at);
 """
+
+
+def call_count_statements(mark: str) -> tuple[str, str, str]:
+    """How every SQL store counts a call (`mark`: its parameter placeholder): drop the calls
+    that left the window, count those in it, take one."""
+    return (
+        f"DELETE FROM call_counts WHERE person = {mark} AND tool_id = {mark} AND at <= {mark}",
+        f"SELECT count(*), min(at) FROM call_counts WHERE person = {mark} AND tool_id = {mark}",
+        f"INSERT INTO call_counts (person, tool_id, at) VALUES ({mark}, {mark}, {mark})",
+    )
+
 
 STORED_COLUMNS = (
     "required_provider_confidence, required_data_security, outbound_restriction,"
@@ -293,6 +349,26 @@ class SqliteChatStore:
                 "DELETE FROM chat_suspended_turns WHERE chat_id = ? RETURNING turn", (chat_id,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def take_call(
+        self, person: str, tool_id: str, calls: int, seconds: int, now: float
+    ) -> float | None:
+        """Counted under an immediate transaction: processes on one file take turns."""
+        prune, count, take = call_count_statements("?")
+        with self._lock, self._reported(), closing(self._connect()) as connection:
+            connection.isolation_level = None
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute(prune, (person, tool_id, now - seconds))
+                made, oldest = connection.execute(count, (person, tool_id)).fetchone()
+                wait = next_call_in(made, oldest, calls, seconds, now)
+                if wait is None:
+                    connection.execute(take, (person, tool_id, now))
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        return wait
 
 
 class ChatStoreError(ToolPolicyError):

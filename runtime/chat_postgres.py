@@ -21,7 +21,9 @@ from runtime.chat import (
     TIGHTENING_UPSERT,
     ChatRecord,
     ChatStoreError,
+    call_count_statements,
     holding_row,
+    next_call_in,
     stored_record,
 )
 
@@ -62,6 +64,12 @@ _SCHEMA = (
         chat_id TEXT PRIMARY KEY,
         turn TEXT NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS call_counts (
+        person TEXT NOT NULL,
+        tool_id TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS call_counts_by_person ON call_counts (person, tool_id, at)",
 )
 
 _TIGHTEN = f"""
@@ -328,6 +336,24 @@ class PostgresChatStore:
                 "DELETE FROM chat_suspended_turns WHERE chat_id = %s RETURNING turn", (chat_id,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def take_call(
+        self, person: str, tool_id: str, calls: int, seconds: int, now: float
+    ) -> float | None:
+        """Counted in one transaction holding a lock on (person, tool): every instance sharing
+        the database takes turns, so none takes a call past the limit."""
+        prune, count, take = call_count_statements("%s")
+        with self._connection("count a call") as connection, connection.transaction():
+            connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{person}/{tool_id}",)
+            )
+            connection.execute(prune, (person, tool_id, now - seconds))
+            row = connection.execute(count, (person, tool_id)).fetchone()
+            made, oldest = (row[0], row[1]) if row else (0, None)
+            wait = next_call_in(int(made), oldest, calls, seconds, now)
+            if wait is None:
+                connection.execute(take, (person, tool_id, now))
+        return wait
 
     def close(self) -> None:
         """Close the pool's connections."""

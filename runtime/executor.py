@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from policy import ChatHoldings, FlowConflict, FlowRule, Tool, ToolEffects
     from policy._runtime_seam import ProviderFacts
     from runtime.chat import Chat, ChatHolding
+    from runtime.quotas import CallQuota
     from runtime.web.guard import GuardScope, PromptInjectionGuard
 
 _log = logging.getLogger(__name__)
@@ -308,7 +309,9 @@ class ToolExecutor:
     while it says so no tool runs. `flow` (the registry) gives each tool's effects and the flow
     rule: what a result brings is held by the chat, and under BLOCK a call in conflict with
     what the chat holds at that moment is refused before it runs (without it, a tool's own
-    declared effects are held and no call is refused for its flow).
+    declared effects are held and no call is refused for its flow). `quota` counts each call
+    that is about to run against the person's `DataGateway.CallLimits` and refuses one over its
+    limit, saying when the next is possible.
     """
 
     def __init__(
@@ -319,8 +322,10 @@ class ToolExecutor:
         known_tools: KnownTools | None = None,
         decision_log_failure: Callable[[], Awaitable[str | None]] | None = None,
         flow: FlowRules | None = None,
+        quota: CallQuota | None = None,
     ) -> None:
         self._flow = flow
+        self._quota = quota
         self._settings_for = settings_for or (lambda _tool_id: {})
         self._decision_log_failure = decision_log_failure or _recordable
         self._services = given_services(services, "ToolExecutor")
@@ -386,6 +391,13 @@ class ToolExecutor:
                 was_executed=False,
                 traced=f"Not run: the decision log cannot keep its record ({unrecordable}).",
             )
+        if self._quota is not None:
+            over = await self._quota.refusal(definition.id)
+            if over is not None:
+                _log.info(
+                    "Tool %s (id %r) was not run: over its call limit.", call.tool_name, call_id
+                )
+                return run.blocked(over, traced_arguments, was_executed=False)
 
         try:
             settings = self._settings_for(definition.id)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from policy import Caller, McpServerConfig, Policy, ProviderConfig, ToolDefinition, UserSettings
     from policy._runtime_seam import ApprovalRules, PeoplePolicies, RunnableTools
     from runtime.approvals import Approval, ApprovalGate, SuspendedTurn
-    from runtime.chat import Chat
+    from runtime.chat import CallCountStore, Chat
     from runtime.data_sources import SearchableDataSource
     from runtime.decision_log import DecisionRecorder, DecisionSink, QueuedSink
     from runtime.execution import ExecutableTool, ToolServices
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from runtime.messages import ChatMessage
     from runtime.providers.client import ProviderClient
     from runtime.providers.hosts import WireApi
+    from runtime.quotas import CallQuota
     from runtime.web.guard import PromptInjectionGuard
     from runtime.web.guard_model import ModelInjectionFilter
 
@@ -110,6 +111,7 @@ class ChatRuntime:
         "_approval_rules",
         "_approval_seconds",
         "_base",
+        "_call_counts",
         "_caller",
         "_data_sources",
         "_decision_log",
@@ -123,6 +125,7 @@ class ChatRuntime:
         "_parent",
         "_people",
         "_people_runtimes",
+        "_quota",
         "_services",
         "_settings",
         "_settings_by_subject",
@@ -147,6 +150,7 @@ class ChatRuntime:
         approval_seconds: float = DEFAULT_APPROVAL_SECONDS,
         settings_by_subject: SettingsBySubject | None = None,
         configured_data_sources: bool = True,
+        call_counts: CallCountStore | None = None,
     ) -> None:
         from runtime.execution import given_services
 
@@ -187,6 +191,8 @@ class ChatRuntime:
         self._people: PeoplePolicies | None = None
         self._people_runtimes: dict[Caller, ChatRuntime] = {}
         self._settings_by_subject = settings_by_subject
+        self._call_counts = call_counts
+        self._quota: tuple[Policy, CallQuota | None] | None = None
 
     @property
     def caller(self) -> Caller | None:
@@ -234,6 +240,7 @@ class ChatRuntime:
         person._people = None
         person._people_runtimes = {}
         person._approval_rules = None
+        person._quota = None
         person._settings = {}
         person.policy = person._base = policy
         person._services = person._shared_services(
@@ -678,7 +685,34 @@ class ChatRuntime:
             known_tools=lambda name: self.policy.registry.tool_named(name),
             decision_log_failure=None if log is None else log.admission,
             flow=self.policy.registry,
+            quota=self._call_quota(),
         )
+
+    def _call_quota(self) -> CallQuota | None:
+        """This person's call limits under the policy in force (None: no limit configured),
+        read once per policy; counted in `call_counts`, else in the chat store
+        `$TOOLPOLICY_CHAT_DB` names (PostgreSQL: shared by every instance), opened once."""
+        held = self._quota
+        if held is not None and held[0] is self.policy:
+            return held[1]
+        from policy._runtime_seam import CallLimits
+
+        limits = CallLimits.of(self.policy.configuration)
+        quota = None
+        if limits:
+            from policy._runtime_seam import subject_hash
+            from runtime.quotas import CallQuota
+
+            root = self._parent if self._parent is not None else self
+            if root._call_counts is None:
+                from runtime.chat import open_chat_store
+
+                root._call_counts = open_chat_store()  # type: ignore[assignment]
+            assert root._call_counts is not None
+            person = "" if self._caller is None else subject_hash(self._caller.subject)
+            quota = CallQuota(limits, root._call_counts, person)
+        self._quota = (self.policy, quota)
+        return quota
 
     async def _runnable_tools(
         self,

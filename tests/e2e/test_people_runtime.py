@@ -7,7 +7,6 @@ tools and the loopback provider."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from tests.e2e._kit import (
 from tests.e2e.test_end_to_end import QUESTION
 from tests.servers.config_server import plugin_text
 from tests.servers.provider_scripts import chat_call, chat_text
-from tests.servers.provider_server import ProviderServer, Reply, running_provider_server
+from tests.servers.provider_server import ProviderServer, Reply
 
 GROUPS_ID = "4b1d5c7e-6f20-4a3b-9c8d-7e6f5a4b3c21"
 ENGINEERING_ID = "5c2e6d8f-7a31-4b4c-8d9e-8f7a6b5c4d32"
@@ -86,18 +85,6 @@ def people_policy(tmp_path: Path, notes_tool: InternalNotesTool) -> Policy:
     loaded = load_policy(org=[ORGANIZATION, people_organization(tmp_path)], tools=tools)
     assert not loaded.errors, loaded.errors
     return loaded
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ProviderServer]:
-    with running_provider_server() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _empty(server: ProviderServer) -> None:
-    server.replies.clear()
-    server.requests.clear()
 
 
 async def offered_to(runtime: ChatRuntime, caller: Caller, server: ProviderServer) -> set[str]:
