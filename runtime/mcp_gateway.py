@@ -6,8 +6,11 @@ is checked again against the policy in force, runs through the same executor as 
 arguments, guarded results), and tightens the chat's requirements as a result would in a chat
 (one chat per transport: stdio serves one client; HTTP clients share one chat until they sign in,
 since nothing the server controls tells them apart). When the offered set changes (a
-configuration reload, a server's listing changing, a pin no longer matching), connected clients
-are told with `tools/list_changed`.
+configuration reload, a server's listing changing, a pin no longer matching, a result changing
+what the chat holds or demands), connected clients are told with `tools/list_changed`: clients of
+the handshake protocol versions (2025 and earlier) on their connection, which the gateway keeps
+from their first request until the SDK tears it down; 2026-07-28 clients on their
+`subscriptions/listen` stream.
 
 The offered tools are a view computed once per policy and chat requirements, so a request is a
 lookup; the view is rebuilt when the runtime's policy object changes.
@@ -21,7 +24,6 @@ import hmac
 import json
 import logging
 import uuid
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from policy._runtime_seam import ProviderFacts
 
 if TYPE_CHECKING:
     import mcp_types as types
+    from mcp.server.connection import Connection
     from mcp.server.lowlevel.server import Server
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp
@@ -99,6 +102,8 @@ class _View:
     """Why nothing at all is offered (the provider is gone, the chat rules it out), else ""."""
     decided: RunnableTools | None = None
     """The offer decisions behind the view, as a decision record keeps them."""
+    key: tuple[Any, ...] = ()
+    """The chat's state it was made for (`_requirements`)."""
 
 
 @dataclass(slots=True)
@@ -131,7 +136,6 @@ class McpGateway:
         on_call: Callable[[GatewayCall], None] | None = None,
         change_poll_seconds: float = DEFAULT_CHANGE_POLL_SECONDS,
     ) -> None:
-        from mcp.server.lowlevel.server import Server
         from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
@@ -148,10 +152,12 @@ class McpGateway:
         self._poll = change_poll_seconds
         self._views = _Views()
         self._clients: dict[str, _Client] = {}
-        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._connections: set[Connection] = set()
+        """The handshake-era client connections to tell of a change (each leaves the set when
+        the SDK tears it down)."""
         self._probe = self._new_client("probe")
         self._bus = InMemorySubscriptionBus()
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _gateway_server_class()(
             "toolpolicy",
             version="1",
             instructions=(
@@ -188,13 +194,31 @@ class McpGateway:
         client's chat. So every HTTP request shares one chat, whose requirements only tighten,
         until clients sign in.
         """
-        self._sessions.add(ctx.session)
+        self._keep(ctx)
         transport = _transport(ctx)
         client = self._clients.get(transport)
         if client is None:
             client = self._new_client(transport)
             self._clients[transport] = client
         return client
+
+    def _keep(self, ctx: Any) -> None:
+        """Keep the connection a handshake-era request came over, to tell it of changes.
+
+        2026-07-28 connections are left out: each request is its own connection there, and
+        changes reach those clients on the `subscriptions/listen` stream they open."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        connection = _connection(ctx)
+        if (
+            connection is None
+            or connection in self._connections
+            or connection.protocol_version in MODERN_PROTOCOL_VERSIONS
+            or not connection.has_standalone_channel
+        ):
+            return
+        self._connections.add(connection)
+        connection.exit_stack.callback(self._connections.discard, connection)
 
     async def _view(self, chat: Chat) -> _View:
         runtime = self._current()
@@ -205,11 +229,13 @@ class McpGateway:
         key = _requirements(chat)
         view = self._views.by_requirements.get(key)
         if view is None:
-            view = await self._build_view(runtime, policy, chat)
+            view = await self._build_view(runtime, policy, chat, key)
             self._views.by_requirements[key] = view
         return view
 
-    async def _build_view(self, runtime: ChatRuntime, policy: Policy, chat: Chat) -> _View:
+    async def _build_view(
+        self, runtime: ChatRuntime, policy: Policy, chat: Chat, key: tuple[Any, ...]
+    ) -> _View:
         from policy import UnknownProviderError
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
 
@@ -220,12 +246,12 @@ class McpGateway:
                 f"The provider '{self._provider}' is not configured (any more); the gateway "
                 "offers no tool until it is."
             )
-            return _View(runtime, policy, None, {}, (), {}, (), refusal)
+            return _View(runtime, policy, None, {}, (), {}, (), refusal, key=key)
         registry = policy.registry
         try:
             ensure_provider_allowed(chat, ProviderFacts.of(registry, provider))
         except ChatRequirementError as error:
-            return _View(runtime, policy, provider, {}, (), {}, (), str(error))
+            return _View(runtime, policy, provider, {}, (), {}, (), str(error), key=key)
         offer = await runtime.executable_tools(
             chat, provider, component=self._component, selected_tool_ids=registry.tool_ids
         )
@@ -241,6 +267,7 @@ class McpGateway:
             listed,
             "",
             offer.decided,
+            key,
         )
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
@@ -254,13 +281,19 @@ class McpGateway:
         offered = view.by_function.get(name) if view is not None else None
         return offered[0].function.parameters if offered is not None else None
 
-    def _refusal(self, view: _View, name: str) -> str:
+    def _refusal(self, view: _View, name: str, chat: Chat) -> str:
         if view.refusal:
             return view.refusal
         why = view.left_out.get(name)
         if why:
             return f"'{name}' is not offered here: {why}"
-        decision = view.policy.registry.offer_decision(name, view.provider, self._component)
+        decision = view.policy.registry.offer_decision(
+            name,
+            view.provider,
+            self._component,
+            outbound_restriction=chat.outbound_restriction,
+            holdings=chat.flow_holdings,
+        )
         if decision.reason is not ToolOfferBlockReason.NONE:
             return (
                 f"refused by the organization's policy: {decision.reason.value}: {decision.message}"
@@ -290,7 +323,7 @@ class McpGateway:
         call = RequestedCall(f"{client.label}-{client.calls}", name, json.dumps(arguments))
         recorder = self._recorder(view, client, call.call_id)
         if name not in view.by_function:
-            message = self._refusal(view, name)
+            message = self._refusal(view, name, client.chat)
             masked = view.runtime.executor().traced_arguments(call, ())
             refused = _refused(call, client.calls, message, masked)
             shown = refused.trace  # the name and message as a log keeps them
@@ -320,6 +353,7 @@ class McpGateway:
             provider=ProviderFacts.of(view.policy.registry, view.provider),
         )
         self._ended(recorder, view, client, outcome)
+        await self._tell_if_offer_changed(client, view)
         trace = outcome.trace
         self._report(
             GatewayCall(
@@ -424,6 +458,16 @@ class McpGateway:
         else:
             recorder.gateway_call_ended()
 
+    async def _tell_if_offer_changed(self, client: _Client, before: _View) -> None:
+        """A result that changed what the chat demands or holds (a confidence requirement, an
+        effect under the flow rule) may change what this client is offered: its clients are
+        told at once, not at the next look of `watch_changes` (which sees no client's chat)."""
+        if _requirements(client.chat) == before.key:
+            return
+        after = await self._view(client.chat)
+        if (after.listed, after.refusal) != (before.listed, before.refusal):
+            await self.announce_change()
+
     def _report(self, call: GatewayCall) -> None:
         if self._on_call is None:
             return
@@ -457,13 +501,15 @@ class McpGateway:
                 await self.announce_change()
 
     async def announce_change(self) -> None:
-        """Send tools/list_changed to every connected client (modern and earlier protocol)."""
+        """Send tools/list_changed to every connected client: 2026-07-28 clients on their
+        `subscriptions/listen` streams, earlier ones on their connection (best effort: a client
+        gone meanwhile is skipped)."""
         from mcp.shared.subscriptions import ToolsListChanged
 
         await self._bus.publish(ToolsListChanged())
-        for session in list(self._sessions):
+        for connection in list(self._connections):
             with contextlib.suppress(Exception):
-                await session.send_tool_list_changed()
+                await connection.send_tool_list_changed()
 
     # --- transports -----------------------------------------------------------------------------
 
@@ -499,6 +545,40 @@ class McpGateway:
         return app if token is None else _bearer_required(app, token)
 
 
+def _gateway_server_class() -> type[Server[Any]]:
+    """The SDK's low-level server advertising `tools.listChanged: true` to handshake-era
+    clients on every transport (the SDK's default says false, and its HTTP session manager asks
+    `create_initialization_options()` with no arguments). 2026-07-28 clients are told it by
+    the served `subscriptions/listen`."""
+    from mcp.server.lowlevel.server import NotificationOptions, Server
+
+    class _GatewayServer(Server[Any]):
+        def create_initialization_options(
+            self,
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> Any:
+            return super().create_initialization_options(
+                notification_options or NotificationOptions(tools_changed=True),
+                experimental_capabilities,
+                extensions,
+            )
+
+    return _GatewayServer
+
+
+def _connection(ctx: Any) -> Connection | None:
+    """The SDK's handle of the client connection a request came over: one per stdio process or
+    handshake-era HTTP session, torn down (its `exit_stack` closed) when the client leaves.
+    The SDK 2.3's request context hands handlers a per-request session proxy that holds it;
+    its coming `Context` names it `connection`."""
+    from mcp.server.connection import Connection
+
+    connection = getattr(ctx, "connection", None) or getattr(ctx.session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None
+
+
 _APPROVAL_KEY = "toolpolicy-approval"
 _APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -526,12 +606,15 @@ def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
 
 
 def _requirements(chat: Chat) -> tuple[Any, ...]:
-    """What of a chat's state its view depends on."""
+    """What of a chat's state its view depends on: its requirements and the effects it holds
+    (under the flow rule a tool is offered or not by which effects are held; the holdings that
+    brought an effect first stay named, so one view per set of effects)."""
     return (
         chat.required_provider_confidence,
         chat.required_data_security,
         chat.outbound_restriction,
         chat.outbound_mailbox_id,
+        chat.flow_holdings.effects,
     )
 
 
