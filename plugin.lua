@@ -62,21 +62,41 @@ CONFIG = {}
 CONFIG["LLM_PROVIDERS"] = {}
 
 -- CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {
---     ["Id"] = "00000000-0000-0000-0000-000000000000",
+--     ["Id"] = "6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f41",
 --     ["InstanceName"] = "Company GPU cluster",
+--     -- One of OPEN_AI, ANTHROPIC, MISTRAL, SELF_HOSTED, FIREWORKS, GROQ, GOOGLE, X,
+--     -- HELMHOLTZ, GWDG, DEEP_SEEK, ALIBABA_CLOUD, HUGGINGFACE, PERPLEXITY, OPEN_ROUTER,
+--     -- HETZNER, IONOS or LITE_LLM.
 --     ["UsedLLMProvider"] = "SELF_HOSTED",
---
---     -- NONE, LM_STUDIO, LLAMA_CPP, WHISPER_CPP, OLLAMA or VLLM
+--     -- One of NONE, LM_STUDIO, LLAMA_CPP, WHISPER_CPP, OLLAMA or VLLM.
 --     ["Host"] = "VLLM",
 --     ["Hostname"] = "https://llm.example.org",
 --     ["Model"] = { ["Id"] = "Qwen/Qwen3-32B", ["DisplayName"] = "Qwen3 32B" },
 --
---     -- Optional: API keys only as ENC:v1: values (`policy encrypt`).
---     -- ["APIKey"] = "ENC:v1:...",
+--     -- Optional. HUGGINGFACE: the inference provider that receives the chats (never
+--     -- guessed). One of CEREBRAS, NEBIUS_AI_STUDIO, SAMBANOVA, NOVITA, HYPERBOLIC,
+--     -- TOGETHER_AI, FIREWORKS or HF_INFERENCE_API.
+--     -- ["HFInferenceProvider"] = "NOVITA",
 --
---     -- Optional: correct what is known about the model. FUNCTION_CALLING = true lets
---     -- a self-hosted model use tools; false takes tools away from any model.
+--     -- Optional. JSON fields added to every request (they may switch off retention or
+--     -- logging).
+--     -- ["AdditionalJsonApiParameters"] = "\"store\": false",
+--
+--     -- Optional. Capability name → true (add) or false (remove): corrects what is known
+--     -- about the model. FUNCTION_CALLING = true lets a self-hosted model use tools; false
+--     -- takes tools away from any model. Names: FUNCTION_CALLING, CHAT_COMPLETION_API,
+--     -- RESPONSES_API, AUDIO_INPUT, MULTIPLE_IMAGE_INPUT, SPEECH_INPUT, VIDEO_INPUT,
+--     -- OPTIONAL_REASONING, ALWAYS_REASONING or REASONING_BY_DEFAULT.
 --     -- ["CapabilityOverrides"] = { ["FUNCTION_CALLING"] = true },
+--
+--     -- Optional. Users bring their own API key (APIKey is then ignored). Default: false.
+--     -- ["AllowUserProvidedAPIKey"] = false,
+--
+--     -- Optional. AI Studio's tokenizer file; kept.
+--     -- ["TokenizerPath"] = "tokenizer.json",
+--
+--     -- Optional. Only encrypted values are accepted (policy encrypt).
+--     -- ["APIKey"] = "ENC:v1:...",
 -- }
 
 -- ================================================================================================
@@ -440,25 +460,45 @@ CONFIG["SETTINGS"] = {}
 CONFIG["DATA_SOURCES"] = {}
 
 -- CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {
---     ["Id"] = "00000000-0000-0000-0000-000000000000",
+--     ["Id"] = "6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f43",
 --     ["Name"] = "Handbook",
+--     -- One of ERI_V1.
 --     ["Type"] = "ERI_V1",
 --     ["Hostname"] = "https://eri.example.org",
 --     ["Port"] = 443,
+--     -- One of NONE, KERBEROS, USERNAME_PASSWORD or TOKEN.
 --     ["AuthMethod"] = "NONE",
+--     -- One of ALLOW_ANY or SELF_HOSTED.
 --     ["SecurityPolicy"] = "SELF_HOSTED",
 --     ["SelectedRetrievalId"] = "default",
 --     ["MaxMatches"] = 10,
+--
+--     -- Required when AuthMethod = USERNAME_PASSWORD: whose user name is sent. One of
+--     -- SHARED_USERNAME_AND_PASSWORD or OS_USERNAME_SHARED_PASSWORD.
+--     -- ["UsernamePasswordMode"] = "SHARED_USERNAME_AND_PASSWORD",
+--
+--     -- Required when AuthMethod = USERNAME_PASSWORD and UsernamePasswordMode =
+--     -- SHARED_USERNAME_AND_PASSWORD: the user name.
+--     -- ["Username"] = "eri",
+--
+--     -- Required when AuthMethod = USERNAME_PASSWORD: the password, an ENC:v1: value that
+--     -- decrypts.
+--     -- ["Password"] = "ENC:v1:...",
+--
+--     -- Required when AuthMethod = TOKEN: the token, an ENC:v1: value that decrypts.
+--     -- ["Token"] = "ENC:v1:...",
 -- }
 
 -- A template's ToolIds preselects tools: absent = the chat's defaults, {} = no tools.
 CONFIG["CHAT_TEMPLATES"] = {}
 
 -- CONFIG["CHAT_TEMPLATES"][#CONFIG["CHAT_TEMPLATES"]+1] = {
---     ["Id"] = "00000000-0000-0000-0000-000000000000",
+--     ["Id"] = "6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f42",
 --     ["Name"] = "Research",
 --     ["SystemPrompt"] = "You help with research. Cite your sources.",
---     ["ToolIds"] = { "web_search", "read_web_page" },
+--
+--     -- Optional. Absent: the chat's default tools. Empty: no tools.
+--     -- ["ToolIds"] = { "web_search", "read_web_page" },
 -- }
 
 -- ================================================================================================
@@ -480,17 +520,62 @@ CONFIG["CHAT_TEMPLATES"] = {}
 CONFIG["MCP_SERVERS"] = {}
 
 -- CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {
---     ["Id"] = "00000000-0000-0000-0000-000000000000",
+--     ["Id"] = "6f1c7f2e-51a8-4b55-9d1c-0c0a6b3a9e01",
 --     ["Name"] = "tickets",
---     ["Transport"] = "STDIO",                 -- or "STREAMABLE_HTTP" with ["Url"]
---     ["Command"] = "ticket-mcp", ["Args"] = { "--readonly" },
---     ["Env"] = { ["TOKEN"] = "ENC:v1:..." },  -- or ["Headers"] for HTTP
---     ["MinimumProviderConfidence"] = "HIGH",
---     ["AllowedTools"] = { "search_*" }, ["DeniedTools"] = { "delete_*" },
---     ["ReadOnlyOnly"] = false,
---     ["RequirePins"] = true,
---     ["Pins"] = { ["search_tickets"] = "sha256:..." },
---     ["SensitiveArguments"] = { "token" },
---     ["TimeoutSeconds"] = 30,
---     ["MaxMessageBytes"] = 4194304,          -- a longer result fails its call
+--     -- One of STDIO or STREAMABLE_HTTP.
+--     ["Transport"] = "STDIO",
+--     ["Command"] = "ticket-mcp",
+--
+--     -- Required when Transport = STREAMABLE_HTTP: the endpoint, an http:// or https://
+--     -- address.
+--     -- ["Url"] = "http://127.0.0.1:8080/mcp",
+--
+--     -- Optional. STDIO: the program's arguments.
+--     -- ["Args"] = { "--readonly" },
+--
+--     -- Optional. Globs on MCP tool names; empty: all.
+--     -- ["AllowedTools"] = { "search_*" },
+--
+--     -- Optional. Globs on MCP tool names; wins.
+--     -- ["DeniedTools"] = { "delete_*" },
+--
+--     -- Optional. Globs on MCP tool names whose every call waits for a person's approval.
+--     -- ["RequireApproval"] = { "delete_*" },
+--
+--     -- Optional. Argument names masked in traces.
+--     -- ["SensitiveArguments"] = { "token" },
+--
+--     -- Optional. STDIO: the program's environment. Secret-looking names need ENC:v1:
+--     -- values.
+--     -- ["Env"] = { ["LOG_LEVEL"] = "info" },
+--
+--     -- Optional. STREAMABLE_HTTP: request headers. Secret-looking names need ENC:v1:
+--     -- values.
+--     -- ["Headers"] = { ["X-Team"] = "support" },
+--
+--     -- Optional. A floor for all its tools; per-tool keys may ask more. One of NONE,
+--     -- UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM or HIGH. Default: "NONE".
+--     -- ["MinimumProviderConfidence"] = "HIGH",
+--
+--     -- Optional. true: only tools annotated readOnlyHint=true. Default: false.
+--     -- ["ReadOnlyOnly"] = true,
+--
+--     -- Optional. Unpinned or changed definitions are not offered. Default: false.
+--     -- ["RequirePins"] = true,
+--
+--     -- Optional. MCP tool name → the fingerprint of its approved definition (policy mcp
+--     -- pin).
+--     -- ["Pins"] = { ["search_tickets"] = "sha256:0000000000000000000000000000000000000000000000000000000000000000" },
+--
+--     -- Optional. MCP tool name → its effects, replacing what its annotations say
+--     -- (DataTools.ToolEffects by tool id wins over this). Names: UNTRUSTED_CONTENT,
+--     -- PRIVATE_DATA, SENDS_OUT or CHANGES_STATE.
+--     -- ["Effects"] = { ["search_tickets"] = { "PRIVATE_DATA" } },
+--
+--     -- Optional. Seconds per call. Default: 30.
+--     -- ["TimeoutSeconds"] = 30,
+--
+--     -- Optional. The most one message from the server may hold (a result, a listing page);
+--     -- a longer one is cut off while it arrives and its call fails. Default: 4194304.
+--     -- ["MaxMessageBytes"] = 4194304,
 -- }

@@ -4,7 +4,7 @@ It follows AI Studio's configuration template: the required globals, then `CONFI
 section present but empty and each option shown as a commented example. Loading it changes
 nothing; an administrator copies it, gives it a fresh ID and uncomments what they need. The
 settings keys come from `policy.config.settings`, the tool settings from the built-in tool
-definitions, the choices of an entry's field from its declaration (`policy.config`). The
+definitions, each section's example entry from its declaration (`policy.config`). The
 committed top-level plugin.lua must equal `reference_plugin()` (a test checks); each section's
 example entry is read and accepted as its declaration says (tests/policy/test_config_declarations).
 """
@@ -12,7 +12,12 @@ example entry is read and accepted as its declaration says (tests/policy/test_co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from policy.config.chat_templates import CHAT_TEMPLATES
+from policy.config.data_sources import DATA_SOURCES
+from policy.config.fields import Field, FieldType, Section
+from policy.config.mcp_servers import MCP_SERVERS
 from policy.config.providers import LLM_PROVIDERS
 from policy.config.settings import OVERRIDE_SUFFIX, TOOLPOLICY_KEYS, SettingKey
 from policy.tools import Tool
@@ -134,24 +139,7 @@ def _providers() -> str:
             "-- is an error in `policy check`; explain names it where it is missing.",
             'CONFIG["LLM_PROVIDERS"] = {}',
             "",
-            '-- CONFIG["LLM_PROVIDERS"][#CONFIG["LLM_PROVIDERS"]+1] = {',
-            '--     ["Id"] = "00000000-0000-0000-0000-000000000000",',
-            '--     ["InstanceName"] = "Company GPU cluster",',
-            '--     ["UsedLLMProvider"] = "SELF_HOSTED",',
-            "--",
-            f"--     -- {_one_of(LLM_PROVIDERS['Host'].choices)}",
-            '--     ["Host"] = "VLLM",',
-            '--     ["Hostname"] = "https://llm.example.org",',
-            '--     ["Model"] = { ["Id"] = "Qwen/Qwen3-32B", ["DisplayName"] = "Qwen3 32B" },',
-            "--",
-            "--     -- Optional: API keys only as ENC:v1: values (`policy encrypt`).",
-            '--     -- ["APIKey"] = "ENC:v1:...",',
-            "--",
-            "--     -- Optional: correct what is known about the model. FUNCTION_CALLING = true lets",
-            "--     -- a self-hosted model use tools; false takes tools away from any model.",
-            '--     -- ["CapabilityOverrides"] = { ["FUNCTION_CALLING"] = true },',
-            "-- }",
-            "",
+            *_example_entry(LLM_PROVIDERS),
         ]
     )
 
@@ -356,28 +344,11 @@ def _objects() -> str:
             "-- Token or Password: an ENC:v1: value (policy encrypt); KERBEROS is not supported yet.",
             'CONFIG["DATA_SOURCES"] = {}',
             "",
-            '-- CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {',
-            '--     ["Id"] = "00000000-0000-0000-0000-000000000000",',
-            '--     ["Name"] = "Handbook",',
-            '--     ["Type"] = "ERI_V1",',
-            '--     ["Hostname"] = "https://eri.example.org",',
-            '--     ["Port"] = 443,',
-            '--     ["AuthMethod"] = "NONE",',
-            '--     ["SecurityPolicy"] = "SELF_HOSTED",',
-            '--     ["SelectedRetrievalId"] = "default",',
-            '--     ["MaxMatches"] = 10,',
-            "-- }",
-            "",
+            *_example_entry(DATA_SOURCES),
             "-- A template's ToolIds preselects tools: absent = the chat's defaults, {} = no tools.",
             'CONFIG["CHAT_TEMPLATES"] = {}',
             "",
-            '-- CONFIG["CHAT_TEMPLATES"][#CONFIG["CHAT_TEMPLATES"]+1] = {',
-            '--     ["Id"] = "00000000-0000-0000-0000-000000000000",',
-            '--     ["Name"] = "Research",',
-            '--     ["SystemPrompt"] = "You help with research. Cite your sources.",',
-            '--     ["ToolIds"] = { "web_search", "read_web_page" },',
-            "-- }",
-            "",
+            *_example_entry(CHAT_TEMPLATES),
             _RULE,
             "-- MCP servers",
             _RULE,
@@ -396,21 +367,73 @@ def _objects() -> str:
             "-- skipped whole, its tools not offered, and is an error in `policy check`.",
             'CONFIG["MCP_SERVERS"] = {}',
             "",
-            '-- CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {',
-            '--     ["Id"] = "00000000-0000-0000-0000-000000000000",',
-            '--     ["Name"] = "tickets",',
-            '--     ["Transport"] = "STDIO",                 -- or "STREAMABLE_HTTP" with ["Url"]',
-            '--     ["Command"] = "ticket-mcp", ["Args"] = { "--readonly" },',
-            '--     ["Env"] = { ["TOKEN"] = "ENC:v1:..." },  -- or ["Headers"] for HTTP',
-            '--     ["MinimumProviderConfidence"] = "HIGH",',
-            '--     ["AllowedTools"] = { "search_*" }, ["DeniedTools"] = { "delete_*" },',
-            '--     ["ReadOnlyOnly"] = false,',
-            '--     ["RequirePins"] = true,',
-            '--     ["Pins"] = { ["search_tickets"] = "sha256:..." },',
-            '--     ["SensitiveArguments"] = { "token" },',
-            '--     ["TimeoutSeconds"] = 30,',
-            '--     ["MaxMessageBytes"] = 4194304,          -- a longer result fails its call',
-            "-- }",
-            "",
+            *_example_entry(MCP_SERVERS),
         ]
     )
+
+
+def _example_entry(section: Section) -> list[str]:
+    """A commented example entry of `section`, every field from its declaration: what an entry
+    needs (the required fields, and those the example's values require) filled in with each
+    field's example, then every other field commented out with what it means and when it is
+    needed. A field added to the declaration appears here without a second edit."""
+    name = section.name
+    given: dict[str, Any] = {}
+    lines = [f'-- CONFIG["{name}"][#CONFIG["{name}"]+1] = {{']
+    others: list[Field] = []
+    for declared in section:
+        needed = declared.required or (
+            declared.required_when
+            and all(given.get(field) == value for field, value in declared.required_when)
+        )
+        if needed:
+            given[declared.name] = declared.example
+            lines.extend(_field_note(declared, needed=True))
+            lines.append(f'--     ["{declared.name}"] = {_lua_value(declared.example)},')
+        elif declared.checked:
+            others.append(declared)
+    for declared in others:
+        lines.append("--")
+        lines.extend(_field_note(declared, needed=False))
+        lines.append(f'--     -- ["{declared.name}"] = {_lua_value(declared.example)},')
+    return [*lines, "-- }", ""]
+
+
+def _field_note(declared: Field, needed: bool) -> list[str]:
+    """What the entry's reader takes in a field, as a comment above it: for a needed field its
+    choices (if any), for another what it means, when it is required, its choices and default."""
+    facts: list[str] = []
+    if not needed and declared.required_when:
+        when = " and ".join(f"{field} = {value}" for field, value in declared.required_when)
+        meaning = declared.doc.removeprefix(f"{declared.required_when[-1][1]}: ")
+        facts.append(f"Required when {when}: {meaning}")
+    elif not needed:
+        facts.append(f"Optional. {declared.doc}")
+    if declared.type in (FieldType.CHOICE, FieldType.FLAG_MAP, FieldType.CHOICE_LIST_MAP):
+        choices = _one_of(declared.choices)
+        facts.append(
+            f"One of {choices}." if declared.type is FieldType.CHOICE else f"Names: {choices}."
+        )
+    if declared.default is not None and not needed:
+        facts.append(f"Default: {_lua_value(declared.default)}.")
+    if not facts:
+        return []
+    return [f"--     -- {line}" for line in _wrap(" ".join(facts), 84).splitlines()]
+
+
+def _lua_value(value: object) -> str:
+    """A declared example as Lua source."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "{ " + ", ".join(_lua_value(item) for item in value) + " }" if value else "{}"
+    if isinstance(value, dict):
+        items = ", ".join(f'["{key}"] = {_lua_value(item)}' for key, item in value.items())
+        return "{ " + items + " }" if items else "{}"
+    raise TypeError(f"an example of type {type(value).__name__} has no Lua form")

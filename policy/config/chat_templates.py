@@ -23,13 +23,13 @@ CHAT_TEMPLATES = Section(
             FieldType.TEXT,
             "The system prompt of chats started from it.",
             required=True,
-            example="You help with research.",
+            example="You help with research. Cite your sources.",
         ),
         Field(
             "ToolIds",
             FieldType.TEXT_LIST,
             "Absent: the chat's default tools. Empty: no tools.",
-            example=["web_search"],
+            example=["web_search", "read_web_page"],
         ),
         Field(
             "PredefinedUserPrompt",

@@ -83,7 +83,9 @@ MCP_SERVERS = Section(
             required_when=(("Transport", McpTransport.STREAMABLE_HTTP.value),),
             example="http://127.0.0.1:8080/mcp",
         ),
-        Field("Args", FieldType.TEXT_LIST, "STDIO: the program's arguments.", example=["-v"]),
+        Field(
+            "Args", FieldType.TEXT_LIST, "STDIO: the program's arguments.", example=["--readonly"]
+        ),
         Field(
             "AllowedTools",
             FieldType.TEXT_LIST,

@@ -34,7 +34,7 @@ LLM_PROVIDERS = Section(
             FieldType.TEXT,
             "The name users see.",
             required=True,
-            example="GPU cluster",
+            example="Company GPU cluster",
         ),
         Field(
             "UsedLLMProvider",
@@ -65,12 +65,18 @@ LLM_PROVIDERS = Section(
             "The model: its id and the name users see.",
             required=True,
             fields=(
-                Field("Id", FieldType.TEXT, "The model id.", required=True, example="qwen"),
                 Field(
-                    "DisplayName", FieldType.TEXT, "The name shown.", required=True, example="Qwen"
+                    "Id", FieldType.TEXT, "The model id.", required=True, example="Qwen/Qwen3-32B"
+                ),
+                Field(
+                    "DisplayName",
+                    FieldType.TEXT,
+                    "The name shown.",
+                    required=True,
+                    example="Qwen3 32B",
                 ),
             ),
-            example={"Id": "qwen", "DisplayName": "Qwen"},
+            example={"Id": "Qwen/Qwen3-32B", "DisplayName": "Qwen3 32B"},
         ),
         Field(
             "HFInferenceProvider",
@@ -88,7 +94,9 @@ LLM_PROVIDERS = Section(
         Field(
             "CapabilityOverrides",
             FieldType.FLAG_MAP,
-            "Capability name → true (add) or false (remove), e.g. FUNCTION_CALLING.",
+            "Capability name → true (add) or false (remove): corrects what is known about the "
+            "model. FUNCTION_CALLING = true lets a self-hosted model use tools; false takes tools "
+            "away from any model.",
             choices=CAPABILITIES,
             example={"FUNCTION_CALLING": True},
         ),

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from policy.builtin import builtin_tools
+from policy.config.fields import Section
+from policy.config.sections import SECTIONS
 from policy.config.settings import TOOLPOLICY_KEYS
 from policy.template import REFERENCE_PLUGIN_ID, reference_plugin
 from policy.vocabulary import option_values
@@ -133,3 +135,22 @@ def test_every_single_line_settings_example_is_valid_when_uncommented(tmp_path: 
 def test_policy_check_finds_nothing_to_say_about_the_reference_plugin() -> None:
     done = run_policy(["check", "--org", str(COMMITTED), "--format", "json", "--strict"])
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=[s.name for s in SECTIONS])
+def test_every_declared_field_is_in_its_sections_example_with_its_choices_and_default(
+    section: Section,
+) -> None:
+    """The example entries are written from the declarations: a field added to a section is in
+    the template without a second edit, with its choices and default."""
+    text = reference_plugin()
+    start = text.index(f'-- CONFIG["{section.name}"][#CONFIG["{section.name}"]+1] = {{')
+    block = text[start : text.index("\n-- }", start)]
+    for declared in section:
+        if not declared.checked:
+            continue
+        assert f'["{declared.name}"] = ' in block, declared.name
+        for choice in declared.choices:
+            assert choice in block, (declared.name, choice)
+        if declared.default is not None and not declared.required:
+            assert "Default: " in _unwrapped(block), declared.name
