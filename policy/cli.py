@@ -518,7 +518,7 @@ def explain(
         raise click.UsageError("--model only goes with --provider-kind")
     if show_all == (tool_id is not None):
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
-    holdings = _chat_holdings(chat_holds, chat_id, chat_db, show_all)
+    holdings = _chat_holdings(chat_holds, chat_id, chat_db)
     policy = _load(sources, tools_files=tools_files, offline=offline)
     from policy.explain import (
         build_matrix,
@@ -543,11 +543,12 @@ def explain(
     if show_all:
         providers = _matrix_providers(policy, provider_id, provider_kind, model)
         matrix = build_matrix(
-            policy.registry, ordered_tool_ids(policy), providers, chosen_component
+            policy.registry, ordered_tool_ids(policy), providers, chosen_component, holdings
         )
         if output_format == "table":
             header, rows = matrix_table(matrix)
-            _print(f"Tools offered in {chosen_component.value}:\n")
+            held = "" if holdings is None else f" if the chat held {_held_text(holdings)}"
+            _print(f"Tools offered in {chosen_component.value}{held}:\n")
             _print(render_table(header, rows))
             if matrix.context_tool_ids:
                 _print(
@@ -582,7 +583,7 @@ def explain(
 
 
 def _chat_holdings(
-    chat_holds: str | None, chat_id: str | None, chat_db: str | None, show_all: bool
+    chat_holds: str | None, chat_id: str | None, chat_db: str | None
 ) -> ChatHoldings | None:
     """What `--chat-holds` supposes or the chat `--chat-id` holds (None: neither given)."""
     if chat_holds is None and chat_id is None:
@@ -591,8 +592,6 @@ def _chat_holdings(
         return None
     if chat_holds is not None and chat_id is not None:
         raise click.UsageError("use either --chat-holds or --chat-id, not both")
-    if show_all:
-        raise click.UsageError("--chat-holds and --chat-id go with one TOOL_ID, not --all")
     from policy.flow import ChatHoldings, parse_held_effects
 
     if chat_holds is not None:
@@ -613,6 +612,12 @@ def _chat_holdings(
         )
     held: ChatHoldings = chat.flow_holdings(record.holdings)
     return held
+
+
+def _held_text(holdings: ChatHoldings) -> str:
+    from policy.explain import held_names
+
+    return " and ".join(held_names(holdings)) or "nothing"
 
 
 def _require_known_tool(policy: Policy, tool_id: str) -> None:

@@ -35,6 +35,7 @@ from policy.vocabulary import (
 if TYPE_CHECKING:
     from policy import Policy
     from policy.decide.registry import ToolRegistry
+    from policy.flow import ChatHoldings
     from policy.resolve import MinimumConfidence, ResolvedSetting
     from policy.tools import Tool
 
@@ -211,6 +212,9 @@ class Matrix:
     context_tool_ids: frozenset[str] = frozenset()
     """Tools that offer themselves from the chat's context (semantic_search): "offered" there
     means "offered whenever the chat gives them something to do"."""
+    holdings: ChatHoldings | None = None
+    """What the chat was supposed to hold (`--chat-holds`, `--chat-id`, the web page's
+    what-if); None: decided for a chat that holds nothing."""
 
     def decision(self, tool_id: str, provider_id: str) -> OfferDecision:
         return self.decisions[(tool_id, provider_id)]
@@ -221,9 +225,15 @@ def build_matrix(
     tool_ids: Sequence[str],
     providers: Sequence[ProviderConfig],
     component: Component,
+    holdings: ChatHoldings | None = None,
 ) -> Matrix:
+    """Every decision of the matrix; with `holdings`, FLOW_RULE decides as if the chat held
+    them."""
+    from policy.flow import NO_HOLDINGS
+
+    held = NO_HOLDINGS if holdings is None else holdings
     decisions = {
-        (tool_id, provider.id): registry.offer_decision(tool_id, provider, component)
+        (tool_id, provider.id): registry.offer_decision(tool_id, provider, component, holdings=held)
         for tool_id in tool_ids
         for provider in providers
     }
@@ -233,12 +243,15 @@ def build_matrix(
         if registry.is_known(tool_id)
         and registry.definition(tool_id).activation is ToolActivation.CONTEXT
     )
-    return Matrix(component, tuple(providers), tuple(tool_ids), decisions, context)
+    return Matrix(component, tuple(providers), tuple(tool_ids), decisions, context, holdings)
 
 
 def matrix_document(matrix: Matrix) -> dict[str, Any]:
+    """The matrix as JSON data; `chat_holds` (the effects supposed held) only for a what-if."""
+    held = {} if matrix.holdings is None else {"chat_holds": held_names(matrix.holdings)}
     return {
         "component": matrix.component.value,
+        **held,
         "providers": [
             {"id": p.id, "name": p.name, "kind": p.kind.value, "model": p.model}
             for p in matrix.providers
@@ -251,6 +264,13 @@ def matrix_document(matrix: Matrix) -> dict[str, Any]:
             for provider in matrix.providers
         ],
     }
+
+
+def held_names(holdings: ChatHoldings) -> list[str]:
+    """The effects a chat holds, in their declared order."""
+    from policy.flow import HELD_EFFECTS
+
+    return [effect.value for effect in HELD_EFFECTS if effect in holdings.effects]
 
 
 def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:

@@ -35,6 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from policy import web_what_if
+from policy.flow import HELD_EFFECTS
 from policy.hosts import is_loopback_host
 from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component
 from policy.web_documents import (
@@ -46,7 +47,7 @@ from policy.web_documents import (
     reload_document,
     settings_page_document,
 )
-from policy.web_what_if import WhatIfError, form_list
+from policy.web_what_if import WhatIfError, form_holdings, form_list
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -109,7 +110,7 @@ def build_app(
     read it). A failure no page expects is logged in one line (with its traceback only with
     `debug`) and answered with a 500 that names its type.
     """
-    from policy.explain import decision_document, value_text
+    from policy.explain import decision_document, held_names, value_text
 
     paths = paths or ConfigurationPaths()
     templates = _DocumentTemplates(
@@ -174,11 +175,17 @@ def build_app(
         component = component_of(request)
         if component is None:
             return not_found(unknown_component(request), is_api(request))
-        document = snapshot().matrix(component)
+        try:
+            holdings = form_holdings(request.query_params)
+        except WhatIfError as error:
+            return what_if_error(
+                request, error, "error.html", message=error.message, title="Bad what-if"
+            )
+        document = snapshot().matrix(component, holdings)
         if is_api(request):
             return JSONResponse(document)
         cells = {(d["tool"], d["provider"]["id"]): d for d in document["decisions"]}
-        return page("decisions.html", matrix=document, cells=cells)
+        return page("decisions.html", matrix=document, cells=cells, **held_context(document))
 
     async def decision(request: Request) -> Response:
         api = is_api(request)
@@ -193,10 +200,23 @@ def build_app(
         if provider is None:
             wanted = request.query_params.get("provider", "")
             return not_found(f"no configured provider '{wanted}'", api)
-        document = decision_document(policy.offer_decision(tool_id, provider, component))
+        try:
+            holdings = form_holdings(request.query_params)
+        except WhatIfError as error:
+            return what_if_error(
+                request, error, "error.html", message=error.message, title="Bad what-if"
+            )
+        decided = policy.offer_decision(tool_id, provider, component, holdings=holdings)
+        document = decision_document(decided)
         if api:
             return JSONResponse(document)
-        return page("decision.html", decision=document, provider_name=provider.name)
+        held = {} if holdings is None else {"chat_holds": held_names(holdings)}
+        return page(
+            "decision.html",
+            decision=document,
+            provider_name=provider.name,
+            **held_context(held),
+        )
 
     async def form_of(request: Request) -> Mapping[str, Any]:
         if is_api(request):
@@ -209,6 +229,16 @@ def build_app(
             return body
         return await request.form()
 
+    def held_context(document: Mapping[str, Any]) -> dict[str, Any]:
+        """What a page shows of a what-if on the chat's holdings: the effects, the choices, and
+        the query that carries them on to the next page."""
+        held = list(document.get("chat_holds") or ())
+        return {
+            "chat_holds": held,
+            "held_effects": [effect.value for effect in HELD_EFFECTS],
+            "held_query": {"chat_holds": ",".join(held)} if held else {},
+        }
+
     def what_if_error(request: Request, error: WhatIfError, name: str, **context: Any) -> Response:
         if is_api(request):
             return JSONResponse({"error": error.message, "field": error.field}, status_code=400)
@@ -220,12 +250,14 @@ def build_app(
             "providers": current_snapshot.policy.providers,
             "tool_ids": sorted(current_snapshot.policy.tool_ids),
             "form": {},
+            **held_context({}),
         }
         if request.method == "GET":
             return page("simulate.html", result=None, **context)
         try:
             form = await form_of(request)
             context["form"] = form
+            context["chat_holds"] = ",".join(form_list(form, "chat_holds")).upper().split(",")
             result, notes = await asyncio.to_thread(
                 web_what_if.simulate, current_snapshot.policy, form, current_snapshot.findings()
             )

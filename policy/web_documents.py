@@ -17,6 +17,7 @@ from policy.vocabulary import Component, SettingSource
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding
+    from policy.flow import ChatHoldings
     from policy.tools import Tool
 
 __all__ = [
@@ -276,17 +277,19 @@ class Snapshot:
         rows: list[dict[str, Any]] = self._once("keys", lambda: settings_keys_document(self.policy))
         return rows
 
-    def matrix(self, component: Component) -> dict[str, Any]:
+    def matrix(self, component: Component, holdings: ChatHoldings | None = None) -> dict[str, Any]:
+        """`explain --all` for the component; with `holdings`, as if the chat held them."""
         from policy.explain import build_matrix, matrix_report, ordered_tool_ids
 
         def build() -> dict[str, Any]:
             policy = self.policy
             matrix = build_matrix(
-                policy.registry, ordered_tool_ids(policy), policy.providers, component
+                policy.registry, ordered_tool_ids(policy), policy.providers, component, holdings
             )
             return matrix_report(policy, matrix)
 
-        document: dict[str, Any] = self._once(("matrix", component), build)
+        held = None if holdings is None else holdings.effects
+        document: dict[str, Any] = self._once(("matrix", component, held), build)
         return document
 
 

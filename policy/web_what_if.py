@@ -17,8 +17,9 @@ from policy.web_documents import ConfigurationPaths, finding_document
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig, UserSettings
+    from policy.flow import ChatHoldings
 
-__all__ = ["WhatIfError", "diff", "form_list", "simulate"]
+__all__ = ["WhatIfError", "diff", "form_holdings", "form_list", "simulate"]
 
 _MAX_PASTED_CHARS = 256 * 1024
 _PASTED_USER_SETTINGS = "pasted user settings"
@@ -119,24 +120,38 @@ def _form_component(form: Mapping[str, Any]) -> Component:
     return Component(wanted)
 
 
+def form_holdings(form: Any) -> ChatHoldings | None:
+    """What the chat is supposed to hold (`chat_holds`: checkbox values, or one comma-separated
+    text as `explain --chat-holds` takes it); None when nothing is chosen."""
+    from policy.flow import ChatHoldings, parse_held_effects
+
+    chosen = ",".join(form_list(form, "chat_holds"))
+    try:
+        held = parse_held_effects(chosen)
+    except ValueError as error:
+        raise WhatIfError(f"chat_holds: {error}", "chat_holds") from None
+    return ChatHoldings.what_if(held) if held else None
+
+
 def simulate(
     policy: Policy, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The matrix for one provider (configured, or any of a kind and model) in one component,
-    decided for the user settings the form gives (the contract of `explain --all --format
+    decided for the user settings and what the chat holds (`chat_holds`) the form gives (the contract of `explain --all --format
     json`), and what `policy check` says of those settings and not of the policy in force
     (`in_force`: its findings, when the caller has them already)."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
 
     provider = _simulated_provider(form, policy)
     component = _form_component(form)
+    holdings = form_holdings(form)
     user = _what_if_user(form)
     decided = policy.with_user_settings(user) if user is not None else policy
     tool = str(form.get("tool") or "").strip()
     if tool and tool not in decided.tool_ids:
         raise WhatIfError(f"tool: unknown tool '{tool}'", "tool")
     tool_ids = [tool] if tool else ordered_tool_ids(decided)
-    matrix = build_matrix(decided.registry, tool_ids, [provider], component)
+    matrix = build_matrix(decided.registry, tool_ids, [provider], component, holdings)
     document = matrix_report(decided, matrix)
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message

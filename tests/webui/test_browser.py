@@ -24,6 +24,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.servers.loopback import RunningApp
 from tests.webui.conftest import HOSTILE, HOSTILE_KEY, SECRET, hostile_organization
+from tests.webui.test_contracts import FLOW_BLOCK
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -85,7 +86,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         organization = hostile_organization(tmp_path_factory.mktemp("org"), monkeypatch)
         base = organization / "base" / "plugin.lua"
-        base.write_text(base.read_text() + WIDE_PROVIDERS)
+        base.write_text(base.read_text() + WIDE_PROVIDERS + FLOW_BLOCK)
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -267,6 +268,36 @@ def test_a_matrix_cell_leads_to_its_checks_and_evidence(
     assert _heading(browser) == "Tools offered in CHAT"
 
 
+def test_the_matrix_decides_a_what_if_on_what_the_chat_holds(
+    browser: WebDriver, served: RunningApp
+) -> None:
+    """Ticking what the chat holds redraws the matrix as `explain --chat-holds` decides it; a
+    FLOW_CONFLICT cell leads to FLOW_RULE's evidence, and back to the same what-if."""
+    browser.get(served.url("/decisions"))
+    assert browser.find_elements(By.XPATH, "//td/a[text()='FLOW_CONFLICT']") == []
+    for effect in ("UNTRUSTED_CONTENT", "PRIVATE_DATA"):
+        browser.find_element(By.CSS_SELECTOR, f"input[name=chat_holds][value={effect}]").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "main form button"))
+    assert browser.find_element(By.ID, "what-if").text.startswith(
+        "Decided as if the chat held UNTRUSTED_CONTENT and PRIVATE_DATA"
+    )
+    boxes = browser.find_elements(By.CSS_SELECTOR, "input[name=chat_holds]")
+    assert all(box.is_selected() for box in boxes), "the choice stays ticked"
+    row = browser.find_element(By.XPATH, "//tr[th[starts-with(text(), 'web_search')]]")
+    cell = row.find_element(By.XPATH, ".//td/a[text()='FLOW_CONFLICT']")
+    _screenshot(browser, "decisions-what-if")
+    _submit(browser, cell)
+    assert browser.find_element(By.ID, "verdict").text.startswith("Not offered: FLOW_CONFLICT")
+    flow = browser.find_element(By.XPATH, "//ol[@class='checks']/li[strong[text()='FLOW_RULE']]")
+    assert "failed" in (flow.get_attribute("class") or "")
+    evidence = [li.text for li in flow.find_elements(By.CSS_SELECTOR, "li.evidence")]
+    assert any("PRIVATE_DATA from what-if" in text for text in evidence), evidence
+    assert any("DataTools.FlowRule" in text for text in evidence), evidence
+    _screenshot(browser, "decision-what-if")
+    _submit(browser, browser.find_element(By.LINK_TEXT, "Back to the matrix"))
+    assert browser.find_element(By.ID, "what-if").text.startswith("Decided as if the chat held")
+
+
 def test_the_component_form_and_reload_button(browser: WebDriver, served: RunningApp) -> None:
     browser.get(served.url("/decisions"))
     select = browser.find_element(By.NAME, "component")
@@ -314,6 +345,22 @@ def test_the_simulate_form_decides_a_what_if(browser: WebDriver, served: Running
     assert any("maxResults" in li.text for li in checks.find_elements(By.TAG_NAME, "li"))
     _no_script_ran(browser)
     _screenshot(browser, "simulate")
+
+    browser.find_element(By.CSS_SELECTOR, "input[name=chat_holds][value=PRIVATE_DATA]").click()
+    browser.find_element(By.NAME, "user_settings_yaml").clear()
+    browser.find_element(By.CSS_SELECTOR, "select[name=tool] option[value='']").click()
+    _submit(browser, browser.find_element(By.ID, "simulate-run"))
+    assert browser.find_element(By.ID, "what-if").text == (
+        "Decided as if the chat held PRIVATE_DATA."
+    )
+    web_search = browser.find_element(By.XPATH, "//table[@id='simulated']//tr[th='web_search']")
+    assert web_search.find_element(By.CSS_SELECTOR, "summary.verdict").text.startswith(
+        "FLOW_CONFLICT"
+    ), "web_search sends out and brings untrusted content: with private data held, a conflict"
+    assert browser.find_element(
+        By.CSS_SELECTOR, "input[name=chat_holds][value=PRIVATE_DATA]"
+    ).is_selected()
+    _screenshot(browser, "simulate-what-if")
 
     browser.find_element(By.CSS_SELECTOR, "select[name=provider] option[value='']").click()
     browser.find_element(By.NAME, "user_settings_yaml").clear()

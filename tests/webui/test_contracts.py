@@ -28,6 +28,8 @@ from tests.webui.conftest import SECRET, fetched_in_force, hostile_organization,
 from tests.webui.test_serve import BAD_MAX_RESULTS, DISABLE_WEB_SEARCH
 
 LINT_ERROR = '\nCONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "no_such_tool" }\n'
+FLOW_BLOCK = 'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"\n'
+HOLDS = "UNTRUSTED_CONTENT,PRIVATE_DATA"
 CHECK_FINDING_KEYS = ("file", "line", "code", "message")
 OPENAI = """CONFIG["LLM_PROVIDERS"] = {}
 CONFIG["LLM_PROVIDERS"][1] = { ["Id"] = "11111111-1111-4111-8111-111111111111",
@@ -41,7 +43,7 @@ def organization(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         folder = hostile_organization(tmp_path_factory.mktemp("contracts"), monkeypatch)
         department = folder / "department" / "plugin.lua"
-        department.write_text(department.read_text() + LINT_ERROR)
+        department.write_text(department.read_text() + LINT_ERROR + FLOW_BLOCK)
         yield folder
 
 
@@ -266,6 +268,53 @@ def test_simulate_is_explain_all_for_one_provider(
     )
     assert with_file.json() == expected[0]
     assert client.post("/api/simulate", json=asked[1]).json() == expected[1]
+
+
+def test_the_what_if_on_what_the_chat_holds_is_explain_chat_holds(
+    client: TestClient, organization: Path, user_settings: Path
+) -> None:
+    """The matrix, one decision and the simulate form take `chat_holds` (checkbox values or one
+    comma-separated text) and answer what `explain --chat-holds` prints; FLOW_RULE flips."""
+    configuration = _configuration(organization, user_settings)
+    provider = load_policy([organization]).providers[0].id
+    expected = _cli_all(
+        [
+            ["explain", "--all", *configuration, "--chat-holds", HOLDS],
+            ["explain", "web_search", *configuration, "--provider", provider,
+             "--chat-holds", HOLDS],
+            ["explain", "--all", *configuration, "--provider", provider, "--chat-holds", HOLDS],
+        ]
+    )  # fmt: skip
+    matrix = client.get("/api/decisions", params={"chat_holds": HOLDS}).json()
+    assert matrix == expected[0]
+    assert matrix["chat_holds"] == ["UNTRUSTED_CONTENT", "PRIVATE_DATA"]
+    checked = [("chat_holds", "UNTRUSTED_CONTENT"), ("chat_holds", "PRIVATE_DATA")]
+    assert client.get("/api/decisions", params=checked).json() == matrix
+    conflicts = {
+        (d["tool"], d["provider"]["id"])
+        for d in matrix["decisions"]
+        if d["reason"] == "FLOW_CONFLICT"
+    }
+    assert ("web_search", provider) in conflicts
+    plain = client.get("/api/decisions").json()
+    assert "chat_holds" not in plain
+    assert all(d["reason"] != "FLOW_CONFLICT" for d in plain["decisions"])
+    asked = {"tool": "web_search", "provider": provider, "component": "CHAT", "chat_holds": HOLDS}
+    decision = client.get("/api/decision", params=asked).json()
+    assert decision == expected[1]
+    [flow] = [c for c in decision["checks"] if c["check"] == "FLOW_CONFLICT"]
+    assert not flow["passed"]
+    assert any(e["value"].startswith("PRIVATE_DATA from what-if") for e in flow["evidence"])
+    simulated = client.post("/api/simulate", json={"provider": provider, "chat_holds": HOLDS})
+    assert simulated.json() == expected[2]
+    for bad in (
+        client.get("/api/decisions", params={"chat_holds": "SENDS_OUT"}),
+        client.get("/api/decision", params={**asked, "chat_holds": "SENDS_OUT"}),
+        client.post("/api/simulate", json={"provider": provider, "chat_holds": ["SENDS_OUT"]}),
+    ):
+        assert bad.status_code == 400, bad.text
+        assert bad.json()["field"] == "chat_holds"
+        assert '"SENDS_OUT" is not an effect a chat can hold' in bad.json()["error"]
 
 
 def test_diff_is_policy_diff(
