@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from policy.provenance import Origin, SourceLocation
-from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+from policy.vocabulary import ConfidenceLevel, DataSecurity, PluginOrigin, ProviderKind
 
 if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
@@ -99,6 +99,8 @@ class DataSourceConfig:
     security: DataSecurity = DataSecurity.NOT_SPECIFIED
     raw: Mapping[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
+    minimum_confidence: ConfidenceLevel = ConfidenceLevel.NONE
+    """`MinimumProviderConfidence`: the lowest provider confidence that may search it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,13 @@ from policy.lua_sandbox import (
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import without_user_info
 from policy.suggest import HintBudget
-from policy.vocabulary import PROVIDER_KIND_NAMES, DataSecurity, PluginOrigin, ProviderKind
+from policy.vocabulary import (
+    PROVIDER_KIND_NAMES,
+    ConfidenceLevel,
+    DataSecurity,
+    PluginOrigin,
+    ProviderKind,
+)
 
 if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
@@ -885,6 +891,9 @@ class _Loader:
             fields.read_fields(_DATA_SOURCE_HEAD)
         )
         raw = {str(k): plain(v) for k, v in entry.entries.items()}
+        level = "NONE"
+        if entry.get("MinimumProviderConfidence") is not None:
+            level = fields.read(DATA_SOURCES["MinimumProviderConfidence"])
         if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
             mode = fields.read(DATA_SOURCES["UsernamePasswordMode"])
             if mode == "SHARED_USERNAME_AND_PASSWORD" and auth == "USERNAME_PASSWORD":
@@ -896,15 +905,16 @@ class _Loader:
             if secret is None:
                 return None
             raw[secret_field] = secret
-        if problems or None in (source_id, name, kind, hostname, port, auth, security):
+        if problems or None in (source_id, name, kind, hostname, port, auth, security, level):
             return None
-        assert source_id and name and kind and security and hostname
+        assert source_id and name and kind and security and hostname and level
         raw["Hostname"] = hostname.strip().removesuffix("/")
         return DataSourceConfig(
             id=source_id,
             name=name,
             kind=kind,
             security=DataSecurity(security),
+            minimum_confidence=ConfidenceLevel[level],
             raw=raw,
             origin=Origin(self.plugin_id, self.name, where),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from policy.config.fields import Field, FieldType, Section
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.providers import ENCRYPTED_PATTERN
+from policy.config.settings import LEVEL_NAMES
 from policy.vocabulary import DataSecurity
 
 AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
@@ -88,6 +89,15 @@ DATA_SOURCES = Section(
             minimum=1,
             maximum=65535,
             example=10,
+        ),
+        Field(
+            "MinimumProviderConfidence",
+            FieldType.CHOICE,
+            "toolpolicy's own: the lowest provider confidence that may search it; its passages "
+            "raise the chat's requirement to it (AI Studio ignores the field).",
+            choices=LEVEL_NAMES,
+            default="NONE",
+            example="HIGH",
         ),
         Field(
             "UsernamePasswordMode",

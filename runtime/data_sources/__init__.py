@@ -225,7 +225,8 @@ def data_sources_from_configuration(
     over ERI v1 by an `EriDataSource`, which also asks the server for its description and
     security requirements. The page size is the entry's `MaxMatches` (default 10); SELF_HOSTED
     entries (or servers) may only be used by self-hosted providers, and their passages restrict
-    the chat to self-hosted providers.
+    the chat to self-hosted providers; `MinimumProviderConfidence` is the lowest confidence that
+    may search the entry, and its passages raise the chat's requirement to it.
     """
     given = searchers or {}
     sources: list[SearchableDataSource] = []
@@ -250,6 +251,7 @@ def data_sources_from_configuration(
                 description=description if isinstance(description, str) else "",
                 num=number,
                 security=config.security,
+                required_confidence=config.minimum_confidence,
             )
         )
     return tuple(sources)

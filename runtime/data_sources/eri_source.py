@@ -102,6 +102,7 @@ class EriDataSource:
             kind=DataSourceKind.EXTERNAL,
             num=num,
             security=self.config.security,
+            required_confidence=self.config.minimum_confidence,
             server=self,
         )
 

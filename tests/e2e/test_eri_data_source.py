@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from policy import DataSecurity, Policy, ProviderKind, load_policy
+from policy import ConfidenceLevel, DataSecurity, Policy, ProviderKind, load_policy
 from policy.configuration import ProviderConfig
 from policy.secrets import ENV_SECRET, encrypt, generate_secret
 from runtime import Chat, ChatMessage, ChatRuntime, Role
@@ -88,12 +88,15 @@ CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {{
     ["SecurityPolicy"] = "ALLOW_ANY",
     ["SelectedRetrievalId"] = "hybrid",
     ["MaxMatches"] = 5,
+    ["MinimumProviderConfidence"] = "MEDIUM",
 }}
 """
         )
     policy = load_policy(org=[organization], tools=builtin_executable_tools())
     assert not policy.errors, policy.errors
-    assert [s.id for s in policy.configuration.data_sources] == [SOURCE_ID]
+    (configured,) = policy.configuration.data_sources
+    assert configured.id == SOURCE_ID
+    assert configured.minimum_confidence is ConfidenceLevel.MEDIUM
     return policy
 
 
@@ -136,6 +139,7 @@ async def test_a_configured_eri_source_is_offered_searched_and_raises_the_chat(
             result = next(m for m in second.json["messages"] if m["role"] == "tool")
             assert "Reset the printer" in result["content"]
             assert chat.required_data_security is DataSecurity.SELF_HOSTED
+            assert chat.required_provider_confidence is ConfidenceLevel.MEDIUM
 
             mistral = mistral_provider(server)
             with pytest.raises(ChatRequirementError):

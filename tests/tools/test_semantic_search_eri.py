@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,21 @@ async def test_a_source_that_allows_any_provider_raises_the_chat_to_allow_any_on
     assert result.required_data_security is DataSecurity.ALLOW_ANY
     nothing = await search([source], {"query": "unrelated"}, CLOUD)
     assert nothing.required_data_security is DataSecurity.NOT_SPECIFIED
+
+
+async def test_a_minimum_confidence_keeps_lower_providers_out_and_raises_the_chat(
+    eri: EriServer,
+) -> None:
+    config = replace(entry(eri), minimum_confidence=ConfidenceLevel.HIGH)
+    source = eri_source(config)
+    await refresh_data_sources([source], guard())
+    medium = ProviderFacts(ProviderKind.SELF_HOSTED, ConfidenceLevel.MEDIUM)
+    assert offered_data_sources([source], medium) == ()
+    with pytest.raises(ToolExecutionBlocked):
+        await search([source], {"query": "printer"}, medium)
+    result = await search([source], {"query": "printer"}, SELF_HOSTED)
+    assert result.required_provider_confidence is ConfidenceLevel.HIGH
+    assert "/retrieval" in eri.state.paths()
 
 
 # --- searching ----------------------------------------------------------------------------------
