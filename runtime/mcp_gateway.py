@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp
 
-    from policy import Policy, ProviderConfig, ToolDefinition
+    from policy import Caller, Policy, ProviderConfig, ToolDefinition
     from policy._runtime_seam import RunnableTools
     from runtime.chat import Chat
     from runtime.decision_log import DecisionRecorder
@@ -107,16 +107,19 @@ class _View:
 
 
 @dataclass(slots=True)
+class _Views:
+    policy: Policy | None = None
+    by_requirements: dict[tuple[Any, ...], _View] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class _Client:
     label: str
     chat: Chat
     calls: int = 0
-
-
-@dataclass(slots=True)
-class _Views:
-    policy: Policy | None = None
-    by_requirements: dict[tuple[Any, ...], _View] = field(default_factory=dict)
+    caller: Caller | None = None
+    """The signed-in person (None: the shared token's or stdio's one user)."""
+    views: _Views = field(default_factory=_Views)
 
 
 class McpGateway:
@@ -150,8 +153,8 @@ class McpGateway:
         self._component = component
         self._on_call = on_call
         self._poll = change_poll_seconds
-        self._views = _Views()
         self._clients: dict[str, _Client] = {}
+        self._last_http: _Client | None = None
         self._connections: set[Connection] = set()
         """The handshake-era client connections to tell of a change (each leaves the set when
         the SDK tears it down)."""
@@ -178,13 +181,19 @@ class McpGateway:
 
     # --- the offered view ---------------------------------------------------------------------
 
-    def _new_client(self, label: str) -> _Client:
+    def _new_client(self, label: str, caller: Caller | None = None) -> _Client:
         from runtime.chat import Chat, MemoryChatStore
 
-        return _Client(label, Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore()))
+        chat = Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore(), caller=caller)
+        return _Client(label, chat, caller=caller)
 
     def _client(self, ctx: Any) -> _Client:
-        """The client a request comes from, with its chat: one per transport.
+        """The client a request comes from, with its chat: one per signed-in person, else one
+        per transport.
+
+        A request the sign-in (`runtime.signin`) let in carries its `Caller`: each person has
+        their own chat, decided with their own policy (`ChatRuntime.for_caller`), whatever
+        session or connection their requests come over.
 
         Over stdio the process serves one client. Over streamable HTTP the gateway has nothing
         it controls that tells one client from another: the stateless HTTP of 2026-07-28 carries
@@ -196,10 +205,14 @@ class McpGateway:
         """
         self._keep(ctx)
         transport = _transport(ctx)
-        client = self._clients.get(transport)
-        if client is None:
-            client = self._new_client(transport)
-            self._clients[transport] = client
+        caller = _caller(ctx) if transport == "http" else None
+        key = transport if caller is None else f"{transport}:{caller.subject}"
+        client = self._clients.get(key)
+        if client is None or client.caller != caller:
+            client = self._new_client(transport, caller)
+            self._clients[key] = client
+        if transport == "http":
+            self._last_http = client
         return client
 
     def _keep(self, ctx: Any) -> None:
@@ -220,17 +233,19 @@ class McpGateway:
         self._connections.add(connection)
         connection.exit_stack.callback(self._connections.discard, connection)
 
-    async def _view(self, chat: Chat) -> _View:
+    async def _view(self, client: _Client) -> _View:
         runtime = self._current()
+        if client.caller is not None:
+            runtime = runtime.for_caller(client.caller)
         await runtime.refresh_mcp_tools()
         policy = runtime.policy
-        if policy is not self._views.policy:
-            self._views = _Views(policy)
-        key = _requirements(chat)
-        view = self._views.by_requirements.get(key)
+        if policy is not client.views.policy:
+            client.views = _Views(policy)
+        key = _requirements(client.chat)
+        view = client.views.by_requirements.get(key)
         if view is None:
-            view = await self._build_view(runtime, policy, chat, key)
-            self._views.by_requirements[key] = view
+            view = await self._build_view(runtime, policy, client.chat, key)
+            client.views.by_requirements[key] = view
         return view
 
     async def _build_view(
@@ -276,8 +291,8 @@ class McpGateway:
         handler for every call over HTTP (each call's cost grew with the number of tools).
         None while that view is not built (the SDK then checks no header; the call is decided
         as always)."""
-        client = self._clients.get("http")
-        view = self._views.by_requirements.get(_requirements(client.chat)) if client else None
+        client = self._last_http
+        view = client.views.by_requirements.get(_requirements(client.chat)) if client else None
         offered = view.by_function.get(name) if view is not None else None
         return offered[0].function.parameters if offered is not None else None
 
@@ -305,7 +320,7 @@ class McpGateway:
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         import mcp_types as types
 
-        view = await self._view(self._client(ctx).chat)
+        view = await self._view(self._client(ctx))
         return types.ListToolsResult(tools=list(view.listed))
 
     async def _call_tool(
@@ -316,7 +331,7 @@ class McpGateway:
         from runtime.messages import RequestedCall
 
         client = self._client(ctx)
-        view = await self._view(client.chat)
+        view = await self._view(client)
         name = params.name
         arguments = dict(params.arguments or {})
         client.calls += 1
@@ -464,7 +479,7 @@ class McpGateway:
         told at once, not at the next look of `watch_changes` (which sees no client's chat)."""
         if _requirements(client.chat) == before.key:
             return
-        after = await self._view(client.chat)
+        after = await self._view(client)
         if (after.listed, after.refusal) != (before.listed, before.refusal):
             await self.announce_change()
 
@@ -479,7 +494,7 @@ class McpGateway:
     # --- telling clients about changes --------------------------------------------------------
 
     async def _signature(self) -> tuple[Any, ...]:
-        view = await self._view(self._probe.chat)
+        view = await self._view(self._probe)
         return (*(t.model_dump_json() for t in view.listed), view.refusal)
 
     async def watch_changes(self, stop: asyncio.Event) -> None:
@@ -616,6 +631,14 @@ def _requirements(chat: Chat) -> tuple[Any, ...]:
         chat.outbound_mailbox_id,
         chat.flow_holdings.effects,
     )
+
+
+def _caller(ctx: Any) -> Caller | None:
+    """The signed-in person of an HTTP request (None without a sign-in)."""
+    from runtime.signin import request_caller
+
+    request = getattr(ctx, "request", None)
+    return None if request is None else request_caller(request)
 
 
 def _transport(ctx: Any) -> str:

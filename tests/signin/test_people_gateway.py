@@ -1,0 +1,93 @@
+"""One gateway, many people, with real tokens: people signed in by the organization's identity
+provider (a real oidc-provider on 127.0.0.1) are decided with their groups' configurations
+(`DataGateway.ConfigurationsByGroup`) and counted against their own call limits, over stateless
+HTTP, from one `policy mcp serve`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+
+from tests.mcp_tools.test_mcp import write_org
+from tests.mcp_tools.test_mcp_gateway import running_gateway, state
+from tests.servers.config_server import plugin_text
+from tests.servers.oidc_provider import oidc_provider
+from tests.signin.test_gateway_sign_in import MODERN, _list_tools, _sign_in_settings, _tool_names
+
+__all__ = ["state"]
+
+FINANCE_ID = "8f5b9a1c-0d64-4e7f-9a2b-1c0d9e8f7a65"
+PEOPLE_SETTINGS = (
+    f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
+    'CONFIG["SETTINGS"]["DataGateway.CallLimits"] = { ["tickets__search_tickets"] = "1/hour" }\n'
+)
+
+
+def _call_tool(url: str, token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+        "Authorization": f"Bearer {token}",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    }
+    response = httpx.post(url, json=body, headers=headers, timeout=30)
+    assert response.status_code == 200, (response.status_code, response.text)
+    for line in response.text.splitlines():
+        if line.startswith("data:"):
+            return dict(json.loads(line.removeprefix("data:"))["result"])
+    return dict(response.json()["result"])
+
+
+def test_two_signed_in_people_get_their_groups_tools_and_their_own_call_limits(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
+    finance = tmp_path / "groups" / "finance"
+    finance.mkdir(parents=True)
+    (finance / "plugin.lua").write_text(
+        plugin_text(
+            FINANCE_ID,
+            'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = { "tickets__add_comment" }\n',
+            name="Finance",
+        ),
+        encoding="utf-8",
+    )
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(
+            tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + PEOPLE_SETTINGS
+        )
+        with running_gateway("--org", org, "--org", finance.parent, "--provider", "OpenAI") as (
+            url,
+            log,
+        ):
+            alice, bob = idp.token("alice"), idp.token("bob")
+            alices_tools = _tool_names(_list_tools(url, alice))
+            bobs_tools = _tool_names(_list_tools(url, bob))
+            assert "tickets__add_comment" in alices_tools, "engineering: everyone's tools"
+            assert "tickets__add_comment" not in bobs_tools, "finance switches it off"
+            assert (
+                "tickets__search_tickets" in alices_tools
+                and "tickets__search_tickets" in bobs_tools
+            )
+
+            first = _call_tool(url, alice, "tickets__search_tickets", {"query": "printer"})
+            assert not first.get("isError"), first
+            second = _call_tool(url, alice, "tickets__search_tickets", {"query": "printer"})
+            assert second.get("isError"), "Alice's one call an hour is used"
+            assert "The next call is possible in" in second["content"][0]["text"]
+            bobs = _call_tool(url, bob, "tickets__search_tickets", {"query": "printer"})
+            assert not bobs.get("isError"), "Bob's count is his own"
+        assert alice not in "".join(log) and bob not in "".join(log)
