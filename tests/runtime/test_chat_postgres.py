@@ -494,3 +494,63 @@ def test_flow_holdings_and_noted_untrusted_content_are_shared_by_a_second_instan
     assert held.effects == {Effect.PRIVATE_DATA, Effect.UNTRUSTED_CONTENT}
     assert held.brought(Effect.UNTRUSTED_CONTENT)[0].source == "attachment invoice.pdf"
     assert held.brought(Effect.PRIVATE_DATA)[0].call_id == "c1"
+
+
+def test_what_a_chat_holds_is_seen_by_a_second_process_and_decides_its_flow_rule(
+    dsn: str, store: object, tmp_path: Path
+) -> None:
+    """One instance's chat brought private data and untrusted content; another process on the
+    same PostgreSQL store (`policy explain --chat-id --chat-db`) decides FLOW_RULE with them,
+    naming the call and source that brought each."""
+    from runtime.chat_postgres import PostgresChatStore
+    from tests.servers.cli_runner import run_policy
+    from tests.servers.config_server import plugin_text
+
+    assert isinstance(store, PostgresChatStore)
+    chat_id = str(uuid.uuid4())
+    Chat.open(chat_id, store).add_holdings(
+        [ChatHolding(HoldingKind.PRIVATE_DATA, "search_confluence", "wiki", "c7")]
+    )
+    org = tmp_path / "org"
+    org.mkdir()
+    (org / "plugin.lua").write_text(
+        plugin_text(
+            "0e8b2f4a-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+            'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"',
+            name="Flow",
+        )
+    )
+    explain = ["explain", "read_web_page", "--org", str(org), "--provider-kind", "SELF_HOSTED"]
+    explain += ["--model", "llama-3.3-70b", "--chat-id", chat_id, "--chat-db", dsn]
+    held = run_policy(explain, cwd=tmp_path)
+    assert held.returncode == 0, held.stderr
+    assert "NOT OFFERED: FLOW_CONFLICT" in held.stdout
+    assert "chat holds = PRIVATE_DATA from wiki (search_confluence, call c7)" in held.stdout
+    other = subprocess.run(
+        [sys.executable, "-c", _NOTE_UNTRUSTED, dsn, chat_id, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert other.returncode == 0, other.stderr
+    stored = store.load(chat_id)
+    assert stored is not None
+    assert [(h.kind, h.source) for h in stored.holdings] == [
+        (HoldingKind.PRIVATE_DATA, "wiki"),
+        (HoldingKind.UNTRUSTED_CONTENT, "attachment from process 2"),
+    ], "what another process noted is seen here, after what was held before"
+
+
+_NOTE_UNTRUSTED = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[3])
+    from runtime.chat import Chat
+    from runtime.chat_postgres import PostgresChatStore
+
+    store = PostgresChatStore(sys.argv[1])
+    Chat.open(sys.argv[2], store).note_untrusted("attachment from process 2")
+    store.close()
+    """
+)
