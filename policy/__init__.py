@@ -17,11 +17,12 @@ when first used.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from policy._dataclass import dataclass
 from policy._lazy import lazy_attributes
 from policy.vocabulary import (
     Component,

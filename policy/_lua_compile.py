@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from policy._dataclass import dataclass
 from policy._lua_prelude import PRELUDE
 from policy._lua_rewrite import NO_CONSTRUCTORS, prepare_chunk
 

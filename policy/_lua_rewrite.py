@@ -9,8 +9,9 @@ static part (which field of which constructor sits on which line) is emitted as 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+from policy._dataclass import dataclass
 
 CTOR_HELPER = "__tp_C"
 OPEN_HELPER = "__tp_O"

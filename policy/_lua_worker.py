@@ -24,7 +24,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from policy._dataclass import dataclass
 
 _HEADER = struct.Struct("!Q")
 _READ_SIZE = 1 << 20

@@ -9,9 +9,11 @@ a tool is a lookup after its first question.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
+
+from policy._dataclass import dataclass
 
 if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration

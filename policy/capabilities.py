@@ -35,8 +35,8 @@ OPEN_ROUTER, ...)  kimi-k2, glm-4, command-r, command-a, hermes-3, granite-3, ge
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from policy._dataclass import dataclass
 from policy.configuration import ProviderConfig
 from policy.vocabulary import ProviderKind
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 
+from policy._dataclass import dataclass
 from policy.configuration import (
     Finding,
     ManagedSetting,

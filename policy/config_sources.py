@@ -18,10 +18,11 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from policy._dataclass import dataclass
 from policy.config.guid import is_canonical_guid
 from policy.configuration import Finding, Severity
 from policy.provenance import SourceLocation

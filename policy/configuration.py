@@ -7,10 +7,11 @@ lint and explain); nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from policy._dataclass import dataclass
 from policy.provenance import Origin, SourceLocation
 from policy.vocabulary import ConfidenceLevel, DataSecurity, PluginOrigin, ProviderKind
 

@@ -7,8 +7,8 @@ evidence it looked at (setting key, value, and who set it). Its `reason` is the 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from policy._dataclass import dataclass
 from policy.definitions import ToolDefinition
 from policy.provenance import Origin, SourceLocation
 from policy.tools import Tool, ToolConfigurationState

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from policy._dataclass import dataclass
 from policy.configuration import Finding, Severity
 from policy.flow import EFFECT_NAMES, Effect
 from policy.provenance import SourceLocation

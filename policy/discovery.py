@@ -11,7 +11,6 @@ executable half happens to import.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from importlib.metadata import (
     EntryPoint,
     EntryPoints,
@@ -20,6 +19,7 @@ from importlib.metadata import (
     entry_points,
 )
 
+from policy._dataclass import dataclass
 from policy.configuration import Finding, Severity
 from policy.tools import Tool
 

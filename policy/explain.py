@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policy._dataclass import dataclass
 from policy.configuration import PolicyConfiguration, ProviderConfig, SecretValue
 from policy.decision import Evidence, OfferDecision, ProviderSummary
 from policy.provenance import Origin, SourceLocation

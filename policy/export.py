@@ -11,11 +11,11 @@ cannot be encrypted fails the whole export, so a fragment is never missing what 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from policy import secrets
+from policy._dataclass import dataclass
 from policy.errors import ToolPolicyError
 from policy.vocabulary import SettingSource
 

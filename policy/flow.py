@@ -15,10 +15,10 @@ and the approvals ask `flow_conflict`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from policy._dataclass import dataclass
 from policy.provenance import Origin
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from policy._dataclass import dataclass
 from policy.vocabulary import ProviderKind
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

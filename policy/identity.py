@@ -7,7 +7,7 @@ type crosses that seam so neither side reads the other's token or store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from policy._dataclass import dataclass
 
 
 @dataclass(frozen=True, slots=True)

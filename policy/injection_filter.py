@@ -10,8 +10,7 @@ runtime builds its guard from this one reading; lint, `policy explain --all` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from policy._dataclass import dataclass
 from policy.configuration import PolicyConfiguration, ProviderConfig
 from policy.provenance import SourceLocation
 from policy.vocabulary import InjectionFilterKind, ProviderKind

@@ -17,11 +17,12 @@ import pickle
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from policy._dataclass import dataclass
 from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
 from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
 from policy.errors import ToolPolicyError

@@ -20,12 +20,13 @@ import fnmatch
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from policy._dataclass import dataclass
 from policy.config.mcp_servers import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_TIMEOUT_SECONDS,

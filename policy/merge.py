@@ -16,11 +16,12 @@ import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policy._dataclass import dataclass
 from policy.config.settings import setting_key
 from policy.configuration import (
     Beaten,

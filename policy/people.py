@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from policy._dataclass import dataclass
 from policy.configuration import Finding, Severity
 from policy.identity import Caller
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from policy._dataclass import dataclass
 from policy.config.chat_templates import CHAT_TEMPLATES
 from policy.config.data_sources import DATA_SOURCES
 from policy.config.guid import GUID_EXAMPLE, TEMPLATE_GUID, parse_guid

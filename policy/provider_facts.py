@@ -7,9 +7,9 @@ facts; they travel together so no caller can pass one provider's kind with anoth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from policy._dataclass import dataclass
 from policy.vocabulary import ConfidenceLevel, ProviderKind
 
 if TYPE_CHECKING:

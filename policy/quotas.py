@@ -8,9 +8,11 @@ and where it was written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
+
+from policy._dataclass import dataclass
 
 if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration

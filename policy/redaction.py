@@ -22,8 +22,9 @@ import re
 import string
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from policy._dataclass import dataclass
 
 MASK = "*****"
 MIN_SECRET_CHARACTERS = 4

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from policy import secrets
+from policy._dataclass import dataclass
 from policy.configuration import ManagedSetting, PolicyConfiguration, SecretValue, UserSettings
 from policy.decision import Evidence
 from policy.definitions import SettingField, ToolDefinition

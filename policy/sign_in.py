@@ -10,9 +10,10 @@ keys together that both serving commands and the token exchange ask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from policy._dataclass import dataclass
 
 if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from policy._dataclass import dataclass
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.flow import ToolEffects, declared_effects
 from policy.provider_facts import EarlierProviderNames, ProviderFacts, given_provider

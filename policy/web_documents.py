@@ -7,11 +7,11 @@ Each is a view of what `policy.explain` builds for `--format json`; nothing here
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policy._dataclass import dataclass
 from policy.vocabulary import Component, SettingSource
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ filter reads tool results with libyaml, whose scanner is linear and stops at its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from policy._dataclass import dataclass
 
 MAX_YAML_BYTES = 256 * 1024
 """The largest YAML text parsed, in UTF-8 bytes (a user settings file has a few hundred; ruamel

@@ -5,10 +5,10 @@ parameter-schema shape, and the error a run with refused settings raises. Each t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+from policy._dataclass import dataclass
 from policy.definitions import SettingField
 from policy.errors import ToolPolicyError
 from policy.hosts import HOST_RULE, read_web_address

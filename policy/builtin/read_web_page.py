@@ -6,8 +6,8 @@ run time (`runtime.tools.read_web_page` adds the execution).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from policy._dataclass import dataclass
 from policy.builtin._settings import (
     IntegerSetting,
     checked_values,

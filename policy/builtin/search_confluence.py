@@ -6,8 +6,8 @@ reads them at run time (`runtime.tools.search_confluence` adds the execution).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from policy._dataclass import dataclass
 from policy.builtin._settings import (
     IntegerSetting,
     ToolSettingsError,

@@ -5,8 +5,9 @@ as the tool reads them at run time (`runtime.tools.web_search` adds the executio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from policy._dataclass import dataclass
 from policy.builtin._settings import (
     IntegerSetting,
     checked_values,

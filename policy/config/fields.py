@@ -9,9 +9,11 @@ whether a skipped entry is an error (it may have tightened the policy) or a warn
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any
+
+from policy._dataclass import dataclass
 
 
 class FieldType(StrEnum):

@@ -15,10 +15,10 @@ Python data (tables become dicts, sequences tuples).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from policy._dataclass import dataclass
 from policy.flow import EFFECT_NAMES, FLOW_RULE_NAMES, FlowRule
 from policy.sign_in import (
     DEFAULT_GROUPS_CLAIM,

@@ -10,10 +10,10 @@ decider knows about the provider and the configuration.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
+from policy._dataclass import dataclass
 from policy.decision import Check, Evidence
 from policy.flow import NO_HOLDINGS, ChatHoldings
 from policy.vocabulary import Component, OutboundDataRestriction, ToolOfferBlockReason

@@ -3,9 +3,10 @@ whether the organization trusts it with data sources."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from policy._dataclass import dataclass
 from policy.capabilities import ToolCallingAvailability, can_use_tools
 from policy.configuration import PolicyConfiguration, ProviderConfig
 from policy.decision import Check, ProviderSummary

@@ -1,0 +1,286 @@
+"""`dataclass`, the standard library's decorator with its methods made cheaply at import.
+
+On Python 3.11, `dataclasses` compiles every method it generates from source with an `exec` of
+its own: six for a frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__`,
+`__delattr__`). The policy's modules define about eighty such classes on the path of
+`policy check`, and those compilations were the largest part of what importing them cost. This
+`dataclass` takes the same arguments and makes the same class: `dataclasses` still reads the
+fields, makes the slots and records the class (`fields`, `replace`, `asdict` and `is_dataclass`
+see no difference), only `__init__` is compiled (from the same source `dataclasses` writes), and
+the other methods are shared functions over the field names. Equality, hashing, `repr`,
+freezing, pickling and copying behave as the standard library's. What this does not make itself
+(ordering, `unsafe_hash`, keyword-only fields, `InitVar`, `weakref_slot`, dataclass bases) is
+handed to `dataclasses.dataclass` whole.
+
+Type checkers see `dataclasses.dataclass` itself.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import inspect
+import sys
+from _thread import get_ident
+from collections.abc import Callable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["dataclass"]
+
+_MISSING: Any = dataclasses.MISSING
+
+
+def _tuple_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """The values of `names` on an object, as a tuple (what the generated methods compare)."""
+    if not names:
+        return lambda _: ()
+    getter = attrgetter(*names)
+    if len(names) == 1:
+        return lambda instance: (getter(instance),)
+    return getter
+
+
+def _repr_function(names: tuple[str, ...]) -> Callable[[object], str]:
+    running: set[tuple[int, int]] = set()
+
+    def __repr__(self: object) -> str:
+        key = id(self), get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        finally:
+            running.discard(key)
+        return f"{self.__class__.__qualname__}({shown})"
+
+    return __repr__
+
+
+def _eq_function(names: tuple[str, ...]) -> Callable[[object, object], object]:
+    values = _tuple_of(names)
+
+    def __eq__(self: object, other: object) -> object:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash_function(names: tuple[str, ...]) -> Callable[[object], int]:
+    values = _tuple_of(names)
+
+    def __hash__(self: object) -> int:
+        return hash(values(self))
+
+    return __hash__
+
+
+def _frozen_functions(
+    cls: type, names: tuple[str, ...]
+) -> tuple[Callable[[object, str, object], None], Callable[[object, str], None]]:
+    fields = frozenset(names)
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if type(self) is cls or name in fields:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
+
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in fields:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
+
+    return __setattr__, __delattr__
+
+
+def _getstate(self: object) -> list[object]:
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+
+
+def _setstate(self: object, state: list[object]) -> None:
+    for field, value in zip(dataclasses.fields(self), state, strict=False):  # type: ignore[arg-type]
+        object.__setattr__(self, field.name, value)
+
+
+def _init_function(
+    cls: type, fields: list[dataclasses.Field[Any]], frozen: bool, slots: bool, post_init: bool
+) -> Callable[..., None]:
+    """`__init__` as `dataclasses` writes it (same parameters, defaults and assignments),
+    compiled once."""
+    seen_default = False
+    for f in fields:
+        if f.init:
+            if f.default is not _MISSING or f.default_factory is not _MISSING:
+                seen_default = True
+            elif seen_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    names: dict[str, Any] = {
+        "_HAS_DEFAULT_FACTORY": dataclasses._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
+        "__dataclass_builtins_object__": object,
+    }
+    parameters, body = [self_name], []
+    for f in fields:
+        default_name = f"_dflt_{f.name}"
+        value: str | None = f.name
+        if f.init:
+            names[f"_type_{f.name}"] = f.type
+            if f.default_factory is not _MISSING:
+                names[default_name] = f.default_factory
+                parameters.append(f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY")
+                value = f"{default_name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
+            elif f.default is not _MISSING:
+                names[default_name] = f.default
+                parameters.append(f"{f.name}:_type_{f.name}={default_name}")
+            else:
+                parameters.append(f"{f.name}:_type_{f.name}")
+        elif f.default_factory is not _MISSING:
+            names[default_name] = f.default_factory
+            value = f"{default_name}()"
+        elif slots and f.default is not _MISSING:
+            names[default_name] = f.default
+            value = default_name
+        else:
+            value = None
+        if value is not None:
+            body.append(
+                f"__dataclass_builtins_object__.__setattr__({self_name},{f.name!r},{value})"
+                if frozen
+                else f"{self_name}.{f.name}={value}"
+            )
+    if post_init:
+        body.append(f"{self_name}.__post_init__()")
+    source = (
+        f"def __create_fn__({', '.join(names)}):\n"
+        f" def __init__({','.join(parameters)})->None:\n"
+        + "".join(f"  {line}\n" for line in body or ["pass"])
+        + " return __init__"
+    )
+    namespace: dict[str, Any] = {}
+    module = sys.modules.get(cls.__module__)
+    # Compiled without this module's `from __future__ import annotations`, as `dataclasses` does.
+    code = compile(source, "<string>", "exec", dont_inherit=True)
+    exec(code, module.__dict__ if module is not None else {}, namespace)
+    function: Callable[..., None] = namespace["__create_fn__"](**names)
+    return function
+
+
+def _handled_whole(cls: type, options: dict[str, Any]) -> bool:
+    """What only `dataclasses` makes: the class goes to it unchanged."""
+    if options["order"] or options["unsafe_hash"] or options["kw_only"]:
+        return True
+    if options["weakref_slot"]:
+        return True
+    if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]):
+        return True
+    annotations = inspect.get_annotations(cls)
+    return any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in annotations.values())
+
+
+def _set_new(cls: type, name: str, function: Callable[..., Any]) -> None:
+    """Give `cls` the method unless its body defines one (as `dataclasses` does)."""
+    if name not in cls.__dict__:
+        function.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, function)
+
+
+def _process(cls: type, options: dict[str, Any]) -> type:
+    if _handled_whole(cls, options):
+        whole: type = dataclasses.dataclass(cls, **options)
+        return whole
+    init, repr_, eq, frozen = options["init"], options["repr"], options["eq"], options["frozen"]
+    body = cls.__dict__
+    explicit_hash = body.get("__hash__", _MISSING)
+    has_explicit_hash = not (
+        explicit_hash is _MISSING or (explicit_hash is None and "__eq__" in body)
+    )
+    if frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in body:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    undocumented = not cls.__doc__
+    made: type = dataclasses.dataclass(
+        cls,
+        init=False,
+        repr=False,
+        eq=False,
+        frozen=False,
+        match_args=options["match_args"],
+        slots=options["slots"],
+    )
+    params = made.__dataclass_params__  # type: ignore[attr-defined]
+    params.init, params.repr, params.eq, params.frozen = init, repr_, eq, frozen
+    fields = list(dataclasses.fields(made))
+    if init:
+        has_post_init = hasattr(made, "__post_init__")
+        _set_new(
+            made, "__init__", _init_function(made, fields, frozen, options["slots"], has_post_init)
+        )
+    if repr_:
+        _set_new(made, "__repr__", _repr_function(tuple(f.name for f in fields if f.repr)))
+    compared = tuple(f.name for f in fields if f.compare)
+    if eq:
+        _set_new(made, "__eq__", _eq_function(compared))
+    if frozen:
+        # Bound to the class as declared, before slots made a new one, as `dataclasses` binds them.
+        setattr_, delattr_ = _frozen_functions(cls, tuple(f.name for f in fields))
+        _set_new(made, "__setattr__", setattr_)
+        _set_new(made, "__delattr__", delattr_)
+        if options["slots"]:
+            _set_new(made, "__getstate__", _getstate)
+            _set_new(made, "__setstate__", _setstate)
+    if eq and not has_explicit_hash:
+        hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        hash_function = _hash_function(hashed) if frozen else None
+        if hash_function is not None:
+            hash_function.__qualname__ = f"{made.__qualname__}.__hash__"
+        made.__hash__ = hash_function  # type: ignore[assignment]
+    if undocumented:
+        try:
+            signature = str(inspect.signature(made)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            signature = ""
+        made.__doc__ = made.__name__ + signature
+    abc.update_abstractmethods(made)
+    return made
+
+
+def _dataclass(
+    cls: type | None = None,
+    /,
+    *,
+    init: bool = True,
+    repr: bool = True,
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = False,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> Any:
+    options = {
+        "init": init,
+        "repr": repr,
+        "eq": eq,
+        "order": order,
+        "unsafe_hash": unsafe_hash,
+        "frozen": frozen,
+        "match_args": match_args,
+        "kw_only": kw_only,
+        "slots": slots,
+        "weakref_slot": weakref_slot,
+    }
+    if cls is None:
+        return lambda decorated: _process(decorated, options)
+    return _process(cls, options)
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as dataclass
+else:
+    dataclass = _dataclass
