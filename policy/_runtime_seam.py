@@ -154,6 +154,7 @@ if TYPE_CHECKING:
     )
     from policy.mcp import (
         cached_listings,
+        definition_word_diff,
         forget_unconfigured_listings,
         kept_out,
         known_after,
@@ -325,6 +326,7 @@ __all__ = [
     "decision_log_option",
     "decision_logs_since",
     "decrypt",
+    "definition_word_diff",
     "delivered_configurations",
     "delivered_copy",
     "delivered_folder",
@@ -512,6 +514,7 @@ _DEFINED_IN = {
     "read_base_url": "policy.hosts",
     "SandboxLimits": "policy.lua_sandbox",
     "cached_listings": "policy.mcp",
+    "definition_word_diff": "policy.mcp",
     "forget_unconfigured_listings": "policy.mcp",
     "kept_out": "policy.mcp",
     "known_after": "policy.mcp",

@@ -304,6 +304,51 @@ def definition_diff(before: McpToolListing, after: McpToolListing) -> str:
     return "\n".join(lines)
 
 
+WORD_DIFF_CONTEXT = 4
+"""Unchanged words shown on either side of a change in `definition_word_diff`."""
+
+
+def definition_word_diff(before: McpToolListing, after: McpToolListing) -> dict[str, str]:
+    """Each fingerprinted field that differs, by its name in the definition, as the words of
+    the field (a schema as compact JSON) with the removed ones as `[-…-]` and the added ones as
+    `{+…+}`, a few unchanged words around each change and `…` for the rest: a reviewer sees at
+    once whether a change is only an environment detail (a time zone, a path) or new words."""
+    old, new = before.canonical(), after.canonical()
+    return {
+        name: _word_diff(_words_of(old[name]), _words_of(new[name]))
+        for name in old
+        if old[name] != new[name]
+    }
+
+
+def _words_of(value: Any) -> list[str]:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text.split()
+
+
+def _word_diff(old: list[str], new: list[str]) -> str:
+    if old == new:
+        return "(only white space changed)"
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    shown: list[str] = []
+    groups = list(matcher.get_grouped_opcodes(WORD_DIFF_CONTEXT))
+    for group in groups:
+        first, last = group[0], group[-1]
+        if first[1] > 0 or first[3] > 0:
+            shown.append("…")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                shown.extend(old[i1:i2])
+                continue
+            if i2 > i1:
+                shown.append(f"[-{' '.join(old[i1:i2])}-]")
+            if j2 > j1:
+                shown.append(f"{{+{' '.join(new[j1:j2])}+}}")
+        if group is groups[-1] and (last[2] < len(old) or last[4] < len(new)):
+            shown.append("…")
+    return " ".join(shown)
+
+
 class McpTool(DefinedTool):
     """A server's tool as the registry sees it; the runtime adds execution (`runtime.mcp`).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from policy._runtime_seam import (
 from runtime.serving import listening_options
 
 if TYPE_CHECKING:
-    from policy import McpServerListing, Policy, ProviderConfig
+    from policy import McpServerConfig, McpServerListing, McpToolListing, Policy, ProviderConfig
     from policy._runtime_seam import SignInSettings
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
@@ -82,6 +82,23 @@ def _listings(policy: Policy, state_dir: Path | None) -> dict[str, McpServerList
     return asyncio.run(ask())
 
 
+def _change(
+    server: McpServerConfig, tool: McpToolListing, known: Mapping[str, McpToolListing]
+) -> dict[str, Any] | None:
+    """For a tool whose definition no longer matches its pin: the pinned fingerprint and each
+    changed field as a word diff (`fields` is None when the pinned definition was never listed
+    in this state directory). None for any other tool."""
+    from policy import PinState
+    from policy._runtime_seam import definition_word_diff, pin_state
+
+    if pin_state(server, tool) is not PinState.CHANGED:
+        return None
+    pinned = server.pins[tool.name]
+    before = known.get(pinned)
+    fields = definition_word_diff(before, tool) if before is not None else None
+    return {"pinned": pinned, "fields": fields}
+
+
 def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> dict[str, Any]:
     from policy import McpTool
     from policy._runtime_seam import kept_out, mcp_tool_id, pin_state
@@ -91,6 +108,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
     for server in policy.configuration.mcp_servers:
         listing = listings.get(server.id)
         tools = []
+        known = listing.known_definitions if listing is not None else {}
         for tool in listing.tools if listing is not None else ():
             tool_id = mcp_tool_id(server.name, tool.name)
             rule = kept_out(server, tool)
@@ -104,6 +122,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
                     "pin": pin_state(server, tool).value,
                     "kept_out_by": rule.rule if rule is not None else "",
                     "registered": tool_id in policy.registry.tool_ids and tool_id in governed,
+                    "change": _change(server, tool, known),
                 }
             )
         servers.append(
@@ -194,10 +213,20 @@ def _table(document: dict[str, Any]) -> str:
             for t in server["tools"]
         ]
         table = tabulate(rows, headers=["tool", "annotations", "sha256", "pin", "kept out by"])
-        parts.append(f"{head}: connected, {len(rows)} tool(s)\n{table}")
+        changes = [_change_lines(t) for t in server["tools"] if t["change"] is not None]
+        parts.append("\n".join([f"{head}: connected, {len(rows)} tool(s)", table, *changes]))
     if skipped:
         parts.append("\n".join(skipped))
     return terminal_text("\n\n".join(parts))
+
+
+def _change_lines(tool: dict[str, Any]) -> str:
+    """What changed in a tool since it was pinned, a line per field, words marked."""
+    change = tool["change"]
+    head = f"{tool['tool_id']} changed since it was pinned ({change['pinned'][:19]}…):"
+    if change["fields"] is None:
+        return f"{head}\n  (the pinned definition was never listed here, so no diff can be shown)"
+    return "\n".join([head, *(f"  {name}: {words}" for name, words in change["fields"].items())])
 
 
 @mcp.command(
