@@ -5,7 +5,9 @@ for a query, over `POST /retrieval`) and what the server says of itself (`Server
 description, filtered through the prompt-injection guard, and the providers it allows), which
 offering reads. The details are kept five minutes, as AI Studio keeps the descriptions of ERI
 data sources, so offering is a lookup; a server that could not be asked is asked again after
-`RETRY_SECONDS`, not on every request, and offers nothing meanwhile.
+`RETRY_SECONDS`, not on every request, and offers nothing meanwhile. A refresh (every request
+it makes) and a search each finish within the time-out, and requests that need the same refresh
+share it.
 
 Secrets: the entry's `ENC:v1:` password or token is decrypted on first use; it and every session
 token a sign-in hands out are masked in every log record of the process and in every text the
@@ -14,10 +16,12 @@ server returns. A password or token goes over plain http only to this machine.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from policy import DataSecurity
@@ -88,6 +92,8 @@ class EriDataSource:
         self._failed_at: float | None = None
         base, self._problem = _base_url(config, self._method, self._label)
         self._problem_told = False
+        self._timeout = timeout_seconds
+        self._refreshing: asyncio.Task[None] | None = None
         self._client = EriClient(
             base, self._label, timeout_seconds=timeout_seconds, transport=transport
         )
@@ -124,19 +130,35 @@ class EriDataSource:
             return
         if self._failed_at is not None and now - self._failed_at < RETRY_SECONDS:
             return
+        loop = asyncio.get_running_loop()
+        task = self._refreshing
+        if task is None or task.done() or task.get_loop() is not loop:
+            task = self._refreshing = loop.create_task(self._refreshed(guard, now))
+        # Requests that arrive meanwhile wait for the same answer; one that is cancelled leaves
+        # it running for the others.
+        await asyncio.shield(task)
+
+    async def _refreshed(self, guard: PromptInjectionGuard, now: float) -> None:
+        from runtime.web.guard import GuardSource
+
         try:
-            details = await self._fetch_details(guard)
+            async with self._bounded():
+                described, allowed = await self._fetch_details()
         except EriServerError as error:
             _log.warning("%s is not offered for now: %s", self.config.name, error)
             self._details, self._failed_at = None, now
             return
-        if details.refusal:
-            _log.warning("%s is not offered: %s", self.config.name, details.refusal)
+        source = GuardSource(kind="data_source_description", label=self.config.name)
+        description = await guard.sanitize(self._mask().text(described), source)
+        refusal = ""
+        if allowed is EriProviderType.NONE:
+            refusal = f"{self._label} allows no provider to read its data."
+            _log.warning("%s is not offered: %s", self.config.name, refusal)
+        details = ServerDetails(description, _SECURITY[allowed], refusal)
         self._details, self._fetched_at, self._failed_at = details, now, None
 
-    async def _fetch_details(self, guard: PromptInjectionGuard) -> ServerDetails:
-        from runtime.web.guard import GuardSource
-
+    async def _fetch_details(self) -> tuple[str, EriProviderType]:
+        """The server's description (unfiltered) and the providers it allows."""
         offered = {scheme.auth_method for scheme in await self._client.auth_methods()}
         if self._method.value not in offered:
             raise EriServerError(
@@ -153,12 +175,18 @@ class EriDataSource:
                 f"(SelectedRetrievalId); it has: {shown}."
             )
         allowed = (await self._client.security_requirements(session)).provider_type
-        source = GuardSource(kind="data_source_description", label=self.config.name)
-        description = await guard.sanitize(self._mask().text(info.description), source)
-        refusal = ""
-        if allowed is EriProviderType.NONE:
-            refusal = f"{self._label} allows no provider to read its data."
-        return ServerDetails(description, _SECURITY[allowed], refusal)
+        return info.description, allowed
+
+    @asynccontextmanager
+    async def _bounded(self) -> AsyncIterator[None]:
+        """All requests of one refresh or one search within one time-out, not one each."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                yield
+        except TimeoutError:
+            raise EriServerError(
+                f"{self._label} did not answer within {self._timeout:g} seconds."
+            ) from None
 
     # --- searching ------------------------------------------------------------------------------
 
@@ -167,9 +195,10 @@ class EriDataSource:
         (and one more, to know whether there is a next page) is asked for."""
         if self._problem:
             raise EriServerError(self._problem)
-        session = await self._sign_in()
         window = min(page * page_size + 1, MAX_RESULT_WINDOW + 1)
-        contexts = await self._client.retrieve(session, query, self._retrieval_id, window)
+        async with self._bounded():
+            session = await self._sign_in()
+            contexts = await self._client.retrieve(session, query, self._retrieval_id, window)
         texts = [c for c in contexts if c.type == "TEXT"]
         start = (page - 1) * page_size
         chosen = texts[start : start + page_size]

@@ -5,8 +5,9 @@ the `user`/`password` headers or the Bearer token against the state and hands ou
 (`session_token`), which every other endpoint requires in its `token` header (401 without it).
 `GET /dataSource`, `GET /retrieval/info` and `GET /security/requirements` answer from the state;
 `POST /retrieval` returns the documents containing a word of the prompt, at most `maxMatches`, as
-ERI contexts. `down` makes every endpoint answer 500, `retrieval_down` only the search. Every
-request is recorded (path, headers, body) so a test can see what was sent.
+ERI contexts. `down` makes every endpoint answer 500, `retrieval_down` only the search; a path in
+`stalled` answers only once `release` is set (at most 10 s), one in `answers` answers that JSON
+instead. Every request is recorded (path, headers, body) so a test can see what was sent.
 
 `retrieval_gate`, when set, is awaited (in a thread) before a search answers: a test that
 searches another source at the same time opens it from there, so the search only completes when
@@ -56,6 +57,9 @@ class EriState:
     retrieval_down: bool = False
     retrieval_started: threading.Event = field(default_factory=threading.Event)
     retrieval_gate: threading.Event | None = None
+    stalled: set[str] = field(default_factory=set)
+    release: threading.Event = field(default_factory=threading.Event)
+    answers: dict[str, Any] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def paths(self) -> list[str]:
@@ -79,6 +83,10 @@ def build_app(state: EriState) -> Starlette:
         )
         if state.down:
             return Response("internal error", status_code=500)
+        if request.url.path in state.stalled:
+            await asyncio.to_thread(state.release.wait, 10)
+        if request.url.path in state.answers:
+            return JSONResponse(state.answers[request.url.path])
         return None
 
     def signed_in(request: Request) -> bool:

@@ -315,6 +315,72 @@ async def test_the_details_are_kept_five_minutes_and_a_failure_is_retried_later(
     assert source.may_be_used_by(SELF_HOSTED)
 
 
+async def test_requests_that_need_the_same_refresh_share_it(eri: EriServer) -> None:
+    source = eri_source(entry(eri))
+    await asyncio.gather(*(refresh_data_sources([source], guard()) for _ in range(3)))
+    assert eri.state.paths().count("/dataSource") == 1
+    assert source.may_be_used_by(SELF_HOSTED)
+
+
+async def test_a_server_that_does_not_answer_in_time_is_not_offered_nor_waited_for(
+    eri: EriServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    eri.state.stalled = {"/dataSource"}
+    source = EriDataSource(entry(eri), timeout_seconds=0.5).searchable(0)
+    try:
+        with caplog.at_level(logging.WARNING):
+            await refresh_data_sources([source], guard())
+    finally:
+        eri.state.release.set()
+    assert offered_data_sources([source], SELF_HOSTED) == ()
+    assert "did not answer within 0.5 seconds" in caplog.text
+
+
+async def test_a_search_that_does_not_answer_in_time_is_reported_as_not_searched(
+    eri: EriServer,
+) -> None:
+    source = EriDataSource(entry(eri), timeout_seconds=3).searchable(0)
+    await refresh_data_sources([source], guard())
+    assert source.may_be_used_by(SELF_HOSTED)
+    eri.state.stalled = {"/retrieval"}
+    try:
+        result = await search([source], {"query": "printer"})
+    finally:
+        eri.state.release.set()
+    (report,) = body(result)["data_sources"]
+    assert report["issues"] == [ISSUE_NOT_SEARCHED] and body(result)["text_content"] == ""
+
+
+@pytest.mark.parametrize(
+    ("path", "answer", "expected"),
+    [
+        ("/security/requirements", {"allowed": "ANY"}, "(at allowedProviderType)"),
+        ("/dataSource", ["not", "an", "object"], "its description not in ERI v1's shape"),
+        ("/auth", {"success": False, "token": None}, "refused the sign-in"),
+    ],
+)
+async def test_an_answer_outside_eri_v1_is_not_offered_and_named(
+    eri: EriServer,
+    caplog: pytest.LogCaptureFixture,
+    path: str,
+    answer: Any,
+    expected: str,
+) -> None:
+    eri.state.answers = {path: answer}
+    source = eri_source(entry(eri))
+    with caplog.at_level(logging.WARNING):
+        await refresh_data_sources([source], guard())
+    assert offered_data_sources([source], SELF_HOSTED) == ()
+    assert expected in caplog.text
+
+
+async def test_an_unknown_provider_type_allows_no_provider(eri: EriServer) -> None:
+    eri.state.allowed_provider_type = "EVERYONE"
+    source = eri_source(entry(eri))
+    await refresh_data_sources([source], guard())
+    assert offered_data_sources([source], SELF_HOSTED) == ()
+
+
 # --- security requirements ----------------------------------------------------------------------
 
 
