@@ -68,6 +68,10 @@ class ToolExecutionResult:
     the tool's effects say its results bring (UNTRUSTED_CONTENT, PRIVATE_DATA), unless the
     result is empty; `()` — nothing (a search that found nothing). Only what reached the model
     counts, like the confidence requirement."""
+    structured_content: dict[str, Any] | None = None
+    """A JSON object for a program rather than the model (an MCP tool's `structuredContent`,
+    valid against its output schema): the MCP gateway hands it to its client as structured
+    content; the model reads what the text says of it. Masked and filtered like the JSON."""
     injection_filtered: bool = False
     """True when the tool itself passed every outside text of this result (text, JSON values,
     source titles) through the context's prompt-injection guard (`runtime.guard_of(context)`).

@@ -135,6 +135,9 @@ class ToolCallOutcome:
     brought: tuple[ChatHolding, ...] = ()
     """What the result brought into the chat for the flow rule (only a SUCCESS whose content
     reached the model brings anything): each effect with the call and source."""
+    structured_content: dict[str, Any] | None = None
+    """The result's structured content (`ToolExecutionResult.structured_content`), secrets
+    masked; only a SUCCESS has any."""
 
 
 def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
@@ -664,6 +667,7 @@ class _SecretMask:
             result,
             text_content=None if result.text_content is None else self.text(result.text_content),
             json_content=self.mask.value(result.json_content),
+            structured_content=self.mask.value(result.structured_content),
             sources=tuple(
                 Source(self.text(s.title), self.text(s.url), s.origin) for s in result.sources
             ),
@@ -807,6 +811,7 @@ class _Run:
             sources=tuple(result.sources),
             returned_web_addresses=returned_web_addresses(content, raw_arguments),
             injections=injections,
+            structured_content=result.structured_content,
         )
 
 

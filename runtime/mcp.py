@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -532,12 +533,42 @@ def _content_of(result: CallToolResult) -> _Content:
             texts.append(f"[{kind}: {mime}, about {size} bytes, not shown to the model]")
         else:
             texts.append(f"[{kind or 'unknown'} content, not shown]")
-    if result.structured_content is not None:
-        texts.append(
-            "Structured result: "
-            + json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-        )
     return _Content(tuple(texts), tuple(sources))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _structure_problem(value: Any, schema: Mapping[str, Any] | None) -> str | None:
+    """Why a filtered structured result cannot be passed on: not an object, too large, or no
+    longer valid against the tool's output schema (a removal changed a constrained string)."""
+    if not isinstance(value, dict):
+        return "it is not a JSON object"
+    if len(_compact(value)) > MAX_RESULT_CHARACTERS:
+        return f"it is longer than {MAX_RESULT_CHARACTERS} characters"
+    if schema is None:
+        return None
+    from importlib import import_module
+
+    best_match = import_module("jsonschema.exceptions").best_match
+    error = best_match(_output_validator(_compact(schema)).iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)[:200] or "the top level"
+    return (
+        f"it does not match the tool's output schema ({error.validator} at {where}; the "
+        "validator's own message is not shown, as it quotes the server's schema and values)"
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _output_validator(schema: str) -> Any:
+    """A compiled validator per output schema (by its JSON text), not one per call."""
+    from importlib import import_module
+
+    document = json.loads(schema)
+    return import_module("jsonschema.validators").validator_for(document)(document)
 
 
 _BEFORE_GUARD_CHARACTERS = MAX_RESULT_CHARACTERS + 1_000
@@ -568,6 +599,7 @@ class McpExecutableTool(McpTool):
     async def execute(
         self, arguments: Mapping[str, Any], context: ToolExecutionContext
     ) -> ToolExecutionResult:
+        from runtime.result_guard import json_strings, json_with_strings
         from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
 
@@ -588,14 +620,27 @@ class McpExecutableTool(McpTool):
         content = _content_of(result)
         titles = [mask.text(s.title) for s in content.sources]
         shown = [mask.text(t) for t in _within(content.texts, _BEFORE_GUARD_CHARACTERS)]
+        structure = mask.value(result.structured_content)
+        problem = None if structure is None else _structure_problem(structure, None)
+        strings = [] if structure is None or problem else list(json_strings(structure))
         cleaned = await guard_of(context).sanitize_many(
-            [GuardText(t, source) for t in [*shown, *titles]]
+            [GuardText(t, source) for t in [*shown, *titles, *strings]]
         )
-        texts, clean_titles = cleaned[: len(content.texts)], cleaned[len(content.texts) :]
+        texts = cleaned[: len(shown)]
+        clean_titles = cleaned[len(shown) : len(shown) + len(titles)]
         sources = tuple(
             Source(title, s.url, s.origin)
             for title, s in zip(clean_titles, content.sources, strict=True)
         )
+        structured = None
+        if structure is not None and problem is None:
+            filtered = json_with_strings(structure, iter(cleaned[len(shown) + len(titles) :]))
+            problem = _structure_problem(filtered, self.listing.output_schema)
+            if problem is None:
+                structured = filtered
+                texts.append(f"Structured result: {_compact(filtered)}")
+        if problem is not None:
+            texts.append(f"[the structured result was dropped: {problem}]")
         text = "\n\n".join(t for t in texts if t.strip())
         if len(text) > MAX_RESULT_CHARACTERS:
             text = text[:MAX_RESULT_CHARACTERS] + "\n[the result was cut here]"
@@ -604,4 +649,9 @@ class McpExecutableTool(McpTool):
                 f"MCP server {self.server.name} reports an error from {self.listing.name}",
                 _error_text(text),
             )
-        return ToolExecutionResult(text_content=text, sources=sources, injection_filtered=True)
+        return ToolExecutionResult(
+            text_content=text,
+            sources=sources,
+            structured_content=structured,
+            injection_filtered=True,
+        )

@@ -375,9 +375,12 @@ class McpGateway:
                 client.label, name, trace.status.value, trace.logged_status_message, trace.arguments
             )
         )
+        structured = outcome.structured_content
         return types.CallToolResult(
             content=[types.TextContent(text=outcome.content)],
-            is_error=trace.status.value != "SUCCESS",
+            structured_content=structured,
+            is_error=trace.status.value != "SUCCESS"
+            or (structured is None and _output_schema(view.by_function[name][1]) is not None),
         )
 
     async def _approval(
@@ -611,13 +614,25 @@ def _listed(definition: ToolDefinition, tool: ExecutableTool) -> types.Tool:
     if isinstance(tool, McpTool) and tool.listing.annotations:
         with contextlib.suppress(ValueError):
             annotations = types.ToolAnnotations.model_validate(dict(tool.listing.annotations))
+    output_schema = _output_schema(tool)
     return types.Tool(
         name=definition.function.name,
         title=tool.display_name,
         description=definition.function.description_for_llm,
         input_schema=dict(definition.function.parameters),
+        output_schema=None if output_schema is None else dict(output_schema),
         annotations=annotations,
     )
+
+
+def _output_schema(tool: ExecutableTool) -> Mapping[str, Any] | None:
+    """The output schema an MCP server declared for its tool (pinned with its definition). A
+    result that cannot keep to it after the guard (its structured content dropped, with a note
+    in the text) is answered as an error, since a client checks a successful result against
+    it."""
+    from policy import McpTool
+
+    return tool.listing.output_schema if isinstance(tool, McpTool) else None
 
 
 def _requirements(chat: Chat) -> tuple[Any, ...]:
