@@ -473,6 +473,11 @@ CONFIG["DATA_SOURCES"] = {}
 --     ["SelectedRetrievalId"] = "default",
 --     ["MaxMatches"] = 10,
 --
+--     -- Optional. toolpolicy's own: the lowest provider confidence that may search it; its
+--     -- passages raise the chat's requirement to it (AI Studio ignores the field). One of
+--     -- NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM or HIGH. Default: "NONE".
+--     -- ["MinimumProviderConfidence"] = "HIGH",
+--
 --     -- Required when AuthMethod = USERNAME_PASSWORD: whose user name is sent. One of
 --     -- SHARED_USERNAME_AND_PASSWORD or OS_USERNAME_SHARED_PASSWORD.
 --     -- ["UsernamePasswordMode"] = "SHARED_USERNAME_AND_PASSWORD",
@@ -571,6 +576,13 @@ CONFIG["MCP_SERVERS"] = {}
 --     -- (DataTools.ToolEffects by tool id wins over this). Names: UNTRUSTED_CONTENT,
 --     -- PRIVATE_DATA, SENDS_OUT or CHANGES_STATE.
 --     -- ["Effects"] = { ["search_tickets"] = { "PRIVATE_DATA" } },
+--
+--     -- Optional. Whose identity the server sees. STATIC (the default): the entry's Headers.
+--     -- TOKEN_EXCHANGE (STREAMABLE_HTTP only, with the DataGateway sign-in): each call
+--     -- carries a token the gateway obtains for the signed-in caller at the identity
+--     -- provider for Audience (OAuth 2.0 Token Exchange), never the caller's own token; a
+--     -- call without a signed-in caller is refused.
+--     -- ["Auth"] = { ["Type"] = "STATIC" },
 --
 --     -- Optional. Seconds per call. Default: 30.
 --     -- ["TimeoutSeconds"] = 30,

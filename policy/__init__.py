@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from policy.identity import Caller
     from policy.injection_filter import InjectionFilterChoice, injection_filter_choice
     from policy.mcp import (
+        McpAuth,
+        McpAuthType,
         McpServerConfig,
         McpServerListing,
         McpTool,
@@ -106,6 +108,8 @@ __all__ = [
     "Holding",
     "InjectionFilterChoice",
     "InjectionFilterKind",
+    "McpAuth",
+    "McpAuthType",
     "McpServerConfig",
     "McpServerListing",
     "McpTool",
@@ -184,6 +188,8 @@ _LAZY = {
     "McpServerListing": "policy.mcp",
     "McpTool": "policy.mcp",
     "McpToolListing": "policy.mcp",
+    "McpAuth": "policy.mcp",
+    "McpAuthType": "policy.mcp",
     "McpTransport": "policy.mcp",
     "PinState": "policy.mcp",
     "ToolPolicyError": "policy.errors",

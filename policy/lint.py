@@ -706,6 +706,15 @@ def _injection_filter(c: _Context) -> Iterable[Finding]:
         )
 
 
+def _token_exchange(c: _Context) -> Iterable[Finding]:
+    """An MCP server acting for the caller that cannot: its calls are refused (fails closed),
+    which the administrator did not mean."""
+    from policy.sign_in import token_exchange_problems
+
+    for message, where in token_exchange_problems(c.configuration):
+        yield Finding(Severity.ERROR, "token-exchange-not-possible", message, where)
+
+
 def _undeclared_effects(c: _Context) -> Iterable[Finding]:
     """While a flow rule is on, each tool that declares no effects counts as having all four
     (fail closed), so BLOCK never offers it and APPROVE asks for every call: named, so the
@@ -735,6 +744,7 @@ def _undeclared_effects(c: _Context) -> Iterable[Finding]:
 _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _injection_filter,
     _undeclared_effects,
+    _token_exchange,
     _unknown_tool_ids,
     _approval_globs,
     _unknown_datatools_keys,

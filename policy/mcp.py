@@ -35,6 +35,7 @@ from policy.config.mcp_servers import (
     SERVER_NAME_PATTERN,
     SERVER_NAME_RULE,
 )
+from policy.config.mcp_servers import McpAuthType as McpAuthType
 from policy.config.mcp_servers import McpTransport as McpTransport
 from policy.configuration import SecretValue
 from policy.decision import Evidence
@@ -50,6 +51,14 @@ MAX_EARLIER_DEFINITIONS = 32
 UNCONFIGURED_LISTING_DAYS = 30
 """How long the cached listing of a server the configuration no longer names is kept."""
 _CACHE_FOLDER = "mcp"
+
+
+@dataclass(frozen=True, slots=True)
+class McpAuth:
+    """An MCP server's `Auth`: STATIC (its headers) or TOKEN_EXCHANGE for `audience`."""
+
+    type: McpAuthType = McpAuthType.STATIC
+    audience: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +93,14 @@ class McpServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     """The most a message from the server may hold (a result, a listing page); one longer is
     cut off while it arrives and its call fails."""
+    auth: McpAuth = field(default_factory=lambda: McpAuth())
+    """Whose identity the server sees (`Auth`): the entry's headers, or the caller's."""
     origin: Origin | None = None
     by_organization: bool = True
 
     def __post_init__(self) -> None:
+        if self.auth.type is McpAuthType.TOKEN_EXCHANGE and not self.auth.audience:
+            raise ValueError(f"MCP server {self.name}: TOKEN_EXCHANGE needs an Audience")
         if not SERVER_NAME_PATTERN.fullmatch(self.name):
             raise ValueError(f"MCP server name {self.name!r} is not valid: {SERVER_NAME_RULE}")
         low, high = MESSAGE_BYTES_RANGE

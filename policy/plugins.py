@@ -74,7 +74,7 @@ from policy.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from policy.mcp import McpServerConfig
+    from policy.mcp import McpAuth, McpServerConfig
 
 PLUGIN_FILE_NAME = "plugin.lua"
 
@@ -968,6 +968,7 @@ class _Loader:
         )
         server_id, name, transport = values["Id"], values["Name"], values["Transport"]
         level = values["MinimumProviderConfidence"]
+        auth = _mcp_auth(values["Auth"])
         if problems or None in (server_id, name, transport, level):
             return None
         return McpServerConfig(
@@ -990,6 +991,7 @@ class _Loader:
             require_approval=values["RequireApproval"],
             timeout_seconds=values["TimeoutSeconds"],
             max_message_bytes=values["MaxMessageBytes"],
+            auth=auth,
             origin=Origin(self.plugin_id, self.name, where),
             by_organization=self.origin is PluginOrigin.ORGANIZATION,
         )
@@ -1018,6 +1020,15 @@ class _Loader:
                 )
             )
         return other
+
+
+def _mcp_auth(values: Mapping[str, Any] | None) -> McpAuth:
+    """An MCP server's `Auth` as read (absent: STATIC)."""
+    from policy.mcp import McpAuth, McpAuthType
+
+    if not values:
+        return McpAuth()
+    return McpAuth(McpAuthType(values["Type"]), values["Audience"] or "")
 
 
 class _SettingParser:

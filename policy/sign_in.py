@@ -10,6 +10,7 @@ keys together that both serving commands and the token exchange ask.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from policy._dataclass import dataclass
 
 if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration
+    from policy.provenance import SourceLocation
 
 ISSUER_KEY = "DataGateway.Issuer"
 AUDIENCE_KEY = "DataGateway.Audience"
@@ -123,6 +125,9 @@ def sign_in_problems(configuration: PolicyConfiguration) -> tuple[str, ...]:
         for finding in plugin.findings
         if finding.message.startswith(label) and finding.severity.value == "error"
     ]
+    problems.extend(
+        f"{where}: {message}" for message, where in token_exchange_problems(configuration)
+    )
     settings = SignInSettings.of(configuration)
     if settings is not None and not settings.audience:
         where = configuration.setting(ISSUER_KEY)
@@ -132,3 +137,41 @@ def sign_in_problems(configuration: PolicyConfiguration) -> tuple[str, ...]:
             "provider writes into the gateway's tokens"
         )
     return tuple(problems)
+
+
+def token_exchange_problems(
+    configuration: PolicyConfiguration,
+) -> Iterator[tuple[str, SourceLocation | None]]:
+    """Why an MCP server's `Auth` TOKEN_EXCHANGE cannot work as configured, with where it is
+    written: a token cannot be handed to a process over stdio, and without the gateway's sign-in
+    (issuer, client id, client secret) there is nobody to act for and no way to ask. Its calls
+    are refused then (never made with another identity); `policy check` calls it an error."""
+    from policy.mcp import McpAuthType, McpTransport
+
+    settings = SignInSettings.of(configuration)
+    missing = [
+        key
+        for key, value in (
+            (ISSUER_KEY, settings.issuer if settings else ""),
+            (CLIENT_ID_KEY, settings.client_id if settings else ""),
+            (CLIENT_SECRET_KEY, settings.client_secret if settings else ""),
+        )
+        if not value
+    ]
+    for server in configuration.mcp_servers:
+        if server.auth.type is not McpAuthType.TOKEN_EXCHANGE:
+            continue
+        where = server.origin.location if server.origin else None
+        label = f'CONFIG["MCP_SERVERS"] {server.name}: Auth.Type TOKEN_EXCHANGE'
+        if server.transport is not McpTransport.STREAMABLE_HTTP:
+            yield (
+                f"{label} needs Transport STREAMABLE_HTTP (the exchanged token is sent as its "
+                "HTTP Authorization header); its calls are refused",
+                where,
+            )
+        if missing:
+            yield (
+                f"{label} needs the gateway's sign-in: set {', '.join(missing)}; its calls are "
+                "refused",
+                where,
+            )

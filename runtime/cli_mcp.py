@@ -322,12 +322,20 @@ def serve(
 
         sink = QueuedSink(JsonLinesSink(decision_log))
 
+    exchanged: list[Any] = []
+
     def build(policy: Policy) -> ChatRuntime:
+        from runtime.execution import ToolServices
         from runtime.mcp_listing import sessions_for
         from runtime.session import ChatRuntime
+        from runtime.signin.exchange import exchanged_services
 
+        mcp = sessions_for(policy, sources.state_dir, offline=offline)
+        acting = exchanged_services(policy, exchanged)
+        if mcp is not None and acting:
+            mcp.upstream_auth = acting[0].listing_auth
         return ChatRuntime(
-            policy, decision_log=sink, mcp=sessions_for(policy, sources.state_dir, offline=offline)
+            policy, decision_log=sink, mcp=mcp, services=ToolServices(tool_services=acting)
         )
 
     watcher = PolicyWatcher(

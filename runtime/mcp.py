@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from policy import (
+    McpAuthType,
     McpServerConfig,
     McpServerListing,
     McpTool,
@@ -50,8 +51,11 @@ from runtime.mcp_transport import MessageCap
 from runtime.messages import Source
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp import Client
     from mcp_types import CallToolResult
+
+    UpstreamAuth = Callable[[McpServerConfig], httpx2.Auth | None]
 
 _log = logging.getLogger(__name__)
 _server_log = logging.getLogger(f"{__name__}.server")
@@ -125,8 +129,12 @@ class McpSessions:
         state_dir: Path | str | None = None,
         listing_ttl_seconds: float = DEFAULT_LISTING_TTL_SECONDS,
         first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
+        upstream_auth: UpstreamAuth | None = None,
     ) -> None:
         self._sessions = {s.id: _Session(s) for s in servers}
+        self.upstream_auth = upstream_auth
+        """How a streamable HTTP server's requests authenticate beyond its Headers (None: they
+        do not): the sign-in's token exchange (runtime.signin.exchange) sets it."""
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self._ttl = listing_ttl_seconds
         self._first_wait = first_listing_wait_seconds
@@ -308,6 +316,7 @@ class McpSessions:
                 self._on_message(session),
                 session.cap,
                 stderr.writer if stderr else None,
+                self.upstream_auth(session.server) if self.upstream_auth else None,
             )
             session.mask = SecretMask.of(secrets)
             async with client:
@@ -431,7 +440,11 @@ def _plaintext(value: str | SecretValue) -> str:
 
 
 def _new_client(
-    server: McpServerConfig, on_message: Any, cap: MessageCap, stderr: TextIO | None = None
+    server: McpServerConfig,
+    on_message: Any,
+    cap: MessageCap,
+    stderr: TextIO | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> tuple[Client, tuple[str, ...]]:
     from mcp import Client, StdioServerParameters
 
@@ -452,7 +465,7 @@ def _new_client(
         return Client(transport, message_handler=on_message, cache=None), secrets
     from mcp.client.streamable_http import streamable_http_client
 
-    http = capped_http_client({k: _plaintext(v) for k, v in server.headers.items()}, cap)
+    http = capped_http_client({k: _plaintext(v) for k, v in server.headers.items()}, cap, auth)
     transport = streamable_http_client(
         server.url, http_client=http, max_sse_event_size=server.max_message_bytes
     )
@@ -593,6 +606,28 @@ def _error_text(text: str) -> str:
     return " ".join(text.split())[:500] or "(no message)"
 
 
+async def _sessions_for(server: McpServerConfig, context: ToolExecutionContext) -> McpSessions:
+    """The sessions a call goes through: the app's, or for a server acting for the caller
+    (`Auth` TOKEN_EXCHANGE) the caller's own (runtime.signin.exchange); never the shared ones
+    then, which carry no person's identity."""
+    if server.auth.type is McpAuthType.TOKEN_EXCHANGE:
+        from runtime.signin.exchange import ExchangedSessions
+
+        exchanged = context.services.of(ExchangedSessions)
+        if exchanged is None:
+            raise McpServerError(
+                f"MCP server {server.name} acts for the signed-in person (Auth TOKEN_EXCHANGE); "
+                "it is called only through a gateway with the organization's sign-in"
+            )
+        return await exchanged.sessions_for(server)
+    sessions = context.services.of(McpSessions)
+    if sessions is None:
+        raise McpServerError(
+            f"MCP server {server.name} has no open session here (no McpSessions service)"
+        )
+    return sessions
+
+
 class McpExecutableTool(McpTool):
     """An MCP server's tool that runs: `tools/call` through the app's `McpSessions`."""
 
@@ -603,11 +638,7 @@ class McpExecutableTool(McpTool):
         from runtime.tools._common import guard_of
         from runtime.web.guard import GuardText, tool_content
 
-        sessions = context.services.of(McpSessions)
-        if sessions is None:
-            raise McpServerError(
-                f"MCP server {self.server.name} has no open session here (no McpSessions service)"
-            )
+        sessions = await _sessions_for(self.server, context)
         source = tool_content(self.definition.id)
         try:
             result = await sessions.call_tool(self.server.id, self.listing.name, arguments)

@@ -142,6 +142,8 @@ class McpGateway:
         from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 
+        from runtime.signin.acting import calls_act_for_caller
+
         if change_poll_seconds <= 0:
             raise ValueError(
                 f"McpGateway change_poll_seconds must be > 0, got {change_poll_seconds!r}."
@@ -169,7 +171,7 @@ class McpGateway:
             ),
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            on_call_tool=calls_act_for_caller(self._call_tool),
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         # The requestState of an input request (an approval asked in the stateless protocol)

@@ -172,11 +172,15 @@ async def _ended(process: Process, seconds: float) -> bool:
 # --- streamable HTTP ------------------------------------------------------------------------------
 
 
-def capped_http_client(headers: dict[str, str], cap: MessageCap) -> httpx2.AsyncClient:
-    """An HTTP client as the SDK makes one (its time-outs), whose answers are held to the cap."""
+def capped_http_client(
+    headers: dict[str, str], cap: MessageCap, auth: httpx2.Auth | None = None
+) -> httpx2.AsyncClient:
+    """An HTTP client as the SDK makes one (its time-outs), whose answers are held to the cap;
+    `auth` sets each request's credentials (a token exchanged for the caller)."""
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     return httpx2.AsyncClient(
+        auth=auth,
         headers={**headers, "Accept-Encoding": "identity"},
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         transport=_CappedTransport(httpx2.AsyncHTTPTransport(), cap),

@@ -30,6 +30,15 @@ PIN_PATTERN = re.compile(FINGERPRINT_PREFIX + "[0-9a-f]{64}")
 """A pin: the fingerprint of a tool definition, `sha256:` and 64 lower-case hex digits."""
 
 
+class McpAuthType(StrEnum):
+    """Whose identity a server sees: the entry's own headers, or the signed-in caller's."""
+
+    STATIC = "STATIC"
+    """The entry's `Headers` (ENC:v1: secrets), the same for every caller."""
+    TOKEN_EXCHANGE = "TOKEN_EXCHANGE"
+    """A token the gateway obtains for each caller at the identity provider (RFC 8693)."""
+
+
 class McpTransport(StrEnum):
     """How toolpolicy talks to a server: a subprocess over stdio, or streamable HTTP."""
 
@@ -158,6 +167,33 @@ MCP_SERVERS = Section(
             "(DataTools.ToolEffects by tool id wins over this).",
             choices=EFFECT_NAMES,
             example={"search_tickets": ["PRIVATE_DATA"]},
+        ),
+        Field(
+            "Auth",
+            FieldType.TABLE,
+            "Whose identity the server sees. STATIC (the default): the entry's Headers. "
+            "TOKEN_EXCHANGE (STREAMABLE_HTTP only, with the DataGateway sign-in): each call "
+            "carries a token the gateway obtains for the signed-in caller at the identity "
+            "provider for Audience (OAuth 2.0 Token Exchange), never the caller's own token; "
+            "a call without a signed-in caller is refused.",
+            fields=(
+                Field(
+                    "Type",
+                    FieldType.CHOICE,
+                    "STATIC or TOKEN_EXCHANGE.",
+                    required=True,
+                    choices=tuple(kind.value for kind in McpAuthType),
+                    example=McpAuthType.STATIC.value,
+                ),
+                Field(
+                    "Audience",
+                    FieldType.NONBLANK_TEXT,
+                    "TOKEN_EXCHANGE: the audience the server's tokens are for.",
+                    required_when=(("Type", McpAuthType.TOKEN_EXCHANGE.value),),
+                    example="tickets-api",
+                ),
+            ),
+            example={"Type": "STATIC"},
         ),
         Field(
             "TimeoutSeconds",

@@ -88,6 +88,18 @@ class EntryReader:
             raise ValueError(f"{declared.name}: a {declared.type} field is read by its own code")
         return reader(self, declared)
 
+    def _table(self, declared: Field) -> dict[str, Any] | None:
+        """A table with fields of its own, read as a section of one entry (required,
+        required-when, an undeclared field is a problem); None when it is not such a table."""
+        value = self.table.get(declared.name)
+        if not isinstance(value, LuaTable) or (value.entries and value.is_sequence()):
+            self._bad(declared.name, f"a table like {_lua_example(declared.example)}")
+            return None
+        before = len(self.problems)
+        inner = EntryReader(value, self.problems, f"{self.prefix}{declared.name}.", self.hints)
+        values = inner.read_entry(_nested_section(declared))
+        return values if len(self.problems) == before else None
+
     def _bad(self, name: str, wanted: str) -> None:
         value = self.table.get(name)
         got = "missing" if value is None else f"is {describe(plain(value))}"
@@ -244,6 +256,17 @@ class EntryReader:
                 )
 
 
+def _nested_section(declared: Field) -> Section:
+    return Section(declared.name, declared.doc, declared.fields, True, _SKIP_ENTRY)
+
+
+def _lua_example(example: Any) -> str:
+    if not isinstance(example, Mapping):
+        return "{ ... }"
+    fields = ", ".join(f'["{k}"] = "{v}"' for k, v in example.items())
+    return f"{{ {fields} }}"
+
+
 _READERS: dict[FieldType, Callable[[EntryReader, Field], Any]] = {
     FieldType.GUID: EntryReader._guid,
     FieldType.TEXT: partial(EntryReader._string, blank_ok=True),
@@ -256,8 +279,9 @@ _READERS: dict[FieldType, Callable[[EntryReader, Field], Any]] = {
     FieldType.SECRET_TEXT_MAP: EntryReader._secret_texts,
     FieldType.PIN_MAP: EntryReader._pins,
     FieldType.CHOICE_LIST_MAP: EntryReader._choice_lists,
+    FieldType.TABLE: EntryReader._table,
 }
-"""How each type is read; FLAG_MAP, SECRET and TABLE fields are read by the loader's own code."""
+"""How each type is read; FLAG_MAP and SECRET fields are read by the loader's own code."""
 
 
 def _absent(declared: Field) -> Any:

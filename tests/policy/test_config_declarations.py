@@ -172,7 +172,8 @@ def _with_value(section: Section, declared: Field, table: Field | None, value: A
         entry[declared.name] = value
     else:
         entry = valid_entry(section, table)
-        entry[table.name] = {**entry[table.name], declared.name: value}
+        needs = dict(declared.required_when)
+        entry[table.name] = {**entry[table.name], **needs, declared.name: value}
     return Case(section, entry, declared.name)
 
 
@@ -182,7 +183,9 @@ def _without(section: Section, declared: Field, table: Field | None) -> Case:
         del entry[declared.name]
     else:
         entry = valid_entry(section, table)
-        entry[table.name] = {k: v for k, v in entry[table.name].items() if k != declared.name}
+        needs = dict(declared.required_when)
+        inner = {**entry[table.name], **needs}
+        entry[table.name] = {k: v for k, v in inner.items() if k != declared.name}
     return Case(section, entry, declared.name)
 
 

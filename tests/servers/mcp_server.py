@@ -320,11 +320,12 @@ async def _stdio(path: Path) -> None:
     await serve_stdio(server)
 
 
-def serve_http(server: Server[Any], *, json_response: bool = False) -> None:
-    """Serve streamable HTTP on a free loopback port, printed as "PORT <n>" once listening."""
+def serve_http(server: Server[Any], *, json_response: bool = False, **auth: Any) -> None:
+    """Serve streamable HTTP on a free loopback port, printed as "PORT <n>" once listening;
+    `auth` (`auth=`, `token_verifier=`) makes it a resource server."""
     import uvicorn
 
-    app = server.streamable_http_app(host="127.0.0.1", json_response=json_response)
+    app = server.streamable_http_app(host="127.0.0.1", json_response=json_response, **auth)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical")
     served = uvicorn.Server(config)
 

@@ -14,6 +14,10 @@ const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
+function indicatorOf(audience) {
+  return Object.keys(config.resources).find((key) => config.resources[key] === audience);
+}
+
 function resourceServer(indicator) {
   const audience = config.resources[indicator];
   if (!audience) throw new errors.InvalidTarget(`unknown resource ${indicator}`);
@@ -58,7 +62,7 @@ async function tokenExchange(ctx) {
   } catch (error) {
     throw new errors.InvalidGrant(`subject_token refused: ${error.code ?? error.message}`);
   }
-  const indicator = Object.keys(config.resources).find((key) => config.resources[key] === params.audience);
+  const indicator = indicatorOf(params.audience);
   if (!indicator) throw new errors.InvalidTarget(`unknown audience ${params.audience}`);
   const grant = new provider.Grant({ accountId: subject.sub, clientId: client.clientId });
   grant.addResourceScope(indicator, 'mcp');
@@ -79,10 +83,24 @@ provider.registerGrantType(TOKEN_EXCHANGE, tokenExchange, [
   'subject_token', 'subject_token_type', 'audience', 'resource', 'requested_token_type', 'scope',
 ]);
 
+// Client credentials may name the resource server by its `audience` (as Auth0 and others take
+// it); oidc-provider knows only RFC 8707's `resource`, so the request is read here and handed on.
+async function audienceAsResource(ctx) {
+  const chunks = [];
+  for await (const chunk of ctx.req) chunks.push(chunk);
+  const form = new URLSearchParams(Buffer.concat(chunks).toString());
+  const indicator = form.get('grant_type') === 'client_credentials' && indicatorOf(form.get('audience'));
+  if (indicator) { form.delete('audience'); form.set('resource', indicator); }
+  ctx.req.body = Object.fromEntries(form);
+}
+
 let jwksHits = 0;
 provider.use(async (ctx, next) => {
   if (ctx.path === '/test/jwks-hits') { ctx.body = { hits: jwksHits }; return; }
   if (ctx.path === '/jwks') jwksHits += 1;
+  if (ctx.path === '/token' && ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
+    await audienceAsResource(ctx);
+  }
   await next();
 });
 

@@ -1,0 +1,249 @@
+"""The caller's identity carried to an upstream MCP server: OAuth 2.0 Token Exchange (RFC 8693).
+
+For an MCP server whose `Auth` is TOKEN_EXCHANGE, the gateway asks the identity provider's token
+endpoint, with its own client credentials (`DataGateway.ClientId`, the decrypted
+`DataGateway.ClientSecret`), for a token for the server's `Audience` on behalf of the caller,
+presenting the caller's token as `subject_token`. The caller's own token is never sent upstream.
+Each person has their own upstream sessions (`ExchangedSessions`), so one person's session never
+carries another's token; a call with no signed-in caller is refused. The server's tools are
+listed with the gateway's own token for that audience (client credentials): a listing names no
+person's data.
+
+The gateway wraps its call handler in `runtime.signin.acting.calls_act_for_caller`, which puts
+the request's signed-in token where `ExchangedSessions` finds it for the length of the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import httpx
+import httpx2
+
+from policy import McpServerConfig, Policy
+from policy._runtime_seam import SECRET_SOURCES, SignInSettings, configured_secret, decrypt
+from runtime.signin._issuer import IssuerKeys
+from runtime.signin.acting import acting_token
+
+if TYPE_CHECKING:
+    from runtime.mcp import McpSessions
+    from runtime.signin.verifier import SignedInToken
+
+logger = logging.getLogger("runtime.signin")
+
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+EXPIRY_MARGIN_SECONDS = 30
+"""A token is asked for anew this long before it expires."""
+MAX_PEOPLE = 256
+"""People whose upstream sessions are kept at once (the least recently used is closed)."""
+
+
+def exchanged_services(policy: Policy, kept: list[ExchangedSessions]) -> list[ExchangedSessions]:
+    """The services a serving command's runtime needs for `policy`: an `ExchangedSessions` when
+    a server acts for the caller and the sign-in is configured (one kept across reloads while
+    the sign-in stays the same; `kept` holds it), else none."""
+    from policy import McpAuthType
+
+    settings = SignInSettings.of(policy.configuration)
+    acting = any(
+        s.auth.type is McpAuthType.TOKEN_EXCHANGE for s in policy.configuration.mcp_servers
+    )
+    if settings is None or not acting:
+        return []
+    if not kept or kept[0].exchange.settings != settings:
+        kept[:] = [ExchangedSessions(TokenExchange(settings))]
+    return kept[:1]
+
+
+class _NoToken(Exception):
+    """The identity provider gave no token for the upstream server; the call is refused."""
+
+
+class TokenExchange:
+    """Tokens for upstream servers from the issuer's token endpoint, kept until shortly before
+    they expire: per (person, their token, audience) for a caller, per audience for the
+    gateway's own."""
+
+    def __init__(
+        self,
+        settings: SignInSettings,
+        keys: IssuerKeys | None = None,
+        *,
+        client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self._keys = keys or IssuerKeys(settings.issuer)
+        self._client = client
+        self._clock = clock
+        self._kept: dict[tuple[str, ...], tuple[str, float]] = {}
+        self._asking: dict[tuple[str, ...], asyncio.Future[tuple[str, float]]] = {}
+
+    async def for_caller(self, caller_token: SignedInToken, audience: str) -> str:
+        """A token for `audience` acting for the caller whose token this is (RFC 8693)."""
+        digest = hashlib.sha256(caller_token.token.encode()).hexdigest()
+        key = ("caller", caller_token.caller.subject, digest, audience)
+        return await self._kept_or_asked(
+            key,
+            {
+                "grant_type": TOKEN_EXCHANGE_GRANT,
+                "subject_token": caller_token.token,
+                "subject_token_type": ACCESS_TOKEN_TYPE,
+                "requested_token_type": ACCESS_TOKEN_TYPE,
+                "audience": audience,
+            },
+        )
+
+    async def own(self, audience: str) -> str:
+        """The gateway's own token for `audience` (client credentials), for listing tools."""
+        return await self._kept_or_asked(
+            ("own", audience), {"grant_type": "client_credentials", "audience": audience}
+        )
+
+    async def _kept_or_asked(self, key: tuple[str, ...], form: dict[str, str]) -> str:
+        kept = self._kept.get(key)
+        if kept is not None and kept[1] - EXPIRY_MARGIN_SECONDS > self._clock():
+            return kept[0]
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = asyncio.ensure_future(self._ask(form))
+            self._asking[key] = asking
+            asking.add_done_callback(lambda _: self._asking.pop(key, None))
+        token, expires = await asyncio.shield(asking)
+        if len(self._kept) > 4 * MAX_PEOPLE:
+            now = self._clock()
+            self._kept = {k: v for k, v in self._kept.items() if v[1] > now}
+        self._kept[key] = (token, expires)
+        return token
+
+    async def _ask(self, form: dict[str, str]) -> tuple[str, float]:
+        settings = self.settings
+        if not (settings.client_id and settings.client_secret):
+            raise _NoToken(
+                "the gateway has no client credentials (DataGateway.ClientId and "
+                "DataGateway.ClientSecret)"
+            )
+        secret = configured_secret()
+        if secret is None:
+            raise _NoToken(
+                f"DataGateway.ClientSecret cannot be decrypted: no encryption secret is "
+                f"configured ({SECRET_SOURCES})"
+            )
+        metadata = await self._keys.metadata()
+        endpoint = metadata.get("token_endpoint")
+        if not isinstance(endpoint, str):
+            raise _NoToken(f"the OpenID metadata of {settings.issuer} names no token endpoint")
+        client = self._client or httpx.AsyncClient(timeout=10.0)
+        try:
+            answer = await client.post(
+                endpoint,
+                data=form,
+                auth=(settings.client_id, decrypt(settings.client_secret, secret)),
+                headers={"Accept": "application/json"},
+            )
+        except httpx.HTTPError as error:
+            raise _NoToken(f"{endpoint} cannot be reached: {type(error).__name__}") from None
+        finally:
+            if self._client is None:
+                await client.aclose()
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        if answer.status_code != 200 or not isinstance(body, dict):
+            code = body.get("error") if isinstance(body, dict) else None
+            raise _NoToken(
+                f"the identity provider refused ({answer.status_code}"
+                f"{', ' + str(code)[:80] if code else ''})"
+            )
+        token, lifetime = body.get("access_token"), body.get("expires_in", 60)
+        if not isinstance(token, str) or not token:
+            raise _NoToken("the identity provider's answer holds no access_token")
+        seconds = float(lifetime) if isinstance(lifetime, int | float) else 60.0
+        return token, self._clock() + seconds
+
+
+class _BearerFrom(httpx2.Auth):
+    """Every request to the upstream server carries the token `token()` gives now."""
+
+    def __init__(self, token: Callable[[], Awaitable[str]]) -> None:
+        self._token = token
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        request.headers["Authorization"] = f"Bearer {await self._token()}"
+        yield request
+
+
+class ExchangedSessions:
+    """Each person's own upstream sessions to the TOKEN_EXCHANGE servers, found by the MCP
+    tools among the runtime's services (`ToolServices.of(ExchangedSessions)`)."""
+
+    def __init__(self, exchange: TokenExchange) -> None:
+        self.exchange = exchange
+        self._sessions: OrderedDict[tuple[str, str], McpSessions] = OrderedDict()
+        self._latest: dict[str, SignedInToken] = {}
+
+    def listing_auth(self, server: McpServerConfig) -> httpx2.Auth | None:
+        """The shared sessions' authentication: the gateway's own token for a TOKEN_EXCHANGE
+        server's audience (its listing), nothing for any other server."""
+        from policy import McpAuthType
+
+        if server.auth.type is not McpAuthType.TOKEN_EXCHANGE:
+            return None
+        audience = server.auth.audience
+        return _BearerFrom(lambda: self.exchange.own(audience))
+
+    async def sessions_for(self, server: McpServerConfig) -> McpSessions:
+        """The calling person's session to `server` (made on first use), with a token for it in
+        hand; refused without a signed-in caller or when the provider gives no token."""
+        from runtime.mcp import McpServerError, McpSessions
+
+        token = acting_token()
+        if token is None:
+            raise McpServerError(
+                f"MCP server {server.name} acts for the signed-in person (Auth TOKEN_EXCHANGE), "
+                "and this call has none; it is refused"
+            )
+        subject = token.caller.subject
+        self._latest[subject] = token
+        try:
+            await self.exchange.for_caller(token, server.auth.audience)
+        except _NoToken as error:
+            raise McpServerError(
+                f"MCP server {server.name}: no token for the signed-in person: {error}"
+            ) from None
+        key = (subject, server.id)
+        sessions = self._sessions.get(key)
+        if sessions is not None and sessions.servers != (server,):
+            await sessions.aclose()
+            sessions = None
+        if sessions is None:
+            sessions = McpSessions([server], upstream_auth=self._person_auth(subject))
+            self._sessions[key] = sessions
+            while len(self._sessions) > MAX_PEOPLE:
+                (gone, _), dropped = self._sessions.popitem(last=False)
+                if not any(person == gone for person, _ in self._sessions):
+                    self._latest.pop(gone, None)
+                await dropped.aclose()
+        self._sessions.move_to_end(key)
+        return sessions
+
+    def _person_auth(self, subject: str) -> Callable[[McpServerConfig], httpx2.Auth | None]:
+        def auth(server: McpServerConfig) -> httpx2.Auth:
+            audience = server.auth.audience
+            return _BearerFrom(lambda: self.exchange.for_caller(self._latest[subject], audience))
+
+        return auth
+
+    async def aclose(self) -> None:
+        sessions, self._sessions = self._sessions, OrderedDict()
+        await asyncio.gather(*(s.aclose() for s in sessions.values()))

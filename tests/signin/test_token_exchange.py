@@ -1,0 +1,139 @@
+"""Identity to upstream servers: an MCP server entry with `Auth` TOKEN_EXCHANGE is called with a
+token the gateway obtains for each signed-in caller at the identity provider (RFC 8693, a real
+oidc-provider), which the upstream server (an `mcp`-SDK server checking tokens itself) accepts;
+the caller's own token never reaches it, and a call with nobody signed in is refused."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+
+from policy.secrets import encrypt, generate_secret
+from tests.mcp_tools.test_mcp import HEADER, policy_cli
+from tests.mcp_tools.test_mcp_gateway import running_gateway
+from tests.servers.oidc_provider import (
+    GATEWAY_AUDIENCE,
+    GATEWAY_CLIENT,
+    TICKETS_AUDIENCE,
+    oidc_provider,
+)
+from tests.servers.processes import announced_mcp_server
+
+MODERN = "2026-07-28"
+SERVER_ID = "3c0e4a57-9f1b-4e0d-8a43-7d2b6a1c9e10"
+
+
+def _plugin(
+    folder: Path, issuer: str, url: str, secret: str, transport: str = "STREAMABLE_HTTP"
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = (
+        f'CONFIG["SETTINGS"]["DataGateway.Issuer"] = "{issuer}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.Audience"] = "{GATEWAY_AUDIENCE}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.ClientId"] = "{GATEWAY_CLIENT[0]}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.ClientSecret"] = "{encrypt(GATEWAY_CLIENT[1], secret)}"\n'
+    )
+    where = (
+        f'["Url"] = "{url}"' if transport == "STREAMABLE_HTTP" else '["Command"] = "tickets-mcp"'
+    )
+    server = (
+        'CONFIG["MCP_SERVERS"] = {}\n'
+        'CONFIG["MCP_SERVERS"][1] = {\n'
+        f'  ["Id"] = "{SERVER_ID}", ["Name"] = "tickets", ["Transport"] = "{transport}",\n'
+        f"  {where},\n"
+        f'  ["Auth"] = {{ ["Type"] = "TOKEN_EXCHANGE", ["Audience"] = "{TICKETS_AUDIENCE}" }},\n'
+        "}\n"
+    )
+    (folder / "plugin.lua").write_text(HEADER + settings + server, encoding="utf-8")
+    return folder
+
+
+def _call(url: str, token: str | None, name: str) -> dict[str, Any]:
+    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": {}, "_meta": meta},
+    }
+    answer = httpx.post(url, json=body, headers=headers, timeout=60)
+    assert answer.status_code == 200, (answer.status_code, answer.text)
+    for line in answer.text.splitlines():
+        if line.startswith("data:"):
+            return dict(json.loads(line.removeprefix("data:"))["result"])
+    return dict(answer.json()["result"])
+
+
+def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
+    seen = tmp_path / "seen.jsonl"
+    with oidc_provider(tmp_path / "idp") as idp:
+        upstream = [sys.executable, "-m", "tests.servers.identity_mcp_server", idp.issuer,
+                    TICKETS_AUDIENCE, str(seen)]  # fmt: skip
+        with announced_mcp_server(upstream) as tickets:
+            org = _plugin(tmp_path / "org", idp.issuer, tickets, secret)
+            with running_gateway("--org", org, "--provider", "OpenAI") as (url, log):
+                alice, bob = idp.token("alice"), idp.token("bob")
+                answers = {}
+                for person, token in (("alice", alice), ("bob", bob), ("alice", alice)):
+                    result = _call(url, token, "tickets__whoami")
+                    assert not result.get("isError"), result
+                    answers[person] = json.loads(result["content"][0]["text"])
+                assert answers["alice"] == {
+                    "sub": "alice", "aud": TICKETS_AUDIENCE, "act": {"sub": "gateway"}
+                }  # fmt: skip
+                assert answers["bob"]["sub"] == "bob"
+            logged = "".join(log)
+    received = [json.loads(line) for line in seen.read_text(encoding="utf-8").splitlines()]
+    tokens = {entry["token"] for entry in received}
+    assert alice not in tokens and bob not in tokens, "a caller's own token never goes upstream"
+    assert all(entry["accepted"] for entry in received), received
+    keys = KeySet.import_key_set({"keys": idp.keys})
+    subjects = {jwt.decode(token, keys).claims["sub"] for token in tokens}
+    assert subjects == {"alice", "bob", "gateway"}, (
+        "the callers' tokens, and the gateway's own for listing"
+    )
+    for token in (alice, bob, *tokens):
+        assert token not in logged
+
+
+def test_a_server_acting_for_the_caller_without_the_sign_in_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
+    org = _plugin(
+        tmp_path / "org",
+        "https://login.example.org/corp",
+        "https://tickets.example.org/mcp",
+        secret,
+        transport="STDIO",
+    )
+    text = (org / "plugin.lua").read_text(encoding="utf-8")
+    text = "\n".join(line for line in text.splitlines() if "DataGateway.ClientSecret" not in line)
+    (org / "plugin.lua").write_text(text + "\n", encoding="utf-8")
+    checked = policy_cli("check", "--org", org)
+    assert checked.returncode == 1
+    output = checked.stdout + checked.stderr
+    assert "token-exchange-not-possible" in output
+    assert "needs Transport STREAMABLE_HTTP" in output
+    assert "set DataGateway.ClientSecret" in output
