@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from policy._runtime_seam import ApprovalRules, PeoplePolicies, RunnableTools
     from runtime.approvals import Approval, ApprovalGate, SuspendedTurn
     from runtime.chat import CallCountStore, Chat
-    from runtime.data_sources import SearchableDataSource
+    from runtime.data_sources import ConfiguredDataSources, SearchableDataSource
     from runtime.decision_log import DecisionRecorder, DecisionSink, QueuedSink
     from runtime.execution import ExecutableTool, ToolServices
     from runtime.executor import ToolExecutor
@@ -94,7 +94,8 @@ class ChatRuntime:
     `services` are the shared objects tools may use (`ToolServices`, e.g. its `guard`);
     `data_sources` are the searchable sources semantic_search may offer, joined by the
     configuration's ERI_V1 `DATA_SOURCES` entries unless `configured_data_sources=False` (an
-    entry whose id the app's sources already have stays the app's); `mailbox_name(id)` names
+    entry whose id the app's sources already have stays the app's; a person's runtime adds
+    their groups' entries); `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
     a `CallbackSink`), written from a bounded queue that drops nothing: a response waits for
@@ -113,6 +114,7 @@ class ChatRuntime:
         "_base",
         "_call_counts",
         "_caller",
+        "_configured_sources",
         "_data_sources",
         "_decision_log",
         "_include_content",
@@ -166,9 +168,13 @@ class ChatRuntime:
         self._decision_log = _queued(decision_log)
         self._include_content = include_content
         self._tracer_provider = tracer_provider
+        self._configured_sources: ConfiguredDataSources | None = None
         self._data_sources = tuple(data_sources)
         if configured_data_sources:
-            self._data_sources += _configured_data_sources(policy, self._data_sources)
+            from runtime.data_sources import ConfiguredDataSources
+
+            self._configured_sources = ConfiguredDataSources(data_sources)
+            self._data_sources = self._configured_sources.of(policy.configuration.data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
         self._limits = limits
@@ -243,6 +249,8 @@ class ChatRuntime:
         person._quota = None
         person._settings = {}
         person.policy = person._base = policy
+        if self._configured_sources is not None:
+            person._data_sources = self._configured_sources.of(policy.configuration.data_sources)
         person._services = person._shared_services(
             replace(self._app_services, guard=self._services.guard)
         )
@@ -754,25 +762,6 @@ class ChatRuntime:
             extras=extras,
             holdings=chat.flow_holdings,
         )
-
-
-def _configured_data_sources(
-    policy: Policy, given: Sequence[SearchableDataSource]
-) -> tuple[SearchableDataSource, ...]:
-    """The configuration's ERI_V1 data sources the app did not hand over itself, numbered after
-    the app's."""
-    taken = {source.id for source in given}
-    entries = [
-        entry
-        for entry in policy.configuration.data_sources
-        if entry.kind == "ERI_V1" and entry.id not in taken
-    ]
-    if not entries:
-        return ()
-    from runtime.data_sources import data_sources_from_configuration
-
-    first = max((source.num for source in given), default=-1) + 1
-    return data_sources_from_configuration(entries, first_num=first)
 
 
 def _no_approval(tool_id: str) -> str | None:

@@ -261,3 +261,29 @@ def configured_page_size(config: DataSourceConfig) -> int:
     """The entry's `MaxMatches`, 10 when it has none."""
     matches = config.raw.get("MaxMatches", 10)
     return matches if isinstance(matches, int) and not isinstance(matches, bool) else 10
+
+
+class ConfiguredDataSources:
+    """The app's data sources joined by the ERI_V1 entries of each configuration a runtime decides
+    with (a signed-in person's adds their groups' entries). Each entry's source is made once and
+    shared, so its server is asked once for everyone; an entry that changed gets a new one."""
+
+    __slots__ = ("_app", "_made")
+
+    def __init__(self, app: Sequence[SearchableDataSource]) -> None:
+        self._app = tuple(app)
+        self._made: dict[str, tuple[DataSourceConfig, SearchableDataSource]] = {}
+
+    def of(self, configured: Sequence[DataSourceConfig]) -> tuple[SearchableDataSource, ...]:
+        taken = {source.id for source in self._app}
+        first = max((source.num for source in self._app), default=-1) + 1
+        joined = list(self._app)
+        for number, config in enumerate(configured, start=first):
+            if config.kind != "ERI_V1" or config.id in taken:
+                continue
+            made = self._made.get(config.id)
+            if made is None or made[0] != config:
+                (source,) = data_sources_from_configuration([config], first_num=number)
+                made = self._made[config.id] = (config, source)
+            joined.append(made[1])
+        return tuple(joined)

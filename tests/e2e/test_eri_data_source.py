@@ -21,13 +21,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from policy import ConfidenceLevel, DataSecurity, Policy, ProviderKind, load_policy
+from policy import Caller, ConfidenceLevel, DataSecurity, Policy, ProviderKind, load_policy
 from policy.configuration import ProviderConfig
 from policy.secrets import ENV_SECRET, encrypt, generate_secret
 from runtime import Chat, ChatMessage, ChatRuntime, Role
-from runtime.chat import ChatRequirementError
+from runtime.chat import ChatRequirementError, MemoryChatStore
 from runtime.tools import builtin_executable_tools
 from tests.e2e._kit import ORGANIZATION, VLLM_ID, client, organization_provider
+from tests.servers.config_server import plugin_text
 from tests.servers.eri_server import EriDocument, EriServer, EriState, running_eri_server
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
@@ -67,15 +68,9 @@ def eri() -> Iterator[EriServer]:
         yield server
 
 
-@pytest.fixture
-def eri_policy(eri: EriServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Policy:
-    secret = generate_secret()
-    monkeypatch.setenv(ENV_SECRET, secret)
-    organization = tmp_path / "organization"
-    shutil.copytree(ORGANIZATION, organization)
-    with (organization / "base" / "plugin.lua").open("a", encoding="utf-8") as plugin:
-        plugin.write(
-            f"""
+def data_sources_lua(eri: EriServer, secret: str) -> str:
+    """`CONFIG["DATA_SOURCES"]` with the one ERI v1 entry of the loopback server."""
+    return f"""
 CONFIG["DATA_SOURCES"] = {{}}
 CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {{
     ["Id"] = "{SOURCE_ID}",
@@ -91,7 +86,16 @@ CONFIG["DATA_SOURCES"][#CONFIG["DATA_SOURCES"]+1] = {{
     ["MinimumProviderConfidence"] = "MEDIUM",
 }}
 """
-        )
+
+
+@pytest.fixture
+def eri_policy(eri: EriServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Policy:
+    secret = generate_secret()
+    monkeypatch.setenv(ENV_SECRET, secret)
+    organization = tmp_path / "organization"
+    shutil.copytree(ORGANIZATION, organization)
+    with (organization / "base" / "plugin.lua").open("a", encoding="utf-8") as plugin:
+        plugin.write(data_sources_lua(eri, secret))
     policy = load_policy(org=[organization], tools=builtin_executable_tools())
     assert not policy.errors, policy.errors
     (configured,) = policy.configuration.data_sources
@@ -173,3 +177,45 @@ async def test_a_cloud_provider_is_offered_an_eri_source_only_when_its_server_al
     assert ("semantic_search" in names) is (allowed == "ANY")
     assert "/security/requirements" in eri.state.paths()
     assert "/retrieval" not in eri.state.paths()
+
+
+GROUPS_ID = "7e4a8b2c-1d3f-4a5b-8c6d-0e9f8a7b6c5d"
+SUPPORT_ID = "8f5b9c3d-2e4a-4b6c-9d7e-1f0a9b8c7d6e"
+
+
+async def test_a_groups_eri_source_is_searched_for_its_members_only(
+    eri: EriServer, server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = generate_secret()
+    monkeypatch.setenv(ENV_SECRET, secret)
+    people = tmp_path / "people"
+    for plugin_id, name, body in (
+        (
+            GROUPS_ID,
+            "Groups",
+            'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = '
+            f'{{ ["support"] = {{ "{SUPPORT_ID}" }} }}\n',
+        ),
+        (SUPPORT_ID, "Support", data_sources_lua(eri, secret)),
+    ):
+        (people / name).mkdir(parents=True)
+        text = plugin_text(plugin_id, body, name=name) + "PRIORITY = 200\n"
+        (people / name / "plugin.lua").write_text(text, encoding="utf-8")
+    policy = load_policy(org=[ORGANIZATION, people], tools=builtin_executable_tools())
+    assert not policy.errors, policy.errors
+
+    async def offered(runtime: ChatRuntime, caller: Caller) -> str | None:
+        person = runtime.for_caller(caller)
+        provider = organization_provider(person.policy, VLLM_ID, server)
+        chat = Chat.open("listing", MemoryChatStore(), caller=caller)
+        offer = await person.executable_tools(chat, provider)
+        descriptions = [d.function.description_for_llm for d, _ in offer.tools]
+        return next((d for d in descriptions if SOURCE_ID in d), None)
+
+    async with ChatRuntime(policy) as runtime:
+        member = Caller("alice@example.org", frozenset({"support"}))
+        listed = await offered(runtime, member)
+        assert listed is not None and "Printer and VPN manuals." in listed
+        assert await offered(runtime, Caller("bob@example.org", frozenset({"finance"}))) is None
+        assert await offered(runtime, Caller("carol@example.org", frozenset({"support"})))
+    assert eri.state.paths().count("/dataSource") == 1  # one server, asked once for everyone
