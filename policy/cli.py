@@ -490,6 +490,19 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
     help="The chat store --chat-id is read from: a SQLite file or a postgresql:// address "
     "(default: $TOOLPOLICY_CHAT_DB, else the user's chats.sqlite3).",
 )
+@click.option(
+    "--as",
+    "as_subject",
+    metavar="SUBJECT",
+    help="Decide for this signed-in person (their `sub`): a what-if of the gateway's per-person "
+    "policy, with the configurations of --groups.",
+)
+@click.option(
+    "--groups",
+    metavar="GROUPS",
+    help="The person's groups, comma-separated: DataGateway.ConfigurationsByGroup picks their "
+    "configurations (which ones applied, and why, is shown).",
+)
 @offline_option
 def explain(
     tool_id: str | None,
@@ -505,12 +518,15 @@ def explain(
     chat_holds: str | None,
     chat_id: str | None,
     chat_db: str | None,
+    as_subject: str | None,
+    groups: str | None,
     offline: bool,
 ) -> None:
     """Why TOOL_ID is (not) offered: every check in order, with its evidence.
 
     With --all: the matrix of every tool × every configured provider for one component, and
     every MCP server with where its tools come from (listed live, cached at, not listed).
+    With --as/--groups: decided for that person, after which configurations applied and why.
     """
     if provider_id and provider_kind:
         raise click.UsageError("use either --provider or --provider-kind, not both")
@@ -520,6 +536,7 @@ def explain(
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
     holdings = _chat_holdings(chat_holds, chat_id, chat_db)
     policy = _load(sources, tools_files=tools_files, offline=offline)
+    policy, applied = _as_caller(policy, as_subject, groups, output_format)
     from policy.explain import (
         build_matrix,
         decision_document,
@@ -562,7 +579,8 @@ def explain(
             if skipped:
                 _print(f"\n{skipped}")
         else:
-            _print(render_document(matrix_report(policy, matrix), output_format))
+            report = {**applied, **matrix_report(policy, matrix)}
+            _print(render_document(report, output_format))
         blocked = any(d.reason is not ToolOfferBlockReason.NONE for d in matrix.decisions.values())
     else:
         assert tool_id is not None
@@ -574,12 +592,52 @@ def explain(
             if skipped:
                 _print(f"\n{skipped}")
         else:
-            _print(render_document(decision_document(decision), output_format))
+            _print(render_document({**applied, **decision_document(decision)}, output_format))
         blocked = decision.reason is not ToolOfferBlockReason.NONE
     if fail and blocked:
         sys.exit(1)
     if any(f.code == "broken-organization-plugin" for f in policy.errors):
         sys.exit(1)
+
+
+def _as_caller(
+    policy: Policy, as_subject: str | None, groups: str | None, output_format: str
+) -> tuple[Policy, dict[str, Any]]:
+    """The policy `--as`/`--groups` name (the whole one without them), and for a document the
+    caller and the configurations that applied; for a table those are printed here."""
+    if as_subject is None and groups is None:
+        return policy, {}
+    from policy.identity import Caller
+    from policy.people import PeoplePolicies
+
+    if as_subject is not None and not as_subject.strip():
+        raise click.BadParameter("name the person's subject (their `sub`)", param_hint="--as")
+    named = [g.strip() for g in (groups or "").split(",") if g.strip()]
+    caller = Caller(as_subject or "(what-if)", frozenset(named))
+    people = PeoplePolicies(policy)
+    applied = people.applied(caller)
+    unknown = [g for g in named if g not in people.groups.by_group]
+    if output_format == "table":
+        shown = ", ".join(sorted(caller.groups)) or "none"
+        lines = [f"Decided as {caller.subject} (groups: {shown}). Configurations:"]
+        lines += [
+            f"  {'applies ' if a.applies else 'left out'}  {a.name} ({a.id}): {a.why}"
+            for a in applied
+        ]
+        if unknown:
+            lines.append(
+                f"  (no configuration of their own for {', '.join(unknown)}: "
+                "DataGateway.ConfigurationsByGroup does not name them)"
+            )
+        _print("\n".join(lines) + "\n")
+    document: dict[str, Any] = {
+        "caller": {"subject": caller.subject, "groups": sorted(caller.groups)},
+        "configurations": [
+            {"id": a.id, "name": a.name, "applies": a.applies, "why": a.why} for a in applied
+        ],
+        "groups_without_configurations": unknown,
+    }
+    return people.for_caller(caller), document
 
 
 def _chat_holdings(
@@ -1010,20 +1068,36 @@ def log() -> None:
 @log.command(
     epilog=examples(
         "policy log summary decisions.jsonl --since 24h",
-        "policy log summary decisions.jsonl decisions.jsonl.1 -f json",
+        "policy log summary decisions.jsonl decisions.jsonl.1 --by subject -f json",
     )
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @since_option
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["subject"]),
+    default=None,
+    help="Count per signed-in person (as the records name them: DataGateway.RecordSubject).",
+)
 @_format_option
-def summary(paths: tuple[Path, ...], since: str | None, output_format: str) -> None:
+def summary(paths: tuple[Path, ...], since: str | None, by: str | None, output_format: str) -> None:
     """Counts over a decision log (a file and its rotated copies FILE.1 …): decisions per
     configuration revision and provider, refusals, left-out reasons, calls per status and tool,
-    the most frequent blocked calls."""
-    from policy.decision_summary import summary_rows
+    the most frequent blocked calls; with --by subject, all of that per person."""
+    from policy.decision_summary import summary_rows, summary_rows_by_subject
     from policy.explain import render_document, render_table
 
-    rows = summary_rows(decision_logs_since(paths, since))
+    records = decision_logs_since(paths, since)
+    if by == "subject":
+        people = summary_rows_by_subject(records)
+        if output_format == "table":
+            _print(render_table(("subject", "what", "value", "count"), people))
+        else:
+            document = [{"subject": p, "what": w, "value": v, "count": n} for p, w, v, n in people]
+            _print(render_document(document, output_format))
+        return
+    rows = summary_rows(records)
     if output_format == "table":
         _print(render_table(("what", "value", "count"), rows))
     else:

@@ -254,6 +254,12 @@ class DecisionRecord(_Model):
     """What decided: an answer of `respond`, or a call of an MCP client through the gateway."""
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     """Approvals asked and answered in this response, in order."""
+    subject: str = ""
+    """Who asked: the signed-in person as `DataGateway.RecordSubject` says — `sha256:<hex>` of
+    their `sub` (the default), or the `sub` itself; "" without a sign-in (the shared token, an
+    app that names no caller)."""
+    groups: list[str] = Field(default_factory=list)
+    """The signed-in person's groups (sorted), which chose their configurations."""
 
 
 def decision_log_schema() -> dict[str, object]:

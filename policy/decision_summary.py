@@ -122,3 +122,19 @@ def summary_rows(records: Iterable[DecisionRecord]) -> list[tuple[str, str, int]
     ]
     top = sorted(blocked.items(), key=lambda i: (-i[1], i[0]))[:TOP_BLOCKED]
     return rows + [("top blocked", value, n) for value, n in top]
+
+
+NO_SUBJECT = "(no sign-in)"
+"""How a summary by subject names the records of requests without a signed-in person."""
+
+
+def summary_rows_by_subject(
+    records: Iterable[DecisionRecord],
+) -> list[tuple[str, str, str, int]]:
+    """(subject, what, value, count) rows: `summary_rows` per person who asked (as the records
+    name them: `DataGateway.RecordSubject`), the most active first."""
+    people: dict[str, list[DecisionRecord]] = {}
+    for record in records:
+        people.setdefault(record.subject or NO_SUBJECT, []).append(record)
+    ordered = sorted(people.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [(subject, *row) for subject, held in ordered for row in summary_rows(held)]

@@ -49,6 +49,8 @@ class ToolFlip:
     after: str
     before_detail: str = ""
     after_detail: str = ""
+    subject: str = ""
+    """Who asked, as the record names them ("" without a sign-in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class BlockedCall:
     status_before: str
     reason: str
     detail: str
+    subject: str = ""
+    """Who asked, as the record names them ("" without a sign-in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,8 @@ class ProviderChange:
     before: str
     after: str
     detail: str = ""
+    subject: str = ""
+    """Who asked, as the record names them ("" without a sign-in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,8 @@ class ApprovalChange:
     after: str
     reason: str = ""
     """Why the candidate asks for approval (empty when it no longer does)."""
+    subject: str = ""
+    """Who asked, as the record names them ("" without a sign-in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,20 +139,30 @@ class _Requirements:
 
 
 def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport:
-    """Re-decide every record under `candidate` and collect what would flip."""
-    providers: dict[tuple[str, str, str, str], tuple[ProviderConfig, ProviderFacts]] = {}
+    """Re-decide every record under `candidate` and collect what would flip. A record of a
+    signed-in person is decided as the gateway would decide for them: with the candidate's
+    configurations for their groups (`DataGateway.ConfigurationsByGroup`)."""
+    from policy import Caller
+    from policy._runtime_seam import PeoplePolicies
+
+    people = PeoplePolicies(candidate)
+    providers: dict[tuple[object, ...], tuple[ProviderConfig, ProviderFacts]] = {}
     verdicts: dict[tuple[object, ...], _Verdict] = {}
+    rules: dict[int, ApprovalRules] = {}
     changed: list[ToolFlip] = []
     blocked: list[BlockedCall] = []
     refused: list[ProviderChange] = []
     allowed: list[ProviderChange] = []
     approvals: list[ApprovalChange] = []
-    rules = ApprovalRules.of(candidate.configuration, (), candidate.tool_ids)
     count = 0
     for record in records:
         count += 1
-        provider, facts = _provider(record, candidate, providers)
-        registry = candidate.registry
+        policy = candidate
+        if record.subject:
+            caller = Caller(record.subject, frozenset(record.groups))
+            policy = people.for_groups(people.groups.matched(caller))
+        provider, facts = _provider(record, policy, providers)
+        registry = policy.registry
         start = _requirements_before(record)
         refusal = provider_refusal(start.confidence, start.security, facts)
         # Refused before the first request; a refusal between rounds follows a call's result.
@@ -159,6 +177,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
                         "allowed",
                         "refused before the request",
                         refusal,
+                        record.subject,
                     )
                 )
             continue
@@ -171,6 +190,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
                     "refused",
                     "allowed",
                     record.outcome.error_message,
+                    record.subject,
                 )
             )
             continue
@@ -180,7 +200,7 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
             if record.selected_tool_ids is not None
             else registry.default_tool_ids(component)
         )
-        key = (selection, id(provider), component, start.restriction)
+        key = (id(policy), selection, id(provider), component, start.restriction)
         after = verdicts.get(key)
         if after is None:
             after = _verdict(
@@ -190,8 +210,11 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
             )
             verdicts[key] = after
         changed.extend(_flips(record, after))
-        blocked.extend(_blocked_calls(record, candidate, provider, component, start, facts))
-        approvals.extend(_approval_changes(record, rules))
+        blocked.extend(_blocked_calls(record, policy, provider, component, start, facts))
+        held = rules.get(id(policy))
+        if held is None:
+            held = rules[id(policy)] = ApprovalRules.of(policy.configuration, (), policy.tool_ids)
+        approvals.extend(_approval_changes(record, held))
     return ReplayReport(
         count, tuple(changed), tuple(blocked), tuple(refused), tuple(allowed), tuple(approvals)
     )
@@ -216,6 +239,7 @@ def _approval_changes(record: DecisionRecord, rules: ApprovalRules) -> list[Appr
                     f"ran without approval ({call.status})",
                     "would wait for approval",
                     reason,
+                    record.subject,
                 )
             )
     for call_id, approval in asked.items():
@@ -227,6 +251,7 @@ def _approval_changes(record: DecisionRecord, rules: ApprovalRules) -> list[Appr
                     approval.tool_id,
                     "asked for approval",
                     "would run without approval",
+                    subject=record.subject,
                 )
             )
     return changes
@@ -282,6 +307,7 @@ def _flips(record: DecisionRecord, after: _Verdict) -> list[ToolFlip]:
                     now,
                     details.get(tool_id, ""),
                     after.details.get(tool_id, ""),
+                    record.subject,
                 )
             )
     return flips
@@ -325,7 +351,11 @@ def _blocked_calls(
             if decision.offered:
                 continue
             why = (decision.reason.value, decision.message)
-        found.append(BlockedCall(record.decision_id, call.call_id, call.tool_id, call.status, *why))
+        found.append(
+            BlockedCall(
+                record.decision_id, call.call_id, call.tool_id, call.status, *why, record.subject
+            )
+        )
     return found
 
 
@@ -361,12 +391,12 @@ def _requirements_before(record: DecisionRecord) -> _Requirements:
 def _provider(
     record: DecisionRecord,
     candidate: Policy,
-    seen: dict[tuple[str, str, str, str], tuple[ProviderConfig, ProviderFacts]],
+    seen: dict[tuple[object, ...], tuple[ProviderConfig, ProviderFacts]],
 ) -> tuple[ProviderConfig, ProviderFacts]:
     """The candidate's entry for the logged provider id (else the logged provider as it was),
     its confidence under the candidate and whether the candidate trusts it."""
     logged = record.provider
-    key = (logged.id, logged.kind, logged.host, logged.model)
+    key = (id(candidate), logged.id, logged.kind, logged.host, logged.model)
     found = seen.get(key)
     if found is None:
         from policy import ProviderConfig
@@ -399,12 +429,13 @@ def _read(kind: type[_E], text: str, fallback: _E) -> _E:
 
 
 def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, ...]]]:
-    """One row per flip: the decision, what flipped, before and after with their reasons."""
+    """One row per flip: the decision (and who asked), what flipped, before and after with
+    their reasons."""
     rows: list[tuple[str, ...]] = []
     for flip in report.changed:
         rows.append(
             (
-                flip.decision_id,
+                _decision(flip.decision_id, flip.subject),
                 f"tool {flip.tool_id}",
                 _with_detail(flip.before, flip.before_detail),
                 _with_detail(flip.after, flip.after_detail),
@@ -413,7 +444,7 @@ def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, .
     for call in report.calls_now_blocked:
         rows.append(
             (
-                call.decision_id,
+                _decision(call.decision_id, call.subject),
                 f"call {call.call_id} ({call.tool_id})",
                 call.status_before,
                 _with_detail(f"BLOCKED: {call.reason}", call.detail),
@@ -422,7 +453,7 @@ def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, .
     for approval in report.approvals_changed:
         rows.append(
             (
-                approval.decision_id,
+                _decision(approval.decision_id, approval.subject),
                 f"call {approval.call_id} ({approval.tool_id})",
                 approval.before,
                 _with_detail(approval.after, approval.reason),
@@ -431,13 +462,20 @@ def replay_table(report: ReplayReport) -> tuple[Sequence[str], list[tuple[str, .
     for change in (*report.providers_now_refused, *report.providers_now_allowed):
         rows.append(
             (
-                change.decision_id,
+                _decision(change.decision_id, change.subject),
                 f"provider {change.provider_id} (chat {change.chat_id})",
                 change.before,
                 _with_detail(change.after, change.detail),
             )
         )
     return ("decision", "what", "before", "after"), rows
+
+
+def _decision(decision_id: str, subject: str) -> str:
+    """A decision with who asked (a hashed subject shortened: it only tells people apart)."""
+    if subject.startswith("sha256:") and len(subject) > 19:
+        subject = subject[:19] + "…"
+    return f"{decision_id} ({subject})" if subject else decision_id
 
 
 def _with_detail(state: str, detail: str) -> str:

@@ -677,6 +677,7 @@ class ChatRuntime:
             secrets=secrets,
             decision_id=decision_id,
             served_by=served_by,
+            caller=self._caller,
         )
 
     def executor(self) -> ToolExecutor:

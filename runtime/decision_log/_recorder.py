@@ -39,6 +39,7 @@ from runtime.decision_log._sinks import DecisionSink, warn_once
 
 if TYPE_CHECKING:
     from policy import (
+        Caller,
         Component,
         OfferDecision,
         PolicyConfiguration,
@@ -110,6 +111,7 @@ class DecisionRecorder:
         "_approvals",
         "_at",
         "_before",
+        "_caller",
         "_calls",
         "_chat",
         "_component",
@@ -144,8 +146,10 @@ class DecisionRecorder:
         secrets: Sequence[str] = (),
         decision_id: str = "",
         served_by: Literal["respond", "mcp_gateway"] = "respond",
+        caller: Caller | None = None,
     ) -> None:
         self._at = time.time_ns()
+        self._caller = caller
         self._sink = sink
         self._chat = chat
         self._before = chat.record
@@ -267,6 +271,14 @@ class DecisionRecorder:
         """The ended answer's record (what `json_line` writes, as a model)."""
         return DecisionRecord.model_validate_json(self.json_line())
 
+    def _subject_json(self) -> bytes:
+        """The caller as `DataGateway.RecordSubject` says to name them ("" without one)."""
+        if self._caller is None:
+            return b'""'
+        from policy._runtime_seam import recorded_subject
+
+        return json_value(recorded_subject(self._configuration, self._caller))
+
     def json_line(self) -> bytes:
         """The ended answer's record as one JSON Lines line: the JSON `DecisionRecord` writes for
         `record()` (field by field in the model's order, `ModelObject`), `line_safe`, plus the
@@ -334,6 +346,8 @@ class DecisionRecorder:
             content=content,
             served_by=repeated_json(self._served_by),
             approvals=b"[" + b",".join(model_json(r) for r in self._approvals) + b"]",
+            subject=self._subject_json(),
+            groups=repeated_json(tuple(sorted(self._caller.groups)) if self._caller else ()),
         )
         return line_safe(line) + b"\n"
 

@@ -187,9 +187,25 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
         "providers_now_allowed",
         "approvals_changed",
     ], "the contract's keys first, then the providers' flips, then the approvals'"
-    changed = ["decision_id", "tool_id", "before", "after", "before_detail", "after_detail"]
+    changed = [
+        "decision_id",
+        "tool_id",
+        "before",
+        "after",
+        "before_detail",
+        "after_detail",
+        "subject",
+    ]
     assert document["changed"] and all(list(c) == changed for c in document["changed"])
-    blocked = ["decision_id", "call_id", "tool_id", "status_before", "reason", "detail"]
+    blocked = [
+        "decision_id",
+        "call_id",
+        "tool_id",
+        "status_before",
+        "reason",
+        "detail",
+        "subject",
+    ]
     assert all(list(c) == blocked for c in document["calls_now_blocked"]), "as README shows"
     assert {
         (c["decision_id"], c["tool_id"], c["before"], c["after"]) for c in document["changed"]

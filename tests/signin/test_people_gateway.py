@@ -69,10 +69,11 @@ def test_two_signed_in_people_get_their_groups_tools_and_their_own_call_limits(
         org = write_org(
             tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + PEOPLE_SETTINGS
         )
-        with running_gateway("--org", org, "--org", finance.parent, "--provider", "OpenAI") as (
-            url,
-            log,
-        ):
+        decisions = tmp_path / "decisions.jsonl"
+        with running_gateway(
+            "--org", org, "--org", finance.parent, "--provider", "OpenAI",
+            "--decision-log", decisions,
+        ) as (url, log):  # fmt: skip
             alice, bob = idp.token("alice"), idp.token("bob")
             alices_tools = _tool_names(_list_tools(url, alice))
             bobs_tools = _tool_names(_list_tools(url, bob))
@@ -91,3 +92,16 @@ def test_two_signed_in_people_get_their_groups_tools_and_their_own_call_limits(
             bobs = _call_tool(url, bob, "tickets__search_tickets", {"query": "printer"})
             assert not bobs.get("isError"), "Bob's count is his own"
         assert alice not in "".join(log) and bob not in "".join(log)
+    records = [json.loads(line) for line in decisions.read_text(encoding="utf-8").splitlines()]
+    people = [(r["subject"], r["groups"], r["calls"][0]["status"]) for r in records]
+    assert people == [
+        (_hashed("alice"), ["engineering"], "SUCCESS"),
+        (_hashed("alice"), ["engineering"], "BLOCKED"),
+        (_hashed("bob"), ["finance"], "SUCCESS"),
+    ], "each call's record names who made it (a hash of the sub) and their groups"
+
+
+def _hashed(subject: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
