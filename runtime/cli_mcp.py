@@ -59,12 +59,16 @@ def _policy(
     *,
     offline: bool = True,
     shows_skipped: bool = False,
+    executable_tools: bool = True,
 ) -> Policy:
     """The policy, its errors on stderr (less the skipped entries, when the command's own
-    output names them)."""
+    output names them). `list` and `pin` run no tool: the built-in tools' policy halves decide
+    the same without importing the runtime's tool modules (`executable_tools=False`)."""
     from policy._runtime_seam import skipped_entry_findings
 
-    policy = load_cli_policy(*sources, tools_files, offline=offline)
+    policy = load_cli_policy(
+        *sources, tools_files, offline=offline, executable_tools=executable_tools
+    )
     shown = skipped_entry_findings(policy.configuration) if shows_skipped else frozenset()
     for finding in policy.errors:
         if (finding.location, finding.message) not in shown:
@@ -162,7 +166,7 @@ def list_servers(
     listed, an entry was skipped or a plugin does not load."""
     from policy._runtime_seam import mcp_tools
 
-    policy = _policy(sources, shows_skipped=True)
+    policy = _policy(sources, shows_skipped=True, executable_tools=False)
     listings = _listings(policy, sources.state_dir)
     policy = policy.with_tools(
         (*policy.base_tools, *mcp_tools(policy.configuration.mcp_servers, listings))
@@ -242,7 +246,7 @@ def pin(
     """Print the Pins of every listed tool as a Lua fragment, to review and deploy."""
     from policy._runtime_seam import pin_fragment
 
-    policy = _policy(sources)
+    policy = _policy(sources, executable_tools=False)
     listings = _listings(policy, sources.state_dir)
     click.echo(pin_fragment(policy.configuration.mcp_servers, listings), nl=False)
     if policy.errors or any(

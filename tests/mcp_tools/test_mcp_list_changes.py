@@ -70,3 +70,19 @@ def test_a_schema_change_is_shown_in_its_words() -> None:
     assert definition_word_diff(McpToolListing("t", description="one two"), spaced) == {
         "description": "(only white space changed)"
     }
+
+
+def test_mcp_list_imports_no_tool_it_does_not_run(tmp_path: Path) -> None:
+    """`policy mcp list` runs no tool: it decides with the built-in tools' policy halves and
+    never imports their runtime modules or the chat store (issue 31 item 5: its cold start is
+    stated against importing the `mcp` SDK, which it cannot avoid)."""
+    from tests.servers.cli_probe import probe_cli
+
+    state = tmp_path / "server-state.json"
+    state.write_text("{}", encoding="utf-8")
+    org = write_org(tmp_path / "org", state)
+    report = probe_cli(["mcp", "list", "--org", str(org), "--format", "json"])
+    assert json.loads(report.stdout)["servers"][0]["status"] == "connected", report.stderr
+    unused = {m for m in report.modules if m.startswith(("runtime.tools", "runtime.chat"))}
+    assert not unused, sorted(unused)
+    assert "sqlite3" not in report.modules
