@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         tools_file_option,
         unknown_tool_error,
     )
+    from policy.config.data_sources import eri_client_problem
     from policy.config_sources import (
         DELIVERED_DIR,
         POINTER_FILE,
@@ -147,7 +148,6 @@ if TYPE_CHECKING:
         provider_address_problem,
         read_base_url,
         read_web_address,
-        shown_address,
     )
     from policy.lua_sandbox import (
         SandboxLimits,
@@ -333,6 +333,7 @@ __all__ = [
     "delivered_home",
     "discover_plugin_files",
     "entity_tag_problem",
+    "eri_client_problem",
     "examples",
     "finding_line",
     "forget_unconfigured_listings",
@@ -380,7 +381,6 @@ __all__ = [
     "search_confluence_settings",
     "secret_from_policy_files",
     "set_copy_in_force",
-    "shown_address",
     "sign_in_problems",
     "since_option",
     "skipped_entries_document",
@@ -467,6 +467,7 @@ _DEFINED_IN = {
     "delivered_copy": "policy.config_sources",
     "delivered_folder": "policy.config_sources",
     "delivered_home": "policy.config_sources",
+    "eri_client_problem": "policy.config.data_sources",
     "entity_tag_problem": "policy.config_sources",
     "policy_directories": "policy.config_sources",
     "read_status_file": "policy.config_sources",
@@ -506,7 +507,6 @@ _DEFINED_IN = {
     "is_host_allowed": "policy.hosts",
     "is_loopback_host": "policy.hosts",
     "read_web_address": "policy.hosts",
-    "shown_address": "policy.hosts",
     "normalize_host": "policy.hosts",
     "parse_allowed_private_hosts": "policy.hosts",
     "parse_host_literal": "policy.hosts",

@@ -741,6 +741,26 @@ def _undeclared_effects(c: _Context) -> Iterable[Finding]:
             )
 
 
+def _eri_data_sources(c: _Context) -> Iterable[Finding]:
+    """An ERI_V1 entry toolpolicy's client cannot search (its Kerberos sign-in, an address it
+    cannot read, a secret over plain http to another machine) is never offered: said at its
+    line, so the administrator does not wait for passages that never come."""
+    from policy.config.data_sources import eri_client_problem
+
+    for source in c.configuration.data_sources:
+        if source.kind != "ERI_V1":
+            continue
+        problem = eri_client_problem(
+            str(source.raw.get("Hostname", "")), str(source.raw.get("AuthMethod", ""))
+        )
+        if problem is not None:
+            yield _warning(
+                "data-source-not-searched",
+                f"The data source {source.name!r} is never searched: {problem}.",
+                source.origin.location if source.origin else None,
+            )
+
+
 _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _injection_filter,
     _undeclared_effects,
@@ -753,4 +773,5 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _replaced_lists,
     _no_effect,
     _ai_studio_compatibility,
+    _eri_data_sources,
 )

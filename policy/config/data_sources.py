@@ -136,3 +136,32 @@ DATA_SOURCES = Section(
     ),
     fails_closed=False,
 )
+
+
+def eri_client_problem(hostname: str, auth_method: str) -> str | None:
+    """Why toolpolicy's ERI v1 client cannot search an entry with this `Hostname` and
+    `AuthMethod` (it is then never offered), or None. `policy check` warns with it at the entry's
+    line; the runtime refuses the entry with it, before anything is sent."""
+    from policy.hosts import is_loopback_host, read_web_address, shown_address
+
+    address = read_web_address(hostname.strip())
+    if (
+        address is None
+        or address.host is None
+        or address.has_user_info
+        or address.has_query
+        or address.has_fragment
+    ):
+        return (
+            f"Hostname {shown_address(hostname)} is not an http(s) address such as "
+            "https://eri.example.org (without user name, query or fragment)"
+        )
+    if auth_method == "KERBEROS":
+        return "AuthMethod KERBEROS: signing in to an ERI server with Kerberos is not supported yet"
+    carries_secret = auth_method in ("TOKEN", "USERNAME_PASSWORD")
+    if carries_secret and address.scheme == "http" and not is_loopback_host(address.host):
+        return (
+            f"AuthMethod {auth_method} over plain http:// would send the secret across the network "
+            "unencrypted; use an https:// Hostname (plain http only for this machine)"
+        )
+    return None

@@ -277,23 +277,12 @@ def _base_url(config: DataSourceConfig, method: EriAuthMethod, label: str) -> tu
     """The server's address with the entry's port, or why the entry cannot be used."""
     import httpx
 
-    from policy._runtime_seam import is_loopback_host, read_web_address, shown_address
+    from policy._runtime_seam import eri_client_problem
 
     hostname = str(config.raw.get("Hostname", "")).strip()
-    address = read_web_address(hostname)
-    if address is None or address.host is None or address.has_user_info or address.has_query:
-        return "", (
-            f"{label}: Hostname {shown_address(hostname)} is not an http(s) address such as "
-            "https://eri.example.org (without user name, query or fragment)."
-        )
-    if method is EriAuthMethod.KERBEROS:
-        return "", f"{label}: signing in with KERBEROS is not supported yet (AuthMethod)."
-    carries_secret = method in (EriAuthMethod.TOKEN, EriAuthMethod.USERNAME_PASSWORD)
-    if carries_secret and address.scheme == "http" and not is_loopback_host(address.host):
-        return "", (
-            f"{label}: its {method.value} sign-in would cross the network unencrypted; use an "
-            "https:// Hostname (plain http is allowed for this machine only)."
-        )
+    problem = eri_client_problem(hostname, method.value)
+    if problem is not None:
+        return "", f"{label}: {problem}."
     port = config.raw.get("Port")
     url = httpx.URL(hostname)
     if isinstance(port, int) and not isinstance(port, bool):

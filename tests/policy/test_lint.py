@@ -11,6 +11,7 @@ from policy.builtin import builtin_tools
 from policy.configuration import (
     Beaten,
     ChatTemplateConfig,
+    DataSourceConfig,
     Finding,
     ManagedSetting,
     PolicyConfiguration,
@@ -21,7 +22,7 @@ from policy.lint import lint_configuration
 from policy.plugins import ConfigurationPlugin, PluginSetting
 from policy.provenance import Origin, SourceLocation
 from policy.secrets import encrypt, generate_secret
-from policy.vocabulary import PluginOrigin, ProviderKind
+from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
 
 DEFINITIONS = {tool.definition.id: tool.definition for tool in builtin_tools()}
 BASE = Origin("b", "Base", SourceLocation("/org/base/plugin.lua", 10))
@@ -317,3 +318,37 @@ def test_an_unknown_key_loading_already_reported_is_not_reported_twice() -> None
     )
     configuration = PolicyConfiguration(settings={setting.key: setting})
     assert lint_configuration(configuration, DEFINITIONS, already_reported=[loaded]) == ()
+
+
+ERI_AT = Origin("b", "Base", SourceLocation("/org/base/plugin.lua", 42))
+
+
+def eri_entry(hostname: str, auth: str) -> DataSourceConfig:
+    raw = {"Hostname": hostname, "AuthMethod": auth}
+    return DataSourceConfig("eri-1", "Handbook", "ERI_V1", DataSecurity.ALLOW_ANY, raw, ERI_AT)
+
+
+@pytest.mark.parametrize(
+    ("hostname", "auth", "said"),
+    [
+        ("https://eri.example.org", "KERBEROS", "with Kerberos is not supported yet"),
+        ("http://eri.example.org", "TOKEN", "would send the secret across the network"),
+        ("eri.example.org", "NONE", "is not an http(s) address"),
+    ],
+)
+def test_an_eri_data_source_the_client_cannot_search_is_named_at_its_line(
+    hostname: str, auth: str, said: str
+) -> None:
+    (finding,) = lint(data_sources=(eri_entry(hostname, auth),))
+    assert finding.code == "data-source-not-searched"
+    assert finding.severity is Severity.WARNING and finding.location == ERI_AT.location
+    assert finding.message.startswith("The data source 'Handbook' is never searched: ")
+    assert said in finding.message
+
+
+@pytest.mark.parametrize(
+    ("hostname", "auth"),
+    [("https://eri.example.org", "TOKEN"), ("http://127.0.0.1", "TOKEN"), ("http://eri", "NONE")],
+)
+def test_an_eri_data_source_the_client_can_search_is_not_reported(hostname: str, auth: str) -> None:
+    assert lint(data_sources=(eri_entry(hostname, auth),)) == []

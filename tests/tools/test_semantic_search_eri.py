@@ -252,10 +252,10 @@ async def test_a_refused_sign_in_offers_nothing_and_never_shows_the_secret(
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"auth": "KERBEROS"}, "KERBEROS is not supported"),
+        ({"auth": "KERBEROS"}, "with Kerberos is not supported yet"),
         (
             {"auth": "TOKEN", "Token": TOKEN, "hostname": "http://eri.example.org"},
-            "would cross the network unencrypted",
+            "would send the secret across the network unencrypted",
         ),
         ({"hostname": "eri.example.org"}, "is not an http(s) address"),
         ({"retrieval": "semantic"}, "has no retrieval process 'semantic'"),
