@@ -607,36 +607,29 @@ def _as_caller(
     caller and the configurations that applied; for a table those are printed here."""
     if as_subject is None and groups is None:
         return policy, {}
-    from policy.identity import Caller
-    from policy.people import PeoplePolicies
+    from policy.people import PeoplePolicies, what_if_caller
 
     if as_subject is not None and not as_subject.strip():
         raise click.BadParameter("name the person's subject (their `sub`)", param_hint="--as")
-    named = [g.strip() for g in (groups or "").split(",") if g.strip()]
-    caller = Caller(as_subject or "(what-if)", frozenset(named))
+    caller = what_if_caller(as_subject or "", groups or "")
+    if caller is None:
+        raise click.BadParameter("name at least one group", param_hint="--groups")
     people = PeoplePolicies(policy)
-    applied = people.applied(caller)
-    unknown = [g for g in named if g not in people.groups.by_group]
+    document = people.caller_document(caller)
     if output_format == "table":
         shown = ", ".join(sorted(caller.groups)) or "none"
         lines = [f"Decided as {caller.subject} (groups: {shown}). Configurations:"]
         lines += [
             f"  {'applies ' if a.applies else 'left out'}  {a.name} ({a.id}): {a.why}"
-            for a in applied
+            for a in people.applied(caller)
         ]
+        unknown = sorted(g for g in caller.groups if g not in people.groups.by_group)
         if unknown:
             lines.append(
                 f"  (no configuration of their own for {', '.join(unknown)}: "
                 "DataGateway.ConfigurationsByGroup does not name them)"
             )
         _print("\n".join(lines) + "\n")
-    document: dict[str, Any] = {
-        "caller": {"subject": caller.subject, "groups": sorted(caller.groups)},
-        "configurations": [
-            {"id": a.id, "name": a.name, "applies": a.applies, "why": a.why} for a in applied
-        ],
-        "groups_without_configurations": unknown,
-    }
     return people.for_caller(caller), document
 
 

@@ -70,6 +70,7 @@ __all__ = [
     "person_chat_id",
     "recorded_subject",
     "subject_hash",
+    "what_if_caller",
 ]
 
 
@@ -173,6 +174,15 @@ class GroupConfigurations:
         return tuple(answers)
 
 
+def what_if_caller(subject: str, groups: str) -> Caller | None:
+    """The person a what-if names (a subject and comma-separated groups, either may be blank;
+    None when both are): `policy explain --as/--groups` and the simulate form read them so."""
+    named = frozenset(g.strip() for g in groups.split(",") if g.strip())
+    if not subject.strip() and not named:
+        return None
+    return Caller(subject.strip() or "(what-if)", named)
+
+
 class PeoplePolicies:
     """The `Policy` of each caller, derived from the policy in force.
 
@@ -225,6 +235,20 @@ class PeoplePolicies:
                 for p in plugins
             )
         return self.groups.applied(plugins, self.groups.matched(caller))
+
+    def caller_document(self, caller: Caller) -> dict[str, object]:
+        """Who a what-if decides for and which configurations applied, and why (`policy
+        explain --as` and the web page's simulate form show the same)."""
+        return {
+            "caller": {"subject": caller.subject, "groups": sorted(caller.groups)},
+            "configurations": [
+                {"id": a.id, "name": a.name, "applies": a.applies, "why": a.why}
+                for a in self.applied(caller)
+            ],
+            "groups_without_configurations": sorted(
+                g for g in caller.groups if g not in self.groups.by_group
+            ),
+        }
 
     def _merged(self, matched: frozenset[str]) -> Policy:
         from policy import Policy

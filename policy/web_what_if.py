@@ -137,22 +137,30 @@ def simulate(
     policy: Policy, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The matrix for one provider (configured, or any of a kind and model) in one component,
-    decided for the user settings and what the chat holds (`chat_holds`) the form gives (the contract of `explain --all --format
-    json`), and what `policy check` says of those settings and not of the policy in force
-    (`in_force`: its findings, when the caller has them already)."""
+    decided for the user settings and what the chat holds (`chat_holds`) the form gives (the
+    contract of `explain --all --format json`) — for a person when it names one (`as_subject`,
+    `groups`: with which configurations applied, and why, as `explain --as` shows) — and what
+    `policy check` says of those settings and not of the policy in force (`in_force`: its
+    findings, when the caller has them already)."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
+    from policy.people import PeoplePolicies, what_if_caller
 
-    provider = _simulated_provider(form, policy)
+    caller = what_if_caller(str(form.get("as_subject") or ""), str(form.get("groups") or ""))
+    people = PeoplePolicies(policy) if caller is not None else None
+    for_caller = policy if people is None else people.for_caller(caller)
+    provider = _simulated_provider(form, for_caller)
     component = _form_component(form)
     holdings = form_holdings(form)
     user = _what_if_user(form)
-    decided = policy.with_user_settings(user) if user is not None else policy
+    decided = for_caller.with_user_settings(user) if user is not None else for_caller
     tool = str(form.get("tool") or "").strip()
     if tool and tool not in decided.tool_ids:
         raise WhatIfError(f"tool: unknown tool '{tool}'", "tool")
     tool_ids = [tool] if tool else ordered_tool_ids(decided)
     matrix = build_matrix(decided.registry, tool_ids, [provider], component, holdings)
     document = matrix_report(decided, matrix)
+    if people is not None and caller is not None:
+        document = {**people.caller_document(caller), **document}
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message
         for f in _said_only_for(decided, policy, in_force)
