@@ -216,6 +216,8 @@ class EriDataSource:
         text = "\n\n".join(
             part for part in (context.matched_content, *context.surrounding_content) if part
         )
+        if context.links:
+            text += "\n\nLinks: " + ", ".join(context.links)
         path = context.path or ""
         url = path if read_web_address(path) is not None else ""
         title = context.name or path

@@ -39,6 +39,7 @@ class EriDocument:
     path: str | None = None
     surrounding: tuple[str, ...] = ()
     type: str = "TEXT"
+    links: tuple[str, ...] = ()
 
 
 @dataclass
@@ -190,7 +191,7 @@ def build_app(state: EriState) -> Starlette:
                     "type": d.type,
                     "matchedContent": d.text,
                     "surroundingContent": list(d.surrounding),
-                    "links": [],
+                    "links": list(d.links),
                 }
                 for d in found[:limit]
             ]

@@ -532,6 +532,26 @@ async def test_a_server_gone_since_the_offer_is_reported_as_not_searched_and_not
     assert reports["good"]["result_count"] == 1
 
 
+async def test_a_match_brings_its_surrounding_content_and_links(eri: EriServer) -> None:
+    eri.state.documents = [
+        EriDocument(
+            "Toner guide",
+            "Replace the toner when the light blinks.",
+            "/share/toner.md",
+            surrounding=("The light is on the front panel.",),
+            links=("https://kb.test/toner-order",),
+        )
+    ]
+    source = eri_source(entry(eri))
+    await refresh_data_sources([source], guard())
+    result = await search([source], {"query": "toner"})
+    text = body(result)["text_content"]
+    assert "Replace the toner when the light blinks.\n\nThe light is on the front panel." in text
+    assert "Links: https://kb.test/toner-order" in text
+    assert "[1] Toner guide (from Knowledge base)" in text
+    assert result.sources == ()  # a file path is no address the user could open
+
+
 async def test_passages_of_other_types_are_left_out_as_a_partial_search(eri: EriServer) -> None:
     eri.state.documents.append(EriDocument("Printer photo", "printer image bytes", type="IMAGE"))
     source = eri_source(entry(eri))
