@@ -3,11 +3,12 @@
 The app hands the tool the chat's data sources as `SearchableDataSource`s (runtime.data_sources)
 in `ToolExecutionContext.services.data_sources`, each with a `DataSourceSearcher` that answers one
 page of passages. The tool re-checks which of them the provider may use (asking a server that
-describes itself again when its details are due), searches them in parallel (a source whose server
-could not be asked is reported as not searched, never contacted), lets them take turns (the best passage of each, then the second of each, …) within a
-100,000-character budget, filters every passage through the guard in one batch, and reports a
-source that failed as not searched rather than empty. Only data sources whose passages reached
-the model raise the chat's requirements.
+describes itself again when its details are due), searches them in parallel (a source whose
+server could not be asked is reported as not searched, never contacted), lets them take turns
+(the best passage of each, then the second of each, …) within a 100,000-character budget,
+filters every passage through the guard in one batch, and reports a source that failed as not
+searched rather than empty. Only data sources whose passages reached the model raise the chat's
+requirements.
 
 `LocalFolderSearcher` is a searcher that needs no external service: an SQLite FTS5 index over the
 text files of a folder.
