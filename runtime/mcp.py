@@ -23,7 +23,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +54,7 @@ from runtime.messages import Source
 if TYPE_CHECKING:
     import httpx2
     from mcp import Client
+    from mcp.shared.dispatcher import ProgressFnT
     from mcp_types import CallToolResult
 
     UpstreamAuth = Callable[[McpServerConfig], httpx2.Auth | None]
@@ -74,6 +76,33 @@ server left running may hold its stderr open longer)."""
 _START_SECONDS = (10.0, 30.0)
 """How long a server may take to start and connect: its TimeoutSeconds, within these bounds (a
 short call timeout must not fail a server that needs a few seconds to start)."""
+
+
+_progress_relay: ContextVar[ProgressFnT | None] = ContextVar("mcp_progress_relay", default=None)
+"""Where the progress an upstream server reports for the calls made in this context goes."""
+
+
+@contextlib.contextmanager
+def relaying_progress(relay: ProgressFnT) -> Iterator[None]:
+    """Ask the servers called in this block for progress and hand each report to `relay`
+    (the MCP gateway passes it on to its client's progress token)."""
+    token = _progress_relay.set(relay)
+    try:
+        yield
+    finally:
+        _progress_relay.reset(token)
+
+
+def _masked_progress(session: _Session) -> ProgressFnT | None:
+    """The relay in force for this call, given the server's reports with its secrets masked."""
+    relay = _progress_relay.get()
+    if relay is None:
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        await relay(progress, total, None if message is None else session.mask.text(message))
+
+    return report
 
 
 def _start_seconds(server: McpServerConfig) -> float:
@@ -250,7 +279,10 @@ class McpSessions:
         try:
             client = await self._client(session)
             return await asyncio.wait_for(
-                client.call_tool(tool_name, dict(arguments)), server.timeout_seconds
+                client.call_tool(
+                    tool_name, dict(arguments), progress_callback=_masked_progress(session)
+                ),
+                server.timeout_seconds,
             )
         except TimeoutError:
             await self._close(session)

@@ -362,13 +362,24 @@ class McpGateway:
             )
             self._ended(recorder, view, client, refused)
             return types.CallToolResult(content=[types.TextContent(text=waits)], is_error=True)
-        outcome = await view.runtime.executor().execute(
-            call,
-            view.runnable,
-            order=client.calls,
-            chat=client.chat,
-            provider=ProviderFacts.of(view.policy.registry, view.provider),
-        )
+        try:
+            with _progress_of(ctx):
+                outcome = await view.runtime.executor().execute(
+                    call,
+                    view.runnable,
+                    order=client.calls,
+                    chat=client.chat,
+                    provider=ProviderFacts.of(view.policy.registry, view.provider),
+                )
+        except asyncio.CancelledError:  # the client cancelled: so was the upstream call
+            masked = view.runtime.executor().traced_arguments(call, view.runnable)
+            cancelled = _cancelled(call, client.calls, masked)
+            shown = cancelled.trace
+            self._report(
+                GatewayCall(client.label, name, "ERROR", shown.status_message, shown.arguments)
+            )
+            self._ended(recorder, view, client, cancelled)
+            raise
         self._ended(recorder, view, client, outcome)
         await self._tell_if_offer_changed(client, view)
         trace = outcome.trace
@@ -671,6 +682,52 @@ def _refused(
     from runtime.executor import not_run_outcome
 
     return not_run_outcome(call, order, message, message, arguments)
+
+
+def _cancelled(call: RequestedCall, order: int, arguments: Mapping[str, str]) -> ToolCallOutcome:
+    """A call the client cancelled while it ran, as its trace and record keep it: an ERROR that
+    ran (the upstream server was sent the cancellation too), nothing brought into the chat."""
+    from dataclasses import replace
+
+    from runtime.executor import TraceStatus, not_run_outcome
+
+    message = "cancelled by the client while it ran"
+    outcome = not_run_outcome(call, order, message, message, arguments)
+    trace = replace(outcome.trace, status=TraceStatus.ERROR, was_executed=True)
+    return replace(outcome, trace=trace)
+
+
+_PROGRESS_SECONDS = 0.1
+"""At most one progress report per this long reaches the client (the last one always)."""
+_PROGRESS_MESSAGE_CHARACTERS = 200
+
+
+def _progress_of(ctx: Any) -> contextlib.AbstractContextManager[None]:
+    """While a call runs: the progress its MCP server reports, passed on to the client's
+    progress token at a bounded rate (one line, bounded, the server's secrets masked by the
+    session); nothing is asked of the server when the client sent no token."""
+    meta = ctx.meta or {}
+    if meta.get("progress_token", meta.get("progressToken")) is None:
+        return contextlib.nullcontext()
+    import time
+
+    from runtime.mcp import relaying_progress
+
+    session = ctx.session
+    last = [float("-inf")]
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        now = time.monotonic()
+        if now - last[0] < _PROGRESS_SECONDS and (total is None or progress < total):
+            return
+        last[0] = now
+        shown = None
+        if message is not None:
+            shown = " ".join(message.split())[:_PROGRESS_MESSAGE_CHARACTERS]
+        with contextlib.suppress(Exception):  # advisory: a lost report never fails the call
+            await session.report_progress(progress, total, shown)
+
+    return relaying_progress(relay)
 
 
 def _rebinding_protection(host: str) -> TransportSecuritySettings | None:

@@ -1,0 +1,59 @@
+"""Issue 30: a long call through `policy mcp serve` reports the upstream tool's progress to the
+client's progress token, and a client that cancels the call cancels it upstream too — for real
+SDK clients over stdio and streamable HTTP at two protocol versions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.mcp_tools.gateway_clients import PROTOCOLS, gateway_client
+from tests.mcp_tools.test_mcp import calls_received, state, write_org
+
+__all__ = ["state"]
+
+
+@pytest.mark.parametrize(("transport", "version"), PROTOCOLS)
+async def test_progress_is_relayed_and_a_cancelled_call_is_cancelled_upstream(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, transport: str, version: str
+) -> None:
+    state.write_text(json.dumps({"structured": True}), encoding="utf-8")
+    org = write_org(tmp_path / "org", state)
+    serve = ("--org", org, "--provider", "OpenAI")
+    reports: list[tuple[float, float | None, str | None]] = []
+    started = asyncio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        reports.append((done, total, message))
+        started.set()
+
+    async with gateway_client(transport, version, monkeypatch, *serve) as (client, _):
+        done = await client.call_tool("tickets__slow", {"steps": 3}, progress_callback=progress)
+        assert not done.is_error, done
+        assert reports, "the upstream tool's progress reached the client"
+        assert reports[-1] == (3, 3, "step 3 of 3"), "the last report always arrives"
+        assert [r[0] for r in reports] == sorted(r[0] for r in reports)
+
+        reports.clear()
+        started.clear()
+        waiting = asyncio.create_task(
+            client.call_tool(
+                "tickets__slow", {"steps": 1, "wait": True}, progress_callback=progress
+            )
+        )
+        await asyncio.wait_for(started.wait(), 60)  # it runs upstream now
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        cancelled = Path(f"{state}.cancelled")
+        for _ in range(600):
+            if cancelled.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert cancelled.exists(), "the upstream call was cancelled"
+        again = await client.call_tool("tickets__slow", {"steps": 1})
+        assert not again.is_error, "the gateway and the server go on serving"
+    assert [c["tool"] for c in calls_received(state)] == ["slow", "slow", "slow"]
