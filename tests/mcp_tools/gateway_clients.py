@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +20,17 @@ from tests.mcp_tools.test_mcp_gateway import ROOT, running_gateway
 NEWEST = "2026-07-28"
 OF_2025 = "2025-06-18"
 PROTOCOLS = [
-    pytest.param(transport, version, id=f"{transport}-{version}")
+    pytest.param((transport, version), id=f"{transport}-{version}")
     for transport in ("stdio", "http")
     for version in (NEWEST, OF_2025)
 ]
+
+
+@pytest.fixture(params=PROTOCOLS)
+def protocol(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A (transport, protocol version) pair: stdio and HTTP, the newest and a 2025 version."""
+    transport, version = request.param
+    return transport, version
 
 
 class Changes:
@@ -112,3 +121,11 @@ async def gateway_client(
 
 def tool_names(listed: Any) -> set[str]:
     return {tool.name for tool in listed.tools}
+
+
+def serving_structured_tools(folder: Path, state: Path) -> tuple[object, ...]:
+    """`policy mcp serve` arguments for the tickets server with its structured and slow tools."""
+    from tests.mcp_tools.test_mcp import write_org
+
+    state.write_text(json.dumps({"structured": True}), encoding="utf-8")
+    return ("--org", write_org(folder, state), "--provider", "OpenAI")

@@ -11,15 +11,15 @@ import pytest
 from tests.mcp_tools.gateway_clients import (
     NEWEST,
     OF_2025,
-    PROTOCOLS,
     gateway_client,
     gateway_client_of,
+    protocol,
     tool_names,
 )
 from tests.mcp_tools.test_mcp import calls_received, state, write_org
 from tests.mcp_tools.test_mcp_gateway import _fingerprint
 
-__all__ = ["state"]
+__all__ = ["protocol", "state"]
 
 _PINS: dict[str, str] = {}
 
@@ -33,15 +33,14 @@ def _pin(tmp_path: Path, state: Path) -> str:
     return _PINS["search_tickets"]
 
 
-@pytest.mark.parametrize(("transport", "version"), PROTOCOLS)
 async def test_clients_are_told_of_a_plugin_change_and_of_a_pin_mismatch(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, transport: str, version: str
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, protocol: tuple[str, str]
 ) -> None:
     pins = f'  ["Pins"] = {{ ["search_tickets"] = "{_pin(tmp_path, state)}" }},\n'
     org = write_org(tmp_path / "org", state, extra=pins)
     serve = ("--org", org, "--provider", "OpenAI")
-    async with gateway_client(transport, version, monkeypatch, *serve) as (client, changes):
-        if version == OF_2025:
+    async with gateway_client(*protocol, monkeypatch, *serve) as (client, changes):
+        if protocol[1] == OF_2025:
             tools = client.server_capabilities.tools
             assert tools is not None and tools.list_changed, "the gateway says it will tell"
         offered = tool_names(await client.list_tools())

@@ -5,24 +5,20 @@ SDK clients over stdio and streamable HTTP at two protocol versions."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.mcp_tools.gateway_clients import PROTOCOLS, gateway_client
-from tests.mcp_tools.test_mcp import calls_received, state, write_org
+from tests.mcp_tools.gateway_clients import gateway_client, protocol, serving_structured_tools
+from tests.mcp_tools.test_mcp import calls_received, state
 
-__all__ = ["state"]
+__all__ = ["protocol", "state"]
 
 
-@pytest.mark.parametrize(("transport", "version"), PROTOCOLS)
 async def test_progress_is_relayed_and_a_cancelled_call_is_cancelled_upstream(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, transport: str, version: str
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, protocol: tuple[str, str]
 ) -> None:
-    state.write_text(json.dumps({"structured": True}), encoding="utf-8")
-    org = write_org(tmp_path / "org", state)
-    serve = ("--org", org, "--provider", "OpenAI")
+    serve = serving_structured_tools(tmp_path / "org", state)
     reports: list[tuple[float, float | None, str | None]] = []
     started = asyncio.Event()
 
@@ -30,7 +26,7 @@ async def test_progress_is_relayed_and_a_cancelled_call_is_cancelled_upstream(
         reports.append((done, total, message))
         started.set()
 
-    async with gateway_client(transport, version, monkeypatch, *serve) as (client, _):
+    async with gateway_client(*protocol, monkeypatch, *serve) as (client, _):
         done = await client.call_tool("tickets__slow", {"steps": 3}, progress_callback=progress)
         assert not done.is_error, done
         assert reports, "the upstream tool's progress reached the client"

@@ -6,26 +6,22 @@ against the schema is dropped with a note and answered as an error."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.mcp_tools.gateway_clients import PROTOCOLS, gateway_client
-from tests.mcp_tools.test_mcp import state, write_org
+from tests.mcp_tools.gateway_clients import gateway_client, protocol, serving_structured_tools
+from tests.mcp_tools.test_mcp import state
 from tests.servers.mcp_server import _STRUCTURED
 
-__all__ = ["state"]
+__all__ = ["protocol", "state"]
 
 
-@pytest.mark.parametrize(("transport", "version"), PROTOCOLS)
 async def test_structured_output_end_to_end(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, transport: str, version: str
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, protocol: tuple[str, str]
 ) -> None:
-    state.write_text(json.dumps({"structured": True}), encoding="utf-8")
-    org = write_org(tmp_path / "org", state)
-    serve = ("--org", org, "--provider", "OpenAI")
-    async with gateway_client(transport, version, monkeypatch, *serve) as (client, _):
+    serve = serving_structured_tools(tmp_path / "org", state)
+    async with gateway_client(*protocol, monkeypatch, *serve) as (client, _):
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert listed["tickets__count_tickets"].output_schema == _STRUCTURED[0]["outputSchema"]
         assert listed["tickets__search_tickets"].output_schema is None
