@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 from policy._dataclass import dataclass
 from policy.config.chat_templates import CHAT_TEMPLATES
 from policy.config.data_sources import DATA_SOURCES
+from policy.config.fields import FieldType
 from policy.config.guid import GUID_EXAMPLE, TEMPLATE_GUID, parse_guid
 from policy.config.mcp_servers import MCP_SERVERS, McpTransport
-from policy.config.providers import CAPABILITIES, HF_INFERENCE_PROVIDERS, LLM_PROVIDERS
-from policy.config.reading import EntryReader, checked_secret, near_choice, plain
+from policy.config.providers import CAPABILITIES, LLM_PROVIDERS
+from policy.config.reading import EntryReader, checked_secret, plain
 from policy.config.sections import SECTIONS
 from policy.config.settings import (
     OVERRIDE_SUFFIX,
@@ -102,17 +103,11 @@ AI_STUDIO_SECTIONS: tuple[str, ...] = (
 _PROVIDER_KINDS = PROVIDER_KIND_NAMES
 _FAIL_CLOSED_SECTIONS = tuple(section.name for section in SECTIONS if section.fails_closed)
 _SECTION_NAMES = ("SETTINGS", *(section.name for section in SECTIONS))
-_PROVIDER_HEAD = tuple(
-    LLM_PROVIDERS[name] for name in ("Id", "InstanceName", "UsedLLMProvider", "Host", "Hostname")
-)
-_MODEL = LLM_PROVIDERS["Model"].fields
-_DATA_SOURCE_HEAD = tuple(
-    DATA_SOURCES[name]
-    for name in (
-        "Id", "Name", "Type", "Hostname", "Port", "AuthMethod", "SecurityPolicy",
-        "SelectedRetrievalId", "MaxMatches",
-    )
-)  # fmt: skip
+_OWN_PROVIDER_FIELDS = frozenset({"APIKey"})
+"""A provider's fields its reader reads itself: a key users bring their own of is not read."""
+_PROVIDER_PASSED_ON = ("HFInferenceProvider", "AdditionalJsonApiParameters")
+"""A provider's fields passed on to every request as given (`ProviderConfig.additional`)."""
+_DATA_SOURCE_SECRETS = tuple(f.name for f in DATA_SOURCES if f.type is FieldType.SECRET)
 _TEMPLATE_HEAD = tuple(CHAT_TEMPLATES[name] for name in ("Id", "Name", "SystemPrompt"))
 """The fields read first, in this order, before the rules across fields."""
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
@@ -746,64 +741,25 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> ProviderConfig | None:
         fields = EntryReader(entry, problems, hints=self.hints)
-        provider_id, instance, kind, host, hostname = fields.read_fields(_PROVIDER_HEAD)
-        base_url = ""
-        if hostname is not None and hostname.strip():
-            try:
-                base_url = read_base_url(hostname, "Hostname")
-            except ValueError as error:  # the runtime refuses it: the entry never applies
-                problems.append(str(error))
-                hostname = None
-        if kind is not None and host is not None and hostname is not None:
-            problem = provider_address_problem(ProviderKind(kind), host, base_url)
-            if problem is not None:  # the runtime cannot call it: the entry never applies
-                problems.append(problem)
-                hostname = None
-        model = entry.get("Model")
-        model_id = display = None
-        if isinstance(model, LuaTable):
-            model_id, display = EntryReader(model, problems, "Model.").read_fields(_MODEL)
-        else:
-            problems.append('Model must be a table { ["Id"] = "...", ["DisplayName"] = "..." }')
-        additional: dict[str, Any] = {"DisplayName": display}
-        hf = entry.get("HFInferenceProvider")
-        if hf is not None:  # another inference provider would receive the chats: never guessed
-            additional["HFInferenceProvider"] = parse_choice(hf, HF_INFERENCE_PROVIDERS)
-            if additional["HFInferenceProvider"] is None:
-                problems.append(
-                    f"HFInferenceProvider {describe(plain(hf))} is not one of "
-                    f"{', '.join(HF_INFERENCE_PROVIDERS)}"
-                    f"{near_choice(hf, HF_INFERENCE_PROVIDERS, self.hints)}"
-                )
-        text = entry.get("AdditionalJsonApiParameters")
-        if text is not None:  # they may switch off retention or logging: never dropped
-            if isinstance(text, str):
-                additional["AdditionalJsonApiParameters"] = text
-            else:
-                problems.append(
-                    f"AdditionalJsonApiParameters must be a string of JSON fields, not "
-                    f"{describe(plain(text))}"
-                )
-        compat: list[str] = []
-        overrides = self._capability_overrides(entry.get("CapabilityOverrides"), problems, compat)
-        problems.extend(self._near_miss_fields(entry, LLM_PROVIDERS.field_names))
+        values = fields.read_entry(
+            LLM_PROVIDERS, checks={"Hostname": _provider_address_problems}, own=_OWN_PROVIDER_FIELDS
+        )
+        provider_id, instance, kind, host = (
+            values["Id"], values["InstanceName"], values["UsedLLMProvider"], values["Host"]
+        )  # fmt: skip
+        model = values["Model"] or {}
+        model_id, display = model.get("Id"), model.get("DisplayName")
+        hostname = values["Hostname"]
         if problems or None in (provider_id, instance, kind, host, hostname, model_id, display):
             return None
-        optional: list[str] = []
-        allow_raw = entry.get("AllowUserProvidedAPIKey")
-        allow_user_key = allow_raw is True
-        if allow_raw is not None and not isinstance(allow_raw, bool):
-            optional.append(
-                f"AllowUserProvidedAPIKey must be true or false, not {describe(plain(allow_raw))}; "
-                "read as false, as AI Studio does"
-            )
+        additional: dict[str, Any] = {"DisplayName": display}
+        for name in _PROVIDER_PASSED_ON:  # another inference provider, retention switched off
+            if entry.get(name) is not None:
+                additional[name] = values[name]
+        allow_user_key = values["AllowUserProvidedAPIKey"]
         additional["AllowUserProvidedAPIKey"] = allow_user_key
-        tokenizer = entry.get("TokenizerPath")
-        if tokenizer is not None:
-            if isinstance(tokenizer, str):
-                additional["TokenizerPath"] = tokenizer
-            else:
-                optional.append("TokenizerPath must be a string; ignored")
+        if entry.get("TokenizerPath") is not None and values["TokenizerPath"] is not None:
+            additional["TokenizerPath"] = values["TokenizerPath"]
         additional.update(
             {
                 str(k): plain(v)
@@ -811,10 +767,11 @@ class _Loader:
                 if k not in LLM_PROVIDERS.field_names
             }
         )
-        api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional, provider_id or "")
+        optional = fields.ignored
+        api_key = self._api_key(entry.get("APIKey"), allow_user_key, optional)
         problems.extend(optional)
         assert provider_id and kind and host and model_id is not None and instance is not None
-        for note in compat:
+        for note in fields.compat:
             self._warn("ai-studio-compat", f"{label}: {note}", where)
         return ProviderConfig(
             id=provider_id,
@@ -822,61 +779,15 @@ class _Loader:
             kind=ProviderKind(kind),
             model=model_id,
             host=host,
-            hostname=hostname or "",
-            capability_overrides=overrides,
+            hostname=hostname,
+            capability_overrides=values["CapabilityOverrides"],
             api_key=api_key,
             additional=additional,
             origin=Origin(self.plugin_id, self.name, where),
         )
 
-    def _near_miss_fields(self, entry: LuaTable, known: frozenset[str]) -> list[str]:
-        """Unknown fields of an entry that look like a known one misspelled (an AI Studio field
-        toolpolicy does not know, with no near miss, is kept as it is)."""
-        found = []
-        for key in entry.entries:
-            if isinstance(key, str) and key not in known:
-                meant = self.hints.closest_name(key, known)
-                if meant is not None:
-                    found.append(
-                        f'unknown field "{key}"; did you mean "{meant}"? (known: '
-                        f"{', '.join(sorted(known))})"
-                    )
-        return found
-
-    def _capability_overrides(
-        self, value: Any, problems: list[str], compat: list[str]
-    ) -> dict[str, bool]:
-        if value is None:
-            return {}
-        if not isinstance(value, LuaTable):
-            problems.append("CapabilityOverrides must be a table of capability = true/false")
-            return {}
-        overrides: dict[str, bool] = {}
-        folded = {c.replace("_", ""): c for c in CAPABILITIES}
-        for key, flag in value.entries.items():
-            name = folded.get(str(key).replace("_", "").upper()) if isinstance(key, str) else None
-            if name is None:
-                hint = self.hints.did_you_mean(str(key), CAPABILITIES)
-                problems.append(
-                    f"CapabilityOverrides key {describe(key)} is not a capability{hint} "
-                    f"(known: {', '.join(CAPABILITIES)})"
-                )
-            elif not isinstance(flag, bool):
-                problems.append(
-                    f"CapabilityOverrides.{key} must be true or false, not {describe(plain(flag))}"
-                )
-            else:
-                if name.upper() != str(key).upper():
-                    compat.append(
-                        f'CapabilityOverrides key "{key}" is read as {name}; AI Studio only knows '
-                        f"the spelling {name} and ignores this key"
-                    )
-                overrides[name] = flag
-        return overrides
-
-    def _api_key(
-        self, value: Any, allow_user_key: bool, problems: list[str], owner: str
-    ) -> SecretValue | None:
+    def _api_key(self, value: Any, allow_user_key: bool, problems: list[str]) -> SecretValue | None:
+        """A provider's `APIKey`, unless users bring their own (then it is ignored, noted)."""
         if value is None:
             return None
         if allow_user_key:
@@ -888,34 +799,27 @@ class _Loader:
         self, entry: LuaTable, where: SourceLocation, problems: list[str], label: str
     ) -> DataSourceConfig | None:
         fields = EntryReader(entry, problems, hints=self.hints)
-        source_id, name, kind, hostname, port, auth, security, _retrieval, _matches = (
-            fields.read_fields(_DATA_SOURCE_HEAD)
-        )
-        raw = {str(k): plain(v) for k, v in entry.entries.items()}
-        level = "NONE"
-        if entry.get("MinimumProviderConfidence") is not None:
-            level = fields.read(DATA_SOURCES["MinimumProviderConfidence"])
-        if auth == "USERNAME_PASSWORD" or isinstance(entry.get("UsernamePasswordMode"), str):
-            mode = fields.read(DATA_SOURCES["UsernamePasswordMode"])
-            if mode == "SHARED_USERNAME_AND_PASSWORD" and auth == "USERNAME_PASSWORD":
-                fields.read(DATA_SOURCES["Username"])
-        secret_field = {"TOKEN": "Token", "USERNAME_PASSWORD": "Password"}.get(auth or "")
-        if secret_field:
-            raw.pop(secret_field, None)
-            secret = checked_secret(entry.get(secret_field), secret_field, problems, required=True)
-            if secret is None:
-                return None
-            raw[secret_field] = secret
-        if problems or None in (source_id, name, kind, hostname, port, auth, security, level):
+        values = fields.read_entry(DATA_SOURCES)
+        auth = values["AuthMethod"]
+        if auth != "USERNAME_PASSWORD" and isinstance(entry.get("UsernamePasswordMode"), str):
+            fields.read(DATA_SOURCES["UsernamePasswordMode"])  # a wrong mode: never guessed
+        source_id, name, kind, hostname, security = (
+            values["Id"], values["Name"], values["Type"], values["Hostname"],
+            values["SecurityPolicy"],
+        )  # fmt: skip
+        if problems or None in (source_id, name, kind, hostname, values["Port"], auth, security):
             return None
-        assert source_id and name and kind and security and hostname and level
+        assert source_id and name and kind and security and hostname
+        raw = {str(k): plain(v) for k, v in entry.entries.items()}
+        for secret_field in _DATA_SOURCE_SECRETS:
+            if values[secret_field] is not None:
+                raw[secret_field] = values[secret_field]
         raw["Hostname"] = hostname.strip().removesuffix("/")
         return DataSourceConfig(
             id=source_id,
             name=name,
             kind=kind,
             security=DataSecurity(security),
-            minimum_confidence=ConfidenceLevel[level],
             raw=raw,
             origin=Origin(self.plugin_id, self.name, where),
         )
@@ -961,7 +865,6 @@ class _Loader:
         """A `CONFIG["MCP_SERVERS"]` entry; a wrong field skips the whole server (never a
         server with a filter or pin silently dropped)."""
         from policy.mcp import McpServerConfig
-        from policy.vocabulary import ConfidenceLevel
 
         values = EntryReader(entry, problems, hints=self.hints).read_entry(
             MCP_SERVERS, checks={"Url": _url_problems}
@@ -1296,7 +1199,28 @@ class _SettingParser:
         return result, locations
 
 
-def _url_problems(url: str | None, problems: list[str]) -> None:
+def _provider_address_problems(
+    hostname: str | None, problems: list[str], values: Mapping[str, Any]
+) -> None:
+    """A provider's `Hostname` as the runtime will call it, for its kind and host: the runtime
+    refuses what this refuses, so such an entry never applies."""
+    if hostname is None:
+        return
+    base_url = ""
+    if hostname.strip():
+        try:
+            base_url = read_base_url(hostname, "Hostname")
+        except ValueError as error:
+            problems.append(str(error))
+            return
+    kind, host = values["UsedLLMProvider"], values["Host"]
+    if kind is not None and host is not None:
+        problem = provider_address_problem(ProviderKind(kind), host, base_url)
+        if problem is not None:
+            problems.append(problem)
+
+
+def _url_problems(url: str | None, problems: list[str], _values: Mapping[str, Any]) -> None:
     """An MCP server's Url as the runtime will connect to it."""
     if not url:
         return

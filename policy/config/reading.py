@@ -3,9 +3,10 @@
 `EntryReader` reads a field of a Lua table by its declared type and collects what is wrong in
 the words `policy check` shows; `EntryReader.read_entry` reads every declared field of a section
 in order (a field required by another's value only when that value holds, an optional one only
-when given) and the undeclared ones as the section says. The plugin loader (`policy.plugins`)
-adds what is not a field's own rule — a provider's address, a data source's credentials, a
-server's URL — beside it.
+when given, one toolpolicy does not check not at all; a wrong value of a field whose mistake is
+ignored is a note in `ignored` and reads as its default) and the undeclared ones as the section
+says. The plugin loader (`policy.plugins`) adds what is not a field's own rule — a provider's
+address and key, a data source's mode, a server's URL — beside it.
 """
 
 from __future__ import annotations
@@ -15,17 +16,19 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import Any
 
-from policy.config.fields import Field, FieldType, Section, UnknownFields
+from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
 from policy.config.guid import parse_guid
 from policy.config.settings import describe, parse_choice
 from policy.configuration import SecretValue
 from policy.lua_sandbox import LuaFunction, LuaTable
 from policy.suggest import HintBudget
 
-FieldCheck = Callable[[Any, list[str]], None]
-"""A rule beyond the field's own, run right after the field is read (value, problems)."""
+FieldCheck = Callable[[Any, list[str], Mapping[str, Any]], None]
+"""A rule beyond the field's own, run right after the field is read (value, problems, the
+values of the fields read before it)."""
 
 _SKIP_ENTRY = UnknownFields.SKIP_ENTRY  # enum members are slow to look up on their class
+_NEAR_MISS_SKIPS = UnknownFields.NEAR_MISS_SKIPS
 _SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
 _EMPTY: Mapping[FieldType, Any] = {
     FieldType.TEXT: "",
@@ -51,31 +54,64 @@ class EntryReader:
         self.problems = problems
         self.prefix = prefix
         self.hints = hints
+        self.ignored: list[str] = []
+        """What was wrong in fields whose mistake is ignored (read as their default)."""
+        self.compat: list[str] = []
+        """What toolpolicy read that AI Studio would read otherwise (a spelling it ignores)."""
 
     def read_entry(
-        self, section: Section, checks: Mapping[str, FieldCheck] | None = None
+        self,
+        section: Section,
+        checks: Mapping[str, FieldCheck] | None = None,
+        own: frozenset[str] = frozenset(),
     ) -> dict[str, Any]:
         """Every declared field by name, in declared order: its value, its default when it is
-        not read, None when it is wrong; then the undeclared fields as the section says."""
+        not read, None when it is wrong; then the undeclared fields as the section says. A field
+        toolpolicy does not check, or one in `own` (read by the caller, whose rule across fields
+        decides whether), is its value as given."""
         values: dict[str, Any] = {}
         given = self.table.entries
-        for declared in section.fields:
-            name = declared.name
-            if declared.required:
-                pass
-            elif declared.required_when:
-                if not all(values.get(n) == v for n, v in declared.required_when):
-                    values[name] = _absent(declared)
+        for name, how, reader, declared, conditions, absent in _plan(section, own):
+            if how != _REQUIRED:
+                if how == _WHEN:
+                    for condition, wanted in conditions:
+                        if values.get(condition) != wanted:
+                            break
+                    else:
+                        conditions = ()
+                    if conditions:  # a condition does not hold: not read
+                        values[name] = {} if absent is _FRESH_MAP else absent
+                        continue
+                elif given.get(name) is None:
+                    values[name] = {} if absent is _FRESH_MAP else absent
                     continue
-            elif given.get(name) is None:
-                values[name] = _absent(declared)
-                continue
-            values[name] = value = _READERS[declared.type](self, declared)
+                if how == _AS_GIVEN:
+                    values[name] = given.get(name)
+                    continue
+            values[name] = value = reader(self, declared)
             if checks and name in checks:
-                checks[name](value, self.problems)
+                checks[name](value, self.problems, values)
         if section.unknown_fields is _SKIP_ENTRY:
             self._refuse_unknown(section.field_names)
+        elif section.unknown_fields is _NEAR_MISS_SKIPS:
+            self._refuse_near_misses(section.field_names)
         return values
+
+    def _ignoring(self, declared: Field) -> Any:
+        """A field whose mistake is ignored: its value, or (with a note) its declared default,
+        None without one: as if it were not there."""
+        problems, self.problems = self.problems, []
+        try:
+            value = _READERS[declared.type](self, declared)
+            noted = self.problems
+        finally:
+            self.problems = problems
+        if not noted:
+            return value
+        default = declared.default
+        ignored = "ignored" if default is None else f"read as {_lua_text(default)}"
+        self.ignored.extend(f"{note}; {ignored}" for note in noted)
+        return default
 
     def read_fields(self, declared: Sequence[Field]) -> list[Any]:
         """Several fields' values in order, each as `read` gives it."""
@@ -83,10 +119,7 @@ class EntryReader:
 
     def read(self, declared: Field) -> Any:
         """One field's value as its declaration says it is read; None when it is wrong."""
-        reader = _READERS.get(declared.type)
-        if reader is None:
-            raise ValueError(f"{declared.name}: a {declared.type} field is read by its own code")
-        return reader(self, declared)
+        return _READERS[declared.type](self, declared)
 
     def _table(self, declared: Field) -> dict[str, Any] | None:
         """A table with fields of its own, read as a section of one entry (required,
@@ -247,6 +280,59 @@ class EntryReader:
                 pins[tool_name] = pin.strip()
         return pins
 
+    def _secret(self, declared: Field) -> SecretValue | None:
+        return checked_secret(
+            self.table.get(declared.name),
+            f"{self.prefix}{declared.name}",
+            self.problems,
+            required=declared.required or bool(declared.required_when),
+        )
+
+    def _flags(self, declared: Field) -> dict[str, bool]:
+        """Name → true or false; a name is read in any case and with or without underscores
+        (AI Studio only knows its own spelling: such a key is a note in `compat`)."""
+        name, choices = declared.name, declared.choices
+        value = self.table.get(name)
+        if not isinstance(value, LuaTable):
+            self.problems.append(f"{name} must be a table of name = true/false")
+            return {}
+        flags: dict[str, bool] = {}
+        folded = {choice.replace("_", ""): choice for choice in choices}
+        for key, flag in value.entries.items():
+            meant = folded.get(str(key).replace("_", "").upper()) if isinstance(key, str) else None
+            if meant is None:
+                hint = self.hints.did_you_mean(str(key), choices) if self.hints else ""
+                self.problems.append(
+                    f"{name} key {describe(key)} is not one of the names{hint} "
+                    f"(known: {', '.join(choices)})"
+                )
+            elif not isinstance(flag, bool):
+                self.problems.append(
+                    f"{name}.{key} must be true or false, not {describe(plain(flag))}"
+                )
+            else:
+                if meant.upper() != str(key).upper():
+                    self.compat.append(
+                        f'{name} key "{key}" is read as {meant}; AI Studio only knows the '
+                        f"spelling {meant} and ignores this key"
+                    )
+                flags[meant] = flag
+        return flags
+
+    def _refuse_near_misses(self, known: frozenset[str]) -> None:
+        """Unknown fields that look like a known one misspelled (an AI Studio field toolpolicy
+        does not know, with no near miss, is kept as it is)."""
+        if self.hints is None:
+            return
+        for key in self.table.entries:
+            if isinstance(key, str) and key not in known:
+                meant = self.hints.closest_name(key, known)
+                if meant is not None:
+                    self.problems.append(
+                        f'unknown field "{key}"; did you mean "{meant}"? (known: '
+                        f"{', '.join(sorted(known))})"
+                    )
+
     def _refuse_unknown(self, known: frozenset[str]) -> None:
         for key in self.table.entries:
             if key not in known:  # perhaps a filter or pin misspelled: never ignored
@@ -256,8 +342,17 @@ class EntryReader:
                 )
 
 
+_NESTED: dict[int, tuple[Field, Section]] = {}
+
+
 def _nested_section(declared: Field) -> Section:
-    return Section(declared.name, declared.doc, declared.fields, True, _SKIP_ENTRY)
+    """A table field's fields as a section of one entry, made once per field (`read_entry`
+    works out how to read a section once, by its identity)."""
+    kept = _NESTED.get(id(declared))
+    if kept is None:
+        section = Section(declared.name, declared.doc, declared.fields, True, _SKIP_ENTRY)
+        kept = _NESTED[id(declared)] = (declared, section)
+    return kept[1]
 
 
 def _lua_example(example: Any) -> str:
@@ -279,9 +374,51 @@ _READERS: dict[FieldType, Callable[[EntryReader, Field], Any]] = {
     FieldType.SECRET_TEXT_MAP: EntryReader._secret_texts,
     FieldType.PIN_MAP: EntryReader._pins,
     FieldType.CHOICE_LIST_MAP: EntryReader._choice_lists,
+    FieldType.FLAG_MAP: EntryReader._flags,
+    FieldType.SECRET: EntryReader._secret,
     FieldType.TABLE: EntryReader._table,
 }
-"""How each type is read; FLAG_MAP and SECRET fields are read by the loader's own code."""
+"""How each type is read."""
+
+
+_REQUIRED, _WHEN, _OPTIONAL, _AS_GIVEN = range(4)
+"""How `read_entry` reads a field: always; when its conditions hold; when given; as given."""
+_FRESH_MAP = object()
+"""The value of a map field that is not read: a new empty dict each time."""
+_Plan = tuple[
+    tuple[str, int, Callable[[EntryReader, Field], Any], Field, tuple[tuple[str, str], ...], Any],
+    ...,
+]
+_PLANS: dict[tuple[int, frozenset[str]], tuple[Section, _Plan]] = {}
+
+
+def _plan(section: Section, own: frozenset[str]) -> _Plan:
+    """How each field of `section` is read (with the caller reading `own`), worked out once per
+    section: an entry is read per configuration load, the declaration does not change."""
+    kept = _PLANS.get((id(section), own))
+    if kept is not None:
+        return kept[1]
+    plan = tuple(
+        (
+            declared.name,
+            _AS_GIVEN
+            if declared.name in own or not declared.checked
+            else _REQUIRED
+            if declared.required
+            else _WHEN
+            if declared.required_when
+            else _OPTIONAL,
+            EntryReader._ignoring
+            if declared.mistake is Mistake.IGNORED
+            else _READERS[declared.type],
+            declared,
+            declared.required_when,
+            _FRESH_MAP if declared.type in _EMPTY_MAPS else _absent(declared),
+        )
+        for declared in section.fields
+    )
+    _PLANS[(id(section), own)] = (section, plan)  # the section kept: its id stays its own
+    return plan
 
 
 def _absent(declared: Field) -> Any:
@@ -291,6 +428,13 @@ def _absent(declared: Field) -> Any:
     if declared.type in _EMPTY_MAPS:
         return {}
     return _EMPTY.get(declared.type)
+
+
+def _lua_text(value: Any) -> str:
+    """A default as the administrator writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return describe(value)
 
 
 def checked_secret(

@@ -707,10 +707,13 @@ def test_provider_fields(tmp_path: Path, secret: str) -> None:
             '["CapabilityOverride"] = { ["FUNCTION_CALLING"] = false },',
             'did you mean "CapabilityOverrides"?',
         ),
-        ('["HFInferenceProvider"] = "CEREBAS",', 'HFInferenceProvider "CEREBAS" is not one of'),
+        (
+            '["HFInferenceProvider"] = "CEREBAS",',
+            'HFInferenceProvider is "CEREBAS"; it must be one of CEREBRAS,',
+        ),
         (
             '["AdditionalJsonApiParameters"] = { ["store"] = false },',
-            "AdditionalJsonApiParameters must be a string",
+            "AdditionalJsonApiParameters is a table; it must be a string",
         ),
     ],
 )
