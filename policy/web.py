@@ -101,8 +101,11 @@ def build_app(
     *,
     watch: bool = True,
     debug: bool = False,
+    signed_in: bool = False,
 ) -> Starlette:
-    """The web app over `source`'s policy; with `token`, every request must present it.
+    """The web app over `source`'s policy; with `token`, every request must present it; with
+    `signed_in`, the server wraps the app in the organization's sign-in (`policy serve` with
+    `DataGateway.Issuer`), which lets only signed-in people through, on any host name.
 
     With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
     when it stops), so a changed plugin file is in force without a click on Reload. Without a
@@ -351,7 +354,7 @@ def build_app(
                 kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
                 target = request.url.path + (f"?{urlencode(kept)}" if kept else "")
                 return secured(request, RedirectResponse(target, status_code=303), set_cookie)
-        elif not is_loopback_host(_host_name(request.headers.get("host", ""))):
+        elif not signed_in and not is_loopback_host(_host_name(request.headers.get("host", ""))):
             return JSONResponse(
                 {"error": "without --token, only requests to a loopback address are answered"},
                 status_code=421,

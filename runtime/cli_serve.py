@@ -9,6 +9,7 @@ plugin file (or the user settings file, or a fetched configuration) changes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,7 +18,6 @@ from policy._runtime_seam import (
     configuration_options,
     examples,
     offline_option,
-    require_token_beyond_loopback,
     tools_file_option,
 )
 from runtime.serving import listening_options
@@ -31,7 +31,9 @@ from runtime.serving import listening_options
 )
 @configuration_options
 @tools_file_option
-@listening_options("TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once")
+@listening_options(
+    "TOOLPOLICY_SERVE_TOKEN", "Authorization: Bearer, or ?token= once", public_url=True
+)
 @offline_option
 def serve(
     sources: ConfigurationSources,
@@ -39,6 +41,7 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    public_url: str | None,
     offline: bool,
 ) -> None:
     """The administrator's read-only web page: status, effective settings, every decision,
@@ -47,18 +50,30 @@ def serve(
     Each page has its JSON twin under /api/ (the contracts of --format json). A changed plugin
     file is in force without a restart. The address it listens on is printed to stderr first.
     """
-    require_token_beyond_loopback(host, token, "TOOLPOLICY_SERVE_TOKEN")
     import uvicorn
 
     from policy._runtime_seam import ConfigurationPaths, build_app
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
+    from runtime.signin.serving import serving_sign_in
 
     paths = ConfigurationPaths(*sources, tools_files, offline)
     watcher = PolicyWatcher(paths.load, watch=paths.watched())
+    settings = serving_sign_in(watcher.policy, host, token, "TOOLPOLICY_SERVE_TOKEN", web=True)
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))
-    app = build_app(watcher, paths, token or None, debug=debug)
+    app: Any = build_app(watcher, paths, token or None, debug=debug, signed_in=bool(settings))
+    if settings is not None:
+        from policy._runtime_seam import SignInSettings
+        from runtime.signin import GatewaySignIn
+        from runtime.signin.web import BrowserSignIn
+
+        sign_in = GatewaySignIn(
+            settings,
+            lambda: SignInSettings.of(watcher.policy.configuration),
+            public_url or url_of(listener),
+        )
+        app = BrowserSignIn(app, sign_in)
     click.echo(f"policy serve: {url_of(listener)} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(
         app,

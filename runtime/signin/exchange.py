@@ -27,8 +27,9 @@ import httpx
 import httpx2
 
 from policy import McpServerConfig, Policy
-from policy._runtime_seam import SECRET_SOURCES, SignInSettings, configured_secret, decrypt
+from policy._runtime_seam import SignInSettings
 from runtime.signin._issuer import IssuerKeys
+from runtime.signin._token_endpoint import TokenEndpointError, token_request
 from runtime.signin.acting import acting_token
 
 if TYPE_CHECKING:
@@ -124,45 +125,10 @@ class TokenExchange:
         return token
 
     async def _ask(self, form: dict[str, str]) -> tuple[str, float]:
-        settings = self.settings
-        if not (settings.client_id and settings.client_secret):
-            raise _NoToken(
-                "the gateway has no client credentials (DataGateway.ClientId and "
-                "DataGateway.ClientSecret)"
-            )
-        secret = configured_secret()
-        if secret is None:
-            raise _NoToken(
-                f"DataGateway.ClientSecret cannot be decrypted: no encryption secret is "
-                f"configured ({SECRET_SOURCES})"
-            )
-        metadata = await self._keys.metadata()
-        endpoint = metadata.get("token_endpoint")
-        if not isinstance(endpoint, str):
-            raise _NoToken(f"the OpenID metadata of {settings.issuer} names no token endpoint")
-        client = self._client or httpx.AsyncClient(timeout=10.0)
         try:
-            answer = await client.post(
-                endpoint,
-                data=form,
-                auth=(settings.client_id, decrypt(settings.client_secret, secret)),
-                headers={"Accept": "application/json"},
-            )
-        except httpx.HTTPError as error:
-            raise _NoToken(f"{endpoint} cannot be reached: {type(error).__name__}") from None
-        finally:
-            if self._client is None:
-                await client.aclose()
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        if answer.status_code != 200 or not isinstance(body, dict):
-            code = body.get("error") if isinstance(body, dict) else None
-            raise _NoToken(
-                f"the identity provider refused ({answer.status_code}"
-                f"{', ' + str(code)[:80] if code else ''})"
-            )
+            body = await token_request(self.settings, self._keys, form, self._client)
+        except TokenEndpointError as error:
+            raise _NoToken(str(error)) from None
         token, lifetime = body.get("access_token"), body.get("expires_in", 60)
         if not isinstance(token, str) or not token:
             raise _NoToken("the identity provider's answer holds no access_token")

@@ -3,7 +3,8 @@ node (tests/servers/oidc/provider.mjs, pinned in its package.json; `.ci/run` ins
 
 It issues real signed access tokens: client credentials for the people of the tests (each a
 client whose id is its `sub`, with groups), token exchange (RFC 8693) for the gateway's own
-client, and the authorization-code flow with PKCE for the web page's sign-in. Keys are made here
+client, and, with `redirect_uris`, the authorization-code flow with PKCE for the same client
+(the web page's sign-in; its login form takes any name as the person's `sub`). Keys are made here
 with joserfc and handed to the provider, so a test can start a second provider with the same
 keys under another issuer, or with other keys under the same issuer.
 """
@@ -37,6 +38,20 @@ PEOPLE: Mapping[str, tuple[str, ...]] = {
 }
 """Each person a confidential client of the provider: client id = `sub`, secret `<id>-secret`."""
 GATEWAY_CLIENT = ("gateway", "gateway-secret")
+
+
+def sign_in_lua(issuer: str, encryption_secret: str) -> str:
+    """The plugin.lua lines of a gateway signing people in at `issuer` with its own client
+    credentials (the secret encrypted with `encryption_secret`)."""
+    from policy.secrets import encrypt
+
+    client_secret = encrypt(GATEWAY_CLIENT[1], encryption_secret)
+    return (
+        f'CONFIG["SETTINGS"]["DataGateway.Issuer"] = "{issuer}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.Audience"] = "{GATEWAY_AUDIENCE}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.ClientId"] = "{GATEWAY_CLIENT[0]}"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.ClientSecret"] = "{client_secret}"\n'
+    )
 
 
 def signing_key(kid: str) -> dict[str, Any]:
@@ -104,16 +119,11 @@ def oidc_provider(
     keys = list(keys or [signing_key("key-1")])
     issuer = issuer or f"http://127.0.0.1:{port}"
     clients = [_client(person, ["client_credentials"]) for person in PEOPLE]
-    clients.append(_client(GATEWAY_CLIENT[0], ["client_credentials", TOKEN_EXCHANGE]))
-    if redirect_uris:
-        clients.append(
-            _client(
-                "web",
-                ["authorization_code"],
-                redirect_uris=list(redirect_uris),
-                response_types=["code"],
-            )
-        )
+    web = (
+        {"redirect_uris": list(redirect_uris), "response_types": ["code"]} if redirect_uris else {}
+    )
+    grants = ["client_credentials", TOKEN_EXCHANGE, *(["authorization_code"] if web else [])]
+    clients.append(_client(GATEWAY_CLIENT[0], grants, **web))
     config = {
         "issuer": issuer,
         "port": port,

@@ -8,24 +8,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from policy.secrets import encrypt, generate_secret
+from policy.secrets import generate_secret
 from tests.mcp_tools.test_mcp import HEADER, policy_cli
 from tests.mcp_tools.test_mcp_gateway import running_gateway
 from tests.servers.oidc_provider import (
-    GATEWAY_AUDIENCE,
-    GATEWAY_CLIENT,
     TICKETS_AUDIENCE,
     oidc_provider,
+    sign_in_lua,
 )
 from tests.servers.processes import announced_mcp_server
+from tests.signin.test_people_gateway import _call_tool
 
 MODERN = "2026-07-28"
 SERVER_ID = "3c0e4a57-9f1b-4e0d-8a43-7d2b6a1c9e10"
@@ -35,12 +32,7 @@ def _plugin(
     folder: Path, issuer: str, url: str, secret: str, transport: str = "STREAMABLE_HTTP"
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    settings = (
-        f'CONFIG["SETTINGS"]["DataGateway.Issuer"] = "{issuer}"\n'
-        f'CONFIG["SETTINGS"]["DataGateway.Audience"] = "{GATEWAY_AUDIENCE}"\n'
-        f'CONFIG["SETTINGS"]["DataGateway.ClientId"] = "{GATEWAY_CLIENT[0]}"\n'
-        f'CONFIG["SETTINGS"]["DataGateway.ClientSecret"] = "{encrypt(GATEWAY_CLIENT[1], secret)}"\n'
-    )
+    settings = sign_in_lua(issuer, secret)
     where = (
         f'["Url"] = "{url}"' if transport == "STREAMABLE_HTTP" else '["Command"] = "tickets-mcp"'
     )
@@ -54,30 +46,6 @@ def _plugin(
     )
     (folder / "plugin.lua").write_text(HEADER + settings + server, encoding="utf-8")
     return folder
-
-
-def _call(url: str, token: str | None, name: str) -> dict[str, Any]:
-    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}}
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": name,
-    }
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": {}, "_meta": meta},
-    }
-    answer = httpx.post(url, json=body, headers=headers, timeout=60)
-    assert answer.status_code == 200, (answer.status_code, answer.text)
-    for line in answer.text.splitlines():
-        if line.startswith("data:"):
-            return dict(json.loads(line.removeprefix("data:"))["result"])
-    return dict(answer.json()["result"])
 
 
 def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged_token(
@@ -95,7 +63,7 @@ def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged
                 alice, bob = idp.token("alice"), idp.token("bob")
                 answers = {}
                 for person, token in (("alice", alice), ("bob", bob), ("alice", alice)):
-                    result = _call(url, token, "tickets__whoami")
+                    result = _call_tool(url, token, "tickets__whoami", {})
                     assert not result.get("isError"), result
                     answers[person] = json.loads(result["content"][0]["text"])
                 assert answers["alice"] == {

@@ -1,0 +1,66 @@
+"""A request to the identity provider's token endpoint as the gateway's own client: its client
+id and decrypted secret (HTTP Basic, `client_secret_basic`), the answer read as JSON. The token
+exchange and the web page's sign-in both ask through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from policy._runtime_seam import SECRET_SOURCES, SignInSettings, configured_secret, decrypt
+from runtime.signin._issuer import IssuerKeys
+
+
+class TokenEndpointError(Exception):
+    """The token endpoint gave no answer to use; the words are safe to log and show."""
+
+
+async def token_request(
+    settings: SignInSettings,
+    keys: IssuerKeys,
+    form: dict[str, str],
+    client: httpx.AsyncClient | None = None,
+) -> dict[str, Any]:
+    """The token endpoint's JSON answer to `form`, or `TokenEndpointError` saying why not."""
+    if not (settings.client_id and settings.client_secret):
+        raise TokenEndpointError(
+            "the gateway has no client credentials (DataGateway.ClientId and "
+            "DataGateway.ClientSecret)"
+        )
+    secret = configured_secret()
+    if secret is None:
+        raise TokenEndpointError(
+            f"DataGateway.ClientSecret cannot be decrypted: no encryption secret is configured "
+            f"({SECRET_SOURCES})"
+        )
+    metadata = await keys.metadata()
+    endpoint = metadata.get("token_endpoint")
+    if not isinstance(endpoint, str):
+        raise TokenEndpointError(
+            f"the OpenID metadata of {settings.issuer} names no token endpoint"
+        )
+    own = client or httpx.AsyncClient(timeout=10.0)
+    try:
+        answer = await own.post(
+            endpoint,
+            data=form,
+            auth=(settings.client_id, decrypt(settings.client_secret, secret)),
+            headers={"Accept": "application/json"},
+        )
+    except httpx.HTTPError as error:
+        raise TokenEndpointError(f"{endpoint} cannot be reached: {type(error).__name__}") from None
+    finally:
+        if client is None:
+            await own.aclose()
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if answer.status_code != 200 or not isinstance(body, dict):
+        code = body.get("error") if isinstance(body, dict) else None
+        raise TokenEndpointError(
+            f"the identity provider refused ({answer.status_code}"
+            f"{', ' + str(code)[:80] if code else ''})"
+        )
+    return body
