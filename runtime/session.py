@@ -747,7 +747,7 @@ class ChatRuntime:
 
             if mode is DataSourceRetrievalMode.SEMANTIC_SEARCH:
                 guard = guard_or_default(self._services.guard)
-                await refresh_data_sources(self._services.data_sources, guard)
+                await refresh_data_sources(self._services.data_sources, guard, wait=False)
             extras = RequestExtras(
                 data_sources=offered_data_sources(
                     self._services.data_sources, ProviderFacts.of(registry, provider)

@@ -95,8 +95,11 @@ class ServerDetails:
 class DescribedByServer(Protocol):
     """A data source's server, asked for its details (kept for a while by the implementation)."""
 
-    async def refresh(self, guard: PromptInjectionGuard) -> None:
-        """Bring the details up to date when they are due; never raises (a failure leaves none)."""
+    async def refresh(self, guard: PromptInjectionGuard, *, wait: bool = True) -> None:
+        """Bring the details up to date when they are due; never raises (a failure leaves none).
+
+        `wait=False` (offering) waits only for the first answer ever; later ones are fetched in
+        the background while the details known keep being offered."""
         ...
 
     def current(self) -> ServerDetails | None:
@@ -197,14 +200,17 @@ def searchable_data_sources(
 
 
 async def refresh_data_sources(
-    sources: Sequence[SearchableDataSource], guard: PromptInjectionGuard
+    sources: Sequence[SearchableDataSource], guard: PromptInjectionGuard, *, wait: bool = True
 ) -> None:
-    """Ask every server whose details are due, in parallel (each bounded by its time-out)."""
+    """Ask every server whose details are due, in parallel (each bounded by its time-out).
+
+    A search waits for the answers (`wait=True`), so it never goes by details past their time;
+    offering passes `wait=False` and waits only for a server never asked before."""
     servers = [s.server for s in sources if s.server is not None]
     if servers:
         import asyncio
 
-        await asyncio.gather(*(server.refresh(guard) for server in servers))
+        await asyncio.gather(*(server.refresh(guard, wait=wait) for server in servers))
 
 
 def offered_data_sources(

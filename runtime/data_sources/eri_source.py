@@ -7,7 +7,9 @@ offering reads. The details are kept five minutes, as AI Studio keeps the descri
 data sources, so offering is a lookup; a server that could not be asked is asked again after
 `RETRY_SECONDS`, not on every request, and offers nothing meanwhile. A refresh (every request
 it makes) and a search each finish within the time-out, and requests that need the same refresh
-share it.
+share it. Offering waits only for a server's first answer; later refreshes run in the background
+while the details known are offered, and a search always waits for a due refresh, so data is
+only ever searched under requirements at most five minutes old.
 
 Secrets: the entry's `ENC:v1:` password or token is decrypted on first use; it and every session
 token a sign-in hands out are masked in every log record of the process and in every text the
@@ -119,7 +121,7 @@ class EriDataSource:
             return ServerDetails(refusal=self._problem)
         return self._details
 
-    async def refresh(self, guard: PromptInjectionGuard) -> None:
+    async def refresh(self, guard: PromptInjectionGuard, *, wait: bool = True) -> None:
         if self._problem:
             if not self._problem_told:
                 _log.warning("%s is not offered: %s", self.config.name, self._problem)
@@ -134,6 +136,8 @@ class EriDataSource:
         task = self._refreshing
         if task is None or task.done() or task.get_loop() is not loop:
             task = self._refreshing = loop.create_task(self._refreshed(guard, now))
+        if not wait and (self._details is not None or self._failed_at is not None):
+            return  # offering goes on with what is known; the answer lands in the background
         # Requests that arrive meanwhile wait for the same answer; one that is cancelled leaves
         # it running for the others.
         await asyncio.shield(task)

@@ -322,6 +322,32 @@ async def test_requests_that_need_the_same_refresh_share_it(eri: EriServer) -> N
     assert source.may_be_used_by(SELF_HOSTED)
 
 
+async def test_offering_waits_for_the_first_answer_only_and_a_search_for_every_due_one(
+    eri: EriServer,
+) -> None:
+    clock = Clock()
+    source = eri_source(entry(eri), clock)
+    await refresh_data_sources([source], guard(), wait=False)
+    (offered,) = offered_data_sources([source], SELF_HOSTED)
+    known = offered.description
+    assert known == "Product manuals and support articles of Contoso."
+
+    clock.now += DETAILS_SECONDS + 1
+    eri.state.description = "Updated manuals."
+    eri.state.stalled = {"/dataSource"}
+    try:
+        # The offer goes on with what is known while the server is asked in the background.
+        await asyncio.wait_for(refresh_data_sources([source], guard(), wait=False), timeout=5)
+        (offered,) = offered_data_sources([source], SELF_HOSTED)
+        assert offered.description == known
+    finally:
+        eri.state.release.set()
+    await refresh_data_sources([source], guard())  # as a search does: waits for that answer
+    (offered,) = offered_data_sources([source], SELF_HOSTED)
+    assert offered.description == "Updated manuals."
+    assert eri.state.paths().count("/dataSource") == 2
+
+
 async def test_a_server_that_does_not_answer_in_time_is_not_offered_nor_waited_for(
     eri: EriServer, caplog: pytest.LogCaptureFixture
 ) -> None:
