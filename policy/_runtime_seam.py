@@ -217,6 +217,7 @@ if TYPE_CHECKING:
     )
     from policy.user_settings import (
         UserSettingsError,
+        parse_user_settings,
     )
     from policy.vocabulary import (
         ANY_LANGUAGE,
@@ -362,6 +363,7 @@ __all__ = [
     "offline_option",
     "parse_allowed_private_hosts",
     "parse_host_literal",
+    "parse_user_settings",
     "person_chat_id",
     "pin_fragment",
     "pin_state",
@@ -552,6 +554,7 @@ _DEFINED_IN = {
     "OfferedDataSource": "policy.tools",
     "missing_members": "policy.tools",
     "UserSettingsError": "policy.user_settings",
+    "parse_user_settings": "policy.user_settings",
     "ANY_LANGUAGE": "policy.vocabulary",
     "OutboundDataRestriction": "policy.vocabulary",
     "PluginOrigin": "policy.vocabulary",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from runtime.approvals import Approval, ApprovalError, PendingApproval
     from runtime.arguments import ArgumentError, ArgumentReader
     from runtime.chat import (
+        CallCountStore,
         Chat,
         ChatHolding,
         ChatRecord,
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
         StopReason,
         Usage,
     )
+    from runtime.people_settings import StoredUserSettings
     from runtime.policy_watch import PolicyWatcher, ReloadResult
     from runtime.providers import (
         ProviderClient,
@@ -93,7 +95,13 @@ if TYPE_CHECKING:
     )
     from runtime.retrieval_overrides import RetrievalOverrides
     from runtime.schema import ParameterSchemaBuilder
-    from runtime.session import ChatRuntime, ResponseEvent, ToolsOffered, respond
+    from runtime.session import (
+        ChatRuntime,
+        ResponseEvent,
+        SettingsBySubject,
+        ToolsOffered,
+        respond,
+    )
     from runtime.tools import builtin_executable_tools
     from runtime.tools._common import guard_of
     from runtime.web.addresses import AddressClass
@@ -125,6 +133,9 @@ _LAZY: dict[str, str] = {
     "InjectionSeen": "runtime.executor",
     "guard_of": "runtime.tools._common",
     "Chat": "runtime.chat",
+    "CallCountStore": "runtime.chat",
+    "StoredUserSettings": "runtime.people_settings",
+    "SettingsBySubject": "runtime.session",
     "ChatRecord": "runtime.chat",
     "ChatRequirementError": "runtime.chat",
     "ChatStore": "runtime.chat",
@@ -191,6 +202,7 @@ __all__ = [
     "ApprovalError",
     "ArgumentError",
     "ArgumentReader",
+    "CallCountStore",
     "CallbackSink",
     "Chat",
     "ChatHolding",
@@ -239,10 +251,12 @@ __all__ = [
     "Role",
     "SearchableDataSource",
     "SequentialToolCallingLoop",
+    "SettingsBySubject",
     "Source",
     "SourceOrigin",
     "SqliteChatStore",
     "StopReason",
+    "StoredUserSettings",
     "TextDeltaEvent",
     "Timeouts",
     "ToolCallFinished",

@@ -199,6 +199,10 @@ CREATE TABLE IF NOT EXISTS call_counts (
     at DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS call_counts_by_person ON call_counts (person, tool_id, at);
+CREATE TABLE IF NOT EXISTS user_settings (
+    subject TEXT PRIMARY KEY,
+    settings TEXT NOT NULL
+);
 """
 
 
@@ -349,6 +353,22 @@ class SqliteChatStore:
                 "DELETE FROM chat_suspended_turns WHERE chat_id = ? RETURNING turn", (chat_id,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def user_settings_text(self, subject: str) -> str | None:
+        """The YAML of one person's own user settings (None: they saved none)."""
+        with self._lock, self._reported(), closing(self._connect()) as connection:
+            row = connection.execute(
+                "SELECT settings FROM user_settings WHERE subject = ?", (subject,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def save_user_settings_text(self, subject: str, text: str) -> None:
+        with self._lock, self._reported(), closing(self._connect()) as connection, connection:
+            connection.execute(
+                "INSERT INTO user_settings VALUES (?, ?) "
+                "ON CONFLICT (subject) DO UPDATE SET settings = excluded.settings",
+                (subject, text),
+            )
 
     def take_call(
         self, person: str, tool_id: str, calls: int, seconds: int, now: float

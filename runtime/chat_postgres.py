@@ -1,4 +1,5 @@
-"""Chat requirements in PostgreSQL, shared by every instance of an app.
+"""Chat requirements in PostgreSQL, shared by every instance of an app (with each person's call
+counts and user settings, which instances share the same way).
 
 Requirements only tighten. With one SQLite file per instance a second instance could loosen what
 the first tightened; here every save is ONE SQL statement that joins the arriving requirements
@@ -70,6 +71,10 @@ _SCHEMA = (
         at DOUBLE PRECISION NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS call_counts_by_person ON call_counts (person, tool_id, at)",
+    """CREATE TABLE IF NOT EXISTS user_settings (
+        subject TEXT PRIMARY KEY,
+        settings TEXT NOT NULL
+    )""",
 )
 
 _TIGHTEN = f"""
@@ -336,6 +341,22 @@ class PostgresChatStore:
                 "DELETE FROM chat_suspended_turns WHERE chat_id = %s RETURNING turn", (chat_id,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def user_settings_text(self, subject: str) -> str | None:
+        """The YAML of one person's own user settings (None: they saved none)."""
+        with self._connection("be read") as connection:
+            row = connection.execute(
+                "SELECT settings FROM user_settings WHERE subject = %s", (subject,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def save_user_settings_text(self, subject: str, text: str) -> None:
+        with self._connection("be written") as connection:
+            connection.execute(
+                "INSERT INTO user_settings VALUES (%s, %s) "
+                "ON CONFLICT (subject) DO UPDATE SET settings = excluded.settings",
+                (subject, text),
+            )
 
     def take_call(
         self, person: str, tool_id: str, calls: int, seconds: int, now: float

@@ -285,6 +285,12 @@ def pin(
     help="Reload when the plugin folders or the user settings change; clients are told.",
 )
 @decision_log_option("call", ", as policy chat does per answer")
+@click.option(
+    "--people-settings",
+    metavar="LOCATION",
+    help="Each signed-in person's own user settings: a folder of <sub>.yaml files, or a "
+    "postgresql:// address (shared by every instance).",
+)
 @offline_option
 def serve(
     sources: ConfigurationSources,
@@ -298,6 +304,7 @@ def serve(
     public_url: str | None,
     watch: bool,
     decision_log: Path | None,
+    people_settings: str | None,
     offline: bool,
 ) -> None:
     """Serve the tools the policy offers for --provider and --component to any MCP client.
@@ -327,6 +334,14 @@ def serve(
         sink = QueuedSink(JsonLinesSink(decision_log))
 
     exchanged: list[Any] = []
+    people = None
+    if people_settings is not None:
+        from runtime.people_settings import open_people_settings
+
+        try:
+            people = open_people_settings(people_settings)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--people-settings") from None
 
     def build(policy: Policy) -> ChatRuntime:
         from runtime.execution import ToolServices
@@ -339,7 +354,11 @@ def serve(
         if mcp is not None and acting:
             mcp.upstream_auth = acting[0].listing_auth
         return ChatRuntime(
-            policy, decision_log=sink, mcp=mcp, services=ToolServices(tool_services=acting)
+            policy,
+            decision_log=sink,
+            mcp=mcp,
+            services=ToolServices(tool_services=acting),
+            settings_by_subject=people,
         )
 
     watcher = PolicyWatcher(

@@ -238,7 +238,13 @@ class McpGateway:
     async def _view(self, client: _Client) -> _View:
         runtime = self._current()
         if client.caller is not None:
-            runtime = runtime.for_caller(client.caller)
+            from policy import ToolPolicyError
+
+            try:
+                runtime = runtime.for_caller(client.caller)
+            except ToolPolicyError as error:  # their own user settings do not read
+                refusal = f"Your user settings cannot be used: {error}; no tool is offered."
+                return _View(runtime, runtime.policy, None, {}, (), {}, (), refusal)
         await runtime.refresh_mcp_tools()
         policy = runtime.policy
         if policy is not client.views.policy:

@@ -7,6 +7,7 @@ tools and the loopback provider."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from policy import Caller, ConfidenceLevel, Policy, load_policy
 from policy.people import UserSettingsFolder
+from policy.user_settings import UserSettingsError
 from runtime import Chat, ChatRuntime, FinalAnswer
 from runtime.chat import MemoryChatStore, SqliteChatStore
 from runtime.tools import builtin_executable_tools
@@ -27,6 +29,7 @@ from tests.e2e._kit import (
 )
 from tests.e2e.test_end_to_end import QUESTION
 from tests.servers.config_server import plugin_text
+from tests.servers.postgres import running_postgres, server_binaries
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
 
@@ -174,3 +177,32 @@ def test_a_subject_never_names_a_file_outside_the_settings_folder(tmp_path: Path
     for subject in ("../../etc/passwd", "..", ".hidden", "a/b", "x" * 400, json.dumps({"a": 1})):
         path = settings.path_for(subject)
         assert path.parent == tmp_path and not path.name.startswith("."), subject
+
+
+@pytest.mark.skipif(
+    server_binaries() is None and not os.environ.get("CI"),
+    reason="PostgreSQL's server binaries are not installed here (apt-get install postgresql); "
+    "CI installs them and always runs these tests",
+)
+async def test_a_persons_settings_saved_through_one_instance_count_on_another_via_postgresql(
+    people_policy: Policy, server: ProviderServer
+) -> None:
+    from runtime import PostgresChatStore, StoredUserSettings
+
+    with running_postgres() as dsn:
+        first, second = PostgresChatStore(dsn), PostgresChatStore(dsn)
+        try:
+            saving = StoredUserSettings(first)
+            with pytest.raises(UserSettingsError) as refused:
+                saving.save(BOB.subject, "tools:\n  enabled: [not, a, flag]\n")
+            assert f"the user settings of {BOB.subject}:2" in str(refused.value)
+            assert first.user_settings_text(BOB.subject) is None, "nothing half-saved"
+            reading = StoredUserSettings(second, refresh_seconds=0)
+            async with ChatRuntime(people_policy, settings_by_subject=reading) as runtime:
+                assert "current_time" in await offered_to(runtime, BOB, server)
+                saving.save(BOB.subject, "tools:\n  enabled: false\n")
+                assert await offered_to(runtime, BOB, server) == set(), "seen by the other"
+                assert "calculator" in await offered_to(runtime, ALICE, server)
+        finally:
+            first.close()
+            second.close()

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from tests.mcp_tools.test_mcp import write_org
+from tests.mcp_tools.test_mcp import policy_cli, write_org
 from tests.mcp_tools.test_mcp_gateway import running_gateway, state
 from tests.servers.config_server import plugin_text
 from tests.servers.oidc_provider import oidc_provider
@@ -105,3 +105,20 @@ def _hashed(subject: str) -> str:
     import hashlib
 
     return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+
+
+def test_each_signed_in_person_has_their_own_user_settings(tmp_path: Path, state: Path) -> None:
+    from policy import UserSettingsFolder
+
+    folder = tmp_path / "people-settings"
+    folder.mkdir()
+    UserSettingsFolder(folder).path_for("bob").write_text("tools:\n  enabled: false\n")
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer))
+        with running_gateway(
+            "--org", org, "--provider", "OpenAI", "--people-settings", folder
+        ) as (url, _):  # fmt: skip
+            assert "tickets__search_tickets" in _tool_names(_list_tools(url, idp.token("alice")))
+            assert _tool_names(_list_tools(url, idp.token("bob"))) == [], "Bob switched off"
+    wrong = policy_cli("mcp", "serve", "--org", org, "--people-settings", tmp_path / "nowhere")
+    assert wrong.returncode == 2 and "neither a folder" in wrong.stderr
