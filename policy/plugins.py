@@ -803,13 +803,13 @@ class _Loader:
         auth = values["AuthMethod"]
         if auth != "USERNAME_PASSWORD" and isinstance(entry.get("UsernamePasswordMode"), str):
             fields.read(DATA_SOURCES["UsernamePasswordMode"])  # a wrong mode: never guessed
-        source_id, name, kind, hostname, security = (
+        source_id, name, kind, hostname, security, level = (
             values["Id"], values["Name"], values["Type"], values["Hostname"],
-            values["SecurityPolicy"],
+            values["SecurityPolicy"], values["MinimumProviderConfidence"],
         )  # fmt: skip
         if problems or None in (source_id, name, kind, hostname, values["Port"], auth, security):
             return None
-        assert source_id and name and kind and security and hostname
+        assert source_id and name and kind and security and hostname and level
         raw = {str(k): plain(v) for k, v in entry.entries.items()}
         for secret_field in _DATA_SOURCE_SECRETS:
             if values[secret_field] is not None:
@@ -822,6 +822,7 @@ class _Loader:
             security=DataSecurity(security),
             raw=raw,
             origin=Origin(self.plugin_id, self.name, where),
+            minimum_confidence=ConfidenceLevel[level],
         )
 
     def _chat_template(

@@ -16,7 +16,7 @@ from policy.plugins import (
     parse_guid,
 )
 from policy.secrets import AI_STUDIO_ENV_SECRET, ENV_SECRET, decrypt, encrypt
-from policy.vocabulary import DataSecurity, PluginOrigin, ProviderKind
+from policy.vocabulary import ConfidenceLevel, DataSecurity, PluginOrigin, ProviderKind
 
 FIXTURES = Path(__file__).parent / "plugin_fixtures"
 AI_STUDIO = FIXTURES / "ai_studio" / "plugin.lua"
@@ -829,6 +829,21 @@ def test_a_data_source_without_authentication(tmp_path: Path) -> None:
     )
     (source,) = plugin.data_sources
     assert source.security is DataSecurity.ALLOW_ANY and source.raw["Port"] == 443
+    assert source.minimum_confidence is ConfidenceLevel.NONE
+
+
+@pytest.mark.parametrize(
+    ("written", "level"), [("HIGH", ConfidenceLevel.HIGH), ("low", ConfidenceLevel.LOW)]
+)
+def test_a_data_source_keeps_its_minimum_provider_confidence(
+    tmp_path: Path, written: str, level: ConfidenceLevel
+) -> None:
+    extra = f'["MinimumProviderConfidence"] = "{written}",'
+    plugin = load_plugin(
+        write_plugin(tmp_path, extra=DATA_SOURCE.format(port="443", auth="NONE", extra=extra)), ORG
+    )
+    (source,) = plugin.data_sources
+    assert source.minimum_confidence is level
 
 
 # -- compatibility and discovery ------------------------------------------------------------------
