@@ -122,3 +122,71 @@ def test_each_signed_in_person_has_their_own_user_settings(tmp_path: Path, state
             assert _tool_names(_list_tools(url, idp.token("bob"))) == [], "Bob switched off"
     wrong = policy_cli("mcp", "serve", "--org", org, "--people-settings", tmp_path / "nowhere")
     assert wrong.returncode == 2 and "neither a folder" in wrong.stderr
+
+
+async def test_one_persons_approval_never_runs_another_persons_call(
+    tmp_path: Path, state: Path
+) -> None:
+    """In the stateless protocol an approval comes back as a sealed requestState with the
+    user's answer: the state is bound to the person it was asked of (the SDK binds it to the
+    signed-in principal), so Bob sending Alice's approved state is refused and nothing runs;
+    Alice's own runs the call."""
+    import httpx2
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    from tests.mcp_tools.test_mcp import calls_received
+
+    rule = 'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "tickets__add_comment" }\n'
+    arguments = {"ticket_id": "7", "text": "done"}
+    approve = {
+        "toolpolicy-approval": types.ElicitResult(action="accept", content={"approve": True})
+    }
+
+    async def no_back_channel(context: Any, params: Any) -> types.ElicitResult:
+        raise AssertionError("the stateless protocol asks through an input request")
+
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + rule)
+        with running_gateway("--org", org, "--provider", "OpenAI") as (url, _):
+            tokens = {person: idp.token(person) for person in ("alice", "bob")}
+            clients = {
+                person: httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+                for person, token in tokens.items()
+            }
+            async with (
+                Client(
+                    streamable_http_client(url, http_client=clients["alice"]),
+                    elicitation_callback=no_back_channel,
+                ) as alice,
+                Client(
+                    streamable_http_client(url, http_client=clients["bob"]),
+                    elicitation_callback=no_back_channel,
+                ) as bob,
+            ):
+                asked = await alice.session.call_tool(
+                    "tickets__add_comment", arguments, allow_input_required=True
+                )
+                assert isinstance(asked, types.InputRequiredResult), asked
+                with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                    await bob.session.call_tool(
+                        "tickets__add_comment",
+                        arguments,
+                        input_responses=approve,
+                        request_state=asked.request_state,
+                        allow_input_required=True,
+                    )
+                assert calls_received(state) == [], "nothing ran on Alice's approval for Bob"
+                answered = await alice.session.call_tool(
+                    "tickets__add_comment",
+                    arguments,
+                    input_responses=approve,
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+            for client in clients.values():
+                await client.aclose()
+    assert isinstance(answered, types.CallToolResult) and not answered.is_error, answered
+    assert [c["tool"] for c in calls_received(state)] == ["add_comment"]
