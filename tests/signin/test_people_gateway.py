@@ -190,3 +190,31 @@ async def test_one_persons_approval_never_runs_another_persons_call(
                 await client.aclose()
     assert isinstance(answered, types.CallToolResult) and not answered.is_error, answered
     assert [c["tool"] for c in calls_received(state)] == ["add_comment"]
+
+
+def test_one_persons_result_does_not_tighten_another_persons_chat(
+    tmp_path: Path, state: Path
+) -> None:
+    """Under a flow rule, what a result brought into Alice's chat keeps a state-changing tool
+    from her; Bob, on the same gateway over stateless HTTP, keeps his own chat and the tool."""
+    flow = (
+        'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"\n'
+        'CONFIG["SETTINGS"]["DataTools.ToolEffects"] = {\n'
+        '  ["tickets__inject"] = { "UNTRUSTED_CONTENT", "PRIVATE_DATA" },\n'
+        '  ["tickets__add_comment"] = { "CHANGES_STATE" },\n'
+        "}\n"
+    )
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + flow)
+        with running_gateway("--org", org, "--provider", "OpenAI") as (url, _):
+            alice, bob = idp.token("alice"), idp.token("bob")
+            assert "tickets__add_comment" in _tool_names(_list_tools(url, alice))
+            brought = _call_tool(url, alice, "tickets__inject", {})
+            assert not brought.get("isError"), brought
+            assert "tickets__add_comment" not in _tool_names(_list_tools(url, alice))
+            assert "tickets__add_comment" in _tool_names(_list_tools(url, bob)), (
+                "Alice's result did not reach Bob's chat"
+            )
+            comment = {"ticket_id": "7", "text": "done"}
+            assert not _call_tool(url, bob, "tickets__add_comment", comment).get("isError")
+            assert _call_tool(url, alice, "tickets__add_comment", comment).get("isError")
