@@ -11,9 +11,10 @@ share it. Offering waits only for a server's first answer; later refreshes run i
 while the details known are offered, and a search always waits for a due refresh, so data is
 only ever searched under requirements at most five minutes old.
 
-Secrets: the entry's `ENC:v1:` password or token is decrypted on first use; it and every session
-token a sign-in hands out are masked in every log record of the process and in every text the
-server returns. A password or token goes over plain http only to this machine.
+Secrets: the entry's `ENC:v1:` password or token is decrypted on first use and kept; it is masked
+in every log record of the process and, with the latest session tokens the server handed out, in
+every text the server returns (no session token is ever logged). A password or token goes over
+plain http only to this machine.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import getpass
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -67,6 +69,9 @@ _SECURITY = {
     EriProviderType.NONE: DataSecurity.SELF_HOSTED,
 }
 _SHOWN_PROCESSES = 10
+_KEPT_SESSIONS = 8
+"""Session tokens masked in a server's texts: the latest ones (a server may hand out one per
+sign-in, and a mask over every token ever seen would only grow)."""
 
 
 class EriDataSource:
@@ -87,7 +92,8 @@ class EriDataSource:
         self._method = EriAuthMethod(str(raw.get("AuthMethod", "NONE")))
         secret = raw.get("Token") or raw.get("Password")
         self._secret_value = secret if isinstance(secret, SecretValue) else None
-        self._secrets: set[str] = set()
+        self._secret: str | None = None
+        self._sessions: deque[str] = deque(maxlen=_KEPT_SESSIONS)
         self._clock = clock
         self._details: ServerDetails | None = None
         self._fetched_at = 0.0
@@ -231,7 +237,8 @@ class EriDataSource:
 
     async def _sign_in(self) -> str:
         session = await self._client.authenticate(self._credentials())
-        self._keep_secret(session)
+        if session and session not in self._sessions:
+            self._sessions.append(session)
         return session
 
     def _credentials(self) -> EriCredentials:
@@ -248,6 +255,9 @@ class EriDataSource:
         return EriCredentials(EriAuthMethod.USERNAME_PASSWORD, username, secret)
 
     def _plaintext(self) -> str:
+        """The password or token, decrypted once; from then on masked in every log record."""
+        if self._secret is not None:
+            return self._secret
         from policy._runtime_seam import SECRET_SOURCES, configured_secret, decrypt
 
         if self._secret_value is None:
@@ -264,16 +274,14 @@ class EriDataSource:
             raise EriServerError(
                 f"{self._label}: its ENC:v1: secret cannot be decrypted ({type(error).__name__})."
             ) from None
-        self._keep_secret(plaintext)
+        mask_in_logs(SecretMask.of([plaintext]))
+        self._secret = plaintext
         return plaintext
 
-    def _keep_secret(self, secret: str) -> None:
-        if secret and secret not in self._secrets:
-            self._secrets.add(secret)
-            mask_in_logs(SecretMask.of([secret]))
-
     def _mask(self) -> SecretMask:
-        return SecretMask.of(self._secrets)
+        """What a server's texts must not show: the secret and the latest session tokens (a
+        server that echoes what it was sent); we never log a session token ourselves."""
+        return SecretMask.of([s for s in (self._secret, *self._sessions) if s])
 
     def __repr__(self) -> str:
         return f"EriDataSource({self.config.id!r}, {self.config.name!r})"
