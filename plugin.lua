@@ -219,8 +219,9 @@ CONFIG["SETTINGS"] = {}
 -- CONFIG["SETTINGS"]["DataGateway.CallLimits"] = { ["tickets__delete_ticket"] = "5/hour", ["*"] = "600/hour" }
 
 -- DataGateway.RecordSubject — How decision records name the signed-in person: HASH (a SHA-256
--- of the issuer's `sub`, the same for one person in every record, not readable back) or
--- SUBJECT (the `sub` as the identity provider sends it). Always locked.
+-- of the issuer's `sub`, the same for one person in every record: the log does not show the
+-- `sub`, though one who knows a `sub` can find its records) or SUBJECT (the `sub` as the
+-- identity provider sends it). Always locked.
 -- Allowed values: HASH, SUBJECT.
 -- Default: HASH.
 -- Always locked: .AllowUserOverride has no effect here.

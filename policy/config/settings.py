@@ -265,8 +265,9 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         "DataGateway.RecordSubject",
         SettingKind.ENUM,
         "How decision records name the signed-in person: HASH (a SHA-256 of the issuer's `sub`, "
-        "the same for one person in every record, not readable back) or SUBJECT (the `sub` as "
-        "the identity provider sends it). Always locked.",
+        "the same for one person in every record: the log does not show the `sub`, though one "
+        "who knows a `sub` can find its records) or SUBJECT (the `sub` as the identity provider "
+        "sends it). Always locked.",
         choices=("HASH", "SUBJECT"),
         default="HASH",
         honors_user_override=False,
