@@ -732,6 +732,27 @@ def test_a_provider_field_that_could_loosen_when_ignored_skips_the_entry(
     assert (skipped.section, skipped.location) == ("LLM_PROVIDERS", finding.location)
 
 
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ('{ ["Id"] = "m", ["DisplayName"] = "M", ["Temprature"] = 0 }', '"Temprature"'),
+        ('"m"', 'Model is "m"; it must be a table like'),
+        ('{ ["Id"] = "m" }', "Model.DisplayName missing"),
+    ],
+)
+def test_a_provider_model_is_read_as_its_declared_table(
+    tmp_path: Path, model: str, said: str
+) -> None:
+    """`Model` is read field by field as declared: a field it does not declare, a value that
+    is no table or a missing field skips the provider, an error naming it."""
+    text = provider().replace('{ ["Id"] = "m", ["DisplayName"] = "M" }', model)
+    plugin = load_plugin(write_plugin(tmp_path, extra=text), ORG)
+    assert plugin.providers == ()
+    (finding,) = plugin.findings
+    assert (finding.severity, finding.code) == (Severity.ERROR, "invalid-entry")
+    assert said in finding.message, finding.message
+
+
 def test_a_user_provided_key_wins_over_a_configured_one(tmp_path: Path, secret: str) -> None:
     key = encrypt("k", secret)
     extra = f'["AllowUserProvidedAPIKey"] = true, ["APIKey"] = "{key}",'
