@@ -93,7 +93,7 @@ def test_a_misspelled_server_field_skips_the_server(
     )
     assert error["message"].startswith('CONFIG["MCP_SERVERS"] entry 1 skipped: unknown field')
     assert f'did you mean "{meant}"?' in error["message"]
-    assert "(known: AllowedTools, Args, Command, DeniedTools," in error["message"]
+    assert "(known: AllowedTools, Args, Auth, Command, DeniedTools," in error["message"]
     for tool_id in ("tickets__delete_ticket", "tickets__search_tickets"):
         code, said = _explain(plugin, tool_id, "--state-dir", listed)
         assert code == 2 and f"unknown tool '{tool_id}'" in said, said
