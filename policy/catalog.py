@@ -333,6 +333,7 @@ class ToolCatalog:
             sorted(self._facts.values(), key=lambda f: f.tool.display_name.casefold())
         )
         """Every registered tool's facts, by display name."""
+        self._tool_ids = tuple(f.definition.id for f in self.ordered)
         self._by_function = {f.definition.function.name: f.tool for f in self._facts.values()}
         self.data_source_search_id = next(
             (f.definition.id for f in self.ordered if f.tool.searches_chat_data_sources), None
@@ -728,8 +729,9 @@ class ToolCatalog:
 
     @property
     def tool_ids(self) -> tuple[str, ...]:
-        """Every registered tool id, available or not, by display name."""
-        return tuple(f.definition.id for f in self.ordered)
+        """Every registered tool id, available or not, by display name (made once: the gateway
+        asks it for every call)."""
+        return self._tool_ids
 
     def collection_tool_ids(self, collection_id: str) -> tuple[str, ...]:
         collection = self._collections.get(collection_id)

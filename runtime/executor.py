@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -54,6 +54,32 @@ FAILURE_PREFIX = "Tool execution failed: "
 CONTENT_LEFT_OUT = "(what it wrote is content: recorded only with content logging)"
 
 RunnableTools = Sequence[tuple[ToolDefinition, ExecutableTool]]
+
+
+class IndexedRunnable(tuple[tuple[ToolDefinition, ExecutableTool], ...]):
+    """Runnable tools indexed by function name once, for a caller that runs many calls against
+    the same tools (the MCP gateway's view): finding a call's tool and naming the offered ones
+    then cost the same for 1 or 1,000 tools. The first tool of a name is the one found, as
+    `find_runnable` finds it in a plain sequence."""
+
+    by_name: dict[str, tuple[ToolDefinition, ExecutableTool]]
+    names: frozenset[str]
+
+    def __new__(cls, tools: Iterable[tuple[ToolDefinition, ExecutableTool]]) -> IndexedRunnable:
+        indexed = super().__new__(cls, tools)
+        by_name: dict[str, tuple[ToolDefinition, ExecutableTool]] = {}
+        for pair in indexed:
+            by_name.setdefault(pair[0].function.name, pair)
+        indexed.by_name = by_name
+        indexed.names = frozenset(by_name)
+        return indexed
+
+
+def offered_names(runnable: RunnableTools) -> frozenset[str]:
+    """The function names of the runnable tools."""
+    if isinstance(runnable, IndexedRunnable):
+        return runnable.names
+    return frozenset(d.function.name for d, _ in runnable)
 
 
 class TraceStatus(StrEnum):
@@ -213,6 +239,8 @@ def find_runnable(
     runnable: RunnableTools, tool_name: str
 ) -> tuple[ToolDefinition, ExecutableTool] | None:
     """The runnable tool whose function has exactly this name."""
+    if isinstance(runnable, IndexedRunnable):
+        return runnable.by_name.get(tool_name)
     for definition, tool in runnable:
         if definition.function.name == tool_name:
             return definition, tool
@@ -414,7 +442,7 @@ class ToolExecutor:
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
                 services=replace(self._services, chat=chat),
-                offered_tool_names=frozenset(d.function.name for d, _ in runnable),
+                offered_tool_names=offered_names(runnable),
             )
             result, injections = await _guarded_execution(tool, arguments, context, run.secrets)
             outcome = run.succeeded(result, traced_arguments, arguments, injections)

@@ -261,6 +261,7 @@ class McpGateway:
     ) -> _View:
         from policy import UnknownProviderError
         from runtime.chat import ChatRequirementError, ensure_provider_allowed
+        from runtime.executor import IndexedRunnable
 
         try:
             provider = policy.provider(self._provider)
@@ -285,7 +286,7 @@ class McpGateway:
             policy,
             provider,
             by_function,
-            tuple(by_function.values()),
+            IndexedRunnable(by_function.values()),
             dict(offer.left_out),
             listed,
             "",

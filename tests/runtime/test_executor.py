@@ -567,3 +567,34 @@ async def test_a_tool_sees_the_configured_wiki_and_the_one_an_app_gave_wins() ->
             )
         )
         assert tool.contexts[-1].services.request_extras.wiki_base_url == wiki
+
+
+def test_indexed_runnable_finds_what_a_scan_finds_and_runs_the_same() -> None:
+    """The gateway's view indexes its tools once (a call's lookups then do not grow with the
+    number of tools): the index answers as the scan of a plain sequence does — the first tool
+    of a name, None for an unknown one — and a call runs and sees the same offered names."""
+    from runtime.executor import IndexedRunnable, find_runnable
+
+    first, second, other = EchoTool("a", display_name="First"), EchoTool("a"), EchoTool("b")
+    pairs = [t.runnable() for t in (first, second, other)]
+    indexed = IndexedRunnable(pairs)
+    assert list(indexed) == pairs
+    for name in ("a", "b", "missing"):
+        assert find_runnable(indexed, name) == find_runnable(pairs, name)
+    assert find_runnable(indexed, "a") == first.runnable()
+
+    async def run(runnable: Any) -> Any:
+        call = RequestedCall("c1", "b", json.dumps({"q": "x"}))
+        return await ToolExecutor().execute(
+            call,
+            runnable,
+            order=1,
+            chat=_chat(),
+            provider=ProviderFacts(ProviderKind.OPEN_AI, ConfidenceLevel.MEDIUM),
+        )
+
+    plain, fast = asyncio.run(run(pairs)), asyncio.run(run(indexed))
+    assert (fast.content, fast.trace.status) == (plain.content, plain.trace.status)
+    assert (
+        other.contexts[0].offered_tool_names == other.contexts[1].offered_tool_names == {"a", "b"}
+    )
