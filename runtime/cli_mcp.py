@@ -33,6 +33,7 @@ from policy._runtime_seam import (
     terminal_json,
     tools_file_option,
 )
+from runtime.mcp_gateway import DEFAULT_FIRST_LISTING_WAIT_SECONDS
 from runtime.serving import listening_options
 
 if TYPE_CHECKING:
@@ -284,6 +285,16 @@ def pin(
     show_default=True,
     help="Reload when the plugin folders or the user settings change; clients are told.",
 )
+@click.option(
+    "--listing-wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_FIRST_LISTING_WAIT_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    envvar="TOOLPOLICY_MCP_LISTING_WAIT",
+    help="How long a client's request waits for MCP servers still starting; it is answered "
+    "with the tools listed by then, and told tools/list_changed when the rest arrive.",
+)
 @decision_log_option("call", ", as policy chat does per answer")
 @click.option(
     "--people-settings",
@@ -303,6 +314,7 @@ def serve(
     token: str | None,
     public_url: str | None,
     watch: bool,
+    listing_wait: float,
     decision_log: Path | None,
     people_settings: str | None,
     offline: bool,
@@ -320,12 +332,14 @@ def serve(
     chosen: list[ProviderConfig] = []
 
     def load() -> Policy:
-        """The first load chooses the provider, which shows its errors (`chosen_provider`)."""
+        """The first load chooses the provider, which shows its errors (`chosen_provider`).
+        No server is asked here (the listings cached in --state-dir are read): the gateway's
+        sessions list them in the background once it serves (`McpGateway.warm`)."""
         if not chosen:
-            policy = load_cli_policy(*sources, tools_files, offline=offline)
+            policy = load_cli_policy(*sources, tools_files, offline=True)
             chosen.append(chosen_provider(policy, provider_id, None))
             return policy
-        return _policy(sources, tools_files, offline=offline)
+        return _policy(sources, tools_files, offline=True)
 
     sink = None
     if decision_log is not None:
@@ -349,7 +363,9 @@ def serve(
         from runtime.session import ChatRuntime
         from runtime.signin.exchange import exchanged_services
 
-        mcp = sessions_for(policy, sources.state_dir, offline=offline)
+        mcp = sessions_for(
+            policy, sources.state_dir, offline=offline, first_listing_wait_seconds=listing_wait
+        )
         acting = exchanged_services(policy, exchanged)
         if mcp is not None and acting:
             mcp.upstream_auth = acting[0].listing_auth
@@ -382,7 +398,14 @@ def serve(
     listening = _Listening(host, port, token, sign_in, public_url)
     try:
         asyncio.run(
-            _serve(watcher, provider.id, Component(component.upper()), transport, listening)
+            _serve(
+                watcher,
+                provider.id,
+                Component(component.upper()),
+                transport,
+                listening,
+                listing_wait,
+            )
         )
     finally:
         if sink is not None:
@@ -395,13 +418,20 @@ async def _serve(
     component: Component,
     transport: str,
     listening: _Listening,
+    listing_wait: float,
 ) -> None:
     from runtime.mcp_gateway import GatewayCall, McpGateway
 
     def log(call: GatewayCall) -> None:
         click.echo(call.as_json(), err=True)
 
-    gateway = McpGateway(lambda: watcher.runtime, provider, component, on_call=log)
+    gateway = McpGateway(
+        lambda: watcher.runtime,
+        provider,
+        component,
+        on_call=log,
+        first_listing_wait_seconds=listing_wait,
+    )
     stop = asyncio.Event()
     watching = asyncio.create_task(watcher.run(stop))
     try:

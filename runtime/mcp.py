@@ -66,6 +66,8 @@ _server_log = logging.getLogger(f"{__name__}.server")
 DEFAULT_LISTING_TTL_SECONDS = 300.0
 DEFAULT_FIRST_LISTING_WAIT_SECONDS = 15.0
 """How long requests wait, in all, for a server's first listing; later ones never wait."""
+MAX_CONCURRENT_STARTS = 4
+"""How many servers one `McpSessions` starts for listing at once (the others wait their turn)."""
 MAX_LISTING_PAGES = 100
 MAX_RESULT_CHARACTERS = 200_000
 MAX_STDERR_LINE_BYTES = 4_000
@@ -167,6 +169,9 @@ class McpSessions:
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self._ttl = listing_ttl_seconds
         self._first_wait = first_listing_wait_seconds
+        self._starts = asyncio.Semaphore(MAX_CONCURRENT_STARTS)
+        """Servers started at once: six `npx` servers starting together on two cores take
+        longer, each, than started a few at a time."""
         self.version = 0
         """Grows whenever a listing differs from the one before (the runtime rebuilds then)."""
 
@@ -237,7 +242,11 @@ class McpSessions:
         session.changed = False
         cuts = session.cap.cuts
         try:
-            client = await self._client(session)
+            if session.client is None:
+                async with self._starts:
+                    client = await self._client(session)
+            else:
+                client = await self._client(session)
             tools = await asyncio.wait_for(_all_tools(client), server.timeout_seconds)
             listing = McpServerListing(
                 server.id,

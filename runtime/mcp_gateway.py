@@ -53,6 +53,9 @@ __all__ = ["GatewayCall", "McpGateway"]
 _log = logging.getLogger(__name__)
 
 DEFAULT_CHANGE_POLL_SECONDS = 5.0
+DEFAULT_FIRST_LISTING_WAIT_SECONDS = 3.0
+"""How long a request waits for upstream servers still being listed: below the 5 s a client
+such as the OpenAI Agents SDK waits for an answer by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,7 @@ class McpGateway:
         *,
         on_call: Callable[[GatewayCall], None] | None = None,
         change_poll_seconds: float = DEFAULT_CHANGE_POLL_SECONDS,
+        first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
     ) -> None:
         from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -157,6 +161,9 @@ class McpGateway:
         self._poll = change_poll_seconds
         self._clients: dict[str, _Client] = {}
         self._last_http: _Client | None = None
+        self._first_wait = first_listing_wait_seconds
+        self._refreshing: dict[int, asyncio.Task[None]] = {}
+        """The listing under way per runtime (by id; a finished one is dropped at the next)."""
         self._connections: set[Connection] = set()
         """The handshake-era client connections to tell of a change (each leaves the set when
         the SDK tears it down)."""
@@ -235,6 +242,23 @@ class McpGateway:
         self._connections.add(connection)
         connection.exit_stack.callback(self._connections.discard, connection)
 
+    async def warm(self) -> None:
+        """Start listing the upstream servers now, in the background (at most
+        `runtime.mcp.MAX_CONCURRENT_STARTS` started at once), so listings are warm before the
+        first client asks."""
+        self._refreshed(self._current())
+
+    def _refreshed(self, runtime: ChatRuntime) -> asyncio.Task[None]:
+        """The runtime's MCP listings brought up to date: one task at a time per runtime,
+        never cancelled by a request that stops waiting for it."""
+        self._refreshing = {k: t for k, t in self._refreshing.items() if not t.done()}
+        task = self._refreshing.get(id(runtime))
+        if task is None:
+            task = asyncio.ensure_future(runtime.refresh_mcp_tools())
+            task.add_done_callback(_retrieved)
+            self._refreshing[id(runtime)] = task
+        return task
+
     async def _view(self, client: _Client) -> _View:
         runtime = self._current()
         if client.caller is not None:
@@ -245,7 +269,9 @@ class McpGateway:
             except ToolPolicyError as error:  # their own user settings do not read
                 refusal = f"Your user settings cannot be used: {error}; no tool is offered."
                 return _View(runtime, runtime.policy, None, {}, (), {}, (), refusal)
-        await runtime.refresh_mcp_tools()
+        # A slow server does not hold the answer: what is listed within the wait is offered,
+        # and clients hear tools/list_changed when the rest arrive (`watch_changes`).
+        await asyncio.wait({self._refreshed(runtime)}, timeout=self._first_wait)
         policy = runtime.policy
         if policy is not client.views.policy:
             client.views = _Views(policy)
@@ -523,6 +549,7 @@ class McpGateway:
     async def watch_changes(self, stop: asyncio.Event) -> None:
         """Until `stop` is set: look at the offered tools every poll and tell every connected
         client when they changed."""
+        await self.warm()
         last = await self._signature()
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
@@ -556,6 +583,7 @@ class McpGateway:
         from mcp.server.stdio import stdio_server
 
         stop = asyncio.Event()
+        await self.warm()
         watcher = asyncio.create_task(self.watch_changes(stop))
         try:
             async with stdio_server() as (read, write):
@@ -581,6 +609,12 @@ class McpGateway:
             token_verifier=sign_in.verifier if sign_in else None,
         )
         return app if token is None else _bearer_required(app, token)
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """A listing that failed in the background is logged, not left for asyncio to report."""
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning("the gateway could not list its MCP servers: %s", task.exception())
 
 
 def _gateway_server_class() -> type[Server[Any]]:

@@ -31,7 +31,11 @@ from policy._runtime_seam import (
     listed_age_seconds,
     not_listed,
 )
-from runtime.mcp import DEFAULT_LISTING_TTL_SECONDS, McpSessions
+from runtime.mcp import (
+    DEFAULT_FIRST_LISTING_WAIT_SECONDS,
+    DEFAULT_LISTING_TTL_SECONDS,
+    McpSessions,
+)
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -94,13 +98,18 @@ def list_servers(
 
 
 def sessions_for(
-    policy: Policy, state_dir: Path | None, *, offline: bool = False
+    policy: Policy,
+    state_dir: Path | None,
+    *,
+    offline: bool = False,
+    first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
 ) -> McpSessions | None:
     """The MCP sessions a serving command (`policy chat`, `policy mcp serve`) hands its
     `ChatRuntime`: they start from the listings the command loaded the policy with, so the tools
     it checked are the ones the runtime offers first. Listed live or fresh from the cache, a
     listing ages by the runtime's TTL and is then asked again (written to `state_dir`); a server
-    that was not reached is asked again at the first request. `offline` keeps the cached
+    that was not reached is asked again at the first request, which waits for it at most
+    `first_listing_wait_seconds` (in all, however many requests ask). `offline` keeps the cached
     listings for good: no server is asked for its tools (a call still goes to its server)."""
     servers = policy.configuration.mcp_servers
     if not servers:
@@ -109,12 +118,23 @@ def sessions_for(
         servers,
         state_dir=state_dir,
         listing_ttl_seconds=float("inf") if offline else DEFAULT_LISTING_TTL_SECONDS,
+        first_listing_wait_seconds=first_listing_wait_seconds,
     )
+    now = datetime.now(UTC)
     sessions.remember(
         {
             server_id: listing
             for server_id, listing in policy.mcp_listings.items()
-            if offline or (listing.ok and not listing.unreachable)
+            if offline or (listing.ok and not listing.unreachable and _fresh(listing, now))
         }
     )
     return sessions
+
+
+def _fresh(listing: McpServerListing, now: datetime) -> bool:
+    """Listed live, or cached within the runtime's TTL: a staler cache is never offered as if
+    just listed (the server is asked first)."""
+    if not listing.from_cache:
+        return True
+    age = listed_age_seconds(listing, now)
+    return age is not None and age <= DEFAULT_LISTING_TTL_SECONDS

@@ -19,7 +19,8 @@ the tools above); every call is appended to `<state file>.calls` as
 one JSON line, so a test sees what the server received (and the W3C `traceparent` a call
 carried in `_meta`, to `<state file>.traces`); a stdio server writes its process id to
 `<state file>.pid` when it starts, so a test can see it stopped, and the state's `"stderr"` text
-to its stderr (`$TICKET_TOKEN` replaced by that variable's value).
+to its stderr (`$TICKET_TOKEN` replaced by that variable's value); with `"start_gate": PATH` a
+stdio server starts serving only once that file exists (a server slow to start).
 """
 
 from __future__ import annotations
@@ -312,6 +313,11 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 
 async def _stdio(path: Path) -> None:
+    gate = read_state(path).get("start_gate")
+    for _ in range(2400):  # a server slow to start: it serves once the gate file exists (2 min)
+        if not gate or Path(gate).exists():
+            break
+        await anyio.sleep(0.05)
     server = build_server(path)
     Path(f"{path}.pid").write_text(str(os.getpid()), encoding="utf-8")
     if stderr := str(read_state(path).get("stderr", "")):

@@ -1,0 +1,15 @@
+"""What every test shares."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _patient_gateway() -> None:
+    """`policy mcp serve` run by a test waits for its upstream servers as long as they take to
+    start on a loaded machine (the command's few seconds keep a real client's first request
+    short; a test that is about that wait passes `--listing-wait` itself)."""
+    os.environ.setdefault("TOOLPOLICY_MCP_LISTING_WAIT", "60")
