@@ -109,7 +109,11 @@ async def gateway_client(
     args = [str(a) for a in serve_args]
     if transport == "stdio":
         stdio = StdioServerParameters(
-            command=sys.executable, args=["-m", "policy.cli", "mcp", "serve", *args], cwd=ROOT
+            command=sys.executable,
+            # the SDK hands a stdio server only a few variables of ours (not the conftest's
+            # TOOLPOLICY_MCP_LISTING_WAIT): the patient wait goes first, a test's own after it
+            args=["-m", "policy.cli", "mcp", "serve", "--listing-wait", "60", *args],
+            cwd=ROOT,
         )
         async with gateway_client_of(stdio, version, monkeypatch, **client_options) as opened:
             yield opened

@@ -40,7 +40,7 @@ def gateway(org: Path, *options: str) -> Any:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "policy.cli", "mcp", "serve", "--org", str(org), "--provider", "OpenAI",
-              *options],
+              "--listing-wait", "60", *options],
         cwd=str(ROOT),
     )  # fmt: skip
 

@@ -429,7 +429,18 @@ async def test_policy_mcp_serve_offers_only_what_the_policy_offers(
     assert policy_cli("mcp", "list", "--org", org, "--state-dir", state_dir).returncode == 0
     gateway = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "policy.cli", "mcp", "serve", "--org", str(org), "--provider", "OpenAI"],
+        args=[
+            "-m",
+            "policy.cli",
+            "mcp",
+            "serve",
+            "--org",
+            str(org),
+            "--provider",
+            "OpenAI",
+            "--listing-wait",
+            "60",
+        ],
         cwd=str(Path(__file__).resolve().parents[2]),
     )
     async with Client(gateway, cache=None) as session:
