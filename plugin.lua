@@ -25,7 +25,7 @@ ID = "5f1c1f0e-7a53-4c56-9d1e-2b8a0c4f6e31"
 TYPE = "CONFIGURATION"
 
 NAME = "toolpolicy reference configuration"
-DESCRIPTION = "Documents every tool setting toolpolicy understands; changes nothing."
+DESCRIPTION = "Documents every tool setting toolpolicy understands; turns the flow rule on."
 
 -- X.Y.Z, not 0.0.0.
 VERSION = "1.0.0"
@@ -188,7 +188,13 @@ CONFIG["SETTINGS"] = {}
 -- Allowed values: OFF, BLOCK, APPROVE.
 -- Default: OFF.
 -- Always locked: .AllowUserOverride has no effect here.
--- CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
+-- On in this template: a tool in conflict with what the chat holds is not offered, and each of
+-- its calls is checked again before it runs and refused (so a tool that declares no effects is
+-- never offered; `policy check` names each). BLOCK needs nothing of the apps. Write "APPROVE"
+-- where every app can ask a person (`policy chat`, `policy mcp serve` with a client that can
+-- ask, an app that resumes a turn stopped with `approval_required`), "OFF" for AI Studio's
+-- behaviour.
+CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 
 -- DataTools.ToolEffects — Per tool id, its effects (UNTRUSTED_CONTENT, PRIVATE_DATA,
 -- SENDS_OUT, CHANGES_STATE), replacing what its definition or MCP annotations declare. A tool

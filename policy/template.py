@@ -2,7 +2,8 @@
 
 It follows AI Studio's configuration template: the required globals, then `CONFIG` with every
 section present but empty and each option shown as a commented example. Loading it changes
-nothing; an administrator copies it, gives it a fresh ID and uncomments what they need. The
+nothing but one setting, the flow rule, which it turns on (`_ON_IN_TEMPLATE`); an administrator
+copies it, gives it a fresh ID and uncomments what they need. The
 settings keys come from `policy.config.settings`, the tool settings from the built-in tool
 definitions, each section's example entry from its declaration (`policy.config`). The
 committed top-level plugin.lua must equal `reference_plugin()` (a test checks); each section's
@@ -32,6 +33,19 @@ REFERENCE_PLUGIN_ID = "5f1c1f0e-7a53-4c56-9d1e-2b8a0c4f6e31"
 """A fixed, real GUID so the template loads as is. Give your copy a fresh one."""
 
 _RULE = "-- " + "=" * 96
+
+_ON_IN_TEMPLATE: dict[str, tuple[str, str]] = {
+    "DataTools.FlowRule": (
+        '"BLOCK"',
+        "On in this template: a tool in conflict with what the chat holds is not offered, and "
+        "each of its calls is checked again before it runs and refused (so a tool that declares "
+        "no effects is never offered; `policy check` names each). BLOCK needs nothing of the "
+        'apps. Write "APPROVE" where every app can ask a person (`policy chat`, `policy mcp '
+        "serve` with a client that can ask, an app that resumes a turn stopped with "
+        '`approval_required`), "OFF" for AI Studio\'s behaviour.',
+    ),
+}
+"""Settings the template sets rather than shows commented: the value and why."""
 
 
 def reference_plugin(tools: Sequence[Tool] | None = None) -> str:
@@ -96,7 +110,8 @@ def _globals() -> str:
             'TYPE = "CONFIGURATION"',
             "",
             'NAME = "toolpolicy reference configuration"',
-            'DESCRIPTION = "Documents every tool setting toolpolicy understands; changes nothing."',
+            'DESCRIPTION = "Documents every tool setting toolpolicy understands; turns the flow '
+            'rule on."',
             "",
             "-- X.Y.Z, not 0.0.0.",
             'VERSION = "1.0.0"',
@@ -183,7 +198,12 @@ def _setting_key(key: SettingKey) -> str:
         )
     )
     example = key.example or '""'
-    lines.append(f'-- CONFIG["SETTINGS"]["{key.name}"] = {example}')
+    if key.name in _ON_IN_TEMPLATE:
+        value, why = _ON_IN_TEMPLATE[key.name]
+        lines.extend(_comment(_wrap(why, 92)))
+        lines.append(f'CONFIG["SETTINGS"]["{key.name}"] = {value}')
+    else:
+        lines.append(f'-- CONFIG["SETTINGS"]["{key.name}"] = {example}')
     if key.honors_user_override:
         lines.append(f'-- CONFIG["SETTINGS"]["{key.name}{OVERRIDE_SUFFIX}"] = true')
     lines.append("")

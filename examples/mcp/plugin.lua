@@ -31,6 +31,9 @@ CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"]+1] = {
     -- paste the output of `policy mcp pin` here.
     ["RequirePins"] = true,
     ["Pins"] = {},
+    -- The service desk is the organization's own system: its search brings private data and
+    -- sends nothing out (its annotations leave openWorldHint out, which reads as all of that).
+    ["Effects"] = { ["search_tickets"] = { "PRIVATE_DATA" } },
     ["SensitiveArguments"] = { "requester_email" },
     ["TimeoutSeconds"] = 20,
 }

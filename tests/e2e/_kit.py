@@ -55,6 +55,7 @@ class InternalNotesTool(DefinedTool):
                 id="internal_notes",
                 implementation_key="internal_notes",
                 function=ToolFunction(name="internal_notes", description_for_llm="Read notes."),
+                effects=("PRIVATE_DATA",),  # the app's own confidential notes, read only
             ),
             display_name="Internal notes",
             outbound_data=ToolOutboundData.NONE,

@@ -297,6 +297,7 @@ def create_tools():
         id="roster_lookup",
         implementation_key="roster_lookup",
         function=ToolFunction(name="roster_lookup", description_for_llm="Find a roster."),
+        effects=("PRIVATE_DATA",),
     )
     return [RosterLookup(definition, display_name="Roster lookup")]
 """
@@ -349,6 +350,7 @@ def create_tools():
         id="tickets",
         implementation_key="tickets",
         function=ToolFunction(name="tickets", description_for_llm="Read a ticket."),
+        effects=("UNTRUSTED_CONTENT",),
     )
     return [Tickets(definition, display_name="Tickets")]
 """

@@ -734,6 +734,7 @@ class _CitingTool(DefinedTool):
                 id="wiki_search",
                 implementation_key="wiki_search",
                 function=ToolFunction(name="wiki_search", description_for_llm="Search the wiki."),
+                effects=("PRIVATE_DATA",),
             ),
             display_name="Wiki search",
             outbound_data=ToolOutboundData.NONE,

@@ -419,6 +419,7 @@ async def test_a_definition_without_an_implementation_is_left_out_with_the_reaso
             id="lookup_order",
             implementation_key="lookup_order",
             function=ToolFunction(name="lookup_order", description_for_llm="Find an order."),
+            effects=(),  # declared, so the example organization's flow rule may offer it
             system_prompt_instructions="Look orders up before answering about them.",
         )
     )
@@ -477,6 +478,7 @@ class _Dice(DefinedTool):
                 id="dice",
                 implementation_key="dice",
                 function=ToolFunction(name="dice", description_for_llm="Roll a die."),
+                effects=(),  # the README's tool contract declares its effects
             )
         )
 
@@ -513,6 +515,7 @@ async def test_a_tool_lacking_execute_is_left_out_naming_the_member(
             id="forgetful",
             implementation_key="forgetful",
             function=ToolFunction(name="forgetful", description_for_llm="Does nothing."),
+            effects=(),
         )
     )
     policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), forgetful])

@@ -50,9 +50,8 @@ class _AppTool(DefinedTool):
 
 def _policy(tmp_path: Path, rule: str, *tools: _AppTool) -> Any:
     settings = f'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "{rule}"'
-    policy = load_policy(
-        org=[ORGANIZATION], local=[write_plugin(tmp_path / "local", settings)], tools=tools
-    )
+    rule_plugin = write_plugin(tmp_path / "rule", settings, PRIORITY="200")  # over the example's
+    policy = load_policy(org=[ORGANIZATION, rule_plugin.parent], tools=tools)
     assert not policy.errors, policy.errors
     return policy
 

@@ -54,6 +54,7 @@ class _AppTool(DefinedTool):
                 id=tool_id,
                 implementation_key=tool_id,
                 function=ToolFunction(name=tool_id, description_for_llm="Read a ticket."),
+                effects=("UNTRUSTED_CONTENT",),
             ),
             display_name=tool_id,
             outbound_data=ToolOutboundData.NONE,

@@ -48,6 +48,7 @@ class _TicketTool(DefinedTool):
                 id="tickets",
                 implementation_key="tickets",
                 function=ToolFunction(name="tickets", description_for_llm="Read a ticket."),
+                effects=("UNTRUSTED_CONTENT",),
             ),
             display_name="Tickets",
             outbound_data=ToolOutboundData.NONE,

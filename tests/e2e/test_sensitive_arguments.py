@@ -49,6 +49,7 @@ class HrLookupTool(DefinedTool):
                 id="hr_lookup",
                 implementation_key="hr_lookup",
                 function=ToolFunction(name="hr_lookup", description_for_llm="Look up a person."),
+                effects=("PRIVATE_DATA",),
             ),
             display_name="HR lookup",
             outbound_data=ToolOutboundData.NONE,

@@ -240,6 +240,7 @@ class _TicketLookupTool(DefinedTool):
                 id="ticket_lookup",
                 implementation_key="ticket_lookup",
                 function=ToolFunction(name="ticket_lookup", description_for_llm="Find a ticket."),
+                effects=("PRIVATE_DATA",),
             ),
             display_name="Ticket lookup",
             outbound_data=ToolOutboundData.NONE,

@@ -47,7 +47,8 @@ def test_policy_template_prints_the_reference_plugin() -> None:
 def test_every_toolpolicy_settings_key_is_documented_with_an_example() -> None:
     text = reference_plugin()
     for key in TOOLPOLICY_KEYS:
-        assert f'-- CONFIG["SETTINGS"]["{key.name}"] = ' in text, key.name
+        example = f'CONFIG["SETTINGS"]["{key.name}"] = '
+        assert f"-- {example}" in text or f"\n{example}" in text, key.name
         assert f"-- {key.name} — " in text
         for choice in key.choices:
             assert choice in text
@@ -91,7 +92,8 @@ def test_secrets_are_shown_as_locked_encrypted_values_only() -> None:
     assert all("LockedToolSettings" in line and '"ENC:v1:..."' in line for line in secret_lines)
 
 
-def test_the_reference_plugin_loads_and_changes_nothing(tmp_path: Path) -> None:
+def test_the_reference_plugin_loads_and_changes_only_the_flow_rule(tmp_path: Path) -> None:
+    """The template turns the flow rule on (BLOCK) and sets nothing else."""
     from policy.plugins import load_plugin
     from policy.vocabulary import PluginOrigin
 
@@ -100,7 +102,9 @@ def test_the_reference_plugin_loads_and_changes_nothing(tmp_path: Path) -> None:
     (folder / "plugin.lua").write_text(reference_plugin(), encoding="utf-8")
     plugin = load_plugin(folder / "plugin.lua", PluginOrigin.ORGANIZATION)
     assert plugin.id == REFERENCE_PLUGIN_ID
-    assert dict(plugin.settings) == {}
+    assert {key: setting.value for key, setting in plugin.settings.items()} == {
+        "DataTools.FlowRule": "BLOCK"
+    }
     assert plugin.providers == ()
     assert [f for f in plugin.findings if f.severity.value == "error"] == []
 

@@ -91,11 +91,13 @@ class EchoTool(DefinedTool):
         sensitive: frozenset[str] = frozenset(),
         outbound_data: ToolOutboundData = ToolOutboundData.NONE,
         enforces: bool = False,
+        effects: tuple[str, ...] | None = None,
     ) -> None:
         definition = ToolDefinition(
             id=name,
             implementation_key=name,
             function=ToolFunction(name=name, description_for_llm=f"The {name} tool."),
+            effects=effects,
         )
         super().__init__(definition, display_name or name.title(), outbound_data, enforces)
         self._respond = respond or (lambda args: ToolExecutionResult(text_content=f"ok {args}"))

@@ -548,7 +548,7 @@ async def test_a_tool_sees_the_configured_wiki_and_the_one_an_app_gave_wins() ->
     from policy.builtin import builtin_tools
     from runtime.session import ChatRuntime
 
-    tool = EchoTool("t")
+    tool = EchoTool("t", effects=())  # declared: the example organization's flow rule is on
     policy = load_policy(org=["examples/organization"], tools=[*builtin_tools(), tool])
     given = (
         (None, "https://wiki.research.example.org/"),

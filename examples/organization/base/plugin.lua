@@ -77,3 +77,9 @@ CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"] = {
     ["web_search.defaultSafeSearch"] = "MODERATE",
     ["web_search.maxResults"] = "8",
 }
+
+-- Flow rule: once the chat holds both text from outside (a web page) and private data (the
+-- wiki, a data source), a tool that could carry that data out or change something is not
+-- offered, and each of its calls is refused (the defence against injected instructions that
+-- does not depend on spotting them). BLOCK needs nothing of the apps; "APPROVE" asks a person.
+CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
