@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from policy import Effect, load_policy
+from policy.decision_record import DecisionRecord
 from policy.definitions import ToolDefinition, ToolFunction
 from policy.tools import DefinedTool
 from policy.vocabulary import ToolOutboundData
@@ -56,14 +57,17 @@ def _policy(tmp_path: Path, rule: str, *tools: _AppTool) -> Any:
     return policy
 
 
-async def _respond(policy: Any, chat: Chat, server: ProviderServer, *calls: str) -> list[Any]:
+async def _respond(
+    policy: Any, chat: Chat, server: ProviderServer, *calls: str, decision_log: Any = None
+) -> list[Any]:
     server.queue(
         Reply([chat_call(i, f"call_{name}", name, "{}") for i, name in enumerate(calls)]),
         Reply(chat_text("Done.")),
     )
     vllm = organization_provider(policy, VLLM_ID, server)
     events: list[Any] = []
-    async with client(vllm) as provider_client, ChatRuntime(policy) as runtime:
+    runtime = ChatRuntime(policy, decision_log=decision_log)
+    async with client(vllm) as provider_client, runtime:
         async for event in runtime.respond(
             chat,
             vllm,
@@ -145,3 +149,42 @@ async def test_under_block_a_tool_in_conflict_with_what_the_chat_holds_is_not_of
 
     offered = [tool["function"]["name"] for tool in server.bodies[0]["tools"]]
     assert "read_hr" in offered and "fetch_page" not in offered
+
+
+async def test_the_decision_log_records_what_the_flow_rule_refused_and_why(
+    chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    """A call refused before it runs is a BLOCKED call naming the rule and what the chat held; a
+    tool not offered afterwards is left out with reason FLOW_CONFLICT, the rule and what brought
+    the holding; `policy log summary` counts it."""
+    from runtime.decision_log import CallbackSink, JsonLinesSink
+    from tests.servers.cli_runner import run_policy
+
+    hr = _AppTool("read_hr", ("PRIVATE_DATA",), "Salaries: Ann 5000.")
+    page = _AppTool(
+        "fetch_page", ("UNTRUSTED_CONTENT", "SENDS_OUT"), "A page.", "https://x.example/"
+    )
+    policy = _policy(tmp_path, "BLOCK", hr, page)
+    kept: list[Any] = []
+    await _respond(
+        policy, chat, server, "read_hr", "fetch_page", decision_log=CallbackSink(kept.append)
+    )
+    log = tmp_path / "decisions.jsonl"
+    await _respond(policy, chat, server, "read_hr", "fetch_page", decision_log=JsonLinesSink(log))
+
+    refused = kept[0].calls[1]
+    assert (refused.tool_id, refused.status) == ("fetch_page", "BLOCKED")
+    assert "DataTools.FlowRule BLOCK" in refused.status_message
+    assert "PRIVATE_DATA from read_hr" in refused.status_message
+    left_out = {entry.tool_id: entry for entry in kept[0].left_out}
+    assert "fetch_page" not in left_out, "offered when the response started"
+    second = DecisionRecord.model_validate_json(log.read_text(encoding="utf-8").splitlines()[0])
+    (entry,) = [e for e in second.left_out if e.tool_id == "fetch_page"]
+    assert entry.reason == "FLOW_CONFLICT"
+    assert "DataTools.FlowRule is BLOCK" in entry.detail
+    assert any(
+        "PRIVATE_DATA from read_hr (read_hr, call call_read_hr)" in e for e in entry.evidence
+    )
+    summary = run_policy(["log", "summary", str(log)], cwd=tmp_path)
+    assert summary.returncode == 0, summary.stderr
+    assert "fetch_page: FLOW_CONFLICT" in summary.stdout
