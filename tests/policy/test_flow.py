@@ -340,6 +340,13 @@ def test_explain_reads_what_a_stored_chat_holds_with_what_brought_it(tmp_path: P
     missing = run_policy([*args, "--chat-id", "nope"], cwd=tmp_path)
     assert missing.returncode == 2 and "no chat nope in the chat store" in missing.stderr
 
+    matrix = ["explain", "--all", "--org", path.parent, *_EXPLAIN, "--chat-db", database]
+    table = run_policy([*matrix, "--chat-id", "c1"], cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.startswith("Tools offered in CHAT if the chat held PRIVATE_DATA:")
+    rows = {line.split()[0]: line.split()[-1] for line in table.stdout.splitlines() if "_" in line}
+    assert rows["read_web_page"] == "FLOW_CONFLICT"
+
 
 def test_policy_check_names_a_misspelled_tool_id_in_tool_effects_as_an_error(
     tmp_path: Path,
