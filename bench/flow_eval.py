@@ -10,7 +10,10 @@ server performs the user task's ground-truth calls and, whenever a tool result i
 holds an injection (the injection task's goal sentence intact), the injection task's ground-truth
 calls first; then it answers with the user task's ground-truth output. AgentDojo's tools run as
 app tools through `ChatRuntime.respond`, each result passing the prompt-injection filter, and
-AgentDojo's own utility and security checks judge the outcome.
+AgentDojo's own utility and security checks judge the outcome. Under APPROVE an approver answers
+each turn stopped for approval: it approves exactly the user task's intended calls, denies the
+rest and resumes the turn; a successful attack whose calls all ran while the chat held no private
+data is counted as let through by design.
 
 Modes are plugin folders in bench/flow_modes/ layered on base/: OFF (`off/`), BLOCK and APPROVE
 (`effects/` plus `block/` or `approve/`). A mode is measured only when `policy check` of this
