@@ -75,6 +75,7 @@ class _AppTool(DefinedTool):
             text_content=text,
             json_content={"ticket": 7, "body": INJECTED, "tags": ["printer", INJECTED]},
             sources=(Source(f"Ticket 7 — {INJECTED}", "https://tickets.example.org/7"),),
+            structured_content={"ticket": 7, "summary": INJECTED},
         )
 
 
@@ -172,6 +173,9 @@ async def test_an_app_tool_that_forgets_to_filter_has_every_field_filtered_and_t
     assert finished.outcome is not None
     [title] = [s.title for s in finished.outcome.sources]
     assert SERVICE_MARKER in title and "Ignore previous" not in title
+    structured = finished.outcome.structured_content  # for an MCP gateway's client
+    assert structured is not None and structured["ticket"] == 7
+    assert structured["summary"].startswith(SERVICE_MARKER), structured
 
     held = ChatHolding(HoldingKind.INJECTION_SEEN, "ticket_reader", "ticket_reader", "call_ticket")
     assert _injections_held(setup.chat) == (held,)
@@ -180,9 +184,10 @@ async def test_an_app_tool_that_forgets_to_filter_has_every_field_filtered_and_t
 
     line = setup.log.read_text(encoding="utf-8")
     [call] = setup.calls()
+    # removed: the text, two JSON strings, the title and the structured summary
     assert call["injections"] == [
         {"source_kind": "tool_content", "source": "ticket_reader", "rules": ["test_phrase"],
-         "removed": 4}
+         "removed": 5}
     ]  # fmt: skip
     assert "Ignore previous instructions" not in line and "ignore previous" not in line.lower()
 

@@ -5,6 +5,7 @@ SDK clients over stdio and streamable HTTP at two protocol versions."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ __all__ = ["protocol", "state"]
 async def test_progress_is_relayed_and_a_cancelled_call_is_cancelled_upstream(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, protocol: tuple[str, str]
 ) -> None:
-    serve = serving_structured_tools(tmp_path / "org", state)
+    decisions = tmp_path / "decisions.jsonl"
+    serve = (*serving_structured_tools(tmp_path / "org", state), "--decision-log", decisions)
     reports: list[tuple[float, float | None, str | None]] = []
     started = asyncio.Event()
 
@@ -53,3 +55,11 @@ async def test_progress_is_relayed_and_a_cancelled_call_is_cancelled_upstream(
         again = await client.call_tool("tickets__slow", {"steps": 1})
         assert not again.is_error, "the gateway and the server go on serving"
     assert [c["tool"] for c in calls_received(state)] == ["slow", "slow", "slow"]
+    for _ in range(200):  # the gateway writes its last record as it stops
+        lines = decisions.read_text(encoding="utf-8").splitlines() if decisions.exists() else []
+        if len(lines) == 3:
+            break
+        await asyncio.sleep(0.05)
+    calls = [json.loads(line)["calls"][0] for line in lines]
+    assert [c["status"] for c in calls] == ["SUCCESS", "ERROR", "SUCCESS"], calls
+    assert calls[1]["status_message"] == "cancelled by the client while it ran"
