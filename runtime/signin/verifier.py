@@ -33,6 +33,7 @@ SIGNING_ALGORITHMS = (
 DEFAULT_LEEWAY_SECONDS = 60
 MAX_LEEWAY_SECONDS = 300
 MAX_TOKEN_BYTES = 16 * 1024
+MAX_KEPT_TOKENS = 4096
 
 
 class SignedInToken(AccessToken):
@@ -71,6 +72,9 @@ class CallerTokenVerifier:
         self._leeway = leeway_seconds
         self._now = now or (lambda: int(time.time()))
         self._changed_warned = False
+        self._accepted: dict[str, SignedInToken] = {}
+        """Tokens accepted so far, by their text: a client presents the same token on every
+        request, and its signature and claims cannot change; only its expiry is checked again."""
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The accepted token with its caller, or None (the request is answered 401)."""
@@ -95,6 +99,19 @@ class CallerTokenVerifier:
             raise _Refused("the sign-in settings changed; restart the server")
         if len(token) > MAX_TOKEN_BYTES:
             raise _Refused(f"longer than {MAX_TOKEN_BYTES} bytes")
+        kept = self._accepted.get(token)
+        if kept is not None:
+            if kept.expires_at is not None and kept.expires_at + self._leeway <= self._now():
+                del self._accepted[token]
+                raise _Refused("expired")
+            return kept
+        accepted = await self._checked(token, settings)
+        if len(self._accepted) >= MAX_KEPT_TOKENS:
+            del self._accepted[next(iter(self._accepted))]
+        self._accepted[token] = accepted
+        return accepted
+
+    async def _checked(self, token: str, settings: SignInSettings) -> SignedInToken:
         try:
             header = jws.extract_compact(token.encode("ascii")).protected
         except (JoseError, ValueError, UnicodeError):

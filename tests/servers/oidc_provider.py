@@ -107,6 +107,7 @@ def oidc_provider(
     port: int | None = None,
     redirect_uris: Sequence[str] = (),
     ttl: int = 600,
+    people: Mapping[str, tuple[str, ...]] = PEOPLE,
 ) -> Iterator[OidcProvider]:
     """The provider running while the block runs (issuer `http://127.0.0.1:<port>` unless
     given; the keys made here unless given: the first one signs)."""
@@ -118,7 +119,7 @@ def oidc_provider(
     port = port or free_port()
     keys = list(keys or [signing_key("key-1")])
     issuer = issuer or f"http://127.0.0.1:{port}"
-    clients = [_client(person, ["client_credentials"]) for person in PEOPLE]
+    clients = [_client(person, ["client_credentials"]) for person in people]
     web = (
         {"redirect_uris": list(redirect_uris), "response_types": ["code"]} if redirect_uris else {}
     )
@@ -131,7 +132,7 @@ def oidc_provider(
         "clients": clients,
         "resources": {GATEWAY_RESOURCE: GATEWAY_AUDIENCE, TICKETS_RESOURCE: TICKETS_AUDIENCE},
         "defaultResource": GATEWAY_RESOURCE,
-        "groups": {person: list(groups) for person, groups in PEOPLE.items()},
+        "groups": {person: list(groups) for person, groups in people.items()},
         "ttl": ttl,
     }
     folder.mkdir(parents=True, exist_ok=True)

@@ -147,3 +147,19 @@ def test_a_groups_claim_of_another_shape_is_refused(
         assert "'iat' claim is not a list of group names" in _refusal(caplog)
         absent = asyncio.run(_verifier(provider, groups_claim="roles").verify_token(token))
         assert absent is not None and absent.caller.groups == frozenset()  # type: ignore[attr-defined]
+
+
+def test_a_token_accepted_before_is_refused_once_it_expired(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "runtime.signin")
+    with oidc_provider(tmp_path, ttl=600) as provider:
+        token = provider.token("alice")
+        now = [int(time.time())]
+        settings = SignInSettings(provider.issuer, GATEWAY_AUDIENCE)
+        verifier = CallerTokenVerifier(settings, lambda: settings, now=lambda: now[0])
+        assert asyncio.run(verifier.verify_token(token)) is not None
+        assert asyncio.run(verifier.verify_token(token)) is not None, "kept: a lookup"
+        now[0] += 600 + 120
+        assert asyncio.run(verifier.verify_token(token)) is None
+        assert "expired" in _refusal(caplog)
