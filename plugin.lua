@@ -362,13 +362,34 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 --   Shown in: the chat and the assistants; offered when selected.
 --   Own minimum provider confidence: HIGH.
 --   search_confluence.baseUrl (string, required)
---     HTTPS root address of the Confluence Data Center site, without query or fragment.
+--     HTTPS root address of the Confluence site, without query or fragment (Confluence
+--     Cloud: https://<site>.atlassian.net/wiki/).
 --     Default: none.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.baseUrl"] = ""
+--   search_confluence.deployment (string, optional)
+--     DATA_CENTER searches the wiki's search page (or its REST API when an API token is
+--     set); CLOUD searches Confluence Cloud's REST API with accountEmail and apiToken.
+--     Allowed values: DATA_CENTER, CLOUD.
+--     Default: DATA_CENTER.
+--     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.deployment"] = "DATA_CENTER"
+--   search_confluence.accountEmail (string, optional)
+--     CLOUD: the e-mail address of the Atlassian account the API token belongs to.
+--     Default: none.
+--     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.accountEmail"] = ""
+--   search_confluence.apiToken (secret string (ENC:v1: value, locked only), optional)
+--     CLOUD: the account's Atlassian API token; DATA_CENTER: a personal access token (then
+--     the REST API is searched). A locked ENC:v1: value.
+--     Default: none.
+--     CONFIG["SETTINGS"]["DataTools.LockedToolSettings"]["search_confluence.apiToken"] = "ENC:v1:..."
 --   search_confluence.timeoutSeconds (string, optional)
 --     How long a search may take. Default 30, at most 120.
 --     Default: 30.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.timeoutSeconds"] = "30"
+--   search_confluence.maxResults (string, optional)
+--     How many hits a REST API search returns (the search page shows its own first page).
+--     Default 10, at most 50.
+--     Default: 10.
+--     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.maxResults"] = "10"
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"]["search_confluence"] = "HIGH"
 
 -- semantic_search — Search data sources

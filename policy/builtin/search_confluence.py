@@ -6,6 +6,7 @@ reads them at run time (`runtime.tools.search_confluence` adds the execution).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field
 
 from policy._dataclass import dataclass
 from policy.builtin._settings import (
@@ -15,6 +16,7 @@ from policy.builtin._settings import (
     fields_problem,
     function_parameters,
     integer_problem,
+    not_configured,
     number_field,
     read_integer_setting,
     url_problem,
@@ -48,11 +50,22 @@ CONFLUENCE_MAX_SPACE_KEY_CHARACTERS = 255
 
 SC_BASE_URL = "baseUrl"
 SC_TIMEOUT_SECONDS = "timeoutSeconds"
+SC_DEPLOYMENT = "deployment"
+SC_ACCOUNT_EMAIL = "accountEmail"
+SC_API_TOKEN = "apiToken"
+SC_MAX_RESULTS = "maxResults"
+
+DATA_CENTER = "DATA_CENTER"
+CLOUD = "CLOUD"
+DEPLOYMENTS: tuple[str, ...] = (DATA_CENTER, CLOUD)
+"""Where the wiki runs: Data Center (our own servers) or Atlassian's Confluence Cloud."""
 
 
 SEARCH_CONFLUENCE_NUMBERS: tuple[IntegerSetting, ...] = (
     IntegerSetting(SC_TIMEOUT_SECONDS, 30, 120),
+    IntegerSetting(SC_MAX_RESULTS, 10, 50),
 )
+_NUMBERS_BY_NAME = {s.name: s for s in SEARCH_CONFLUENCE_NUMBERS}
 
 
 _SEARCH_CONFLUENCE_DESCRIPTION = (
@@ -73,15 +86,39 @@ nothing."""
 
 
 def _search_confluence_definition() -> ToolDefinition:
-    timeout = SEARCH_CONFLUENCE_NUMBERS[0]
+    numbers = _NUMBERS_BY_NAME
     fields = {
         SC_BASE_URL: SettingField(
             title="Confluence address",
-            description="HTTPS root address of the Confluence Data Center site, without query "
-            "or fragment.",
+            description="HTTPS root address of the Confluence site, without query or fragment "
+            "(Confluence Cloud: https://<site>.atlassian.net/wiki/).",
+        ),
+        SC_DEPLOYMENT: SettingField(
+            title="Deployment",
+            description="DATA_CENTER searches the wiki's search page (or its REST API when an "
+            "API token is set); CLOUD searches Confluence Cloud's REST API with accountEmail and "
+            "apiToken.",
+            enum=DEPLOYMENTS,
+            default=DATA_CENTER,
+        ),
+        SC_ACCOUNT_EMAIL: SettingField(
+            title="Account e-mail",
+            description="CLOUD: the e-mail address of the Atlassian account the API token "
+            "belongs to.",
+        ),
+        SC_API_TOKEN: SettingField(
+            title="API token",
+            description="CLOUD: the account's Atlassian API token; DATA_CENTER: a personal "
+            "access token (then the REST API is searched). A locked ENC:v1: value.",
+            secret=True,
         ),
         SC_TIMEOUT_SECONDS: number_field(
-            timeout, "Timeout (seconds)", "How long a search may take."
+            numbers[SC_TIMEOUT_SECONDS], "Timeout (seconds)", "How long a search may take."
+        ),
+        SC_MAX_RESULTS: number_field(
+            numbers[SC_MAX_RESULTS],
+            "Results",
+            "How many hits a REST API search returns (the search page shows its own first page).",
         ),
     }
     return ToolDefinition(
@@ -143,8 +180,10 @@ class SearchConfluenceTool(DefinedTool):
 
     def setting_problem(self, name: str, value: str) -> str | None:
         """The field's own validity rule (policy check, settings set and the registry ask it)."""
-        if name == SC_TIMEOUT_SECONDS:
-            return integer_problem(SEARCH_CONFLUENCE, SEARCH_CONFLUENCE_NUMBERS[0], value)
+        if name in _NUMBERS_BY_NAME:
+            return integer_problem(SEARCH_CONFLUENCE, _NUMBERS_BY_NAME[name], value)
+        if name == SC_ACCOUNT_EMAIL and value.strip():
+            return _email_problem(value.strip())
         if name == SC_BASE_URL and value.strip():
             return url_problem(
                 f"{SEARCH_CONFLUENCE}.{SC_BASE_URL}",
@@ -155,7 +194,35 @@ class SearchConfluenceTool(DefinedTool):
         return None
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
-        return fields_problem(self, settings) or CONFIGURED
+        problem = fields_problem(self, settings)
+        if problem:
+            return problem
+        if settings.get(SC_DEPLOYMENT, "").strip() == CLOUD:
+            missing = [
+                f"{SEARCH_CONFLUENCE}.{name}"
+                for name in (SC_ACCOUNT_EMAIL, SC_API_TOKEN)
+                if not settings.get(name, "").strip()
+            ]
+            if missing:
+                return not_configured(
+                    f"{SEARCH_CONFLUENCE}.{SC_DEPLOYMENT} is {CLOUD}, which needs "
+                    f"{' and '.join(missing)}: Confluence Cloud is searched with an Atlassian "
+                    "account's e-mail address and API token (deploy the token as a locked "
+                    "ENC:v1: value, made with `policy encrypt`)"
+                )
+        return CONFIGURED
+
+
+def _email_problem(text: str) -> str | None:
+    """An account e-mail is one `local@domain` without spaces or control characters."""
+    local, at, domain = text.partition("@")
+    plain = text.isprintable() and not any(c.isspace() for c in text)
+    if at and local and "." in domain.strip(".") and "@" not in domain and plain:
+        return None
+    return (
+        f"{SEARCH_CONFLUENCE}.{SC_ACCOUNT_EMAIL}: '{text}' is not valid; expected the e-mail "
+        "address of an Atlassian account, such as name@example.org"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +232,19 @@ class SearchConfluenceSettings:
     base_url: str
     """The wiki's normalized HTTPS base address (`normalize_confluence_base_url`)."""
     timeout_seconds: int
+    deployment: str = DATA_CENTER
+    max_results: int = 10
+    account_email: str = ""
+    api_token: str = field(default="", repr=False)
+
+    @property
+    def is_cloud(self) -> bool:
+        return self.deployment == CLOUD
+
+    @property
+    def uses_rest_api(self) -> bool:
+        """Cloud always; Data Center when a personal access token is set."""
+        return self.deployment == CLOUD or bool(self.api_token)
 
 
 def search_confluence_settings(
@@ -181,5 +261,9 @@ def search_confluence_settings(
         )
     return SearchConfluenceSettings(
         base_url=normalize_confluence_base_url(base),
-        timeout_seconds=read_integer_setting(values, SEARCH_CONFLUENCE_NUMBERS[0]),
+        timeout_seconds=read_integer_setting(values, _NUMBERS_BY_NAME[SC_TIMEOUT_SECONDS]),
+        deployment=values.get(SC_DEPLOYMENT, "").strip() or DATA_CENTER,
+        max_results=read_integer_setting(values, _NUMBERS_BY_NAME[SC_MAX_RESULTS]),
+        account_email=values.get(SC_ACCOUNT_EMAIL, "").strip(),
+        api_token=values.get(SC_API_TOKEN, "").strip(),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from policy import ConfidenceLevel
@@ -28,8 +28,18 @@ from policy._runtime_seam import (
 from runtime.arguments import ArgumentError, echo, has_control_character
 from runtime.execution import ToolExecutionBlocked, ToolExecutionContext, ToolExecutionResult
 from runtime.messages import Source, SourceOrigin
-from runtime.tools._common import page_content, retrieval_options, retrieve_page, sanitized_page
+from runtime.tools._common import (
+    guard_of,
+    page_content,
+    retrieval_options,
+    retrieve_page,
+    sanitized_page,
+)
 from runtime.web.addresses import host_key, web_origin
+
+if TYPE_CHECKING:
+    from policy._runtime_seam import SearchConfluenceSettings
+    from runtime.web.retrieval import RetrievalOptions
 
 CONTENT_LIMIT = 30_000
 CONFIDENCE_REFUSAL = "Searching your company's wiki requires a High-confidence provider."
@@ -144,7 +154,6 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
         space_key = read_space_key(arguments)
         settings = search_confluence_settings(self, context.settings)
         base = settings.base_url
-        url = search_url(base, query, space_key)
         options = retrieval_options(
             context,
             timeout_seconds=settings.timeout_seconds,
@@ -152,6 +161,9 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             allowed_private_hosts=wiki_host(base),
             is_target_allowed=lambda hop: within_wiki(hop, base),
         )
+        if settings.uses_rest_api:
+            return await _search_rest_api(context, settings, options, query, space_key)
+        url = search_url(base, query, space_key)
         page = await retrieve_page(url, options, REDIRECT_REFUSAL)
         if is_login_page(page.final_url):
             raise RuntimeError(LOGIN_PAGE_ERROR)
@@ -172,6 +184,53 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             required_provider_confidence=ConfidenceLevel.HIGH,
             injection_filtered=True,
         )
+
+
+async def _search_rest_api(
+    context: ToolExecutionContext,
+    settings: SearchConfluenceSettings,
+    options: RetrievalOptions,
+    query: str,
+    space_key: str | None,
+) -> ToolExecutionResult:
+    """The REST API's hits as Markdown with links, every server-written field filtered, and each
+    linked page as a source."""
+    from runtime.tools.confluence_rest import Hit, hits_markdown, search_rest
+    from runtime.web.retrieval import WebPageAccessBlocked, WebPageAccessBlockReason
+    from runtime.web.sanitize import WebPageModelContent, sanitize_pages
+    from runtime.web.truncate import truncate_markdown
+
+    try:
+        found = await search_rest(settings, search_cql(query, space_key), options)
+    except WebPageAccessBlocked as error:
+        if error.reason is WebPageAccessBlockReason.TARGET_NOT_ALLOWED:
+            raise ToolExecutionBlocked(REDIRECT_REFUSAL) from error
+        raise ToolExecutionBlocked(error.message) from error
+    fields = [
+        (
+            WebPageModelContent(
+                markdown=hit.excerpt,
+                title=hit.title,
+                description=hit.space,
+                modified_time=hit.modified,
+            ),
+            hit.link or settings.base_url,
+        )
+        for hit in found.hits
+    ]
+    clean = await sanitize_pages(guard_of(context), fields)
+    hits = [
+        Hit(c.title, hit.link, c.markdown, c.description, c.modified_time)
+        for hit, c in zip(found.hits, clean, strict=True)
+    ]
+    heading = f"Confluence search for “{query}”" + (f" in space {space_key}" if space_key else "")
+    markdown = truncate_markdown(hits_markdown(heading, hits, found.total), CONTENT_LIMIT)
+    return ToolExecutionResult(
+        json_content={"search_url": found.search_url, "title": heading, "text_content": markdown},
+        sources=tuple(Source(h.title, h.link, SourceOrigin.TOOL) for h in hits if h.link),
+        required_provider_confidence=ConfidenceLevel.HIGH,
+        injection_filtered=True,
+    )
 
 
 def create_tool() -> SearchConfluenceExecutableTool:

@@ -13,7 +13,7 @@ import codecs
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AddressClassifier",
+    "ApiResponse",
     "ContentKind",
     "Resolver",
     "RetrievalOptions",
@@ -52,6 +53,7 @@ __all__ = [
     "classify_content_type",
     "normalize_text_document",
     "parse_allowed_private_hosts",
+    "request_api",
     "retrieve",
     "system_resolver",
 ]
@@ -577,3 +579,50 @@ async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
             ConfidenceLevel.HIGH if fetched.non_public else ConfidenceLevel.NONE
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResponse:
+    """One answer of a web API, as sent: status, headers and the (capped) body."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+async def request_api(
+    url: str, options: RetrievalOptions, headers: Mapping[str, str]
+) -> ApiResponse:
+    """One GET to a web API under the same target rules as `retrieve`, with the caller's headers
+    (an Authorization header among them).
+
+    No redirect is followed: the credential goes only to the address checked here, so a 3xx
+    answer is returned as it is for the caller to refuse. Errors are `retrieve`'s.
+    """
+    import httpx
+
+    from runtime.web._transport import PinnedTransport
+
+    if not options.timeout_seconds > 0:
+        raise ValueError(f"timeout_seconds must be positive, but was {options.timeout_seconds}.")
+    requested = _parse_url(url, options)
+    try:
+        async with asyncio.timeout(options.timeout_seconds):
+            target = await _validate_target(requested, options)
+            transport = PinnedTransport(
+                target.host, target.port, target.addresses, options.ssl_context
+            )
+            request = httpx.Request("GET", requested, headers={**_HEADERS, **headers})
+            async with transport, _sent(transport, request) as response:
+                body = await _read_capped_body(response, options.max_bytes)
+                return ApiResponse(response.status_code, dict(response.headers), body)
+    except TimeoutError as error:
+        raise WebRetrievalTimedOut(
+            f"The request timed out after {options.timeout_seconds:g} seconds."
+        ) from error
+    except httpx.HTTPError as error:
+        if isinstance(error.__cause__, WebPageAccessBlocked):
+            raise error.__cause__ from None
+        if isinstance(error, httpx.ProtocolError):
+            raise WebRetrievalError("The server's answer is not valid HTTP.") from error
+        raise WebRetrievalError(f"The request failed: {type(error).__name__}") from error
