@@ -534,20 +534,17 @@ def _parse_url(url: str, options: RetrievalOptions) -> httpx.URL:
     return parsed
 
 
-async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
-    """Load one page under the options' target policy; see the module docstring for the rules.
-
-    Raises WebPageAccessBlocked for a refused target (first URL or any redirect), and
-    WebRetrievalError (WebRetrievalTimedOut for the overall timeout) when loading fails.
-    """
+@asynccontextmanager
+async def _bounded(options: RetrievalOptions) -> AsyncIterator[None]:
+    """The overall timeout, and httpx's failures as `WebRetrievalError` (a refusal raised inside
+    the transport as itself)."""
     import httpx
 
     if not options.timeout_seconds > 0:
         raise ValueError(f"timeout_seconds must be positive, but was {options.timeout_seconds}.")
-    requested = _parse_url(url, options)
     try:
         async with asyncio.timeout(options.timeout_seconds):
-            fetched = await _fetch(requested, options)
+            yield
     except TimeoutError as error:
         raise WebRetrievalTimedOut(
             f"Loading the web page timed out after {options.timeout_seconds:g} seconds."
@@ -561,6 +558,17 @@ async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
             ) from error
         detail = str(error) or type(error).__name__
         raise WebRetrievalError(f"Loading the web page failed: {detail}") from error
+
+
+async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
+    """Load one page under the options' target policy; see the module docstring for the rules.
+
+    Raises WebPageAccessBlocked for a refused target (first URL or any redirect), and
+    WebRetrievalError (WebRetrievalTimedOut for the overall timeout) when loading fails.
+    """
+    requested = _parse_url(url, options)
+    async with _bounded(options):
+        fetched = await _fetch(requested, options)
     media_type = media_type_of(fetched.content_type)
     text = fetched.text
     if fetched.kind is ContentKind.TEXT_DOCUMENT:
@@ -603,26 +611,12 @@ async def request_api(
 
     from runtime.web._transport import PinnedTransport
 
-    if not options.timeout_seconds > 0:
-        raise ValueError(f"timeout_seconds must be positive, but was {options.timeout_seconds}.")
     requested = _parse_url(url, options)
-    try:
-        async with asyncio.timeout(options.timeout_seconds):
-            target = await _validate_target(requested, options)
-            transport = PinnedTransport(
-                target.host, target.port, target.addresses, options.ssl_context
-            )
-            request = httpx.Request("GET", requested, headers={**_HEADERS, **headers})
-            async with transport, _sent(transport, request) as response:
-                body = await _read_capped_body(response, options.max_bytes)
-                return ApiResponse(response.status_code, dict(response.headers), body)
-    except TimeoutError as error:
-        raise WebRetrievalTimedOut(
-            f"The request timed out after {options.timeout_seconds:g} seconds."
-        ) from error
-    except httpx.HTTPError as error:
-        if isinstance(error.__cause__, WebPageAccessBlocked):
-            raise error.__cause__ from None
-        if isinstance(error, httpx.ProtocolError):
-            raise WebRetrievalError("The server's answer is not valid HTTP.") from error
-        raise WebRetrievalError(f"The request failed: {type(error).__name__}") from error
+    async with _bounded(options):
+        target = await _validate_target(requested, options)
+        transport = PinnedTransport(target.host, target.port, target.addresses, options.ssl_context)
+        request = httpx.Request("GET", requested, headers={**_HEADERS, **headers})
+        async with transport, _sent(transport, request) as response:
+            body = await _read_capped_body(response, options.max_bytes)
+            return ApiResponse(response.status_code, dict(response.headers), body)
+    raise AssertionError("unreachable")  # pragma: no cover
