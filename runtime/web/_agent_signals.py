@@ -479,14 +479,38 @@ _OBJECT_REACH = 500
 characters). Bounded, so a text of many markers costs a pass per marker, not per passage."""
 
 
+_TO_A_PERSON = re.compile(
+    r"\b(?:by|before|until|no\s+later\s+than)\s+(?:(?:next|this|the)\s+)?(?:monday|tuesday"
+    r"|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod|cob|end\s+of\s+"
+    r"(?:the\s+)?(?:day|week|month)|\d{1,2}(?::\d{2})?\s*(?:am|pm))\b"
+    r"|\byour\s+(?!(?:\w+\s+)?(?:instructions?|prompts?|system|conversation|chat|context|memory"
+    r"|history|rules|guidelines|tools?|task)\b)\w"
+)
+"""What marks a request as written to a person, not to an agent: a deadline ("by Monday", "by
+end of day": an agent acts now, and injections say "first" or "immediately"), or the reader's
+own things ("a copy of your ID": an agent has no ID; an injection names the user's data as "my
+…" or "the user's"). The agent's own instructions, prompt or conversation ("your system
+prompt") are not a person's things."""
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\s*\n")
+_OVERRIDE_VERB = re.compile(r"\b(?:ignore|disregard|forget)$")
+"""A request to ignore something is about the reader's instructions, whoever "your" is."""
+
+
 def requests_action(lowered: str, start: int, end: int) -> bool:
     """Whether the clause right after a medium marker (at `start`) is a request to act
-    (`_ACTION`) that names what an agent needs named (`_AGENT_OBJECT`) before the passage ends:
-    the marker introduces the task ("TODO: send …"); a notice whose first clause is news
-    ("IMPORTANT!!! The VPN moves. Visit …") is written to people."""
+    (`_ACTION`) that names what an agent needs named (`_AGENT_OBJECT`) before the passage ends,
+    in a sentence not written to a person (`_TO_A_PERSON`): the marker introduces the task
+    ("TODO: send …"); a notice whose first clause is news ("IMPORTANT!!! The VPN moves.
+    Visit …") is written to people."""
     gap = _CLAUSE_GAP.match(lowered, start, end)
     action = _ACTION.match(lowered, gap.end() if gap else start, end)
     if action is None:
         return False
     reach = min(end, action.start() + _OBJECT_REACH)
-    return _AGENT_OBJECT.search(lowered, action.start(), reach) is not None
+    if _AGENT_OBJECT.search(lowered, action.start(), reach) is None:
+        return False
+    if _OVERRIDE_VERB.search(action.group(0)):
+        return True
+    sentence = _SENTENCE_END.search(lowered, action.end(), reach)
+    sentence_end = sentence.start() if sentence is not None else reach
+    return _TO_A_PERSON.search(lowered, action.start(), sentence_end) is None
