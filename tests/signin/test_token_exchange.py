@@ -5,9 +5,12 @@ the caller's own token never reaches it, and a call with nobody signed in is ref
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from joserfc import jwt
@@ -17,6 +20,7 @@ from policy.secrets import generate_secret
 from tests.mcp_tools.test_mcp import HEADER, policy_cli
 from tests.mcp_tools.test_mcp_gateway import running_gateway
 from tests.servers.oidc_provider import (
+    GATEWAY_AUDIENCE,
     TICKETS_AUDIENCE,
     oidc_provider,
     sign_in_lua,
@@ -48,6 +52,22 @@ def _plugin(
     return folder
 
 
+async def _whoami_in_a_session(url: str, token: str) -> dict[str, Any]:
+    """`whoami` through an `mcp` SDK client session (its own protocol version and session)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        result = await client.call_tool("tickets__whoami", {})
+    assert not result.is_error, result
+    return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+
 def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,6 +90,7 @@ def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged
                     "sub": "alice", "aud": TICKETS_AUDIENCE, "act": {"sub": "gateway"}
                 }  # fmt: skip
                 assert answers["bob"]["sub"] == "bob"
+                assert asyncio.run(_whoami_in_a_session(url, bob))["sub"] == "bob"
             logged = "".join(log)
     received = [json.loads(line) for line in seen.read_text(encoding="utf-8").splitlines()]
     tokens = {entry["token"] for entry in received}
@@ -105,3 +126,49 @@ def test_a_server_acting_for_the_caller_without_the_sign_in_is_an_error(
     assert "token-exchange-not-possible" in output
     assert "needs Transport STREAMABLE_HTTP" in output
     assert "set DataGateway.ClientSecret" in output
+
+
+def test_a_call_to_a_server_acting_for_the_caller_with_nobody_signed_in_is_refused(
+    tmp_path: Path,
+) -> None:
+    from policy import McpAuth, McpAuthType, McpServerConfig, McpTransport
+    from policy.mcp import mcp_tools
+    from policy.sign_in import SignInSettings
+    from runtime.execution import ToolServices
+    from runtime.mcp import McpExecutableTool, McpServerError, McpSessions
+    from runtime.signin.exchange import ExchangedSessions, TokenExchange
+    from tests.mcp_tools.test_mcp import _context, calls_received
+
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"base_tools": ["add_comment"]}), encoding="utf-8")
+    with announced_mcp_server(
+        [sys.executable, "-m", "tests.servers.mcp_server", "http", str(state)]
+    ) as url:
+        server = McpServerConfig(
+            id=SERVER_ID,
+            name="tickets",
+            transport=McpTransport.STREAMABLE_HTTP,
+            url=url,
+            auth=McpAuth(McpAuthType.TOKEN_EXCHANGE, TICKETS_AUDIENCE),
+        )
+        exchanged = ExchangedSessions(
+            TokenExchange(SignInSettings("http://127.0.0.1:9", GATEWAY_AUDIENCE))
+        )
+
+        async def calls() -> list[str]:
+            async with McpSessions([server]) as sessions:
+                listings = await sessions.listings()
+                (tool,) = mcp_tools([server], listings, McpExecutableTool)
+                refusals = []
+                for services in ([sessions], [sessions, exchanged]):
+                    context = _context(tool, sessions)
+                    context = replace(context, services=ToolServices(tool_services=services))
+                    with pytest.raises(McpServerError) as refused:
+                        await tool.execute({"ticket_id": "1", "text": "x"}, context)
+                    refusals.append(str(refused.value))
+                return refusals
+
+        without_sign_in, nobody = asyncio.run(calls())
+    assert "only through a gateway with the organization's sign-in" in without_sign_in
+    assert "this call has none; it is refused" in nobody
+    assert calls_received(state) == [], "nothing reached the server"
