@@ -603,12 +603,21 @@ def explain(
 def _as_caller(
     policy: Policy, as_subject: str | None, groups: str | None, output_format: str
 ) -> tuple[Policy, dict[str, Any]]:
-    """The policy `--as`/`--groups` name (the whole one without them), and for a document the
-    caller and the configurations that applied; for a table those are printed here."""
-    if as_subject is None and groups is None:
-        return policy, {}
+    """The policy `--as`/`--groups` name (without them: a person in no group's, as a request
+    without a caller is decided), and for a document the caller and the configurations that
+    applied; for a table those are printed here."""
     from policy.people import PeoplePolicies, what_if_caller
 
+    if as_subject is None and groups is None:
+        everyone = PeoplePolicies(policy)
+        note = everyone.without_caller_note()
+        if note is None:
+            return policy, {}
+        if output_format == "table":
+            from policy.terminal import terminal_safe
+
+            _print(f"{terminal_safe(note)}.\n")
+        return everyone.for_caller(None), {"decided_for": note}
     if as_subject is not None and not as_subject.strip():
         raise click.BadParameter("name the person's subject (their `sub`)", param_hint="--as")
     caller = what_if_caller(as_subject or "", groups or "")
@@ -899,12 +908,21 @@ def tools(
         render_table,
         tools_document,
     )
+    from policy.people import PeoplePolicies
 
-    policy = _load(sources, tools_files=tools_files, offline=offline)
+    everyone = PeoplePolicies(_load(sources, tools_files=tools_files, offline=offline))
+    policy = everyone.for_caller(None)
     _echo_findings_to_stderr(policy.errors)
+    note = everyone.without_caller_note()
     chosen = _component(component) if component else None
     document = {**tools_document(policy, chosen), "mcp_servers": mcp_servers_document(policy)}
+    if note is not None:
+        document["decided_for"] = note
     if output_format == "table":
+        if note is not None:
+            from policy.terminal import terminal_safe
+
+            _print(f"{terminal_safe(note)}.\n")
         rows = [
             [
                 t["id"],

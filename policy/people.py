@@ -3,7 +3,8 @@
 `DataGateway.ConfigurationsByGroup` maps a group of the identity provider to configuration ids
 (plugin IDs). A configuration no group names applies to everyone; one a group names applies to
 that group's members only. A caller is decided with the plugins of everyone merged with those of
-their groups, in the usual merge order. The merge happens once per distinct set of matched groups
+their groups, in the usual merge order; a request without a caller (no sign-in, the shared
+token, a report without `--as`) is decided as a person in no group: with everyone's plugins only. The merge happens once per distinct set of matched groups
 (`PeoplePolicies`, kept with the policy in force), never per request; a person's own user
 settings are applied over their groups' policy once per settings they have.
 """
@@ -200,10 +201,11 @@ class PeoplePolicies:
         self._by_subject: dict[tuple[frozenset[str], str], tuple[UserSettings, Policy]] = {}
 
     def for_caller(self, caller: Caller | None, user: UserSettings | None = None) -> Policy:
-        """The policy that decides for `caller` (None: the whole configuration, as the shared
-        token and `policy explain` without `--as` see it), with `user` settings of their own
-        when given (else the policy's)."""
-        base = self.for_groups(self.groups.matched(caller)) if caller is not None else self.policy
+        """The policy that decides for `caller`, with `user` settings of their own when given
+        (else the policy's). None is a person in no group (no sign-in, the shared token, a
+        report without `--as`): a group's configurations never reach a request that names no
+        caller."""
+        base = self.for_groups(self.groups.matched(caller))
         if user is None or caller is None:
             return base
         key = (self.groups.matched(caller), caller.subject)
@@ -229,12 +231,24 @@ class PeoplePolicies:
     def applied(self, caller: Caller | None) -> tuple[AppliedConfiguration, ...]:
         """Which configurations decide for `caller`, and why (explain and the web page)."""
         plugins = self.policy.configuration.applied_plugins
-        if caller is None:
-            return tuple(
-                AppliedConfiguration(p.id, p.name, True, "no caller named: every configuration")
-                for p in plugins
-            )
         return self.groups.applied(plugins, self.groups.matched(caller))
+
+    def decided_for(self, caller: Caller | None) -> str | None:
+        """Whom a page or report decided for, in one line (None without a caller while no
+        group names a configuration: everyone then has the whole configuration)."""
+        if caller is None:
+            return self.without_caller_note()
+        groups = ", ".join(sorted(caller.groups)) or "none"
+        return f"decided for {caller.subject} (groups: {groups})"
+
+    def without_caller_note(self) -> str | None:
+        """What a request without a caller is decided with, in one line (None while no group
+        names a configuration: then everyone has the whole configuration)."""
+        if not self.groups.by_group:
+            return None
+        left_out = [a for a in self.applied(None) if not a.applies]
+        shown = "; ".join(f"{a.name} ({a.id}, {a.why})" for a in left_out) or "none loaded"
+        return f"decided for a person in no group; group-only configurations: {shown}"
 
     def caller_document(self, caller: Caller) -> dict[str, object]:
         """Who a what-if decides for and which configurations applied, and why (`policy

@@ -52,6 +52,7 @@ from policy.web_what_if import WhatIfError, form_holdings, form_list
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import ProviderConfig
+    from policy.identity import Caller
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
@@ -102,10 +103,15 @@ def build_app(
     watch: bool = True,
     debug: bool = False,
     signed_in: bool = False,
+    caller_of: Callable[[Request], Caller | None] | None = None,
 ) -> Starlette:
     """The web app over `source`'s policy; with `token`, every request must present it; with
     `signed_in`, the server wraps the app in the organization's sign-in (`policy serve` with
-    `DataGateway.Issuer`), which lets only signed-in people through, on any host name.
+    `DataGateway.Issuer`), which lets only signed-in people through, on any host name, and
+    `caller_of` names who asks (`runtime.signin.request_caller`): the status, settings and
+    decision pages then show that person's policy (their groups' configurations); without a
+    caller they show a person in no group's. The simulate and diff forms start from every
+    loaded configuration (the simulate form decides for whomever it names).
 
     With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
     when it stops), so a changed plugin file is in force without a click on Reload. Without a
@@ -130,6 +136,13 @@ def build_app(
             current[:] = [Snapshot(policy, paths)]
         return current[0]
 
+    def decided(request: Request) -> tuple[Snapshot, dict[str, Any]]:
+        """The snapshot of what decides for the person asking, and whom the page decided for."""
+        caller = caller_of(request) if caller_of is not None else None
+        whole = snapshot()
+        said = whole.people().decided_for(caller)
+        return whole.decided_for(caller), ({} if said is None else {"decided_for": said})
+
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = templates.get_template(name).render(
             components=COMPONENT_NAMES, provider_kinds=PROVIDER_KIND_NAMES, **context
@@ -153,26 +166,30 @@ def build_app(
         return f"unknown component '{wanted}'; valid: {', '.join(COMPONENT_NAMES)}"
 
     async def status(request: Request) -> Response:
+        current_snapshot, decided_for = decided(request)
         document = {
-            **snapshot().status(),
+            **current_snapshot.status(),
+            **decided_for,
             "deliveries": deliveries.documents(),
             "revision": source.revision,
             "last_change": reload_document(source.last_change),
         }
         if is_api(request):
             return JSONResponse(document)
-        return page("status.html", document=document)
+        return page("status.html", document=document, **decided_for)
 
     async def settings(request: Request) -> Response:
         chosen = SettingsFilter.of(request.query_params)
-        current_snapshot = snapshot()
+        current_snapshot, decided_for = decided(request)
         if chosen.tool and chosen.tool not in current_snapshot.policy.tool_ids:
             return not_found(f"unknown tool '{chosen.tool}'", is_api(request))
-        document = settings_page_document(current_snapshot, chosen)
+        document = {**settings_page_document(current_snapshot, chosen), **decided_for}
         if is_api(request):
             return JSONResponse(document)
         tool_ids = sorted(current_snapshot.policy.tool_ids)
-        return page("settings.html", document=document, chosen=chosen, tool_ids=tool_ids)
+        return page(
+            "settings.html", document=document, chosen=chosen, tool_ids=tool_ids, **decided_for
+        )
 
     async def decisions(request: Request) -> Response:
         component = component_of(request)
@@ -184,15 +201,23 @@ def build_app(
             return what_if_error(
                 request, error, "error.html", message=error.message, title="Bad what-if"
             )
-        document = snapshot().matrix(component, holdings)
+        current_snapshot, decided_for = decided(request)
+        document = {**current_snapshot.matrix(component, holdings), **decided_for}
         if is_api(request):
             return JSONResponse(document)
         cells = {(d["tool"], d["provider"]["id"]): d for d in document["decisions"]}
-        return page("decisions.html", matrix=document, cells=cells, **held_context(document))
+        return page(
+            "decisions.html",
+            matrix=document,
+            cells=cells,
+            **held_context(document),
+            **decided_for,
+        )
 
     async def decision(request: Request) -> Response:
         api = is_api(request)
-        policy = snapshot().policy
+        current_snapshot, decided_for = decided(request)
+        policy = current_snapshot.policy
         component = component_of(request)
         tool_id = request.query_params.get("tool", "")
         provider = _provider(policy, request.query_params.get("provider", ""))
@@ -209,8 +234,8 @@ def build_app(
             return what_if_error(
                 request, error, "error.html", message=error.message, title="Bad what-if"
             )
-        decided = policy.offer_decision(tool_id, provider, component, holdings=holdings)
-        document = decision_document(decided)
+        offered = policy.offer_decision(tool_id, provider, component, holdings=holdings)
+        document = {**decision_document(offered), **decided_for}
         if api:
             return JSONResponse(document)
         held = {} if holdings is None else {"chat_holds": held_names(holdings)}
@@ -219,6 +244,7 @@ def build_app(
             decision=document,
             provider_name=provider.name,
             **held_context(held),
+            **decided_for,
         )
 
     async def form_of(request: Request) -> Mapping[str, Any]:

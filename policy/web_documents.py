@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding
     from policy.flow import ChatHoldings
+    from policy.identity import Caller
+    from policy.people import PeoplePolicies
     from policy.tools import Tool
 
 __all__ = [
@@ -238,11 +240,19 @@ class SettingsFilter:
 
 
 class Snapshot:
-    """The documents of one policy, built on first use and kept while that policy is in force."""
+    """The documents of one policy, built on first use and kept while that policy is in force.
 
-    def __init__(self, policy: Policy, paths: ConfigurationPaths) -> None:
+    The snapshot of the policy in force holds every loaded configuration (what `policy check`
+    checks, the simulate and diff forms start from); `decided_for` is the snapshot of what
+    decides for one caller (their groups' configurations; without a caller, a person in no
+    group's), whose findings are the whole policy's."""
+
+    def __init__(
+        self, policy: Policy, paths: ConfigurationPaths, whole: Snapshot | None = None
+    ) -> None:
         self.policy = policy
         self.paths = paths
+        self._whole = whole
         self._cache: dict[Any, Any] = {}
 
     def _once(self, key: Any, build: Callable[[], Any]) -> Any:
@@ -250,9 +260,28 @@ class Snapshot:
             self._cache[key] = build()
         return self._cache[key]
 
+    def people(self) -> PeoplePolicies:
+        from policy.people import PeoplePolicies
+
+        people: PeoplePolicies = self._once("people", lambda: PeoplePolicies(self.policy))
+        return people
+
+    def decided_for(self, caller: Caller | None) -> Snapshot:
+        """The snapshot of what decides for `caller` (kept per set of matched groups)."""
+        people = self.people()
+
+        def build() -> Snapshot:
+            decided = people.for_caller(caller)
+            return self if decided is self.policy else Snapshot(decided, self.paths, self)
+
+        snapshot: Snapshot = self._once(("decided", people.groups.matched(caller)), build)
+        return snapshot
+
     def findings(self) -> tuple[Finding, ...]:
         from policy.lint import check_findings
 
+        if self._whole is not None:
+            return self._whole.findings()
         found: tuple[Finding, ...] = self._once("findings", lambda: check_findings(self.policy))
         return found
 

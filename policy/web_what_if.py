@@ -139,15 +139,16 @@ def simulate(
     """The matrix for one provider (configured, or any of a kind and model) in one component,
     decided for the user settings and what the chat holds (`chat_holds`) the form gives (the
     contract of `explain --all --format json`) — for a person when it names one (`as_subject`,
-    `groups`: with which configurations applied, and why, as `explain --as` shows) — and what
+    `groups`: with which configurations applied, and why, as `explain --as` shows; else for a
+    person in no group, as `explain` without `--as`) — and what
     `policy check` says of those settings and not of the policy in force (`in_force`: its
     findings, when the caller has them already)."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
     from policy.people import PeoplePolicies, what_if_caller
 
     caller = what_if_caller(str(form.get("as_subject") or ""), str(form.get("groups") or ""))
-    people = PeoplePolicies(policy) if caller is not None else None
-    for_caller = policy if people is None else people.for_caller(caller)
+    people = PeoplePolicies(policy)
+    for_caller = people.for_caller(caller)
     provider = _simulated_provider(form, for_caller)
     component = _form_component(form)
     holdings = form_holdings(form)
@@ -159,11 +160,13 @@ def simulate(
     tool_ids = [tool] if tool else ordered_tool_ids(decided)
     matrix = build_matrix(decided.registry, tool_ids, [provider], component, holdings)
     document = matrix_report(decided, matrix)
-    if people is not None and caller is not None:
+    if caller is not None:
         document = {**people.caller_document(caller), **document}
+    elif (note := people.without_caller_note()) is not None:
+        document = {"decided_for": note, **document}
     notes = [
         f"{f.location}: {f.message}" if f.location else f.message
-        for f in _said_only_for(decided, policy, in_force)
+        for f in ([] if decided is for_caller else _said_only_for(decided, policy, in_force))
     ]
     return document, notes
 

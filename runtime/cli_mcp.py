@@ -394,7 +394,7 @@ def serve(
     if transport == "http":
         from runtime.signin.serving import serving_sign_in
 
-        sign_in = serving_sign_in(watcher.runtime.policy, host, token, "TOOLPOLICY_MCP_TOKEN")
+        sign_in = serving_sign_in(watcher.policy, host, token, "TOOLPOLICY_MCP_TOKEN")
     listening = _Listening(host, port, token, sign_in, public_url)
     try:
         asyncio.run(
@@ -469,7 +469,7 @@ async def _serve_http(gateway: McpGateway, watcher: PolicyWatcher, listening: _L
 
         sign_in = GatewaySignIn(
             listening.sign_in,
-            lambda: SignInSettings.of(watcher.runtime.policy.configuration),
+            lambda: SignInSettings.of(watcher.policy.configuration),
             listening.public_url or url_of(listener, "/mcp"),
         )
     app = gateway.http_app(listening.host, listening.token, sign_in)

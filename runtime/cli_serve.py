@@ -62,7 +62,16 @@ def serve(
     settings = serving_sign_in(watcher.policy, host, token, "TOOLPOLICY_SERVE_TOKEN", web=True)
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))
-    app: Any = build_app(watcher, paths, token or None, debug=debug, signed_in=bool(settings))
+    from runtime.signin import request_caller
+
+    app: Any = build_app(
+        watcher,
+        paths,
+        token or None,
+        debug=debug,
+        signed_in=bool(settings),
+        caller_of=request_caller if settings is not None else None,
+    )
     if settings is not None:
         from policy._runtime_seam import SignInSettings
         from runtime.signin import GatewaySignIn

@@ -178,8 +178,9 @@ class PolicyWatcher:
 
     @property
     def policy(self) -> Policy:
-        """The policy in force: the runtime's (with its MCP tools as last listed)."""
-        return self._runtime.policy
+        """The policy in force: the runtime's whole policy (every loaded configuration, with
+        its MCP tools as last listed; `ChatRuntime.whole_policy`)."""
+        return self._runtime.whole_policy
 
     @property
     def last_change(self) -> ReloadResult | None:
@@ -369,7 +370,7 @@ class PolicyWatcher:
                 return self._kept(old, new, f"{type(error).__name__}: {error}")
             if (
                 policy.configuration.fails_closed
-                and not self._runtime.policy.configuration.fails_closed
+                and not self._runtime.whole_policy.configuration.fails_closed
             ):
                 broken = "; ".join(
                     b.message for b in policy.configuration.broken_organization_plugins

@@ -132,6 +132,7 @@ class ChatRuntime:
         "_settings",
         "_settings_by_subject",
         "_tracer_provider",
+        "_whole",
         "policy",
     )
 
@@ -163,8 +164,9 @@ class ChatRuntime:
             )
 
         app_services = given_services(services, "ChatRuntime")
-        self.policy = policy
-        self._base = policy
+        self._base = self._whole = policy
+        self._people: PeoplePolicies | None = None
+        self.policy = self._without_caller()
         self._decision_log = _queued(decision_log)
         self._include_content = include_content
         self._tracer_provider = tracer_provider
@@ -174,7 +176,7 @@ class ChatRuntime:
             from runtime.data_sources import ConfiguredDataSources
 
             self._configured_sources = ConfiguredDataSources(data_sources)
-            self._data_sources = self._configured_sources.of(policy.configuration.data_sources)
+            self._data_sources = self._configured_sources.of(self.policy.configuration.data_sources)
         self._mailbox_name = mailbox_name
         self._loop = loop
         self._limits = limits
@@ -194,11 +196,19 @@ class ChatRuntime:
         self._services = self._shared_services(app_services)
         self._caller: Caller | None = None
         self._parent: ChatRuntime | None = None
-        self._people: PeoplePolicies | None = None
         self._people_runtimes: dict[Caller, ChatRuntime] = {}
         self._settings_by_subject = settings_by_subject
         self._call_counts = call_counts
         self._quota: tuple[Policy, CallQuota | None] | None = None
+
+    @property
+    def whole_policy(self) -> Policy:
+        """Every loaded configuration merged, with the MCP tools as last listed: what `policy
+        check` checks and each person's policy is derived from. `policy` is what decides this
+        runtime's requests: for a request without a caller, when `DataGateway.
+        ConfigurationsByGroup` names configurations, a person in no group's (everyone's
+        configurations only)."""
+        return self._whole
 
     @property
     def caller(self) -> Caller | None:
@@ -224,16 +234,24 @@ class ChatRuntime:
             person._follow(policy)
         return person
 
-    def _policy_for(self, caller: Caller) -> Policy:
+    def _people_policies(self) -> PeoplePolicies:
         people = self._people
-        if people is None or people.policy is not self.policy:
+        if people is None or people.policy is not self._whole:
             from policy._runtime_seam import PeoplePolicies
 
-            people = self._people = PeoplePolicies(self.policy)
+            people = self._people = PeoplePolicies(self._whole)
+        return people
+
+    def _without_caller(self) -> Policy:
+        """What decides a request that names no caller: a person in no group's policy (the
+        configurations `DataGateway.ConfigurationsByGroup` names reach their groups only)."""
+        return self._people_policies().for_caller(None)
+
+    def _policy_for(self, caller: Caller) -> Policy:
         user = None
         if self._settings_by_subject is not None:
             user = self._settings_by_subject.settings_for(caller.subject)
-        return people.for_caller(caller, user)
+        return self._people_policies().for_caller(caller, user)
 
     def _person(self, caller: Caller, policy: Policy) -> ChatRuntime:
         from dataclasses import replace
@@ -248,7 +266,7 @@ class ChatRuntime:
         person._approval_rules = None
         person._quota = None
         person._settings = {}
-        person.policy = person._base = policy
+        person.policy = person._base = person._whole = policy
         if self._configured_sources is not None:
             person._data_sources = self._configured_sources.of(policy.configuration.data_sources)
         person._services = person._shared_services(
@@ -259,7 +277,7 @@ class ChatRuntime:
     def _follow(self, policy: Policy) -> None:
         """A person's runtime takes their policy as it is now (after a listing changed)."""
         if policy is not self.policy:
-            self.policy = self._base = policy
+            self.policy = self._base = self._whole = policy
             self._settings.clear()
 
     def _own_chat(self, chat: Chat) -> None:
@@ -319,7 +337,8 @@ class ChatRuntime:
 
         tools = mcp_tools(self._mcp.servers, listings, McpExecutableTool)
         rebuilt = self._base.with_tools((*self._base.base_tools, *tools))
-        self.policy = replace(rebuilt, mcp_listings={**self._base.mcp_listings, **listings})
+        self._whole = replace(rebuilt, mcp_listings={**self._base.mcp_listings, **listings})
+        self.policy = self._without_caller()
         self._settings.clear()
         self._mcp_version = self._mcp.version
 

@@ -204,8 +204,8 @@ async def test_a_groups_eri_source_is_searched_for_its_members_only(
     policy = load_policy(org=[ORGANIZATION, people], tools=builtin_executable_tools())
     assert not policy.errors, policy.errors
 
-    async def offered(runtime: ChatRuntime, caller: Caller) -> str | None:
-        person = runtime.for_caller(caller)
+    async def offered(runtime: ChatRuntime, caller: Caller | None) -> str | None:
+        person = runtime if caller is None else runtime.for_caller(caller)
         provider = organization_provider(person.policy, VLLM_ID, server)
         chat = Chat.open("listing", MemoryChatStore(), caller=caller)
         offer = await person.executable_tools(chat, provider)
@@ -218,4 +218,5 @@ async def test_a_groups_eri_source_is_searched_for_its_members_only(
         assert listed is not None and "Printer and VPN manuals." in listed
         assert await offered(runtime, Caller("bob@example.org", frozenset({"finance"}))) is None
         assert await offered(runtime, Caller("carol@example.org", frozenset({"support"})))
+        assert await offered(runtime, None) is None, "no caller: a person in no group"
     assert eri.state.paths().count("/dataSource") == 1  # one server, asked once for everyone

@@ -86,7 +86,10 @@ def test_two_people_in_different_groups_are_decided_with_their_groups_configurat
     assert people.for_caller(Caller("dave", frozenset({"engineering"}))) is alice, (
         "one policy per distinct set of matched groups, merged once"
     )
-    assert people.for_caller(None) is policy, "without a caller: the whole configuration"
+    assert people.for_caller(None) is nobody, (
+        "without a caller: a person in no group (a group's configuration reaches its members only)"
+    )
+    assert people.for_caller(None) is not policy
     names = {a.name: a for a in people.applied(Caller("alice", frozenset({"engineering"})))}
     assert names["Base"].applies and "everyone" in names["Base"].why
     assert names["Engineering"].applies and 'group "engineering"' in names["Engineering"].why

@@ -29,7 +29,10 @@ def test_simulate_as_a_person_shows_their_configurations_and_decides_with_them(
 ) -> None:
     asked = {"provider": PROVIDER, "tool": "read_web_page"}
     everyone = httpx.post(served.url("/api/simulate"), json=asked).json()
-    assert "caller" not in everyone, "without a person: the whole configuration, as before"
+    assert "caller" not in everyone
+    assert everyone["decided_for"].startswith("decided for a person in no group"), (
+        "without a person: everyone's configurations only"
+    )
     engineer = httpx.post(
         served.url("/api/simulate"),
         json={**asked, "as_subject": "alice@example.org", "groups": "engineering, staff"},
