@@ -81,12 +81,10 @@ def test_without_sign_in_the_pages_decide_for_a_person_in_no_group(tmp_path: Pat
 def test_a_signed_in_person_sees_their_own_policy_on_every_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    secret = generate_secret()
-    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
-    port = free_port()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret := generate_secret())
     with oidc_provider(tmp_path / "idp") as idp:
         org = _organization(tmp_path, sign_in_lua(idp.issuer, secret))
-        with _policy_serve(org, port) as (url, _):
+        with _policy_serve(org, free_port()) as (url, _):
             bob = {"Authorization": f"Bearer {idp.token('bob')}"}
             alice = {"Authorization": f"Bearer {idp.token('alice')}"}
 
@@ -106,12 +104,8 @@ def test_a_signed_in_person_sees_their_own_policy_on_every_page(
             assert one["reason"] == "NONE" and one["decided_for"].startswith("decided for bob")
             status = httpx.get(f"{url}/api/status", headers=bob, timeout=30).json()
             assert FINANCE_ID in [p["id"] for p in status["plugins"]]
-            assert FINANCE_ID not in [
-                p["id"]
-                for p in httpx.get(f"{url}/api/status", headers=alice, timeout=30).json()[
-                    "plugins"
-                ]
-            ]
+            alices_status = httpx.get(f"{url}/api/status", headers=alice, timeout=30).json()
+            assert FINANCE_ID not in [p["id"] for p in alices_status["plugins"]]
             page = httpx.get(f"{url}/", headers=bob, timeout=30)
             assert "Decided for bob (groups: finance)." in page.text
 
