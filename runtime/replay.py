@@ -141,7 +141,8 @@ class _Requirements:
 def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport:
     """Re-decide every record under `candidate` and collect what would flip. A record of a
     signed-in person is decided as the gateway would decide for them: with the candidate's
-    configurations for their groups (`DataGateway.ConfigurationsByGroup`)."""
+    configurations for their groups (`DataGateway.ConfigurationsByGroup`); one without a
+    person as a person in no group."""
     from policy import Caller
     from policy._runtime_seam import PeoplePolicies
 
@@ -157,10 +158,8 @@ def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport
     count = 0
     for record in records:
         count += 1
-        policy = candidate
-        if record.subject:
-            caller = Caller(record.subject, frozenset(record.groups))
-            policy = people.for_groups(people.groups.matched(caller))
+        caller = Caller(record.subject, frozenset(record.groups)) if record.subject else None
+        policy = people.for_caller(caller)
         provider, facts = _provider(record, policy, providers)
         registry = policy.registry
         start = _requirements_before(record)

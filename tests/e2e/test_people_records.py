@@ -131,7 +131,7 @@ async def test_replay_decides_each_persons_records_with_their_groups_configurati
     flipped = {(c.decision_id, c.tool_id, c.after) for c in report.changed}
     alices = [r.decision_id for r in records if r.groups == ["engineering", "staff"]]
     assert flipped == {(d, "calculator", "TOOL_SWITCHED_OFF") for d in alices}, (
-        "only the engineering member's requests flip"
+        "only the engineering member's requests flip (one without a person is a person in no group)"
     )
     assert {c.subject for c in report.calls_now_blocked} == {records[0].subject}
 
