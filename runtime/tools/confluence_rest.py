@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -260,7 +261,7 @@ class _Requests:
                 return _document(response, self._settings)
             written = response.headers.get("retry-after")
             wait = _retry_after_seconds(written)
-            shown = "an unstated time" if wait is None else f"{wait:g} seconds"
+            shown = "an unstated time" if wait is None else f"{math.ceil(wait)} seconds"
             room = self._deadline - loop.time()
             if wait is None or wait > min(RETRY_AFTER_LIMIT_SECONDS, room) or self.left <= 0:
                 raise RuntimeError(rate_limit_error(shown))

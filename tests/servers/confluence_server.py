@@ -55,6 +55,7 @@ class ConfluenceState:
     rest_requests: list[dict[str, str]] = field(default_factory=list)
     read_cql: list[tuple[str, str | None]] = field(default_factory=list)
     rest_redirect: str = ""
+    rest_html: str = ""
 
 
 def rest_hit(path: str, title: str, excerpt: str, space: str = "Engineering") -> dict[str, object]:
@@ -162,6 +163,8 @@ def build_app(state: ConfluenceState) -> Starlette:
                 headers={"WWW-Authenticate": 'Basic realm="protected-area"'},
                 media_type="text/plain",
             )
+        if state.rest_html:
+            return page(state.rest_html)
         if state.throttle:
             return Response(
                 json.dumps({"message": "Rate limit exceeded"}),
@@ -177,7 +180,7 @@ def build_app(state: ConfluenceState) -> Starlette:
         cursor = parameters.get("cursor")
         start = int(base64.urlsafe_b64decode(cursor).decode()) if cursor else 0
         limit = min(int(parameters.get("limit", "25")), state.rest_page_size)
-        page = state.rest_hits[start : start + limit]
+        found = state.rest_hits[start : start + limit]
         links: dict[str, str] = {
             "base": str(request.base_url).rstrip("/") + "/wiki",
             "context": "/wiki",
@@ -190,10 +193,10 @@ def build_app(state: ConfluenceState) -> Starlette:
                 f"&start={start + limit}&cql=type%3Dspace"
             )
         document = {
-            "results": page,
+            "results": found,
             "start": start,
             "limit": limit,
-            "size": len(page),
+            "size": len(found),
             "totalSize": len(state.rest_hits),
             "cqlQuery": parameters.get("cql", ""),
             "searchDuration": 12,

@@ -21,9 +21,11 @@ from runtime.executor import ToolExecutor, TraceStatus
 from runtime.messages import RequestedCall, SourceOrigin
 from runtime.tools.confluence_rest import (
     NO_HITS_TEXT,
+    NOT_FOUND_ERROR,
     REDIRECT_ERROR,
     UNAUTHORIZED_CLOUD_ERROR,
     UNAUTHORIZED_TOKEN_ERROR,
+    UNREADABLE_ERROR,
     rate_limit_error,
 )
 from runtime.tools.search_confluence import CONFIDENCE_REFUSAL, create_tool
@@ -257,6 +259,7 @@ async def test_a_short_rate_limit_is_waited_out(
     [
         ("3600", "3600 seconds"),
         ("Wed, 21 Oct 2099 07:28:00 GMT", "seconds"),
+        ("2.5", "an unstated time"),
         ("soon", "an unstated time"),
     ],
 )
@@ -290,6 +293,24 @@ async def test_a_redirect_is_not_followed_with_the_token(
         await search(confluence, tls_files, {"query": "plan"})
     assert str(failed.value) == REDIRECT_ERROR
     assert confluence.state.paths == ["/wiki/rest/api/search"]
+
+
+async def test_a_base_url_without_the_rest_api_says_what_to_check(
+    confluence: ConfluenceServer, tls_files: TlsFiles
+) -> None:
+    settings = cloud_settings(confluence, baseUrl=confluence.app.url("/confluence/", SITE))
+    with pytest.raises(RuntimeError) as failed:
+        await search(confluence, tls_files, {"query": "plan"}, settings)
+    assert str(failed.value) == NOT_FOUND_ERROR
+
+
+async def test_a_page_instead_of_search_results_is_an_error(
+    confluence: ConfluenceServer, tls_files: TlsFiles
+) -> None:
+    confluence.state.rest_html = "<html><body>Log in with your Atlassian account</body></html>"
+    with pytest.raises(RuntimeError) as failed:
+        await search(confluence, tls_files, {"query": "plan"})
+    assert str(failed.value) == UNREADABLE_ERROR
 
 
 async def test_a_provider_below_high_is_refused_before_anything_is_sent(
@@ -386,3 +407,49 @@ CONFIG["SETTINGS"]["DataTools.LockedToolSettings"] = {{
     assert "search_confluence.deployment: 'CLOUDE' is not one of the offered values" in (
         checked.stdout + checked.stderr
     )
+
+
+# --- opening a hit ------------------------------------------------------------------------------
+
+
+async def test_a_hit_opens_with_read_web_page_only_where_the_organization_allows_its_host(
+    confluence: ConfluenceServer, tls_files: TlsFiles
+) -> None:
+    """A private wiki searched with a token gives links; read_web_page still needs the wiki in
+    its allowlist to open them: the search brings no allowance of its own."""
+    from policy.builtin import READ_WEB_PAGE
+    from runtime.tools.read_web_page import create_tool as create_reader
+
+    private = ToolServices(
+        retrieval_overrides=overrides(AddressClass.NON_PUBLIC, tls_files.client_context())
+    )
+    confluence.state.authorization = "Bearer dc-pat-1"
+    confluence.state.rest_hits = [rest_hit("/display/ENG/Release+plan", "Release plan", "x")]
+    context = make_context(
+        SEARCH_CONFLUENCE,
+        {"baseUrl": confluence.base_url("wiki.corp.test"), "apiToken": "dc-pat-1"},
+        services=private,
+        confidence=ConfidenceLevel.HIGH,
+        provider_kind=ProviderKind.SELF_HOSTED,
+    )
+    found = await create_tool().execute({"query": "release plan"}, context)
+    (source,) = found.sources
+    assert source.url == confluence.base_url("wiki.corp.test") + "display/ENG/Release+plan"
+
+    async def read(settings: dict[str, str]) -> ToolExecutionResult:
+        reader = make_context(
+            READ_WEB_PAGE,
+            settings,
+            services=private,
+            confidence=ConfidenceLevel.HIGH,
+            provider_kind=ProviderKind.SELF_HOSTED,
+            given=(source.url,),
+        )
+        return await create_reader().execute({"url": source.url}, reader)
+
+    with pytest.raises(ToolExecutionBlocked, match="Private or local-network"):
+        await read({})
+    assert "/wiki/display/ENG/Release+plan" not in confluence.state.paths
+    opened = await read({"allowedPrivateHosts": "wiki.corp.test"})
+    assert isinstance(opened.json_content, dict)
+    assert "/wiki/display/ENG/Release+plan" in confluence.state.paths
