@@ -363,7 +363,9 @@ class McpSessions:
             async with client:
                 if not ready.done():
                     ready.set_result(client)
-                listen = asyncio.create_task(_listen_for_changes(client, session))
+                listen = asyncio.create_task(
+                    _listen_for_changes(client, lambda: self._changed(session))
+                )
                 try:
                     await session.stop.wait()
                 finally:
@@ -387,9 +389,15 @@ class McpSessions:
     def _on_message(self, session: _Session) -> Any:
         async def handle(message: Any) -> None:
             if type(message).__name__ == "ToolListChangedNotification":
-                session.changed = True
+                self._changed(session)
 
         return handle
+
+    def _changed(self, session: _Session) -> None:
+        """The server said its tools changed: it is listed again at once, in the background, so
+        the next look (a request, the gateway's watch) finds the new listing, not the old one."""
+        session.changed = True
+        self._relist_in_background(session, time.monotonic())
 
     async def _close(self, session: _Session) -> None:
         owner = session.owner
@@ -438,13 +446,13 @@ def _first_cause(error: BaseException) -> BaseException:
     return error
 
 
-async def _listen_for_changes(client: Client, session: _Session) -> None:
+async def _listen_for_changes(client: Client, changed: Callable[[], None]) -> None:
     """On 2026-era connections, changes arrive on a `subscriptions/listen` stream; earlier
     servers send notifications/tools/list_changed, which the message handler marks."""
     try:
         async with client.listen(tools_list_changed=True) as subscription:
             async for _event in subscription:
-                session.changed = True
+                changed()
     except Exception:  # the server offers no change stream: the TTL still applies
         return
 

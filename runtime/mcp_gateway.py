@@ -52,7 +52,7 @@ __all__ = ["GatewayCall", "McpGateway"]
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_CHANGE_POLL_SECONDS = 5.0
+DEFAULT_CHANGE_POLL_SECONDS = 1.0
 DEFAULT_FIRST_LISTING_WAIT_SECONDS = 3.0
 """How long a request waits for upstream servers still being listed: below the 5 s a client
 such as the OpenAI Agents SDK waits for an answer by default."""
@@ -542,27 +542,27 @@ class McpGateway:
 
     # --- telling clients about changes --------------------------------------------------------
 
-    async def _signature(self) -> tuple[Any, ...]:
-        view = await self._view(self._probe)
-        return (*(t.model_dump_json() for t in view.listed), view.refusal)
-
     async def watch_changes(self, stop: asyncio.Event) -> None:
         """Until `stop` is set: look at the offered tools every poll and tell every connected
-        client when they changed."""
+        client when they changed. A look is a lookup while nothing changed: the view is made
+        once per policy, so only a new view is compared tool by tool."""
         await self.warm()
-        last = await self._signature()
+        last = await self._view(self._probe)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._poll)
             if stop.is_set():
                 return
             try:
-                now = await self._signature()
+                now = await self._view(self._probe)
             except Exception:  # a failing look leaves the clients as they are
                 _log.exception("the gateway could not look at the offered tools")
                 continue
-            if now != last:
-                last = now
+            if now is last:
+                continue
+            changed = (now.listed, now.refusal) != (last.listed, last.refusal)
+            last = now
+            if changed:
                 await self.announce_change()
 
     async def announce_change(self) -> None:
