@@ -31,6 +31,7 @@ itself) and are gated by cheap substring checks, so text without any trigger cos
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -409,6 +410,22 @@ class _ToolNames:
     pattern: re.Pattern[str]
     by_runs: tuple[tuple[str, frozenset[str]], ...]
     """Each name with its runs of letters: a text lacking one of them cannot hold the name."""
+    by_longest_run: Mapping[str, tuple[int, ...]]
+    """Where in `by_runs` the names are whose longest run is this word: a text is checked
+    against the names of the words it holds, not against every offered name."""
+    without_runs: tuple[int, ...]
+    """The names with no run of letters (any text may hold them)."""
+
+    def present(self, words: frozenset[str] | None) -> tuple[str, ...]:
+        """The names whose runs the text's words all hold, in `by_runs` order."""
+        if words is None:
+            return tuple(name for name, _ in self.by_runs)
+        if len(words) >= len(self.by_runs):  # a long text: fewer names than words to look at
+            return tuple(name for name, runs in self.by_runs if runs <= words)
+        found = [*self.without_runs]
+        for word in words:
+            found.extend(self.by_longest_run.get(word, ()))
+        return tuple(self.by_runs[i][0] for i in sorted(found) if self.by_runs[i][1] <= words)
 
 
 @lru_cache(maxsize=64)
@@ -416,9 +433,16 @@ def _tool_names(names: frozenset[str]) -> _ToolNames | None:
     usable = sorted((name.lower() for name in names if len(name) >= 3), key=len, reverse=True)
     if not usable:
         return None
+    by_runs = tuple((name, frozenset(re.findall("[a-z]+", name))) for name in usable)
+    by_longest_run: dict[str, list[int]] = {}
+    for position, (_, runs) in enumerate(by_runs):
+        if runs:
+            by_longest_run.setdefault(max(runs, key=lambda r: (len(r), r)), []).append(position)
     return _ToolNames(
         re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, usable))})(?![\w-])"),
-        tuple((name, frozenset(re.findall("[a-z]+", name))) for name in usable),
+        by_runs,
+        {run: tuple(positions) for run, positions in by_longest_run.items()},
+        tuple(position for position, (_, runs) in enumerate(by_runs) if not runs),
     )
 
 
@@ -434,7 +458,7 @@ def _tool_call_signals(
     names = _tool_names(tool_names)
     if names is None:
         return []
-    present = tuple(name for name, runs in names.by_runs if words is None or runs <= words)
+    present = names.present(words)
     if not present:
         return []
     signals: list[Signal] = []
