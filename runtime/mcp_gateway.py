@@ -164,6 +164,10 @@ class McpGateway:
         self._first_wait = first_listing_wait_seconds
         self._refreshing: dict[int, asyncio.Task[None]] = {}
         """The listing under way per runtime (by id; a finished one is dropped at the next)."""
+        self._settled: dict[int, ChatRuntime] = {}
+        """Runtimes whose first listings are done (at most `_SETTLED_KEPT`): a request then
+        brings their listings up to date in place, a lookup that never waits, without the
+        cost of a task."""
         self._connections: set[Connection] = set()
         """The handshake-era client connections to tell of a change (each leaves the set when
         the SDK tears it down)."""
@@ -256,8 +260,24 @@ class McpGateway:
         if task is None:
             task = asyncio.ensure_future(runtime.refresh_mcp_tools())
             task.add_done_callback(_retrieved)
+            task.add_done_callback(lambda _: self._settle(runtime))
             self._refreshing[id(runtime)] = task
         return task
+
+    def _settle(self, runtime: ChatRuntime) -> None:
+        if len(self._settled) >= _SETTLED_KEPT:
+            self._settled.clear()
+        self._settled[id(runtime)] = runtime
+
+    async def _refresh(self, runtime: ChatRuntime) -> None:
+        """The runtime's MCP tools as listed now. A slow server does not hold the answer: what
+        is listed within the wait is offered, and clients hear tools/list_changed when the rest
+        arrive (`watch_changes`)."""
+        under_way = self._refreshing.get(id(runtime))
+        if self._settled.get(id(runtime)) is runtime and (under_way is None or under_way.done()):
+            await runtime.refresh_mcp_tools()  # first listings done: never waits
+        else:
+            await asyncio.wait({self._refreshed(runtime)}, timeout=self._first_wait)
 
     async def _view(self, client: _Client) -> _View:
         runtime = self._current()
@@ -269,9 +289,7 @@ class McpGateway:
             except ToolPolicyError as error:  # their own user settings do not read
                 refusal = f"Your user settings cannot be used: {error}; no tool is offered."
                 return _View(runtime, runtime.policy, None, {}, (), {}, (), refusal)
-        # A slow server does not hold the answer: what is listed within the wait is offered,
-        # and clients hear tools/list_changed when the rest arrive (`watch_changes`).
-        await asyncio.wait({self._refreshed(runtime)}, timeout=self._first_wait)
+        await self._refresh(runtime)
         policy = runtime.policy
         if policy is not client.views.policy:
             client.views = _Views(policy)
@@ -609,6 +627,10 @@ class McpGateway:
             token_verifier=sign_in.verifier if sign_in else None,
         )
         return app if token is None else _bearer_required(app, token)
+
+
+_SETTLED_KEPT = 64
+"""How many runtimes (one per configuration in force and signed-in person) are known settled."""
 
 
 def _retrieved(task: asyncio.Task[None]) -> None:
