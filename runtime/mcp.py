@@ -145,7 +145,11 @@ class _Session:
 
 
 class McpSessions:
-    """The MCP client sessions of one app (or one command), by server id.
+    """The MCP client sessions of one app (or one command), by server id and connection.
+
+    A call names the server entry it was offered from: an entry with another connection under
+    a known id (a group's plugin changing everyone's entry: its command, URL, headers or auth)
+    is called through a session of its own, opened on first use, never through the id's.
 
     `listings()` answers from the listings in hand, so a request makes no network call: a stale
     one (TTL, list_changed) is asked for again in the background, and only a server's first
@@ -163,6 +167,9 @@ class McpSessions:
         upstream_auth: UpstreamAuth | None = None,
     ) -> None:
         self._sessions = {s.id: _Session(s) for s in servers}
+        self._by_connection: dict[tuple[object, ...], _Session] = {
+            _connection(s.server): s for s in self._sessions.values()
+        }
         self.upstream_auth = upstream_auth
         """How a streamable HTTP server's requests authenticate beyond its Headers (None: they
         do not): the sign-in's token exchange (runtime.signin.exchange) sets it."""
@@ -190,7 +197,7 @@ class McpSessions:
         for session in self._sessions.values():
             if session.relisting is not None:
                 session.relisting.cancel()
-        await asyncio.gather(*(self._close(s) for s in self._sessions.values()))
+        await asyncio.gather(*(self._close(s) for s in self._by_connection.values()))
 
     # --- listing ------------------------------------------------------------------------------
 
@@ -274,12 +281,14 @@ class McpSessions:
     # --- calling ------------------------------------------------------------------------------
 
     async def call_tool(
-        self, server_id: str, tool_name: str, arguments: Mapping[str, Any]
+        self, server: str | McpServerConfig, tool_name: str, arguments: Mapping[str, Any]
     ) -> CallToolResult:
-        """One `tools/call`; a timeout or a dead server raises `McpServerError` and restarts the
-        session on next use. Cancelling the caller cancels the call."""
-        session = self._sessions.get(server_id)
+        """One `tools/call` to `server` (its entry, or its id: the entry these sessions were
+        made with); a timeout or a dead server raises `McpServerError` and restarts the session
+        on next use. Cancelling the caller cancels the call."""
+        session = self._session_of(server)
         if session is None:
+            server_id = server if isinstance(server, str) else server.id
             raise McpServerError(f"no MCP server with id {server_id} is configured")
         server = session.server
         from mcp.shared.exceptions import MCPError
@@ -314,10 +323,23 @@ class McpSessions:
             what = f"failed on {tool_name}"
             raise McpServerError(self._describe(session, error, what, cuts)) from None
 
-    def mask_of(self, server_id: str) -> SecretMask:
+    def mask_of(self, server: str | McpServerConfig) -> SecretMask:
         """The mask of a server's secrets (Env and Headers values), for its results and errors."""
-        session = self._sessions.get(server_id)
+        session = self._session_of(server)
         return session.mask if session is not None else NO_SECRETS
+
+    def _session_of(self, server: str | McpServerConfig) -> _Session | None:
+        """The session of an id, or of an entry's connection (made on first use for an entry
+        of a known id whose connection differs); None for an id these sessions do not have."""
+        if isinstance(server, str):
+            return self._sessions.get(server)
+        if server.id not in self._sessions:
+            return None
+        key = _connection(server)
+        session = self._by_connection.get(key)
+        if session is None:
+            session = self._by_connection[key] = _Session(server)
+        return session
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -431,6 +453,22 @@ class McpSessions:
             detail = f"could not connect ({detail})"
         detail = " ".join(session.mask.text(detail).split())[:300]
         return f"MCP server {session.server.name} ({session.server.endpoint}) {what}: {detail}"
+
+
+def _connection(server: McpServerConfig) -> tuple[object, ...]:
+    """What a session to `server` is opened with: entries that agree on it share one session."""
+    return (
+        server.id,
+        server.transport,
+        server.command,
+        server.args,
+        tuple(sorted(server.env.items())),
+        server.url,
+        tuple(sorted(server.headers.items())),
+        server.auth,
+        server.timeout_seconds,
+        server.max_message_bytes,
+    )
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
@@ -690,13 +728,13 @@ class McpExecutableTool(McpTool):
         sessions = await _sessions_for(self.server, context)
         source = tool_content(self.definition.id)
         try:
-            result = await sessions.call_tool(self.server.id, self.listing.name, arguments)
+            result = await sessions.call_tool(self.server, self.listing.name, arguments)
         except McpServerError as error:
             if not error.content:
                 raise
             [guarded] = await guard_of(context).sanitize_many([GuardText(error.content, source)])
             raise McpServerError(error.summary, _error_text(guarded)) from None
-        mask = sessions.mask_of(self.server.id)
+        mask = sessions.mask_of(self.server)
         content = _content_of(result)
         titles = [mask.text(s.title) for s in content.sources]
         shown = [mask.text(t) for t in _within(content.texts, _BEFORE_GUARD_CHARACTERS)]
