@@ -105,11 +105,7 @@ def _setstate(self: object, state: list[object]) -> None:
         object.__setattr__(self, field.name, value)
 
 
-def _init_function(
-    cls: type, fields: list[dataclasses.Field[Any]], frozen: bool, slots: bool, post_init: bool
-) -> Callable[..., None]:
-    """`__init__` as `dataclasses` writes it (same parameters, defaults and assignments),
-    compiled once."""
+def _check_init_order(fields: list[dataclasses.Field[Any]]) -> None:
     seen_default = False
     for f in fields:
         if f.init:
@@ -117,26 +113,33 @@ def _init_function(
                 seen_default = True
             elif seen_default:
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+def _init_function(
+    cls: type, fields: list[dataclasses.Field[Any]], frozen: bool, slots: bool, post_init: bool
+) -> Callable[..., None]:
+    """`__init__` as `dataclasses` writes it: the same parameters, defaults, annotations and
+    assignments (the annotations set on the function rather than parsed from its source)."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     names: dict[str, Any] = {
         "_HAS_DEFAULT_FACTORY": dataclasses._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
-        "__dataclass_builtins_object__": object,
+        "_object_setattr": object.__setattr__,
     }
-    parameters, body = [self_name], []
+    parameters, body, annotations = [self_name], [], {}
     for f in fields:
         default_name = f"_dflt_{f.name}"
         value: str | None = f.name
         if f.init:
-            names[f"_type_{f.name}"] = f.type
+            annotations[f.name] = f.type
             if f.default_factory is not _MISSING:
                 names[default_name] = f.default_factory
-                parameters.append(f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY")
+                parameters.append(f"{f.name}=_HAS_DEFAULT_FACTORY")
                 value = f"{default_name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
             elif f.default is not _MISSING:
                 names[default_name] = f.default
-                parameters.append(f"{f.name}:_type_{f.name}={default_name}")
+                parameters.append(f"{f.name}={default_name}")
             else:
-                parameters.append(f"{f.name}:_type_{f.name}")
+                parameters.append(f.name)
         elif f.default_factory is not _MISSING:
             names[default_name] = f.default_factory
             value = f"{default_name}()"
@@ -147,25 +150,41 @@ def _init_function(
             value = None
         if value is not None:
             body.append(
-                f"__dataclass_builtins_object__.__setattr__({self_name},{f.name!r},{value})"
+                f"_object_setattr({self_name},{f.name!r},{value})"
                 if frozen
                 else f"{self_name}.{f.name}={value}"
             )
     if post_init:
         body.append(f"{self_name}.__post_init__()")
     source = (
-        f"def __create_fn__({', '.join(names)}):\n"
-        f" def __init__({','.join(parameters)})->None:\n"
+        f"def __create_fn__({','.join(names)}):\n"
+        f" def __init__({','.join(parameters)}):\n"
         + "".join(f"  {line}\n" for line in body or ["pass"])
         + " return __init__"
     )
     namespace: dict[str, Any] = {}
     module = sys.modules.get(cls.__module__)
-    # Compiled without this module's `from __future__ import annotations`, as `dataclasses` does.
-    code = compile(source, "<string>", "exec", dont_inherit=True)
-    exec(code, module.__dict__ if module is not None else {}, namespace)
+    exec(source, module.__dict__ if module is not None else {}, namespace)
     function: Callable[..., None] = namespace["__create_fn__"](**names)
+    function.__annotations__ = {**annotations, "return": None}
+    function.__qualname__ = f"{cls.__qualname__}.__init__"
     return function
+
+
+class _InitOnFirstUse:
+    """A class's `__init__` until it is first looked up (its first instance, `inspect`, ...),
+    then compiled and put in its place: a class never instantiated compiles none."""
+
+    __slots__ = ("_build", "_cls")
+
+    def __init__(self, cls: type, build: Callable[[], Callable[..., None]]) -> None:
+        self._cls, self._build = cls, build
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        function = self._build()
+        if self._cls.__dict__.get("__init__") is self:
+            type.__setattr__(self._cls, "__init__", function)
+        return function if instance is None else function.__get__(instance, owner)
 
 
 def _handled_whole(cls: type, options: dict[str, Any]) -> bool:
@@ -202,6 +221,10 @@ def _process(cls: type, options: dict[str, Any]) -> type:
             if name in body:
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
     undocumented = not cls.__doc__
+    if undocumented:
+        # `dataclasses` would describe the class by the signature of `object()`, which parses it
+        # from text with `tokenize` (compiling that module's patterns); it is described below.
+        cls.__doc__ = cls.__name__
     made: type = dataclasses.dataclass(
         cls,
         init=False,
@@ -214,11 +237,11 @@ def _process(cls: type, options: dict[str, Any]) -> type:
     params = made.__dataclass_params__  # type: ignore[attr-defined]
     params.init, params.repr, params.eq, params.frozen = init, repr_, eq, frozen
     fields = list(dataclasses.fields(made))
-    if init:
-        has_post_init = hasattr(made, "__post_init__")
-        _set_new(
-            made, "__init__", _init_function(made, fields, frozen, options["slots"], has_post_init)
-        )
+    if init and "__init__" not in made.__dict__:
+        _check_init_order(fields)
+        post_init, slots = hasattr(made, "__post_init__"), options["slots"]
+        lazy = _InitOnFirstUse(made, lambda: _init_function(made, fields, frozen, slots, post_init))
+        type.__setattr__(made, "__init__", lazy)
     if repr_:
         _set_new(made, "__repr__", _repr_function(tuple(f.name for f in fields if f.repr)))
     compared = tuple(f.name for f in fields if f.compare)

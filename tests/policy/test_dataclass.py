@@ -25,17 +25,21 @@ from policy._dataclass import _dataclass as ours
 Decorator = Callable[..., Any]
 
 
-def _publish(cls: type, name: str) -> type:
-    """Make `cls` findable by pickle as this module's `name`."""
-    cls.__name__ = cls.__qualname__ = name
+def _publish(make: Callable[..., type], decorate: Decorator, name: str) -> type:
+    """The class `make` declares, named `name` from its declaration on and findable by pickle
+    as this module's `name`."""
+    cls = make(decorate, name)
+    cls.__name__ = name
     setattr(sys.modules[__name__], name, cls)
     return cls
 
 
-def _frozen_slots(decorate: Decorator) -> type:
+def _frozen_slots(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(frozen=True, slots=True)
     class Shape:
         """A frozen, slotted record."""
+
+        __qualname__ = qualname
 
         name: str
         count: int = 0
@@ -48,10 +52,12 @@ def _frozen_slots(decorate: Decorator) -> type:
     return Shape
 
 
-def _mutable_slots(decorate: Decorator) -> type:
+def _mutable_slots(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(slots=True)
     class Shape:
         """A mutable, slotted record."""
+
+        __qualname__ = qualname
 
         name: str
         items: list[str] = dataclasses.field(default_factory=list)
@@ -60,19 +66,22 @@ def _mutable_slots(decorate: Decorator) -> type:
     return Shape
 
 
-def _plain(decorate: Decorator) -> type:
+def _plain(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate
     class Shape:
-        name: str
+        __qualname__ = qualname
+        label: str
         value: object = None
 
     return Shape
 
 
-def _post_init(decorate: Decorator) -> type:
+def _post_init(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(frozen=True, slots=True)
     class Shape:
         """Checks itself after construction."""
+
+        __qualname__ = qualname
 
         low: int
         high: int
@@ -84,10 +93,12 @@ def _post_init(decorate: Decorator) -> type:
     return Shape
 
 
-def _own_methods(decorate: Decorator) -> type:
+def _own_methods(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(frozen=True, slots=True, init=False)
     class Shape:
         """Defines what it wants itself."""
+
+        __qualname__ = qualname
 
         text: str
 
@@ -106,20 +117,24 @@ def _own_methods(decorate: Decorator) -> type:
     return Shape
 
 
-def _no_eq(decorate: Decorator) -> type:
+def _no_eq(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(frozen=True, eq=False)
     class Shape:
         """Compared by identity."""
+
+        __qualname__ = qualname
 
         name: str
 
     return Shape
 
 
-def _self_field(decorate: Decorator) -> type:
+def _self_field(decorate: Decorator, qualname: str = "Shape") -> type:
     @decorate(frozen=True)
     class Shape:
         """Has a field named self."""
+
+        __qualname__ = qualname
 
         self: str
         other: int = 1
@@ -141,8 +156,8 @@ SHAPES = {
 @pytest.fixture(params=sorted(SHAPES), name="pair")
 def _pair(request: pytest.FixtureRequest) -> tuple[type, type, tuple[Any, ...], dict[str, Any]]:
     make, (args, kwargs) = SHAPES[request.param]
-    standard = _publish(make(dataclasses.dataclass), f"Standard_{request.param}")
-    cheap = _publish(make(ours), f"Ours_{request.param}")
+    standard = _publish(make, dataclasses.dataclass, f"Standard_{request.param}")
+    cheap = _publish(make, ours, f"Ours_{request.param}")
     return standard, cheap, args, kwargs
 
 
@@ -280,3 +295,18 @@ def test_every_policy_module_declares_its_dataclasses_with_the_cheap_decorator()
     assert offenders == [], (
         f"{offenders}: declare dataclasses with `from policy._dataclass import dataclass`"
     )
+
+
+def test_init_made_on_first_use_serves_a_plain_subclass_and_keeps_its_signature() -> None:
+    for decorate in (dataclasses.dataclass, ours):
+        base = _frozen_slots(decorate)
+
+        class Plain(base):  # type: ignore[valid-type, misc]
+            __slots__ = ()
+
+        assert repr(Plain("a", 2)).endswith(
+            ".Plain(name='a', count=2, tags=(), note='', listed=[])"
+        )
+        assert base("a") == base("a")
+        assert base.__init__ is Plain.__init__
+        assert list(inspect.signature(base).parameters)[:2] == ["name", "count"]
