@@ -20,7 +20,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import inspect
-import sys
 from _thread import get_ident
 from collections.abc import Callable
 from operator import attrgetter
@@ -119,27 +118,24 @@ def _init_function(
     cls: type, fields: list[dataclasses.Field[Any]], frozen: bool, slots: bool, post_init: bool
 ) -> Callable[..., None]:
     """`__init__` as `dataclasses` writes it: the same parameters, defaults, annotations and
-    assignments (the annotations set on the function rather than parsed from its source)."""
+    assignments. Only its body is compiled, as one function: the defaults and annotations are
+    set on it, and the names the body uses are its globals."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
-    names: dict[str, Any] = {
-        "_HAS_DEFAULT_FACTORY": dataclasses._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
-        "_object_setattr": object.__setattr__,
-    }
-    parameters, body, annotations = [self_name], [], {}
+    factory_marker = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
+    names: dict[str, Any] = {"_HAS_DEFAULT_FACTORY": factory_marker, "_setattr": object.__setattr__}
+    parameters, defaults, body, annotations = [self_name], [], [], {}
     for f in fields:
         default_name = f"_dflt_{f.name}"
         value: str | None = f.name
         if f.init:
+            parameters.append(f.name)
             annotations[f.name] = f.type
             if f.default_factory is not _MISSING:
                 names[default_name] = f.default_factory
-                parameters.append(f"{f.name}=_HAS_DEFAULT_FACTORY")
+                defaults.append(factory_marker)
                 value = f"{default_name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
             elif f.default is not _MISSING:
-                names[default_name] = f.default
-                parameters.append(f"{f.name}={default_name}")
-            else:
-                parameters.append(f.name)
+                defaults.append(f.default)
         elif f.default_factory is not _MISSING:
             names[default_name] = f.default_factory
             value = f"{default_name}()"
@@ -150,24 +146,21 @@ def _init_function(
             value = None
         if value is not None:
             body.append(
-                f"_object_setattr({self_name},{f.name!r},{value})"
+                f"_setattr({self_name},{f.name!r},{value})"
                 if frozen
                 else f"{self_name}.{f.name}={value}"
             )
     if post_init:
         body.append(f"{self_name}.__post_init__()")
-    source = (
-        f"def __create_fn__({','.join(names)}):\n"
-        f" def __init__({','.join(parameters)}):\n"
-        + "".join(f"  {line}\n" for line in body or ["pass"])
-        + " return __init__"
+    source = f"def __init__({','.join(parameters)}):\n" + "".join(
+        f" {line}\n" for line in body or ["pass"]
     )
-    namespace: dict[str, Any] = {}
-    module = sys.modules.get(cls.__module__)
-    exec(source, module.__dict__ if module is not None else {}, namespace)
-    function: Callable[..., None] = namespace["__create_fn__"](**names)
+    exec(source, names)
+    function: Callable[..., None] = names.pop("__init__")
+    function.__defaults__ = tuple(defaults) or None
     function.__annotations__ = {**annotations, "return": None}
     function.__qualname__ = f"{cls.__qualname__}.__init__"
+    function.__module__ = cls.__module__
     return function
 
 

@@ -14,6 +14,7 @@ is listed), and the command is left out when its module is not installed.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import importlib.util
 import os
@@ -1335,12 +1336,23 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     Every message printed here (usage errors, failures, log warnings) is escaped for the
     terminal (`policy.terminal`)."""
+    arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
+    own = _own_command(arguments)
+    if own:
+        _without_pydantic_plugins()
+        _without_cyclic_collection()
+    _log_to_stderr(_debugging(arguments))
+    try:
+        _run(arguments)
+    finally:
+        if own:
+            _nothing_left_to_collect()
+
+
+def _run(arguments: list[str]) -> None:
     from policy.cli_errors import FAILURE_EXIT, report
     from policy.terminal import terminal_safe
 
-    arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
-    _without_pydantic_plugins(arguments)
-    _log_to_stderr(_debugging(arguments))
     try:
         code = cli.main(args=arguments, prog_name="policy", standalone_mode=False)
     except click.ClickException as error:
@@ -1377,7 +1389,31 @@ def main(argv: Sequence[str] | None = None) -> None:
 PYDANTIC_PLUGINS_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
 
 
-def _without_pydantic_plugins(arguments: Sequence[str]) -> None:
+def _own_command(arguments: Sequence[str]) -> bool:
+    """Whether the command line runs one of the `policy` command's own commands (the report
+    commands: short-lived, no server), not a lazily attached one (`policy chat`, `serve`, ...:
+    the runtime's), which keeps Python's and pydantic's defaults."""
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    return command not in _LAZY_COMMANDS
+
+
+def _without_cyclic_collection() -> None:
+    """The report commands run without Python's cyclic garbage collector.
+
+    They are short-lived and what they allocate is freed by reference counting or lives until
+    they exit (modules, classes, the tool-definition models), so each collection would only
+    walk those objects again. Only the console script does this, for its own process (the test
+    runner restores the collector after running `main` in its own process)."""
+    gc.disable()
+
+
+def _nothing_left_to_collect() -> None:
+    """At exit Python collects once more over every object; the report commands' objects are
+    frozen (`gc.freeze`) instead, as they are about to be freed with the process."""
+    gc.freeze()
+
+
+def _without_pydantic_plugins() -> None:
     """Run toolpolicy's own commands without pydantic plugins, unless the environment says
     otherwise (`PYDANTIC_DISABLE_PLUGINS` already set, even empty, is left as it is).
 
@@ -1388,9 +1424,7 @@ def _without_pydantic_plugins(arguments: Sequence[str]) -> None:
     pydantic's default. Only the console script does this, for its own process: the variable is
     inherited by the Lua worker (a fork) and by nothing else these commands start; an app that
     calls `cli.main` in its own process is left alone."""
-    command = next((a for a in arguments if not a.startswith("-")), None)
-    if command not in _LAZY_COMMANDS:
-        os.environ.setdefault(PYDANTIC_PLUGINS_VARIABLE, "__all__")
+    os.environ.setdefault(PYDANTIC_PLUGINS_VARIABLE, "__all__")
 
 
 def _debug_first(arguments: list[str]) -> list[str]:

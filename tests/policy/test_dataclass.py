@@ -190,6 +190,7 @@ def test_construction_repr_and_errors_are_the_same(pair: Any) -> None:
     _same(standard, cheap, lambda cls: [getattr(cls.__dataclass_params__, p) for p in params])
     _same(standard, cheap, lambda cls: cls.__hash__ is None)
     _same(standard, cheap, lambda cls: cls.__init__.__qualname__.split(".")[-1])
+    _same(standard, cheap, lambda cls: (cls.__init__.__module__, cls.__init__.__annotations__))
 
 
 def test_instances_behave_the_same(pair: Any) -> None:

@@ -6,7 +6,8 @@ costs 0.3–0.6 s of CPU (imports and compiling), which is most of CI's time. Th
 with the process state a subprocess would have and puts everything back afterwards: the
 environment (`env` replaces it whole, as `subprocess.run(env=...)` does), the working
 directory, stdin/stdout/stderr (click's `CliRunner` isolation), the root logger's handlers (so
-`main` installs its own stderr handler as in a fresh process) and `threading.excepthook`.
+`main` installs its own stderr handler as in a fresh process), `threading.excepthook` and
+the garbage collector (the report commands run without it).
 
 `installed=True` runs the installed console script in a subprocess instead: each command keeps
 at least one test that way, for what only a fresh process shows (the script's entry point, a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -147,6 +149,7 @@ def _process_state(env: Mapping[str, str] | None, cwd: Path | str | None) -> Ite
         if isinstance(lg, logging.Logger)
     }
     excepthook = threading.excepthook
+    collecting = gc.isenabled()
     if env is not None:
         os.environ.clear()
         os.environ.update(env)
@@ -158,6 +161,9 @@ def _process_state(env: Mapping[str, str] | None, cwd: Path | str | None) -> Ite
         yield
     finally:
         threading.excepthook = excepthook
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
         for handler in list(root.handlers):
             root.removeHandler(handler)
         for handler in handlers:
