@@ -938,7 +938,8 @@ def _without_escape_letters(text: str) -> str:
     if "\\" not in text:
         return text
     for escape, blank in _ESCAPES:
-        text = text.replace(escape, blank)
+        if escape in text:
+            text = text.replace(escape, blank)
     return text
 
 
@@ -950,12 +951,13 @@ class _Region:
     def __init__(self, text: str, tool_names: frozenset[str]) -> None:
         self.text = text
         self.view, self.silent, self.decoded_hits = _build_view(text)
+        self.unescaped = _without_escape_letters(self.view.text)
         lowered = _without_escape_letters(_lowercase_same_length(self.view.text))
         self.normalized, words = _unscrambled(lowered)
         index = AnchorIndex(self.normalized, words)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
         self.all_signals = find_signals(
-            _without_escape_letters(self.view.text), self.normalized, index, tool_names, words=words
+            self.unescaped, self.normalized, index, tool_names, words=words
         )
         self.carrier_hits = _carrier_hits(self.view.text)
 
@@ -996,8 +998,7 @@ class _Region:
     @cached_property
     def signals(self) -> list[Signal]:
         """The signals said, not only shown."""
-        view = _without_escape_letters(self.view.text)
-        return [s for s in self.all_signals if not is_shown(s, view, self.normalized)]
+        return [s for s in self.all_signals if not is_shown(s, self.unescaped, self.normalized)]
 
     def passages(self, field: bool) -> list[tuple[int, int, list[_Hit]]]:
         """The passages to remove, merged, in original-text offsets."""
