@@ -356,6 +356,13 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 --     Allowed values: OFF, ON.
 --     Default: OFF.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["read_web_page.freeAddressChoice"] = "OFF"
+--   read_web_page.osSignIn (string, optional)
+--     ON: an HTTPS page of an allowed private host (all its addresses private) whose a
+--     server asks for Negotiate (Kerberos, else NTLM) gets the user's own sign-in (their
+--     Kerberos ticket; never a password from a setting). OFF: never.
+--     Allowed values: ON, OFF.
+--     Default: ON.
+--     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["read_web_page.osSignIn"] = "ON"
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"]["read_web_page"] = "VERY_LOW"
 
 -- search_confluence — Search Confluence
@@ -390,6 +397,13 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 --     Default 10, at most 50.
 --     Default: 10.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.maxResults"] = "10"
+--   search_confluence.osSignIn (string, optional)
+--     ON: the wiki, when all its addresses are private, a server asks for Negotiate
+--     (Kerberos, else NTLM) gets the user's own sign-in (their Kerberos ticket; never a
+--     password from a setting). OFF: never.
+--     Allowed values: ON, OFF.
+--     Default: ON.
+--     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.osSignIn"] = "ON"
 -- CONFIG["SETTINGS"]["DataTools.MinimumProviderConfidenceByToolId"]["search_confluence"] = "HIGH"
 
 -- semantic_search — Search data sources

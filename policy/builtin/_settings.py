@@ -45,6 +45,28 @@ def number_field(setting: IntegerSetting, title: str, description: str) -> Setti
     )
 
 
+OS_SIGN_IN = "osSignIn"
+"""The setting read_web_page and search_confluence share: the operating-system sign-in."""
+_ON, _OFF = "ON", "OFF"
+
+
+def os_sign_in_field(target: str) -> SettingField:
+    """`osSignIn`: ON (the default, as in the specification) or OFF."""
+    return SettingField(
+        title="Operating-system sign-in",
+        description=f"ON: {target} a server asks for Negotiate (Kerberos, else NTLM) gets the "
+        "user's own sign-in (their Kerberos ticket; never a password from a setting). OFF: "
+        "never.",
+        enum=(_ON, _OFF),
+        default=_ON,
+    )
+
+
+def is_os_sign_in_on(values: Mapping[str, str]) -> bool:
+    """Only `OFF` turns it off; blank is the default, ON (other values the registry refuses)."""
+    return values.get(OS_SIGN_IN, "").strip() != _OFF
+
+
 def not_configured(message: str) -> ToolConfigurationState:
     return ToolConfigurationState(False, (), message)
 

@@ -9,12 +9,15 @@ from collections.abc import Mapping
 
 from policy._dataclass import dataclass
 from policy.builtin._settings import (
+    OS_SIGN_IN,
     IntegerSetting,
     checked_values,
     fields_problem,
     function_parameters,
     integer_problem,
+    is_os_sign_in_on,
     number_field,
+    os_sign_in_field,
     read_integer_setting,
 )
 from policy.definitions import (
@@ -47,6 +50,7 @@ RWP_TIMEOUT_SECONDS = "timeoutSeconds"
 RWP_MAX_CONTENT_CHARACTERS = "maxContentCharacters"
 RWP_ALLOWED_PRIVATE_HOSTS = "allowedPrivateHosts"
 RWP_FREE_ADDRESS_CHOICE = "freeAddressChoice"
+RWP_OS_SIGN_IN = OS_SIGN_IN
 
 
 READ_WEB_PAGE_NUMBERS: tuple[IntegerSetting, ...] = (
@@ -133,6 +137,9 @@ def _read_web_page_definition() -> ToolDefinition:
             option_source=OptionSource.FREE_ADDRESS_CHOICE.value,
             default=FreeAddressChoice.OFF.value,
         ),
+        RWP_OS_SIGN_IN: os_sign_in_field(
+            "an HTTPS page of an allowed private host (all its addresses private) whose"
+        ),
     }
     return ToolDefinition(
         id=READ_WEB_PAGE,
@@ -207,6 +214,8 @@ class ReadWebPageSettings:
     allowed_private_hosts: tuple[str, ...]
     """Canonical allowlist entries (`parse_allowed_private_hosts`)."""
     free_address_choice: bool
+    os_sign_in: bool
+    """Whether an allowed private HTTPS host that asks gets the user's operating-system sign-in."""
 
 
 def read_web_page_settings(tool: DefinedTool, values: Mapping[str, str]) -> ReadWebPageSettings:
@@ -219,4 +228,5 @@ def read_web_page_settings(tool: DefinedTool, values: Mapping[str, str]) -> Read
         max_content_characters=read_integer_setting(values, numbers[RWP_MAX_CONTENT_CHARACTERS]),
         allowed_private_hosts=parse_allowed_private_hosts(values.get(RWP_ALLOWED_PRIVATE_HOSTS)),
         free_address_choice=is_free_address_choice_on(values),
+        os_sign_in=is_os_sign_in_on(values),
     )

@@ -10,6 +10,7 @@ from dataclasses import field
 
 from policy._dataclass import dataclass
 from policy.builtin._settings import (
+    OS_SIGN_IN,
     IntegerSetting,
     ToolSettingsError,
     checked_values,
@@ -17,7 +18,9 @@ from policy.builtin._settings import (
     function_parameters,
     integer_problem,
     not_configured,
+    is_os_sign_in_on,
     number_field,
+    os_sign_in_field,
     read_integer_setting,
     url_problem,
 )
@@ -59,6 +62,7 @@ DATA_CENTER = "DATA_CENTER"
 CLOUD = "CLOUD"
 DEPLOYMENTS: tuple[str, ...] = (DATA_CENTER, CLOUD)
 """Where the wiki runs: Data Center (our own servers) or Atlassian's Confluence Cloud."""
+SC_OS_SIGN_IN = OS_SIGN_IN
 
 
 SEARCH_CONFLUENCE_NUMBERS: tuple[IntegerSetting, ...] = (
@@ -120,6 +124,7 @@ def _search_confluence_definition() -> ToolDefinition:
             "Results",
             "How many hits a REST API search returns (the search page shows its own first page).",
         ),
+        SC_OS_SIGN_IN: os_sign_in_field("the wiki, when all its addresses are private,"),
     }
     return ToolDefinition(
         id=SEARCH_CONFLUENCE,
@@ -245,6 +250,9 @@ class SearchConfluenceSettings:
     def uses_rest_api(self) -> bool:
         """Cloud always; Data Center when a personal access token is set."""
         return self.deployment == CLOUD or bool(self.api_token)
+    os_sign_in: bool = True
+    """Whether the wiki, when all its addresses are private, gets the user's operating-system
+    sign-in if it asks."""
 
 
 def search_confluence_settings(
@@ -266,4 +274,5 @@ def search_confluence_settings(
         max_results=read_integer_setting(values, _NUMBERS_BY_NAME[SC_MAX_RESULTS]),
         account_email=values.get(SC_ACCOUNT_EMAIL, "").strip(),
         api_token=values.get(SC_API_TOKEN, "").strip(),
+        os_sign_in=is_os_sign_in_on(values),
     )

@@ -137,6 +137,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
             provider_confidence=context.provider.confidence,
             allowed_private_hosts=settings.allowed_private_hosts,
             is_target_allowed=rule,
+            os_sign_in=settings.os_sign_in,
         )
         page = await retrieve_page(url, options, REDIRECT_OUT_OF_BOUNDS_REFUSAL)
         content = await page_content(page)

@@ -160,6 +160,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
             provider_confidence=context.provider.confidence,
             allowed_private_hosts=wiki_host(base),
             is_target_allowed=lambda hop: within_wiki(hop, base),
+            os_sign_in=settings.os_sign_in,
         )
         if settings.uses_rest_api:
             return await _search_rest_api(context, settings, options, query, space_key)

@@ -203,7 +203,8 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 to one origin, over one connection made only to its validated addresses.
 
     One connection, not a pool: retrieval sends one request per transport (a redirect is a new
-    hop, checked again, with a transport of its own), so a pool's queue, locks and bookkeeping
+    hop, checked again, with a transport of its own; only an operating-system sign-in sends its
+    legs after the first, on the same connection while the server keeps it), so a pool's queue, locks and bookkeeping
     would be work for nothing on every page.
     """
 
@@ -232,7 +233,8 @@ class PinnedTransport(httpx.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        if self._connection is None:
+        if self._connection is None or self._connection.is_closed():
+            # A second request (a sign-in leg) after the server closed the first connection.
             self._connection = httpcore.AsyncHTTPConnection(
                 origin=core_request.url.origin,
                 ssl_context=self._ssl_context,

@@ -39,6 +39,8 @@ from runtime.web.addresses import (
 if TYPE_CHECKING:
     import httpx
 
+    from runtime.web._negotiate import NegotiateAuth
+
 __all__ = [
     "AddressClassifier",
     "ApiResponse",
@@ -147,6 +149,9 @@ class RetrievalOptions:
     resolver: Resolver | None = None
     classify_address: AddressClassifier | None = None
     ssl_context: ssl.SSLContext | None = None
+    os_sign_in: bool = False
+    """Answer a server's Negotiate/NTLM request with the user's operating-system sign-in, only
+    where `_may_sign_in` allows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +173,8 @@ class _Target:
     port: int
     addresses: tuple[IPAddress, ...]
     non_public: bool
+    all_private: bool = False
+    """Every address is a private one the allowlist let through (never after a public one)."""
 
 
 async def system_resolver(host: str) -> list[IPAddress]:
@@ -226,6 +233,7 @@ async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target
     if AddressClass.NEVER_ALLOWED in classes:
         raise WebPageAccessBlocked(WebPageAccessBlockReason.NEVER_ALLOWED_ADDRESS)
     non_public = AddressClass.NON_PUBLIC in classes
+    all_private = classes == {AddressClass.NON_PUBLIC}
     if non_public:
         if options.public_targets_only or not is_host_allowed(host, options.allowed_private_hosts):
             raise WebPageAccessBlocked(WebPageAccessBlockReason.PRIVATE_HOST_NOT_ALLOWED)
@@ -235,7 +243,32 @@ async def _validate_target(url: httpx.URL, options: RetrievalOptions) -> _Target
                     redact_url_for_log(str(url)), options.provider_confidence
                 )
             raise WebPageAccessBlocked(WebPageAccessBlockReason.INSUFFICIENT_PROVIDER_CONFIDENCE)
-    return _Target(raw_host, port, addresses, non_public)
+    return _Target(raw_host, port, addresses, non_public, all_private)
+
+
+def _may_sign_in(
+    hop: httpx.URL, target: _Target, first: httpx.URL, options: RetrievalOptions
+) -> bool:
+    """The operating-system sign-in goes only where the specification lets it: switched on, over
+    HTTPS, to the address the tool was asked for (never after a redirect to another origin), and
+    only to a host whose every address is private and allowed (so never to a public host, and
+    never for a tool that reads public targets only)."""
+    return (
+        options.os_sign_in
+        and not options.public_targets_only
+        and not options.target_chosen_by_user
+        and target.all_private
+        and hop.scheme.lower() == "https"
+        and _origin(hop) == _origin(first)
+    )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str | None, int]:
+    return (
+        url.scheme.lower(),
+        canonical_host(url.raw_host.decode("ascii", "replace")),
+        url.port or DEFAULT_PORTS[url.scheme.lower()],
+    )
 
 
 _HTML_TYPES = frozenset({"", "text/html", "application/xhtml+xml"})
@@ -404,14 +437,47 @@ def _request(url: httpx.URL, cookies: httpx.Cookies) -> httpx.Request:
 
 @asynccontextmanager
 async def _sent(
-    transport: httpx.AsyncBaseTransport, request: httpx.Request
+    transport: httpx.AsyncBaseTransport,
+    request: httpx.Request,
+    sign_in: NegotiateAuth | None = None,
 ) -> AsyncIterator[httpx.Response]:
-    response = await transport.handle_async_request(request)
+    """The response to `request`; with `sign_in`, after the server's sign-in legs on the same
+    connection (each refused leg's body read and dropped, within the cap)."""
+    if sign_in is None:
+        response = await transport.handle_async_request(request)
+    else:
+        response = await _signed_in(transport, request, sign_in)
     response.request = request
     try:
         yield response
     finally:
         await response.aclose()
+
+
+_SIGN_IN_BODY_BYTES = 64 * 1024
+"""How much of a 401 between sign-in legs is read (and dropped) to keep the connection."""
+
+
+async def _signed_in(
+    transport: httpx.AsyncBaseTransport, request: httpx.Request, sign_in: NegotiateAuth
+) -> httpx.Response:
+    from runtime.web._negotiate import SignInFailed
+
+    flow = sign_in.async_auth_flow(request)
+    request = await flow.__anext__()
+    while True:
+        response = await transport.handle_async_request(request)
+        try:
+            request = await flow.asend(response)
+        except StopAsyncIteration:
+            return response
+        except SignInFailed as error:
+            await response.aclose()
+            raise WebRetrievalError(str(error)) from None
+        try:
+            await _read_capped_body(response, _SIGN_IN_BODY_BYTES)
+        finally:
+            await response.aclose()
 
 
 _MEDIA_TYPE_TOKEN = re.compile(r"[a-z0-9][a-z0-9.+-]{0,30}/[a-z0-9][a-z0-9.+_-]{0,100}")
@@ -435,6 +501,7 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
     """The redirect loop: validate, connect bound, follow Location by hand, read the final body."""
     import httpx
 
+    from runtime.web._negotiate import NegotiateAuth
     from runtime.web._transport import PinnedTransport
 
     cookies = httpx.Cookies()
@@ -444,7 +511,12 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
         target = await _validate_target(current, options)
         non_public = non_public or target.non_public
         transport = PinnedTransport(target.host, target.port, target.addresses, options.ssl_context)
-        async with transport, _sent(transport, _request(current, cookies)) as response:
+        sign_in = (
+            NegotiateAuth(canonical_host(target.host) or target.host)
+            if _may_sign_in(current, target, requested, options)
+            else None
+        )
+        async with transport, _sent(transport, _request(current, cookies), sign_in) as response:
             if "set-cookie" in response.headers:  # the jar takes nothing from other answers
                 cookies.extract_cookies(response)
             if 300 <= response.status_code < 400:
@@ -459,7 +531,7 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
                 current = _redirect_target(current, location)
                 continue
             if not 200 <= response.status_code < 300:
-                raise _status_error(response, current)
+                raise _status_error(response, current, sign_in)
             content_type = response.headers.get("Content-Type", "")
             kind = classify_content_type(content_type)
             if kind is None or not _is_plain_media_type(media_type_of(content_type)):
@@ -488,19 +560,27 @@ def _redirect_target(current: httpx.URL, location: str) -> httpx.URL:
         ) from error
 
 
-def _status_error(response: httpx.Response, url: httpx.URL) -> WebRetrievalError:
-    """The standard phrase of the status: the server's own reason phrase could address the model."""
+def _status_error(
+    response: httpx.Response, url: httpx.URL, sign_in: NegotiateAuth | None = None
+) -> WebRetrievalError:
+    """The standard phrase of the status: the server's own reason phrase could address the model.
+    A sign-in the server asked for and did not get is said as such."""
     from http import HTTPStatus
 
     try:
         reason = HTTPStatus(response.status_code).phrase
     except ValueError:
         reason = "Unknown"
-    return WebRetrievalError(
+    message = (
         f"Loading the web page failed: The server returned HTTP {response.status_code} ({reason}) "
-        f"for '{redact_url_for_log(str(url))}'.",
-        status_code=response.status_code,
+        f"for '{redact_url_for_log(str(url))}'."
     )
+    if sign_in is not None and sign_in.failure is not None:
+        message += (
+            f" It asked for the operating-system sign-in, but {sign_in.failure}: the user has to "
+            "be signed in to the organization's network (a Kerberos ticket, e.g. from kinit)."
+        )
+    return WebRetrievalError(message, status_code=response.status_code)
 
 
 def _refuse_unreadable_literal(url: str, options: RetrievalOptions) -> None:

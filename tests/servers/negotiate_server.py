@@ -1,0 +1,195 @@
+"""A loopback HTTPS intranet server that signs people in with HTTP Negotiate or NTLM.
+
+`Negotiate` tokens are accepted with gssapi against the realm's service keytab (a real Kerberos
+ticket of a real KDC, `tests.servers.kerberos`), and answered with the mutual-authentication
+token; `NTLM` tokens with pyspnego's server side, which checks them against `NTLM_USER_FILE`.
+An NTLM sign-in spans two requests on one connection, so its context is kept per client
+connection. Every request is recorded with the Host it named and the scheme of its
+Authorization header (never the token), so a test can prove where a sign-in went.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from tests.servers.loopback import RunningApp, running_app
+
+PAGE_TEXT = (
+    "The travel policy of the organization: book trains for trips under four hours, economy "
+    "class for flights, and hotels within the negotiated rates. "
+)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the server saw it: the Host header, the path and the Authorization scheme
+    ("" when it carried none)."""
+
+    host: str
+    path: str
+    authorization: str
+
+
+@dataclass
+class NegotiateState:
+    service_keytab: Path
+    schemes: tuple[str, ...] = ("Negotiate",)
+    """What a 401 offers, in order."""
+    seen: list[Seen] = field(default_factory=list)
+    signed_in: list[str] = field(default_factory=list)
+    """Who each successful sign-in was (the client principal or NTLM user)."""
+    _ntlm: dict[Any, Any] = field(default_factory=dict)
+
+    def reset(self, schemes: tuple[str, ...] = ("Negotiate",)) -> None:
+        self.schemes = schemes
+        self.seen.clear()
+        self.signed_in.clear()
+        self._ntlm.clear()
+
+
+def _challenge(state: NegotiateState, token: bytes | None = None, scheme: str = "") -> Response:
+    response = HTMLResponse("<html><body><h1>Sign-in required</h1></body></html>", 401)
+    if token is not None:
+        response.headers.append("WWW-Authenticate", f"{scheme} {base64.b64encode(token).decode()}")
+    else:
+        for offered in state.schemes:
+            response.headers.append("WWW-Authenticate", offered)
+    return response
+
+
+def _accept_kerberos(state: NegotiateState, token: bytes) -> tuple[str, bytes | None] | None:
+    import gssapi
+
+    credentials = gssapi.Credentials(usage="accept", store={"keytab": str(state.service_keytab)})
+    context = gssapi.SecurityContext(creds=credentials, usage="accept")
+    try:
+        answer = context.step(token)
+    except gssapi.exceptions.GSSError:
+        return None
+    if not context.complete:
+        return None
+    return str(context.initiator_name), answer
+
+
+def _page(who: str) -> str:
+    body = "".join(f"<p>{PAGE_TEXT} Section {n}.</p>" for n in range(1, 6))
+    return (
+        "<!doctype html><html lang='en'><head><title>Travel policy</title></head><body><main>"
+        f"<h1>Travel policy</h1><p>Signed in as {who}.</p>{body}</main></body></html>"
+    )
+
+
+def _signed_in(state: NegotiateState, request: Request) -> Response | str:
+    """The signed-in name, or the response that asks for (or continues) the sign-in."""
+    header = request.headers.get("authorization", "")
+    scheme, _, data = header.partition(" ")
+    if not header or scheme not in state.schemes:
+        return _challenge(state)
+    token = base64.b64decode(data)
+    if scheme == "Negotiate":
+        accepted = _accept_kerberos(state, token)
+        if accepted is None:
+            return _challenge(state)
+        who, answer = accepted
+        request.state.mutual = answer
+        return who
+    import spnego
+
+    connection = request.client
+    context = state._ntlm.get(connection)
+    if context is None:
+        context = spnego.server(protocol="ntlm")
+        state._ntlm[connection] = context
+    try:
+        answer = context.step(token)
+    except spnego.exceptions.SpnegoError:
+        state._ntlm.pop(connection, None)
+        return _challenge(state)
+    if not context.complete:
+        return _challenge(state, answer, "NTLM")
+    state._ntlm.pop(connection, None)
+    return str(context.client_principal)
+
+
+def _record(state: NegotiateState, request: Request) -> None:
+    header = request.headers.get("authorization", "")
+    state.seen.append(
+        Seen(request.headers.get("host", ""), request.url.path, header.partition(" ")[0])
+    )
+
+
+def _guarded(state: NegotiateState, request: Request, html: str) -> Response:
+    who = _signed_in(state, request)
+    if isinstance(who, Response):
+        return who
+    state.signed_in.append(who)
+    response = HTMLResponse(html.replace("{who}", who))
+    mutual = getattr(request.state, "mutual", None)
+    if mutual:
+        response.headers["WWW-Authenticate"] = f"Negotiate {base64.b64encode(mutual).decode()}"
+    return response
+
+
+def negotiate_app(state: NegotiateState) -> Starlette:
+    async def page(request: Request) -> Response:
+        _record(state, request)
+        return _guarded(state, request, _page("{who}"))
+
+    async def search(request: Request) -> Response:
+        _record(state, request)
+        words = request.query_params.get("queryString", "")
+        hits = "".join(
+            f"<li><a href='/wiki/display/HR/Travel+{n}'>Travel policy {n}</a>: {PAGE_TEXT}</li>"
+            for n in range(1, 4)
+        )
+        html = (
+            "<!doctype html><html><head><title>Search - Wiki</title></head><body><main>"
+            f"<h1>Results for {words}</h1><p>Signed in as {{who}}.</p><ol>{hits}</ol>"
+            "</main></body></html>"
+        )
+        return _guarded(state, request, html)
+
+    async def away(request: Request) -> Response:
+        """Signed in, then sent to the address in `to` (another host)."""
+        _record(state, request)
+        who = _signed_in(state, request)
+        if isinstance(who, Response):
+            return who
+        return RedirectResponse(request.query_params["to"], 302)
+
+    return Starlette(
+        routes=[
+            Route("/page", page),
+            Route("/wiki/dosearchsite.action", search),
+            Route("/away", away),
+        ]
+    )
+
+
+@dataclass
+class NegotiateServer:
+    app: RunningApp
+    state: NegotiateState
+
+    def url(self, host: str, path: str = "/page") -> str:
+        return self.app.url(path, host)
+
+
+@contextmanager
+def running_negotiate_server(
+    certfile: Path | None, keyfile: Path | None, service_keytab: Path
+) -> Iterator[NegotiateServer]:
+    """The server over HTTPS with the certificate, else over plain HTTP."""
+    state = NegotiateState(service_keytab)
+    with running_app(negotiate_app(state), certfile=certfile, keyfile=keyfile) as app:
+        yield NegotiateServer(app, state)
