@@ -357,9 +357,9 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 --     Default: OFF.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["read_web_page.freeAddressChoice"] = "OFF"
 --   read_web_page.osSignIn (string, optional)
---     ON: an HTTPS page of an allowed private host (all its addresses private) whose a
---     server asks for Negotiate (Kerberos, else NTLM) gets the user's own sign-in (their
---     Kerberos ticket; never a password from a setting). OFF: never.
+--     ON: an HTTPS page of an allowed private host (all its addresses private) gets the
+--     user's own sign-in when it asks for Negotiate (Kerberos, else NTLM): their Kerberos
+--     ticket, never a password from a setting. OFF: never.
 --     Allowed values: ON, OFF.
 --     Default: ON.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["read_web_page.osSignIn"] = "ON"
@@ -398,9 +398,9 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 --     Default: 10.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.maxResults"] = "10"
 --   search_confluence.osSignIn (string, optional)
---     ON: the wiki, when all its addresses are private, a server asks for Negotiate
---     (Kerberos, else NTLM) gets the user's own sign-in (their Kerberos ticket; never a
---     password from a setting). OFF: never.
+--     ON: the wiki, when all its addresses are private, gets the user's own sign-in when
+--     it asks for Negotiate (Kerberos, else NTLM): their Kerberos ticket, never a password
+--     from a setting. OFF: never.
 --     Allowed values: ON, OFF.
 --     Default: ON.
 --     CONFIG["SETTINGS"]["DataTools.DefaultToolSettings"]["search_confluence.osSignIn"] = "ON"

@@ -54,8 +54,8 @@ def os_sign_in_field(target: str) -> SettingField:
     """`osSignIn`: ON (the default, as in the specification) or OFF."""
     return SettingField(
         title="Operating-system sign-in",
-        description=f"ON: {target} a server asks for Negotiate (Kerberos, else NTLM) gets the "
-        "user's own sign-in (their Kerberos ticket; never a password from a setting). OFF: "
+        description=f"ON: {target} gets the user's own sign-in when it asks for Negotiate "
+        "(Kerberos, else NTLM): their Kerberos ticket, never a password from a setting. OFF: "
         "never.",
         enum=(_ON, _OFF),
         default=_ON,

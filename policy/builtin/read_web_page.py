@@ -138,7 +138,7 @@ def _read_web_page_definition() -> ToolDefinition:
             default=FreeAddressChoice.OFF.value,
         ),
         RWP_OS_SIGN_IN: os_sign_in_field(
-            "an HTTPS page of an allowed private host (all its addresses private) whose"
+            "an HTTPS page of an allowed private host (all its addresses private)"
         ),
     }
     return ToolDefinition(
