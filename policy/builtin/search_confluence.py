@@ -17,8 +17,8 @@ from policy.builtin._settings import (
     fields_problem,
     function_parameters,
     integer_problem,
-    not_configured,
     is_os_sign_in_on,
+    not_configured,
     number_field,
     os_sign_in_field,
     read_integer_setting,
@@ -250,6 +250,7 @@ class SearchConfluenceSettings:
     def uses_rest_api(self) -> bool:
         """Cloud always; Data Center when a personal access token is set."""
         return self.deployment == CLOUD or bool(self.api_token)
+
     os_sign_in: bool = True
     """Whether the wiki, when all its addresses are private, gets the user's operating-system
     sign-in if it asks."""
