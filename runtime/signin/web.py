@@ -14,8 +14,6 @@ it has none, as the MCP gateway answers. `/signout` drops the session.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import secrets
 import time
@@ -26,6 +24,7 @@ from urllib.parse import urlencode
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import OctKey
+from mcp.client.auth import PKCEParameters
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -142,7 +141,8 @@ class BrowserSignIn:
             return PlainTextResponse(
                 "The identity provider names no authorization endpoint.", status_code=503
             )
-        state, nonce, verifier = (secrets.token_urlsafe(32) for _ in range(3))
+        state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        pkce = PKCEParameters.generate()
         target = request.query_params.get("next", "/")
         if not target.startswith("/") or target.startswith("//") or "\\" in target:
             target = "/"
@@ -154,12 +154,12 @@ class BrowserSignIn:
                 "scope": "openid",
                 "state": state,
                 "nonce": nonce,
-                "code_challenge": _s256(verifier),
+                "code_challenge": pkce.code_challenge,
                 "code_challenge_method": "S256",
             }
         )
         response = RedirectResponse(f"{endpoint}?{query}", status_code=303)
-        flow = {"state": state, "nonce": nonce, "verifier": verifier, "next": target}
+        flow = {"state": state, "nonce": nonce, "verifier": pkce.code_verifier, "next": target}
         self._set(response, FLOW_COOKIE, self._sign("flow", flow, FLOW_SECONDS), FLOW_SECONDS)
         return response
 
@@ -263,9 +263,3 @@ class BrowserSignIn:
 
 class _NotSignedIn(Exception):
     """Why a sign-in did not succeed, in words safe to log and show."""
-
-
-def _s256(verifier: str) -> str:
-    """RFC 7636's S256 code challenge of `verifier`."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
