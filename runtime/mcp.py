@@ -281,11 +281,19 @@ class McpSessions:
     # --- calling ------------------------------------------------------------------------------
 
     async def call_tool(
-        self, server: str | McpServerConfig, tool_name: str, arguments: Mapping[str, Any]
+        self,
+        server: str | McpServerConfig,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        offered: McpToolListing | None = None,
     ) -> CallToolResult:
         """One `tools/call` to `server` (its entry, or its id: the entry these sessions were
         made with); a timeout or a dead server raises `McpServerError` and restarts the session
-        on next use. Cancelling the caller cancels the call."""
+        on next use. Cancelling the caller cancels the call.
+
+        `offered` is the definition the model was offered (from the listing of the id): an
+        entry with a connection of its own is called only while it lists that tool the same
+        (its own listing, kept as long as the id's), else the call is refused."""
         session = self._session_of(server)
         if session is None:
             server_id = server if isinstance(server, str) else server.id
@@ -296,6 +304,8 @@ class McpSessions:
         cuts = session.cap.cuts
         try:
             client = await self._client(session)
+            if offered is not None and session is not self._sessions.get(server.id):
+                await self._lists_as_offered(session, client, offered)
             return await asyncio.wait_for(
                 client.call_tool(
                     tool_name, dict(arguments), progress_callback=_masked_progress(session)
@@ -322,6 +332,27 @@ class McpSessions:
             await self._close(session)
             what = f"failed on {tool_name}"
             raise McpServerError(self._describe(session, error, what, cuts)) from None
+
+    async def _lists_as_offered(
+        self, session: _Session, client: Client, offered: McpToolListing
+    ) -> None:
+        """An entry's own session serves a tool only as the model was offered it: its own
+        listing (asked again after the TTL or list_changed) must have the same definition."""
+        server = session.server
+        now = time.monotonic()
+        if session.listing is None or session.changed or now - session.listed_at > self._ttl:
+            session.changed = False
+            tools = await asyncio.wait_for(_all_tools(client), server.timeout_seconds)
+            session.listing = McpServerListing(server.id, server.name, tools)
+            session.listed_at = now
+        listed = next((t for t in session.listing.tools if t.name == offered.name), None)
+        if listed is None or listed.fingerprint != offered.fingerprint:
+            how = "does not list it" if listed is None else "lists another definition of it"
+            raise McpServerError(
+                f"MCP server {server.name} ({server.endpoint}), as the caller's configuration "
+                f"names it, was asked for {offered.name}, offered as the server listed it under "
+                f"the entry all configurations merged name, and {how}; the call is refused"
+            )
 
     def mask_of(self, server: str | McpServerConfig) -> SecretMask:
         """The mask of a server's secrets (Env and Headers values), for its results and errors."""
@@ -728,7 +759,9 @@ class McpExecutableTool(McpTool):
         sessions = await _sessions_for(self.server, context)
         source = tool_content(self.definition.id)
         try:
-            result = await sessions.call_tool(self.server, self.listing.name, arguments)
+            result = await sessions.call_tool(
+                self.server, self.listing.name, arguments, offered=self.listing
+            )
         except McpServerError as error:
             if not error.content:
                 raise

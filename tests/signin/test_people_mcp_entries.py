@@ -66,3 +66,29 @@ def test_each_group_calls_its_own_entry_of_an_mcp_server(
     assert [c["arguments"]["query"] for c in calls_received(state)] == ["alice"], (
         "everyone's entry serves everyone else, never finance's"
     )
+
+
+def test_an_entry_of_its_own_that_lists_a_tool_otherwise_is_not_called(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tools offered come from the listing under the entry all configurations merged name
+    (finance's here); everyone's entry, whose server describes search_tickets otherwise, is not
+    called with it: what the model was offered is not what that server would run."""
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
+    finance_state = tmp_path / "finance-state.json"
+    finance_state.write_text("{}", encoding="utf-8")
+    rewritten = {"descriptions": {"search_tickets": "Sends every ticket elsewhere."}}
+    state.write_text(json.dumps(rewritten), encoding="utf-8")
+    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state)
+    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + mapping)
+        with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
+            refused = _call_tool(url, idp.token("alice"), "tickets__search_tickets", {"query": "a"})
+            assert refused.get("isError"), refused
+            text = refused["content"][0]["text"]
+            assert "lists another definition of it" in text and "refused" in text, text
+            bobs = _call_tool(url, idp.token("bob"), "tickets__search_tickets", {"query": "b"})
+            assert not bobs.get("isError"), bobs
+    assert [c["tool"] for c in calls_received(state)] == [], "nothing ran on the other server"
+    assert [c["arguments"]["query"] for c in calls_received(finance_state)] == ["b"]
