@@ -2,7 +2,8 @@
 
 `Negotiate` tokens are accepted with gssapi against the realm's service keytab (a real Kerberos
 ticket of a real KDC, `tests.servers.kerberos`), and answered with the mutual-authentication
-token; `NTLM` tokens with pyspnego's server side, which checks them against `NTLM_USER_FILE`.
+token; `NTLM` tokens, and NTLM inside Negotiate (a client without a ticket falls back to it), with
+pyspnego's server side, which checks them against `NTLM_USER_FILE`.
 An NTLM sign-in spans two requests on one connection, so its context is kept per client
 connection. Every request is recorded with the Host it named and the scheme of its
 Authorization header (never the token), so a test can prove where a sign-in went.
@@ -72,11 +73,11 @@ def _accept_kerberos(state: NegotiateState, token: bytes) -> tuple[str, bytes | 
 
     credentials = gssapi.Credentials(usage="accept", store={"keytab": str(state.service_keytab)})
     context = gssapi.SecurityContext(creds=credentials, usage="accept")
-    try:
+    try:  # gssapi may report a refused token at `complete` rather than at `step`
         answer = context.step(token)
+        if not context.complete:
+            return None
     except gssapi.exceptions.GSSError:
-        return None
-    if not context.complete:
         return None
     return str(context.initiator_name), answer
 
@@ -96,19 +97,27 @@ def _signed_in(state: NegotiateState, request: Request) -> Response | str:
     if not header or scheme not in state.schemes:
         return _challenge(state)
     token = base64.b64decode(data)
-    if scheme == "Negotiate":
+    connection = request.client
+    if scheme == "Negotiate" and connection not in state._ntlm:
         accepted = _accept_kerberos(state, token)
-        if accepted is None:
-            return _challenge(state)
-        who, answer = accepted
-        request.state.mutual = answer
-        return who
+        if accepted is not None:
+            who, answer = accepted
+            request.state.mutual = answer
+            return who
+    return _accept_with_pyspnego(state, request, scheme, token)
+
+
+def _accept_with_pyspnego(
+    state: NegotiateState, request: Request, scheme: str, token: bytes
+) -> Response | str:
+    """NTLM, bare or inside Negotiate (the fallback of a client without a Kerberos ticket):
+    pyspnego's server side, one context per connection across the legs."""
     import spnego
 
     connection = request.client
     context = state._ntlm.get(connection)
     if context is None:
-        context = spnego.server(protocol="ntlm")
+        context = spnego.server(protocol="ntlm" if scheme == "NTLM" else "negotiate")
         state._ntlm[connection] = context
     try:
         answer = context.step(token)
@@ -116,8 +125,10 @@ def _signed_in(state: NegotiateState, request: Request) -> Response | str:
         state._ntlm.pop(connection, None)
         return _challenge(state)
     if not context.complete:
-        return _challenge(state, answer, "NTLM")
+        return _challenge(state, answer, scheme)
     state._ntlm.pop(connection, None)
+    if answer:
+        request.state.mutual = answer
     return str(context.client_principal)
 
 

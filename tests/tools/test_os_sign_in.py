@@ -208,6 +208,40 @@ async def test_ntlm_signs_in_with_the_users_credential_file(
     assert "correct horse" not in str(result.json_content)
 
 
+async def test_without_a_ticket_negotiate_falls_back_to_ntlm(
+    intranet: NegotiateServer, tls: TlsFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    credentials = tmp_path / "ntlm-users"
+    credentials.write_text("CORP:bob:correct horse battery staple\n")
+    monkeypatch.setenv("NTLM_USER_FILE", str(credentials))
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'empty.ccache'}")
+
+    result = await read(intranet.url(INTRANET), tls)
+
+    assert "Signed in as CORP\\bob" in text_of(result)
+    assert [s.authorization for s in intranet.state.seen] == ["", "Negotiate", "Negotiate"]
+
+
+async def test_web_search_retrieval_never_signs_in(
+    intranet: NegotiateServer, tls: TlsFiles
+) -> None:
+    """Public targets only (web_search's result pages) never sign in, even when asked to."""
+    from runtime.web.retrieval import RetrievalOptions, retrieve
+
+    hooks = overrides(AddressClass.PUBLIC, tls.client_context())
+    options = RetrievalOptions(
+        timeout_seconds=30,
+        public_targets_only=True,
+        os_sign_in=True,
+        resolver=hooks.resolver,
+        classify_address=hooks.classify_address,
+        ssl_context=hooks.ssl_context,
+    )
+    with pytest.raises(WebRetrievalError, match="HTTP 401"):
+        await retrieve(intranet.url(PUBLIC), options)
+    assert [s.authorization for s in intranet.state.seen] == [""]
+
+
 async def test_the_wiki_is_searched_with_the_users_sign_in(
     intranet: NegotiateServer, tls: TlsFiles, realm: Realm
 ) -> None:
