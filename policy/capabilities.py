@@ -34,9 +34,8 @@ OPEN_ROUTER, ...)  kimi-k2, glm-4, command-r, command-a, hermes-3, granite-3, ge
 
 from __future__ import annotations
 
-import re
-
 from policy._dataclass import dataclass
+from policy._patterns import LazyPattern
 from policy.configuration import ProviderConfig
 from policy.vocabulary import ProviderKind
 
@@ -138,7 +137,7 @@ MODEL_FAMILIES: dict[ProviderKind, tuple[str, ...]] = {
 }
 
 #: Models of a known family that still cannot call tools.
-_EXCLUDED = re.compile(
+_EXCLUDED = LazyPattern(
     r"^(o1-mini|o1-preview)|audio|realtime|search|transcribe|tts|embed|dall-e|image|whisper"
 )
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from policy._dataclass import dataclass
+from policy._patterns import LazyPattern
 from policy.config.guid import is_canonical_guid
 from policy.configuration import Finding, Severity
 from policy.provenance import SourceLocation
@@ -38,7 +39,7 @@ DELIVERED_DIR = "delivered"
 STATUS_FILE = "delivery.json"
 """Below `--state-dir`: per configuration id, what the last fetch rounds found."""
 
-_SLOT = re.compile(r"^_?(\d{1,5})$")
+_SLOT = LazyPattern(r"^_?(\d{1,5})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +357,7 @@ class DeliveryStatus:
         return asdict(self)
 
 
-_ENTITY_TAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e]*"')
+_ENTITY_TAG = LazyPattern(r'(?:W/)?"[\x21\x23-\x7e]*"')
 MAX_ETAG_CHARACTERS = 256
 
 
@@ -378,7 +379,7 @@ STATE_LAST_KNOWN_GOOD = "last-known-good"
 STATE_NEVER_FETCHED = "never fetched"
 
 
-_COPY_NAME = re.compile(r"^[0-9a-f]{16,64}$")
+_COPY_NAME = LazyPattern(r"^[0-9a-f]{16,64}$")
 POINTER_FILE = "current.json"
 """In `<state_dir>/delivered/<id>/`: names the copy in force, `{"copy": "<folder>"}`."""
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from policy._patterns import LazyPattern
 from policy.decision_record import DecisionRecord
 from policy.errors import ToolPolicyError
 
 TOP_BLOCKED = 10
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
+_DURATION = LazyPattern(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 

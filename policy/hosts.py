@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from policy._dataclass import dataclass
+from policy._patterns import LazyPattern
 from policy.vocabulary import ProviderKind
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -273,7 +274,7 @@ def provider_address_problem(kind: ProviderKind, host: str, base_url: str) -> st
 
 
 _HOSTS_ONLY = "Allowed private hosts must be host names only, without scheme or path."
-_ENTRY_SEPARATORS = re.compile(r"[,;\r\n]")
+_ENTRY_SEPARATORS = LazyPattern(r"[,;\r\n]")
 
 
 def parse_allowed_private_hosts(text: str | None) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from policy._patterns import LazyPattern
 from policy.config.settings import OVERRIDE_SUFFIX, SETTING_KEYS, unknown_key
 from policy.configuration import Finding, ManagedSetting, PolicyConfiguration, Severity
 from policy.definitions import ToolDefinition
@@ -254,7 +255,7 @@ class _Context:
         return self.known_tools
 
 
-_NAMED_KEY = re.compile(r'\["(.*?)"\]')
+_NAMED_KEY = LazyPattern(r'\["(.*?)"\]')
 
 
 def _named_keys(message: str) -> list[str]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from policy._dataclass import dataclass
 from policy._lua_compile import CompiledChunk, compile_chunk, prelude_bytecode
 from policy._lua_rewrite import NO_CONSTRUCTORS, normalize_newlines, prepare_chunk
+from policy._patterns import LazyPattern
 from policy.errors import ToolPolicyError
 from policy.plugin_files import PluginFileError, read_plugin_file
 from policy.provenance import SourceLocation
@@ -53,7 +54,7 @@ __all__ = [
 LuaScalar: TypeAlias = str | int | float | bool
 ErrorKind = Literal["read", "syntax", "runtime", "limit", "result"]
 
-_POSITION = re.compile(r"^@(\d+):(\d+): ?(.*)\Z", re.DOTALL)
+_POSITION = LazyPattern(r"^@(\d+):(\d+): ?(.*)\Z", re.DOTALL)
 _FORBIDDEN_IN_MODULE_NAME = ("..", "/", "\\", "\0", ":")
 
 

@@ -15,7 +15,6 @@ tool is not offered until an administrator pins the new one (`policy mcp pin`).
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -309,6 +308,8 @@ def kept_out(server: McpServerConfig, tool: McpToolListing) -> KeptOut | None:
 
 def definition_diff(before: McpToolListing, after: McpToolListing) -> str:
     """A readable unified diff of two definitions' canonical JSON."""
+    import difflib  # only a changed definition needs it
+
     old = json.dumps(before.canonical(), indent=2, sort_keys=True, ensure_ascii=False)
     new = json.dumps(after.canonical(), indent=2, sort_keys=True, ensure_ascii=False)
     lines = difflib.unified_diff(
@@ -342,6 +343,8 @@ def _words_of(value: Any) -> list[str]:
 def _word_diff(old: list[str], new: list[str]) -> str:
     if old == new:
         return "(only white space changed)"
+    import difflib  # only a changed definition needs it
+
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     shown: list[str] = []
     groups = list(matcher.get_grouped_opcodes(WORD_DIFF_CONTEXT))

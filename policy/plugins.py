@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from policy._dataclass import dataclass
+from policy._patterns import LazyPattern
 from policy.config.chat_templates import CHAT_TEMPLATES
 from policy.config.data_sources import DATA_SOURCES
 from policy.config.fields import FieldType
@@ -113,7 +114,7 @@ _TEMPLATE_HEAD = tuple(CHAT_TEMPLATES[name] for name in ("Id", "Name", "SystemPr
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _PRECHECK_ID = re.compile(r'ID = "([^"]*)"')
-_TEXT_ID = re.compile(r"""^\s*ID\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+_TEXT_ID = LazyPattern(r"""^\s*ID\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)

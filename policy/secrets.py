@@ -13,10 +13,10 @@ import base64
 import binascii
 import hashlib
 import os
-import re
 from collections.abc import Collection, Mapping
 from urllib.parse import unquote
 
+from policy._patterns import LazyPattern
 from policy.errors import ToolPolicyError
 from policy.redaction import MASK
 
@@ -45,8 +45,8 @@ class SecretError(ToolPolicyError):
         self.message = message
 
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\\\]+")
-_AUTHORITY_END = re.compile(r"[/?#\\]")
+_SCHEME = LazyPattern(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\\\]+")
+_AUTHORITY_END = LazyPattern(r"[/?#\\]")
 
 
 def without_user_info(text: str) -> str:

@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any
 
+from policy._patterns import LazyPattern
+
 _PLAIN = re.compile(r"[\x20-\x7e]*")
 _PLAIN_BLOCK = re.compile(r"[\x20-\x7e\n\t]*")
 
@@ -95,20 +97,20 @@ def _json_escape(character: str) -> str:
 
 _SGR = {"red": "\x1b[31m", "green": "\x1b[32m", "yellow": "\x1b[33m"}
 _RESET = "\x1b[0m"
-_MARKS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
+_MARKS: tuple[tuple[LazyPattern, dict[str, str]], ...] = (
     # a finding: `file:line: severity [code]: message`
     (
-        re.compile(r"^((?:\S[^\n]*?: )?)(error|warning)((?: \[[\w.-]+\])?: )", re.M),
+        LazyPattern(r"^((?:\S[^\n]*?: )?)(error|warning)((?: \[[\w.-]+\])?: )", re.M),
         {"error": "red", "warning": "yellow"},
     ),
     # `policy check`'s summary line
-    (re.compile(r"^()(failed|ok)(: \d+ error)", re.M), {"failed": "red", "ok": "green"}),
+    (LazyPattern(r"^()(failed|ok)(: \d+ error)", re.M), {"failed": "red", "ok": "green"}),
     # `policy explain`: the verdict and each check's mark
     (
-        re.compile(r"^(  )(NOT OFFERED|OFFERED)(\b)", re.M),
+        LazyPattern(r"^(  )(NOT OFFERED|OFFERED)(\b)", re.M),
         {"NOT OFFERED": "red", "OFFERED": "green"},
     ),
-    (re.compile(r"^(  \d+\. \[)(FAIL|pass)(\])", re.M), {"FAIL": "red", "pass": "green"}),
+    (LazyPattern(r"^(  \d+\. \[)(FAIL|pass)(\])", re.M), {"FAIL": "red", "pass": "green"}),
 )
 
 

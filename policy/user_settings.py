@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import tempfile
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from policy._patterns import LazyPattern
 from policy.configuration import (
     Finding,
     ManagedSetting,
@@ -48,8 +48,8 @@ MAX_FILE_BYTES = MAX_YAML_BYTES
 """The largest user settings file read: the most YAML parsed (a real one has a few hundred
 bytes); a FIFO or device is refused, so neither can make a load wait or read without end."""
 _CONFIDENCE_KEYS = ("scheme",)
-_TOOL_ID = re.compile(r"^[A-Za-z0-9_-]+$")
-_FIELD = re.compile(r"^\S+$")
+_TOOL_ID = LazyPattern(r"^[A-Za-z0-9_-]+$")
+_FIELD = LazyPattern(r"^\S+$")
 
 _MANAGED_KEY_FOR = {
     "tools.enabled": "DataTools.EnableTools",

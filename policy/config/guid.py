@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from policy._patterns import LazyPattern
+
 _HEX = "[0-9a-fA-F]"
 _DASHED = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _SPELLINGS = rf"{_DASHED}|\{{{_DASHED}\}}|\({_DASHED}\)|{_HEX}{{32}}"
 _ANY_SPELLING = re.compile(rf"^(?:{_SPELLINGS})$")
-_CANONICAL = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_CANONICAL = LazyPattern(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 GUID_SCHEMA_PATTERN = f"^({_SPELLINGS})$"
 """The spellings `parse_guid` reads, as a JSON Schema pattern (ECMA-262 reads it the same)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import Any
 
+from policy._patterns import LazyPattern
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
 from policy.config.guid import parse_guid
 from policy.config.settings import describe, parse_choice
@@ -29,7 +30,7 @@ values of the fields read before it)."""
 
 _SKIP_ENTRY = UnknownFields.SKIP_ENTRY  # enum members are slow to look up on their class
 _NEAR_MISS_SKIPS = UnknownFields.NEAR_MISS_SKIPS
-_SECRET_NAME = re.compile(r"(?i)auth|token|secret|passw|key|cookie|credential")
+_SECRET_NAME = LazyPattern(r"(?i)auth|token|secret|passw|key|cookie|credential")
 _EMPTY: Mapping[FieldType, Any] = {
     FieldType.TEXT: "",
     FieldType.NONBLANK_TEXT: "",

@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from policy._patterns import LazyPattern
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
 from policy.config.sections import SECTIONS
 from policy.config.settings import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
 
-_BLOCK = re.compile(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
+_BLOCK = LazyPattern(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
 
 _MISTAKES = {
     Mistake.SKIPS_ENTRY: "skips the entry",
