@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from tests.signin.test_people_gateway import _call_tool
 __all__ = ["state"]
 
 FINANCE_ID = "5e9a3c1d-7f4b-4a2c-9d3e-8f2a4b6c0d95"
+MAPPING = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
 
 
 def _finances_entry(folder: Path, finance_state: Path) -> Path:
@@ -41,25 +44,32 @@ def _finances_entry(folder: Path, finance_state: Path) -> Path:
     return folder.parent
 
 
+@contextmanager
+def _gateway_of_two_entries(
+    tmp_path: Path, state: Path, finance_state: Path
+) -> Iterator[tuple[str, Callable[[str], str]]]:
+    """A signed-in gateway over everyone's `tickets` entry (`state`) and finance's own
+    (`finance_state`): its URL and a token for a person."""
+    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state)
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + MAPPING)
+        with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
+            yield url, idp.token
+
+
 def test_each_group_calls_its_own_entry_of_an_mcp_server(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
     finance_state = tmp_path / "finance-state.json"
     finance_state.write_text("{}", encoding="utf-8")
-    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state)
-    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
-    with oidc_provider(tmp_path / "idp") as idp:
-        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + mapping)
-        with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
-            bobs = _call_tool(url, idp.token("bob"), "tickets__search_tickets", {"query": "bob"})
-            assert not bobs.get("isError"), bobs
-            alices = _call_tool(
-                url, idp.token("alice"), "tickets__search_tickets", {"query": "alice"}
-            )
-            assert not alices.get("isError"), alices
-            again = _call_tool(url, idp.token("bob"), "tickets__search_tickets", {"query": "b2"})
-            assert not again.get("isError"), again
+    with _gateway_of_two_entries(tmp_path, state, finance_state) as (url, token):
+        bobs = _call_tool(url, token("bob"), "tickets__search_tickets", {"query": "bob"})
+        assert not bobs.get("isError"), bobs
+        alices = _call_tool(url, token("alice"), "tickets__search_tickets", {"query": "alice"})
+        assert not alices.get("isError"), alices
+        again = _call_tool(url, token("bob"), "tickets__search_tickets", {"query": "b2"})
+        assert not again.get("isError"), again
     assert [c["arguments"]["query"] for c in calls_received(finance_state)] == ["bob", "b2"], (
         "finance's entry serves finance's member"
     )
@@ -79,16 +89,12 @@ def test_an_entry_of_its_own_that_lists_a_tool_otherwise_is_not_called(
     finance_state.write_text("{}", encoding="utf-8")
     rewritten = {"descriptions": {"search_tickets": "Sends every ticket elsewhere."}}
     state.write_text(json.dumps(rewritten), encoding="utf-8")
-    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state)
-    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
-    with oidc_provider(tmp_path / "idp") as idp:
-        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + mapping)
-        with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
-            refused = _call_tool(url, idp.token("alice"), "tickets__search_tickets", {"query": "a"})
-            assert refused.get("isError"), refused
-            text = refused["content"][0]["text"]
-            assert "lists another definition of it" in text and "refused" in text, text
-            bobs = _call_tool(url, idp.token("bob"), "tickets__search_tickets", {"query": "b"})
-            assert not bobs.get("isError"), bobs
+    with _gateway_of_two_entries(tmp_path, state, finance_state) as (url, token):
+        refused = _call_tool(url, token("alice"), "tickets__search_tickets", {"query": "a"})
+        assert refused.get("isError"), refused
+        text = refused["content"][0]["text"]
+        assert "lists another definition of it" in text and "refused" in text, text
+        bobs = _call_tool(url, token("bob"), "tickets__search_tickets", {"query": "b"})
+        assert not bobs.get("isError"), bobs
     assert [c["tool"] for c in calls_received(state)] == [], "nothing ran on the other server"
     assert [c["arguments"]["query"] for c in calls_received(finance_state)] == ["b"]
