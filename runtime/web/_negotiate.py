@@ -20,6 +20,7 @@ import httpx
 
 if TYPE_CHECKING:
     from spnego import ContextProxy
+    from spnego.channel_bindings import GssChannelBindings
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,8 @@ class NegotiateAuth(httpx.Auth):
         if scheme is None:
             return
         try:
-            context = await asyncio.to_thread(self._context, _PROTOCOLS[scheme.lower()])
+            bindings = _channel_bindings(response)
+            context = await asyncio.to_thread(self._context, _PROTOCOLS[scheme.lower()], bindings)
             token = await asyncio.to_thread(context.step)
         except Exception as error:  # any failure of the library: no sign-in
             self._failed("no sign-in of this user is available", error)
@@ -104,10 +106,12 @@ class NegotiateAuth(httpx.Auth):
                 self._failed("the server's sign-in challenge could not be answered", error)
                 return
 
-    def _context(self, protocol: str) -> ContextProxy:
+    def _context(self, protocol: str, bindings: GssChannelBindings | None) -> ContextProxy:
         import spnego
 
-        return spnego.client(hostname=self._host, service="HTTP", protocol=protocol)
+        return spnego.client(
+            hostname=self._host, service="HTTP", protocol=protocol, channel_bindings=bindings
+        )
 
     async def _verify(self, context: ContextProxy, answer: bytes, response: httpx.Response) -> None:
         """The server's mutual-authentication answer must verify, or its page is not taken."""
@@ -123,3 +127,24 @@ class NegotiateAuth(httpx.Auth):
     def _failed(self, why: str, error: Exception) -> None:
         self.failure = why
         logger.info("operating-system sign-in to %s not given: %s (%s)", self._host, why, error)
+
+
+def _channel_bindings(response: httpx.Response) -> GssChannelBindings | None:
+    """The TLS channel the sign-in is bound to (RFC 5929 `tls-server-end-point`: the server
+    certificate's hash), so a token cannot be relayed to another server; servers with Extended
+    Protection (IIS, SharePoint) require it. None on a connection without TLS."""
+    stream = response.extensions.get("network_stream")
+    tls = stream.get_extra_info("ssl_object") if stream is not None else None
+    certificate = tls.getpeercert(binary_form=True) if tls is not None else None
+    if not certificate:
+        return None
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from spnego.channel_bindings import GssChannelBindings
+
+    algorithm = x509.load_der_x509_certificate(certificate).signature_hash_algorithm
+    if algorithm is None or isinstance(algorithm, hashes.MD5 | hashes.SHA1):
+        algorithm = hashes.SHA256()
+    digest = hashes.Hash(algorithm)
+    digest.update(certificate)
+    return GssChannelBindings(application_data=b"tls-server-end-point:" + digest.finalize())

@@ -44,6 +44,9 @@ class Seen:
 @dataclass
 class NegotiateState:
     service_keytab: Path
+    channel_binding: bytes | None = None
+    """The TLS channel a sign-in must be bound to (`tls-server-end-point:` and the hash of the
+    server's certificate), as Extended Protection checks it; None over plain HTTP."""
     schemes: tuple[str, ...] = ("Negotiate",)
     """What a 401 offers, in order."""
     seen: list[Seen] = field(default_factory=list)
@@ -72,14 +75,19 @@ def _accept_kerberos(state: NegotiateState, token: bytes) -> tuple[str, bytes | 
     import gssapi
 
     credentials = gssapi.Credentials(usage="accept", store={"keytab": str(state.service_keytab)})
-    context = gssapi.SecurityContext(creds=credentials, usage="accept")
-    try:  # gssapi may report a refused token at `complete` rather than at `step`
+    bindings = (
+        None
+        if state.channel_binding is None
+        else gssapi.raw.ChannelBindings(application_data=state.channel_binding)
+    )
+    context = gssapi.SecurityContext(creds=credentials, usage="accept", channel_bindings=bindings)
+    try:  # gssapi may report a refused token at `complete` or later rather than at `step`
         answer = context.step(token)
         if not context.complete:
             return None
+        return str(context.initiator_name), answer
     except gssapi.exceptions.GSSError:
         return None
-    return str(context.initiator_name), answer
 
 
 def _page(who: str) -> str:
@@ -117,11 +125,18 @@ def _accept_with_pyspnego(
     connection = request.client
     context = state._ntlm.get(connection)
     if context is None:
-        context = spnego.server(protocol="ntlm" if scheme == "NTLM" else "negotiate")
+        bindings = (
+            None
+            if state.channel_binding is None
+            else spnego.channel_bindings.GssChannelBindings(application_data=state.channel_binding)
+        )
+        context = spnego.server(
+            protocol="ntlm" if scheme == "NTLM" else "negotiate", channel_bindings=bindings
+        )
         state._ntlm[connection] = context
     try:
         answer = context.step(token)
-    except spnego.exceptions.SpnegoError:
+    except Exception:  # a refused token (pyspnego's errors, or gssapi's under Negotiate)
         state._ntlm.pop(connection, None)
         return _challenge(state)
     if not context.complete:
@@ -187,6 +202,17 @@ def negotiate_app(state: NegotiateState) -> Starlette:
     )
 
 
+def _end_point_binding(certfile: Path) -> bytes:
+    """RFC 5929's `tls-server-end-point` of the certificate (SHA-256 for the test's ECDSA one)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    certificate = x509.load_pem_x509_certificate(certfile.read_bytes())
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(certificate.public_bytes(serialization.Encoding.DER))
+    return b"tls-server-end-point:" + digest.finalize()
+
+
 @dataclass
 class NegotiateServer:
     app: RunningApp
@@ -201,6 +227,6 @@ def running_negotiate_server(
     certfile: Path | None, keyfile: Path | None, service_keytab: Path
 ) -> Iterator[NegotiateServer]:
     """The server over HTTPS with the certificate, else over plain HTTP."""
-    state = NegotiateState(service_keytab)
+    state = NegotiateState(service_keytab, _end_point_binding(certfile) if certfile else None)
     with running_app(negotiate_app(state), certfile=certfile, keyfile=keyfile) as app:
         yield NegotiateServer(app, state)

@@ -222,6 +222,34 @@ async def test_without_a_ticket_negotiate_falls_back_to_ntlm(
     assert [s.authorization for s in intranet.state.seen] == ["", "Negotiate", "Negotiate"]
 
 
+@pytest.mark.parametrize("scheme", ["Negotiate", "NTLM"])
+async def test_a_sign_in_is_bound_to_the_tls_channel(
+    scheme: str,
+    intranet: NegotiateServer,
+    tls: TlsFiles,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Extended Protection: the server takes a sign-in only for its own certificate, so a token
+    relayed from another TLS channel is refused (and ours, bound to this one, is taken)."""
+    credentials = tmp_path / "ntlm-users"
+    credentials.write_text("CORP:bob:correct horse battery staple\n")
+    monkeypatch.setenv("NTLM_USER_FILE", str(credentials))
+    intranet.state.reset(schemes=(scheme,))
+    await read(intranet.url(INTRANET), tls)
+    assert len(intranet.state.signed_in) == 1
+
+    own = intranet.state.channel_binding
+    intranet.state.reset(schemes=(scheme,))
+    try:
+        intranet.state.channel_binding = b"tls-server-end-point:" + bytes(32)
+        with pytest.raises(WebRetrievalError, match="refused the sign-in"):
+            await read(intranet.url(INTRANET), tls)
+    finally:
+        intranet.state.channel_binding = own
+    assert intranet.state.signed_in == []
+
+
 async def test_web_search_retrieval_never_signs_in(
     intranet: NegotiateServer, tls: TlsFiles
 ) -> None:
