@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from policy import (
     McpAuthType,
@@ -121,11 +121,22 @@ class McpServerError(ToolPolicyError, ContentQuotingError):
     code = "mcp-server"
 
 
+@runtime_checkable
+class SendsSecrets(Protocol):
+    """An upstream authentication (`McpSessions(upstream_auth=...)`) whose latest credentials
+    sent (a token exchanged for the caller) are secrets of the session, masked like its
+    Headers in everything the server writes back."""
+
+    secrets_sent: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class _Session:
     server: McpServerConfig
-    mask: SecretMask = NO_SECRETS
-    """The server's Env and Headers secrets, masked in every spelling wherever its text goes."""
+    own_mask: SecretMask = NO_SECRETS
+    """The server's Env and Headers secrets."""
+    auth: SendsSecrets | None = None
+    """The upstream authentication whose credentials sent are secrets too."""
     client: Client | None = None
     owner: asyncio.Task[None] | None = None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -142,6 +153,13 @@ class _Session:
 
     def __post_init__(self) -> None:
         self.cap = MessageCap(self.server.max_message_bytes)
+
+    @property
+    def mask(self) -> SecretMask:
+        """The server's secrets and the credentials last sent to it, masked in every spelling
+        wherever its text goes."""
+        sent = self.auth.secrets_sent if self.auth is not None else ()
+        return SecretMask.of((*self.own_mask.secrets, *sent)) if sent else self.own_mask
 
 
 class McpSessions:
@@ -405,14 +423,16 @@ class McpSessions:
         try:
             if session.server.transport is McpTransport.STDIO:
                 stderr = _StderrLines(session.server.name, lambda: session.mask)
+            auth = self.upstream_auth(session.server) if self.upstream_auth else None
             client, secrets = _new_client(
                 session.server,
                 self._on_message(session),
                 session.cap,
                 stderr.writer if stderr else None,
-                self.upstream_auth(session.server) if self.upstream_auth else None,
+                auth,
             )
-            session.mask = SecretMask.of(secrets)
+            session.own_mask = SecretMask.of(secrets)
+            session.auth = auth if isinstance(auth, SendsSecrets) else None
             async with client:
                 if not ready.done():
                     ready.set_result(client)

@@ -137,15 +137,24 @@ class TokenExchange:
 
 
 class _BearerFrom(httpx2.Auth):
-    """Every request to the upstream server carries the token `token()` gives now."""
+    """Every request to the upstream server carries the token `token()` gives now; the last few
+    sent are the session's secrets (`runtime.mcp.SendsSecrets`): a server quoting one back
+    shows it masked to the model, the decision log and the gateway's log."""
+
+    KEPT = 4
+    """Tokens kept as secrets: the one in use and those a slow answer may still quote."""
 
     def __init__(self, token: Callable[[], Awaitable[str]]) -> None:
         self._token = token
+        self.secrets_sent: tuple[str, ...] = ()
 
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        request.headers["Authorization"] = f"Bearer {await self._token()}"
+        token = await self._token()
+        if token not in self.secrets_sent:
+            self.secrets_sent = (*self.secrets_sent, token)[-self.KEPT :]
+        request.headers["Authorization"] = f"Bearer {token}"
         yield request
 
 

@@ -5,7 +5,8 @@ own audience, as a tickets API behind the gateway's token exchange would.
 
 Its token check is its own (joserfc against the issuer's published keys: signature, `iss`,
 `aud`, `exp`), independent of toolpolicy's. Its one tool, `whoami`, answers who the token names
-(`sub`, and `act` when a client acts for someone). Every bearer token it receives is appended to
+(`sub`, and `act` when a client acts for someone); asked with `{"echo": true}` it also quotes the
+token it was presented, as a careless server's debug output or error would. Every bearer token it receives is appended to
 SEEN_FILE as one JSON line (`{"token": ..., "sub": ..., "accepted": ...}`), so a test sees which
 tokens reached it.
 """
@@ -70,7 +71,7 @@ def build(issuer: str, audience: str, seen: Path) -> tuple[Server[Any], _Verifie
         tool = types.Tool(
             name="whoami",
             description="Says whom the presented token names.",
-            input_schema={"type": "object", "properties": {}},
+            input_schema={"type": "object", "properties": {"echo": {"type": "boolean"}}},
             annotations=types.ToolAnnotations(read_only_hint=True),
         )
         return types.ListToolsResult(tools=[tool])
@@ -83,6 +84,8 @@ def build(issuer: str, audience: str, seen: Path) -> tuple[Server[Any], _Verifie
             token = ctx.request.user.access_token if ctx.request is not None else None  # type: ignore[union-attr]
         claims = token.claims or {} if token is not None else {}
         answer = {"sub": claims.get("sub"), "aud": claims.get("aud"), "act": claims.get("act")}
+        if (params.arguments or {}).get("echo") and token is not None:
+            answer["presented"] = f"Bearer {token.token}"
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(answer))])
 
     server = Server("tickets", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)

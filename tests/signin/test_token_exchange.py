@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from tests.mcp_tools.test_mcp_gateway import running_gateway
 from tests.servers.oidc_provider import (
     GATEWAY_AUDIENCE,
     TICKETS_AUDIENCE,
+    OidcProvider,
     oidc_provider,
     sign_in_lua,
 )
@@ -68,31 +71,45 @@ async def _whoami_in_a_session(url: str, token: str) -> dict[str, Any]:
     return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
 
 
-def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged_token(
+@contextmanager
+def _exchanging_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[tuple[OidcProvider, str, list[str]]]:
+    """The identity provider, and a gateway whose tickets server (`identity_mcp_server`, its
+    tokens seen in `tmp_path/seen.jsonl`) acts for the caller; the gateway's log in the list."""
     secret = generate_secret()
     monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
-    seen = tmp_path / "seen.jsonl"
     with oidc_provider(tmp_path / "idp") as idp:
         upstream = [sys.executable, "-m", "tests.servers.identity_mcp_server", idp.issuer,
-                    TICKETS_AUDIENCE, str(seen)]  # fmt: skip
+                    TICKETS_AUDIENCE, str(tmp_path / "seen.jsonl")]  # fmt: skip
         with announced_mcp_server(upstream) as tickets:
             org = _plugin(tmp_path / "org", idp.issuer, tickets, secret)
             with running_gateway("--org", org, "--provider", "OpenAI") as (url, log):
-                alice, bob = idp.token("alice"), idp.token("bob")
-                answers = {}
-                for person, token in (("alice", alice), ("bob", bob), ("alice", alice)):
-                    result = _call_tool(url, token, "tickets__whoami", {})
-                    assert not result.get("isError"), result
-                    answers[person] = json.loads(result["content"][0]["text"])
-                assert answers["alice"] == {
-                    "sub": "alice", "aud": TICKETS_AUDIENCE, "act": {"sub": "gateway"}
-                }  # fmt: skip
-                assert answers["bob"]["sub"] == "bob"
-                assert asyncio.run(_whoami_in_a_session(url, bob))["sub"] == "bob"
-            logged = "".join(log)
-    received = [json.loads(line) for line in seen.read_text(encoding="utf-8").splitlines()]
+                yield idp, url, log
+
+
+def _received(tmp_path: Path) -> list[dict[str, Any]]:
+    seen = (tmp_path / "seen.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in seen.splitlines()]
+
+
+def test_each_caller_reaches_the_upstream_server_as_themselves_with_an_exchanged_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _exchanging_gateway(tmp_path, monkeypatch) as (idp, url, log):
+        alice, bob = idp.token("alice"), idp.token("bob")
+        answers = {}
+        for person, token in (("alice", alice), ("bob", bob), ("alice", alice)):
+            result = _call_tool(url, token, "tickets__whoami", {})
+            assert not result.get("isError"), result
+            answers[person] = json.loads(result["content"][0]["text"])
+        assert answers["alice"] == {
+            "sub": "alice", "aud": TICKETS_AUDIENCE, "act": {"sub": "gateway"}
+        }  # fmt: skip
+        assert answers["bob"]["sub"] == "bob"
+        assert asyncio.run(_whoami_in_a_session(url, bob))["sub"] == "bob"
+    logged = "".join(log)
+    received = _received(tmp_path)
     tokens = {entry["token"] for entry in received}
     assert alice not in tokens and bob not in tokens, "a caller's own token never goes upstream"
     assert all(entry["accepted"] for entry in received), received
@@ -172,3 +189,23 @@ def test_a_call_to_a_server_acting_for_the_caller_with_nobody_signed_in_is_refus
     assert "only through a gateway with the organization's sign-in" in without_sign_in
     assert "this call has none; it is refused" in nobody
     assert calls_received(state) == [], "nothing reached the server"
+
+
+def test_an_upstream_server_quoting_the_exchanged_token_shows_it_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token the gateway exchanged for the caller is that session's secret: a server that
+    quotes it back (debug output, an error) reaches the model, the decision log and the
+    gateway's log with it masked, like a STATIC entry's header values."""
+    from policy.redaction import MASK
+
+    with _exchanging_gateway(tmp_path, monkeypatch) as (idp, url, log):
+        result = _call_tool(url, idp.token("alice"), "tickets__whoami", {"echo": True})
+    logged = "".join(log)
+    assert not result.get("isError"), result
+    shown = json.dumps(result)
+    exchanged = {e["token"] for e in _received(tmp_path) if e["sub"] == "alice"}
+    assert exchanged, "the gateway exchanged a token for alice"
+    for token in exchanged:
+        assert token not in shown and token not in logged
+    assert f"Bearer {MASK}" in shown, shown
