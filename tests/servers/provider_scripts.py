@@ -4,47 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-# --- Chat Completions -------------------------------------------------------------------------
+from runtime.dev_provider import chat_call as chat_call
+from runtime.dev_provider import chat_chunk as chat_chunk
+from runtime.dev_provider import chat_text as chat_text
 
-
-def chat_chunk(delta: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
-    chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", **top}
-    if delta is not None:
-        chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
-    elif "choices" not in top:
-        chunk["choices"] = []
-    return chunk
+# --- Chat Completions: the dev provider's builders, the one writer of these events ------------
 
 
 def chat_usage(prompt_tokens: int, completion_tokens: int = 5) -> dict[str, Any]:
     return chat_chunk(
         usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     )
-
-
-def chat_text(*pieces: str) -> list[dict[str, Any]]:
-    return [chat_chunk({"role": "assistant", "content": p}) for p in pieces]
-
-
-def chat_call(
-    index: int | None,
-    call_id: str | None = None,
-    name: str | None = None,
-    arguments: str | None = None,
-) -> dict[str, Any]:
-    fragment: dict[str, Any] = {}
-    if index is not None:
-        fragment["index"] = index
-    if call_id is not None:
-        fragment["id"] = call_id
-        fragment["type"] = "function"
-    function: dict[str, Any] = {}
-    if name is not None:
-        function["name"] = name
-    if arguments is not None:
-        function["arguments"] = arguments
-    fragment["function"] = function
-    return chat_chunk({"tool_calls": [fragment]})
 
 
 # --- Responses --------------------------------------------------------------------------------

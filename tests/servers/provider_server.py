@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from runtime.dev_provider import sse_text
 from tests.servers.loopback import running_app
 from tests.servers.sdk_request_types import sdk_problem
 
@@ -93,20 +94,6 @@ class ProviderServer:
     @property
     def bodies(self) -> list[Any]:
         return [r.json for r in self.requests]
-
-
-def sse_text(events: Sequence[Any]) -> str:
-    lines: list[str] = []
-    for event in events:
-        name = None
-        if isinstance(event, tuple):
-            name, event = event
-        data = event if isinstance(event, str) else json.dumps(event)
-        if name:
-            lines.append(f"event: {name}")
-        lines.extend(f"data: {line}" for line in data.split("\n"))
-        lines.append("")
-    return "\n".join(lines) + "\n"
 
 
 def _app(server_ref: list[ProviderServer]) -> Starlette:
