@@ -351,10 +351,7 @@ def _print(text: str) -> None:
 @click.group(
     cls=_PolicyGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=examples(
-        "policy check --org examples/organization",
-        "policy explain --all --org examples/organization",
-    ),
+    epilog=examples("policy"),
 )
 @click.option(
     "--debug",
@@ -373,12 +370,7 @@ def cli(debug: bool) -> None:
 # --- check ------------------------------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        "policy check --org examples/organization",
-        "policy check --org examples/organization --user-settings examples/user-settings.yaml --strict -f json",
-    )
-)
+@cli.command(epilog=examples("policy check"))
 @_configuration_options
 @tools_file_option
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
@@ -457,12 +449,7 @@ def _finding_document(finding: Finding) -> dict[str, Any]:
 # --- explain ----------------------------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        "policy explain web_search --org examples/organization --provider-kind OPEN_AI --model gpt-4.1",
-        "policy explain --all --org examples/organization --component CHAT --fail",
-    )
-)
+@cli.command(epilog=examples("policy explain"))
 @click.argument("tool_id", required=False, shell_complete=complete_tool_ids)
 @_configuration_options
 @provider_option()
@@ -721,10 +708,7 @@ def _matrix_providers(
 
 @cli.group(
     cls=_DefaultSubcommandGroup,
-    epilog=examples(
-        "policy settings read_web_page --org examples/organization",
-        "policy settings set web_search maxResults 12 --org examples/organization --user-settings ~/.config/toolpolicy/settings.yaml",
-    ),
+    epilog=examples("policy settings"),
 )
 def settings() -> None:
     """Show a tool's settings (`policy settings TOOL_ID`) or save one (`policy settings set`);
@@ -733,10 +717,7 @@ def settings() -> None:
 
 @settings.command(
     "show",
-    epilog=examples(
-        "policy settings show read_web_page --org examples/organization",
-        "policy settings show web_search --org examples/organization --user-settings examples/user-settings.yaml -f json",
-    ),
+    epilog=examples("policy settings show"),
 )
 @click.argument("tool_id", shell_complete=complete_tool_ids)
 @_configuration_options
@@ -793,9 +774,7 @@ def _origin_text(origin: Any) -> str:
 
 @settings.command(
     "keys",
-    epilog=examples(
-        "policy settings keys --org examples/organization",
-    ),
+    epilog=examples("policy settings keys"),
 )
 @_configuration_options
 def settings_keys(
@@ -832,9 +811,7 @@ def settings_keys(
 
 @settings.command(
     "set",
-    epilog=examples(
-        "policy settings set web_search maxResults 12 --org examples/organization --user-settings ~/.config/toolpolicy/settings.yaml",
-    ),
+    epilog=examples("policy settings set"),
 )
 @click.argument("tool_id", shell_complete=complete_tool_ids)
 @click.argument("field")
@@ -883,12 +860,7 @@ def settings_set(
 # --- tools ------------------------------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        "policy tools --org examples/organization",
-        "policy tools --org examples/organization --component CHAT -f json",
-    )
-)
+@cli.command(epilog=examples("policy tools"))
 @_configuration_options
 @component_option(default=None, help="Only the tools selectable in this component.")
 @tools_file_option
@@ -948,12 +920,7 @@ def tools(
 # --- diff -------------------------------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        "policy diff --org examples/organization/base --against-org examples/organization",
-        "policy diff --org examples/organization --against-user-settings examples/user-settings.yaml --fail",
-    )
-)
+@cli.command(epilog=examples("policy diff"))
 @_configuration_options
 @click.option(
     "--against-org",
@@ -1042,12 +1009,7 @@ def diff(
 # --- schema, template, encrypt ----------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        "policy schema > toolpolicy-config.schema.json",
-        "policy schema --decision-log",
-    )
-)
+@cli.command(epilog=examples("policy schema"))
 @click.option(
     "--decision-log",
     "decision_log",
@@ -1068,21 +1030,12 @@ def schema(decision_log: bool) -> None:
     _print(json.dumps(configuration_schema(), indent=2, ensure_ascii=False))
 
 
-@cli.group(
-    epilog=examples(
-        "policy log summary decisions.jsonl --since 24h",
-    )
-)
+@cli.group(epilog=examples("policy log"))
 def log() -> None:
     """Read a decision log (policy chat --decision-log)."""
 
 
-@log.command(
-    epilog=examples(
-        "policy log summary decisions.jsonl --since 24h",
-        "policy log summary decisions.jsonl decisions.jsonl.1 --by subject -f json",
-    )
-)
+@log.command(epilog=examples("policy log summary"))
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @since_option
 @click.option(
@@ -1117,11 +1070,7 @@ def summary(paths: tuple[Path, ...], since: str | None, by: str | None, output_f
         _print(render_document(document, output_format))
 
 
-@cli.command(
-    epilog=examples(
-        "policy template > plugin.lua",
-    )
-)
+@cli.command(epilog=examples("policy template"))
 def template() -> None:
     """The reference plugin.lua, generated from the tool definitions and the settings keys."""
     from policy.template import reference_plugin
@@ -1129,11 +1078,7 @@ def template() -> None:
     click.echo(reference_plugin(), nl=False)
 
 
-@cli.command(
-    epilog=examples(
-        'printf %s "$TAVILY_API_KEY" | policy encrypt',
-    )
-)
+@cli.command(epilog=examples("policy encrypt"))
 def encrypt() -> None:
     """Encrypt stdin into an ENC:v1: value with the configured secret.
 
@@ -1164,10 +1109,7 @@ def encrypt() -> None:
 
 @cli.command(
     "export",
-    epilog=examples(
-        "policy export web_search --mode default --org examples/organization --user-settings examples/user-settings.yaml",
-        "policy export web_search read_web_page --mode locked --org examples/organization --minimum-confidence",
-    ),
+    epilog=examples("policy export"),
 )
 @click.argument(
     "tool_ids", nargs=-1, required=True, metavar="TOOL_ID...", shell_complete=complete_tool_ids
@@ -1247,12 +1189,7 @@ def export_command(
 # --- completion -------------------------------------------------------------------------------
 
 
-@cli.command(
-    epilog=examples(
-        'eval "$(policy completion bash)"',
-        "policy completion fish | source",
-    )
-)
+@cli.command(epilog=examples("policy completion"))
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> None:
     """Print the shell completion script for SHELL (bash, zsh or fish).

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
+from policy.cli_examples import EXAMPLES
 from policy.vocabulary import COMPONENT_NAMES, Component
 
 if TYPE_CHECKING:
@@ -99,11 +100,12 @@ def component_option(
 EXAMPLES_HEADING = "Examples (from the repository root):"
 
 
-def examples(*command_lines: str) -> str:
-    """A command's `--help` epilog: one or two command lines to copy, kept as written (a
-    paragraph that starts with `\\b` is not rewrapped by click). tests/policy/test_cli_help.py
-    parses every one against its command."""
-    return "\b\n" + EXAMPLES_HEADING + "\n" + "\n".join(f"  {line}" for line in command_lines)
+def examples(command: str) -> str:
+    """The `--help` epilog of `command` (`policy settings set`): its lines from
+    `policy.cli_examples.EXAMPLES`, kept as written (a paragraph that starts with `\\b` is not
+    rewrapped by click)."""
+    lines = EXAMPLES[command]
+    return "\b\n" + EXAMPLES_HEADING + "\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def format_option(*choices: str, help: str = "Output format.") -> Callable[[F], F]:

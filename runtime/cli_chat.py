@@ -60,12 +60,7 @@ NO_TERMINAL_NOTE = (
 )
 
 
-@click.command(
-    epilog=examples(
-        'policy chat --org examples/organization --provider "Example Corp vLLM" --tools-file examples/clock_tool.py --tool calculator "What is 6*7?"',
-        'policy chat --org examples/organization --provider "Example Corp vLLM" --base-url http://127.0.0.1:8000/v1 --decision-log decisions.jsonl',
-    )
-)
+@click.command(epilog=examples("policy chat"))
 @click.argument("message", required=False)
 @configuration_options
 @provider_option("A configured provider, by id or name (InstanceName).")

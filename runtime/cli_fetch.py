@@ -88,12 +88,7 @@ def _references(config_servers: tuple[str, ...]) -> ConfigurationReferences:
     return found
 
 
-@click.command(
-    epilog=examples(
-        "policy fetch --state-dir /var/lib/toolpolicy --config-server 3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9@https://config.intra.example.org/ai",
-        "TOOLPOLICY_CONFIG_SERVERS=3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9@https://config.intra.example.org/ai policy fetch --state-dir /var/lib/toolpolicy",
-    )
-)
+@click.command(epilog=examples("policy fetch"))
 @_STATE_DIR
 @_CONFIG_SERVERS
 @click.option(
@@ -162,12 +157,7 @@ def fetch(
         sys.exit(1)
 
 
-@click.command(
-    epilog=examples(
-        "policy status --state-dir /var/lib/toolpolicy",
-        "policy status --state-dir /var/lib/toolpolicy -f json",
-    )
-)
+@click.command(epilog=examples("policy status"))
 @_STATE_DIR
 @_CONFIG_SERVERS
 @_FORMAT_OPTION

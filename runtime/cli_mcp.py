@@ -44,12 +44,7 @@ if TYPE_CHECKING:
     from runtime.session import ChatRuntime
 
 
-@click.group(
-    epilog=examples(
-        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy",
-        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM"',
-    )
-)
+@click.group(epilog=examples("policy mcp"))
 def mcp() -> None:
     """MCP servers: list their tools and pins, print pins, serve the governed tools."""
 
@@ -151,10 +146,7 @@ def _server_document(policy: Policy, listings: dict[str, McpServerListing]) -> d
 
 @mcp.command(
     "list",
-    epilog=examples(
-        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy",
-        "policy mcp list --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy -f json",
-    ),
+    epilog=examples("policy mcp list"),
 )
 @configuration_options
 @format_option("table", "json")
@@ -236,9 +228,7 @@ def _change_lines(tool: dict[str, Any]) -> str:
 
 @mcp.command(
     "pin",
-    epilog=examples(
-        "policy mcp pin --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy > pins.lua",
-    ),
+    epilog=examples("policy mcp pin"),
 )
 @configuration_options
 def pin(
@@ -258,10 +248,7 @@ def pin(
 
 @mcp.command(
     "serve",
-    epilog=examples(
-        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM"',
-        'policy mcp serve --org examples/organization --org examples/mcp --state-dir /var/lib/toolpolicy --provider "Example Corp vLLM" --transport http --port 0 --token "$TOKEN"',
-    ),
+    epilog=examples("policy mcp serve"),
 )
 @configuration_options
 @provider_option()

@@ -22,12 +22,7 @@ from policy._runtime_seam import (
 )
 
 
-@click.command(
-    epilog=examples(
-        "policy replay decisions.jsonl decisions.jsonl.1 --org candidate/organization",
-        "policy replay decisions.jsonl --org candidate/organization -f json --fail-on-change",
-    )
-)
+@click.command(epilog=examples("policy replay"))
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @configuration_options
 @tools_file_option

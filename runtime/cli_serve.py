@@ -23,12 +23,7 @@ from policy._runtime_seam import (
 from runtime.serving import listening_options
 
 
-@click.command(
-    epilog=examples(
-        "policy serve --org examples/organization",
-        "policy serve --org examples/organization --port 0 --tools-file examples/clock_tool.py",
-    )
-)
+@click.command(epilog=examples("policy serve"))
 @configuration_options
 @tools_file_option
 @listening_options(

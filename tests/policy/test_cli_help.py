@@ -1,6 +1,7 @@
-"""`--help` of every `policy` command ends with one or two examples, and every example is a valid
-command line of the command it is shown for: each is parsed by the real command tree (options,
-arguments, choices, paths), only the command's own work is left out."""
+"""`--help` of every `policy` command ends with one or two examples, all from one source
+(`policy.cli_examples.EXAMPLES`), and every example is a valid command line of the command it is
+shown for: each is parsed by the real command tree (options, arguments, choices, paths), only the
+command's own work is left out."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from policy.cli import cli
+from policy.cli_examples import EXAMPLES
 from policy.cli_options import EXAMPLES_HEADING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,9 +67,16 @@ def _command_words(line: str) -> tuple[dict[str, str], list[str]]:
     return environment, words
 
 
+def test_the_one_source_has_examples_for_every_command_and_no_other() -> None:
+    commands = {" ".join(c.path) for c in COMMANDS}
+    assert sorted(commands - EXAMPLES.keys()) == []
+    assert sorted(EXAMPLES.keys() - commands) == []
+
+
 @pytest.mark.parametrize("shown", COMMANDS, ids=[" ".join(c.path) for c in COMMANDS])
 def test_every_command_shows_one_or_two_examples_of_itself(shown: _Shown) -> None:
     lines = _examples(shown)
+    assert lines == list(EXAMPLES[" ".join(shown.path)])
     assert 1 <= len(lines) <= 2, lines
     for line in lines:
         _, words = _command_words(line)
