@@ -8,7 +8,15 @@ from typing import Any
 
 import httpx
 
-from policy._runtime_seam import SECRET_SOURCES, SignInSettings, configured_secret, decrypt
+from policy._runtime_seam import (
+    SECRET_SOURCES,
+    SecretError,
+    SecretMask,
+    SignInSettings,
+    configured_secret,
+    decrypt,
+    mask_in_logs,
+)
 from runtime.signin._issuer import IssuerKeys
 
 
@@ -34,6 +42,7 @@ async def token_request(
             f"DataGateway.ClientSecret cannot be decrypted: no encryption secret is configured "
             f"({SECRET_SOURCES})"
         )
+    client_secret = _client_secret(settings, secret)
     metadata = await keys.metadata()
     endpoint = metadata.get("token_endpoint")
     if not isinstance(endpoint, str):
@@ -45,7 +54,7 @@ async def token_request(
         answer = await own.post(
             endpoint,
             data=form,
-            auth=(settings.client_id, decrypt(settings.client_secret, secret)),
+            auth=(settings.client_id, client_secret),
             headers={"Accept": "application/json"},
         )
     except httpx.HTTPError as error:
@@ -64,3 +73,15 @@ async def token_request(
             f"{', ' + str(code)[:80] if code else ''})"
         )
     return body
+
+
+def _client_secret(settings: SignInSettings, secret: str) -> str:
+    """The decrypted client secret, from now on masked in every log record of the process."""
+    try:
+        plaintext = decrypt(settings.client_secret, secret)
+    except SecretError as error:
+        raise TokenEndpointError(
+            f"DataGateway.ClientSecret cannot be decrypted: {error.message}"
+        ) from None
+    mask_in_logs(SecretMask.of([plaintext]))
+    return plaintext

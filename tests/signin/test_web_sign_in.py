@@ -145,3 +145,23 @@ def test_a_browser_signs_in_at_the_identity_provider_and_keeps_a_session(
             assert stray.status_code == 400
         logged = "".join(log)
         assert session not in logged
+
+
+def test_a_client_secret_the_server_cannot_decrypt_refuses_the_sign_in_saying_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DataGateway.ClientSecret encrypted under another secret than the server's: the callback
+    signs nobody in and says which setting to fix, and no traceback reaches the log."""
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", generate_secret())
+    port = free_port()
+    callback = f"http://127.0.0.1:{port}/signin/callback"
+    with oidc_provider(tmp_path / "idp", redirect_uris=[callback]) as idp:
+        org = _org(tmp_path / "org", idp.issuer, generate_secret())
+        with _policy_serve(org, port) as (url, log), httpx.Client(timeout=30) as browser:
+            back = _sign_in(browser, f"{url}/signin?next=/settings", "alice")
+            assert back.status_code == 401, back.text
+            assert "DataGateway.ClientSecret cannot be decrypted" in back.text
+            assert "toolpolicy_session" not in browser.cookies
+        logged = "".join(log)
+    assert "Traceback" not in logged, logged
+    assert "DataGateway.ClientSecret cannot be decrypted" in logged
