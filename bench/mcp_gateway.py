@@ -237,8 +237,20 @@ async def _compare(sides: dict[str, _Callers], clients: int, total: int) -> _Row
     runs: dict[str, list[_Measured]] = {side: [] for side in sides}
     for _ in range(2):
         for side, callers in sides.items():
-            runs[side].append(await _measure(callers, clients, total))
+            try:
+                runs[side].append(await _measure(callers, clients, total))
+            except Exception as error:  # the SDK nests a client's failure in task groups
+                failures = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(error))
+                raise RuntimeError(f"{side} with {clients} clients failed: {failures}") from None
     return _Row(runs)
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
 
 
 def _org(folder: Path, entry: str) -> Path:
