@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.config.fields import Field, FieldType, Section
+from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.providers import ENCRYPTED_PATTERN
 from policy.config.settings import LEVEL_NAMES
@@ -135,6 +135,7 @@ DATA_SOURCES = Section(
         ),
     ),
     fails_closed=False,
+    unknown_fields=UnknownFields.NEAR_MISS_SKIPS,
 )
 
 

@@ -448,3 +448,34 @@ def test_an_unknown_tool_setting_field_without_a_near_miss_leaves_the_tool_offer
     assert code == 0 and [w["code"] for w in document["warnings"]] == ["unknown-tool-setting"]
     code, said = _explain(plugin, "web_search")
     assert code == 0 and "\n  OFFERED\n" in said, said
+
+
+def test_a_misspelled_data_source_confidence_floor_skips_the_source(tmp_path: Path) -> None:
+    """A DATA_SOURCES field that looks like MinimumProviderConfidence misspelled would leave the
+    source open to every provider: the entry is skipped (nothing searches it), named with the
+    field it meant."""
+    entry = (
+        'CONFIG["DATA_SOURCES"] = {}\n'
+        'CONFIG["DATA_SOURCES"][1] = {\n'
+        '    ["Id"] = "6c7e1c38-6d0b-4c2c-a8a9-0d1f6f0b2f43", ["Name"] = "Handbook",\n'
+        '    ["Type"] = "ERI_V1", ["Hostname"] = "https://eri.example.org", ["Port"] = 443,\n'
+        '    ["AuthMethod"] = "NONE", ["SecurityPolicy"] = "ALLOW_ANY",\n'
+        '    ["SelectedRetrievalId"] = "default", ["MaxMatches"] = 5,\n'
+        '    ["MinimumProviderConfidense"] = "HIGH",\n'
+        "}\n"
+    )
+    plugin = _settings_plugin(tmp_path / "org", entry)
+    _, document = run_json("check", "--org", plugin.parent)
+    (skipped,) = [w for w in document["warnings"] if "DATA_SOURCES" in w["message"]]
+    assert (skipped["line"], skipped["code"]) == (
+        _line_of(plugin, 'CONFIG["DATA_SOURCES"][1]'),
+        "invalid-entry",
+    )
+    assert skipped["message"].startswith(
+        'CONFIG["DATA_SOURCES"] entry 1 skipped: unknown field "MinimumProviderConfidense"; '
+        'did you mean "MinimumProviderConfidence"?'
+    ), skipped
+    fixed = plugin.read_text(encoding="utf-8").replace("Confidense", "Confidence")
+    plugin.write_text(fixed, encoding="utf-8")
+    _, document = run_json("check", "--org", plugin.parent)
+    assert not [w for w in document["warnings"] if "DATA_SOURCES" in w["message"]], document
