@@ -50,8 +50,9 @@ def base_url() -> Iterator[str]:
         banner = process.stderr.readline()
         assert banner.strip() == "toolpolicy dev provider: a scripted stand-in, not a model."
         address = process.stderr.readline().strip()
-        assert address.startswith("Chat Completions at http://127.0.0.1:")
-        yield address.removeprefix("Chat Completions at ")
+        shown = "Chat Completions, Responses and Messages at "
+        assert address.startswith(f"{shown}http://127.0.0.1:")
+        yield address.removeprefix(shown)
     finally:
         stop(process)  # type: ignore[arg-type]
 

@@ -1,11 +1,25 @@
-"""The dev provider's script: what each last message makes it answer, as Chat Completions events."""
+"""The dev provider's script: what each last message makes it answer, as Chat Completions events;
+and the runtime's own adapters for all three wire APIs in a conversation with it over HTTP on
+127.0.0.1 (a call, its result, the answer quoting it)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from runtime.dev_provider import STAND_IN_NOTE, scripted_events
+import pytest
+
+from runtime.adapters.anthropic import AnthropicAdapter
+from runtime.adapters.base import ToolCallingAdapter
+from runtime.adapters.chat_completions import ChatCompletionsAdapter
+from runtime.adapters.responses import ResponsesAdapter
+from runtime.dev_provider import STAND_IN_NOTE
+from runtime.dev_provider.script import chat_completions_events as scripted_events
+from runtime.dev_provider.server import app
+from runtime.messages import ChatMessage, Conversation, Role
+from runtime.providers import ANTHROPIC, OPENAI_CHAT_COMPLETIONS, OPENAI_RESPONSES, HostProfile
+from tests.servers.loopback import running_app
+from tests.servers.provider_testkit import client_for, run_round, web_search_tool
 
 
 def _tool(name: str) -> dict[str, Any]:
@@ -108,3 +122,55 @@ def test_any_other_message_is_echoed_saying_it_is_a_stand_in() -> None:
     assert text.startswith('You wrote: "Hello".')
     assert STAND_IN_NOTE in text and "Tools offered: none." in text
     assert 'call TOOL {"argument": "value"}' in text
+
+
+_WIRE_APIS = [
+    (ChatCompletionsAdapter, OPENAI_CHAT_COMPLETIONS),
+    (ResponsesAdapter, OPENAI_RESPONSES),
+    (AnthropicAdapter, ANTHROPIC),
+]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Any:
+    with running_app(app()) as running:
+        yield running.url("/v1")
+
+
+def _adapter(
+    adapter_class: type[ToolCallingAdapter], profile: HostProfile, base_url: str, message: str
+) -> ToolCallingAdapter:
+    conversation = Conversation(
+        system_prompt="", messages=[ChatMessage(Role.USER, message)], tools=[web_search_tool()]
+    )
+    return adapter_class(client_for(profile, base_url), conversation, "dev")
+
+
+@pytest.mark.parametrize(
+    ("adapter_class", "profile"), _WIRE_APIS, ids=lambda p: getattr(p, "__name__", "")
+)
+async def test_each_wire_api_calls_the_tool_and_quotes_its_result(
+    adapter_class: type[ToolCallingAdapter], profile: HostProfile, base_url: str
+) -> None:
+    adapter = _adapter(adapter_class, profile, base_url, 'call web_search {"query": "tool policy"}')
+    first = await run_round(adapter)
+    assert first.round is not None
+    (call,) = first.round.calls
+    assert (call.call_id, call.tool_name) == ("call_1", "web_search")
+    assert json.loads(call.arguments_json) == {"query": "tool policy"}
+    adapter.record_assistant_turn()
+    adapter.record_tool_result("call_1", "3 results")
+    second = await run_round(adapter)
+    assert second.round is not None and second.round.calls == ()
+    assert second.text == "web_search answered: 3 results"
+
+
+@pytest.mark.parametrize(
+    ("adapter_class", "profile"), _WIRE_APIS, ids=lambda p: getattr(p, "__name__", "")
+)
+async def test_each_wire_api_echoes_any_other_message(
+    adapter_class: type[ToolCallingAdapter], profile: HostProfile, base_url: str
+) -> None:
+    outcome = await run_round(_adapter(adapter_class, profile, base_url, "Hello"))
+    assert outcome.text.startswith('You wrote: "Hello".')
+    assert "Tools offered: web_search." in outcome.text

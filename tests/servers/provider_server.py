@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from runtime.dev_provider import sse_text
+from runtime.dev_provider.events import sse_text
 from tests.servers.loopback import running_app
 from tests.servers.sdk_request_types import sdk_problem
 
