@@ -1,8 +1,10 @@
-"""The README's reference tables of `CONFIG`, written from the declarations.
+"""The reference of `CONFIG` — the README's tables and the docs site's page — from the declarations.
 
 `settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
 fields of one list of entries. The README holds them between `<!-- reference: NAME -->` and
-`<!-- end of reference -->`; `python -m policy.config.reference README.md` writes them again
+`<!-- end of reference -->`; the site's plugin.lua reference (`reference_page()`, in
+`docs/administrators/plugin-lua.md`) is written whole, with each key's meaning.
+`python -m policy.config.reference README.md docs/administrators/plugin-lua.md` writes both again
 after a declaration changed, and a test keeps them equal.
 """
 
@@ -18,6 +20,7 @@ from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFiel
 from policy.config.sections import SECTIONS
 from policy.config.settings import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
 
+_CODE_SPAN = LazyPattern(r"(`[^`]*`)")
 _BLOCK = LazyPattern(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
 
 _MISTAKES = {
@@ -48,11 +51,12 @@ _SETTING_VALUES = {
 }
 
 
-def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS) -> str:
-    """Key, value as `ManagedSetting.value` holds it, default, `.AllowUserOverride`, scope."""
+def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS, *, meaning: bool = False) -> str:
+    """Key, value as `ManagedSetting.value` holds it, default, `.AllowUserOverride`, scope;
+    with `meaning`, each key's declared meaning too (the site's page has the width for it)."""
     rows = [
-        "| Key | Value | Default | `.AllowUserOverride` |",
-        "|---|---|---|---|",
+        "| Key | Value | Default | `.AllowUserOverride` |" + (" Meaning |" if meaning else ""),
+        "|---|---|---|---|" + ("---|" if meaning else ""),
     ]
     for key in keys:
         value = _SETTING_VALUES.get(key.kind) or " / ".join(f"`{c}`" for c in key.choices)
@@ -61,7 +65,8 @@ def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS) -> str:
         if key.rejects_plugin:
             value += "; a malformed value rejects the plugin"
         override = "honored" if key.honors_user_override else "ignored: always locked"
-        rows.append(f"| `{key.name}` | {value} | {_default(key.default)} | {override} |")
+        row = f"| `{key.name}` | {value} | {_default(key.default)} | {override} |"
+        rows.append(row + (f" {_cell(key.doc)} |" if meaning else ""))
     levels = ", ".join(f"`{name}`" for name in LEVEL_NAMES)
     return "\n".join([*rows, "", f"`LEVEL` is one of {levels}."]) + "\n"
 
@@ -141,6 +146,45 @@ def _default(value: object) -> str:
     return f"`{value}`"
 
 
+_PAGE_MARK = (
+    "<!-- Written by `python -m policy.config.reference`: change policy/config/ instead. -->"
+)
+
+
+def reference_page() -> str:
+    """The site's plugin.lua reference: every `CONFIG` key and field toolpolicy reads."""
+    parts = [
+        _PAGE_MARK,
+        "",
+        "# plugin.lua reference",
+        "",
+        'Every key of `CONFIG["SETTINGS"]` and every field of the `CONFIG` lists of entries that '
+        "toolpolicy reads, written from their declarations in `policy/config/` — the same "
+        "declarations the plugin reader checks against, `policy schema` describes and "
+        "`policy template` names, so this page cannot drift from what `policy check` does.",
+        "",
+        '## `CONFIG["SETTINGS"]`',
+        "",
+        "`ManagedSetting.value` per key; `.AllowUserOverride` is the companion key "
+        '`"<key>.AllowUserOverride" = true`, which makes the value an editable default where it '
+        "is honored.",
+        "",
+        settings_table(meaning=True),
+    ]
+    for section in SECTIONS:
+        parts += [f'## `CONFIG["{section.name}"]`', "", section.doc, "", section_table(section)]
+    return "\n".join(parts)
+
+
+def _cell(text: str) -> str:
+    """`text` in one table cell, its `<name>` placeholders shown rather than read as HTML."""
+    spans = _CODE_SPAN.split(text.replace("\n", " "))
+    return "".join(
+        span if span.startswith("`") else span.replace("|", "\\|").replace("<", "\\<")
+        for span in spans
+    )
+
+
 def tables() -> dict[str, str]:
     """Every reference table by the name its README block carries."""
     return {"SETTINGS": settings_table(), **{s.name: section_table(s) for s in SECTIONS}}
@@ -152,10 +196,15 @@ def with_tables(text: str) -> str:
     return _BLOCK.sub(lambda m: f"{m.group(1)}\n{written[m.group(2)]}\n{m.group(3)}", text)
 
 
+def written(text: str) -> str:
+    """`text` as the declarations say now: the site's page whole, any other file's blocks."""
+    return reference_page() if text.startswith(_PAGE_MARK) else with_tables(text)
+
+
 def main(arguments: Sequence[str]) -> int:
     for name in arguments:
         path = Path(name)
-        path.write_text(with_tables(path.read_text(encoding="utf-8")), encoding="utf-8")
+        path.write_text(written(path.read_text(encoding="utf-8")), encoding="utf-8")
     return 0
 
 

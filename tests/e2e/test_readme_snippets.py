@@ -1,4 +1,7 @@
-"""Every ```python block of the README runs as shown, as a user runs it from the repository root.
+"""Every ```python block of the README and of the docs site runs as shown, as a user runs it from
+the repository root.
+
+The site's pages are docs/**/*.md and the repository files they include whole (```{include}).
 
 Each block is one `python -c` process (examples/ on the path, as for examples/embedding.py). The
 home and data folders point into a temporary folder, so a snippet that saves user settings or
@@ -9,6 +12,7 @@ TOOLPOLICY_BASE_URL, as the examples do. No block may leave a file in the workin
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,35 +25,58 @@ from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+_INCLUDE = re.compile(r"^```\{include\}\s+(\S+)", re.M)
+
+
+def _pages() -> list[Path]:
+    """The README, every page of the site, and every file a page includes, each once."""
+    pages = [README, *sorted(DOCS.rglob("*.md"))]
+    for page in list(pages):
+        for included in _INCLUDE.findall(page.read_text(encoding="utf-8")):
+            pages.append((page.parent / included).resolve())
+    return list(dict.fromkeys(pages))
 
 
 @dataclass(frozen=True)
 class _Snippet:
+    page: str
     line: int
     code: str
 
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
-def _snippets() -> list[_Snippet]:
+
+def _snippets(page: Path) -> list[_Snippet]:
     found: list[_Snippet] = []
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = page.read_text(encoding="utf-8").splitlines()
+    name = page.relative_to(ROOT).as_posix()
     start: int | None = None
     for number, text in enumerate(lines, start=1):
         if text.strip() == "```python":
             start = number
         elif text.strip() == "```" and start is not None:
-            found.append(_Snippet(start, "\n".join(lines[start : number - 1]) + "\n"))
+            found.append(_Snippet(name, start, "\n".join(lines[start : number - 1]) + "\n"))
             start = None
     return found
 
 
-_SNIPPETS = _snippets()
+_PAGES = _pages()
+_SNIPPETS = [snippet for page in _PAGES for snippet in _snippets(page)]
 
 
 def test_the_readme_has_python_snippets() -> None:
-    assert len(_SNIPPETS) >= 10
+    assert len(_snippets(README)) >= 10
 
 
-@pytest.mark.parametrize("snippet", _SNIPPETS, ids=[f"README.md:{s.line}" for s in _SNIPPETS])
+def test_the_site_pages_are_read_with_what_they_include() -> None:
+    names = {page.relative_to(ROOT).as_posix() for page in _PAGES}
+    assert {"docs/administrators/plugin-lua.md", "CHANGELOG.md", "bench/README.md"} <= names
+
+
+@pytest.mark.parametrize("snippet", _SNIPPETS, ids=[s.where for s in _SNIPPETS])
 def test_a_readme_snippet_runs(snippet: _Snippet, server: ProviderServer, tmp_path: Path) -> None:
     server.queue(
         Reply([chat_call(0, "call_1", "calculator", '{"expression":"6 * 7"}')]),
@@ -78,8 +105,8 @@ def test_a_readme_snippet_runs(snippet: _Snippet, server: ProviderServer, tmp_pa
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    assert done.returncode == 0, f"README.md:{snippet.line} failed:\n{done.stderr}"
-    assert sorted(p.name for p in ROOT.iterdir()) == before, f"README.md:{snippet.line} wrote here"
+    assert done.returncode == 0, f"{snippet.where} failed:\n{done.stderr}"
+    assert sorted(p.name for p in ROOT.iterdir()) == before, f"{snippet.where} wrote here"
     if "SequentialToolCallingLoop(" in snippet.code:
         assert "6 * 7 is 42." in done.stdout
         assert server.bodies, "the loop snippet asked no provider"

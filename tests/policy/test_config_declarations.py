@@ -15,7 +15,14 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
-from policy.config.reference import tables, with_tables
+from policy.config.reference import (
+    main,
+    reference_page,
+    section_table,
+    tables,
+    with_tables,
+    written,
+)
 from policy.config.sections import SECTIONS
 from policy.config.settings import TOOLPOLICY_KEYS, SettingKey, SettingKind
 from policy.config_schema import configuration_schema
@@ -321,6 +328,33 @@ def test_the_readme_reference_tables_are_the_declarations() -> None:
     assert with_tables(readme) == readme
     for name, table in tables().items():
         assert f"<!-- reference: {name} -->\n\n{table}\n<!-- end of reference -->" in readme
+
+
+def test_the_sites_plugin_lua_reference_is_the_declarations() -> None:
+    """`python -m policy.config.reference docs/administrators/plugin-lua.md` writes it whole."""
+    page = (Path(__file__).parents[2] / "docs/administrators/plugin-lua.md").read_text("utf-8")
+    assert page == reference_page()
+    assert written(page) == page
+    for key in TOOLPOLICY_KEYS:
+        assert f"| `{key.name}` |" in page
+    for section in SECTIONS:
+        assert f'## `CONFIG["{section.name}"]`' in page
+        assert section_table(section) in page
+
+
+def test_the_reference_command_writes_a_stale_page_whole_and_a_readme_block(
+    tmp_path: Path,
+) -> None:
+    page, readme = tmp_path / "plugin-lua.md", tmp_path / "README.md"
+    page.write_text(reference_page().replace("RequirePins", "RequirePinz"), encoding="utf-8")
+    readme.write_text(
+        "Intro\n\n<!-- reference: SETTINGS -->\nold\n<!-- end of reference -->\nEnd\n"
+    )
+    assert main([str(page), str(readme)]) == 0
+    assert page.read_text(encoding="utf-8") == reference_page()
+    assert readme.read_text(encoding="utf-8") == (
+        f"Intro\n\n<!-- reference: SETTINGS -->\n\n{tables()['SETTINGS']}\n<!-- end of reference -->\nEnd\n"
+    )
 
 
 _WRONG_SETTING: dict[SettingKind, str] = {
