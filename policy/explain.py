@@ -647,12 +647,12 @@ def settings_keys_document(policy: Policy) -> list[dict[str, Any]]:
             "overridden": setting is not None,
         }
         if setting is not None:
-            row["value"] = _shown_managed(policy, spec.name, setting.value)
+            row["value"] = _shown_managed(policy, spec.name, setting.value, spec.secret)
             row["locked"] = bool(setting.locked)
             row["origin"] = origin_document(setting.origin)
             row["beaten"] = [
                 {
-                    "value": _shown_managed(policy, spec.name, beaten.value),
+                    "value": _shown_managed(policy, spec.name, beaten.value, spec.secret),
                     "origin": origin_document(beaten.origin),
                 }
                 for beaten in setting.beaten
@@ -661,9 +661,12 @@ def settings_keys_document(policy: Policy) -> list[dict[str, Any]]:
     return rows
 
 
-def _shown_managed(policy: Policy, key: str, value: Any) -> Any:
-    """A managed value fit to show: user info masked in every text, and in the tool-setting
-    tables every entry that is (or may be) a secret masked whole."""
+def _shown_managed(policy: Policy, key: str, value: Any, secret: bool = False) -> Any:
+    """A managed value fit to show: user info masked in every text, a secret key's value or an
+    encrypted one masked whole (`DataGateway.ClientSecret`), and in the tool-setting tables
+    every entry that is (or may be) a secret masked whole."""
+    if value is not None and (secret or is_encrypted(value)):
+        return MASK
     if key in _TOOL_FIELD_TABLES and isinstance(value, Mapping):
         return {
             str(entry): MASK

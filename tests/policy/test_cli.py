@@ -1133,3 +1133,27 @@ def test_check_accepts_every_provider_the_runtime_calls(tmp_path: Path) -> None:
     plugin = write_plugin(tmp_path / "org", _provider_entries(entries))
     code, document = run_json("check", "--org", plugin.parent, "--strict")
     assert (code, document["errors"], document["warnings"]) == (0, [], []), document
+
+
+def test_settings_keys_show_the_gateway_client_secret_masked(tmp_path: Path) -> None:
+    """DataGateway.ClientSecret is a secret setting: `policy settings keys` (and the web page's
+    settings, from the same document) show it masked, as an encrypted tool setting is, never
+    its ENC:v1: text."""
+    secret = generate_secret()
+    encrypted = encrypt("gateway-client-secret", secret)
+    body = (
+        PROVIDERS + 'CONFIG["SETTINGS"] = {}\n'
+        'CONFIG["SETTINGS"]["DataGateway.Issuer"] = "https://login.example.org/corp"\n'
+        'CONFIG["SETTINGS"]["DataGateway.Audience"] = "toolpolicy-gateway"\n'
+        'CONFIG["SETTINGS"]["DataGateway.ClientId"] = "toolpolicy-gateway"\n'
+        f'CONFIG["SETTINGS"]["DataGateway.ClientSecret"] = "{encrypted}"\n'
+    )
+    org = write_plugin(tmp_path / "org", body).parent
+    env = {"TOOLPOLICY_CONFIG_ENCRYPTION_SECRET": secret}
+    code, document = run_json("settings", "keys", "--org", org, env=env)
+    assert code == 0
+    rows = document["keys"]
+    row = next(r for r in rows if r["key"] == "DataGateway.ClientSecret")
+    assert row["value"] == "*****" and row["locked"], row
+    table = run("settings", "keys", "--org", org, env=env).stdout
+    assert encrypted[len("ENC:v1:") :] not in table and encrypted not in json.dumps(rows)
