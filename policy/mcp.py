@@ -97,6 +97,23 @@ class McpServerConfig:
     origin: Origin | None = None
     by_organization: bool = True
 
+    @property
+    def connection(self) -> tuple[object, ...]:
+        """What a session to this server is opened with (command, URL, headers, auth, ...):
+        entries of one id that agree on it are one server, listed and called once."""
+        return (
+            self.id,
+            self.transport,
+            self.command,
+            self.args,
+            tuple(sorted(self.env.items())),
+            self.url,
+            tuple(sorted(self.headers.items())),
+            self.auth,
+            self.timeout_seconds,
+            self.max_message_bytes,
+        )
+
     def __post_init__(self) -> None:
         if self.auth.type is McpAuthType.TOKEN_EXCHANGE and not self.auth.audience:
             raise ValueError(f"MCP server {self.name}: TOKEN_EXCHANGE needs an Audience")

@@ -24,6 +24,7 @@ from policy.identity import Caller
 if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import PolicyConfiguration, UserSettings
+    from policy.mcp import McpServerConfig, McpServerListing
     from policy.plugins import ConfigurationPlugin
     from policy.provenance import SourceLocation
 
@@ -190,13 +191,22 @@ class PeoplePolicies:
     One merged `Policy` per distinct set of matched groups, made on first ask and kept; one per
     person on top of it when they have user settings of their own (kept while those settings
     are the same object). Build a new one when the policy changes (its tools included).
+
+    An MCP server entry a group's merge keeps in place of the policy's entry of that id (same
+    id, another connection: `own_entries`) lists its own tools: `entry_listings` has them by
+    the entry's connection (`McpServerConfig.connection`); until it does, that entry offers none.
     """
 
-    __slots__ = ("_by_groups", "_by_subject", "groups", "policy")
+    __slots__ = ("_by_groups", "_by_subject", "_entry_listings", "groups", "policy")
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        entry_listings: Mapping[tuple[object, ...], McpServerListing] | None = None,
+    ) -> None:
         self.policy = policy
         self.groups = GroupConfigurations.of(policy.configuration)
+        self._entry_listings = entry_listings or {}
         self._by_groups: dict[frozenset[str], Policy] = {}
         self._by_subject: dict[tuple[frozenset[str], str], tuple[UserSettings, Policy]] = {}
 
@@ -264,28 +274,47 @@ class PeoplePolicies:
             ),
         }
 
-    def _merged(self, matched: frozenset[str]) -> Policy:
-        from policy import Policy
-        from policy.decide.registry import ToolRegistry
-        from policy.mcp import McpTool, mcp_tools
+    def own_entries(self) -> tuple[McpServerConfig, ...]:
+        """The MCP server entries some caller is decided with in place of the policy's entry of
+        that id (another connection): what must be listed for them besides the policy's own.
+
+        A set of groups keeps, per id, the entry of the last plugin among everyone's and its
+        groups' ones, so the entries in force anywhere are those of a person in no group and of
+        each single group; worked out once per policy (a merge per group, no listing)."""
+        if not self.groups.by_group:
+            return ()
+        known = {s.id: s.connection for s in self.policy.configuration.mcp_servers}
+        entries: dict[tuple[object, ...], McpServerConfig] = {}
+        for matched in (frozenset(), *(frozenset([g]) for g in self.groups.by_group)):
+            for server in self._configuration_for(matched).mcp_servers:
+                if known.get(server.id, server.connection) != server.connection:
+                    entries.setdefault(server.connection, server)
+        return tuple(entries.values())
+
+    def _configuration_for(self, matched: frozenset[str]) -> PolicyConfiguration:
         from policy.merge import merge_plugins
 
-        base = self.policy
-        whole = base.configuration
+        whole = self.policy.configuration
         wanted = {i for g in matched for i in self.groups.by_group[g]}
         named = self.groups.named
         plugins = [p for p in whole.applied_plugins if p.id not in named or p.id in wanted]
-        configuration = merge_plugins(
+        return merge_plugins(
             plugins,
             whole.broken_organization_plugins,
             last_known_good=frozenset(p.id for p in whole.plugins_in_force if p.last_known_good),
         )
+
+    def _merged(self, matched: frozenset[str]) -> Policy:
+        from policy import Policy
+        from policy.decide.registry import ToolRegistry
+        from policy.mcp import McpTool, mcp_tools
+
+        base = self.policy
+        configuration = self._configuration_for(matched)
         kinds = [type(t) for t in base.tools if isinstance(t, McpTool)]
         kind = kinds[0] if kinds else McpTool
-        tools = (
-            *base.base_tools,
-            *mcp_tools(configuration.mcp_servers, base.mcp_listings, kind),
-        )
+        listings = self._listings_of(configuration.mcp_servers)
+        tools = (*base.base_tools, *mcp_tools(configuration.mcp_servers, listings, kind))
         registry = ToolRegistry(tools, configuration, base.user)
         return Policy(
             configuration=configuration,
@@ -294,12 +323,23 @@ class PeoplePolicies:
             tools=tools,
             findings=base.findings,
             _registration=base._registration,
-            mcp_listings={
-                s.id: base.mcp_listings[s.id]
-                for s in configuration.mcp_servers
-                if s.id in base.mcp_listings
-            },
+            mcp_listings=listings,
         )
+
+    def _listings_of(self, servers: tuple[McpServerConfig, ...]) -> dict[str, McpServerListing]:
+        """Each server's listing by id: the policy's for its own entry of the id, the entry's
+        own (by connection) for an entry that differs."""
+        base = self.policy
+        known = {s.id: s.connection for s in base.configuration.mcp_servers}
+        listings: dict[str, McpServerListing] = {}
+        for server in servers:
+            if known.get(server.id) == server.connection:
+                listing = base.mcp_listings.get(server.id)
+            else:
+                listing = self._entry_listings.get(server.connection)
+            if listing is not None:
+                listings[server.id] = listing
+        return listings
 
 
 _MAX_PEOPLE = 4096

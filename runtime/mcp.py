@@ -167,7 +167,9 @@ class McpSessions:
 
     A call names the server entry it was offered from: an entry with another connection under
     a known id (a group's plugin changing everyone's entry: its command, URL, headers or auth)
-    is called through a session of its own, opened on first use, never through the id's.
+    is called through a session of its own, opened on first use, never through the id's. The
+    entries some people are decided with (`add_entries`) are listed like the id's, each on its
+    own (`entry_listings`), so their people are offered what their own server lists.
 
     `listings()` answers from the listings in hand, so a request makes no network call: a stale
     one (TTL, list_changed) is asked for again in the background, and only a server's first
@@ -186,8 +188,10 @@ class McpSessions:
     ) -> None:
         self._sessions = {s.id: _Session(s) for s in servers}
         self._by_connection: dict[tuple[object, ...], _Session] = {
-            _connection(s.server): s for s in self._sessions.values()
+            s.server.connection: s for s in self._sessions.values()
         }
+        self._entries: dict[tuple[object, ...], _Session] = {}
+        """The listed entries of known ids with a connection of their own, by connection."""
         self.upstream_auth = upstream_auth
         """How a streamable HTTP server's requests authenticate beyond its Headers (None: they
         do not): the sign-in's token exchange (runtime.signin.exchange) sets it."""
@@ -212,7 +216,7 @@ class McpSessions:
 
     async def aclose(self) -> None:
         """Close every session (stdio servers are stopped)."""
-        for session in self._sessions.values():
+        for session in self._by_connection.values():
             if session.relisting is not None:
                 session.relisting.cancel()
         await asyncio.gather(*(self._close(s) for s in self._by_connection.values()))
@@ -227,21 +231,34 @@ class McpSessions:
         listing's wait ran out. `refresh` (a command listing on purpose) waits for every server
         to answer anew, each within its own timeout."""
         now = time.monotonic()
-        sessions = self._sessions.values()
+        sessions = (*self._sessions.values(), *self._entries.values())
         due = [
             s
             for s in sessions
             if refresh or s.listing is None or s.changed or now - s.listed_at > self._ttl
         ]
-        asked = {s.server.id: self._relist_in_background(s, now) for s in due}
+        asked = [(s, self._relist_in_background(s, now)) for s in due]
         if refresh and asked:
-            await asyncio.wait(asked.values())
+            await asyncio.wait([task for _, task in asked])
         elif asked:
-            first = [s for s in due if s.listing is None]
-            until = max((s.first_wait_until or now for s in first), default=now)
+            first = [(s, task) for s, task in asked if s.listing is None]
+            until = max((s.first_wait_until or now for s, _ in first), default=now)
             if until > now:
-                await asyncio.wait([asked[s.server.id] for s in first], timeout=until - now)
+                await asyncio.wait([task for _, task in first], timeout=until - now)
         return {i: s.listing for i, s in self._sessions.items() if s.listing is not None}
+
+    def add_entries(self, entries: Iterable[McpServerConfig]) -> None:
+        """List these entries too, each through its own session: entries of a known id whose
+        connection differs from the id's (a group's own entry). Another id is not served here
+        and is left out; so is an entry whose connection is listed already."""
+        for server in entries:
+            session = self._session_of(server)
+            if session is not None and session is not self._sessions[server.id]:
+                self._entries.setdefault(server.connection, session)
+
+    def entry_listings(self) -> dict[tuple[object, ...], McpServerListing]:
+        """The listing in hand of each entry `add_entries` named, by its connection."""
+        return {k: s.listing for k, s in self._entries.items() if s.listing is not None}
 
     def remember(self, listings: Mapping[str, McpServerListing]) -> None:
         """Start from listings the app already has (a `policy` command lists before it starts
@@ -281,7 +298,7 @@ class McpSessions:
                 known_definitions=session.listing.known_definitions if session.listing else {},
             )
             pinned = server.pins.values()
-            if self._state_dir is not None:
+            if self._state_dir is not None and self._sessions[server.id] is session:
                 listing = write_cached_listing(self._state_dir, listing, server.endpoint, pinned)
             else:
                 listing = replace(listing, known_definitions=known_after({}, listing, pinned))
@@ -309,9 +326,9 @@ class McpSessions:
         made with); a timeout or a dead server raises `McpServerError` and restarts the session
         on next use. Cancelling the caller cancels the call.
 
-        `offered` is the definition the model was offered (from the listing of the id): an
-        entry with a connection of its own is called only while it lists that tool the same
-        (its own listing, kept as long as the id's), else the call is refused."""
+        `offered` is the definition the model was offered: an entry with a connection of its
+        own is called only while its own listing has that tool the same, else the call is
+        refused."""
         session = self._session_of(server)
         if session is None:
             server_id = server if isinstance(server, str) else server.id
@@ -355,10 +372,12 @@ class McpSessions:
         self, session: _Session, client: Client, offered: McpToolListing
     ) -> None:
         """An entry's own session serves a tool only as the model was offered it: its own
-        listing (asked again after the TTL or list_changed) must have the same definition."""
+        listing must have the same definition (an entry `add_entries` named is relisted in the
+        background; another is asked again here after the TTL or list_changed)."""
         server = session.server
         now = time.monotonic()
-        if session.listing is None or session.changed or now - session.listed_at > self._ttl:
+        stale = session.changed or now - session.listed_at > self._ttl
+        if session.listing is None or (stale and server.connection not in self._entries):
             session.changed = False
             tools = await asyncio.wait_for(_all_tools(client), server.timeout_seconds)
             session.listing = McpServerListing(server.id, server.name, tools)
@@ -368,8 +387,8 @@ class McpSessions:
             how = "does not list it" if listed is None else "lists another definition of it"
             raise McpServerError(
                 f"MCP server {server.name} ({server.endpoint}), as the caller's configuration "
-                f"names it, was asked for {offered.name}, offered as the server listed it under "
-                f"the entry all configurations merged name, and {how}; the call is refused"
+                f"names it, was asked for {offered.name} as the model was offered it, and {how} "
+                "now; the call is refused"
             )
 
     def mask_of(self, server: str | McpServerConfig) -> SecretMask:
@@ -384,7 +403,7 @@ class McpSessions:
             return self._sessions.get(server)
         if server.id not in self._sessions:
             return None
-        key = _connection(server)
+        key = server.connection
         session = self._by_connection.get(key)
         if session is None:
             session = self._by_connection[key] = _Session(server)
@@ -504,22 +523,6 @@ class McpSessions:
             detail = f"could not connect ({detail})"
         detail = " ".join(session.mask.text(detail).split())[:300]
         return f"MCP server {session.server.name} ({session.server.endpoint}) {what}: {detail}"
-
-
-def _connection(server: McpServerConfig) -> tuple[object, ...]:
-    """What a session to `server` is opened with: entries that agree on it share one session."""
-    return (
-        server.id,
-        server.transport,
-        server.command,
-        server.args,
-        tuple(sorted(server.env.items())),
-        server.url,
-        tuple(sorted(server.headers.items())),
-        server.auth,
-        server.timeout_seconds,
-        server.max_message_bytes,
-    )
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

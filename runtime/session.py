@@ -165,7 +165,16 @@ class ChatRuntime:
 
         app_services = given_services(services, "ChatRuntime")
         self._base = self._whole = policy
+        self._mcp = mcp
+        self._mcp_version = -1
+        servers = (*policy.configuration.mcp_servers, *mcp_servers)
+        if self._mcp is None and servers:
+            from runtime.mcp import McpSessions
+
+            self._mcp = McpSessions(servers)
         self._people: PeoplePolicies | None = None
+        if self._mcp is not None:
+            self._mcp.add_entries(self._people_policies().own_entries())
         self.policy = self._without_caller()
         self._decision_log = _queued(decision_log)
         self._include_content = include_content
@@ -184,13 +193,6 @@ class ChatRuntime:
         self._approval_seconds = float(approval_seconds)
         self._app_mcp_servers = tuple(mcp_servers)
         self._approval_rules: tuple[Policy, ApprovalRules] | None = None
-        self._mcp = mcp
-        self._mcp_version = -1
-        servers = (*policy.configuration.mcp_servers, *mcp_servers)
-        if self._mcp is None and servers:
-            from runtime.mcp import McpSessions
-
-            self._mcp = McpSessions(servers)
         self._model_filter: ModelInjectionFilter | None = None
         self._app_services = app_services
         self._services = self._shared_services(app_services)
@@ -239,7 +241,8 @@ class ChatRuntime:
         if people is None or people.policy is not self._whole:
             from policy._runtime_seam import PeoplePolicies
 
-            people = self._people = PeoplePolicies(self._whole)
+            entries = self._mcp.entry_listings() if self._mcp is not None else {}
+            people = self._people = PeoplePolicies(self._whole, entries)
         return people
 
     def _without_caller(self) -> Policy:

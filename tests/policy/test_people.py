@@ -133,3 +133,70 @@ def test_a_malformed_groups_table_rejects_the_plugin_and_fails_closed(
     messages = [f.message for f in policy.errors]
     assert any("DataGateway.ConfigurationsByGroup" in m for m in messages), messages
     assert policy.configuration.fails_closed
+
+
+SERVER_ID = "3b1e5c7d-6f4a-4b8c-9d2e-3f4a5b6c7d8e"
+LATER_ID = "4c2f6d8e-7a5b-4c9d-8e3f-4a5b6c7d8e9f"
+
+
+def _entry(server_id: str, name: str, url: str) -> str:
+    return (
+        f'CONFIG["MCP_SERVERS"][#CONFIG["MCP_SERVERS"] + 1] = {{ ["Id"] = "{server_id}", '
+        f'["Name"] = "{name}", ["Transport"] = "STREAMABLE_HTTP", ["Url"] = "{url}" }}\n'
+    )
+
+
+def test_a_groups_own_mcp_entry_is_offered_from_its_own_listing(tmp_path: Path) -> None:
+    """Engineering's entry of `tickets` wins the whole merge; everyone else keeps everyone's,
+    listed on its own (by connection). An entry a later plugin for everyone replaces (`later`)
+    is in force for nobody and is not listed."""
+    from policy import McpServerListing, McpToolListing
+
+    org = organization(tmp_path)
+    base = org / "base" / "plugin.lua"
+    base.write_text(
+        base.read_text(encoding="utf-8")
+        + 'CONFIG["MCP_SERVERS"] = {}\n'
+        + _entry(SERVER_ID, "tickets", "http://127.0.0.1:1/everyone")
+        + _entry(LATER_ID, "later", "http://127.0.0.1:1/replaced"),
+        encoding="utf-8",
+    )
+    engineering = org / "engineering" / "plugin.lua"
+    engineering.write_text(
+        engineering.read_text(encoding="utf-8")
+        + 'CONFIG["MCP_SERVERS"] = {}\n'
+        + _entry(SERVER_ID, "tickets", "http://127.0.0.1:1/engineering")
+        + _entry(LATER_ID, "later", "http://127.0.0.1:1/engineering-later")
+        + "PRIORITY = 200\n",
+        encoding="utf-8",
+    )
+    write_plugin(
+        org / "late",
+        "5d3a7e9f-8b6c-4dae-9f4a-5b6c7d8e9fa0",
+        'CONFIG["MCP_SERVERS"] = {}\n' + _entry(LATER_ID, "later", "http://127.0.0.1:1/late"),
+        "Late",
+    )
+    (org / "late" / "plugin.lua").write_text(
+        (org / "late" / "plugin.lua").read_text(encoding="utf-8") + "PRIORITY = 300\n",
+        encoding="utf-8",
+    )
+    whole_listing = McpServerListing(SERVER_ID, "tickets", (McpToolListing("search"),))
+    policy = load_policy(org=[org], executable_tools=False, mcp_listings={SERVER_ID: whole_listing})
+    assert not policy.errors, policy.errors
+    (own,) = PeoplePolicies(policy).own_entries()
+    assert own.url == "http://127.0.0.1:1/everyone", "later's entries are replaced for all"
+
+    listed = McpServerListing(SERVER_ID, "tickets", (McpToolListing("archive"),))
+    people = PeoplePolicies(policy, {own.connection: listed})
+    engineer = people.for_caller(Caller("alice", frozenset({"engineering"})))
+    assert _tickets_tools(engineer) == ["tickets__search"], "the whole merge's listing"
+    assert _tickets_tools(people.for_caller(None)) == ["tickets__archive"], "its own listing"
+    unlisted = PeoplePolicies(policy).for_caller(None)
+    assert _tickets_tools(unlisted) == [], "not listed yet: nothing, never the other's tools"
+
+
+def _tickets_tools(policy_view: object) -> list[str]:
+    from policy import Policy
+
+    assert isinstance(policy_view, Policy)
+    return [t.definition.id for t in policy_view.tools if t.definition.id.startswith("tickets__")]

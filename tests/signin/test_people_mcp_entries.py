@@ -10,14 +10,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.mcp_tools.test_mcp import SERVER_ID, SERVER_SCRIPT, calls_received, write_org
-from tests.mcp_tools.test_mcp_gateway import running_gateway, state
+from tests.mcp_tools.test_mcp_gateway import _fingerprint, running_gateway, state
 from tests.servers.config_server import plugin_text
 from tests.servers.oidc_provider import oidc_provider
-from tests.signin.test_gateway_sign_in import _sign_in_settings
+from tests.signin.test_gateway_sign_in import _list_tools, _sign_in_settings
 from tests.signin.test_people_gateway import _call_tool
 
 __all__ = ["state"]
@@ -26,7 +27,7 @@ FINANCE_ID = "5e9a3c1d-7f4b-4a2c-9d3e-8f2a4b6c0d95"
 MAPPING = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
 
 
-def _finances_entry(folder: Path, finance_state: Path) -> Path:
+def _finances_entry(folder: Path, finance_state: Path, extra: str = "") -> Path:
     """The finance group's configuration: everyone's `tickets` entry (same id and name), started
     with another state file — another server."""
     folder.mkdir(parents=True)
@@ -37,6 +38,7 @@ def _finances_entry(folder: Path, finance_state: Path) -> Path:
         f'  ["Command"] = {json.dumps(sys.executable)},\n'
         f'  ["Args"] = {{ {json.dumps(str(SERVER_SCRIPT))}, "stdio", '
         f"{json.dumps(str(finance_state))} }},\n"
+        f"{extra}"
         "}\n"
     )
     text = plugin_text(FINANCE_ID, body, name="Finance") + "PRIORITY = 200\n"
@@ -46,13 +48,14 @@ def _finances_entry(folder: Path, finance_state: Path) -> Path:
 
 @contextmanager
 def _gateway_of_two_entries(
-    tmp_path: Path, state: Path, finance_state: Path
+    tmp_path: Path, state: Path, finance_state: Path, everyones: str = "", finances: str = ""
 ) -> Iterator[tuple[str, Callable[[str], str]]]:
-    """A signed-in gateway over everyone's `tickets` entry (`state`) and finance's own
-    (`finance_state`): its URL and a token for a person."""
-    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state)
+    """A signed-in gateway over everyone's `tickets` entry (`state`, `everyones` added to it)
+    and finance's own (`finance_state`, `finances` added): its URL and a token for a person."""
+    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state, finances)
     with oidc_provider(tmp_path / "idp") as idp:
-        org = write_org(tmp_path / "org", state, settings=_sign_in_settings(idp.issuer) + MAPPING)
+        settings = _sign_in_settings(idp.issuer) + MAPPING
+        org = write_org(tmp_path / "org", state, everyones, settings=settings)
         with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
             yield url, idp.token
 
@@ -78,23 +81,59 @@ def test_each_group_calls_its_own_entry_of_an_mcp_server(
     )
 
 
-def test_an_entry_of_its_own_that_lists_a_tool_otherwise_is_not_called(
+def _offered(url: str, token: str) -> dict[str, dict[str, Any]]:
+    """The tools a person is offered, by name."""
+    response = _list_tools(url, token)
+    assert response.status_code == 200, (response.status_code, response.text)
+    lines = [x for x in response.text.splitlines() if x.startswith("data:")]
+    answer = json.loads(lines[0].removeprefix("data:")) if lines else response.json()
+    return {t["name"]: t for t in answer["result"]["tools"]}
+
+
+def test_each_group_is_offered_what_its_own_entry_lists(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The tools offered come from the listing under the entry all configurations merged name
-    (finance's here); everyone's entry, whose server describes search_tickets otherwise, is not
-    called with it: what the model was offered is not what that server would run."""
+    """Everyone's server has a tool finance's has not, and describes search_tickets otherwise:
+    each person is offered their own entry's tools as that server lists them, and calls them."""
     monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
     finance_state = tmp_path / "finance-state.json"
     finance_state.write_text("{}", encoding="utf-8")
-    rewritten = {"descriptions": {"search_tickets": "Sends every ticket elsewhere."}}
-    state.write_text(json.dumps(rewritten), encoding="utf-8")
+    rewritten = {"descriptions": {"search_tickets": "Searches every ticket there is."}}
+    state.write_text(json.dumps({**rewritten, "extra_tools": 1}), encoding="utf-8")
     with _gateway_of_two_entries(tmp_path, state, finance_state) as (url, token):
-        refused = _call_tool(url, token("alice"), "tickets__search_tickets", {"query": "a"})
-        assert refused.get("isError"), refused
-        text = refused["content"][0]["text"]
-        assert "lists another definition of it" in text and "refused" in text, text
-        bobs = _call_tool(url, token("bob"), "tickets__search_tickets", {"query": "b"})
-        assert not bobs.get("isError"), bobs
-    assert [c["tool"] for c in calls_received(state)] == [], "nothing ran on the other server"
-    assert [c["arguments"]["query"] for c in calls_received(finance_state)] == ["b"]
+        alices, bobs = _offered(url, token("alice")), _offered(url, token("bob"))
+        assert "tickets__lookup_000" in alices, "everyone's server lists it"
+        assert "tickets__lookup_000" not in bobs, "finance's server does not list it"
+        described = alices["tickets__search_tickets"]["description"]
+        assert described == "Searches every ticket there is.", "as everyone's server lists it"
+        assert bobs["tickets__search_tickets"]["description"] != described
+        refused = _call_tool(url, token("bob"), "tickets__lookup_000", {"key": "b"})
+        assert refused.get("isError"), "not offered to finance, so not called"
+        assert "does not know a tool 'tickets__lookup_000'" in refused["content"][0]["text"]
+        alices_search = _call_tool(url, token("alice"), "tickets__search_tickets", {"query": "a"})
+        assert not alices_search.get("isError"), alices_search
+    assert [c["tool"] for c in calls_received(state)] == ["search_tickets"]
+    assert [c["tool"] for c in calls_received(finance_state)] == []
+
+
+def test_pins_are_checked_against_each_entrys_own_listing(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both entries pin search_tickets to the definition finance's server lists; everyone's
+    server describes it otherwise, so only finance's people are offered it. Finance's entry
+    requires pins, so its unpinned tools are kept from finance's people only."""
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
+    finance_state = tmp_path / "finance-state.json"
+    finance_state.write_text("{}", encoding="utf-8")
+    draft = write_org(tmp_path / "draft", finance_state)
+    pin = _fingerprint(draft, tmp_path / "draft-state", "search_tickets")
+    rewritten = {"descriptions": {"search_tickets": "Searches every ticket there is."}}
+    state.write_text(json.dumps(rewritten), encoding="utf-8")
+    pins = f'  ["Pins"] = {{ ["search_tickets"] = "{pin}" }},\n'
+    finances = pins + '  ["RequirePins"] = true,\n'
+    with _gateway_of_two_entries(tmp_path, state, finance_state, pins, finances) as (url, token):
+        alices, bobs = _offered(url, token("alice")), _offered(url, token("bob"))
+    assert "tickets__search_tickets" not in alices, "its definition is not the pinned one"
+    assert "tickets__add_comment" in alices, "everyone's entry does not require pins"
+    assert "tickets__search_tickets" in bobs, "finance's server lists it as pinned"
+    assert "tickets__add_comment" not in bobs, "finance's entry requires pins"
