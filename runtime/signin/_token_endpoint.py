@@ -5,6 +5,7 @@ exchange and the web page's sign-in both ask through here."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -15,9 +16,11 @@ from policy._runtime_seam import (
     SignInSettings,
     configured_secret,
     decrypt,
+    is_loopback_host,
     mask_in_logs,
 )
 from runtime.signin._issuer import IssuerKeys
+from runtime.web.addresses import redact_url_for_log
 
 
 class TokenEndpointError(Exception):
@@ -48,6 +51,12 @@ async def token_request(
     if not isinstance(endpoint, str):
         raise TokenEndpointError(
             f"the OpenID metadata of {settings.issuer} names no token endpoint"
+        )
+    if not _protected(endpoint):
+        raise TokenEndpointError(
+            f"the OpenID metadata of {settings.issuer} names a token endpoint that is not https "
+            f"({redact_url_for_log(endpoint)}); the client secret and the caller's token are "
+            "sent only over https (http only to a loopback host)"
         )
     own = client or httpx.AsyncClient(timeout=10.0)
     try:
@@ -85,3 +94,16 @@ def _client_secret(settings: SignInSettings, secret: str) -> str:
         ) from None
     mask_in_logs(SecretMask.of([plaintext]))
     return plaintext
+
+
+def _protected(endpoint: str) -> bool:
+    """Whether a request to `endpoint` is encrypted on the way: https, or http to a loopback
+    host (OAuth 2.1's allowance for development)."""
+    try:
+        parts = urlsplit(endpoint)
+        host = parts.hostname or ""
+    except ValueError:
+        return False
+    return bool(host) and (
+        parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(host))
+    )

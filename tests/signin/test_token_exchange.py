@@ -209,3 +209,65 @@ def test_an_upstream_server_quoting_the_exchanged_token_shows_it_masked(
     for token in exchanged:
         assert token not in shown and token not in logged
     assert f"Bearer {MASK}" in shown, shown
+
+
+def test_a_token_endpoint_over_plain_http_to_another_host_is_never_sent_the_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An issuer whose OpenID metadata names an http:// token endpoint on another host (a
+    provider behind a proxy that reports its own scheme wrongly): the gateway refuses to ask
+    it, so neither its client secret nor a caller's token crosses the network unencrypted."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from policy.secrets import encrypt
+    from policy.sign_in import SignInSettings
+    from runtime.signin._issuer import IssuerKeys
+    from runtime.signin._token_endpoint import TokenEndpointError, token_request
+    from tests.servers.loopback import running_app
+
+    secret = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
+    asked: list[str] = []
+
+    async def metadata(request: Request) -> JSONResponse:
+        issuer = str(request.base_url).rstrip("/")
+        return JSONResponse(
+            {"issuer": issuer, "jwks_uri": f"{issuer}/jwks", "token_endpoint": tokens}
+        )
+
+    async def token(request: Request) -> JSONResponse:
+        asked.append(request.url.path)
+        return JSONResponse({"access_token": "t", "expires_in": 60})
+
+    app = Starlette(
+        routes=[
+            Route("/.well-known/openid-configuration", metadata),
+            Route("/token", token, methods=["POST"]),
+        ]
+    )
+    with running_app(app) as running:
+        issuer = running.url()
+        settings = SignInSettings(
+            issuer, GATEWAY_AUDIENCE, client_id="gateway", client_secret=encrypt("s3", secret)
+        )
+
+        async def ask(endpoint: str) -> str:
+            nonlocal tokens
+            tokens = endpoint
+            form = {"grant_type": "client_credentials", "audience": TICKETS_AUDIENCE}
+            try:
+                answer = await token_request(settings, IssuerKeys(issuer), form)
+            except TokenEndpointError as error:
+                return str(error)
+            return str(answer["access_token"])
+
+        tokens = ""
+        on_loopback = asyncio.run(ask(f"{issuer}/token"))
+        elsewhere = asyncio.run(ask("http://login.example.org/token"))
+    assert on_loopback == "t" and asked == ["/token"]
+    assert "names a token endpoint that is not https (http://login.example.org/token)" in (
+        elsewhere
+    )
