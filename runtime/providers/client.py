@@ -187,9 +187,9 @@ class ProviderClient:
                 )
             wait = self._wait_before_retry(failure, attempt, handed_on)
             _log.warning(
-                "Provider %s: %s; retrying in %.1f s (attempt %d of %d).",
+                "Provider %s: %s Retrying in %.1f s (attempt %d of %d).",
                 self.provider_name,
-                self.redact(str(failure)),
+                _sentence(self.redact(str(failure))),
                 wait,
                 attempt + 1,
                 self.retry.max_attempts,
@@ -421,3 +421,8 @@ def _organization_key(provider: ProviderConfig, environ: Mapping[str, str]) -> s
             "encryption secret.",
             provider=provider.name,
         ) from None
+
+
+def _sentence(text: str) -> str:
+    """`text` ending as a sentence, so the retry notice after it reads as the next one."""
+    return text if text.endswith((".", "!", "?")) else text + "."

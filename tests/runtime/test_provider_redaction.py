@@ -87,7 +87,7 @@ async def test_a_retried_failure_logs_no_key(
     server.queue(*[Reply(status=503, body=body)] * 3)
     error, _ = await _fail(server)
     assert isinstance(error, ProviderUnavailable) and len(server.requests) == 3
-    assert "retrying" in _logged(caplog)
+    assert "Retrying" in _logged(caplog)
     assert leaked_spellings(KEY, f"{error} {_logged(caplog)}") == []
 
 

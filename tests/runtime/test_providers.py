@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import uuid
 from pathlib import Path
@@ -400,6 +401,16 @@ async def test_a_server_error_is_retried_with_backoff(server: ProviderServer) ->
     )
     assert await _run(server) == ["up"]
     assert len(server.requests) == 3
+
+
+async def test_the_retry_notice_reads_as_sentences(
+    server: ProviderServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.queue(Reply(status=503, body="overloaded"), Reply(chat_text("up")))
+    with caplog.at_level(logging.WARNING, logger="runtime"):
+        assert await _run(server) == ["up"]
+    (notice,) = [r.getMessage() for r in caplog.records if "Retrying in" in r.getMessage()]
+    assert ".;" not in notice and ". Retrying in " in notice, notice
 
 
 async def test_a_lasting_server_error_says_to_try_later(server: ProviderServer) -> None:
