@@ -1,4 +1,4 @@
-"""The README's `policy` examples print what the command prints today.
+"""The `policy` examples of the README and of the docs site print what the command prints today.
 
 Every `$ policy ...` line in a ```console block is run as a subprocess from the repository root;
 its output (stdout and stderr together) must match the lines shown under it, where a line that is
@@ -7,6 +7,8 @@ in a temporary folder, so running the examples never touches the home directory;
 folder is one temporary folder shared by all examples in README order (so `policy mcp list` can
 leave the listing that `policy explain` reads), never a folder in the repository; the README says
 so itself with `$ STATE=$(mktemp -d)` and `--state-dir "$STATE"`, the one other `$` line allowed.
+Each page of the site (`tests.e2e._pages.pages()`) has a state folder of its own, as a reader who
+follows that page has.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._kit import ROOT
+from tests.e2e._pages import README, name, pages
 from tests.servers.cli_runner import run_policy
 
-README = ROOT / "README.md"
 _HOME_SETTINGS = "~/.config/toolpolicy/settings.yaml"
 _SHOWN_HOME_SETTINGS = "/home/me/.config/toolpolicy/settings.yaml"
 _STATE = "STATE"
@@ -31,14 +33,19 @@ _STATE = "STATE"
 
 @dataclass(frozen=True)
 class _Example:
+    page: str
     line: int
     command: str
     shown: tuple[str, ...]
 
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
-def _examples() -> list[_Example]:
+
+def _examples(page: Path) -> list[_Example]:
     examples: list[_Example] = []
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = page.read_text(encoding="utf-8").splitlines()
     inside = False
     for number, text in enumerate(lines, start=1):
         if text.strip() == "```console":
@@ -46,13 +53,15 @@ def _examples() -> list[_Example]:
         elif text.strip() == "```":
             inside = False
         elif inside and text.startswith("$ policy "):
-            examples.append(_Example(number, text[2:], ()))
+            examples.append(_Example(name(page), number, text[2:], ()))
         elif inside and text.startswith("$ "):
-            assert text == f"$ {_STATE}=$(mktemp -d)", f"README.md:{number}: not run: {text}"
-            examples.append(_Example(number, "", ()))  # what follows is no example's output
+            assert text == f"$ {_STATE}=$(mktemp -d)", f"{name(page)}:{number}: not run: {text}"
+            examples.append(
+                _Example(name(page), number, "", ())
+            )  # what follows is no example's output
         elif inside and examples:
             last = examples[-1]
-            examples[-1] = _Example(last.line, last.command, (*last.shown, text))
+            examples[-1] = _Example(last.page, last.line, last.command, (*last.shown, text))
     return examples
 
 
@@ -65,17 +74,17 @@ def _matches(shown: tuple[str, ...], printed: list[str]) -> bool:
     return re.fullmatch(pattern, "".join(line.rstrip() + "\n" for line in printed)) is not None
 
 
-_EXAMPLES = [example for example in _examples() if example.command]
+_EXAMPLES = [example for page in pages() for example in _examples(page) if example.command]
 
 
 def test_the_readme_shows_policy_examples() -> None:
-    commands = {example.command.split()[1] for example in _EXAMPLES}
+    commands = {example.command.split()[1] for example in _examples(README) if example.command}
     assert {"explain", "check", "settings", "tools", "diff"} <= commands
 
 
 @pytest.fixture(scope="module")
-def shared_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("readme-state")
+def state_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("page-states")
 
 
 def _arguments(command: str, settings_file: Path, state_dir: Path) -> list[str]:
@@ -92,10 +101,12 @@ def _arguments(command: str, settings_file: Path, state_dir: Path) -> list[str]:
     return arguments
 
 
-@pytest.mark.parametrize("example", _EXAMPLES, ids=[f"README.md:{e.line}" for e in _EXAMPLES])
+@pytest.mark.parametrize("example", _EXAMPLES, ids=[e.where for e in _EXAMPLES])
 def test_a_readme_example_prints_what_is_shown(
-    example: _Example, tmp_path: Path, shared_state_dir: Path
+    example: _Example, tmp_path: Path, state_dirs: Path
 ) -> None:
+    shared_state_dir = state_dirs / example.page.replace("/", "_")
+    shared_state_dir.mkdir(exist_ok=True)
     settings_file = tmp_path / "settings.yaml"
     arguments = _arguments(example.command, settings_file, shared_state_dir)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPOLICY_")}
@@ -108,7 +119,7 @@ def test_a_readme_example_prints_what_is_shown(
     )
     assert "Traceback" not in printed
     assert _matches(example.shown, printed.splitlines()), (
-        f"README.md:{example.line}: `{example.command}` now prints:\n{printed}"
+        f"{example.where}: `{example.command}` now prints:\n{printed}"
     )
 
 

@@ -1,7 +1,7 @@
 """Every ```python block of the README and of the docs site runs as shown, as a user runs it from
 the repository root.
 
-The site's pages are docs/**/*.md and the repository files they include whole (```{include}).
+The pages are `tests.e2e._pages.pages()`: the site's and the repository files they include.
 
 Each block is one `python -c` process (examples/ on the path, as for examples/embedding.py). The
 home and data folders point into a temporary folder, so a snippet that saves user settings or
@@ -12,7 +12,6 @@ TOOLPOLICY_BASE_URL, as the examples do. No block may leave a file in the workin
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,21 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._kit import ROOT
+from tests.e2e._pages import README, name, pages
 from tests.servers.provider_scripts import chat_call, chat_text
 from tests.servers.provider_server import ProviderServer, Reply
-
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
-_INCLUDE = re.compile(r"^```\{include\}\s+(\S+)", re.M)
-
-
-def _pages() -> list[Path]:
-    """The README, every page of the site, and every file a page includes, each once."""
-    pages = [README, *sorted(DOCS.rglob("*.md"))]
-    for page in list(pages):
-        for included in _INCLUDE.findall(page.read_text(encoding="utf-8")):
-            pages.append((page.parent / included).resolve())
-    return list(dict.fromkeys(pages))
 
 
 @dataclass(frozen=True)
@@ -52,18 +39,17 @@ class _Snippet:
 def _snippets(page: Path) -> list[_Snippet]:
     found: list[_Snippet] = []
     lines = page.read_text(encoding="utf-8").splitlines()
-    name = page.relative_to(ROOT).as_posix()
     start: int | None = None
     for number, text in enumerate(lines, start=1):
         if text.strip() == "```python":
             start = number
         elif text.strip() == "```" and start is not None:
-            found.append(_Snippet(name, start, "\n".join(lines[start : number - 1]) + "\n"))
+            found.append(_Snippet(name(page), start, "\n".join(lines[start : number - 1]) + "\n"))
             start = None
     return found
 
 
-_PAGES = _pages()
+_PAGES = pages()
 _SNIPPETS = [snippet for page in _PAGES for snippet in _snippets(page)]
 
 
@@ -72,7 +58,7 @@ def test_the_readme_has_python_snippets() -> None:
 
 
 def test_the_site_pages_are_read_with_what_they_include() -> None:
-    names = {page.relative_to(ROOT).as_posix() for page in _PAGES}
+    names = {name(page) for page in _PAGES}
     assert {"docs/administrators/plugin-lua.md", "CHANGELOG.md", "bench/README.md"} <= names
 
 
