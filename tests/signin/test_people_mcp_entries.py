@@ -24,12 +24,14 @@ from tests.signin.test_people_gateway import _call_tool
 __all__ = ["state"]
 
 FINANCE_ID = "5e9a3c1d-7f4b-4a2c-9d3e-8f2a4b6c0d95"
-MAPPING = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
+LEGAL_ID = "6fab4d2e-8a5c-4b3d-ae4f-9a3b5c7d1ea6"
 
 
-def _finances_entry(folder: Path, finance_state: Path, extra: str = "") -> Path:
-    """The finance group's configuration: everyone's `tickets` entry (same id and name), started
-    with another state file — another server."""
+def _groups_entry(
+    folder: Path, plugin_id: str, state: Path, extra: str = "", priority: int = 200
+) -> None:
+    """A group's configuration: everyone's `tickets` entry (same id and name), started with
+    another state file — another server."""
     folder.mkdir(parents=True)
     body = (
         'CONFIG["MCP_SERVERS"] = {}\n'
@@ -37,24 +39,36 @@ def _finances_entry(folder: Path, finance_state: Path, extra: str = "") -> Path:
         f'  ["Id"] = "{SERVER_ID}", ["Name"] = "tickets", ["Transport"] = "STDIO",\n'
         f'  ["Command"] = {json.dumps(sys.executable)},\n'
         f'  ["Args"] = {{ {json.dumps(str(SERVER_SCRIPT))}, "stdio", '
-        f"{json.dumps(str(finance_state))} }},\n"
+        f"{json.dumps(str(state))} }},\n"
         f"{extra}"
         "}\n"
     )
-    text = plugin_text(FINANCE_ID, body, name="Finance") + "PRIORITY = 200\n"
+    text = plugin_text(plugin_id, body, name=folder.name.title()) + f"PRIORITY = {priority}\n"
     (folder / "plugin.lua").write_text(text, encoding="utf-8")
-    return folder.parent
 
 
 @contextmanager
 def _gateway_of_two_entries(
-    tmp_path: Path, state: Path, finance_state: Path, everyones: str = "", finances: str = ""
+    tmp_path: Path,
+    state: Path,
+    finance_state: Path,
+    everyones: str = "",
+    finances: str = "",
+    legal_state: Path | None = None,
 ) -> Iterator[tuple[str, Callable[[str], str]]]:
     """A signed-in gateway over everyone's `tickets` entry (`state`, `everyones` added to it)
-    and finance's own (`finance_state`, `finances` added): its URL and a token for a person."""
-    groups = _finances_entry(tmp_path / "groups" / "finance", finance_state, finances)
+    and finance's own (`finance_state`, `finances` added): its URL and a token for a person.
+    With `legal_state`, the legal group (nobody signs in as one) has an entry of its own that
+    wins the merge of all configurations."""
+    groups = tmp_path / "groups"
+    _groups_entry(groups / "finance", FINANCE_ID, finance_state, finances)
+    mapping = f'["finance"] = {{ "{FINANCE_ID}" }}'
+    if legal_state is not None:
+        _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
+        mapping += f', ["legal"] = {{ "{LEGAL_ID}" }}'
     with oidc_provider(tmp_path / "idp") as idp:
-        settings = _sign_in_settings(idp.issuer) + MAPPING
+        by_group = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {mapping} }}\n'
+        settings = _sign_in_settings(idp.issuer) + by_group
         org = write_org(tmp_path / "org", state, everyones, settings=settings)
         with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
             yield url, idp.token
@@ -93,27 +107,34 @@ def _offered(url: str, token: str) -> dict[str, dict[str, Any]]:
 def test_each_group_is_offered_what_its_own_entry_lists(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Everyone's server has a tool finance's has not, and describes search_tickets otherwise:
-    each person is offered their own entry's tools as that server lists them, and calls them."""
+    """Legal's entry wins the merge of all configurations; finance's server has a tool no other
+    has, everyone's describes search_tickets otherwise: each person is offered their own
+    entry's tools as that server lists them, and their calls reach that server only."""
     monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
-    finance_state = tmp_path / "finance-state.json"
-    finance_state.write_text("{}", encoding="utf-8")
+    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
+    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    legal_state.write_text("{}", encoding="utf-8")
     rewritten = {"descriptions": {"search_tickets": "Searches every ticket there is."}}
-    state.write_text(json.dumps({**rewritten, "extra_tools": 1}), encoding="utf-8")
-    with _gateway_of_two_entries(tmp_path, state, finance_state) as (url, token):
+    state.write_text(json.dumps(rewritten), encoding="utf-8")
+    with _gateway_of_two_entries(tmp_path, state, finance_state, legal_state=legal_state) as (
+        url,
+        token,
+    ):
         alices, bobs = _offered(url, token("alice")), _offered(url, token("bob"))
-        assert "tickets__lookup_000" in alices, "everyone's server lists it"
-        assert "tickets__lookup_000" not in bobs, "finance's server does not list it"
+        assert "tickets__lookup_000" in bobs, "finance's server lists it"
+        assert "tickets__lookup_000" not in alices, "everyone's server does not list it"
         described = alices["tickets__search_tickets"]["description"]
         assert described == "Searches every ticket there is.", "as everyone's server lists it"
         assert bobs["tickets__search_tickets"]["description"] != described
-        refused = _call_tool(url, token("bob"), "tickets__lookup_000", {"key": "b"})
-        assert refused.get("isError"), "not offered to finance, so not called"
+        refused = _call_tool(url, token("alice"), "tickets__lookup_000", {"key": "a"})
+        assert refused.get("isError"), "not offered to everyone, so not called"
         assert "does not know a tool 'tickets__lookup_000'" in refused["content"][0]["text"]
-        alices_search = _call_tool(url, token("alice"), "tickets__search_tickets", {"query": "a"})
-        assert not alices_search.get("isError"), alices_search
-    assert [c["tool"] for c in calls_received(state)] == ["search_tickets"]
-    assert [c["tool"] for c in calls_received(finance_state)] == []
+        for person in ("alice", "bob"):
+            found = _call_tool(url, token(person), "tickets__search_tickets", {"query": person})
+            assert not found.get("isError"), found
+    assert [c["arguments"] for c in calls_received(state)] == [{"query": "alice"}]
+    assert [c["arguments"] for c in calls_received(finance_state)] == [{"query": "bob"}]
+    assert calls_received(legal_state) == [], "legal's entry serves legal's members only"
 
 
 def test_pins_are_checked_against_each_entrys_own_listing(
