@@ -325,7 +325,10 @@ def test_the_template_example_of_every_section_is_read_and_accepted(
 def test_the_readme_reference_tables_are_the_declarations() -> None:
     """`python -m policy.config.reference README.md` writes them when a declaration changes."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    assert with_tables(readme) == readme
+    assert with_tables(readme) == readme, (
+        "the tables are stale: python -m policy.config.reference README.md "
+        "docs/administrators/plugin-lua.md"
+    )
     for name, table in tables().items():
         assert f"<!-- reference: {name} -->\n\n{table}\n<!-- end of reference -->" in readme
 
@@ -333,7 +336,10 @@ def test_the_readme_reference_tables_are_the_declarations() -> None:
 def test_the_sites_plugin_lua_reference_is_the_declarations() -> None:
     """`python -m policy.config.reference docs/administrators/plugin-lua.md` writes it whole."""
     page = (Path(__file__).parents[2] / "docs/administrators/plugin-lua.md").read_text("utf-8")
-    assert page == reference_page()
+    assert page == reference_page(), (
+        "the page is stale: python -m policy.config.reference README.md "
+        "docs/administrators/plugin-lua.md"
+    )
     assert written(page) == page
     for key in TOOLPOLICY_KEYS:
         assert f"| `{key.name}` |" in page
