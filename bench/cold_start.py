@@ -6,12 +6,13 @@ Each command runs as a fresh process, interleaved with the others, `--runs` time
 are the median wall time and the median CPU time (user + system of the process and its
 children), which a machine busy with other work inflates far less. The floor is `python -c pass` (the same interpreter, so site and the
 editable install count on both sides); the peer for `--help` is a minimal click app with the
-same commands and help lines, written to a temporary file. Targets: `policy --help` ≤ 1.3× the
-peer; `check` and `explain --all` on examples/organization ≤ 6× the floor.
+same commands and help lines, written to a temporary file. Target: `policy --help` ≤ 1.3× the
+peer.
 
 A second floor shows what any command that decides must import while the tool definitions are
 public pydantic models: click and `policy.definitions` (pydantic and the five definition models
-built, without pydantic plugins, as the `policy` command runs), and nothing else.
+built, without pydantic plugins, as the `policy` command runs), and nothing else. Targets, in
+instructions: `check` on examples/organization ≤ 1.25× that floor, `explain --all` ≤ 1.4×.
 
 `policy mcp list` (examples/organization with examples/mcp: one stdio server, the example
 ticket server, started and listed) is stated against the floor of the `mcp` SDK itself,
@@ -63,6 +64,12 @@ EXAMPLES = ROOT / "examples" / "organization"
 PYTHON = sys.executable
 KEYRING_NAMED = {"PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
 MODELS_FLOOR = "click + tool-definition models"
+TARGETS = {"policy check": 1.25, "policy explain --all": 1.4}
+"""Each deciding command's target, in instructions, as a multiple of the click + models floor."""
+UNDER_VALGRIND = {"TOOLPOLICY_PLUGIN_WALL_SECONDS": "600"}
+"""The Lua worker runs some fifty times slower under valgrind: with the default wall-clock cap,
+the CPU backstop it sets itself from the cap could end it before valgrind wrote its counters, and
+the count then lacked the worker's work in some runs and not in others."""
 MCP_FLOOR = "import mcp (the MCP SDK)"
 MCP_LIST = "policy mcp list"
 
@@ -198,7 +205,8 @@ def _children_by_strace(args: list[str], env: dict[str, str], scratch: Path) -> 
 
 def _instructions(command: list[str], env: dict[str, str], scratch: Path) -> int:
     """Instructions one run executes, its forked children's own work included: callgrind dumps
-    and zeroes the counters just before each fork, so a child's file counts only the child."""
+    and zeroes the counters just before each fork, so a child's file counts only the child (the
+    Lua worker given the time valgrind needs, `UNDER_VALGRIND`)."""
     out = scratch / "callgrind"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
@@ -210,7 +218,7 @@ def _instructions(command: list[str], env: dict[str, str], scratch: Path) -> int
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env={**env, **UNDER_VALGRIND},
         cwd=ROOT,
     )
     return sum(
@@ -230,10 +238,15 @@ def _print_instructions(
     counts = {
         label: _instructions(command, env, scratch) for label, (command, env) in commands.items()
     }
-    floor = counts["python -c pass"]
+    floor, models = counts["python -c pass"], counts[MODELS_FLOOR]
     print("cold start, instructions executed (callgrind, one run each; millions):")
     for label, count in counts.items():
         print(f"  {label:<38} {count / 1e6:7.0f}   {count / floor:5.1f}x python -c pass")
+    for label, target in TARGETS.items():
+        print(
+            f"  ratio {label} / {MODELS_FLOOR}: {counts[label] / models:.2f}x   "
+            f"(target <= {target}x)"
+        )
     print(
         f"  ratio {MCP_LIST} / {MCP_FLOOR}: {counts[MCP_LIST] / counts[MCP_FLOOR]:.2f}x   "
         "(target <= 1.3x)"
@@ -301,10 +314,9 @@ def main() -> None:
                 f"  ratio policy --help / click peer --help: "
                 f"{median['policy --help'] / peer_help:.2f}x   (target <= 1.3x)"
             )
-            for label in ("policy check", "policy explain --all"):
+            for label in TARGETS:
                 print(
-                    f"  ratio {label} / python -c pass: {median[label] / floor:.1f}x   "
-                    f"(target <= 6x; {MODELS_FLOOR} alone: {median[MODELS_FLOOR] / floor:.1f}x)"
+                    f"  ratio {label} / {MODELS_FLOOR}: {median[label] / median[MODELS_FLOOR]:.2f}x"
                 )
             print(
                 f"  ratio {MCP_LIST} / {MCP_FLOOR}: {median[MCP_LIST] / median[MCP_FLOOR]:.2f}x"
