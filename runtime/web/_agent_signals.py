@@ -76,7 +76,6 @@ class _Rule:
     reported_speech_counts: bool = True
     """False for imperative phrases, which quoted or reported ("tell the model to …") do not count."""
     lead: int = 0
-    reach: int = 200
     words: frozenset[str] = frozenset()
     """Whole words one of which every match holds (as a run of letters): when the text has none
     of them, the rule is skipped without a search."""
@@ -380,7 +379,7 @@ def find_signals(
         subject = view if rule.case_sensitive else lowered
         if rule.opening and rule.opening not in subject:
             continue
-        for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead, rule.reach):
+        for match in anchored(rule.pattern, subject, index, rule.triggers, rule.lead):
             start, end = match.span()
             if not rule.strong and _in_code_comment(lowered, start):
                 continue
@@ -462,7 +461,7 @@ def _tool_call_signals(
     if not present:
         return []
     signals: list[Signal] = []
-    for match in anchored(names.pattern, lowered, index, _anchors_of(present), 0, 0):
+    for match in anchored(names.pattern, lowered, index, _anchors_of(present), 0):
         start, end = match.span()
         line_start = lowered.rfind("\n", max(0, start - 80), start) + 1
         before = _TOOL_VERB.search(lowered, max(line_start, start - 80), start)

@@ -3,8 +3,9 @@
 A pattern that starts with a word boundary or an alternation of phrases makes `re` try it at
 every position: 20–50 passes of that kind cost a page 30–100 times what `str.lower()` does.
 Every rule names its anchors — literal substrings one of which each of its matches holds within
-`lead` characters of its start — and `str.find` (C) finds them; the pattern runs only in the
-windows around them. An anchor made of letters only stands for a whole word (a run of letters)
+`lead` characters of its start — and `str.find` (C) finds them; the pattern is tried only at
+the at most `lead` + 1 positions before each of them (one `match` whose look-ahead prefix steps
+over those positions in C), never over a whole window around them. An anchor made of letters only stands for a whole word (a run of letters)
 in its rules' matches, so when the text's set of words lacks it, it is not searched at all; a
 rule that matches inside a run of letters ("USAIgnore") says `within_words`.
 """
@@ -13,10 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-_LINE_END_SLACK = 200
-"""A window's end moves on to the next line break (this far at most), so `$` and look-aheads see
-a real line end rather than the window's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,26 +133,6 @@ class AnchorIndex:
             self._positions[pattern.pattern] = found
         return found
 
-    def windows(self, anchors: Anchors, lead: int, reach: int) -> list[tuple[int, int]]:
-        """Merged [start, end) spans around every anchor occurrence."""
-        starts = self.starts(anchors)
-        if not starts:
-            return []
-        text = self._text
-        length = len(text)
-        merged: list[tuple[int, int]] = []
-        for position in starts:
-            start = max(0, position - lead)
-            end = min(length, position + reach)
-            if end < length:
-                line_end = text.find("\n", end, end + _LINE_END_SLACK)
-                end = line_end if line_end >= 0 else min(length, end + _LINE_END_SLACK)
-            if merged and start <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-            else:
-                merged.append((start, end))
-        return merged
-
 
 def finditer(
     pattern: re.Pattern[str],
@@ -163,18 +140,53 @@ def finditer(
     index: AnchorIndex,
     anchors: Anchors | None,
     lead: int,
-    reach: int,
 ) -> list[re.Match[str]]:
     """The pattern's matches in `subject` near the anchors (all of them, when no anchors). With
     `lead` 0 every match starts at an anchor, so the pattern is only tried there (`match`, one
-    attempt per occurrence) rather than at every position of a window."""
+    attempt per occurrence); otherwise at the `lead` + 1 positions up to each anchor."""
     if anchors is None:
         return list(pattern.finditer(subject))
     if lead == 0:
         return _matches_at_anchors(pattern, subject, index, anchors)
+    return _matches_before_anchors(pattern, subject, index, anchors, lead)
+
+
+_STARTS: dict[tuple[int, re.Pattern[str]], re.Pattern[str]] = {}
+
+
+def _start_finder(pattern: re.Pattern[str], lead: int) -> re.Pattern[str]:
+    """A pattern that, matched at a position, skips at most `lead` characters (in C) to the first
+    place where `pattern` matches, and ends there (a look-ahead: it sees the whole text, as
+    `pattern` does)."""
+    finder = _STARTS.get((lead, pattern))
+    if finder is None:
+        if len(_STARTS) >= _MAX_PATTERNS:
+            _STARTS.clear()
+        finder = _STARTS[(lead, pattern)] = re.compile(
+            rf"[\s\S]{{0,{lead}}}?(?=(?:{pattern.pattern}))", pattern.flags
+        )
+    return finder
+
+
+def _matches_before_anchors(
+    pattern: re.Pattern[str], subject: str, index: AnchorIndex, anchors: Anchors, lead: int
+) -> list[re.Match[str]]:
+    """Like `finditer` (leftmost, not overlapping) where every match starts at most `lead`
+    characters before an anchor: the pattern is tried only at those starts, not at every
+    position of a window around the anchor (its reach and the rest of its line)."""
+    finder = _start_finder(pattern, lead)
     found: list[re.Match[str]] = []
-    for start, end in index.windows(anchors, lead, reach):
-        found += pattern.finditer(subject, start, end)
+    after = 0
+    for position in index.starts(anchors):
+        if position < after:
+            continue
+        start = finder.match(subject, max(after, position - lead))
+        if start is None:
+            continue
+        match = pattern.match(subject, start.end())
+        if match is not None:
+            found.append(match)
+            after = max(match.end(), start.end() + 1)
     return found
 
 

@@ -48,6 +48,10 @@ _CLAUSE_REACH = 400
 
 _S = r"[\s*_~`>|\-]+"
 """Word separator: whitespace plus the Markdown emphasis attackers wrap words in."""
+_SB = r"[\s*_~`>|\-]{1,8}"
+"""A separator before a rule's anchor: bounded, so that every match holds an anchor within the
+rule's `lead` characters of its start, which is all `_anchored` tries (more padding than this
+between two words of a phrase hides it from these rules)."""
 
 _AI = r"(?:ai|a\.i\.|llms?|language\s+models?|assistants?|ai\s+assistants?|chatbots?|agents?|ai\s+agents?|gpt|chatgpt|claude|copilot)"
 _QUALIFIER = r"(?:previous|prior|above|earlier|preceding|former|original|initial|system|developer|safety|your|my)"
@@ -84,9 +88,8 @@ class _Rule:
     whole_sentence: bool = True
     anchors: tuple[str, ...] = ()
     """Substrings of the lowercased text, one of which every match holds within `lead`
-    characters of its start; a match is at most about `reach` characters long (`_anchored`)."""
+    characters of its start (`_anchored`)."""
     lead: int = 0
-    reach: int = 300
     anchor_set: Anchors | None = field(init=False, repr=False, compare=False)
     marker_groups: tuple[tuple[str, tuple[str, ...]], ...] = field(
         init=False, repr=False, compare=False
@@ -117,7 +120,6 @@ _RULES: tuple[_Rule, ...] = (
         ),
         anchors=("ignore", "disregard", "forget", "override", "bypass", "neglect"),
         lead=0,
-        reach=300,
     ),
     _Rule(
         "ignore_the_above",
@@ -128,7 +130,6 @@ _RULES: tuple[_Rule, ...] = (
         words=(_words("ignore disregard forget"), _words("above before prior previously")),
         anchors=("ignore", "disregard", "forget"),
         lead=0,
-        reach=200,
     ),
     _Rule(
         "forget_everything",
@@ -138,60 +139,56 @@ _RULES: tuple[_Rule, ...] = (
         words=(_words("forget"), _words("everything all")),
         anchors=("forget",),
         lead=0,
-        reach=200,
     ),
     _Rule(
         "stop_following_instructions",
         "override",
-        rf"\b(?:do{_S}not|don'?t|never|stop)\b{_S}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
+        rf"\b(?:do{_SB}not|don'?t|never|stop)\b{_SB}(?:follow(?:ing)?|obey(?:ing)?)\b{_S}"
         rf"(?:(?:any|the)\b{_S})?{_QUALIFIER}\b{_S}(?:[a-z]+{_S}){{0,2}}?{_RULE_NOUN}\b",
         words=(_words("follow following obey obeying"), _QUALIFIER_WORDS, _RULE_NOUN_WORDS),
         anchors=("follow", "following", "obey", "obeying"),
         lead=40,
-        reach=300,
     ),
     _Rule(
         "new_instructions",
         "override",
-        rf"\byour{_S}(?:new|real|actual|true|updated){_S}(?:instructions|rules|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
-        rf"|\b(?:new|updated|revised){_S}system{_S}(?:prompt|instructions?|message)\s*:",
+        rf"\byour{_SB}(?:new|real|actual|true|updated){_SB}(?:instructions|rules|system{_S}prompt|persona)\b{_S}(?:is|are)\b"
+        rf"|\b(?:new|updated|revised){_SB}system{_S}(?:prompt|instructions?|message)\s*:",
         words=(
             _words("new real actual true updated revised"),
             _words("your system"),
+            _words("instructions rules system persona"),
         ),
         anchors=("instructions", "rules", "system", "persona"),
         lead=40,
-        reach=120,
     ),
     _Rule(
         "you_are_now",
         "role_override",
-        rf"\byou{_S}are{_S}now\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
+        rf"\byou{_SB}are{_SB}now\b{_S}(?:(?:an?|in|the|a{_S}completely|an{_S}entirely)\b{_S})?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan\b|developer\s+mode|god\s+mode|"
         r"free\s+(?:from|of)\s+(?:all\s+|any\s+|your\s+)?(?:rules|restrictions|guidelines|filters|constraints)|not\s+bound)"
-        rf"|\byou{_S}are{_S}no{_S}longer\b{_S}(?:an?{_S}(?:ai|assistant|language{_S}model)\b|"
+        rf"|\byou{_SB}are{_SB}no{_SB}longer\b{_S}(?:an?{_S}(?:ai|assistant|language{_S}model)\b|"
         rf"(?:bound|restricted|limited){_S}by{_S}(?:your|any|the)?{_S}?(?:rules|guidelines|instructions|policies|restrictions|programming)|"
         rf"required{_S}to{_S}follow{_S}(?:your|the|any){_S}(?:rules|guidelines|instructions|policies))",
         words=(_words("you"), _words("are"), _words("now longer")),
         anchors=("now", "longer"),
-        lead=24,
-        reach=250,
+        lead=32,
     ),
     _Rule(
         "from_now_on",
         "role_override",
-        rf"\bfrom{_S}now{_S}on\b[\s,]*you{_S}(?:are|will|must|shall|should)\b{_S}(?:only{_S})?"
+        rf"\bfrom{_SB}now{_S}on\b[\s,]*you{_S}(?:are|will|must|shall|should)\b{_S}(?:only{_S})?"
         r"(?:act|behave|ignore|disregard|pretend|roleplay|obey|follow\s+my|"
         r"(?:respond|answer|reply|speak|talk)\s+(?:only\s+)?(?:as|like)\b)",
         words=(_words("from"), _words("now"), _words("you")),
         anchors=("now",),
         lead=12,
-        reach=250,
     ),
     _Rule(
         "act_as_unrestricted",
         "role_override",
-        rf"\b(?:act|behave|respond|roleplay)\b{_S}as{_S}(?:if{_S}you{_S}(?:are|were){_S})?(?:an?{_S})?"
+        rf"\b(?:act|behave|respond|roleplay)\b{_SB}as{_SB}(?:if{_SB}you{_SB}(?:are|were){_SB})?(?:an?{_SB})?"
         r"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|dan)\b"
         rf"|\bpretend{_S}(?:that{_S})?you{_S}(?:are|have){_S}(?:no{_S}(?:rules|restrictions|guidelines|filters)|not{_S}an{_S}ai|an?{_S}(?:unrestricted|unfiltered|evil))",
         words=(_words("unrestricted unfiltered uncensored jailbroken evil dan pretend"),),
@@ -204,19 +201,17 @@ _RULES: tuple[_Rule, ...] = (
             "dan",
             "pretend",
         ),
-        lead=60,
-        reach=250,
+        lead=70,
     ),
     _Rule(
         "jailbreak_mode",
         "jailbreak",
-        rf"\b(?:enable|activate|enter|switch{_S}to)\b{_S}(?:god|dan|jailbreak|jailbroken|unrestricted){_S}mode\b"
+        rf"\b(?:enable|activate|enter|switch{_SB}to)\b{_SB}(?:god|dan|jailbreak|jailbroken|unrestricted){_S}mode\b"
         rf"|\b(?:dan|jailbreak|god){_S}mode{_S}(?:enabled|activated|on)\b"
-        rf"|\bdo{_S}anything{_S}now\b",
+        rf"|\bdo{_SB}anything{_S}now\b",
         words=(_words("mode anything"), _words("god dan jailbreak jailbroken unrestricted now")),
         anchors=("god", "dan", "jailbreak", "jailbroken", "unrestricted", "anything"),
         lead=24,
-        reach=100,
     ),
     _Rule(
         "reveal_system_prompt",
@@ -229,13 +224,13 @@ _RULES: tuple[_Rule, ...] = (
         words=(
             _words("reveal print repeat output show display leak disclose dump tell give"),
             _words("system hidden initial original developer instructions"),
+            _words("prompt message instructions"),
         ),
         anchors=(
             *("reveal", "print", "repeat", "output", "show", "display", "leak", "disclose"),
             *("dump", "tell", "give"),
         ),
         lead=0,
-        reach=250,
     ),
     _Rule(
         "send_conversation",
@@ -266,15 +261,14 @@ _RULES: tuple[_Rule, ...] = (
             "leak",
         ),
         lead=0,
-        reach=350,
     ),
     _Rule(
         "message_to_ai",
         "agent_manipulation",
-        rf"\b(?:note|message|instructions?|attention|important|notice)\b{_S}(?:to|for)\b{_S}"
-        rf"(?:(?:the|any|all|every)\b{_S})?{_AI}\b\s*[:!,\-]"
-        rf"|\bif{_S}you{_S}are{_S}an?{_S}{_AI}\b(?:[\s,]+(?:reading|processing|summari[sz]ing|browsing|visiting|parsing|analy[sz]ing|crawling)\b|\s*,)"
-        rf"|\b(?:dear|hey|attention|hello|hi)\b{_S}{_AI}\b\s*[:!,]",
+        rf"\b(?:note|message|instructions?|attention|important|notice)\b{_SB}(?:to|for)\b{_SB}"
+        rf"(?:(?:the|any|all|every)\b{_SB})?{_AI}\b\s*[:!,\-]"
+        rf"|\bif{_SB}you{_SB}are{_SB}an?{_SB}{_AI}\b(?:[\s,]+(?:reading|processing|summari[sz]ing|browsing|visiting|parsing|analy[sz]ing|crawling)\b|\s*,)"
+        rf"|\b(?:dear|hey|attention|hello|hi)\b{_SB}{_AI}\b\s*[:!,]",
         words=(
             _AI_WORDS | _words("model models"),
             _words(
@@ -300,7 +294,6 @@ _RULES: tuple[_Rule, ...] = (
             "a.i.",
         ),
         lead=45,
-        reach=120,
     ),
     _Rule(
         "remember_for_future",
@@ -308,15 +301,18 @@ _RULES: tuple[_Rule, ...] = (
         rf"\b(?:remember|memori[sz]e|store|save|keep)\b{_S}(?:this|these|the{_S}following)\b{_S}(?:(?:instructions?|rules?){_S})?"
         rf"(?:for|in|across|during)\b{_S}(?:all{_S})?(?:future|subsequent|later|every|next)\b{_S}"
         r"(?:conversations?|sessions?|chats?|responses?|interactions?|messages?)\b"
-        rf"|\b(?:add|save|write|store)\b{_S}(?:this|the{_S}following)\b{_S}(?:(?:instruction|rule){_S})?"
-        rf"(?:to|in|into)\b{_S}your{_S}(?:memory|long{_S}term{_S}memory|persistent{_S}memory)\b",
+        rf"|\b(?:add|save|write|store)\b{_SB}(?:this|the{_SB}following)\b{_SB}(?:(?:instruction|rule){_SB})?"
+        rf"(?:to|in|into)\b{_SB}your{_SB}(?:memory|long{_SB}term{_SB}memory|persistent{_SB}memory)\b",
         words=(
             _words("remember memorize memorise store save keep add write"),
             _words("future subsequent later every next memory"),
+            _words(
+                "conversation conversations session sessions chat chats response responses "
+                "interaction interactions message messages memory"
+            ),
         ),
         anchors=("remember", "memorize", "memorise", "store", "save", "keep", "memory"),
-        lead=60,
-        reach=300,
+        lead=110,
     ),
     _Rule(
         "fake_chat_delimiter",
@@ -327,18 +323,16 @@ _RULES: tuple[_Rule, ...] = (
         r"|\[inst\][ \t]*[a-z]|<<sys>>[ \t]*\n?[ \t]*[a-z]|<start_of_turn>(?:user|model|system)\b",
         anchors=("<|", "[inst]", "<<sys>>", "<start_of_turn>"),
         lead=0,
-        reach=80,
     ),
     _Rule(
         "fake_chat_delimiter",
         "delimiter_evasion",
-        r"^[ \t]*(?:#{1,6}[ \t]*)?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
-        r"|^[ \t]*#{1,6}[ \t]*(?:system|instruction|response)[ \t]*:[ \t]*$",
+        r"^[ \t]{0,8}(?:#{1,6}[ \t]{0,8})?(?:system|assistant)[ \t]+(?:prompt|message|override|instructions?)[ \t]*:"
+        r"|^[ \t]{0,8}#{1,6}[ \t]{0,8}(?:system|instruction|response)[ \t]*:[ \t]*$",
         words=(_words("system assistant instruction response"),),
         markers=(":",),
         anchors=("system", "assistant", "instruction", "response"),
-        lead=20,
-        reach=80,
+        lead=24,
     ),
     _Rule(
         "fake_role_markup",
@@ -359,7 +353,6 @@ _RULES: tuple[_Rule, ...] = (
             "</developer",
         ),
         lead=0,
-        reach=60,
     ),
 )
 
@@ -670,7 +663,7 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
     for rule, pattern in _COMPILED_RULES:
         if not _rule_applies(rule, words, normalized):
             continue
-        for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead, rule.reach):
+        for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
     if not any(
         letters <= words and opening.search(normalized) for letters, opening in _SPACED_LETTERS
@@ -763,9 +756,9 @@ _AS_HEX_CHARACTERS = bytes(
 )
 
 
-def _may_hold_hex_run(text: str) -> bool:
-    """Whether the text has 16 hex digits in a row, which every hex candidate needs (found in C)."""
-    return _HEX_RUN in text.encode("ascii", "replace").translate(_AS_HEX_CHARACTERS)
+def _hex_marks(text: str) -> bytes:
+    """One byte per character: `h` for a hex digit, a space for every other one."""
+    return text.encode("ascii", "replace").translate(_AS_HEX_CHARACTERS)
 
 
 def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
@@ -773,18 +766,20 @@ def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
     case only (a snake_case or CONSTANT_CASE identifier, a lowercase path) is not taken for
     base64: text in base64 mixes both (each group's first character is I–Z for an uppercase or
     punctuation byte, Y–Z or a–e for a lowercase one), and code holds such runs by the dozen."""
-    hex_possible = _may_hold_hex_run(view_text)
+    hex_marks = _hex_marks(view_text)
+    hex_possible = _HEX_RUN in hex_marks
     for match in _base64_candidates(view_text):
         token = match.group(0)
         start = match.start()
         if token[:2] in ("0x", "0X"):
             token, start = token[2:], start + 2
-        if hex_possible and _HEX_DIGITS.fullmatch(token):
+        has_hex_run = hex_possible and hex_marks.find(_HEX_RUN, start, match.end()) >= 0
+        if has_hex_run and _HEX_DIGITS.fullmatch(token):
             yield "hex_carrier", start, match.end(), token
             continue
         if not (token.islower() or token.isupper()):
             yield "base64_carrier", match.start(), match.end(), match.group(0)
-        if hex_possible:
+        if has_hex_run:
             for part in _HEX_PART.finditer(token):
                 yield "hex_carrier", start + part.start(), start + part.end(), part.group(0)
     if "\\x" in view_text:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 from lxml import html as lxml_html
 
 import runtime.web.extract as extract_module
+from runtime.web._anchored import AnchorIndex
+from runtime.web._anchored import finditer as anchored
 from runtime.web.extract import (
     _CONTROL_CHARACTERS,
     _EXCESS_BLANK_LINES,
@@ -32,6 +34,7 @@ from runtime.web.extract import (
 )
 from runtime.web.injection_filter import (
     _BASE64_CANDIDATE,
+    _COMPILED_RULES,
     _RULES,
     _SPECIAL,
     _base64_candidates,
@@ -308,3 +311,24 @@ def test_a_link_is_made_absolute_as_when_urlsplit_was_always_asked(value: str) -
 def test_a_tab_that_would_make_a_path_a_host_still_gets_the_url_check() -> None:
     assert _absolute("/\t/[broken", "https://news.example/") is None
     assert _absolute("/section/1", "https://news.example/a") == "https://news.example/section/1"
+
+
+@pytest.mark.parametrize("number", range(len(_COMPILED_RULES)))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_rule_tried_only_near_its_anchors_finds_what_its_pattern_finds_anywhere(
+    number: int, data: st.DataObject
+) -> None:
+    """Each phrase rule's gate and anchors (`lead` characters at most before an anchor) find every
+    match the plain search over the whole text finds, in a text that holds one."""
+    rule, pattern = _COMPILED_RULES[number]
+    around = st.lists(st.sampled_from([*"ab .:,!\n", " you ", " the "]), max_size=8).map("".join)
+    text = data.draw(around) + data.draw(st.from_regex(pattern, fullmatch=True)) + data.draw(around)
+    words = _letter_runs(text)
+    index = AnchorIndex(text, words)
+    plain = [m.span() for m in pattern.finditer(text)]
+    if not _rule_applies(rule, words, text):
+        assert plain == [], (rule.rule_id, text)
+        return
+    fast = [m.span() for m in anchored(pattern, text, index, rule.anchor_set, rule.lead)]
+    assert fast == plain, (rule.rule_id, text)
