@@ -328,7 +328,10 @@ class PeoplePolicies:
 
     def _listings_of(self, servers: tuple[McpServerConfig, ...]) -> dict[str, McpServerListing]:
         """Each server's listing by id: the policy's for its own entry of the id, the entry's
-        own (by connection) for an entry that differs."""
+        own (by connection) for an entry that differs; one not listed says why (a report shows
+        it), never the other entry's tools."""
+        from policy.mcp import not_listed
+
         base = self.policy
         known = {s.id: s.connection for s in base.configuration.mcp_servers}
         listings: dict[str, McpServerListing] = {}
@@ -336,10 +339,18 @@ class PeoplePolicies:
             if known.get(server.id) == server.connection:
                 listing = base.mcp_listings.get(server.id)
             else:
-                listing = self._entry_listings.get(server.connection)
+                listing = self._entry_listings.get(server.connection) or not_listed(
+                    server, _OWN_ENTRY_NOT_LISTED
+                )
             if listing is not None:
                 listings[server.id] = listing
         return listings
+
+
+_OWN_ENTRY_NOT_LISTED = (
+    "this entry differs from the one in force for everyone (its command, URL, headers or "
+    "auth); only a serving runtime lists it, on its own"
+)
 
 
 _MAX_PEOPLE = 4096
