@@ -367,43 +367,15 @@ def _approval_globs(c: _Context) -> Iterable[Finding]:
     from fnmatch import fnmatchcase
 
     from policy.approvals import REQUIRE_APPROVAL_TOOL_IDS, is_tool_glob
-    from policy.mcp import TOOL_ID_SEPARATOR
 
-    setting = c.setting(REQUIRE_APPROVAL_TOOL_IDS)
-    known = list(c.definitions)
-    unlisted = [
-        s
-        for s in c.configuration.mcp_servers
-        if not (listing := c.mcp_listings.get(s.id)) or not listing.ok
-    ]
-    for glob in (g for g in c.items(REQUIRE_APPROVAL_TOOL_IDS) if is_tool_glob(g)):
-        if any(fnmatchcase(tool_id, glob) for tool_id in known):
-            continue
-        assert setting is not None
-        location = setting.entry_locations.get(glob, setting.origin.location)
-        literal = re.split(r"[*?\[]", glob, maxsplit=1)[0]
-        unseen = [
-            s.name
-            for s in unlisted
-            if (s.name + TOOL_ID_SEPARATOR).startswith(literal)
-            or literal.startswith(s.name + TOOL_ID_SEPARATOR)
-        ]
-        if unseen:
-            yield _warning(
-                "unchecked-tool-id",
-                f"{REQUIRE_APPROVAL_TOOL_IDS} names '{glob}', which matches no known tool; not "
-                f"checked against MCP server {', '.join(unseen)} (not listed)",
-                location,
-            )
-            continue
-        yield Finding(
-            c.severity(setting.origin),
-            "approval-matches-nothing",
-            f"{REQUIRE_APPROVAL_TOOL_IDS} names '{glob}', which matches no tool (known: "
-            f"{c.known_list()}): no call waits for approval because of it; a misspelled glob "
-            "leaves the calls it meant unapproved",
-            location,
-        )
+    yield from _globs_matching_nothing(
+        c,
+        REQUIRE_APPROVAL_TOOL_IDS,
+        c.items(REQUIRE_APPROVAL_TOOL_IDS),
+        "approval-matches-nothing",
+        "no call waits for approval because of it; a misspelled glob leaves the calls it meant "
+        "unapproved",
+    )
     for server in c.configuration.mcp_servers:
         listing = c.mcp_listings.get(server.id)
         if not server.require_approval or listing is None or not listing.ok:
@@ -427,6 +399,65 @@ def _approval_globs(c: _Context) -> Iterable[Finding]:
                 "misspelled name leaves the calls it meant unapproved",
                 where,
             )
+
+
+def _limit_globs(c: _Context) -> Iterable[Finding]:
+    """A `DataGateway.CallLimits` glob that matches no known tool: a misspelled one leaves the
+    calls it meant unlimited, so it is an error in an organization plugin, as an approval's is."""
+    from policy.quotas import CALL_LIMITS
+
+    yield from _globs_matching_nothing(
+        c,
+        CALL_LIMITS,
+        tuple(c.table(CALL_LIMITS)),
+        "limit-matches-nothing",
+        "no call is limited because of it; a misspelled glob leaves the calls it meant unlimited",
+    )
+
+
+def _globs_matching_nothing(
+    c: _Context, key: str, entries: Iterable[str], code: str, consequence: str
+) -> Iterable[Finding]:
+    """Each glob among `entries` of setting `key` that matches no known tool (a warning while
+    an MCP server whose tools it could match is not listed)."""
+    from fnmatch import fnmatchcase
+
+    from policy.approvals import is_tool_glob
+    from policy.mcp import TOOL_ID_SEPARATOR
+
+    setting = c.setting(key)
+    known = list(c.definitions)
+    unlisted = [
+        s
+        for s in c.configuration.mcp_servers
+        if not (listing := c.mcp_listings.get(s.id)) or not listing.ok
+    ]
+    for glob in (g for g in entries if is_tool_glob(g)):
+        if any(fnmatchcase(tool_id, glob) for tool_id in known):
+            continue
+        assert setting is not None
+        location = setting.entry_locations.get(glob, setting.origin.location)
+        literal = re.split(r"[*?\[]", glob, maxsplit=1)[0]
+        unseen = [
+            s.name
+            for s in unlisted
+            if (s.name + TOOL_ID_SEPARATOR).startswith(literal)
+            or literal.startswith(s.name + TOOL_ID_SEPARATOR)
+        ]
+        if unseen:
+            yield _warning(
+                "unchecked-tool-id",
+                f"{key} names '{glob}', which matches no known tool; not checked against MCP "
+                f"server {', '.join(unseen)} (not listed)",
+                location,
+            )
+            continue
+        yield Finding(
+            c.severity(setting.origin),
+            code,
+            f"{key} names '{glob}', which matches no tool (known: {c.known_list()}): {consequence}",
+            location,
+        )
 
 
 def _unknown_datatools_keys(c: _Context) -> Iterable[Finding]:
@@ -768,6 +799,7 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _token_exchange,
     _unknown_tool_ids,
     _approval_globs,
+    _limit_globs,
     _unknown_datatools_keys,
     _tool_setting_values,
     _secrets,

@@ -479,3 +479,26 @@ def test_a_misspelled_data_source_confidence_floor_skips_the_source(tmp_path: Pa
     plugin.write_text(fixed, encoding="utf-8")
     _, document = run_json("check", "--org", plugin.parent)
     assert not [w for w in document["warnings"] if "DATA_SOURCES" in w["message"]], document
+
+
+def test_a_call_limit_glob_that_matches_no_tool_is_an_error(tmp_path: Path) -> None:
+    """A misspelled DataGateway.CallLimits glob would leave the calls it meant unlimited: an
+    error at its line, like an approval glob's; a glob that matches is not named."""
+    plugin = _settings_plugin(
+        tmp_path / "org",
+        'CONFIG["SETTINGS"]["DataGateway.CallLimits"] = {\n'
+        '    ["web_*"] = "9/hour",\n'
+        '    ["web_serch*"] = "5/hour",\n'
+        "}\n",
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    (error,) = document["errors"]
+    assert (error["line"], error["code"]) == (
+        _line_of(plugin, "web_serch*"),
+        "limit-matches-nothing",
+    )
+    assert error["message"].startswith(
+        "DataGateway.CallLimits names 'web_serch*', which matches no tool (known: "
+    )
+    assert error["message"].endswith("a misspelled glob leaves the calls it meant unlimited")
