@@ -747,6 +747,15 @@ def _token_exchange(c: _Context) -> Iterable[Finding]:
         yield Finding(Severity.ERROR, "token-exchange-not-possible", message, where)
 
 
+def _sign_in_without_audience(c: _Context) -> Iterable[Finding]:
+    """A sign-in whose tokens are not checked for an audience: the serving commands refuse to
+    serve it, which `policy check` says before a deployment does."""
+    from policy.sign_in import audience_problems
+
+    for message, where in audience_problems(c.configuration):
+        yield Finding(Severity.ERROR, "sign-in-without-audience", message, where)
+
+
 def _undeclared_effects(c: _Context) -> Iterable[Finding]:
     """While a flow rule is on, each tool that declares no effects counts as having all four
     (fail closed), so BLOCK never offers it and APPROVE asks for every call: named, so the
@@ -797,6 +806,7 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _injection_filter,
     _undeclared_effects,
     _token_exchange,
+    _sign_in_without_audience,
     _unknown_tool_ids,
     _approval_globs,
     _limit_globs,

@@ -128,15 +128,28 @@ def sign_in_problems(configuration: PolicyConfiguration) -> tuple[str, ...]:
     problems.extend(
         f"{where}: {message}" for message, where in token_exchange_problems(configuration)
     )
+    problems.extend(
+        f"{where}: {message}" if where else message
+        for message, where in audience_problems(configuration)
+    )
+    return tuple(problems)
+
+
+def audience_problems(
+    configuration: PolicyConfiguration,
+) -> Iterator[tuple[str, SourceLocation | None]]:
+    """An issuer without an audience, with where the issuer is set: any token the issuer signs
+    for any service would do, so the serving commands refuse to serve; `policy check` calls it
+    an error."""
     settings = SignInSettings.of(configuration)
     if settings is not None and not settings.audience:
         where = configuration.setting(ISSUER_KEY)
-        at = f"{where.origin.location}: " if where is not None else ""
-        problems.append(
-            f"{at}{ISSUER_KEY} is set without {AUDIENCE_KEY}: set the audience your identity "
-            "provider writes into the gateway's tokens"
+        yield (
+            f"{ISSUER_KEY} is set without {AUDIENCE_KEY}: set the audience your identity "
+            "provider writes into the gateway's tokens (the serving commands refuse to serve "
+            "until then)",
+            where.origin.location if where is not None else None,
         )
-    return tuple(problems)
 
 
 def token_exchange_problems(

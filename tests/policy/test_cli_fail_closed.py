@@ -502,3 +502,24 @@ def test_a_call_limit_glob_that_matches_no_tool_is_an_error(tmp_path: Path) -> N
         "DataGateway.CallLimits names 'web_serch*', which matches no tool (known: "
     )
     assert error["message"].endswith("a misspelled glob leaves the calls it meant unlimited")
+
+
+def test_a_sign_in_without_an_audience_is_an_error_in_check(tmp_path: Path) -> None:
+    """DataGateway.Issuer without DataGateway.Audience: the serving commands refuse to serve it
+    (any token the issuer signs for any service would do); `policy check` says so first, at the
+    issuer's line."""
+    plugin = _settings_plugin(
+        tmp_path / "org",
+        'CONFIG["SETTINGS"]["DataGateway.Issuer"] = "https://login.example.org/realms/corp"\n',
+    )
+    code, document = run_json("check", "--org", plugin.parent)
+    assert code == 1
+    (error,) = document["errors"]
+    assert (error["line"], error["code"]) == (
+        _line_of(plugin, "DataGateway.Issuer"),
+        "sign-in-without-audience",
+    )
+    assert "DataGateway.Issuer is set without DataGateway.Audience" in error["message"]
+    served = run("serve", "--org", plugin.parent, "--port", "0")
+    assert served.returncode != 0
+    assert "DataGateway.Issuer is set without DataGateway.Audience" in served.stderr
