@@ -21,7 +21,7 @@ def serving_sign_in(
     problems = sign_in_problems(policy.configuration)
     if problems:
         raise click.ClickException(
-            "the sign-in is configured wrongly, so nothing is served:\n  " + "\n  ".join(problems)
+            "the sign-in is configured wrongly, so nothing is served: " + "; ".join(problems)
         )
     settings = SignInSettings.of(policy.configuration)
     if settings is None:

@@ -522,4 +522,7 @@ def test_a_sign_in_without_an_audience_is_an_error_in_check(tmp_path: Path) -> N
     assert "DataGateway.Issuer is set without DataGateway.Audience" in error["message"]
     served = run("serve", "--org", plugin.parent, "--port", "0")
     assert served.returncode != 0
-    assert "DataGateway.Issuer is set without DataGateway.Audience" in served.stderr
+    assert (
+        f"nothing is served: {plugin}:{error['line']}: DataGateway.Issuer is set without "
+        "DataGateway.Audience"
+    ) in served.stderr, served.stderr
