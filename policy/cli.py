@@ -524,7 +524,7 @@ def explain(
         raise click.UsageError("name one TOOL_ID, or use --all for the matrix")
     holdings = _chat_holdings(chat_holds, chat_id, chat_db)
     policy = _load(sources, tools_files=tools_files, offline=offline)
-    policy, applied = _as_caller(policy, as_subject, groups, output_format)
+    policy, applied = _as_caller(policy, as_subject, groups, output_format, offline=offline)
     from policy.explain import (
         build_matrix,
         decision_document,
@@ -589,15 +589,22 @@ def explain(
 
 
 def _as_caller(
-    policy: Policy, as_subject: str | None, groups: str | None, output_format: str
+    policy: Policy,
+    as_subject: str | None,
+    groups: str | None,
+    output_format: str,
+    *,
+    offline: bool = False,
 ) -> tuple[Policy, dict[str, Any]]:
     """The policy `--as`/`--groups` name (without them: a person in no group's, as a request
     without a caller is decided), and for a document the caller and the configurations that
-    applied; for a table those are printed here."""
-    from policy.people import PeoplePolicies, what_if_caller
+    applied; for a table those are printed here. A group's own MCP server entries are listed
+    as the serving runtime lists them (`people_with_own_listings`)."""
+    from policy.cli_options import people_with_own_listings
+    from policy.people import what_if_caller
 
     if as_subject is None and groups is None:
-        everyone = PeoplePolicies(policy)
+        everyone = people_with_own_listings(policy, offline=offline)
         note = everyone.without_caller_note()
         if note is None:
             return policy, {}
@@ -611,7 +618,7 @@ def _as_caller(
     caller = what_if_caller(as_subject or "", groups or "")
     if caller is None:
         raise click.BadParameter("name at least one group", param_hint="--groups")
-    people = PeoplePolicies(policy)
+    people = people_with_own_listings(policy, offline=offline)
     document = people.caller_document(caller)
     if output_format == "table":
         shown = ", ".join(sorted(caller.groups)) or "none"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from policy.cli_errors import CodedUsageError
     from policy.configuration import ProviderConfig
     from policy.decision_record import DecisionRecord
+    from policy.people import PeoplePolicies
     from policy.tools import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -242,6 +243,23 @@ def with_current_mcp_listings(
     module, _, name = MCP_LISTER.partition(":")
     lister = getattr(importlib.import_module(module), name)
     return policy.with_mcp_listings(lister(servers, state_dir=state_dir, known=reused))
+
+
+def people_with_own_listings(policy: Policy, *, offline: bool = False) -> PeoplePolicies:
+    """`policy`'s `PeoplePolicies` with each group's own MCP server entry (another connection
+    than the entry in force for everyone) listed live, as a serving runtime lists it: never
+    from or into the state directory, which keeps the listing of everyone's entry. `offline`
+    lists none: such an entry then shows as not listed, saying why."""
+    from policy.people import PeoplePolicies
+
+    people = PeoplePolicies(policy)
+    entries = () if offline else people.own_entries()
+    if not entries:
+        return people
+    module, _, name = MCP_LISTER.partition(":")
+    lister = getattr(importlib.import_module(module), name)
+    listed = {e.connection: lister([e], state_dir=None)[e.id] for e in entries}
+    return PeoplePolicies(policy, listed)
 
 
 def unknown_tool_note(policy: Policy, tool_id: str) -> str:

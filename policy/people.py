@@ -349,7 +349,7 @@ class PeoplePolicies:
 
 _OWN_ENTRY_NOT_LISTED = (
     "this entry differs from the one in force for everyone (its command, URL, headers or "
-    "auth); only a serving runtime lists it, on its own"
+    "auth) and is listed on its own, live only (not from the state directory, not offline)"
 )
 
 

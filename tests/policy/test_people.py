@@ -193,7 +193,7 @@ def test_a_groups_own_mcp_entry_is_offered_from_its_own_listing(tmp_path: Path) 
     assert _tickets_tools(people.for_caller(None)) == ["tickets__archive"], "its own listing"
     unlisted = PeoplePolicies(policy).for_caller(None)
     assert _tickets_tools(unlisted) == [], "not listed yet: nothing, never the other's tools"
-    assert "only a serving runtime lists it" in unlisted.mcp_listings[SERVER_ID].status
+    assert "is listed on its own, live only" in unlisted.mcp_listings[SERVER_ID].status
 
 
 def _tickets_tools(policy_view: object) -> list[str]:

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.mcp_tools.test_mcp import SERVER_ID, SERVER_SCRIPT, calls_received, write_org
+from tests.mcp_tools.test_mcp import (
+    SERVER_ID,
+    SERVER_SCRIPT,
+    calls_received,
+    policy_cli,
+    write_org,
+)
 from tests.mcp_tools.test_mcp_gateway import _fingerprint, running_gateway, state
 from tests.servers.config_server import plugin_text
 from tests.servers.oidc_provider import oidc_provider
@@ -158,3 +164,29 @@ def test_pins_are_checked_against_each_entrys_own_listing(
     assert "tickets__add_comment" in alices, "everyone's entry does not require pins"
     assert "tickets__search_tickets" in bobs, "finance's server lists it as pinned"
     assert "tickets__add_comment" not in bobs, "finance's entry requires pins"
+
+
+def test_policy_explain_as_a_group_member_lists_their_own_entry(
+    tmp_path: Path, state: Path
+) -> None:
+    """`policy explain --as` lists a group's own entry as the gateway would (live, on its own):
+    the tool only finance's server has is offered to finance's member; without listing
+    (`--offline`) the entry shows as not listed, saying why, never with everyone's tools."""
+    finance_state = tmp_path / "finance-state.json"
+    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    groups = tmp_path / "groups"
+    _groups_entry(groups / "finance", FINANCE_ID, finance_state)
+    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
+    org = write_org(tmp_path / "org", state, settings=mapping)
+    common = ("--org", org, "--org", groups, "--state-dir", tmp_path / "state", "--format", "json")
+    as_bob = ("--as", "bob", "--groups", "finance")
+    bobs = policy_cli("explain", "tickets__lookup_000", *common, *as_bob)
+    assert bobs.returncode == 0, bobs.stderr
+    assert json.loads(bobs.stdout)["offered"] is True, "finance's server lists it"
+    everyones = policy_cli("explain", "tickets__lookup_000", *common)
+    assert everyones.returncode == 2, "everyone's server does not list it"
+    assert "unknown tool 'tickets__lookup_000'" in everyones.stdout
+    offline = policy_cli("explain", "--all", *common, "--offline")
+    assert offline.returncode == 0, offline.stderr
+    (row,) = json.loads(offline.stdout)["mcp_servers"]
+    assert row["tools"] == [] and "listed on its own, live only" in row["error"], row
