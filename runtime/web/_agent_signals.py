@@ -45,6 +45,9 @@ _AI_NAME = (
     r"|gemini(?:\s+(?:pro|flash|\d(?:\.\d)?))*|llama(?:[\s-]?\d(?:\.\d)?)?|mistral|copilot|command[\s-]r\+?)"
 )
 """How injections name the model they address (AgentDojo names it after the pipeline's model)."""
+_AI_NAME_BOUNDED = _AI_NAME.replace(r"\s+", r"\s{1,8}").replace(")*|", "){0,2}|")
+"""The same names, at most 8 blanks between their words: before a trigger, a rule's matches must
+start within its `lead` characters (`_anchored`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,17 +164,18 @@ _RULES: tuple[_Rule, ...] = (
         "pseudo_system_header",
         "authority_markup",
         True,
-        r"#{1,6}\s*[(\[]\s*(?:system|admin|developer|assistant)(?:[_ ](?:message|prompt|instructions?))?"
-        r"\s*[)\]]|[(\[]\s*(?:system|admin|developer)[_ ](?:message|prompt|instructions?)\s*[)\]]",
+        r"#{1,6}\s{0,8}[(\[]\s{0,8}(?:system|admin|developer|assistant)"
+        r"(?:[_ ](?:message|prompt|instructions?))?\s*[)\]]"
+        r"|[(\[]\s{0,8}(?:system|admin|developer)[_ ](?:message|prompt|instructions?)\s*[)\]]",
         ("system", "admin", "developer", "assistant"),
-        lead=12,
+        lead=23,
         words="system admin developer assistant",
     ),
     _rule(
         "pseudo_system_header",
         "authority_markup",
         False,
-        r"^[ \t]*(?:system|admin|administrator|developer)(?:[ \t]+(?:message|note|notice|update))?"
+        r"^[ \t]{0,40}(?:system|admin|administrator|developer)(?:[ \t]+(?:message|note|notice|update))?"
         r"[ \t]*:(?=[ \t]*\S)",
         ("system", "admin", "administrator", "developer"),
         lead=40,
@@ -181,18 +185,20 @@ _RULES: tuple[_Rule, ...] = (
         "addresses_model",
         "agent_address",
         True,
-        rf"\bto\s+you\s*,\s*{_AI_NAME}\b",
-        ("to you",),
+        rf"\bto\s{{1,8}}you\s*,\s*{_AI_NAME}\b",
+        ("you",),
+        lead=10,
         words="you",
     ),
     _rule(
         "addresses_model",
         "agent_address",
         True,
-        rf"(?:^|(?<=[.!?:'\"]\s)|(?<=[\n'\"])){_AI_NAME}\s*,\s+(?:please|you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed)))\b",
-        (", please", ", you must", ", you should", ", you need", ", you have to", ", you are"),
-        lead=45,
-        words="ai llm llms language model assistant agent chatbot chatgpt gpt claude gemini llama "
+        rf"(?:^|(?<=[.!?:'\"]\s)|(?<=[\n'\"])){_AI_NAME_BOUNDED}\s{{0,8}},\s{{1,8}}"
+        r"(?:please|you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed)))\b",
+        ("please", "you"),
+        lead=66,
+        words="ai i llm llms language model assistant agent chatbot chatgpt gpt claude gemini llama "
         "mistral copilot command",
     ),
     _rule(
@@ -203,13 +209,13 @@ _RULES: tuple[_Rule, ...] = (
         r"(?:\s+with)?|proceed\s+with|start|begin|work\s+on|respond\s+to|reply\s+to)|(?:solving|"
         r"completing|doing|finishing|answering|continuing\s+with|proceeding\s+with|responding\s+to))"
         r"\s+(?:the|your|this|my|any|the\s+original|the\s+user'?s?)\s+(?:\w+\s+)?(?:task|request|query|assignment)\b"
-        r"|\bthe\s+task\s+(?:that\s+)?i\s+(?:gave|assigned|asked)\s+(?:to\s+)?you\b"
+        r"|\bthe\s{1,8}task\s+(?:that\s+)?i\s+(?:gave|assigned|asked)\s+(?:to\s+)?you\b"
         r"|\bafter\s+you\s+(?:do|did|have\s+done|complete|finish)\s+(?:that|this|it)\s*,\s*you\s+"
         r"(?:can|may|should)\s+(?:solve|continue|complete|do|finish|proceed|return)"
         r"|\binstead\s+of\s+(?:the|your)\s+(?:original\s+|current\s+|user'?s\s+)?(?:task|request)\b",
         ("before", "task", "after", "instead"),
         imperative=True,
-        lead=6,
+        lead=11,
         words="before task after instead",
     ),
     _rule(
@@ -220,8 +226,9 @@ _RULES: tuple[_Rule, ...] = (
         r"these|those)\s+){0,3}(?:previous|prior|above|earlier|preceding|former|original|initial|"
         r"existing|other)\s+[a-z]*(?:struct|prompt|direct|command|order|task|message|rule|guideline|"
         r"context|request)"
-        r"|\b(?:strictly\s+)?adhere\s+to\s+the\s+following\s+(?:instructions?|commands?|directives?)",
+        r"|\b(?:strictly\s{1,8})?adhere\s+to\s+the\s+following\s+(?:instructions?|commands?|directives?)",
         ("ignore", "disregard", "forget", "override", "bypass", "neglect", "adhere"),
+        lead=16,
         imperative=True,
         words="ignore disregard forget override bypass neglect adhere",
     ),
@@ -255,10 +262,10 @@ _RULES: tuple[_Rule, ...] = (
         "new_instructions",
         "task_injection",
         False,
-        r"\b(?:new|updated|revised|additional|important|urgent)\s+(?:instructions?|tasks?|orders?|"
+        r"\b(?:new|updated|revised|additional|important|urgent)\s{1,8}(?:instructions?|tasks?|orders?|"
         r"directives?)\s*[:!]"
         r"|\bimportant\s*!{2,}|\burgent\s*!{2,}"
-        r"|\b(?:please\s+)?do\s+the\s+following\s+(?:first|now|immediately|instead)\s*:",
+        r"|\b(?:please\s{1,8})?do\s{1,8}the\s{1,8}following\s+(?:first|now|immediately|instead)\s*:",
         tuple(
             [
                 "instruction",
@@ -275,7 +282,7 @@ _RULES: tuple[_Rule, ...] = (
                 "!!",
             ]
         ),
-        lead=16,
+        lead=35,
         words="instruction instructions task tasks order orders directive directives important urgent following",
     ),
     _rule(

@@ -19,6 +19,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 import runtime.web.extract as extract_module
+from runtime.web._agent_signals import _RULES as _SIGNAL_RULES
 from runtime.web._anchored import AnchorIndex
 from runtime.web._anchored import finditer as anchored
 from runtime.web.extract import (
@@ -331,4 +332,30 @@ def test_a_rule_tried_only_near_its_anchors_finds_what_its_pattern_finds_anywher
         assert plain == [], (rule.rule_id, text)
         return
     fast = [m.span() for m in anchored(pattern, text, index, rule.anchor_set, rule.lead)]
+    assert fast == plain, (rule.rule_id, text)
+
+
+@pytest.mark.parametrize("number", range(len(_SIGNAL_RULES)))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_signal_tried_only_near_its_triggers_finds_what_its_pattern_finds_anywhere(
+    number: int, data: st.DataObject
+) -> None:
+    """Each agent-addressing signal's words, opening and triggers (`lead` characters at most
+    before one) find every match the plain search finds, in a text that holds one."""
+    rule = _SIGNAL_RULES[number]
+    around = st.lists(st.sampled_from([*"ab .:,!\n", " you ", " the "]), max_size=8).map("".join)
+    text = data.draw(around) + data.draw(st.from_regex(rule.pattern)) + data.draw(around)
+    if not rule.case_sensitive:
+        text = text.lower()
+    words = _letter_runs(text.lower())
+    plain = [m.span() for m in rule.pattern.finditer(text)]
+    skipped = bool(rule.words and rule.words.isdisjoint(words)) or (
+        bool(rule.opening) and rule.opening not in text
+    )
+    if skipped:
+        assert plain == [], (rule.rule_id, text)
+        return
+    index = AnchorIndex(text.lower(), words)
+    fast = [m.span() for m in anchored(rule.pattern, text, index, rule.triggers, rule.lead)]
     assert fast == plain, (rule.rule_id, text)
