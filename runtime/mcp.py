@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
     from mcp_types import CallToolResult
 
+    from runtime.web.guard import GuardSource, PromptInjectionGuard
+
     UpstreamAuth = Callable[[McpServerConfig], httpx2.Auth | None]
 
 _log = logging.getLogger(__name__)
@@ -105,6 +107,30 @@ def _masked_progress(session: _Session) -> ProgressFnT | None:
         await relay(progress, total, None if message is None else session.mask.text(message))
 
     return report
+
+
+_PROGRESS_GUARD_CHARACTERS = 1000
+"""What of a progress message is read at all: it is shown as one short line."""
+
+
+@contextlib.contextmanager
+def _guarded_progress(guard: PromptInjectionGuard, source: GuardSource) -> Iterator[None]:
+    """While a call runs, the progress messages its server sends pass the prompt-injection
+    guard before they are relayed, as its results do: a client may show them to its model."""
+    relay = _progress_relay.get()
+    if relay is None:
+        yield
+        return
+    from runtime.web.guard import GuardText
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if message is not None:
+            text = GuardText(message[:_PROGRESS_GUARD_CHARACTERS], source)
+            [message] = await guard.sanitize_many([text])
+        await relay(progress, total, message)
+
+    with relaying_progress(report):
+        yield
 
 
 def _start_seconds(server: McpServerConfig) -> float:
@@ -782,9 +808,10 @@ class McpExecutableTool(McpTool):
         sessions = await _sessions_for(self.server, context)
         source = tool_content(self.definition.id)
         try:
-            result = await sessions.call_tool(
-                self.server, self.listing.name, arguments, offered=self.listing
-            )
+            with _guarded_progress(guard_of(context), source):
+                result = await sessions.call_tool(
+                    self.server, self.listing.name, arguments, offered=self.listing
+                )
         except McpServerError as error:
             if not error.content:
                 raise

@@ -264,7 +264,8 @@ def build_server(path: Path) -> Server[Any]:
             steps = int(arguments.get("steps", 3))
             try:
                 for step in range(1, steps + 1):
-                    await ctx.session.report_progress(step, steps, f"step {step} of {steps}")
+                    note = f" {arguments['note']}" if arguments.get("note") else ""
+                    await ctx.session.report_progress(step, steps, f"step {step} of {steps}{note}")
                     await anyio.sleep(0.05)
                 if arguments.get("wait"):
                     await anyio.sleep(3600)
