@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import inspect
+import sys
 from _thread import get_ident
 from collections.abc import Callable
 from operator import attrgetter
@@ -105,13 +106,18 @@ def _setstate(self: object, state: list[object]) -> None:
 
 
 def _check_init_order(fields: list[dataclasses.Field[Any]]) -> None:
-    seen_default = False
+    """Refuse a field without a default after one with, in the words of the running Python's
+    `dataclasses` (3.13 names the earlier field too)."""
+    last_default: str | None = None
     for f in fields:
         if f.init:
             if f.default is not _MISSING or f.default_factory is not _MISSING:
-                seen_default = True
-            elif seen_default:
-                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+                last_default = f.name
+            elif last_default is not None:
+                earlier = f" {last_default!r}" if sys.version_info >= (3, 13) else ""
+                raise TypeError(
+                    f"non-default argument {f.name!r} follows default argument{earlier}"
+                )
 
 
 def _init_function(
