@@ -72,6 +72,7 @@ class CallerTokenVerifier:
         self._leeway = leeway_seconds
         self._now = now or (lambda: int(time.time()))
         self._changed_warned = False
+        self._no_groups_warned = False
         self._accepted: dict[str, SignedInToken] = {}
         """Tokens accepted so far, by their text: a client presents the same token on every
         request, and its signature and claims cannot change; only its expiry is checked again."""
@@ -141,6 +142,16 @@ class CallerTokenVerifier:
         if not isinstance(subject, str) or not subject:
             raise _Refused("its sub is not a non-empty string")
         groups = _groups(claims, settings.groups_claim)
+        if groups is None:
+            groups = frozenset()
+            if not self._no_groups_warned:
+                self._no_groups_warned = True
+                logger.warning(
+                    "a token carries no %r claim: its person is decided as one in no group "
+                    "(check DataGateway.GroupsClaim if the identity provider names groups "
+                    "another way; said once)",
+                    settings.groups_claim,
+                )
         scope = claims.get("scope")
         expires = claims.get("exp")
         return SignedInToken(
@@ -170,13 +181,15 @@ def _reason(error: JoseError) -> str:
     return f"{reason} ({detail[:120]})" if detail else reason
 
 
-def _groups(claims: dict[str, Any], path: str) -> frozenset[str]:
-    """The groups the claim at `path` lists (a missing claim: none). A claim of another shape is
-    refused: read as no groups it could leave out a group whose plugin restricts the caller."""
+def _groups(claims: dict[str, Any], path: str) -> frozenset[str] | None:
+    """The groups the claim at `path` lists; None when the token has no such claim (identity
+    providers leave it out for a person in no group, and a misspelled `GroupsClaim` looks the
+    same, so the verifier says so once). A claim of another shape is refused: read as no
+    groups it could leave out a group whose plugin restricts the caller."""
     value: Any = claims
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
-            return frozenset()
+            return None
         value = value[part]
     if isinstance(value, str):
         return frozenset({value})

@@ -149,6 +149,20 @@ def test_a_groups_claim_of_another_shape_is_refused(
         assert absent is not None and absent.caller.groups == frozenset()  # type: ignore[attr-defined]
 
 
+def test_a_token_without_the_groups_claim_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "runtime.signin")
+    with oidc_provider(tmp_path) as provider:
+        verifier = _verifier(provider, groups_claim="grups")
+        for person in ("alice", "bob"):
+            accepted = asyncio.run(verifier.verify_token(provider.token(person)))
+            assert accepted is not None and accepted.caller.groups == frozenset()  # type: ignore[attr-defined]
+        said = [r for r in caplog.records if "carries no 'grups' claim" in r.getMessage()]
+        assert len(said) == 1 and said[0].levelno == logging.WARNING
+        assert "DataGateway.GroupsClaim" in said[0].getMessage()
+
+
 def test_a_token_accepted_before_is_refused_once_it_expired(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
