@@ -14,7 +14,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from policy import ConfidenceLevel, DataSecurity, ProviderKind, ToolDefinition, ToolOutboundData
+from policy import (
+    ConfidenceLevel,
+    DataSecurity,
+    Effect,
+    ProviderKind,
+    ToolDefinition,
+    ToolOutboundData,
+)
 from policy._runtime_seam import (
     MASK,
     NO_SECRETS,
@@ -444,7 +451,12 @@ class ToolExecutor:
                 services=replace(self._services, chat=chat),
                 offered_tool_names=offered_names(runnable),
             )
-            result, injections = await _guarded_execution(tool, arguments, context, run.secrets)
+            untrusted = returns_untrusted_content(tool) or (
+                Effect.UNTRUSTED_CONTENT in self._effects(tool, definition.id)
+            )
+            result, injections = await _guarded_execution(
+                tool, arguments, context, run.secrets, untrusted
+            )
             outcome = run.succeeded(result, traced_arguments, arguments, injections)
             return replace(outcome, brought=self._brought(tool, run.call, result, outcome))
         except ToolExecutionBlocked as blocked:
@@ -493,6 +505,13 @@ class ToolExecutor:
             return None
         return f"Tool '{tool_id}' was not run (DataTools.FlowRule BLOCK): {conflict.message}"
 
+    def _effects(self, tool: ExecutableTool, tool_id: str) -> frozenset[Effect]:
+        """The tool's effects in force: the organization's `DataTools.ToolEffects` through the
+        registry, else what the tool declares (all four when it declares nothing)."""
+        if self._flow is not None:
+            return self._flow.effects(tool_id).effects
+        return tool.effects.effects
+
     def _brought(
         self,
         tool: ExecutableTool,
@@ -510,10 +529,8 @@ class ToolExecutor:
         tool_id = outcome.trace.tool_id
         if result.brought is not None:
             effects = frozenset(result.brought)
-        elif self._flow is not None:
-            effects = self._flow.effects(tool_id).effects
         else:
-            effects = tool.effects.effects
+            effects = self._effects(tool, tool_id)
         held = [effect for effect in HELD_EFFECTS if effect in effects]
         if not held or _is_empty(result):
             return ()
@@ -591,13 +608,14 @@ async def _guarded_execution(
     arguments: Mapping[str, Any],
     context: ToolExecutionContext,
     secrets: _SecretMask,
+    untrusted: bool,
 ) -> tuple[ToolExecutionResult, tuple[InjectionSeen, ...]]:
     """Run the tool inside one guard scope, so every removal of the call — the tool's own and
-    the executor's — is known here; a tool that returns untrusted content and did not filter its
-    result has it filtered, its secret setting values masked first (the filter may be a
-    service or a model: no secret goes there). A tool that neither declares untrusted content
-    nor was given the app's guard does not load the guard at all."""
-    untrusted = returns_untrusted_content(tool)
+    the executor's — is known here; a tool that returns untrusted content (`untrusted`: it says
+    so, or UNTRUSTED_CONTENT is among its effects) and did not filter its result has it
+    filtered, its secret setting values masked first (the filter may be a service or a model:
+    no secret goes there). A tool that brings no untrusted content and was not given the app's
+    guard does not load the guard at all."""
     if not untrusted and context.services.guard is None:
         return _checked(await tool.execute(arguments, context)), ()
     guard = _guard_of(context)
