@@ -17,7 +17,7 @@ from typing import Any
 
 from policy import ToolPolicyError
 
-ECHO_MAX_CHARACTERS = 40
+_ECHO_MAX_CHARACTERS = 40
 _INT32_MAX = 2**31 - 1
 
 _DATE_PATTERN = re.compile(
@@ -127,8 +127,8 @@ def echo(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = "a value that cannot be written as JSON"
-    if len(text) > ECHO_MAX_CHARACTERS:
-        return text[:ECHO_MAX_CHARACTERS] + "..."
+    if len(text) > _ECHO_MAX_CHARACTERS:
+        return text[:_ECHO_MAX_CHARACTERS] + "..."
     return text
 
 

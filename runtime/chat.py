@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from policy import Caller, ChatHoldings
     from policy._runtime_seam import ProviderFacts
 
-CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
+_CHAT_DATABASE_ENV = "TOOLPOLICY_CHAT_DB"
 
 
 class HoldingKind(StrEnum):
@@ -283,7 +283,7 @@ class SqliteChatStore:
         except (OSError, sqlite3.Error) as error:
             raise ChatStoreError(
                 f"Cannot open the chat database '{self._path}': {error}. "
-                f"Give a writable file path (or set {CHAT_DATABASE_ENV})."
+                f"Give a writable file path (or set {_CHAT_DATABASE_ENV})."
             ) from error
 
     @property
@@ -301,7 +301,7 @@ class SqliteChatStore:
         except sqlite3.Error as error:
             raise ChatStoreError(
                 f"The chat database '{self._path}' cannot be used: {error}. Give a writable "
-                f"SQLite file (or set {CHAT_DATABASE_ENV})."
+                f"SQLite file (or set {_CHAT_DATABASE_ENV})."
             ) from error
 
     def load(self, chat_id: str) -> ChatRecord | None:
@@ -412,12 +412,12 @@ def stored_record(
     confidence, security, restriction, mailbox = row
     return ChatRecord(
         chat_id=chat_id,
-        required_provider_confidence=stored_confidence(confidence),
-        required_data_security=stored_data_security(security),
-        outbound_restriction=stored_restriction(restriction),
+        required_provider_confidence=_stored_confidence(confidence),
+        required_data_security=_stored_data_security(security),
+        outbound_restriction=_stored_restriction(restriction),
         outbound_mailbox_id=str(mailbox or ""),
         known_web_addresses=frozenset(str(key) for (key,) in keys),
-        holdings=_joined_holdings((), (stored_holding(h) for h in holdings)),
+        holdings=_joined_holdings((), (_stored_holding(h) for h in holdings)),
     )
 
 
@@ -426,7 +426,7 @@ def holding_row(holding: ChatHolding) -> tuple[str, str, str, str]:
     return (holding.kind.value, holding.tool_id, holding.source, holding.call_id)
 
 
-def stored_holding(row: Sequence[object]) -> ChatHolding:
+def _stored_holding(row: Sequence[object]) -> ChatHolding:
     """A stored holding; a kind this version cannot read counts as the strictest it knows."""
     kind, tool_id, source, call_id = row
     try:
@@ -465,7 +465,7 @@ def _joined_holdings(
     return tuple(joined.values())
 
 
-def stored_confidence(value: object) -> ConfidenceLevel:
+def _stored_confidence(value: object) -> ConfidenceLevel:
     """A stored confidence requirement; one this version cannot read is the strictest (HIGH)."""
     try:
         return ConfidenceLevel(int(value))  # type: ignore[call-overload]
@@ -473,7 +473,7 @@ def stored_confidence(value: object) -> ConfidenceLevel:
         return ConfidenceLevel.HIGH
 
 
-def stored_data_security(value: object) -> DataSecurity:
+def _stored_data_security(value: object) -> DataSecurity:
     """A stored data security; one this version cannot read is the strictest (SELF_HOSTED)."""
     try:
         return DataSecurity(str(value))
@@ -481,7 +481,7 @@ def stored_data_security(value: object) -> DataSecurity:
         return DataSecurity.SELF_HOSTED
 
 
-def stored_restriction(value: object) -> OutboundDataRestriction:
+def _stored_restriction(value: object) -> OutboundDataRestriction:
     """A stored outbound restriction; one this version cannot read is the strictest."""
     try:
         return OutboundDataRestriction(int(value))  # type: ignore[call-overload]
@@ -497,7 +497,7 @@ def open_chat_store(location: str | os.PathLike[str] | None = None) -> ChatStore
     anything else → a SQLite file; None → `$TOOLPOLICY_CHAT_DB` read the same way, else the
     default SQLite file (so instances configured with a PostgreSQL address share their chats)."""
     if location is None:
-        configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+        configured = os.environ.get(_CHAT_DATABASE_ENV, "").strip()
         if not configured.startswith(_POSTGRES_SCHEMES):
             return SqliteChatStore(default_chat_database_path())
         location = configured
@@ -517,7 +517,7 @@ def _default_store() -> ChatStore:
     """The store of a chat opened without one: a PostgreSQL address in `$TOOLPOLICY_CHAT_DB` is
     opened once per process (one pool serves every such chat, none is left open per chat); a
     SQLite file, which holds no connection, for each chat."""
-    configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+    configured = os.environ.get(_CHAT_DATABASE_ENV, "").strip()
     if not configured.startswith(_POSTGRES_SCHEMES):
         return SqliteChatStore(default_chat_database_path())
     with _shared_stores_lock:
@@ -530,7 +530,7 @@ def _default_store() -> ChatStore:
 def default_chat_database_path() -> Path:
     """The SQLite file chats are kept in by default: `$TOOLPOLICY_CHAT_DB` when it names a file
     (not a `postgresql://` address), else `chats.sqlite3` in the user's data folder."""
-    configured = os.environ.get(CHAT_DATABASE_ENV, "").strip()
+    configured = os.environ.get(_CHAT_DATABASE_ENV, "").strip()
     if configured and not configured.startswith(_POSTGRES_SCHEMES):
         return Path(configured).expanduser()
     base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")

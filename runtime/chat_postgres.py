@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 SCHEMA_VERSION = 1
-DEFAULT_CONNECT_TIMEOUT = 2
+_DEFAULT_CONNECT_TIMEOUT = 2
 """Seconds a connection to the chat database may take to open (libpq's minimum, 2, is also ours:
 a chat is opened on the request's path)."""
 _LOCK_KEY = 0x746F6F6C  # "tool": serializes schema creation across instances
@@ -176,7 +176,7 @@ class PostgresChatStore:
         dsn: str,
         *,
         max_connections: int = 4,
-        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
+        connect_timeout: int = _DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int):
             raise TypeError(

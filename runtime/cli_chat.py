@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from runtime.providers.hosts import WireApi
     from runtime.session import ResponseEvent, ToolsOffered
 
-API_KEY_ENV = "TOOLPOLICY_API_KEY"
+_API_KEY_ENV = "TOOLPOLICY_API_KEY"
 _QUIT = frozenset({"exit", "quit", ":q"})
 _STOP_NOTES = {
     "max_tokens": "the output limit was reached, so the answer is cut",
@@ -55,7 +55,7 @@ _STOP_NOTES = {
     "paused": "the provider paused the turn and it did not finish",
     "approval_required": "a call waits for a person's approval",
 }
-NO_TERMINAL_NOTE = (
+_NO_TERMINAL_NOTE = (
     "No one could be asked: policy chat ran without a terminal and without --approve or --deny."
 )
 
@@ -330,7 +330,7 @@ def _answer(pending: PendingApproval, approve: bool | None) -> Approval:
             "there is no terminal to ask on — pass --approve or --deny]",
             err=True,
         )
-        return Approval(False, by="policy chat", note=NO_TERMINAL_NOTE)
+        return Approval(False, by="policy chat", note=_NO_TERMINAL_NOTE)
     click.echo(f"[{terminal_safe(pending.reason)}]", err=True)
     click.echo(f"Allow {terminal_safe(asked)}? [y/N] ", nl=False, err=True)
     approved = sys.stdin.readline().strip().lower() in ("y", "yes")
@@ -381,7 +381,7 @@ def _api_key(provider: ProviderConfig) -> str | None:
 
     from runtime.providers import host_profile_for
 
-    given = os.environ.get(API_KEY_ENV, "").strip()
+    given = os.environ.get(_API_KEY_ENV, "").strip()
     profile = host_profile_for(provider)
     if given or not profile.requires_api_key or provider.api_key is not None:
         return given or None
@@ -389,7 +389,7 @@ def _api_key(provider: ProviderConfig) -> str | None:
         also = f" or {profile.api_key_env}" if profile.api_key_env else ""
         raise click.ClickException(
             f"provider '{provider.name or provider.id}' ({profile.name}) needs an API key: set "
-            f"{API_KEY_ENV}{also}."
+            f"{_API_KEY_ENV}{also}."
         )
     return None
 
@@ -400,7 +400,7 @@ def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = fr
     control character in tool names, arguments, results, sources, is shown escaped
     (`policy.terminal`): a model or a page cannot move the cursor or fake a line."""
     if json_lines:
-        click.echo(terminal_json(event_document(event)))
+        click.echo(terminal_json(_event_document(event)))
         return
     from runtime.loop import (
         FinalAnswer,
@@ -456,7 +456,7 @@ def _show(event: ResponseEvent, json_lines: bool, requested: frozenset[str] = fr
             click.echo(f"[the answer ended early: {_STOP_NOTES[event.stop_reason]}]", err=True)
 
 
-def event_document(event: ResponseEvent) -> dict[str, Any]:
+def _event_document(event: ResponseEvent) -> dict[str, Any]:
     """One event as plain JSON data (what --format json prints per line)."""
     from runtime.loop import (
         FinalAnswer,

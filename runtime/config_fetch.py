@@ -61,7 +61,7 @@ MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
 MAX_UNPACKED_BYTES = 32 * 1024 * 1024
 MAX_FILES = 500
 DEFAULT_TIMEOUT_SECONDS = 30.0
-LOCK_FILE = ".delivery.lock"
+_LOCK_FILE = ".delivery.lock"
 
 
 class ConfigurationArchiveError(ToolPolicyError, ValueError):
@@ -95,7 +95,7 @@ def _entry_path(name: str) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
-def unpack_archive(data: bytes, target: Path) -> None:
+def _unpack_archive(data: bytes, target: Path) -> None:
     """Unpack a configuration zip into the empty folder `target`, or refuse it whole.
 
     Refused: a broken zip, absolute paths, `.`/`..` segments, symbolic links and other non-regular
@@ -157,7 +157,7 @@ def unpack_archive(data: bytes, target: Path) -> None:
             raise ConfigurationArchiveError(f"entry '{path}' cannot be read ({error})") from None
 
 
-def validate_unpacked(folder: Path, configuration_id: str) -> None:
+def _validate_unpacked(folder: Path, configuration_id: str) -> None:
     """Load every plugin of the unpacked archive the way `load_policy` will: as organization
     plugins. Each must load (language and assistant plugins are skipped, as the loader skips
     them) and there must be exactly one configuration plugin, whose `ID` is the configuration id;
@@ -237,7 +237,7 @@ def _round_lock(state_dir: Path) -> Iterator[None]:
     except ImportError:
         yield
         return
-    with (state_dir / LOCK_FILE).open("a") as handle:
+    with (state_dir / _LOCK_FILE).open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -287,7 +287,7 @@ def _client(ca_bundle: Path | None, timeout: float) -> httpx.Client:
 def _describe_failure(error: Exception, reference: ConfigurationReference) -> str:
     from runtime._network import could_not_resolve, host_of
 
-    server = shown_server(reference.server_url)
+    server = _shown_server(reference.server_url)
     if could_not_resolve(error):
         return f"could not resolve {host_of(reference.server_url)} ({server})"
     if isinstance(error, httpx.ConnectError):
@@ -318,7 +318,7 @@ def _unexpected_status(status: int, reference: ConfigurationReference) -> str:
     return f"{asked}; a configuration server answers 200 with the zip, or 304 when unchanged"
 
 
-def shown_server(url: str) -> str:
+def _shown_server(url: str) -> str:
     """The server address as status and errors show it: no user info, query values masked."""
     from runtime.web.addresses import redact_url_for_log
 
@@ -360,7 +360,7 @@ def _download(
         if secure and following.url.scheme != "https":
             raise _Refused(
                 f"the server redirected {reference.id}.zip to a plain http address "
-                f"({shown_server(str(following.url))}); refused, every hop must stay on https"
+                f"({_shown_server(str(following.url))}); refused, every hop must stay on https"
             )
         request = following
     raise _Refused(
@@ -430,7 +430,7 @@ def _within_deadline(timeout: float, work: Callable[[], _Downloaded]) -> _Downlo
     return result
 
 
-def fetch_one(
+def _fetch_one(
     reference: ConfigurationReference,
     state_dir: Path,
     previous: DeliveryStatus | None,
@@ -448,10 +448,10 @@ def fetch_one(
 
     def failed(message: str) -> DeliveryStatus:
         if copy.problem is not None:
-            message = f"{message}; {damage_note(copy.problem)}"
+            message = f"{message}; {_damage_note(copy.problem)}"
         return DeliveryStatus(
             reference.id,
-            shown_server(reference.server_url),
+            _shown_server(reference.server_url),
             STATE_NEVER_FETCHED if copy == DeliveredCopy(None) else STATE_LAST_KNOWN_GOOD,
             etag,
             attempt,
@@ -467,7 +467,7 @@ def fetch_one(
         return failed(_describe_failure(error, reference))
     if downloaded.status == 304:
         return DeliveryStatus(
-            reference.id, shown_server(reference.server_url), STATE_CURRENT, etag, attempt, attempt
+            reference.id, _shown_server(reference.server_url), STATE_CURRENT, etag, attempt, attempt
         )
     said_before = copy.folder is not None and previous is not None and etag is None
     if downloaded.sent_no_etag and not said_before:
@@ -476,11 +476,11 @@ def fetch_one(
             "an unchanged one is recognised by its SHA-256 digest and not applied again "
             "(said once)",
             reference.id,
-            shown_server(reference.server_url),
+            _shown_server(reference.server_url),
         )
     fetched = DeliveryStatus(
         reference.id,
-        shown_server(reference.server_url),
+        _shown_server(reference.server_url),
         STATE_CURRENT,
         downloaded.etag,
         attempt,
@@ -498,8 +498,8 @@ def fetch_one(
     except OSError as error:
         return failed(f"the copy could not be saved in {home}: {error.strerror or error}")
     try:
-        unpack_archive(downloaded.body, staging)
-        validate_unpacked(staging, reference.id)
+        _unpack_archive(downloaded.body, staging)
+        _validate_unpacked(staging, reference.id)
         _put_in_force(staging, state_dir, reference.id, downloaded.body)
     except ConfigurationArchiveError as error:
         return failed(f"the archive from {reference.id}.zip is refused: {error}")
@@ -520,7 +520,7 @@ def delivery_report(
     recorded = read_status_file(state_dir)
     records = recorded.records
     statuses = [
-        _as_it_stands(state_dir, r.id, shown_server(r.server_url), records.get(r.id))
+        _as_it_stands(state_dir, r.id, _shown_server(r.server_url), records.get(r.id))
         for r in references
     ]
     if others:
@@ -534,7 +534,7 @@ def delivery_report(
     return tuple(statuses), recorded.problem
 
 
-def damage_note(problem: str) -> str:
+def _damage_note(problem: str) -> str:
     """What a damaged copy in force means, after what is wrong with it."""
     return (
         f"the copy in force is damaged: {problem}; commands use its last-known-good copy or "
@@ -550,7 +550,7 @@ def _as_it_stands(
     copy = delivered_copy(state_dir, configuration_id)
     if copy.problem is not None:
         base = record or DeliveryStatus(configuration_id, server, STATE_LAST_KNOWN_GOOD)
-        return replace(base, state=STATE_LAST_KNOWN_GOOD, error=damage_note(copy.problem))
+        return replace(base, state=STATE_LAST_KNOWN_GOOD, error=_damage_note(copy.problem))
     if record is not None:
         return record
     if copy.folder is None:
@@ -613,7 +613,7 @@ def _fetch_round(
     previous = recorded.records
     with _client(ca_bundle, timeout) as client:
         statuses = tuple(
-            fetch_one(reference, state_dir, previous.get(reference.id), client, timeout)
+            _fetch_one(reference, state_dir, previous.get(reference.id), client, timeout)
             for reference in references
         )
     referenced = {r.id for r in references}

@@ -160,7 +160,7 @@ class ToolServices:
         return replace(self, tool_services=(*self.tool_services, *missing)) if missing else self
 
 
-NO_SERVICES = ToolServices()
+_NO_SERVICES = ToolServices()
 
 
 def given_services(services: object, receiver: str) -> ToolServices:
@@ -168,7 +168,7 @@ def given_services(services: object, receiver: str) -> ToolServices:
     `ToolServices` (None: the built-in behaviour), so a dict or a guard passed by mistake fails
     where it is given instead of inside the first tool call."""
     if services is None:
-        return NO_SERVICES
+        return _NO_SERVICES
     if isinstance(services, ToolServices):
         return services
     kind = type(services)
@@ -201,7 +201,7 @@ class ToolExecutionContext(EarlierProviderNames):
     given_web_addresses: frozenset[str] = frozenset()
     """Request keys of addresses given word for word to the model (system prompt, user messages
     and attachments, earlier tool results) — see `runtime.web.addresses.request_key`."""
-    services: ToolServices = NO_SERVICES
+    services: ToolServices = _NO_SERVICES
     """The shared objects a tool may use (guard, data sources, retrieval overrides, ...)."""
     offered_tool_names: frozenset[str] = frozenset()
     """The function names of every tool offered in this request: the guard knows a text that
@@ -217,7 +217,7 @@ class ToolExecutionContext(EarlierProviderNames):
         chat_id: str = "",
         outbound_restriction: OutboundDataRestriction = OutboundDataRestriction.UNRESTRICTED,
         given_web_addresses: frozenset[str] = frozenset(),
-        services: ToolServices = NO_SERVICES,
+        services: ToolServices = _NO_SERVICES,
         offered_tool_names: frozenset[str] = frozenset(),
         provider_kind: ProviderKind | None = None,
         provider_confidence: ConfidenceLevel | None = None,

@@ -56,9 +56,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 INVALID_CALL_MESSAGE = "The tool call was invalid."
-INVALID_CALL_TOOL_NAME = "Invalid tool call"
-FAILURE_PREFIX = "Tool execution failed: "
-CONTENT_LEFT_OUT = "(what it wrote is content: recorded only with content logging)"
+_INVALID_CALL_TOOL_NAME = "Invalid tool call"
+_FAILURE_PREFIX = "Tool execution failed: "
+_CONTENT_LEFT_OUT = "(what it wrote is content: recorded only with content logging)"
 
 RunnableTools = Sequence[tuple[ToolDefinition, ExecutableTool]]
 
@@ -82,7 +82,7 @@ class IndexedRunnable(tuple[tuple[ToolDefinition, ExecutableTool], ...]):
         return indexed
 
 
-def offered_names(runnable: RunnableTools) -> frozenset[str]:
+def _offered_names(runnable: RunnableTools) -> frozenset[str]:
     """The function names of the runnable tools."""
     if isinstance(runnable, IndexedRunnable):
         return runnable.names
@@ -254,7 +254,7 @@ def find_runnable(
     return None
 
 
-KnownTools = Callable[[str], "Tool | None"]
+_KnownTools = Callable[[str], "Tool | None"]
 """The registered tool behind a function name, offered in this request or not (None: unknown)."""
 
 
@@ -267,8 +267,8 @@ def _no_known_tools(_function_name: str) -> Tool | None:
     return None
 
 
-def traced_sensitive_names(
-    tool_name: str, runnable: RunnableTools, known: KnownTools = _no_known_tools
+def _traced_sensitive_names(
+    tool_name: str, runnable: RunnableTools, known: _KnownTools = _no_known_tools
 ) -> frozenset[str] | None:
     """The argument names a trace masks for a call of `tool_name`: by the definition of the tool
     so named, whether or not it is offered; None (mask every argument) for a tool nobody knows."""
@@ -277,11 +277,11 @@ def traced_sensitive_names(
     return None if tool is None else sensitive_argument_names(tool)
 
 
-def redacted_call_arguments(
-    call: RequestedCall, runnable: RunnableTools, known: KnownTools = _no_known_tools
+def _redacted_call_arguments(
+    call: RequestedCall, runnable: RunnableTools, known: _KnownTools = _no_known_tools
 ) -> dict[str, str]:
     """A call's arguments as a trace shows them, before it runs (unreadable arguments: {})."""
-    sensitive = traced_sensitive_names(call.tool_name, runnable, known)
+    sensitive = _traced_sensitive_names(call.tool_name, runnable, known)
     try:
         return format_arguments(
             arguments_object(call.arguments_json, unicode_only=False), sensitive
@@ -290,12 +290,12 @@ def redacted_call_arguments(
         return {}
 
 
-def call_sensitive_values(
-    call: RequestedCall, runnable: RunnableTools, known: KnownTools = _no_known_tools
+def _call_sensitive_values(
+    call: RequestedCall, runnable: RunnableTools, known: _KnownTools = _no_known_tools
 ) -> SecretMask:
     """`sensitive_values` of a call as the model wrote it; arguments that cannot be read are
     masked whole when the tool has a sensitive argument (or nobody knows the tool)."""
-    sensitive = traced_sensitive_names(call.tool_name, runnable, known)
+    sensitive = _traced_sensitive_names(call.tool_name, runnable, known)
     if sensitive is not None and not sensitive:
         return NO_SECRETS
     try:
@@ -312,7 +312,7 @@ def invalid_call_outcome(call_id: str, order: int) -> ToolCallOutcome:
     trace = ToolInvocationTrace(
         order=order,
         tool_id="",
-        tool_name=INVALID_CALL_TOOL_NAME,
+        tool_name=_INVALID_CALL_TOOL_NAME,
         call_id=call_id,
         status=TraceStatus.ERROR,
         was_executed=False,
@@ -357,7 +357,7 @@ class ToolExecutor:
         settings_for: Callable[[str], Mapping[str, str]] | None = None,
         services: ToolServices | None = None,
         mailbox_name: Callable[[str], str | None] | None = None,
-        known_tools: KnownTools | None = None,
+        known_tools: _KnownTools | None = None,
         decision_log_failure: Callable[[], Awaitable[str | None]] | None = None,
         flow: FlowRules | None = None,
         quota: CallQuota | None = None,
@@ -372,11 +372,11 @@ class ToolExecutor:
 
     def traced_arguments(self, call: RequestedCall, runnable: RunnableTools) -> dict[str, str]:
         """A call's arguments as its `ToolCallStarted` event and trace show them."""
-        return redacted_call_arguments(call, runnable, self._known_tools)
+        return _redacted_call_arguments(call, runnable, self._known_tools)
 
     def sensitive_values(self, call: RequestedCall, runnable: RunnableTools) -> SecretMask:
         """The values of a call's sensitive arguments, to mask in the texts events carry."""
-        return call_sensitive_values(call, runnable, self._known_tools)
+        return _call_sensitive_values(call, runnable, self._known_tools)
 
     async def execute(
         self,
@@ -410,7 +410,7 @@ class ToolExecutor:
         except ValueError as error:
             _log.warning("Could not read the arguments of %s (id %r).", call.tool_name, call_id)
             return run.failed(
-                f"{FAILURE_PREFIX}{error}",
+                f"{_FAILURE_PREFIX}{error}",
                 self.traced_arguments(call, runnable),
                 was_executed=False,
             )
@@ -449,7 +449,7 @@ class ToolExecutor:
                 outbound_restriction=chat.outbound_restriction,
                 given_web_addresses=frozenset(given_web_addresses) | chat.known_web_addresses,
                 services=replace(self._services, chat=chat),
-                offered_tool_names=offered_names(runnable),
+                offered_tool_names=_offered_names(runnable),
             )
             untrusted = returns_untrusted_content(tool) or (
                 Effect.UNTRUSTED_CONTENT in self._effects(tool, definition.id)
@@ -464,12 +464,12 @@ class ToolExecutor:
             traced = _traced_message(str(blocked), blocked, run.hidden, sensitive)
             return run.blocked(str(blocked), traced_arguments, was_executed=True, traced=traced)
         except Exception as error:
-            message = f"{FAILURE_PREFIX}{error}"
+            message = f"{_FAILURE_PREFIX}{error}"
             traced = _traced_message(message, error, run.hidden, sensitive)
             without_content = None
             if isinstance(error, ContentQuotingError) and error.content:
                 without_content = _traced_message(
-                    f"{FAILURE_PREFIX}{error.summary} {CONTENT_LEFT_OUT}",
+                    f"{_FAILURE_PREFIX}{error.summary} {_CONTENT_LEFT_OUT}",
                     error,
                     run.hidden,
                     sensitive,
@@ -478,7 +478,7 @@ class ToolExecutor:
                 "Tool %s (id %r) failed: %s",
                 call.tool_name,
                 call_id,
-                run.secrets.text((without_content or traced).removeprefix(FAILURE_PREFIX)),
+                run.secrets.text((without_content or traced).removeprefix(_FAILURE_PREFIX)),
             )
             return run.failed(
                 message, traced_arguments, traced=traced, without_content=without_content
@@ -521,7 +521,7 @@ class ToolExecutor:
     ) -> tuple[ChatHolding, ...]:
         """What a successful result brought for the flow rule: the effects among its tool's
         that a chat holds (or what the result says it brought), one per source it cites (at
-        most `MAX_HELD_SOURCES`, addresses as logs show them), nothing when it is empty."""
+        most `_MAX_HELD_SOURCES`, addresses as logs show them), nothing when it is empty."""
         from policy._runtime_seam import HELD_EFFECTS
         from runtime.chat import ChatHolding, HoldingKind
         from runtime.web.addresses import redact_url_for_log
@@ -537,7 +537,7 @@ class ToolExecutor:
         sources = [
             bounded_name(redact_url_for_log(source.url)) for source in outcome.sources if source.url
         ]
-        cited = tuple(dict.fromkeys(sources))[:MAX_HELD_SOURCES] or (tool_id,)
+        cited = tuple(dict.fromkeys(sources))[:_MAX_HELD_SOURCES] or (tool_id,)
         call_id = bounded_name(call.call_id)
         return tuple(
             ChatHolding(HoldingKind(effect.value), tool_id, source, call_id)
@@ -566,7 +566,7 @@ class ToolExecutor:
         )
 
 
-MAX_HELD_SOURCES = 8
+_MAX_HELD_SOURCES = 8
 """The most sources one call's holdings name (one is enough for the rule; the rest is evidence)."""
 
 
@@ -678,7 +678,7 @@ def _traced_message(
     from runtime.arguments import ArgumentError
 
     if isinstance(error, ArgumentError) and error.argument in sensitive:
-        prefix = FAILURE_PREFIX if message.startswith(FAILURE_PREFIX) else ""
+        prefix = _FAILURE_PREFIX if message.startswith(_FAILURE_PREFIX) else ""
         return f"{prefix}Argument '{error.argument}' was refused; its value is not shown."
     return hidden.text(message)
 

@@ -55,11 +55,11 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-ROUND_SEPARATOR = "\n\n"
-NO_ANSWER_AFTER_LIMIT = (
+_ROUND_SEPARATOR = "\n\n"
+_NO_ANSWER_AFTER_LIMIT = (
     "The model did not return a final answer after completing the available tool calls."
 )
-NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
+_NO_ANSWER_AFTER_TOOL_CALL = "The model completed the tool call but did not return a final answer."
 NO_ANSWER = "The provider returned no answer."
 """The notice for an empty first round that is no tool-calling failure: no tool was offered, or
 the provider said why it stopped (cut at its output limit, filtered, refused)."""
@@ -304,7 +304,7 @@ class _State:
         """A fixed notice, set apart from text already shown, and the end of the stream."""
         events: list[LoopEvent] = []
         if self.has_spoken:
-            events.append(self.say(ROUND_SEPARATOR))
+            events.append(self.say(_ROUND_SEPARATOR))
         events.append(self.say(notice))
         events.append(self.final())
         return events
@@ -574,7 +574,7 @@ async def _stream_round(
             state.sources = merge_sources(state.sources, event.sources)
         if event.content.strip():
             if not outcome.spoke and state.has_spoken:
-                yield state.say(ROUND_SEPARATOR)
+                yield state.say(_ROUND_SEPARATOR)
             outcome.spoke = state.has_spoken = True
         if event.content:
             yield state.say(event.content)
@@ -622,13 +622,13 @@ def _ending(
         trace = invalid_call_outcome("", state.calls).trace
         return [ToolCallFinished(trace), *state.notice(INVALID_CALL_MESSAGE)]
     if final_required:
-        return [state.final()] if answered else state.notice(NO_ANSWER_AFTER_LIMIT)
+        return [state.final()] if answered else state.notice(_NO_ANSWER_AFTER_LIMIT)
     if completed.calls:
         return None
     if answered:
         return [state.final()]
     if state.calls > 0:
-        return state.notice(NO_ANSWER_AFTER_TOOL_CALL)
+        return state.notice(_NO_ANSWER_AFTER_TOOL_CALL)
     stopped = completed.stop_reason
     if not context.runnable_tools or stopped is not StopReason.COMPLETED:
         _log.warning(

@@ -52,7 +52,7 @@ __all__ = ["GatewayCall", "McpGateway"]
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_CHANGE_POLL_SECONDS = 1.0
+_DEFAULT_CHANGE_POLL_SECONDS = 1.0
 DEFAULT_FIRST_LISTING_WAIT_SECONDS = 3.0
 """How long a request waits for upstream servers still being listed: below the 5 s a client
 such as the OpenAI Agents SDK waits for an answer by default."""
@@ -140,7 +140,7 @@ class McpGateway:
         component: Component = Component.CHAT,
         *,
         on_call: Callable[[GatewayCall], None] | None = None,
-        change_poll_seconds: float = DEFAULT_CHANGE_POLL_SECONDS,
+        change_poll_seconds: float = _DEFAULT_CHANGE_POLL_SECONDS,
         first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
     ) -> None:
         from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity

@@ -23,7 +23,7 @@ __all__ = ["StoredUserSettings", "UserSettingsTexts", "open_people_settings"]
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_REFRESH_SECONDS = 5.0
+_DEFAULT_REFRESH_SECONDS = 5.0
 
 
 @runtime_checkable
@@ -41,7 +41,7 @@ class StoredUserSettings:
     __slots__ = ("_held", "_lock", "_refresh", "_store")
 
     def __init__(
-        self, store: UserSettingsTexts, *, refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+        self, store: UserSettingsTexts, *, refresh_seconds: float = _DEFAULT_REFRESH_SECONDS
     ) -> None:
         if not refresh_seconds >= 0:
             raise ValueError(

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_SECONDS = 16 * 60.0
-DEFAULT_JITTER = 0.1
-DEFAULT_RETIRE_AFTER_SECONDS = 120.0
+_DEFAULT_JITTER = 0.1
+_DEFAULT_RETIRE_AFTER_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +126,8 @@ class PolicyWatcher:
         state_dir: Path | str | None = None,
         ca_bundle: Path | None = None,
         interval: float = DEFAULT_INTERVAL_SECONDS,
-        jitter: float = DEFAULT_JITTER,
-        retire_after_seconds: float = DEFAULT_RETIRE_AFTER_SECONDS,
+        jitter: float = _DEFAULT_JITTER,
+        retire_after_seconds: float = _DEFAULT_RETIRE_AFTER_SECONDS,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"PolicyWatcher interval must be > 0 seconds, got {interval!r}.")

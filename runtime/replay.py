@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["ApprovalChange", "BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
 
 OFFERED = "offered"
-NOT_SELECTED = "not selected"
+_NOT_SELECTED = "not selected"
 _STRICTEST_RESTRICTION = OutboundDataRestriction.ONLY_CONFIGURED_SERVICES
 _PASSED_CHECKS = "NOT_OFFERED"
 """A left-out reason of the record: passed every check, then offered nothing in that request."""
@@ -295,8 +295,8 @@ def _flips(record: DecisionRecord, after: _Verdict) -> list[ToolFlip]:
         return []
     flips = []
     for tool_id in sorted(offered | left_out.keys() | after.offered | after.left_out.keys()):
-        was = OFFERED if tool_id in offered else left_out.get(tool_id, NOT_SELECTED)
-        now = OFFERED if tool_id in after.offered else after.left_out.get(tool_id, NOT_SELECTED)
+        was = OFFERED if tool_id in offered else left_out.get(tool_id, _NOT_SELECTED)
+        now = OFFERED if tool_id in after.offered else after.left_out.get(tool_id, _NOT_SELECTED)
         if was != now:
             flips.append(
                 ToolFlip(

@@ -13,7 +13,7 @@ from typing import Any
 
 from policy import ToolDefinition, ToolFunction
 
-JsonSchema = dict[str, Any]
+_JsonSchema = dict[str, Any]
 
 
 class ParameterSchemaBuilder:
@@ -24,7 +24,7 @@ class ParameterSchemaBuilder:
     """
 
     def __init__(self) -> None:
-        self._properties: dict[str, JsonSchema] = {}
+        self._properties: dict[str, _JsonSchema] = {}
         self._required: list[str] = []
 
     def required_string(self, name: str, description: str) -> ParameterSchemaBuilder:
@@ -56,7 +56,7 @@ class ParameterSchemaBuilder:
         self, name: str, description: str, values: Iterable[str] = ()
     ) -> ParameterSchemaBuilder:
         """A list of strings, never required; with values, every entry must be one of them."""
-        items: JsonSchema = {"type": "string"}
+        items: _JsonSchema = {"type": "string"}
         choices = list(values)
         if choices:
             items["enum"] = choices
@@ -64,7 +64,7 @@ class ParameterSchemaBuilder:
             name, {"type": "array", "description": description, "items": items}, required=False
         )
 
-    def build(self) -> JsonSchema:
+    def build(self) -> _JsonSchema:
         return {
             "type": "object",
             "properties": copy.deepcopy(self._properties),
@@ -72,7 +72,7 @@ class ParameterSchemaBuilder:
             "additionalProperties": False,
         }
 
-    def _add(self, name: str, schema: JsonSchema, *, required: bool) -> ParameterSchemaBuilder:
+    def _add(self, name: str, schema: _JsonSchema, *, required: bool) -> ParameterSchemaBuilder:
         if name in self._properties:
             raise ValueError(f"Parameter '{name}' was added twice; each name may appear once.")
         self._properties[name] = schema
@@ -81,9 +81,9 @@ class ParameterSchemaBuilder:
         return self
 
 
-def _string_with_choices(description: str, values: Iterable[str]) -> JsonSchema:
+def _string_with_choices(description: str, values: Iterable[str]) -> _JsonSchema:
     """An empty choice list adds no enum: an empty enum would allow nothing at all."""
-    schema: JsonSchema = {"type": "string", "description": description}
+    schema: _JsonSchema = {"type": "string", "description": description}
     choices = list(values)
     if choices:
         schema["enum"] = choices

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-SYSTEM_PROMPT_SEPARATOR = "\n\n"
+_SYSTEM_PROMPT_SEPARATOR = "\n\n"
 _MAX_PEOPLE = 4096
 """People whose runtime `for_caller` keeps at once (the oldest made is dropped first)."""
 
@@ -935,7 +935,7 @@ def _usage_attributes(span: Span, final: FinalAnswer) -> dict[str, Any] | None:
 def _effective_system_prompt(system_prompt: str, tool_instructions: str) -> str:
     """The app's prompt with the tool-usage block appended (either may be empty)."""
     parts = [p for p in (system_prompt.strip(), tool_instructions) if p]
-    return SYSTEM_PROMPT_SEPARATOR.join(parts)
+    return _SYSTEM_PROMPT_SEPARATOR.join(parts)
 
 
 async def respond(

@@ -97,7 +97,7 @@ def merge_sources(existing: Iterable[Source], new: Iterable[Source]) -> list[Sou
 
 
 @dataclass(frozen=True, slots=True)
-class SourceGroup:
+class _SourceGroup:
     """Sources of one origin under their heading; `numbered` counts through all groups."""
 
     origin: SourceOrigin
@@ -105,9 +105,9 @@ class SourceGroup:
     numbered: tuple[tuple[int, Source], ...]
 
 
-def group_sources(sources: Sequence[Source]) -> list[SourceGroup]:
+def group_sources(sources: Sequence[Source]) -> list[_SourceGroup]:
     """Groups in the fixed order AI, tools, data providers; empty groups are left out."""
-    groups: list[SourceGroup] = []
+    groups: list[_SourceGroup] = []
     number = 0
     for origin, heading in _GROUP_HEADINGS:
         members = [s for s in sources if s.origin is origin]
@@ -117,7 +117,7 @@ def group_sources(sources: Sequence[Source]) -> list[SourceGroup]:
         for source in members:
             number += 1
             numbered.append((number, source))
-        groups.append(SourceGroup(origin, heading, tuple(numbered)))
+        groups.append(_SourceGroup(origin, heading, tuple(numbered)))
     return groups
 
 

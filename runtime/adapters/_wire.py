@@ -56,7 +56,7 @@ def messages_json(messages: Iterable[ChatMessage]) -> list[str]:
     return [dumps({"role": m.role.value, "content": m.content}) for m in messages]
 
 
-def system_message_json(prompt: str) -> list[str]:
+def _system_message_json(prompt: str) -> list[str]:
     """The leading system message of an OpenAI-style request, or nothing when there is no prompt."""
     return [dumps({"role": "system", "content": prompt})] if prompt else []
 
@@ -70,7 +70,7 @@ def openai_style_body(
 ) -> bytes:
     """The OpenAI APIs' body: the system message (prompt and instruction) heads `array_key`."""
     prompt = with_instruction(system_prompt, final_response_instruction)
-    return request_body(fields, array_key, [*system_message_json(prompt), *turns_json])
+    return request_body(fields, array_key, [*_system_message_json(prompt), *turns_json])
 
 
 def request_body(fields: Mapping[str, Any], array_key: str, items_json: Iterable[str]) -> bytes:
@@ -238,7 +238,7 @@ class TypedFields:
         return Usage(given_in, given_out)
 
 
-class StreamAccumulator(Protocol):
+class _StreamAccumulator(Protocol):
     """What each adapter's accumulator offers the shared streaming step.
 
     `error` is what the host reported; `protocol_error` names a field the host sent with the
@@ -251,8 +251,8 @@ class StreamAccumulator(Protocol):
     def feed(self, data: str) -> TextDelta | None: ...
 
 
-async def stream_deltas(
-    client: ProviderClient, body: bytes, accumulator: StreamAccumulator
+async def _stream_deltas(
+    client: ProviderClient, body: bytes, accumulator: _StreamAccumulator
 ) -> AsyncIterator[TextDelta]:
     """Send `body` and pass on what the user should see; an error the host reports ends the
     round at once as ProviderUnavailable, a field of the wrong type as ProviderProtocolError
@@ -275,16 +275,16 @@ async def stream_deltas(
             )
 
 
-class RoundAccumulator(StreamAccumulator, Protocol[_Built_co]):
+class _RoundAccumulator(_StreamAccumulator, Protocol[_Built_co]):
     """An accumulator that, once the stream ends, builds what the host answered (or None)."""
 
     def build(self) -> _Built_co | None: ...
 
 
-async def stream_round(
+async def _stream_round(
     client: ProviderClient,
     body: bytes,
-    accumulator: RoundAccumulator[_Built],
+    accumulator: _RoundAccumulator[_Built],
     completed: Callable[[_Built], Round],
     *,
     log: logging.Logger,
@@ -295,7 +295,7 @@ async def stream_round(
     A stream that ends before the answer is whole yields no RoundCompleted; `missing` says so in
     the adapter's own log.
     """
-    async for delta in stream_deltas(client, body, accumulator):
+    async for delta in _stream_deltas(client, body, accumulator):
         yield delta
     built = accumulator.build()
     if built is None:
@@ -323,7 +323,7 @@ class WireAdapter(ABC, Generic[_Built]):
         """The JSON body of the next round (exposed for inspection and benchmarks)."""
 
     @abstractmethod
-    def _accumulator(self) -> RoundAccumulator[_Built]:
+    def _accumulator(self) -> _RoundAccumulator[_Built]:
         """A fresh reader of one round's stream."""
 
     @abstractmethod
@@ -338,7 +338,7 @@ class WireAdapter(ABC, Generic[_Built]):
         self, final_response_instruction: str | None, include_tools: bool
     ) -> AsyncIterator[AdapterEvent]:
         self._start_round()
-        async for event in stream_round(
+        async for event in _stream_round(
             self._client,
             self.request_body(final_response_instruction, include_tools),
             self._accumulator(),

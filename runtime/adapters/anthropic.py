@@ -31,7 +31,7 @@ from runtime.schema import anthropic_tool
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TOKENS = 4096
+_DEFAULT_MAX_TOKENS = 4096
 _NO_TOOL_CALLS = _wire.RawJson('{"type":"none"}')
 _RESERVED = frozenset({"model", "messages", "system", "stream", "tools", "tool_choice"})
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -282,7 +282,7 @@ class AnthropicAdapter(_wire.WireAdapter[StreamedMessage]):
         extras = _wire.without_reserved(extra_body, _RESERVED, "Anthropic Messages")
         max_tokens = extras.pop("max_tokens", None)
         if max_tokens is None:
-            max_tokens = max_output_tokens if max_output_tokens is not None else DEFAULT_MAX_TOKENS
+            max_tokens = max_output_tokens if max_output_tokens is not None else _DEFAULT_MAX_TOKENS
         self._fields: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,

@@ -23,7 +23,7 @@ class RecordedTurns:
     texts: tuple[str, ...]
 
 
-class ResumableAdapter(Protocol):
+class _ResumableAdapter(Protocol):
     """An adapter whose recorded turns can be kept and given to a fresh one (every built-in
     adapter); a turn waits for approval only through such an adapter."""
 

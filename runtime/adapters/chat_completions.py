@@ -32,7 +32,7 @@ from runtime.schema import chat_completions_tool
 
 _log = logging.getLogger(__name__)
 
-INVALID_TOOL_CALL_NAME = "invalid_tool_call"
+_INVALID_TOOL_CALL_NAME = "invalid_tool_call"
 _RESERVED = frozenset(
     {"model", "messages", "stream", "tools", "tool_choice", "parallel_tool_calls"}
 )
@@ -53,7 +53,7 @@ class _CallBuilder:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamedCall:
+class _StreamedCall:
     """One tool call as the stream delivered it (before any repair)."""
 
     call_id: str | None
@@ -75,7 +75,7 @@ class StreamedMessage:
 
     content: str | None
     reasoning: Mapping[str, str]
-    calls: tuple[StreamedCall, ...]
+    calls: tuple[_StreamedCall, ...]
     usage: Usage
     sources: tuple[Source, ...]
     reasoning_details: tuple[Mapping[str, Any], ...] = ()
@@ -416,7 +416,7 @@ class ChatCompletionAccumulator(_wire.TypedFields):
             return None
         self._flush_think()
         calls = tuple(
-            StreamedCall(
+            _StreamedCall(
                 call_id=c.call_id,
                 call_type=c.call_type or "function",
                 name=c.name,
@@ -524,7 +524,7 @@ class ChatCompletionsAdapter(_wire.WireAdapter[StreamedMessage]):
             elif not arguments_ok:
                 _log.warning("A tool call was invalid: the arguments are not a JSON object.")
             arguments = call.arguments if arguments_ok and call.arguments.strip() else "{}"
-            sent_name = name if name_ok else INVALID_TOOL_CALL_NAME
+            sent_name = name if name_ok else _INVALID_TOOL_CALL_NAME
             requested.append(
                 RequestedCall(
                     call_id, sent_name, arguments, call.has_function and name_ok and arguments_ok

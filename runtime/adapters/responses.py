@@ -41,7 +41,7 @@ _USAGE_SAFE_ITEM_TYPES = frozenset({"message", "reasoning", "function_call"})
 
 
 @dataclass(frozen=True, slots=True)
-class OutputItem:
+class _OutputItem:
     """One output item: parsed for reading, raw for sending back unchanged."""
 
     item: Mapping[str, Any]
@@ -49,11 +49,11 @@ class OutputItem:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamedResponse:
+class _StreamedResponse:
     """One round's response: its output items in order, the API's output_text, usage, and why
     it ended."""
 
-    output: tuple[OutputItem, ...]
+    output: tuple[_OutputItem, ...]
     output_text: str
     usage: Usage
     stop_reason: StopReason = StopReason.COMPLETED
@@ -82,8 +82,8 @@ class ResponsesAccumulator(_wire.TypedFields):
 
     def __init__(self) -> None:
         super().__init__()
-        self._completed: StreamedResponse | None = None
-        self._done_items: dict[int, OutputItem] = {}
+        self._completed: _StreamedResponse | None = None
+        self._done_items: dict[int, _OutputItem] = {}
         self.error: str | None = None
 
     def _typed_items(self, field: str, items: list[Any]) -> list[dict[str, Any]]:
@@ -153,7 +153,7 @@ class ResponsesAccumulator(_wire.TypedFields):
         if index is None:
             index = len(self._done_items)
         raw = _raw_or_dumped(item, lambda: _spans.value_text(data, ("item",)))
-        self._done_items[index] = OutputItem(item, raw)
+        self._done_items[index] = _OutputItem(item, raw)
 
     def _complete(self, event: dict[str, Any], data: str) -> TextDelta | None:
         response = self.mapping(event, "response", "response")
@@ -171,8 +171,8 @@ class ResponsesAccumulator(_wire.TypedFields):
         raws = _raw_elements(data, items)
         if not all(i.get("type") in _USAGE_SAFE_ITEM_TYPES for i in items):
             usage = UNKNOWN_USAGE
-        self._completed = StreamedResponse(
-            tuple(OutputItem(i, r) for i, r in zip(items, raws, strict=True)),
+        self._completed = _StreamedResponse(
+            tuple(_OutputItem(i, r) for i, r in zip(items, raws, strict=True)),
             output_text or "",
             usage,
             stop,
@@ -194,13 +194,13 @@ class ResponsesAccumulator(_wire.TypedFields):
         )
         return StopReason.REFUSAL if refused else StopReason.COMPLETED
 
-    def build(self) -> StreamedResponse | None:
+    def build(self) -> _StreamedResponse | None:
         """The completed response; else one rebuilt from its done items; else None (failed)."""
         if self._completed is not None:
             return self._completed
         if self._done_items:
             items = tuple(self._done_items[k] for k in sorted(self._done_items))
-            return StreamedResponse(items, "", UNKNOWN_USAGE)
+            return _StreamedResponse(items, "", UNKNOWN_USAGE)
         return None
 
 
@@ -232,7 +232,7 @@ def _url_citation(annotation: Any) -> Source | None:
     return Source(title, url, SourceOrigin.LLM)
 
 
-def round_of(response: StreamedResponse) -> Round:
+def round_of(response: _StreamedResponse) -> Round:
     """What the loop needs from a response: text, calls (id "" when missing), sources, usage."""
     text_parts: list[str] = []
     sources: list[Source] = []
@@ -268,7 +268,7 @@ def _read_message(content: Any, text_parts: list[str], sources: list[Source]) ->
             text_parts.append(part["refusal"])
 
 
-def resendable_items(response: StreamedResponse) -> list[str]:
+def _resendable_items(response: _StreamedResponse) -> list[str]:
     """The response's output items as the next request sends them under `store: false`.
 
     Each item goes back verbatim (ids included) while every reasoning item carries its
@@ -295,7 +295,7 @@ def resendable_items(response: StreamedResponse) -> list[str]:
     ]
 
 
-class ResponsesAdapter(_wire.WireAdapter[StreamedResponse]):
+class ResponsesAdapter(_wire.WireAdapter[_StreamedResponse]):
     """One streaming call's conversation over the Responses API. Stateful; never share it."""
 
     _log = _log
@@ -330,7 +330,7 @@ class ResponsesAdapter(_wire.WireAdapter[StreamedResponse]):
             if not (isinstance(t, dict) and t.get("type") in local_names)
         ]
         self._tools = _wire.RawJson(_wire.dumps([*native, *local]))
-        self._last: StreamedResponse | None = None
+        self._last: _StreamedResponse | None = None
 
     def request_body(self, final_response_instruction: str | None, include_tools: bool) -> bytes:
         fields = dict(self._fields)
@@ -349,7 +349,7 @@ class ResponsesAdapter(_wire.WireAdapter[StreamedResponse]):
     def _accumulator(self) -> ResponsesAccumulator:
         return ResponsesAccumulator()
 
-    def _completed(self, response: StreamedResponse) -> Round:
+    def _completed(self, response: _StreamedResponse) -> Round:
         self._last = response
         return round_of(response)
 
@@ -359,7 +359,7 @@ class ResponsesAdapter(_wire.WireAdapter[StreamedResponse]):
         if response is None:
             return
         self._last = None
-        for item_json in resendable_items(response):
+        for item_json in _resendable_items(response):
             self._recorded_json.append(item_json)
             self._recorded_texts.append(item_json)
 

@@ -92,7 +92,7 @@ class ServerDetails:
     refusal: str = ""
 
 
-class DescribedByServer(Protocol):
+class _DescribedByServer(Protocol):
     """A data source's server, asked for its details (kept for a while by the implementation)."""
 
     async def refresh(self, guard: PromptInjectionGuard, *, wait: bool = True) -> None:
@@ -135,7 +135,7 @@ class SearchableDataSource:
     num: int = 0
     security: DataSecurity = DataSecurity.NOT_SPECIFIED
     required_confidence: ConfidenceLevel = ConfidenceLevel.NONE
-    server: DescribedByServer | None = None
+    server: _DescribedByServer | None = None
     """Set for a source whose server describes itself (ERI v1)."""
 
     @property

@@ -26,7 +26,7 @@ _IDLE_SECONDS = 2.0
 _BATCH_SECONDS = 0.05
 
 
-class PendingRecord(Protocol):
+class _PendingRecord(Protocol):
     """A record on the queue, made on the writer thread: as a model for a sink's `write`, or as
     its JSON line for a `LineSink` (`DecisionRecorder` is one)."""
 
@@ -89,7 +89,7 @@ class QueuedSink:
         self.sink = sink
         self.max_pending = max_pending
         self.max_wait = max_wait
-        self._queue: deque[PendingRecord] = deque()
+        self._queue: deque[_PendingRecord] = deque()
         self._write_lines = lines_writer(sink)
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
@@ -153,7 +153,7 @@ class QueuedSink:
             self._room.wait_for(lambda: len(self._queue) < self.max_pending, self.max_wait)
         self.put(_MadeRecord(record))
 
-    def put(self, record: PendingRecord) -> None:
+    def put(self, record: _PendingRecord) -> None:
         """Queue a record still to be made (an ended `DecisionRecorder`, whose record the writer
         thread makes off the request's path) without waiting: the caller waited for room first
         (`room`); past the bound it is kept all the same, never dropped."""
@@ -231,7 +231,7 @@ class QueuedSink:
                 loop.call_soon_threadsafe(_release, freed)
         self._waiters.clear()
 
-    def _write(self, batch: list[PendingRecord]) -> None:
+    def _write(self, batch: list[_PendingRecord]) -> None:
         failed: Exception | None = None
         if self._write_lines is not None:
             lines: list[bytes] = []

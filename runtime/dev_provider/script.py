@@ -79,7 +79,7 @@ def _names(tools: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     return tuple(n for n in names if isinstance(n, str))
 
 
-def chat_completions_turn(body: Mapping[str, Any]) -> Turn:
+def _chat_completions_turn(body: Mapping[str, Any]) -> Turn:
     messages = _mappings(body.get("messages"))
     calls = {
         str(call.get("id")): str(call.get("function", {}).get("name", ""))
@@ -94,7 +94,7 @@ def chat_completions_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(_text_of(last.get("content")), result_of, offered, len(calls))
 
 
-def responses_turn(body: Mapping[str, Any]) -> Turn:
+def _responses_turn(body: Mapping[str, Any]) -> Turn:
     items = _mappings(body.get("input"))
     calls = {
         str(i.get("call_id")): str(i.get("name", ""))
@@ -110,7 +110,7 @@ def responses_turn(body: Mapping[str, Any]) -> Turn:
     return Turn(text, result_of, _names(_mappings(body.get("tools"))), len(calls))
 
 
-def anthropic_turn(body: Mapping[str, Any]) -> Turn:
+def _anthropic_turn(body: Mapping[str, Any]) -> Turn:
     messages = _mappings(body.get("messages"))
     blocks = [b for m in messages for b in _mappings(m.get("content"))]
     calls = {
@@ -162,7 +162,7 @@ def answer(turn: Turn) -> str | Call:
 
 def chat_completions_events(body: Mapping[str, Any]) -> list[Any]:
     """The Chat Completions stream that answers `body`, ending in `[DONE]`."""
-    said = answer(chat_completions_turn(body))
+    said = answer(_chat_completions_turn(body))
     if isinstance(said, Call):
         events = [
             chat_call(0, said.call_id, said.tool, said.arguments),
@@ -175,7 +175,7 @@ def chat_completions_events(body: Mapping[str, Any]) -> list[Any]:
 
 def responses_events(body: Mapping[str, Any]) -> list[Any]:
     """The Responses stream that answers `body`."""
-    said = answer(responses_turn(body))
+    said = answer(_responses_turn(body))
     if isinstance(said, Call):
         item = responses_call(said.call_id, said.tool, said.arguments)
         return [responses_item_done(0, item), responses_completed([item])]
@@ -185,7 +185,7 @@ def responses_events(body: Mapping[str, Any]) -> list[Any]:
 
 def anthropic_events(body: Mapping[str, Any]) -> list[Any]:
     """The Anthropic Messages stream that answers `body`."""
-    said = answer(anthropic_turn(body))
+    said = answer(_anthropic_turn(body))
     if isinstance(said, Call):
         block = {"type": "tool_use", "id": said.call_id, "name": said.tool, "input": {}}
         content = [block_start(0, block), json_delta(0, said.arguments), block_stop(0)]

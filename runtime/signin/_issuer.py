@@ -20,11 +20,11 @@ from runtime.signin._errors import SignInUnavailable
 
 logger = logging.getLogger("runtime.signin")
 
-MAX_DOCUMENT_BYTES = 1 << 20
+_MAX_DOCUMENT_BYTES = 1 << 20
 """The most a metadata or key-set document may hold."""
 DEFAULT_TIMEOUT_SECONDS = 10.0
-DEFAULT_MIN_REFRESH_SECONDS = 30.0
-DEFAULT_MAX_AGE_SECONDS = 3600.0
+_DEFAULT_MIN_REFRESH_SECONDS = 30.0
+_DEFAULT_MAX_AGE_SECONDS = 3600.0
 """Kept keys are fetched anew after this long (on the next token), so a withdrawn key stops
 working within the hour even when no unknown key id ever arrives."""
 
@@ -37,8 +37,8 @@ class IssuerKeys:
         issuer: str,
         *,
         client: httpx.AsyncClient | None = None,
-        min_refresh_seconds: float = DEFAULT_MIN_REFRESH_SECONDS,
-        max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
+        min_refresh_seconds: float = _DEFAULT_MIN_REFRESH_SECONDS,
+        max_age_seconds: float = _DEFAULT_MAX_AGE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.issuer = issuer
@@ -109,8 +109,8 @@ class IssuerKeys:
                 body = bytearray()
                 async for chunk in answer.aiter_bytes():
                     body += chunk
-                    if len(body) > MAX_DOCUMENT_BYTES:
-                        raise SignInUnavailable(f"{url} sent more than {MAX_DOCUMENT_BYTES} bytes")
+                    if len(body) > _MAX_DOCUMENT_BYTES:
+                        raise SignInUnavailable(f"{url} sent more than {_MAX_DOCUMENT_BYTES} bytes")
         except httpx.HTTPError as error:
             raise SignInUnavailable(f"{url} cannot be read: {type(error).__name__}") from None
         finally:

@@ -38,11 +38,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("runtime.signin")
 
-TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+_TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
-EXPIRY_MARGIN_SECONDS = 30
+_EXPIRY_MARGIN_SECONDS = 30
 """A token is asked for anew this long before it expires."""
-MAX_PEOPLE = 256
+_MAX_PEOPLE = 256
 """People whose upstream sessions are kept at once (the least recently used is closed)."""
 
 
@@ -94,7 +94,7 @@ class TokenExchange:
         return await self._kept_or_asked(
             key,
             {
-                "grant_type": TOKEN_EXCHANGE_GRANT,
+                "grant_type": _TOKEN_EXCHANGE_GRANT,
                 "subject_token": caller_token.token,
                 "subject_token_type": ACCESS_TOKEN_TYPE,
                 "requested_token_type": ACCESS_TOKEN_TYPE,
@@ -110,7 +110,7 @@ class TokenExchange:
 
     async def _kept_or_asked(self, key: tuple[str, ...], form: dict[str, str]) -> str:
         kept = self._kept.get(key)
-        if kept is not None and kept[1] - EXPIRY_MARGIN_SECONDS > self._clock():
+        if kept is not None and kept[1] - _EXPIRY_MARGIN_SECONDS > self._clock():
             return kept[0]
         asking = self._asking.get(key)
         if asking is None:
@@ -118,7 +118,7 @@ class TokenExchange:
             self._asking[key] = asking
             asking.add_done_callback(lambda _: self._asking.pop(key, None))
         token, expires = await asyncio.shield(asking)
-        if len(self._kept) > 4 * MAX_PEOPLE:
+        if len(self._kept) > 4 * _MAX_PEOPLE:
             now = self._clock()
             self._kept = {k: v for k, v in self._kept.items() if v[1] > now}
         self._kept[key] = (token, expires)
@@ -205,7 +205,7 @@ class ExchangedSessions:
         if sessions is None:
             sessions = McpSessions([server], upstream_auth=self._person_auth(subject))
             self._sessions[key] = sessions
-            while len(self._sessions) > MAX_PEOPLE:
+            while len(self._sessions) > _MAX_PEOPLE:
                 (gone, _), dropped = self._sessions.popitem(last=False)
                 if not any(person == gone for person, _ in self._sessions):
                     self._latest.pop(gone, None)

@@ -30,10 +30,10 @@ SIGNING_ALGORITHMS = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
 )  # fmt: skip
 """Asymmetric algorithms only: a token signed with a shared secret (HS256) or none is refused."""
-DEFAULT_LEEWAY_SECONDS = 60
-MAX_LEEWAY_SECONDS = 300
-MAX_TOKEN_BYTES = 16 * 1024
-MAX_KEPT_TOKENS = 4096
+_DEFAULT_LEEWAY_SECONDS = 60
+_MAX_LEEWAY_SECONDS = 300
+_MAX_TOKEN_BYTES = 16 * 1024
+_MAX_KEPT_TOKENS = 4096
 
 
 class SignedInToken(AccessToken):
@@ -59,12 +59,12 @@ class CallerTokenVerifier:
         settings: Callable[[], SignInSettings | None],
         *,
         keys: IssuerKeys | None = None,
-        leeway_seconds: int = DEFAULT_LEEWAY_SECONDS,
+        leeway_seconds: int = _DEFAULT_LEEWAY_SECONDS,
         now: Callable[[], int] | None = None,
     ) -> None:
-        if not 0 <= leeway_seconds <= MAX_LEEWAY_SECONDS:
+        if not 0 <= leeway_seconds <= _MAX_LEEWAY_SECONDS:
             raise ValueError(
-                f"leeway_seconds must be within 0..{MAX_LEEWAY_SECONDS}, got {leeway_seconds!r}"
+                f"leeway_seconds must be within 0..{_MAX_LEEWAY_SECONDS}, got {leeway_seconds!r}"
             )
         self.started = started
         self._settings = settings
@@ -98,8 +98,8 @@ class CallerTokenVerifier:
                     "token is refused until it is restarted"
                 )
             raise _Refused("the sign-in settings changed; restart the server")
-        if len(token) > MAX_TOKEN_BYTES:
-            raise _Refused(f"longer than {MAX_TOKEN_BYTES} bytes")
+        if len(token) > _MAX_TOKEN_BYTES:
+            raise _Refused(f"longer than {_MAX_TOKEN_BYTES} bytes")
         kept = self._accepted.get(token)
         if kept is not None:
             if kept.expires_at is not None and kept.expires_at + self._leeway <= self._now():
@@ -107,7 +107,7 @@ class CallerTokenVerifier:
                 raise _Refused("expired")
             return kept
         accepted = await self._checked(token, settings)
-        if len(self._accepted) >= MAX_KEPT_TOKENS:
+        if len(self._accepted) >= _MAX_KEPT_TOKENS:
             del self._accepted[next(iter(self._accepted))]
         self._accepted[token] = accepted
         return accepted

@@ -36,12 +36,12 @@ from runtime.signin.verifier import SIGNING_ALGORITHMS
 
 logger = logging.getLogger("runtime.signin")
 
-SESSION_COOKIE = "toolpolicy_session"
-FLOW_COOKIE = "toolpolicy_signin"
-SESSION_SECONDS = 8 * 3600
-FLOW_SECONDS = 600
+_SESSION_COOKIE = "toolpolicy_session"
+_FLOW_COOKIE = "toolpolicy_signin"
+_SESSION_SECONDS = 8 * 3600
+_FLOW_SECONDS = 600
 """How long a started sign-in may take at the identity provider."""
-METADATA_PATH = "/.well-known/oauth-protected-resource"
+_METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
 class BrowserSignIn:
@@ -73,8 +73,8 @@ class BrowserSignIn:
             response = await self._finish(request)
         elif path == "/signout":
             response = RedirectResponse("/signin", status_code=303)
-            response.delete_cookie(SESSION_COOKIE, path="/")
-        elif path == METADATA_PATH:
+            response.delete_cookie(_SESSION_COOKIE, path="/")
+        elif path == _METADATA_PATH:
             response = JSONResponse(
                 {
                     "resource": self._base,
@@ -94,7 +94,7 @@ class BrowserSignIn:
     # --- who asks -----------------------------------------------------------------------------
 
     def _session(self, request: Request) -> Caller | None:
-        claims = self._signed(request.cookies.get(SESSION_COOKIE, ""), "session")
+        claims = self._signed(request.cookies.get(_SESSION_COOKIE, ""), "session")
         if claims is None:
             return None
         groups = claims.get("groups")
@@ -120,7 +120,7 @@ class BrowserSignIn:
             return RedirectResponse(f"/signin?{urlencode({'next': target})}", status_code=303)
         challenge = (
             f'Bearer error="invalid_token", error_description="Authentication required", '
-            f'resource_metadata="{self._base}{METADATA_PATH}"'
+            f'resource_metadata="{self._base}{_METADATA_PATH}"'
         )
         return JSONResponse(
             {"error": "sign in with the organization's identity provider"},
@@ -160,11 +160,11 @@ class BrowserSignIn:
         )
         response = RedirectResponse(f"{endpoint}?{query}", status_code=303)
         flow = {"state": state, "nonce": nonce, "verifier": pkce.code_verifier, "next": target}
-        self._set(response, FLOW_COOKIE, self._sign("flow", flow, FLOW_SECONDS), FLOW_SECONDS)
+        self._set(response, _FLOW_COOKIE, self._sign("flow", flow, _FLOW_SECONDS), _FLOW_SECONDS)
         return response
 
     async def _finish(self, request: Request) -> Response:
-        flow = self._signed(request.cookies.get(FLOW_COOKIE, ""), "flow")
+        flow = self._signed(request.cookies.get(_FLOW_COOKIE, ""), "flow")
         given = request.query_params.get("state", "")
         if flow is None or not secrets.compare_digest(str(flow.get("state", "")), given):
             return PlainTextResponse(
@@ -189,11 +189,11 @@ class BrowserSignIn:
         except (TokenEndpointError, _NotSignedIn) as error:
             logger.warning("sign-in refused: %s", error)
             return PlainTextResponse(f"Sign-in failed: {error}", status_code=401)
-        lifetime = max(1, min(SESSION_SECONDS, int(expires - self._clock())))
+        lifetime = max(1, min(_SESSION_SECONDS, int(expires - self._clock())))
         session = {"sub": caller.subject, "groups": sorted(caller.groups)}
         response = RedirectResponse(str(flow.get("next") or "/"), status_code=303)
-        self._set(response, SESSION_COOKIE, self._sign("session", session, lifetime), lifetime)
-        response.delete_cookie(FLOW_COOKIE, path="/")
+        self._set(response, _SESSION_COOKIE, self._sign("session", session, lifetime), lifetime)
+        response.delete_cookie(_FLOW_COOKIE, path="/")
         return response
 
     async def _caller_of(self, answer: dict[str, Any], nonce: str) -> tuple[Caller, float]:
@@ -207,7 +207,7 @@ class BrowserSignIn:
         identity = await self._id_token_claims(id_token, nonce)
         if identity.get("sub") != accepted.subject:
             raise _NotSignedIn("the ID token and the access token name different people")
-        return accepted.caller, float(accepted.expires_at or self._clock() + SESSION_SECONDS)
+        return accepted.caller, float(accepted.expires_at or self._clock() + _SESSION_SECONDS)
 
     async def _id_token_claims(self, id_token: str, nonce: str) -> dict[str, Any]:
         from joserfc import jws

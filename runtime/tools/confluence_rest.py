@@ -25,15 +25,15 @@ if TYPE_CHECKING:
     from policy._runtime_seam import SearchConfluenceSettings
     from runtime.web.retrieval import ApiResponse, RetrievalOptions
 
-REST_SEARCH_PATH = "rest/api/search"
-PAGE_LIMIT = 25
+_REST_SEARCH_PATH = "rest/api/search"
+_PAGE_LIMIT = 25
 """Hits asked for per request; Confluence may send fewer."""
-MAX_REQUESTS = 10
+_MAX_REQUESTS = 10
 """Requests one search may make, rate-limit retries included."""
-RETRY_AFTER_LIMIT_SECONDS = 10
+_RETRY_AFTER_LIMIT_SECONDS = 10
 """The longest pause a rate limit may ask for and still be waited out within one search."""
-TITLE_LIMIT = 255
-EXCERPT_LIMIT = 500
+_TITLE_LIMIT = 255
+_EXCERPT_LIMIT = 500
 
 UNAUTHORIZED_CLOUD_ERROR = (
     "Confluence refused the account e-mail and API token (HTTP 401), so the wiki was not "
@@ -44,7 +44,7 @@ UNAUTHORIZED_TOKEN_ERROR = (
     "Confluence refused the personal access token (HTTP 401), so the wiki was not searched. The "
     "administrator has to check search_confluence.apiToken."
 )
-FORBIDDEN_ERROR = (
+_FORBIDDEN_ERROR = (
     "Confluence refused the search (HTTP 403): the account may not search this wiki or use its "
     "REST API."
 )
@@ -68,11 +68,11 @@ def rate_limit_error(wait: str) -> str:
     )
 
 
-def timeout_error(seconds: int) -> str:
+def _timeout_error(seconds: int) -> str:
     return f"Confluence did not answer the search within {seconds} seconds."
 
 
-def status_error(status: int) -> str:
+def _status_error(status: int) -> str:
     from http import HTTPStatus
 
     try:
@@ -94,7 +94,7 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
-class RestSearch:
+class _RestSearch:
     """What a REST search found: the first request's address, the hits and Confluence's total."""
 
     search_url: str
@@ -102,7 +102,7 @@ class RestSearch:
     total: int | None
 
 
-def rest_search_url(
+def _rest_search_url(
     base_url: str, cql: str, limit: int, cursor: str | None = None, start: int | None = None
 ) -> str:
     """The search address; every parameter value is percent-encoded whole."""
@@ -111,7 +111,7 @@ def rest_search_url(
         parameters.append(("cursor", cursor))
     if start is not None:
         parameters.append(("start", str(start)))
-    return f"{base_url}{REST_SEARCH_PATH}?{urlencode(parameters, quote_via=quote, safe='')}"
+    return f"{base_url}{_REST_SEARCH_PATH}?{urlencode(parameters, quote_via=quote, safe='')}"
 
 
 def authorization(settings: SearchConfluenceSettings) -> str:
@@ -130,7 +130,7 @@ _WHITESPACE = re.compile(r"\s+")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
 
 
-def plain_text(value: object, limit: int) -> str:
+def _plain_text(value: object, limit: int) -> str:
     """A server-written text as one line: highlight markers and HTML entities gone, cut."""
     if not isinstance(value, str):
         return ""
@@ -138,7 +138,7 @@ def plain_text(value: object, limit: int) -> str:
     return text[:limit]
 
 
-def markdown_text(text: str) -> str:
+def _markdown_text(text: str) -> str:
     """Text that stays text in Markdown: it cannot open a link, code or a heading. The filter's
     removal marker is left as the filter wrote it."""
     from runtime.web.injection_filter import REMOVAL_MARKER
@@ -147,7 +147,7 @@ def markdown_text(text: str) -> str:
     return REMOVAL_MARKER.join(_MARKDOWN_SPECIAL.sub(r"\\\1", part) for part in parts)
 
 
-def page_link(base_url: str, written: object) -> str | None:
+def _page_link(base_url: str, written: object) -> str | None:
     """A hit's address below the configured wiki (Confluence writes it relative to the wiki's
     base), or None when it is missing or would leave the wiki."""
     from runtime.tools.search_confluence import within_wiki
@@ -167,23 +167,23 @@ def _field(item: Mapping[str, Any], *path: str) -> object:
     return value
 
 
-def read_hit(item: object, base_url: str) -> Hit | None:
+def _read_hit(item: object, base_url: str) -> Hit | None:
     """A result of the search answer (`results[]`), or None for one without a title."""
     if not isinstance(item, Mapping):
         return None
-    title = plain_text(item.get("title") or _field(item, "content", "title"), TITLE_LIMIT)
+    title = _plain_text(item.get("title") or _field(item, "content", "title"), _TITLE_LIMIT)
     if not title:
         return None
     return Hit(
         title=title,
-        link=page_link(base_url, item.get("url") or _field(item, "content", "_links", "webui")),
-        excerpt=plain_text(item.get("excerpt"), EXCERPT_LIMIT),
-        space=plain_text(_field(item, "resultGlobalContainer", "title"), TITLE_LIMIT),
-        modified=plain_text(item.get("lastModified"), 40),
+        link=_page_link(base_url, item.get("url") or _field(item, "content", "_links", "webui")),
+        excerpt=_plain_text(item.get("excerpt"), _EXCERPT_LIMIT),
+        space=_plain_text(_field(item, "resultGlobalContainer", "title"), _TITLE_LIMIT),
+        modified=_plain_text(item.get("lastModified"), 40),
     )
 
 
-def next_page(document: Mapping[str, Any]) -> tuple[str | None, int | None] | None:
+def _next_page(document: Mapping[str, Any]) -> tuple[str | None, int | None] | None:
     """The `cursor` and `start` of `_links.next`, or None when there is no further page."""
     written = _field(document, "_links", "next")
     if not isinstance(written, str) or not written:
@@ -224,11 +224,11 @@ def _document(response: ApiResponse, settings: SearchConfluenceSettings) -> Mapp
             UNAUTHORIZED_CLOUD_ERROR if settings.is_cloud else UNAUTHORIZED_TOKEN_ERROR
         )
     if status == 403:
-        raise RuntimeError(FORBIDDEN_ERROR)
+        raise RuntimeError(_FORBIDDEN_ERROR)
     if status == 404:
         raise RuntimeError(NOT_FOUND_ERROR)
     if not 200 <= status < 300:
-        raise RuntimeError(status_error(status))
+        raise RuntimeError(_status_error(status))
     try:
         document = json.loads(response.body)
     except ValueError as error:
@@ -248,7 +248,7 @@ class _Requests:
         self._options = options
         self._deadline = deadline
         self._headers = {"Accept": "application/json", "Authorization": authorization(settings)}
-        self.left = MAX_REQUESTS
+        self.left = _MAX_REQUESTS
 
     async def document(self, url: str) -> Mapping[str, Any]:
         from runtime.web.retrieval import request_api
@@ -263,14 +263,14 @@ class _Requests:
             wait = _retry_after_seconds(written)
             shown = "an unstated time" if wait is None else f"{math.ceil(wait)} seconds"
             room = self._deadline - loop.time()
-            if wait is None or wait > min(RETRY_AFTER_LIMIT_SECONDS, room) or self.left <= 0:
+            if wait is None or wait > min(_RETRY_AFTER_LIMIT_SECONDS, room) or self.left <= 0:
                 raise RuntimeError(rate_limit_error(shown))
             await asyncio.sleep(wait)
 
 
 async def search_rest(
     settings: SearchConfluenceSettings, cql: str, options: RetrievalOptions
-) -> RestSearch:
+) -> _RestSearch:
     """Up to `settings.max_results` hits, page after page; raises RuntimeError with a message for
     the model when Confluence refuses or fails."""
     loop = asyncio.get_running_loop()
@@ -284,21 +284,21 @@ async def search_rest(
     try:
         async with asyncio.timeout(settings.timeout_seconds):
             while requests.left > 0 and len(hits) < settings.max_results:
-                limit = min(PAGE_LIMIT, settings.max_results - len(hits))
-                url = rest_search_url(base, cql, limit, *page)
+                limit = min(_PAGE_LIMIT, settings.max_results - len(hits))
+                url = _rest_search_url(base, cql, limit, *page)
                 first_url = first_url or url
                 document = await requests.document(url)
                 if total is None and isinstance(document.get("totalSize"), int):
                     total = document["totalSize"]
-                hits.extend(h for h in (read_hit(i, base) for i in document["results"]) if h)
-                following = next_page(document)
+                hits.extend(h for h in (_read_hit(i, base) for i in document["results"]) if h)
+                following = _next_page(document)
                 if following is None or following in seen or not document["results"]:
                     break
                 seen.add(following)
                 page = following
     except TimeoutError as error:
-        raise RuntimeError(timeout_error(settings.timeout_seconds)) from error
-    return RestSearch(first_url, tuple(hits[: settings.max_results]), total)
+        raise RuntimeError(_timeout_error(settings.timeout_seconds)) from error
+    return _RestSearch(first_url, tuple(hits[: settings.max_results]), total)
 
 
 def hits_markdown(heading: str, hits: Sequence[Hit], total: int | None) -> str:
@@ -310,18 +310,18 @@ def hits_markdown(heading: str, hits: Sequence[Hit], total: int | None) -> str:
         count = f"{len(hits)} of {total} hits"
     lines = [f"{heading}: {count}.", ""]
     for number, hit in enumerate(hits, 1):
-        title = markdown_text(hit.title)
+        title = _markdown_text(hit.title)
         lines.append(f"{number}. [{title}]({hit.link})" if hit.link else f"{number}. {title}")
         about = " · ".join(
             part
             for part in (
-                f"Space: {markdown_text(hit.space)}" if hit.space else "",
-                f"modified {markdown_text(hit.modified)}" if hit.modified else "",
+                f"Space: {_markdown_text(hit.space)}" if hit.space else "",
+                f"modified {_markdown_text(hit.modified)}" if hit.modified else "",
             )
             if part
         )
         if about:
             lines.append(f"   {about}")
         if hit.excerpt:
-            lines.append(f"   {markdown_text(hit.excerpt)}")
+            lines.append(f"   {_markdown_text(hit.excerpt)}")
     return "\n".join(lines)

@@ -50,7 +50,7 @@ REDIRECT_OUT_OF_BOUNDS_REFUSAL = (
     "The page redirected to an address this chat may not read, so it was not loaded."
 )
 
-EMPTY_TEXT_WARNING = "The response was empty."
+_EMPTY_TEXT_WARNING = "The response was empty."
 EMPTY_PAGE_WARNING = (
     "No readable static page content was extracted. The page may require JavaScript, "
     "authentication, or browser cookies."
@@ -146,7 +146,7 @@ class ReadWebPageExecutableTool(ReadWebPageTool):
         truncated = markdown != content.markdown
         warnings: list[str] = []
         if not content.markdown.strip():
-            warnings.append(EMPTY_PAGE_WARNING if content.is_html else EMPTY_TEXT_WARNING)
+            warnings.append(EMPTY_PAGE_WARNING if content.is_html else _EMPTY_TEXT_WARNING)
         elif content.is_html and len(content.markdown) < SMALL_PAGE_CHARACTERS:
             warnings.append(SMALL_PAGE_WARNING)
         if truncated:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from policy._runtime_seam import SearchConfluenceSettings
     from runtime.web.retrieval import RetrievalOptions
 
-CONTENT_LIMIT = 30_000
+_CONTENT_LIMIT = 30_000
 CONFIDENCE_REFUSAL = "Searching your company's wiki requires a High-confidence provider."
 REDIRECT_REFUSAL = "Confluence redirected the search outside the configured wiki."
 LOGIN_PAGE_ERROR = (
@@ -171,7 +171,7 @@ class SearchConfluenceExecutableTool(SearchConfluenceTool):
         content = await page_content(page)
         if not content.markdown.strip():
             raise RuntimeError(EMPTY_RESULT_ERROR)
-        markdown = truncate_markdown(content.markdown, CONTENT_LIMIT)
+        markdown = truncate_markdown(content.markdown, _CONTENT_LIMIT)
         clean = await sanitized_page(context, content, markdown, page.final_url)
         return ToolExecutionResult(
             json_content={
@@ -225,7 +225,7 @@ async def _search_rest_api(
         for hit, c in zip(found.hits, clean, strict=True)
     ]
     heading = f"Confluence search for “{query}”" + (f" in space {space_key}" if space_key else "")
-    markdown = truncate_markdown(hits_markdown(heading, hits, found.total), CONTENT_LIMIT)
+    markdown = truncate_markdown(hits_markdown(heading, hits, found.total), _CONTENT_LIMIT)
     return ToolExecutionResult(
         json_content={"search_url": found.search_url, "title": heading, "text_content": markdown},
         sources=tuple(Source(h.title, h.link, SourceOrigin.TOOL) for h in hits if h.link),

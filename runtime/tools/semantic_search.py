@@ -52,7 +52,7 @@ from runtime.tools._common import guard_of
 
 _log = logging.getLogger(__name__)
 
-RESULT_BUDGET_CHARACTERS = 100_000
+_RESULT_BUDGET_CHARACTERS = 100_000
 NO_SOURCES_REFUSAL = "None of the data sources of this chat can be searched right now."
 
 ISSUE_NOT_SEARCHED = (
@@ -71,7 +71,7 @@ ISSUE_QUERY_NOT_UNDERSTOOD = (
 
 
 @dataclass(frozen=True, slots=True)
-class SemanticSearchRequest:
+class _SemanticSearchRequest:
     """The model's arguments, checked: what to search, in which offered sources, which page."""
 
     query: str
@@ -81,7 +81,7 @@ class SemanticSearchRequest:
 
 def read_request(
     arguments: Mapping[str, Any], offered: Sequence[SearchableDataSource]
-) -> SemanticSearchRequest:
+) -> _SemanticSearchRequest:
     """The query, the named data sources in offer order, and a page that exists for them."""
     reader = ArgumentReader(arguments)
     try:
@@ -113,7 +113,7 @@ def read_request(
                 f"Argument '{ARG_PAGE}' must be at most {last} for the data source "
                 f"'{chosen[0].id}', but was {page}. Rephrase the query to find other passages.",
             )
-    return SemanticSearchRequest(query, chosen, page)
+    return _SemanticSearchRequest(query, chosen, page)
 
 
 # --- searching ----------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ class SemanticSearchExecutableTool(SemanticSearchTool):
             clean = Passage(text, title, shown_url, passage.key)
             block = _render(len(rendered) + 1, clean, entry.source.name)
             separator = 2 if rendered else 0
-            if total + separator + len(block) > RESULT_BUDGET_CHARACTERS:
+            if total + separator + len(block) > _RESULT_BUDGET_CHARACTERS:
                 entry.left_out += 1
                 continue
             total += separator + len(block)

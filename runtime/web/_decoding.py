@@ -1,7 +1,7 @@
 """Content-Encoding decoders whose output arrives in small pieces, so a size cap holds in memory.
 
 httpx decodes a whole network chunk at once; a 64 KiB gzip chunk can expand to 64 MiB before any
-counting starts. These decoders produce small pieces (PIECE_SIZE for zlib, a few times that for brotli) per step.
+counting starts. These decoders produce small pieces (_PIECE_SIZE for zlib, a few times that for brotli) per step.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Protocol
 
 from policy import ToolPolicyError
 
-PIECE_SIZE = 8 * 1024
+_PIECE_SIZE = 8 * 1024
 
 
 class UnsupportedContentEncoding(ToolPolicyError, ValueError):
@@ -75,7 +75,7 @@ class _ZlibDecoder:
                 pending = following
             fresh = self._later_member and not self._inflater.eof
             try:
-                piece = self._inflater.decompress(pending, PIECE_SIZE)
+                piece = self._inflater.decompress(pending, _PIECE_SIZE)
             except zlib.error as error:
                 if fresh:
                     self._ended = True
@@ -86,7 +86,7 @@ class _ZlibDecoder:
                 yield piece
             pending = self._inflater.unconsumed_tail
             more_members = self._members and self._inflater.eof and self._inflater.unused_data
-            if not pending and len(piece) < PIECE_SIZE and not more_members:
+            if not pending and len(piece) < _PIECE_SIZE and not more_members:
                 return
 
     def finish(self) -> Iterator[bytes]:
@@ -94,7 +94,7 @@ class _ZlibDecoder:
         if self._ended:
             return
         try:
-            rest = self._inflater.flush(PIECE_SIZE)
+            rest = self._inflater.flush(_PIECE_SIZE)
         except zlib.error as error:
             raise BodyDecodingError(str(error)) from error
         if rest:
@@ -119,7 +119,7 @@ class _BrotliDecoder:
         import brotli
 
         try:
-            piece: bytes = self._decompressor.process(data, output_buffer_limit=PIECE_SIZE)
+            piece: bytes = self._decompressor.process(data, output_buffer_limit=_PIECE_SIZE)
         except brotli.error as error:
             raise BodyDecodingError(str(error)) from error
         return piece
@@ -130,8 +130,8 @@ class _BrotliDecoder:
 
 class _IdentityDecoder:
     def feed(self, data: bytes) -> Iterator[bytes]:
-        for start in range(0, len(data), PIECE_SIZE):
-            yield data[start : start + PIECE_SIZE]
+        for start in range(0, len(data), _PIECE_SIZE):
+            yield data[start : start + _PIECE_SIZE]
 
     def finish(self) -> Iterator[bytes]:
         return iter(())
@@ -157,7 +157,7 @@ class BodyDecoder:
         self._chain: list[_Decoder] = chain or [_IdentityDecoder()]
 
     def feed(self, data: bytes) -> Iterator[bytes]:
-        """Decoded pieces of at most PIECE_SIZE bytes for the next raw bytes."""
+        """Decoded pieces of at most _PIECE_SIZE bytes for the next raw bytes."""
         return self._through(0, data, final=False)
 
     def finish(self) -> Iterator[bytes]:

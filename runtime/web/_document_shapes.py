@@ -6,7 +6,7 @@ field is the unit to judge: a YAML line wrap is not the end of an instruction, a
 field's instruction passage up to the field's end keeps the goal that follows a preamble from
 surviving. The document is parsed with maintained parsers (`json`, PyYAML over libyaml, `csv`)
 and a string value or cell is passed to the judge only when its place in the text holds
-something the caller found there (`Touches`): a tool result of a hundred fields with one
+something the caller found there (`_Touches`): a tool result of a hundred fields with one
 injected costs one field's judgment, not a hundred. A changed JSON string or YAML scalar is
 written back in place (a JSON string, which is also a valid YAML double-quoted scalar), so the
 rest of the document stays byte for byte; a table is written again with its own delimiter. Keys
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from yaml import Node
 
-FieldJudge = Callable[[str, str], str | None]
+_FieldJudge = Callable[[str, str], str | None]
 """(field text, location such as `$[0].body`) → the filtered text, or None when unchanged."""
-Touches = Callable[[int, int], bool]
+_Touches = Callable[[int, int], bool]
 """Whether the text's span [start, end) holds something to judge: fields elsewhere are skipped."""
 
 _CSV_DELIMITERS = ",;\t|"
@@ -40,7 +40,7 @@ opens one, so scanning from the start finds exactly the document's strings, in o
 _AFTER_KEY = re.compile(r"\s*:")
 
 
-def filter_fields(text: str, judge: FieldJudge, touches: Touches) -> str | None:
+def filter_fields(text: str, judge: _FieldJudge, touches: _Touches) -> str | None:
     """The document with its touched fields judged, or None when the text is no JSON, YAML or
     CSV document (prose: the caller judges it as Markdown)."""
     stripped = text.strip()
@@ -83,7 +83,7 @@ def _json_paths(value: Any, location: str) -> Iterator[tuple[str, bool]]:
             yield from _json_paths(item, f"{location}[{index}]")
 
 
-def _filter_json(text: str, judge: FieldJudge, touches: Touches) -> str | None:
+def _filter_json(text: str, judge: _FieldJudge, touches: _Touches) -> str | None:
     try:
         document = json.loads(text)
     except ValueError:
@@ -104,7 +104,7 @@ def _filter_json(text: str, judge: FieldJudge, touches: Touches) -> str | None:
     return _splice(text, edits) if edits else text
 
 
-def _walk(value: Any, location: str, judge: FieldJudge) -> bool:
+def _walk(value: Any, location: str, judge: _FieldJudge) -> bool:
     """Judge every string of a parsed value in place (containers mutated); whether any changed."""
     changed = False
     if isinstance(value, dict):
@@ -125,7 +125,7 @@ def _walk(value: Any, location: str, judge: FieldJudge) -> bool:
     return changed
 
 
-def _filter_python_literal(text: str, judge: FieldJudge) -> str | None:
+def _filter_python_literal(text: str, judge: _FieldJudge) -> str | None:
     """A Python tool's `str(result)`: a dict or list repr, read by `ast.literal_eval`. It holds no
     positions, so every string is judged (such results are rare and small)."""
     import ast
@@ -155,7 +155,7 @@ def _yaml_root(text: str) -> Node | None:
         return None
 
 
-def _filter_yaml(text: str, judge: FieldJudge, touches: Touches) -> str | None:
+def _filter_yaml(text: str, judge: _FieldJudge, touches: _Touches) -> str | None:
     """Prose often parses as YAML ("…the following instruction: Send…" is a one-entry mapping):
     a document is a mapping or sequence over several lines with short one-line keys."""
     from yaml import MappingNode, ScalarNode, SequenceNode
@@ -254,7 +254,7 @@ def _csv_rows(text: str) -> tuple[str, list[tuple[list[str], int, int]]] | None:
     return None
 
 
-def _filter_csv(text: str, judge: FieldJudge, touches: Touches) -> str | None:
+def _filter_csv(text: str, judge: _FieldJudge, touches: _Touches) -> str | None:
     table = _csv_rows(text)
     if table is None:
         return None

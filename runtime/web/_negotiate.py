@@ -24,19 +24,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-NEGOTIATE = "Negotiate"
+_NEGOTIATE = "Negotiate"
 NTLM = "NTLM"
-_PROTOCOLS = {NEGOTIATE.lower(): "negotiate", NTLM.lower(): "ntlm"}
+_PROTOCOLS = {_NEGOTIATE.lower(): "negotiate", NTLM.lower(): "ntlm"}
 _MAX_LEGS = 4
 """Kerberos takes one leg, NTLM two; a server asking for more is not signing anyone in."""
 
 
-def offered_scheme(response: httpx.Response) -> str | None:
+def _offered_scheme(response: httpx.Response) -> str | None:
     """The sign-in scheme a 401 asks for: Negotiate before NTLM, None for any other."""
     if response.status_code != 401:
         return None
     offered = {_scheme_of(value) for value in response.headers.get_list("WWW-Authenticate")}
-    return next((s for s in (NEGOTIATE, NTLM) if s.lower() in offered), None)
+    return next((s for s in (_NEGOTIATE, NTLM) if s.lower() in offered), None)
 
 
 def _scheme_of(challenge: str) -> str:
@@ -77,7 +77,7 @@ class NegotiateAuth(httpx.Auth):
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         response = yield request
-        scheme = offered_scheme(response)
+        scheme = _offered_scheme(response)
         if scheme is None:
             return
         try:

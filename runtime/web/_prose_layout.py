@@ -48,7 +48,7 @@ class ProseLayout:
                 if is_row:
                     return _cell_at(text, position, start, end)
                 return start, end
-        return paragraph_at(text, position)
+        return _paragraph_at(text, position)
 
     def next_unit(self, text: str, end: int) -> tuple[int, int] | None:
         """The unit after the one ending at `end`, if any."""
@@ -59,7 +59,7 @@ class ProseLayout:
         return None
 
 
-def paragraph_at(text: str, position: int) -> tuple[int, int]:
+def _paragraph_at(text: str, position: int) -> tuple[int, int]:
     start = text.rfind("\n\n", 0, position)
     end = text.find("\n\n", position)
     return (0 if start < 0 else start + 2), (len(text) if end < 0 else end)

@@ -20,14 +20,14 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 MAX_METADATA_CHARACTERS = 1000
-MAX_AUTHOR_CHARACTERS = 200
+_MAX_AUTHOR_CHARACTERS = 200
 MAX_AUTHORS = 10
-MAX_OUTLINE_CHARACTERS = 200
-MAX_JSON_LD_SCRIPTS = 20
-MAX_JSON_LD_BYTES = 256 * 1024
-MAX_JSON_LD_DEPTH = 32
-MAX_ROOT_CANDIDATES = 100
-MIN_ROOT_TEXT = 200
+_MAX_OUTLINE_CHARACTERS = 200
+_MAX_JSON_LD_SCRIPTS = 20
+_MAX_JSON_LD_BYTES = 256 * 1024
+_MAX_JSON_LD_DEPTH = 32
+_MAX_ROOT_CANDIDATES = 100
+_MIN_ROOT_TEXT = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,12 +371,12 @@ def _text_length(element: Any) -> int:
 
 def _content_root(body: Any) -> Any:
     """main, [role=main] or article with the most text, when it is clearly the content."""
-    candidates = body.xpath("(.//main | .//*[@role='main'] | .//article)")[:MAX_ROOT_CANDIDATES]
+    candidates = body.xpath("(.//main | .//*[@role='main'] | .//article)")[:_MAX_ROOT_CANDIDATES]
     if not candidates:
         return body
     lengths = [(_text_length(candidate), candidate) for candidate in candidates]
     length, best = max(lengths, key=lambda pair: pair[0])
-    if length < MIN_ROOT_TEXT:
+    if length < _MIN_ROOT_TEXT:
         return body
     if best.tag == "main" or (best.get("role") or "").lower() == "main":
         return best
@@ -524,12 +524,12 @@ def _depth_within(value: Any, limit: int) -> bool:
 
 def _json_ld_objects(document: Any) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
-    budget = MAX_JSON_LD_BYTES
+    budget = _MAX_JSON_LD_BYTES
     scripts = document.xpath(
         "//script[translate(normalize-space(@type), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', "
         "'abcdefghijklmnopqrstuvwxyz')='application/ld+json']"
     )
-    for script in scripts[:MAX_JSON_LD_SCRIPTS]:
+    for script in scripts[:_MAX_JSON_LD_SCRIPTS]:
         text = script.text or ""
         budget -= len(text.encode("utf-8"))
         if budget < 0:
@@ -538,7 +538,7 @@ def _json_ld_objects(document: Any) -> list[dict[str, Any]]:
             data = json.loads(text)
         except (ValueError, RecursionError):
             continue
-        if not _depth_within(data, MAX_JSON_LD_DEPTH):
+        if not _depth_within(data, _MAX_JSON_LD_DEPTH):
             continue
         pending = [data]
         while pending:
@@ -640,7 +640,7 @@ def _authors(candidates: Iterable[Iterable[str]]) -> tuple[str, ...]:
         names: dict[str, str] = {}
         for raw in source:
             for part in (raw,) if "," not in raw or len(raw) > 80 else raw.split(","):
-                name = _clip(part, MAX_AUTHOR_CHARACTERS)
+                name = _clip(part, _MAX_AUTHOR_CHARACTERS)
                 if name and not _LOOKS_LIKE_URL.search(name):
                     names.setdefault(name.casefold(), name)
         if names:
@@ -651,7 +651,7 @@ def _authors(candidates: Iterable[Iterable[str]]) -> tuple[str, ...]:
 def _outline(root: Any) -> tuple[str, ...]:
     headings: dict[str, str] = {}
     for heading in root.iter("h1", "h2", "h3"):
-        text = _clip(heading.text_content(), MAX_OUTLINE_CHARACTERS)
+        text = _clip(heading.text_content(), _MAX_OUTLINE_CHARACTERS)
         if text:
             headings.setdefault(text.casefold(), text)
     return tuple(headings.values())

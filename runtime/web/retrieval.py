@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 MAX_REDIRECTS = 10
-DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+_DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 
 Resolver = Callable[[str], Awaitable[Sequence[IPAddress]]]
 """Resolves a host name to its addresses; raises OSError when it cannot."""
@@ -145,7 +145,7 @@ class RetrievalOptions:
     allowed_private_hosts: tuple[str, ...] = ()
     is_target_allowed: Callable[[str], bool] | None = None
     on_private_host_provider_block: Callable[[str, ConfidenceLevel], Awaitable[None]] | None = None
-    max_bytes: int = DEFAULT_MAX_BYTES
+    max_bytes: int = _DEFAULT_MAX_BYTES
     resolver: Resolver | None = None
     classify_address: AddressClassifier | None = None
     ssl_context: ssl.SSLContext | None = None
@@ -287,14 +287,14 @@ _TEXT_APPLICATION_TYPES = frozenset(
 )
 
 
-def media_type_of(content_type: str | None) -> str:
+def _media_type_of(content_type: str | None) -> str:
     """The media type without parameters, lowercase."""
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def classify_content_type(media_type: str | None) -> ContentKind | None:
     """HTML page, text document, or None for content that is refused."""
-    kind = media_type_of(media_type)
+    kind = _media_type_of(media_type)
     if kind in _HTML_TYPES:
         return ContentKind.HTML_PAGE
     if kind.startswith("text/") or kind in _TEXT_APPLICATION_TYPES:
@@ -340,7 +340,7 @@ def _known_codec(name: str | None) -> str | None:
         return None
 
 
-def decode_body(body: bytes, content_type: str | None, kind: ContentKind) -> str:
+def _decode_body(body: bytes, content_type: str | None, kind: ContentKind) -> str:
     """Text by BOM, then the declared charset, then (HTML) a meta charset, else UTF-8."""
     for bom, bom_codec in _BOMS:
         if body.startswith(bom):
@@ -491,7 +491,7 @@ def _is_plain_media_type(media_type: str) -> bool:
 
 def _shown_media_type(content_type: str) -> str:
     """The media type quoted if it is a plain token, since the server wrote it for the model."""
-    media_type = media_type_of(content_type)
+    media_type = _media_type_of(content_type)
     if media_type and _is_plain_media_type(media_type):
         return f"'{media_type}'"
     return "(a content type that is not a plain media type)"
@@ -534,13 +534,13 @@ async def _fetch(requested: httpx.URL, options: RetrievalOptions) -> _Fetched:
                 raise _status_error(response, current, sign_in)
             content_type = response.headers.get("Content-Type", "")
             kind = classify_content_type(content_type)
-            if kind is None or not _is_plain_media_type(media_type_of(content_type)):
+            if kind is None or not _is_plain_media_type(_media_type_of(content_type)):
                 raise WebRetrievalError(
                     f"Unsupported content type {_shown_media_type(content_type)}. "
                     "Only HTML pages and text documents are supported."
                 )
             body = await _read_capped_body(response, options.max_bytes)
-            text = decode_body(body, content_type, kind)
+            text = _decode_body(body, content_type, kind)
             return _Fetched(current, content_type, kind, text, non_public)
     raise WebRetrievalError(
         f"The server returned more than {MAX_REDIRECTS} redirects for "
@@ -649,7 +649,7 @@ async def retrieve(url: str, options: RetrievalOptions) -> RetrievedWebPage:
     requested = _parse_url(url, options)
     async with _bounded(options):
         fetched = await _fetch(requested, options)
-    media_type = media_type_of(fetched.content_type)
+    media_type = _media_type_of(fetched.content_type)
     text = fetched.text
     if fetched.kind is ContentKind.TEXT_DOCUMENT:
         try:

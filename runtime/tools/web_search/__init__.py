@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from runtime.web.retrieval import RetrievedWebPage
     from runtime.web.sanitize import WebPageModelContent
 
-MAX_PARALLEL_PAGES = 4
-SNIPPET_MAX_CHARACTERS = 1000
+_MAX_PARALLEL_PAGES = 4
+_SNIPPET_MAX_CHARACTERS = 1000
 _LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}", re.ASCII)
 
 
@@ -70,7 +70,7 @@ class SearchEndpoints:
     staan: str = STAAN_SEARCH_URL
 
 
-class PageOutcome(StrEnum):
+class _PageOutcome(StrEnum):
     """What became of reading one result page; it decides the page's note and the result's flags."""
 
     RETRIEVED = "RETRIEVED"
@@ -82,7 +82,7 @@ class PageOutcome(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class WebSearchArguments:
+class _WebSearchArguments:
     """The model's arguments, checked; None means left out (the settings decide)."""
 
     query: str
@@ -92,7 +92,7 @@ class WebSearchArguments:
     limit: int | None
 
 
-def read_arguments(arguments: Mapping[str, Any]) -> WebSearchArguments:
+def read_arguments(arguments: Mapping[str, Any]) -> _WebSearchArguments:
     """The model's arguments, each refused with a message it can correct itself from."""
     reader = ArgumentReader(arguments)
     query = reader.read_string(ARG_QUERY)
@@ -113,10 +113,10 @@ def read_arguments(arguments: Mapping[str, Any]) -> WebSearchArguments:
             f"Argument '{ARG_LIMIT}' must be at most {WEB_SEARCH_MAX_LIMIT}, but was {limit}. "
             "Leave it out to get the configured number of results.",
         )
-    return WebSearchArguments(query, language, time_range, page, limit)
+    return _WebSearchArguments(query, language, time_range, page, limit)
 
 
-def configured_backends(
+def _configured_backends(
     options: WebSearchSettings, endpoints: SearchEndpoints = SearchEndpoints()
 ) -> list[SearchBackend]:
     """A backend for every service with what it needs (an address or an API key)."""
@@ -150,7 +150,7 @@ def configured_backends(
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    outcome: PageOutcome
+    outcome: _PageOutcome
     reason: str = ""
     page: RetrievedWebPage | None = None
     content: PageContent | None = None
@@ -179,29 +179,29 @@ async def _read_page(
         try:
             page = await retrieve(candidate.url, retrieval)
         except WebPageAccessBlocked as error:
-            return _Read(PageOutcome.BLOCKED, f"The page may not be read: {error.message}")
+            return _Read(_PageOutcome.BLOCKED, f"The page may not be read: {error.message}")
         except WebRetrievalTimedOut:
             return _Read(
-                PageOutcome.PAGE_TIMED_OUT,
+                _PageOutcome.PAGE_TIMED_OUT,
                 f"The page did not load within {options.page_timeout} seconds.",
             )
         except WebRetrievalError as error:
-            return _Read(PageOutcome.FAILED, error.message)
+            return _Read(_PageOutcome.FAILED, error.message)
         content = await page_content(page)
     if not content.markdown.strip():
         return _Read(
-            PageOutcome.NO_READABLE_CONTENT,
+            _PageOutcome.NO_READABLE_CONTENT,
             "No readable static content was extracted; the page may need JavaScript or a sign-in.",
             page=page,
         )
-    return _Read(PageOutcome.RETRIEVED, page=page, content=content)
+    return _Read(_PageOutcome.RETRIEVED, page=page, content=content)
 
 
-async def read_pages(
+async def _read_pages(
     candidates: Sequence[Candidate], context: ToolExecutionContext, options: WebSearchSettings
 ) -> list[_Read]:
     """Every candidate's page, four at a time; what the overall timeout cuts off says so."""
-    slots = asyncio.Semaphore(MAX_PARALLEL_PAGES)
+    slots = asyncio.Semaphore(_MAX_PARALLEL_PAGES)
     tasks = [
         asyncio.create_task(_read_page(candidate, context, options, slots))
         for candidate in candidates
@@ -214,7 +214,7 @@ async def read_pages(
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
     cut_off = _Read(
-        PageOutcome.RETRIEVAL_TIMED_OUT,
+        _PageOutcome.RETRIEVAL_TIMED_OUT,
         f"Reading all result pages took longer than {options.all_pages_timeout} seconds, so "
         "this page was not read.",
     )
@@ -223,7 +223,7 @@ async def read_pages(
         if task.cancelled() or task in pending:
             reads.append(cut_off)
         elif task.exception() is not None:
-            reads.append(_Read(PageOutcome.FAILED, "The page could not be read."))
+            reads.append(_Read(_PageOutcome.FAILED, "The page could not be read."))
         else:
             reads.append(task.result())
     return reads
@@ -242,9 +242,9 @@ class _Entry:
 
 def _snippet(text: str) -> str:
     text = text.strip()
-    if len(text) <= SNIPPET_MAX_CHARACTERS:
+    if len(text) <= _SNIPPET_MAX_CHARACTERS:
         return text
-    return text[: SNIPPET_MAX_CHARACTERS - 1] + "…"
+    return text[: _SNIPPET_MAX_CHARACTERS - 1] + "…"
 
 
 def _entries(candidates: Sequence[Candidate], reads: Sequence[_Read]) -> list[_Entry]:
@@ -254,7 +254,7 @@ def _entries(candidates: Sequence[Candidate], reads: Sequence[_Read]) -> list[_E
     entries: list[_Entry] = []
     seen_final: set[str] = set()
     for candidate, read in zip(candidates, reads, strict=True):
-        if read.outcome is PageOutcome.RETRIEVED and read.page is not None:
+        if read.outcome is _PageOutcome.RETRIEVED and read.page is not None:
             key = source_key(read.page.final_url)
             if key in seen_final:
                 continue
@@ -371,7 +371,7 @@ class WebSearchExecutableTool(WebSearchTool):
         args = read_arguments(arguments)
         options = web_search_settings(self, context.settings)
         endpoints = context.services.of(SearchEndpoints) or SearchEndpoints()
-        backends = configured_backends(options, endpoints)
+        backends = _configured_backends(options, endpoints)
         request = SearchRequest(
             query=args.query,
             language=args.language or options.default_language,
@@ -383,7 +383,7 @@ class WebSearchExecutableTool(WebSearchTool):
         found = await dispatch(
             backends, options.strategy, options.primary, request, options.search_timeout
         )
-        reads = await read_pages(found.candidates, context, options)
+        reads = await _read_pages(found.candidates, context, options)
         entries = _apply_budget(_entries(found.candidates, reads), options)
         pairs = [_model_content(entry) for entry in entries]
         # A search service's notes quote what its engines said: outside text like the hits.
@@ -411,7 +411,9 @@ class WebSearchExecutableTool(WebSearchTool):
             "candidate_count": len(found.candidates),
             "result_count": len(results),
             "retrieved_page_count": sum(1 for e in entries if e.read.content is not None),
-            "retrieval_timed_out": any(r.outcome is PageOutcome.RETRIEVAL_TIMED_OUT for r in reads),
+            "retrieval_timed_out": any(
+                r.outcome is _PageOutcome.RETRIEVAL_TIMED_OUT for r in reads
+            ),
             "results": results,
         }
         if clean_notes:

@@ -28,12 +28,12 @@ from runtime.web.addresses import redact_url_for_log, request_key
 if TYPE_CHECKING:
     import httpx
 
-SEARXNG_MAX_PAGE = 20
-MAX_RESPONSE_BYTES = 1024 * 1024
+_SEARXNG_MAX_PAGE = 20
+_MAX_RESPONSE_BYTES = 1024 * 1024
 """Every search service's answer is dropped beyond this many decoded bytes."""
-SEARXNG_MAX_RESPONSE_BYTES = MAX_RESPONSE_BYTES
+SEARXNG_MAX_RESPONSE_BYTES = _MAX_RESPONSE_BYTES
 
-BACKEND_LABELS: dict[WebSearchBackend, str] = {
+_BACKEND_LABELS: dict[WebSearchBackend, str] = {
     WebSearchBackend.SEARXNG: "SearXNG",
     WebSearchBackend.STAAN: "Staan",
     WebSearchBackend.TAVILY: "Tavily",
@@ -102,7 +102,7 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
-class DispatchResult:
+class _DispatchResult:
     """The merged candidates of all backends asked, with who answered and their notes."""
 
     candidates: tuple[Candidate, ...]
@@ -137,7 +137,7 @@ class SearxngBackend:
 
     @property
     def max_page(self) -> int:
-        return SEARXNG_MAX_PAGE
+        return _SEARXNG_MAX_PAGE
 
     @property
     def filters_safe_search(self) -> bool:
@@ -187,7 +187,7 @@ def outgoing_request(
     headers: Mapping[str, str] | None = None,
     json_body: Mapping[str, Any] | None = None,
 ) -> httpx.Request:
-    """A request that asks for JSON in the codings `read_capped` can decode in small pieces."""
+    """A request that asks for JSON in the codings `_read_capped` can decode in small pieces."""
     import httpx
 
     return httpx.Request(
@@ -212,7 +212,7 @@ async def exchange(
     transport: httpx.AsyncBaseTransport | None,
     check_status: Callable[[httpx.Response], None],
 ) -> bytes:
-    """Send one request and read the answer under `MAX_RESPONSE_BYTES`.
+    """Send one request and read the answer under `_MAX_RESPONSE_BYTES`.
 
     Straight to a transport: httpx's client logs every URL in full (credentials, the query), and
     the request line is all a transport's debug log shows, never a header or the body.
@@ -225,7 +225,7 @@ async def exchange(
             response = await transport.handle_async_request(outgoing)
             try:
                 check_status(response)
-                return await read_capped(response, MAX_RESPONSE_BYTES, label)
+                return await _read_capped(response, _MAX_RESPONSE_BYTES, label)
             finally:
                 await response.aclose()
     except httpx.TimeoutException as error:
@@ -258,8 +258,8 @@ class ApiKeyBackend:
     transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
 
     async def post(self, body: Mapping[str, Any]) -> bytes:
-        """POST one JSON search and read the JSON answer under `MAX_RESPONSE_BYTES`."""
-        headers = bearer_header(self.api_key, self.label, self.key_setting)
+        """POST one JSON search and read the JSON answer under `_MAX_RESPONSE_BYTES`."""
+        headers = _bearer_header(self.api_key, self.label, self.key_setting)
         outgoing = outgoing_request(
             "POST", self.endpoint, self.timeout_seconds, headers=headers, json_body=body
         )
@@ -269,7 +269,7 @@ class ApiKeyBackend:
             shown=redact_url_for_log(self.endpoint),
             timeout_seconds=self.timeout_seconds,
             transport=self.transport,
-            check_status=lambda response: check_api_status(
+            check_status=lambda response: _check_api_status(
                 response, self.label, self.key_setting, self.hints
             ),
         )
@@ -285,7 +285,7 @@ def search_hit(item: Mapping[str, Any], snippet_key: str, date_key: str) -> Sear
     )
 
 
-def require_json(response: httpx.Response, label: str, hint: str = "") -> None:
+def _require_json(response: httpx.Response, label: str, hint: str = "") -> None:
     """Refuse an answer that does not say it is JSON (an error page, a captive portal)."""
     media_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
     if media_type != "application/json" and not media_type.endswith("+json"):
@@ -294,7 +294,7 @@ def require_json(response: httpx.Response, label: str, hint: str = "") -> None:
         )
 
 
-def bearer_header(api_key: str, label: str, setting: str) -> dict[str, str]:
+def _bearer_header(api_key: str, label: str, setting: str) -> dict[str, str]:
     """`Authorization: Bearer <key>`; a key a header cannot carry is refused without quoting it."""
     key = api_key.strip()
     if not key or not all("!" <= character <= "~" for character in key):
@@ -305,7 +305,7 @@ def bearer_header(api_key: str, label: str, setting: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def check_api_status(
+def _check_api_status(
     response: httpx.Response, label: str, setting: str, hints: Mapping[int, str]
 ) -> None:
     """An API-key service's status: the service's own hints first, then the common cases."""
@@ -324,7 +324,7 @@ def check_api_status(
         )
     if not 200 <= code < 300:
         raise SearchBackendError(f"{label} refused the search with HTTP {code}.")
-    require_json(response, label)
+    _require_json(response, label)
 
 
 def _api_status_hint(code: int, label: str, setting: str) -> str:
@@ -392,7 +392,7 @@ def _check_status(response: httpx.Response, shown: str) -> None:
         )
     if not 200 <= code < 300:
         raise SearchBackendError(f"SearXNG answered HTTP {code} for '{shown}'.")
-    require_json(
+    _require_json(
         response,
         "SearXNG",
         " Enable the JSON format of the instance (add 'json' to search.formats in its "
@@ -400,7 +400,7 @@ def _check_status(response: httpx.Response, shown: str) -> None:
     )
 
 
-async def read_capped(response: httpx.Response, limit: int, label: str) -> bytes:
+async def _read_capped(response: httpx.Response, limit: int, label: str) -> bytes:
     """The decoded answer, counted in small decompressed pieces (a gzip bomb never inflates)."""
     from runtime.web._decoding import BodyDecoder, BodyDecodingError, UnsupportedContentEncoding
 
@@ -468,7 +468,7 @@ def _order(
     chosen = next((b for b in ordered if b.kind is primary), None)
     if primary is not None and chosen is None:
         notes.append(
-            f"The preferred search service {BACKEND_LABELS[primary]} is not configured, so the "
+            f"The preferred search service {_BACKEND_LABELS[primary]} is not configured, so the "
             "others were asked."
         )
         return ordered
@@ -507,7 +507,7 @@ def eligible_backends(
 async def _ask(
     backend: SearchBackend, request: SearchRequest, timeout_seconds: float
 ) -> BackendAnswer:
-    label = BACKEND_LABELS[backend.kind]
+    label = _BACKEND_LABELS[backend.kind]
     try:
         async with asyncio.timeout(timeout_seconds):
             return await backend.search(request)
@@ -517,7 +517,7 @@ async def _ask(
         ) from error
 
 
-def merge_answers(
+def _merge_answers(
     answers: Sequence[tuple[str, BackendAnswer]], limit: int
 ) -> tuple[Candidate, ...]:
     """Round-robin by rank; hits naming the same address become one candidate; then the limit."""
@@ -545,7 +545,7 @@ async def dispatch(
     primary: WebSearchBackend | None,
     request: SearchRequest,
     timeout_seconds: float,
-) -> DispatchResult:
+) -> _DispatchResult:
     """Ask the backends the strategy names and merge what they found."""
     notes: list[str] = []
     ordered = eligible_backends(backends, strategy, primary, request, notes)
@@ -569,7 +569,7 @@ async def dispatch(
             if isinstance(outcome, BackendAnswer) and outcome.hits:
                 break
     for backend, outcome in pairs:
-        label = BACKEND_LABELS[backend.kind]
+        label = _BACKEND_LABELS[backend.kind]
         if isinstance(outcome, SearchBackendError):
             failures += 1
             notes.append(f"{label} could not be asked: {outcome}")
@@ -582,8 +582,8 @@ async def dispatch(
         raise SearchBackendError(
             "None of the configured search services could be asked. " + " ".join(notes)
         )
-    return DispatchResult(
-        candidates=merge_answers(answered, request.limit),
+    return _DispatchResult(
+        candidates=_merge_answers(answered, request.limit),
         backends=tuple(label for label, _ in answered),
         notes=tuple(notes),
     )

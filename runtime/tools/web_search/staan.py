@@ -31,9 +31,9 @@ from runtime.tools.web_search.backends import (
 )
 
 STAAN_SEARCH_URL = "https://api.staan.ai/v2/search/web"
-STAAN_RESULTS_PER_PAGE = 10
-STAAN_MAX_PAGE = 4
-STAAN_MAX_QUERY_CHARACTERS = 400
+_STAAN_RESULTS_PER_PAGE = 10
+_STAAN_MAX_PAGE = 4
+_STAAN_MAX_QUERY_CHARACTERS = 400
 
 _LABEL = "Staan"
 _MARKET_BY_LANGUAGE = {"de": "de-de", "en": "en-us", "fr": "fr-fr"}
@@ -66,7 +66,7 @@ class StaanBackend(ApiKeyBackend):
 
     @property
     def max_page(self) -> int:
-        return STAAN_MAX_PAGE
+        return _STAAN_MAX_PAGE
 
     @property
     def filters_safe_search(self) -> bool:
@@ -101,30 +101,30 @@ class StaanBackend(ApiKeyBackend):
             )
         body: dict[str, Any] = {"q": request.query, "market": market}
         if request.page > 1:
-            body["offset"] = (request.page - 1) * STAAN_RESULTS_PER_PAGE
+            body["offset"] = (request.page - 1) * _STAAN_RESULTS_PER_PAGE
         return body, tuple(notes)
 
     async def search(self, request: SearchRequest) -> BackendAnswer:
-        if len(request.query) > STAAN_MAX_QUERY_CHARACTERS:
+        if len(request.query) > _STAAN_MAX_QUERY_CHARACTERS:
             # Shortening it here would search for something else than was asked.
             raise SearchBackendError(
-                f"Staan accepts a search query of at most {STAAN_MAX_QUERY_CHARACTERS} "
+                f"Staan accepts a search query of at most {_STAAN_MAX_QUERY_CHARACTERS} "
                 f"characters, but this one has {len(request.query)}. Search again with a "
                 "shorter query."
             )
-        if request.page > STAAN_MAX_PAGE:
+        if request.page > _STAAN_MAX_PAGE:
             raise SearchBackendError(
-                f"Staan serves at most {STAAN_MAX_PAGE} pages of results, not page {request.page}."
+                f"Staan serves at most {_STAAN_MAX_PAGE} pages of results, not page {request.page}."
             )
         body, notes = self.body(request)
         answer = await self.post(body)
-        hits, altered = staan_answer(answer)
+        hits, altered = _staan_answer(answer)
         if altered and altered != request.query:
             notes = (*notes, f"Staan corrected the query and searched for '{altered}' instead.")
         return BackendAnswer(hits, notes)
 
 
-def staan_answer(body: bytes) -> tuple[tuple[SearchHit, ...], str]:
+def _staan_answer(body: bytes) -> tuple[tuple[SearchHit, ...], str]:
     """Staan's `web.results` in its order, and the query it ran instead of ours (if any)."""
     document = json_object(body, _LABEL)
     web = document.get("web", {})

@@ -35,8 +35,8 @@ from runtime.tools.web_search.backends import (
 )
 
 TAVILY_SEARCH_URL = "https://api.tavily.com/search"
-TAVILY_MAX_PAGE = 1
-TAVILY_MAX_RESULTS = 20
+_TAVILY_MAX_PAGE = 1
+_TAVILY_MAX_RESULTS = 20
 
 _LABEL = "Tavily"
 _STATUS_HINTS: dict[int, str] = {
@@ -72,7 +72,7 @@ class TavilyBackend(ApiKeyBackend):
 
     @property
     def max_page(self) -> int:
-        return TAVILY_MAX_PAGE
+        return _TAVILY_MAX_PAGE
 
     @property
     def filters_safe_search(self) -> bool:
@@ -89,7 +89,7 @@ class TavilyBackend(ApiKeyBackend):
             "query": request.query,
             "search_depth": depth if depth in TAVILY_SEARCH_DEPTHS else TAVILY_DEFAULT_SEARCH_DEPTH,
             "topic": "general",
-            "max_results": max(1, min(request.limit, TAVILY_MAX_RESULTS)),
+            "max_results": max(1, min(request.limit, _TAVILY_MAX_RESULTS)),
             "include_answer": False,
             "include_raw_content": False,
             "include_images": False,
@@ -114,14 +114,14 @@ class TavilyBackend(ApiKeyBackend):
         return body, tuple(notes)
 
     async def search(self, request: SearchRequest) -> BackendAnswer:
-        if request.page > TAVILY_MAX_PAGE:
+        if request.page > _TAVILY_MAX_PAGE:
             raise SearchBackendError("Tavily answers one page of results and has no next page.")
         body, notes = self.body(request)
         answer = await self.post(body)
-        return BackendAnswer(tavily_hits(answer), notes)
+        return BackendAnswer(_tavily_hits(answer), notes)
 
 
-def tavily_hits(body: bytes) -> tuple[SearchHit, ...]:
+def _tavily_hits(body: bytes) -> tuple[SearchHit, ...]:
     """Tavily's `results`, highest score first (Tavily ranks by it; ties keep its order)."""
     results = json_object(body, _LABEL).get("results")
     if not isinstance(results, list):
