@@ -41,7 +41,7 @@ class CompiledChunk:
     problem: str | None = None
 
 
-def chunk_name(file_index: int) -> bytes:
+def _chunk_name(file_index: int) -> bytes:
     return b"=@%d" % file_index
 
 
@@ -74,7 +74,7 @@ def _compile_text(
 def compile_chunk(text: str, file_index: int, first_constructor: int) -> CompiledChunk:
     """Rewrite (for line tracking) and compile newline-normalized `text`."""
     prepared = prepare_chunk(text, file_index, first_constructor)
-    name = chunk_name(file_index)
+    name = _chunk_name(file_index)
     if prepared.source is not None:
         bytecode, _ = _compile_text(prepared.source, name)
         if bytecode is not None:

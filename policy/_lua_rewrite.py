@@ -13,9 +13,9 @@ from functools import lru_cache
 
 from policy._dataclass import dataclass
 
-CTOR_HELPER = "__tp_C"
-OPEN_HELPER = "__tp_O"
-KEY_HELPER = "__tp_K"
+_CTOR_HELPER = "__tp_C"
+_OPEN_HELPER = "__tp_O"
+_KEY_HELPER = "__tp_K"
 
 _KEYWORDS = frozenset(
     {
@@ -44,12 +44,12 @@ _TOKEN = re.compile(
 _NAME, _KEYWORD, _STRING, _OP, _OTHER = "name", "keyword", "string", "op", "other"
 
 NO_CONSTRUCTORS = "return {},{}"
-FIELD_POSITIONAL = 0
-FIELD_BRACKET = 1
+_FIELD_POSITIONAL = 0
+_FIELD_BRACKET = 1
 
 
 @dataclass(frozen=True, slots=True)
-class PreparedChunk:
+class _PreparedChunk:
     """A chunk ready for the sandbox: rewritten text plus the constructor table (as Lua source).
 
     `source` is None when the text could not be tokenized; the sandbox then compiles the original
@@ -165,11 +165,11 @@ def _stack_has_brackets(stack: list[_Frame]) -> bool:
 
 
 @lru_cache(maxsize=64)
-def prepare_chunk(text: str, file_index: int, first_constructor: int) -> PreparedChunk:
+def prepare_chunk(text: str, file_index: int, first_constructor: int) -> _PreparedChunk:
     """Rewrite `text` (already newline-normalized); constructors are numbered from `first_constructor`."""
     tokens = _tokenize(text)
     if tokens is None:
-        return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+        return _PreparedChunk(None, NO_CONSTRUCTORS, 0)
     edits: list[tuple[int, str]] = []
     constructors: list[str] = []
     stack: list[_Frame] = []
@@ -192,7 +192,7 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 assert fields is not None
                 field_line = line_at(token.start)
                 if token.kind == _OP and token.text == "[":
-                    fields.append(f"{FIELD_BRACKET},{field_line}")
+                    fields.append(f"{_FIELD_BRACKET},{field_line}")
                 elif (
                     token.kind == _NAME
                     and index + 1 < len(tokens)
@@ -201,10 +201,10 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 ):
                     fields.append(f'"{token.text}",{field_line}')
                 else:
-                    fields.append(f"{FIELD_POSITIONAL},{field_line}")
+                    fields.append(f"{_FIELD_POSITIONAL},{field_line}")
                 if token.kind == _OP and token.text == "[":
                     stack.append(_Frame("[", is_key=True))
-                    edits.append((token.end, f"{KEY_HELPER}("))
+                    edits.append((token.end, f"{_KEY_HELPER}("))
                     continue
         if token.kind == _OP:
             op = token.text
@@ -223,13 +223,13 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 constructors[-1] = f"{file_index},{ctor_line}"
                 # `(helper(...))` is valid both as an expression and as the argument of
                 # `f{...}`, so the constructor's context never needs to be known.
-                edits.append((token.start, f"({CTOR_HELPER}({OPEN_HELPER}(),{number},"))
+                edits.append((token.start, f"({_CTOR_HELPER}({_OPEN_HELPER}(),{number},"))
             elif op in ("(", "["):
                 stack.append(_Frame(op))
             elif op in ("}", ")", "]"):
                 expected = {"}": "{", ")": "(", "]": "["}[op]
                 if not stack or stack[-1].opener != expected:
-                    return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+                    return _PreparedChunk(None, NO_CONSTRUCTORS, 0)
                 frame = stack.pop()
                 if op == "}":
                     fields = frame.fields or []
@@ -251,13 +251,13 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
                 stack.append(_Frame("block"))
             elif token.text in _BLOCK_CLOSERS:
                 if not stack or stack[-1].opener != "block":
-                    return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+                    return _PreparedChunk(None, NO_CONSTRUCTORS, 0)
                 stack.pop()
 
     if stack:
-        return PreparedChunk(None, NO_CONSTRUCTORS, 0)
+        return _PreparedChunk(None, NO_CONSTRUCTORS, 0)
     pieces: list[str] = [
-        f"local {CTOR_HELPER},{OPEN_HELPER},{KEY_HELPER}=...;return(function(...) "
+        f"local {_CTOR_HELPER},{_OPEN_HELPER},{_KEY_HELPER}=...;return(function(...) "
     ]
     cursor = 0
     for pos, insert in sorted(edits, key=lambda edit: edit[0]):
@@ -273,4 +273,4 @@ def prepare_chunk(text: str, file_index: int, first_constructor: int) -> Prepare
         + ",".join(line_fixes)
         + "}"
     )
-    return PreparedChunk("".join(pieces), table, len(constructors))
+    return _PreparedChunk("".join(pieces), table, len(constructors))

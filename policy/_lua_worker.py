@@ -30,7 +30,7 @@ from policy._dataclass import dataclass
 
 _HEADER = struct.Struct("!Q")
 _READ_SIZE = 1 << 20
-Handler = Callable[[bytes], Iterator[bytes]]
+_Handler = Callable[[bytes], Iterator[bytes]]
 """Turns one request into one reply per job it holds, each yielded when that job is done."""
 
 
@@ -50,7 +50,7 @@ class _Worker:
     pid: int
     to_worker: int
     from_worker: int
-    handler: Handler
+    handler: _Handler
     pending: bytearray = field(default_factory=bytearray)
     """Bytes read past the last reply: the next replies of the same request."""
 
@@ -59,7 +59,9 @@ _lock = threading.Lock()
 _worker: _Worker | None = None
 
 
-def run_jobs(handler: Handler, request: bytes, count: int, wall_seconds: float) -> list[JobOutcome]:
+def run_jobs(
+    handler: _Handler, request: bytes, count: int, wall_seconds: float
+) -> list[JobOutcome]:
     """Have the worker compute the `count` replies of `handler(request)`, each within
     `wall_seconds` of the one before. The list ends early at the first job that overran or whose
     worker died (that job's outcome says so); the caller sends the jobs after it again."""
@@ -103,7 +105,7 @@ def run_jobs(handler: Handler, request: bytes, count: int, wall_seconds: float) 
         return outcomes
 
 
-def _ready_worker(handler: Handler) -> _Worker:
+def _ready_worker(handler: _Handler) -> _Worker:
     global _worker
     worker = _worker
     if worker is not None and worker.handler is handler and not _has_exited(worker):
@@ -124,7 +126,7 @@ def shutdown() -> None:
             _worker = None
 
 
-def _start(handler: Handler) -> _Worker:
+def _start(handler: _Handler) -> _Worker:
     request_read, request_write = os.pipe()
     reply_read, reply_write = os.pipe()
     pid = os.fork()
@@ -144,7 +146,7 @@ def _close_all_but(first: int, second: int) -> None:
     os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
 
 
-def _serve(handler: Handler, requests: int, replies: int) -> None:
+def _serve(handler: _Handler, requests: int, replies: int) -> None:
     status = 0
     pending = bytearray()
     try:

@@ -48,8 +48,8 @@ class ToolCallingAvailability:
     message: str = ""
 
 
-AVAILABLE = ToolCallingAvailability(True)
-NO_PROVIDER = ToolCallingAvailability(False, "Please select an LLM provider.")
+_AVAILABLE = ToolCallingAvailability(True)
+_NO_PROVIDER = ToolCallingAvailability(False, "Please select an LLM provider.")
 
 _OPEN_WEIGHT = (
     "llama-3.1",
@@ -92,7 +92,7 @@ _OPEN_WEIGHT = (
 )
 
 #: Per provider kind: families that call tools. Kinds not listed use the open-weight families.
-MODEL_FAMILIES: dict[ProviderKind, tuple[str, ...]] = {
+_MODEL_FAMILIES: dict[ProviderKind, tuple[str, ...]] = {
     ProviderKind.OPEN_AI: (
         "gpt-4o",
         "gpt-4.1",
@@ -153,7 +153,7 @@ def _model_calls_tools(kind: ProviderKind, model: str) -> bool:
     key = _model_key(model)
     if not key or _EXCLUDED.search(key):
         return False
-    families = MODEL_FAMILIES.get(kind, _OPEN_WEIGHT)
+    families = _MODEL_FAMILIES.get(kind, _OPEN_WEIGHT)
     return any(key.startswith(family) for family in families)
 
 
@@ -169,13 +169,13 @@ def _function_calling_override(provider: ProviderConfig) -> bool | None:
 def can_use_tools(provider: ProviderConfig | None) -> ToolCallingAvailability:
     """Provider selected, then its capability override, then the model table."""
     if provider is None or provider.kind is ProviderKind.NONE:
-        return NO_PROVIDER
+        return _NO_PROVIDER
     override = _function_calling_override(provider)
     capable = (
         override if override is not None else _model_calls_tools(provider.kind, provider.model)
     )
     if capable:
-        return AVAILABLE
+        return _AVAILABLE
     return ToolCallingAvailability(
         False,
         f"Tool calling is not enabled by default for the model '{provider.model}' of provider "

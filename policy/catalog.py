@@ -59,7 +59,7 @@ from policy.vocabulary import (
 )
 
 _log = logging.getLogger(__name__)
-IMPLEMENTATIONS_SOURCE = "tool implementations"
+_IMPLEMENTATIONS_SOURCE = "tool implementations"
 
 
 class UnknownToolError(ToolPolicyError, KeyError):
@@ -97,7 +97,7 @@ class _SettingsFacts:
 
 
 @dataclass(frozen=True, slots=True)
-class SwitchOff:
+class _SwitchOff:
     """Whether the organization switched a tool off: the DataTools.DisabledToolIds entries that
     name it or its collection (`misspelled`: those read as it although no tool has their id),
     and the tool's own verdict (`Tool.switch_off_gate`)."""
@@ -142,7 +142,7 @@ class ToolFacts:
     available: bool
     visible_in: frozenset[Component]
     collection_id: str
-    switch_off: SwitchOff
+    switch_off: _SwitchOff
     settings_facts: _SettingsFacts | _OnFirstUse
     notes: tuple[str, ...]
     """What resolution refused (locked plaintext secrets and the like); known without a keyring."""
@@ -403,7 +403,7 @@ class ToolCatalog:
         """The accepted definitions; `refused` gets why each invalid one was skipped, so a
         decision about its id can say so instead of "unknown"."""
         own = DefinitionSource(
-            IMPLEMENTATIONS_SOURCE, tuple(t.definition for t in implementations.values())
+            _IMPLEMENTATIONS_SOURCE, tuple(t.definition for t in implementations.values())
         )
         namespace_refusal = _mcp_namespaces(implementations, configuration)
         accepted: list[ToolDefinition] = []
@@ -498,7 +498,7 @@ class ToolCatalog:
         misspelled = tuple(m for i in settings_ids for m in self._misspelled.get(i, ()))
         disabled_by = tuple(i for i in (*settings_ids, *misspelled) if i in self._disabled)
         gate = tool.switch_off_gate
-        switch_off = SwitchOff(
+        switch_off = _SwitchOff(
             disabled_by, misspelled, self._disabled_setting, gate is None or gate.passed
         )
         secrets_asked: list[str] = []

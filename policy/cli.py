@@ -730,7 +730,7 @@ def settings() -> None:
 @_configuration_options
 @tools_file_option
 @offline_option
-def settings_show(
+def _settings_show(
     tool_id: str,
     sources: ConfigurationSources,
     output_format: str,
@@ -1150,7 +1150,7 @@ def encrypt() -> None:
     help="Also export the effective minimum provider confidence under the collection id.",
 )
 @offline_option
-def export_command(
+def _export_command(
     tool_ids: tuple[str, ...],
     sources: ConfigurationSources,
     output_format: str,
@@ -1330,7 +1330,7 @@ def _run(arguments: list[str]) -> None:
         sys.exit(code)
 
 
-PYDANTIC_PLUGINS_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
+_PYDANTIC_PLUGINS_VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _own_command(arguments: Sequence[str]) -> bool:
@@ -1368,7 +1368,7 @@ def _without_pydantic_plugins() -> None:
     pydantic's default. Only the console script does this, for its own process: the variable is
     inherited by the Lua worker (a fork) and by nothing else these commands start; an app that
     calls `cli.main` in its own process is left alone."""
-    os.environ.setdefault(PYDANTIC_PLUGINS_VARIABLE, "__all__")
+    os.environ.setdefault(_PYDANTIC_PLUGINS_VARIABLE, "__all__")
 
 
 def _debug_first(arguments: list[str]) -> list[str]:

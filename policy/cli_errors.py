@@ -15,11 +15,11 @@ from typing import Any, NoReturn
 
 import click
 
-USAGE_EXIT = 2
+_USAGE_EXIT = 2
 FAILURE_EXIT = 1
 
-CODE_UNEXPECTED = "unexpected"
-CODE_ABORTED = "aborted"
+_CODE_UNEXPECTED = "unexpected"
+_CODE_ABORTED = "aborted"
 
 
 class CodedUsageError(click.BadParameter):
@@ -38,7 +38,7 @@ class CodedUsageError(click.BadParameter):
         self.code = code
 
 
-def error_code(error: BaseException) -> str:
+def _error_code(error: BaseException) -> str:
     """The stable code of a failure; a click error that wraps one of ours keeps ours."""
     from policy.errors import ToolPolicyError
 
@@ -59,10 +59,10 @@ def error_code(error: BaseException) -> str:
         return "usage"
     if isinstance(error, click.ClickException):
         return "failed"
-    return CODE_UNEXPECTED
+    return _CODE_UNEXPECTED
 
 
-def wants_json(arguments: Sequence[str]) -> bool:
+def _wants_json(arguments: Sequence[str]) -> bool:
     """Whether the command line asks for JSON output (`--format json`, `-f json`,
     `--format=json`), read before click has parsed it, since a usage error stops parsing."""
     for index, argument in enumerate(arguments):
@@ -86,8 +86,8 @@ def report(
 ) -> NoReturn:
     """Print the failure once — as JSON on stdout when JSON was asked for (control characters
     escaped by JSON), else on `stderr` — and exit."""
-    if wants_json(arguments):
-        document = {"error": {"code": error_code(error), "message": message, "exit": exit_code}}
+    if _wants_json(arguments):
+        document = {"error": {"code": _error_code(error), "message": message, "exit": exit_code}}
         click.echo(json.dumps(document, ensure_ascii=False))
     elif isinstance(error, click.ClickException):
         error.show(file=stderr)

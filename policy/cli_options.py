@@ -39,7 +39,7 @@ class ConfigurationSources(NamedTuple):
     state_dir: Path | None
 
 
-TOOLS_FACTORY = "create_tools"
+_TOOLS_FACTORY = "create_tools"
 """The function a `--tools-file` defines: it returns the app's own tools."""
 
 
@@ -142,7 +142,7 @@ def tools_file_option(function: F) -> F:
         "tools_files",
         multiple=True,
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help=f"A Python file whose {TOOLS_FACTORY}() returns the app's own tools, registered "
+        help=f"A Python file whose {_TOOLS_FACTORY}() returns the app's own tools, registered "
         "next to the installed ones. Repeatable.",
     )(function)
 
@@ -150,7 +150,7 @@ def tools_file_option(function: F) -> F:
 def provider_option(help: str = "A configured provider, by id or name.") -> Callable[[F], F]:
     """`--provider` as `provider_id`, completed from the configured providers; the command
     resolves it with `command_line_provider`."""
-    return click.option("--provider", "provider_id", help=help, shell_complete=complete_providers)
+    return click.option("--provider", "provider_id", help=help, shell_complete=_complete_providers)
 
 
 def offline_option(function: F) -> F:
@@ -262,7 +262,7 @@ def people_with_own_listings(policy: Policy, *, offline: bool = False) -> People
     return PeoplePolicies(policy, listed)
 
 
-def unknown_tool_note(policy: Policy, tool_id: str) -> str:
+def _unknown_tool_note(policy: Policy, tool_id: str) -> str:
     """What to add when `tool_id` names no tool: for an MCP tool id, what its server listed (or
     why it is not listed); else where an app's own tools come from."""
     from policy.mcp import TOOL_ID_SEPARATOR
@@ -282,14 +282,14 @@ def unknown_tool_error(
     policy: Policy, tool_id: str, known: Sequence[str], param_hint: str
 ) -> CodedUsageError:
     """The usage error for a `tool_id` that is not among the `known` ids: the near miss, every
-    known id, and where the tool would come from (`unknown_tool_note`)."""
+    known id, and where the tool would come from (`_unknown_tool_note`)."""
     from policy.cli_errors import CodedUsageError
     from policy.suggest import did_you_mean
 
     return CodedUsageError(
         f"unknown tool '{tool_id}'{did_you_mean(tool_id, known) or '.'} "
         f"Known tools: {', '.join(sorted(known)) or '(none installed)'} "
-        f"({unknown_tool_note(policy, tool_id)})",
+        f"({_unknown_tool_note(policy, tool_id)})",
         code="unknown-tool",
         param_hint=param_hint,
     )
@@ -363,22 +363,23 @@ def _tools_from_file(path: Path) -> list[Tool]:
             f"'{path}' failed to import: {type(error).__name__}: {error}",
             param_hint="--tools-file",
         ) from None
-    factory = getattr(module, TOOLS_FACTORY, None)
+    factory = getattr(module, _TOOLS_FACTORY, None)
     if not callable(factory):
         raise _tools_file_error(
-            f"'{path}' defines no {TOOLS_FACTORY}() returning its tools.", param_hint="--tools-file"
+            f"'{path}' defines no {_TOOLS_FACTORY}() returning its tools.",
+            param_hint="--tools-file",
         )
     try:
         made = list(factory())
     except Exception as error:
         raise _tools_file_error(
-            f"{TOOLS_FACTORY}() in '{path}' failed: {type(error).__name__}: {error}",
+            f"{_TOOLS_FACTORY}() in '{path}' failed: {type(error).__name__}: {error}",
             param_hint="--tools-file",
         ) from None
     wrong = [type(t).__name__ for t in made if not isinstance(t, Tool)]
     if wrong:
         raise _tools_file_error(
-            f"{TOOLS_FACTORY}() in '{path}' returned objects that are no tools: "
+            f"{_TOOLS_FACTORY}() in '{path}' returned objects that are no tools: "
             f"{', '.join(wrong)}.",
             param_hint="--tools-file",
         )
@@ -419,7 +420,7 @@ def complete_tool_ids(
     return [CompletionItem(i) for i in sorted(policy.tool_ids) if i.startswith(incomplete)]
 
 
-def complete_providers(
+def _complete_providers(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[click.shell_completion.CompletionItem]:
     """Configured providers by name (and id), with the other as help."""

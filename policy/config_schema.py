@@ -26,8 +26,8 @@ from policy.quotas import CALL_LIMIT_PATTERN
 from policy.tools import Tool
 from policy.vocabulary import option_values
 
-SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-SCHEMA_ID = "https://toolpolicy.invalid/schema/config.json"
+_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_SCHEMA_ID = "https://toolpolicy.invalid/schema/config.json"
 
 _BOOL_TEXT_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
@@ -44,8 +44,8 @@ def configuration_schema(tools: Sequence[Tool] | None = None) -> dict[str, Any]:
                 "anyOf": [{"type": "boolean"}, {"type": "string", "pattern": _BOOL_TEXT_PATTERN}],
             }
     return {
-        "$schema": SCHEMA_DIALECT,
-        "$id": SCHEMA_ID,
+        "$schema": _SCHEMA_DIALECT,
+        "$id": _SCHEMA_ID,
         "title": "CONFIG of a toolpolicy / AI Studio configuration plugin",
         "description": "Keys not listed are kept and reported by `policy check` as unknown.",
         "type": "object",
@@ -170,7 +170,7 @@ def _tool_settings_schema(tools: Sequence[Tool]) -> dict[str, Any]:
             description = field.description or field.title
             if description:
                 field_schema["description"] = description
-            choices = field_choices(field.enum_values, field.option_source)
+            choices = _field_choices(field.enum_values, field.option_source)
             if choices:
                 field_schema["enum"] = ["", *choices]
             properties[f"{definition.id}.{name}"] = field_schema
@@ -182,7 +182,7 @@ def _tool_settings_schema(tools: Sequence[Tool]) -> dict[str, Any]:
     }
 
 
-def field_choices(enum_values: Sequence[str], option_source: str) -> tuple[str, ...]:
+def _field_choices(enum_values: Sequence[str], option_source: str) -> tuple[str, ...]:
     """The values a setting field offers: its option source's, else its enum list."""
     if option_source.strip():
         return tuple(value for value, _label in option_values(option_source))

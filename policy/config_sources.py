@@ -28,12 +28,12 @@ from policy.config.guid import is_canonical_guid
 from policy.configuration import Finding, Severity
 from policy.provenance import SourceLocation
 
-ENV_PREFIX = "MINDWORK_AI_STUDIO_ENTERPRISE_"
-ENV_OWN = "TOOLPOLICY_CONFIG_SERVERS"
-POLICY_DIR_NAME = "mindwork-ai-studio"
+_ENV_PREFIX = "MINDWORK_AI_STUDIO_ENTERPRISE_"
+_ENV_OWN = "TOOLPOLICY_CONFIG_SERVERS"
+_POLICY_DIR_NAME = "mindwork-ai-studio"
 SECRET_FILE_NAME = "config_encryption_secret.yaml"
 """AI Studio's policy file for the encryption secret (key `config_encryption_secret`)."""
-SECRET_FILE_KEY = "config_encryption_secret"
+_SECRET_FILE_KEY = "config_encryption_secret"
 DELIVERED_DIR = "delivered"
 """Below `--state-dir`: one folder per fetched configuration id, the copy in force."""
 STATUS_FILE = "delivery.json"
@@ -98,7 +98,7 @@ class ConfigurationReferences:
         return None
 
 
-def parse_reference(text: str, source: str) -> ConfigurationReference:
+def _parse_reference(text: str, source: str) -> ConfigurationReference:
     """`ID@URL` (as `--config-server` and `TOOLPOLICY_CONFIG_SERVERS` take it); raises ValueError."""
     identifier, at, url = text.strip().partition("@")
     if not at:
@@ -206,11 +206,11 @@ def policy_directories(environ: Mapping[str, str]) -> tuple[Path, ...]:
     """Each `$XDG_CONFIG_DIRS` entry + `mindwork-ai-studio`, else `/etc/xdg/mindwork-ai-studio`."""
     entries = [e for e in environ.get("XDG_CONFIG_DIRS", "").split(":") if e.strip()]
     roots = entries or ["/etc/xdg"]
-    return tuple(Path(root) / POLICY_DIR_NAME for root in roots)
+    return tuple(Path(root) / _POLICY_DIR_NAME for root in roots)
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyFileSecret:
+class _PolicyFileSecret:
     """The encryption secret found in AI Studio's policy files, and where (never shown itself)."""
 
     value: str
@@ -219,7 +219,7 @@ class PolicyFileSecret:
 
 def secret_from_policy_files(
     directories: Sequence[Path],
-) -> tuple[PolicyFileSecret | None, tuple[Finding, ...]]:
+) -> tuple[_PolicyFileSecret | None, tuple[Finding, ...]]:
     """`config_encryption_secret.yaml` (`config_encryption_secret: …`) in the policy folders.
 
     The first folder whose file has a non-empty value wins, as for the configuration pairs; a file
@@ -234,9 +234,9 @@ def secret_from_policy_files(
         if values is None:
             findings.append(_void_file(path))
             continue
-        value = values.get(SECRET_FILE_KEY, "").strip()
+        value = values.get(_SECRET_FILE_KEY, "").strip()
         if value:
-            return PolicyFileSecret(value, path), tuple(findings)
+            return _PolicyFileSecret(value, path), tuple(findings)
     return None, tuple(findings)
 
 
@@ -303,22 +303,22 @@ def configuration_references(
     folders = policy_directories(env) if directories is None else tuple(directories)
     findings: list[Finding] = []
     if explicit:
-        references = tuple(parse_reference(text, "--config-server") for text in explicit)
+        references = tuple(_parse_reference(text, "--config-server") for text in explicit)
         return ConfigurationReferences(_unique(references), "--config-server")
     own: list[ConfigurationReference] = []
-    for item in env.get(ENV_OWN, "").split(";"):
+    for item in env.get(_ENV_OWN, "").split(";"):
         if item.strip():
             try:
-                own.append(parse_reference(item, ENV_OWN))
+                own.append(_parse_reference(item, _ENV_OWN))
             except ValueError as error:
                 findings.append(_finding(str(error)))
     if own:
-        return ConfigurationReferences(_unique(own), ENV_OWN, tuple(findings))
+        return ConfigurationReferences(_unique(own), _ENV_OWN, tuple(findings))
     from_files, file_findings = _from_policy_files(folders)
     findings.extend(file_findings)
     if from_files:
         return ConfigurationReferences(tuple(from_files), "policy files", tuple(findings))
-    prefix = ENV_PREFIX
+    prefix = _ENV_PREFIX
     values = {k[len(prefix) :]: v for k, v in env.items() if k.startswith(prefix)}
     from_env, env_findings = _pairs_from_mapping(
         values, "CONFIG_ID", "CONFIG_SERVER_URL", "CONFIGS", "environment"
@@ -358,17 +358,17 @@ class DeliveryStatus:
 
 
 _ENTITY_TAG = LazyPattern(r'(?:W/)?"[\x21\x23-\x7e]*"')
-MAX_ETAG_CHARACTERS = 256
+_MAX_ETAG_CHARACTERS = 256
 
 
 def entity_tag_problem(value: object) -> str | None:
     """What is wrong with an ETag, or None for a valid one: an entity tag of RFC 9110
-    (`"…"` or `W/"…"`, printable ASCII without `"` inside), at most MAX_ETAG_CHARACTERS long.
+    (`"…"` or `W/"…"`, printable ASCII without `"` inside), at most _MAX_ETAG_CHARACTERS long.
     Only such a tag is kept and sent back as `If-None-Match`."""
     if not isinstance(value, str):
         return f"an ETag is text, not {type(value).__name__}"
-    if len(value) > MAX_ETAG_CHARACTERS:
-        return f"the ETag is {len(value)} characters long (at most {MAX_ETAG_CHARACTERS})"
+    if len(value) > _MAX_ETAG_CHARACTERS:
+        return f"the ETag is {len(value)} characters long (at most {_MAX_ETAG_CHARACTERS})"
     if not _ENTITY_TAG.fullmatch(value):
         return f'{ascii(value)[:80]} is not an entity tag ("…" or W/"…" of printable ASCII)'
     return None
@@ -459,7 +459,7 @@ def set_copy_in_force(state_dir: Path, configuration_id: str, copy: str) -> None
 
 
 @dataclass(frozen=True, slots=True)
-class DamagedDelivery:
+class _DamagedDelivery:
     """A delivered configuration whose copy in force cannot be read (`problem` says why)."""
 
     id: str
@@ -476,36 +476,36 @@ class DamagedDelivery:
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveredConfigurations:
+class _DeliveredConfigurations:
     """The fetched configurations in force (organization plugin folders, sorted by id) and those
     whose copy is damaged — which load as broken organization plugins: their last-known-good copy
     stands in, else every tool is switched off."""
 
     roots: tuple[Path, ...]
-    damaged: tuple[DamagedDelivery, ...] = ()
+    damaged: tuple[_DamagedDelivery, ...] = ()
 
 
-def delivered_configurations(state_dir: Path) -> DeliveredConfigurations:
+def delivered_configurations(state_dir: Path) -> _DeliveredConfigurations:
     """Every configuration delivered into `state_dir`, intact or damaged (see `delivered_copy`)."""
     root = state_dir / DELIVERED_DIR
     try:
         ids = sorted(p.name for p in root.iterdir() if p.is_dir() and is_canonical_guid(p.name))
     except OSError:
-        return DeliveredConfigurations(())
+        return _DeliveredConfigurations(())
     roots: list[Path] = []
-    damaged: list[DamagedDelivery] = []
+    damaged: list[_DamagedDelivery] = []
     for configuration_id in ids:
         copy = delivered_copy(state_dir, configuration_id)
         if copy.folder is not None:
             roots.append(copy.folder)
         elif copy.problem is not None:
             home = delivered_home(state_dir, configuration_id)
-            damaged.append(DamagedDelivery(configuration_id, home, copy.problem))
-    return DeliveredConfigurations(tuple(roots), tuple(damaged))
+            damaged.append(_DamagedDelivery(configuration_id, home, copy.problem))
+    return _DeliveredConfigurations(tuple(roots), tuple(damaged))
 
 
 @dataclass(frozen=True, slots=True)
-class StatusRecords:
+class _StatusRecords:
     """The valid records of `<state_dir>/delivery.json` and what is wrong with the file, if
     anything (`problem` names the file). A damaged record is left out whole: its ETag is never
     sent and its state never shown as if it were true."""
@@ -537,7 +537,7 @@ def _record_problem(item: object) -> str | None:
     return None
 
 
-def read_status_file(state_dir: Path) -> StatusRecords:
+def read_status_file(state_dir: Path) -> _StatusRecords:
     """`<state_dir>/delivery.json`, checked: a file that does not exist holds no records; one that
     cannot be read, is not JSON of the shape `write_statuses` writes, or holds a damaged record
     gives the records that are valid and a `problem` naming the file and what is wrong."""
@@ -545,16 +545,16 @@ def read_status_file(state_dir: Path) -> StatusRecords:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return StatusRecords({})
+        return _StatusRecords({})
     except OSError as error:
-        return StatusRecords({}, f"{path} cannot be read ({error.strerror or error})")
+        return _StatusRecords({}, f"{path} cannot be read ({error.strerror or error})")
     except UnicodeDecodeError as error:
-        return StatusRecords({}, f"{path} is not UTF-8 text (byte {error.start})")
+        return _StatusRecords({}, f"{path} is not UTF-8 text (byte {error.start})")
     except ValueError as error:
-        return StatusRecords({}, f"{path} is not valid JSON ({error})")
+        return _StatusRecords({}, f"{path} is not valid JSON ({error})")
     entries = data.get("configurations") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        return StatusRecords({}, f'{path} is not {{"configurations": [...]}}')
+        return _StatusRecords({}, f'{path} is not {{"configurations": [...]}}')
     records: dict[str, DeliveryStatus] = {}
     problems: list[str] = []
     for index, item in enumerate(entries):
@@ -566,9 +566,9 @@ def read_status_file(state_dir: Path) -> StatusRecords:
             continue
         records[item["id"]] = DeliveryStatus(**{k: item.get(k) for k in DeliveryStatus.__slots__})
     if not problems:
-        return StatusRecords(records)
+        return _StatusRecords(records)
     more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
-    return StatusRecords(records, f"{path}: {'; '.join(problems[:2])}{more}")
+    return _StatusRecords(records, f"{path}: {'; '.join(problems[:2])}{more}")
 
 
 def read_statuses(state_dir: Path) -> dict[str, DeliveryStatus]:

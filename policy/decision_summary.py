@@ -14,7 +14,7 @@ from policy._patterns import LazyPattern
 from policy.decision_record import DecisionRecord
 from policy.errors import ToolPolicyError
 
-TOP_BLOCKED = 10
+_TOP_BLOCKED = 10
 _DURATION = LazyPattern(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -121,11 +121,11 @@ def summary_rows(records: Iterable[DecisionRecord]) -> list[tuple[str, str, int]
         (what, value, n)
         for (what, value), n in sorted(counts.items(), key=lambda i: (i[0][0], -i[1], i[0][1]))
     ]
-    top = sorted(blocked.items(), key=lambda i: (-i[1], i[0]))[:TOP_BLOCKED]
+    top = sorted(blocked.items(), key=lambda i: (-i[1], i[0]))[:_TOP_BLOCKED]
     return rows + [("top blocked", value, n) for value, n in top]
 
 
-NO_SUBJECT = "(no sign-in)"
+_NO_SUBJECT = "(no sign-in)"
 """How a summary by subject names the records of requests without a signed-in person."""
 
 
@@ -136,6 +136,6 @@ def summary_rows_by_subject(
     name them: `DataGateway.RecordSubject`), the most active first."""
     people: dict[str, list[DecisionRecord]] = {}
     for record in records:
-        people.setdefault(record.subject or NO_SUBJECT, []).append(record)
+        people.setdefault(record.subject or _NO_SUBJECT, []).append(record)
     ordered = sorted(people.items(), key=lambda item: (-len(item[1]), item[0]))
     return [(subject, *row) for subject, held in ordered for row in summary_rows(held)]

@@ -144,14 +144,14 @@ class DefinitionSource:
 
 _COMPONENT_NAMES = frozenset(c.value for c in Component)
 _FUNCTION_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
-MAX_FUNCTION_NAME_LENGTH = 64
+_MAX_FUNCTION_NAME_LENGTH = 64
 
 
 def is_valid_function_name(name: object) -> bool:
     """1-64 ASCII letters, digits, underscores or hyphens: what every provider accepts."""
     return (
         isinstance(name, str)
-        and 0 < len(name) <= MAX_FUNCTION_NAME_LENGTH
+        and 0 < len(name) <= _MAX_FUNCTION_NAME_LENGTH
         and all(ch in _FUNCTION_NAME_CHARS for ch in name)
     )
 

@@ -24,11 +24,11 @@ from policy.configuration import Finding, Severity
 from policy.tools import Tool
 
 ENTRY_POINT_GROUP = "toolpolicy.tools"
-DISTRIBUTION = "toolpolicy"
+_DISTRIBUTION = "toolpolicy"
 
 
 @dataclass(frozen=True, slots=True)
-class DiscoveredTools:
+class _DiscoveredTools:
     """The tools found, in a stable order, and what went wrong on the way (as warnings)."""
 
     tools: tuple[Tool, ...]
@@ -44,7 +44,7 @@ def discover_tools(
     use_entry_points: bool = True,
     builtin_fallback: Callable[[], Iterable[Tool]] | None = None,
     executable: bool = True,
-) -> DiscoveredTools:
+) -> _DiscoveredTools:
     """Every announced tool; policy-side built-ins stand in for any built-in that fails to load.
 
     `use_entry_points=False` skips the entry points and returns the policy-side built-ins only
@@ -56,7 +56,7 @@ def discover_tools(
     """
     fallback = {tool.definition.id: tool for tool in (builtin_fallback or _builtin_tools)()}
     if not use_entry_points:
-        return DiscoveredTools(tuple(fallback.values()))
+        return _DiscoveredTools(tuple(fallback.values()))
     found: dict[str, Tool] = {}
     findings: list[Finding] = []
     ours: list[EntryPoints] = []
@@ -95,7 +95,7 @@ def discover_tools(
         found[tool_id] = tool
     for tool_id, tool in fallback.items():
         found.setdefault(tool_id, tool)
-    return DiscoveredTools(tuple(found.values()), tuple(findings))
+    return _DiscoveredTools(tuple(found.values()), tuple(findings))
 
 
 def _announced_by_us(entry: EntryPoint, ours: list[EntryPoints]) -> bool:
@@ -106,7 +106,7 @@ def _announced_by_us(entry: EntryPoint, ours: list[EntryPoints]) -> bool:
     tool. `ours` keeps toolpolicy's entry points once read (empty list: not read yet)."""
     if not ours:
         try:
-            ours.append(distribution(DISTRIBUTION).entry_points)
+            ours.append(distribution(_DISTRIBUTION).entry_points)
         except PackageNotFoundError:
             ours.append(EntryPoints(()))
     return entry in ours[0]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from policy.resolve import MinimumConfidence, ResolvedSetting
     from policy.tools import Tool
 
-OUTPUT_FORMATS = ("table", "json", "yaml")
+_OUTPUT_FORMATS = ("table", "json", "yaml")
 
 
 def to_document(value: Any) -> Any:
@@ -51,7 +51,7 @@ def to_document(value: Any) -> Any:
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Origin):
-        return origin_document(value)
+        return _origin_document(value)
     if isinstance(value, SourceLocation):
         return {"file": value.file, "line": value.line}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -65,7 +65,7 @@ def to_document(value: Any) -> Any:
     return str(value)
 
 
-def origin_document(origin: Origin | None) -> dict[str, Any] | None:
+def _origin_document(origin: Origin | None) -> dict[str, Any] | None:
     if origin is None:
         return None
     return {
@@ -118,7 +118,7 @@ def evidence_document(evidence: Evidence) -> dict[str, Any]:
     return document
 
 
-def evidence_text(evidence: Evidence) -> str:
+def _evidence_text(evidence: Evidence) -> str:
     """One line: the setting looked at, its value, and who set it (plugin and file:line); every
     value `terminal_safe`."""
     document = terminal_document(evidence_document(evidence))
@@ -178,7 +178,7 @@ def decision_text(decision: OfferDecision, provider_name: str = "") -> str:
     ):
         mark = "pass" if check["passed"] else "FAIL"
         lines.append(f"  {number}. [{mark}] {check['name']}: {check['detail']}")
-        lines.extend(f"       - {evidence_text(e)}" for e in raw.evidence)
+        lines.extend(f"       - {_evidence_text(e)}" for e in raw.evidence)
     return "\n".join(lines)
 
 
@@ -202,7 +202,7 @@ def kind_provider(kind: ProviderKind, model: str = "") -> ProviderConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Matrix:
+class _Matrix:
     """Decisions for every tool (rows) × provider (columns) in one component."""
 
     component: Component
@@ -226,7 +226,7 @@ def build_matrix(
     providers: Sequence[ProviderConfig],
     component: Component,
     holdings: ChatHoldings | None = None,
-) -> Matrix:
+) -> _Matrix:
     """Every decision of the matrix; with `holdings`, FLOW_RULE decides as if the chat held
     them."""
     from policy.flow import NO_HOLDINGS
@@ -243,10 +243,10 @@ def build_matrix(
         if registry.is_known(tool_id)
         and registry.definition(tool_id).activation is ToolActivation.CONTEXT
     )
-    return Matrix(component, tuple(providers), tuple(tool_ids), decisions, context, holdings)
+    return _Matrix(component, tuple(providers), tuple(tool_ids), decisions, context, holdings)
 
 
-def matrix_document(matrix: Matrix) -> dict[str, Any]:
+def _matrix_document(matrix: _Matrix) -> dict[str, Any]:
     """The matrix as JSON data; `chat_holds` (the effects supposed held) only for a what-if."""
     held = {} if matrix.holdings is None else {"chat_holds": held_names(matrix.holdings)}
     return {
@@ -273,7 +273,7 @@ def held_names(holdings: ChatHoldings) -> list[str]:
     return [effect.value for effect in HELD_EFFECTS if effect in holdings.effects]
 
 
-def matrix_table(matrix: Matrix) -> tuple[list[str], list[list[str]]]:
+def matrix_table(matrix: _Matrix) -> tuple[list[str], list[list[str]]]:
     """Header and rows: a tool per row, "offered" or the blocking reason per provider."""
     header = [
         "tool",
@@ -338,11 +338,11 @@ def mcp_servers_document(policy: Policy) -> list[dict[str, Any]]:
     return rows
 
 
-def matrix_report(policy: Policy, matrix: Matrix) -> dict[str, Any]:
+def matrix_report(policy: Policy, matrix: _Matrix) -> dict[str, Any]:
     """The JSON contract of `policy explain --all` (and the web page's `/api/decisions`): the
     matrix, every configured MCP server's row and the prompt-injection filter in force."""
     return {
-        **matrix_document(matrix),
+        **_matrix_document(matrix),
         "mcp_servers": mcp_servers_document(policy),
         "injection_filter": injection_filter_document(policy),
         "skipped_entries": skipped_entries_document(policy.configuration),
@@ -404,7 +404,7 @@ def skipped_entry_findings(configuration: PolicyConfiguration) -> frozenset[tupl
 
 
 @dataclass(frozen=True, slots=True)
-class DecisionChange:
+class _DecisionChange:
     """One (tool, provider, component) whose answer differs between two configurations."""
 
     tool_id: str
@@ -417,15 +417,15 @@ class DecisionChange:
     provider_name: str = ""
 
 
-def diff_decisions(
+def _diff_decisions(
     old_registry: ToolRegistry,
     new_registry: ToolRegistry,
     tool_ids: Sequence[str],
     providers: Sequence[ProviderConfig],
     components: Sequence[Component],
-) -> tuple[DecisionChange, ...]:
+) -> tuple[_DecisionChange, ...]:
     """Every triple whose blocking reason changes; the rest is left out."""
-    changes: list[DecisionChange] = []
+    changes: list[_DecisionChange] = []
     for component in components:
         for tool_id in tool_ids:
             for provider in providers:
@@ -433,7 +433,7 @@ def diff_decisions(
                 new = new_registry.offer_decision(tool_id, provider, component)
                 if old.reason is not new.reason:
                     changes.append(
-                        DecisionChange(
+                        _DecisionChange(
                             tool_id,
                             provider.id,
                             component,
@@ -449,13 +449,13 @@ def diff_decisions(
 
 def diff_policies(
     old: Policy, new: Policy, components: Sequence[Component] = ()
-) -> tuple[DecisionChange, ...]:
+) -> tuple[_DecisionChange, ...]:
     """`policy diff`: every decision that flips over the tools and providers of either side,
     in `components` (every component when none is named)."""
     providers = {p.id: p for p in (*old.providers, *new.providers)}
     tool_ids = sorted({*old.tool_ids, *new.tool_ids})
     chosen = list(components) or [Component(name) for name in COMPONENT_NAMES]
-    return diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
+    return _diff_decisions(old.registry, new.registry, tool_ids, list(providers.values()), chosen)
 
 
 def load_candidate(
@@ -485,7 +485,7 @@ def load_candidate(
     )
 
 
-def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
+def diff_document(changes: Sequence[_DecisionChange]) -> dict[str, Any]:
     return {
         "changed": len(changes),
         "changes": [
@@ -510,7 +510,7 @@ def diff_document(changes: Sequence[DecisionChange]) -> dict[str, Any]:
     }
 
 
-def diff_table(changes: Sequence[DecisionChange]) -> tuple[list[str], list[list[str]]]:
+def diff_table(changes: Sequence[_DecisionChange]) -> tuple[list[str], list[list[str]]]:
     header = ["tool", "provider", "component", "old", "new"]
     rows = [
         [
@@ -539,7 +539,7 @@ def render_document(document: Any, output_format: str) -> str:
         return terminal_json(document, indent=2)
     if output_format == "yaml":
         return terminal_yaml(document)
-    raise ValueError(f"unknown output format {output_format!r}; use one of {OUTPUT_FORMATS}")
+    raise ValueError(f"unknown output format {output_format!r}; use one of {_OUTPUT_FORMATS}")
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -616,7 +616,7 @@ def _setting_row(setting: ResolvedSetting, policy: Policy) -> dict[str, Any]:
 
 def _setting_origin(setting: ResolvedSetting, policy: Policy) -> dict[str, Any] | None:
     if setting.origin is not None:
-        return origin_document(setting.origin)
+        return _origin_document(setting.origin)
     location = setting.location
     if location is not None:
         return {"plugin": None, "file": location.file, "line": location.line}
@@ -649,11 +649,11 @@ def settings_keys_document(policy: Policy) -> list[dict[str, Any]]:
         if setting is not None:
             row["value"] = _shown_managed(policy, spec.name, setting.value, spec.secret)
             row["locked"] = bool(setting.locked)
-            row["origin"] = origin_document(setting.origin)
+            row["origin"] = _origin_document(setting.origin)
             row["beaten"] = [
                 {
                     "value": _shown_managed(policy, spec.name, beaten.value, spec.secret),
-                    "origin": origin_document(beaten.origin),
+                    "origin": _origin_document(beaten.origin),
                 }
                 for beaten in setting.beaten
             ]

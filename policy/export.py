@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 LOCKED_TABLE = "DataTools.LockedToolSettings"
 DEFAULT_TABLE = "DataTools.DefaultToolSettings"
 MINIMUM_TABLE = "DataTools.MinimumProviderConfidenceByToolId"
-UNGROUPED_LABEL = "General"
+_UNGROUPED_LABEL = "General"
 
 _EXPORTED_SOURCES = frozenset({SettingSource.LOCKED, SettingSource.USER, SettingSource.ORG_DEFAULT})
 _PLAIN_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -58,7 +58,7 @@ class SecretExportError(ExportError):
 
 
 @dataclass(frozen=True, slots=True)
-class ExportArea:
+class _ExportArea:
     """One setting group of one tool: `"<toolId>/<group>"`, the empty group being ungrouped fields."""
 
     id: str
@@ -69,17 +69,17 @@ class ExportArea:
 
 
 @dataclass(frozen=True, slots=True)
-class ExportEntry:
+class _ExportEntry:
     """A catalog entry being exported: a standalone tool, or (some of) the tools of a collection."""
 
     id: str
     display_name: str
     tool_ids: tuple[str, ...]
-    areas: tuple[ExportArea, ...]
+    areas: tuple[_ExportArea, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class ToolSettingsExport:
+class _ToolSettingsExport:
     """The finished export: what was exported and the Lua fragment."""
 
     tool_ids: tuple[str, ...]
@@ -130,7 +130,7 @@ def build_export(
     include_secrets: bool = False,
     include_minimum_confidence: bool = False,
     secret: str | None = None,
-) -> ToolSettingsExport:
+) -> _ToolSettingsExport:
     """Export the settings of `tool_ids` as the administrator's setup resolves them.
 
     A collection id exports every tool of the collection; a tool id exports that tool (its
@@ -148,10 +148,10 @@ def build_export(
     )
     exported_tools = tuple(t for entry in entries for t in entry.tool_ids)
     area_ids = tuple(a.id for e in entries for a in e.areas if a.id in selected)
-    return ToolSettingsExport(exported_tools, chosen_mode, area_ids, lua)
+    return _ToolSettingsExport(exported_tools, chosen_mode, area_ids, lua)
 
 
-def export_entries(policy: Policy, tool_ids: Sequence[str]) -> tuple[ExportEntry, ...]:
+def export_entries(policy: Policy, tool_ids: Sequence[str]) -> tuple[_ExportEntry, ...]:
     """The catalog entries `tool_ids` name, in first-mentioned order, with their areas."""
     registry = policy.registry
     wanted: dict[str, list[str]] = {}
@@ -168,7 +168,7 @@ def export_entries(policy: Policy, tool_ids: Sequence[str]) -> tuple[ExportEntry
     if not wanted:
         raise ExportError("name at least one tool or collection id to export", "TOOL_ID")
     names = {entry.id: entry.display_name for entry in registry.catalog()}
-    result: list[ExportEntry] = []
+    result: list[_ExportEntry] = []
     for entry_id, members in wanted.items():
         order = registry.collection_tool_ids(entry_id) or tuple(members)
         ordered = tuple(t for t in order if t in members)
@@ -218,19 +218,19 @@ def _unknown_id_message(registry: ToolRegistry, raw: str) -> str:
 
 def _entry(
     registry: ToolRegistry, entry_id: str, names: dict[str, str], tool_ids: tuple[str, ...]
-) -> ExportEntry:
+) -> _ExportEntry:
     grouped = [(t, _groups(registry.definition(t))) for t in tool_ids]
     with_areas = sum(1 for _, groups in grouped if groups)
-    areas: list[ExportArea] = []
+    areas: list[_ExportArea] = []
     for tool_id, groups in grouped:
         tool_name = registry.tool(tool_id).display_name
         for group, fields in groups.items():
-            label = group or UNGROUPED_LABEL
+            label = group or _UNGROUPED_LABEL
             if with_areas > 1:
                 label = f"{tool_name}: {label}"
-            areas.append(ExportArea(f"{tool_id}/{group}", tool_id, group, label, fields))
+            areas.append(_ExportArea(f"{tool_id}/{group}", tool_id, group, label, fields))
     display = names.get(entry_id) or registry.tool(tool_ids[0]).display_name
-    return ExportEntry(entry_id, display, tool_ids, tuple(areas))
+    return _ExportEntry(entry_id, display, tool_ids, tuple(areas))
 
 
 def _groups(definition: ToolDefinition) -> dict[str, tuple[str, ...]]:
@@ -241,7 +241,7 @@ def _groups(definition: ToolDefinition) -> dict[str, tuple[str, ...]]:
     return {group: tuple(fields) for group, fields in groups.items()}
 
 
-def _selected_areas(entries: Sequence[ExportEntry], areas: Iterable[str] | None) -> frozenset[str]:
+def _selected_areas(entries: Sequence[_ExportEntry], areas: Iterable[str] | None) -> frozenset[str]:
     available = [area.id for entry in entries for area in entry.areas]
     if areas is None:
         return frozenset(available)
@@ -277,7 +277,7 @@ def _encryption_key(secret: str | None) -> str:
 
 def _fragment(
     registry: ToolRegistry,
-    entries: Sequence[ExportEntry],
+    entries: Sequence[_ExportEntry],
     selected: frozenset[str],
     mode: ExportMode,
     key: str | None,
@@ -316,7 +316,7 @@ def _fragment(
 
 def _area_lines(
     registry: ToolRegistry,
-    area: ExportArea,
+    area: _ExportArea,
     mode_table: str,
     key: str | None,
     used: set[str],

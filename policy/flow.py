@@ -38,10 +38,10 @@ class Effect(StrEnum):
 
 
 EFFECT_NAMES: tuple[str, ...] = tuple(effect.value for effect in Effect)
-ALL_EFFECTS: frozenset[Effect] = frozenset(Effect)
+_ALL_EFFECTS: frozenset[Effect] = frozenset(Effect)
 HELD_EFFECTS: tuple[Effect, ...] = (Effect.UNTRUSTED_CONTENT, Effect.PRIVATE_DATA)
 """The effects a chat can hold: what reached the model."""
-OUTWARD_EFFECTS: frozenset[Effect] = frozenset({Effect.SENDS_OUT, Effect.CHANGES_STATE})
+_OUTWARD_EFFECTS: frozenset[Effect] = frozenset({Effect.SENDS_OUT, Effect.CHANGES_STATE})
 
 
 class FlowRule(StrEnum):
@@ -99,7 +99,7 @@ class ToolEffects:
         return f"{shown} ({self.origin.value}{detail}{place})"
 
 
-UNDECLARED = ToolEffects(ALL_EFFECTS, EffectsOrigin.NOTHING_DECLARED)
+UNDECLARED = ToolEffects(_ALL_EFFECTS, EffectsOrigin.NOTHING_DECLARED)
 
 
 def declared_effects(names: Iterable[Effect | str] | None) -> ToolEffects:
@@ -229,7 +229,7 @@ class FlowConflict:
         outward = ", ".join(
             effect.value
             for effect in Effect
-            if effect in self.tool_effects.effects & OUTWARD_EFFECTS
+            if effect in self.tool_effects.effects & _OUTWARD_EFFECTS
         )
         return (
             f"The chat holds {brought or 'nothing'}; {self.tool_id} has the effects "
@@ -248,7 +248,7 @@ def flow_conflict(
     The one rule: the offer check, every call's check before it runs, explain and approvals ask
     it. None when the tool may run."""
     effects = tool_effects.effects
-    if not effects & OUTWARD_EFFECTS:
+    if not effects & _OUTWARD_EFFECTS:
         return None
     covered = effects | holdings.effects
     if not all(effect in covered for effect in HELD_EFFECTS):

@@ -87,13 +87,13 @@ def parse_host_literal(host: str) -> IPAddress | None:
     return _parse_ipv4_like_resolver(text)
 
 
-HOST_NAME_PATTERN = re.compile(
+_HOST_NAME_PATTERN = re.compile(
     r"^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$"
 )
 """A host name in ASCII: labels of letters, digits, hyphens and underscores."""
 
 
-def ascii_host_name(name: str) -> str | None:
+def _ascii_host_name(name: str) -> str | None:
     """A host name in ASCII lower case (IDNA for non-ASCII names), or None if it cannot be one."""
     if name.isascii():
         return name.lower()
@@ -116,8 +116,8 @@ def host_key(host: str) -> str | None:
     literal = parse_host_literal(host)
     if literal is not None:
         return str(ipaddress.IPv6Address(literal.packed)) if literal.version == 6 else str(literal)
-    name = ascii_host_name(normalize_host(host))
-    return name if name is not None and HOST_NAME_PATTERN.match(name) else None
+    name = _ascii_host_name(normalize_host(host))
+    return name if name is not None and _HOST_NAME_PATTERN.match(name) else None
 
 
 def is_loopback_host(host: str) -> bool:
@@ -145,7 +145,7 @@ HOST_RULE = (
 
 
 @dataclass(frozen=True, slots=True)
-class WebAddress:
+class _WebAddress:
     """An absolute http(s) address an administrator configured, as the settings checks read it."""
 
     scheme: str
@@ -158,7 +158,7 @@ class WebAddress:
     has_fragment: bool
 
 
-def read_web_address(text: str) -> WebAddress | None:
+def read_web_address(text: str) -> _WebAddress | None:
     """`text` as an absolute http or https address with a host.
 
     None when it is none: another scheme, no host, a port or bracket urllib cannot read, or an
@@ -177,7 +177,7 @@ def read_web_address(text: str) -> WebAddress | None:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         return None
-    return WebAddress(
+    return _WebAddress(
         scheme=scheme,
         host=host_key(parts.hostname),
         has_user_info=parts.username is not None or parts.password is not None,
@@ -194,7 +194,7 @@ def shown_address(text: str) -> str:
     return "(hidden: it holds a query)" if "?" in text else repr(without_user_info(text))
 
 
-BASE_URL_EXAMPLES = "https://llm.example.org/v1 or http://localhost:11434"
+_BASE_URL_EXAMPLES = "https://llm.example.org/v1 or http://localhost:11434"
 """How a service's base URL is written, as a message shows an administrator."""
 
 
@@ -215,11 +215,11 @@ def read_base_url(text: str, field: str) -> str:
             if address is None
             else f"names no host: its host is not {HOST_RULE}"
         )
-        raise ValueError(f"{field} {shown} {problem}; write it like {BASE_URL_EXAMPLES}")
+        raise ValueError(f"{field} {shown} {problem}; write it like {_BASE_URL_EXAMPLES}")
     if address.has_query or address.has_fragment or address.has_user_info:
         raise ValueError(
             f"{field} must be a plain base URL without query, fragment or user info; "
-            f"write it like {BASE_URL_EXAMPLES}"
+            f"write it like {_BASE_URL_EXAMPLES}"
         )
     return url
 

@@ -39,17 +39,17 @@ if TYPE_CHECKING:
     from policy.tools import Tool
 
 ENABLE_TOOLS = "DataTools.EnableTools"
-DISABLED = "DataTools.DisabledToolIds"
+_DISABLED = "DataTools.DisabledToolIds"
 MINIMUMS = "DataTools.MinimumProviderConfidenceByToolId"
 LOCKED = "DataTools.LockedToolSettings"
 DEFAULTS = "DataTools.DefaultToolSettings"
-DEFAULT_IDS = "DataTools.DefaultToolIdsByComponent"
+_DEFAULT_IDS = "DataTools.DefaultToolIdsByComponent"
 
 #: Provider kinds the released AI Studio does not know (they exist only in its tool line).
 _AI_STUDIO_UNKNOWN_KINDS = frozenset({ProviderKind.IONOS, ProviderKind.LITE_LLM})
 
 
-def lint_policy(policy: Policy) -> tuple[Finding, ...]:
+def _lint_policy(policy: Policy) -> tuple[Finding, ...]:
     """Every warning for a loaded policy, in rule order; duplicates of load findings left out.
 
     The plugins that took part (before the merge) let lint see what each plugin asked for,
@@ -83,7 +83,7 @@ def check_findings(policy: Policy) -> tuple[Finding, ...]:
     from policy.people import GroupConfigurations
 
     groups = GroupConfigurations.of(policy.configuration).findings
-    return (*policy.findings, *lint_policy(policy), *groups, *_user_names(policy))
+    return (*policy.findings, *_lint_policy(policy), *groups, *_user_names(policy))
 
 
 def _user_names(policy: Policy) -> Iterable[Finding]:
@@ -284,7 +284,7 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
     def unknown(
         tool_id: str, where: str, setting: ManagedSetting | None, entry: str, strict: bool
     ) -> Finding | None:
-        if setting is not None and setting.key in (DISABLED, MINIMUMS) and tool_id in c.read_as:
+        if setting is not None and setting.key in (_DISABLED, MINIMUMS) and tool_id in c.read_as:
             return Finding(
                 c.severity(setting.origin),
                 "unknown-tool-id",
@@ -311,8 +311,8 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
         )
 
     found: list[Finding | None] = []
-    disabled = c.setting(DISABLED)
-    found.extend(unknown(t, DISABLED, disabled, t, True) for t in c.items(DISABLED))
+    disabled = c.setting(_DISABLED)
+    found.extend(unknown(t, _DISABLED, disabled, t, True) for t in c.items(_DISABLED))
     minimums = c.setting(MINIMUMS)
     found.extend(unknown(t, MINIMUMS, minimums, t, True) for t in c.table(MINIMUMS))
     from policy.catalog import TOOL_EFFECTS
@@ -339,10 +339,10 @@ def _unknown_tool_ids(c: _Context) -> Iterable[Finding]:
         for entry in c.table(key):
             tool_id, _ = _split_tool_key(entry)
             found.append(unknown(tool_id, f'{key}["{entry}"]', c.setting(key), entry, False))
-    for component, ids in c.table(DEFAULT_IDS).items():
+    for component, ids in c.table(_DEFAULT_IDS).items():
         for tool_id in ids if isinstance(ids, tuple | list) else ():
-            where = f'{DEFAULT_IDS}["{component}"]'
-            found.append(unknown(tool_id, where, c.setting(DEFAULT_IDS), component, True))
+            where = f'{_DEFAULT_IDS}["{component}"]'
+            found.append(unknown(tool_id, where, c.setting(_DEFAULT_IDS), component, True))
     yield from (f for f in found if f is not None)
     for template in c.configuration.chat_templates:
         for tool_id in template.tool_ids or ():
@@ -640,7 +640,7 @@ def _no_effect(c: _Context) -> Iterable[Finding]:
         and enable.locked
         and switched_off_by_administrator
     ):
-        for key in (DISABLED, MINIMUMS, LOCKED, DEFAULTS, DEFAULT_IDS):
+        for key in (_DISABLED, MINIMUMS, LOCKED, DEFAULTS, _DEFAULT_IDS):
             if c.setting(key) is not None:
                 yield _warning(
                     "no-effect",
@@ -656,27 +656,27 @@ def _no_effect(c: _Context) -> Iterable[Finding]:
                 f"({c.where(LOCKED, entry)})",
                 c.where(DEFAULTS, entry),
             )
-    disabled = set(c.items(DISABLED))
+    disabled = set(c.items(_DISABLED))
     for key in (MINIMUMS, LOCKED, DEFAULTS):
         for entry in c.table(key):
             tool_id = entry if key == MINIMUMS else _split_tool_key(entry)[0]
             if tool_id in disabled:
                 yield _warning(
                     "no-effect",
-                    f'{key}["{entry}"] has no effect while {tool_id} is in {DISABLED}',
+                    f'{key}["{entry}"] has no effect while {tool_id} is in {_DISABLED}',
                     c.where(key, entry),
                 )
     context_tools = {
         tool_id for tool_id, d in c.definitions.items() if d.activation is ToolActivation.CONTEXT
     }
-    for component, ids in c.table(DEFAULT_IDS).items():
+    for component, ids in c.table(_DEFAULT_IDS).items():
         for tool_id in ids if isinstance(ids, tuple | list) else ():
             if tool_id in context_tools:
                 yield _warning(
                     "no-effect",
-                    f'{DEFAULT_IDS}["{component}"] names {tool_id}, which offers itself from the '
+                    f'{_DEFAULT_IDS}["{component}"] names {tool_id}, which offers itself from the '
                     "chat's context and is never part of a selection",
-                    c.where(DEFAULT_IDS, component),
+                    c.where(_DEFAULT_IDS, component),
                 )
     for template in c.configuration.chat_templates:
         for tool_id in template.tool_ids or ():
@@ -698,11 +698,11 @@ def _ai_studio_compatibility(c: _Context) -> Iterable[Finding]:
             "release keeps this table locked",
             minimums.origin.location,
         )
-    default_ids = c.setting(DEFAULT_IDS)
+    default_ids = c.setting(_DEFAULT_IDS)
     if default_ids is not None:
         yield _warning(
             "ai-studio-compat",
-            f"{DEFAULT_IDS} is a user setting in AI Studio; configuration plugins cannot set it "
+            f"{_DEFAULT_IDS} is a user setting in AI Studio; configuration plugins cannot set it "
             "there (toolpolicy applies it)",
             default_ids.origin.location,
         )

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 LuaScalar: TypeAlias = str | int | float | bool
-ErrorKind = Literal["read", "syntax", "runtime", "limit", "result"]
+_ErrorKind = Literal["read", "syntax", "runtime", "limit", "result"]
 
 _POSITION = LazyPattern(r"^@(\d+):(\d+): ?(.*)\Z", re.DOTALL)
 _FORBIDDEN_IN_MODULE_NAME = ("..", "/", "\\", "\0", ":")
@@ -160,10 +160,10 @@ class LuaSandboxError(ToolPolicyError):
 
     message: str
     location: SourceLocation | None
-    kind: ErrorKind
+    kind: _ErrorKind
 
     def __init__(
-        self, message: str, location: SourceLocation | None, kind: ErrorKind = "runtime"
+        self, message: str, location: SourceLocation | None, kind: _ErrorKind = "runtime"
     ) -> None:
         self.message = message
         self.location = location
@@ -454,7 +454,7 @@ def _run_in_lua(
     """Runs in the worker; returns ("ok", json, files, module bytes) or ("error", ..., files)."""
     files = [file_name]
 
-    def fail(message: str, file_index: int, line: int, kind: ErrorKind) -> tuple[Any, ...]:
+    def fail(message: str, file_index: int, line: int, kind: _ErrorKind) -> tuple[Any, ...]:
         return ("error", message, file_index, line, kind, files)
 
     try:

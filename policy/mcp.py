@@ -45,7 +45,7 @@ from policy.tools import DefinedTool, Tool, ToolGate
 from policy.vocabulary import ConfidenceLevel, ToolActivation, ToolOutboundData
 
 TOOL_ID_SEPARATOR = "__"
-MAX_EARLIER_DEFINITIONS = 32
+_MAX_EARLIER_DEFINITIONS = 32
 """Definitions a server listed before and lists no more, kept for diffs beyond the pinned ones."""
 UNCONFIGURED_LISTING_DAYS = 30
 """How long the cached listing of a server the configuration no longer names is kept."""
@@ -266,7 +266,7 @@ def not_listed(server: McpServerConfig, why: str) -> McpServerListing:
     return McpServerListing(server.id, server.name, error=why)
 
 
-def no_cached_listing(server: McpServerConfig, state_dir: Path | None) -> str:
+def _no_cached_listing(server: McpServerConfig, state_dir: Path | None) -> str:
     """Why a server has no listing when only the cache was read (`--offline`, or a library
     caller that lists nothing itself)."""
     if state_dir is None:
@@ -290,7 +290,7 @@ def pin_state(server: McpServerConfig, tool: McpToolListing) -> PinState:
 
 
 @dataclass(frozen=True, slots=True)
-class KeptOut:
+class _KeptOut:
     """Which rule of the server entry keeps a tool out, and the sentence explain shows."""
 
     rule: str
@@ -298,11 +298,11 @@ class KeptOut:
     message: str
 
 
-def kept_out(server: McpServerConfig, tool: McpToolListing) -> KeptOut | None:
+def kept_out(server: McpServerConfig, tool: McpToolListing) -> _KeptOut | None:
     """Why the server entry keeps this tool out (AllowedTools, DeniedTools, ReadOnlyOnly)."""
     denied = next((g for g in server.denied_tools if fnmatch.fnmatchcase(tool.name, g)), None)
     if denied is not None:
-        return KeptOut(
+        return _KeptOut(
             "DeniedTools",
             f'DeniedTools of MCP server {server.name} matches "{tool.name}" ("{denied}")',
         )
@@ -310,12 +310,12 @@ def kept_out(server: McpServerConfig, tool: McpToolListing) -> KeptOut | None:
         fnmatch.fnmatchcase(tool.name, g) for g in server.allowed_tools
     ):
         globs = ", ".join(f'"{g}"' for g in server.allowed_tools)
-        return KeptOut(
+        return _KeptOut(
             "AllowedTools",
             f'AllowedTools of MCP server {server.name} ({globs}) does not match "{tool.name}"',
         )
     if server.read_only_only and not tool.read_only:
-        return KeptOut(
+        return _KeptOut(
             "ReadOnlyOnly",
             f"MCP server {server.name} admits only read-only tools (ReadOnlyOnly), and "
             f'"{tool.name}" is not annotated readOnlyHint=true',
@@ -335,7 +335,7 @@ def definition_diff(before: McpToolListing, after: McpToolListing) -> str:
     return "\n".join(lines)
 
 
-WORD_DIFF_CONTEXT = 4
+_WORD_DIFF_CONTEXT = 4
 """Unchanged words shown on either side of a change in `definition_word_diff`."""
 
 
@@ -364,7 +364,7 @@ def _word_diff(old: list[str], new: list[str]) -> str:
 
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     shown: list[str] = []
-    groups = list(matcher.get_grouped_opcodes(WORD_DIFF_CONTEXT))
+    groups = list(matcher.get_grouped_opcodes(_WORD_DIFF_CONTEXT))
     for group in groups:
         first, last = group[0], group[-1]
         if first[1] > 0 or first[3] > 0:
@@ -578,7 +578,7 @@ def cache_path(state_dir: Path, server_id: str) -> Path:
     return listing_cache_folder(state_dir) / f"{server_id}.json"
 
 
-def read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerListing | None:
+def _read_cached_listing(state_dir: Path, server: McpServerConfig) -> McpServerListing | None:
     """The last successful listing of a server, or None when there is none, it is unreadable,
     or it was listed at another endpoint (the entry's Command, Args or Url changed since: those
     tools are another server's)."""
@@ -605,7 +605,7 @@ def known_after(
 ) -> dict[str, McpToolListing]:
     """The definitions a server's history keeps after `listing`, oldest first: every one listed
     now, every `pinned` one seen before (the diff of a changed tool needs it), and the newest
-    `MAX_EARLIER_DEFINITIONS` others. A server that rewrites its definitions at every listing
+    `_MAX_EARLIER_DEFINITIONS` others. A server that rewrites its definitions at every listing
     cannot grow the history, in memory or in the cache, without bound."""
     merged = dict(earlier)
     for fingerprint, definition in listing.known_definitions.items():
@@ -614,7 +614,7 @@ def known_after(
     current = {t.fingerprint: t for t in listing.tools}
     pins = set(pinned)
     before = [(k, v) for k, v in merged.items() if k not in current]
-    others = [(k, v) for k, v in before if k not in pins][-MAX_EARLIER_DEFINITIONS:]
+    others = [(k, v) for k, v in before if k not in pins][-_MAX_EARLIER_DEFINITIONS:]
     return {**dict(others), **{k: v for k, v in before if k in pins}, **current}
 
 
@@ -692,8 +692,8 @@ def cached_listings(
     """Every server's last cached listing; a server without one gets a `not_listed` row."""
     found = {}
     for server in servers:
-        listing = read_cached_listing(state_dir, server) if state_dir is not None else None
-        found[server.id] = listing or not_listed(server, no_cached_listing(server, state_dir))
+        listing = _read_cached_listing(state_dir, server) if state_dir is not None else None
+        found[server.id] = listing or not_listed(server, _no_cached_listing(server, state_dir))
     return found
 
 

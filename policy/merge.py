@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from policy.mcp import McpServerConfig
 
 ENABLE_TOOLS = "DataTools.EnableTools"
-ALLOW_LOCAL_MCP_SERVERS = "DataTools.AllowLocalMcpServers"
+_ALLOW_LOCAL_MCP_SERVERS = "DataTools.AllowLocalMcpServers"
 
 
 def plugin_order(plugin: ConfigurationPlugin) -> tuple[int, int, str]:
@@ -293,7 +293,7 @@ class _Merger:
         """The servers in force: a local plugin's own servers only when an organization plugin
         sets `DataTools.AllowLocalMcpServers = true`, and never under an organization server's
         name (its tool ids would shadow the organization's)."""
-        held = self.held.get(ALLOW_LOCAL_MCP_SERVERS)
+        held = self.held.get(_ALLOW_LOCAL_MCP_SERVERS)
         local_allowed = held is not None and held.by_organization and held.value is True
         servers = sorted(self.objects["MCP_SERVERS"].values(), key=lambda s: not s.by_organization)
         organization_names = {s.name for s in servers if s.by_organization}
@@ -317,7 +317,7 @@ class _Merger:
             if not local_allowed:
                 why = (
                     f"local MCP server {server.name} is ignored: local plugins may declare MCP "
-                    f"servers only when an organization plugin sets {ALLOW_LOCAL_MCP_SERVERS} = true"
+                    f"servers only when an organization plugin sets {_ALLOW_LOCAL_MCP_SERVERS} = true"
                 )
             elif server.name in organization_names:
                 why = (

@@ -90,7 +90,7 @@ TARGET_GROUPS: tuple[str, ...] = (
     "EVERYONE", "CHILDREN", "TEENAGERS", "STUDENTS", "ADULTS", "INDUSTRIAL_WORKERS", "OFFICE_WORKERS",
     "BUSINESS_PROFESSIONALS", "SOFTWARE_DEVELOPERS", "SCIENTISTS", "TEACHERS", "ARTISTS",
 )  # fmt: skip
-PLUGIN_TYPES: tuple[str, ...] = ("NONE", "LANGUAGE", "ASSISTANT", "CONFIGURATION", "THEME")
+_PLUGIN_TYPES: tuple[str, ...] = ("NONE", "LANGUAGE", "ASSISTANT", "CONFIGURATION", "THEME")
 AI_STUDIO_PROVIDER_KINDS: tuple[str, ...] = (
     "OPEN_AI", "ANTHROPIC", "MISTRAL", "GOOGLE", "X", "DEEP_SEEK", "ALIBABA_CLOUD", "PERPLEXITY",
     "OPEN_ROUTER", "HETZNER", "FIREWORKS", "GROQ", "HUGGINGFACE", "SELF_HOSTED", "HELMHOLTZ", "GWDG",
@@ -510,10 +510,10 @@ class _Loader:
         if not isinstance(value, str):
             self._missing_or("TYPE", '"CONFIGURATION"')
             return ""
-        if value not in PLUGIN_TYPES or value == "NONE":
+        if value not in _PLUGIN_TYPES or value == "NONE":
             self._issue(
                 "invalid-type",
-                f'TYPE "{value}" is not a plugin type (case-sensitive: {", ".join(PLUGIN_TYPES[1:])}); '
+                f'TYPE "{value}" is not a plugin type (case-sensitive: {", ".join(_PLUGIN_TYPES[1:])}); '
                 'a configuration plugin says TYPE = "CONFIGURATION"',
                 self._at("TYPE"),
             )

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 CALL_LIMITS = "DataGateway.CallLimits"
 LIMIT_FORM = 'a limit like "5/hour" (a whole number of calls, then /second, /minute, /hour or /day)'
-WINDOWS: dict[str, int] = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_WINDOWS: dict[str, int] = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 CALL_LIMIT_PATTERN = (
     "^\\s*[0-9]{1,10}\\s*/\\s*("
-    + "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in w) for w in WINDOWS)
+    + "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in w) for w in _WINDOWS)
     + ")[sS]?\\s*$"
 )
 """What `parse_limit` reads, as the JSON Schema pattern `policy schema` gives (any case)."""
@@ -40,7 +40,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class CallLimit:
-    """At most `calls` calls per `window` (a name of `WINDOWS`), per person."""
+    """At most `calls` calls per `window` (a name of `_WINDOWS`), per person."""
 
     calls: int
     window: str
@@ -49,7 +49,7 @@ class CallLimit:
 
     @property
     def seconds(self) -> int:
-        return WINDOWS[self.window]
+        return _WINDOWS[self.window]
 
     @property
     def text(self) -> str:
@@ -62,9 +62,9 @@ def parse_limit(value: Any) -> CallLimit | None:
         return None
     count, slash, window = value.partition("/")
     count, window = count.strip(), window.strip().lower()
-    if window.endswith("s") and window[:-1] in WINDOWS:
+    if window.endswith("s") and window[:-1] in _WINDOWS:
         window = window[:-1]
-    if not slash or window not in WINDOWS or not count.isascii() or not count.isdigit():
+    if not slash or window not in _WINDOWS or not count.isascii() or not count.isdigit():
         return None
     if len(count) > 10:
         return None

@@ -8,7 +8,7 @@ hex. A `SecretMask` matches the secret with every character in any of these spel
 freely), and the base64 and hex forms of the secret at any alignment, so one mask covers
 results, traces, events, logs and errors alike.
 
-Secrets shorter than `MIN_SECRET_CHARACTERS` are not searched for (masking them would blank
+Secrets shorter than `_MIN_SECRET_CHARACTERS` are not searched for (masking them would blank
 ordinary words); base64 and hex forms are searched for once they are long enough not to occur in
 ordinary text by chance.
 """
@@ -27,7 +27,7 @@ from typing import Any
 from policy._dataclass import dataclass
 
 MASK = "*****"
-MIN_SECRET_CHARACTERS = 4
+_MIN_SECRET_CHARACTERS = 4
 _MIN_ENCODED_CHARACTERS = 8
 _NEVER_ESCAPED = frozenset(string.ascii_letters + string.digits)
 """URL, JSON and HTML encoders write ASCII letters and digits as they are, so a secret's run of
@@ -131,7 +131,7 @@ class SecretMask:
 
     @classmethod
     def of(
-        cls, secrets: Iterable[object], *, min_characters: int = MIN_SECRET_CHARACTERS
+        cls, secrets: Iterable[object], *, min_characters: int = _MIN_SECRET_CHARACTERS
     ) -> SecretMask:
         """A mask for the strings among `secrets` (blank and too short ones are left out).
 

@@ -34,24 +34,24 @@ from policy.vocabulary import (
 
 ENABLE_TOOLS = "DataTools.EnableTools"
 DISABLED_TOOL_IDS = "DataTools.DisabledToolIds"
-MINIMUM_CONFIDENCE_BY_TOOL_ID = "DataTools.MinimumProviderConfidenceByToolId"
-LOCKED_TOOL_SETTINGS = "DataTools.LockedToolSettings"
-DEFAULT_TOOL_SETTINGS = "DataTools.DefaultToolSettings"
+_MINIMUM_CONFIDENCE_BY_TOOL_ID = "DataTools.MinimumProviderConfidenceByToolId"
+_LOCKED_TOOL_SETTINGS = "DataTools.LockedToolSettings"
+_DEFAULT_TOOL_SETTINGS = "DataTools.DefaultToolSettings"
 DEFAULT_TOOL_IDS_BY_COMPONENT = "DataTools.DefaultToolIdsByComponent"
-CONFIDENCE_SCHEME = "DataConfidence.ConfidenceScheme"
-CUSTOM_CONFIDENCE_SCHEME = "DataConfidence.CustomConfidenceScheme"
+_CONFIDENCE_SCHEME = "DataConfidence.ConfidenceScheme"
+_CUSTOM_CONFIDENCE_SCHEME = "DataConfidence.CustomConfidenceScheme"
 PRESELECTED_RETRIEVAL_MODE = "DataChat.PreselectedDataSourcesRetrievalMode"
 
 SecretReader = Callable[[str, str], "str | None"]
 """(tool id, field name) → the user's keyring value, or None."""
 
 SOURCE_LOCKED = "locked by organization"
-SOURCE_ORG_DEFAULT = "organization default"
+_SOURCE_ORG_DEFAULT = "organization default"
 SOURCE_EDITABLE = "organization default (user may change)"
-SOURCE_USER = "user settings"
-SOURCE_KEYRING = "user keyring"
-SOURCE_TOOL_DEFAULT = "tool default"
-SOURCE_BUILT_IN = "built-in default"
+_SOURCE_USER = "user settings"
+_SOURCE_KEYRING = "user keyring"
+_SOURCE_TOOL_DEFAULT = "tool default"
+_SOURCE_BUILT_IN = "built-in default"
 
 
 class SecretText:
@@ -122,15 +122,15 @@ def _shown_setting(value: object) -> object:
 def _source_text(s: ResolvedSetting) -> str:
     return {
         SettingSource.LOCKED: SOURCE_LOCKED,
-        SettingSource.USER: SOURCE_KEYRING if s.secret else SOURCE_USER,
-        SettingSource.ORG_DEFAULT: SOURCE_ORG_DEFAULT,
-        SettingSource.DEFAULT: SOURCE_TOOL_DEFAULT,
+        SettingSource.USER: _SOURCE_KEYRING if s.secret else _SOURCE_USER,
+        SettingSource.ORG_DEFAULT: _SOURCE_ORG_DEFAULT,
+        SettingSource.DEFAULT: _SOURCE_TOOL_DEFAULT,
         SettingSource.UNSET: "not set",
     }[s.source]
 
 
 @dataclass(frozen=True, slots=True)
-class MisspelledField:
+class _MisspelledField:
     """An organization entry of a tool-settings table whose field the tool does not have but
     that is a near miss of one it has (`web_search.defaultSafeSerach`): what it meant to set is
     not in force, so the tool is not configured until it is fixed (fails closed)."""
@@ -163,8 +163,8 @@ class ResolvedSettings:
 
     tool_id: str
     fields: Mapping[str, ResolvedSetting] = field(default_factory=dict)
-    misspelled: tuple[MisspelledField, ...] = ()
-    """Organization entries that meant one of these fields and missed it (see MisspelledField)."""
+    misspelled: tuple[_MisspelledField, ...] = ()
+    """Organization entries that meant one of these fields and missed it (see _MisspelledField)."""
 
     def values_for_tool(self) -> dict[str, str]:
         """Plain field → value for the tool (secrets revealed); fields without a value are absent."""
@@ -192,7 +192,7 @@ class ResolvedSettings:
 T = TypeVar("T")
 
 
-class Chosen(NamedTuple, Generic[T]):
+class _Chosen(NamedTuple, Generic[T]):
     """The layer a setting's value came from, and that value (None: no layer had one)."""
 
     source: SettingSource
@@ -205,7 +205,7 @@ def resolve_setting(
     user: T | None = None,
     organization: T | None = None,
     default: T | None = None,
-) -> Chosen[T]:
+) -> _Chosen[T]:
     """THE precedence of every setting: locked → user → organization default → tool default.
 
     Each argument is what that layer holds (None: nothing there). Tool fields, the global
@@ -219,8 +219,8 @@ def resolve_setting(
         (SettingSource.DEFAULT, default),
     ):
         if value is not None:
-            return Chosen(source, value)
-    return Chosen(SettingSource.UNSET, None)
+            return _Chosen(source, value)
+    return _Chosen(SettingSource.UNSET, None)
 
 
 def managed_layer(setting: ManagedSetting | None, value: T | None) -> tuple[T | None, T | None]:
@@ -325,7 +325,7 @@ def resolve_tool_setting(
 ) -> ResolvedSetting:
     """One field by `resolve_setting`'s precedence (secrets: locked `ENC:v1:` → keyring only)."""
     key = f"{tool_id}.{name}"
-    locked_table, locked_setting = _table(configuration, LOCKED_TOOL_SETTINGS)
+    locked_table, locked_setting = _table(configuration, _LOCKED_TOOL_SETTINGS)
     is_locked = key in locked_table and locked_setting is not None
     unset = ResolvedSetting(tool_id, name, None, SettingSource.UNSET, False, definition.secret)
     if definition.secret:
@@ -346,7 +346,7 @@ def resolve_tool_setting(
         return _with_beaten(chosen.value or unset, (), configuration, key)
 
     user_values = user.tool_settings.get(tool_id, {})
-    default_table, default_setting = _table(configuration, DEFAULT_TOOL_SETTINGS)
+    default_table, default_setting = _table(configuration, _DEFAULT_TOOL_SETTINGS)
     layers = dict(
         locked=ResolvedSetting(
             tool_id,
@@ -402,8 +402,8 @@ def _with_beaten(
     the entries for `key` in the tables a later plugin's table replaced in the merge."""
     replaced: list[ResolvedSetting] = []
     for table_key, source in (
-        (LOCKED_TOOL_SETTINGS, SettingSource.LOCKED),
-        (DEFAULT_TOOL_SETTINGS, SettingSource.ORG_DEFAULT),
+        (_LOCKED_TOOL_SETTINGS, SettingSource.LOCKED),
+        (_DEFAULT_TOOL_SETTINGS, SettingSource.ORG_DEFAULT),
     ):
         setting = configuration.setting(table_key)
         for lost in setting.beaten if setting is not None else ():
@@ -445,7 +445,7 @@ def resolve_tool_settings(
 
 def misspelled_fields(
     definition: ToolDefinition, configuration: PolicyConfiguration
-) -> tuple[MisspelledField, ...]:
+) -> tuple[_MisspelledField, ...]:
     """The organization plugins' entries for this tool that name no field of it but are a near
     miss of one (`policy.suggest`). A local plugin's cannot loosen the organization's policy:
     `policy check` warns about those, and they leave the tool as it is."""
@@ -455,8 +455,8 @@ def misspelled_fields(
     properties = definition.settings_schema.properties
     prefix = f"{definition.id}."
     hints = HintBudget()
-    found: list[MisspelledField] = []
-    for table_key in (LOCKED_TOOL_SETTINGS, DEFAULT_TOOL_SETTINGS):
+    found: list[_MisspelledField] = []
+    for table_key in (_LOCKED_TOOL_SETTINGS, _DEFAULT_TOOL_SETTINGS):
         table, setting = _table(configuration, table_key)
         if setting is None:
             continue
@@ -469,14 +469,14 @@ def misspelled_fields(
                 continue
             meant = hints.closest_name(name, properties)
             if meant is not None:
-                found.append(MisspelledField(table_key, str(entry), meant, origin))
+                found.append(_MisspelledField(table_key, str(entry), meant, origin))
     return tuple(found)
 
 
 # --- configuration state ------------------------------------------------------------------------
 
 
-def option_problem(key: str, spec: SettingField, value: str) -> str | None:
+def _option_problem(key: str, spec: SettingField, value: str) -> str | None:
     """The shared option check: blank passes; otherwise the value must be offered exactly."""
     if not value.strip():
         return None
@@ -511,7 +511,7 @@ def field_problem(
     key = f"{definition.id}.{name}"
     if spec is None:
         return None
-    problem = option_problem(key, spec, value)
+    problem = _option_problem(key, spec, value)
     if problem is not None:
         return problem
     if tool is None or not value.strip():
@@ -616,14 +616,14 @@ def tools_enabled(
         Evidence(
             ENABLE_TOOLS,
             user.tools_enabled,
-            SOURCE_USER,
+            _SOURCE_USER,
             None,
             _user_location(user, "tools.enabled"),
         )
         if user.tools_enabled is not None
         else None
     )
-    built_in = Evidence(ENABLE_TOOLS, True, SOURCE_BUILT_IN)
+    built_in = Evidence(ENABLE_TOOLS, True, _SOURCE_BUILT_IN)
     chosen = (
         resolve_setting(
             locked=locked, user=user_evidence, organization=organization, default=built_in
@@ -656,7 +656,7 @@ def misspelled_tool_ids(
     from policy.suggest import HintBudget
 
     disabled, _ = disabled_tool_ids(configuration)
-    minimums = configuration.setting(MINIMUM_CONFIDENCE_BY_TOOL_ID)
+    minimums = configuration.setting(_MINIMUM_CONFIDENCE_BY_TOOL_ID)
     table = minimums.value if minimums is not None and isinstance(minimums.value, Mapping) else {}
     hints = HintBudget()
     meant: dict[str, list[str]] = {}
@@ -708,14 +708,14 @@ def effective_minimum_confidence(
     Locked table: only its entries count; an unreadable one means HIGH (safe fallback).
     Editable table: a valid user entry wins over the table's entry for the same id.
     """
-    managed = configuration.setting(MINIMUM_CONFIDENCE_BY_TOOL_ID)
+    managed = configuration.setting(_MINIMUM_CONFIDENCE_BY_TOOL_ID)
     table: Mapping[str, object] = (
         managed.value if managed is not None and isinstance(managed.value, Mapping) else {}
     )
     locked = managed is not None and managed.locked
     found: list[tuple[ConfidenceLevel, str, Evidence]] = []
     for ident in settings_ids:
-        key = f"{MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]"
+        key = f"{_MINIMUM_CONFIDENCE_BY_TOOL_ID}[{ident}]"
         user_level = (
             None if locked else parse_confidence_level(user.minimum_provider_confidence.get(ident))
         )
@@ -733,7 +733,7 @@ def effective_minimum_confidence(
                 Evidence(
                     key,
                     user_level.name,
-                    SOURCE_USER,
+                    _SOURCE_USER,
                     None,
                     _user_location(user, f"tools.minimum_provider_confidence.{ident}"),
                 ),
@@ -745,7 +745,7 @@ def effective_minimum_confidence(
         if chosen is not None:
             found.append(chosen)
     if not found:
-        what = default_description or SOURCE_TOOL_DEFAULT
+        what = default_description or _SOURCE_TOOL_DEFAULT
         return MinimumConfidence(
             default,
             "default fallback",
@@ -789,8 +789,8 @@ def confidence_scheme(
     configuration: PolicyConfiguration, user: UserSettings
 ) -> ConfidenceSchemeChoice:
     """The scheme in force: locked org value → user choice → editable org value → TRUST_ALL."""
-    setting = configuration.setting(CONFIDENCE_SCHEME)
-    custom_table, custom_setting = _table(configuration, CUSTOM_CONFIDENCE_SCHEME)
+    setting = configuration.setting(_CONFIDENCE_SCHEME)
+    custom_table, custom_setting = _table(configuration, _CUSTOM_CONFIDENCE_SCHEME)
     managed = None
     if setting is not None:
         text = setting_text(setting.value)
@@ -798,7 +798,7 @@ def confidence_scheme(
     locked, organization = managed_layer(setting, managed)
     built_in = (
         ConfidenceScheme.TRUST_ALL.value,
-        Evidence(CONFIDENCE_SCHEME, ConfidenceScheme.TRUST_ALL.value, SOURCE_BUILT_IN),
+        Evidence(_CONFIDENCE_SCHEME, ConfidenceScheme.TRUST_ALL.value, _SOURCE_BUILT_IN),
     )
     chosen = (
         resolve_setting(
@@ -806,9 +806,9 @@ def confidence_scheme(
             user=(
                 user.confidence_scheme,
                 Evidence(
-                    CONFIDENCE_SCHEME,
+                    _CONFIDENCE_SCHEME,
                     user.confidence_scheme,
-                    SOURCE_USER,
+                    _SOURCE_USER,
                     None,
                     _user_location(user, "confidence.scheme"),
                 ),

@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from policy.configuration import PolicyConfiguration
     from policy.provenance import SourceLocation
 
-ISSUER_KEY = "DataGateway.Issuer"
-AUDIENCE_KEY = "DataGateway.Audience"
-GROUPS_CLAIM_KEY = "DataGateway.GroupsClaim"
-CLIENT_ID_KEY = "DataGateway.ClientId"
-CLIENT_SECRET_KEY = "DataGateway.ClientSecret"
-SIGN_IN_KEYS = (ISSUER_KEY, AUDIENCE_KEY, GROUPS_CLAIM_KEY, CLIENT_ID_KEY, CLIENT_SECRET_KEY)
+_ISSUER_KEY = "DataGateway.Issuer"
+_AUDIENCE_KEY = "DataGateway.Audience"
+_GROUPS_CLAIM_KEY = "DataGateway.GroupsClaim"
+_CLIENT_ID_KEY = "DataGateway.ClientId"
+_CLIENT_SECRET_KEY = "DataGateway.ClientSecret"
+_SIGN_IN_KEYS = (_ISSUER_KEY, _AUDIENCE_KEY, _GROUPS_CLAIM_KEY, _CLIENT_ID_KEY, _CLIENT_SECRET_KEY)
 DEFAULT_GROUPS_CLAIM = "groups"
 
 _ISSUER_EXAMPLE = "https://login.example.org/realms/corp"
@@ -99,15 +99,15 @@ class SignInSettings:
             value = setting.value if setting is not None else None
             return value if isinstance(value, str) else ""
 
-        issuer = text(ISSUER_KEY)
+        issuer = text(_ISSUER_KEY)
         if not issuer:
             return None
         return cls(
             issuer=issuer,
-            audience=text(AUDIENCE_KEY),
-            groups_claim=text(GROUPS_CLAIM_KEY) or DEFAULT_GROUPS_CLAIM,
-            client_id=text(CLIENT_ID_KEY),
-            client_secret=text(CLIENT_SECRET_KEY),
+            audience=text(_AUDIENCE_KEY),
+            groups_claim=text(_GROUPS_CLAIM_KEY) or DEFAULT_GROUPS_CLAIM,
+            client_id=text(_CLIENT_ID_KEY),
+            client_secret=text(_CLIENT_SECRET_KEY),
         )
 
 
@@ -143,9 +143,9 @@ def audience_problems(
     an error."""
     settings = SignInSettings.of(configuration)
     if settings is not None and not settings.audience:
-        where = configuration.setting(ISSUER_KEY)
+        where = configuration.setting(_ISSUER_KEY)
         yield (
-            f"{ISSUER_KEY} is set without {AUDIENCE_KEY}: set the audience your identity "
+            f"{_ISSUER_KEY} is set without {_AUDIENCE_KEY}: set the audience your identity "
             "provider writes into the gateway's tokens (the serving commands refuse to serve "
             "until then)",
             where.origin.location if where is not None else None,
@@ -165,9 +165,9 @@ def token_exchange_problems(
     missing = [
         key
         for key, value in (
-            (ISSUER_KEY, settings.issuer if settings else ""),
-            (CLIENT_ID_KEY, settings.client_id if settings else ""),
-            (CLIENT_SECRET_KEY, settings.client_secret if settings else ""),
+            (_ISSUER_KEY, settings.issuer if settings else ""),
+            (_CLIENT_ID_KEY, settings.client_id if settings else ""),
+            (_CLIENT_SECRET_KEY, settings.client_secret if settings else ""),
         )
         if not value
     ]

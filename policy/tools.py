@@ -288,7 +288,7 @@ class DefinedTool:
         return None
 
 
-def protocol_members(protocol: type) -> tuple[str, ...]:
+def _protocol_members(protocol: type) -> tuple[str, ...]:
     """The public members a protocol declares, its bases' first, in declaration order."""
     names: dict[str, None] = {}
     for base in reversed(protocol.__mro__):
@@ -304,7 +304,7 @@ def missing_members(tool: object, protocol: type | None = None) -> tuple[str, ..
     """The members of `protocol` (default `Tool`) that `tool` lacks, in declaration order: a tool
     written to the protocol without `DefinedTool`, which gives every optional member its
     default."""
-    return tuple(m for m in protocol_members(protocol or Tool) if not hasattr(tool, m))
+    return tuple(m for m in _protocol_members(protocol or Tool) if not hasattr(tool, m))
 
 
 @cache
@@ -313,7 +313,7 @@ def misspelled_members(kind: type) -> tuple[tuple[str, str], ...]:
     member: never read, so what it means to say would be silently ignored."""
     from policy.suggest import closest_name
 
-    members = protocol_members(Tool)
+    members = _protocol_members(Tool)
     added = sorted(n for n in set(dir(kind)) - set(dir(DefinedTool)) if not n.startswith("_"))
     return tuple(
         (name, meant)

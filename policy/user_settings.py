@@ -35,7 +35,7 @@ from policy.vocabulary import (
 from policy.yaml_limits import MAX_YAML_BYTES, yaml_limit_exceeded
 
 LEVEL_NAMES: tuple[str, ...] = tuple(level.name for level in CONFIGURABLE_CONFIDENCE_LEVELS)
-SCHEME_NAMES: tuple[str, ...] = tuple(s.value for s in ConfidenceScheme)
+_SCHEME_NAMES: tuple[str, ...] = tuple(s.value for s in ConfidenceScheme)
 
 _TOOLS_KEYS = (
     "enabled",
@@ -162,7 +162,7 @@ def set_confidence_scheme(
     path: Path, scheme: str | None, configuration: PolicyConfiguration | None = None
 ) -> None:
     """The user's confidence scheme (None removes it)."""
-    canonical = None if scheme is None else _canonical(scheme, SCHEME_NAMES, "confidence scheme")
+    canonical = None if scheme is None else _canonical(scheme, _SCHEME_NAMES, "confidence scheme")
     _refuse_locked(configuration, "confidence.scheme")
     _set_or_remove(path, ("confidence", "scheme"), canonical)
 
@@ -390,7 +390,7 @@ def _scheme(reader: _Reader, confidence: Mapping[str, Any]) -> str | None:
         return None
     where = reader.at(confidence, "scheme")
     reader.locations["confidence.scheme"] = where
-    return _canonical(confidence["scheme"], SCHEME_NAMES, "confidence.scheme", where)
+    return _canonical(confidence["scheme"], _SCHEME_NAMES, "confidence.scheme", where)
 
 
 def _setting_text(reader: _Reader, node: Any, key: str, value: Any, dotted: str) -> str:

@@ -129,7 +129,7 @@ _P = ProviderKind
 _C = ConfidenceLevel
 
 #: Per scheme: (explicit levels per kind, fallback for every other kind). SELF_HOSTED is HIGH everywhere.
-SCHEME_TABLES: dict[
+_SCHEME_TABLES: dict[
     ConfidenceScheme, tuple[dict[ProviderKind, ConfidenceLevel], ConfidenceLevel]
 ] = {
     ConfidenceScheme.TRUST_ALL: ({_P.SELF_HOSTED: _C.HIGH}, _C.MEDIUM),
@@ -180,7 +180,7 @@ def provider_confidence(
     if scheme == ConfidenceScheme.CUSTOM:
         return (custom or {}).get(kind, ConfidenceLevel.UNKNOWN)
     try:
-        table, fallback = SCHEME_TABLES[ConfidenceScheme(scheme)]
+        table, fallback = _SCHEME_TABLES[ConfidenceScheme(scheme)]
     except (ValueError, KeyError):
         return ConfidenceLevel.UNKNOWN
     return table.get(kind, fallback)
@@ -316,7 +316,7 @@ class OptionSource(StrEnum):
 ANY_LANGUAGE = "all"
 
 #: IETF tags of the common-language list (AI Studio's `CommonLanguages`, without AS_IS/OTHER).
-COMMON_LANGUAGE_TAGS: tuple[str, ...] = (
+_COMMON_LANGUAGE_TAGS: tuple[str, ...] = (
     "en-US",
     "en-GB",
     "zh-CN",
@@ -341,7 +341,7 @@ COMMON_LANGUAGE_TAGS: tuple[str, ...] = (
 _OPTION_VALUES: dict[OptionSource, tuple[tuple[str, str], ...]] = {
     OptionSource.COMMON_LANGUAGES: (
         (ANY_LANGUAGE, "Any language"),
-        *((tag, tag) for tag in COMMON_LANGUAGE_TAGS),
+        *((tag, tag) for tag in _COMMON_LANGUAGE_TAGS),
     ),
     OptionSource.SAFE_SEARCH: (
         ("OFF", "Off"),

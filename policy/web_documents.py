@@ -121,7 +121,7 @@ def finding_document(finding: Finding) -> dict[str, Any]:
     }
 
 
-def plugin_document(plugin: Any, paths: ConfigurationPaths) -> dict[str, Any]:
+def _plugin_document(plugin: Any, paths: ConfigurationPaths) -> dict[str, Any]:
     from policy.config_sources import DELIVERED_DIR
 
     where = "file"
@@ -185,14 +185,14 @@ class Deliveries:
         return self._documents
 
 
-def status_document(
+def _status_document(
     policy: Policy, findings: Sequence[Finding], paths: ConfigurationPaths
 ) -> dict[str, Any]:
     from policy.explain import mcp_servers_document, skipped_entries_document
 
     return {
         "sources": paths.document(),
-        "plugins": [plugin_document(p, paths) for p in policy.configuration.applied_plugins],
+        "plugins": [_plugin_document(p, paths) for p in policy.configuration.applied_plugins],
         "broken_organization_plugins": [
             {
                 "path": broken.path,
@@ -287,7 +287,7 @@ class Snapshot:
 
     def status(self) -> dict[str, Any]:
         document: dict[str, Any] = self._once(
-            "status", lambda: status_document(self.policy, self.findings(), self.paths)
+            "status", lambda: _status_document(self.policy, self.findings(), self.paths)
         )
         return document
 

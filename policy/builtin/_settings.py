@@ -71,12 +71,12 @@ def not_configured(message: str) -> ToolConfigurationState:
     return ToolConfigurationState(False, (), message)
 
 
-class FieldChecked(Protocol):
+class _FieldChecked(Protocol):
     def setting_problem(self, name: str, value: str) -> str | None: ...
 
 
 def fields_problem(
-    tool: FieldChecked, settings: Mapping[str, str]
+    tool: _FieldChecked, settings: Mapping[str, str]
 ) -> ToolConfigurationState | None:
     """The first field whose value its `setting_problem` refuses, as a NOT_CONFIGURED state."""
     for name, value in settings.items():

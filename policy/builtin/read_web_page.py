@@ -46,23 +46,23 @@ READ_WEB_PAGE = "read_web_page"
 
 ARG_URL = "url"
 
-RWP_TIMEOUT_SECONDS = "timeoutSeconds"
-RWP_MAX_CONTENT_CHARACTERS = "maxContentCharacters"
-RWP_ALLOWED_PRIVATE_HOSTS = "allowedPrivateHosts"
-RWP_FREE_ADDRESS_CHOICE = "freeAddressChoice"
-RWP_OS_SIGN_IN = OS_SIGN_IN
+_RWP_TIMEOUT_SECONDS = "timeoutSeconds"
+_RWP_MAX_CONTENT_CHARACTERS = "maxContentCharacters"
+_RWP_ALLOWED_PRIVATE_HOSTS = "allowedPrivateHosts"
+_RWP_FREE_ADDRESS_CHOICE = "freeAddressChoice"
+_RWP_OS_SIGN_IN = OS_SIGN_IN
 
 
 READ_WEB_PAGE_NUMBERS: tuple[IntegerSetting, ...] = (
-    IntegerSetting(RWP_TIMEOUT_SECONDS, 60, 240),
-    IntegerSetting(RWP_MAX_CONTENT_CHARACTERS, 30_000, 100_000),
+    IntegerSetting(_RWP_TIMEOUT_SECONDS, 60, 240),
+    IntegerSetting(_RWP_MAX_CONTENT_CHARACTERS, 30_000, 100_000),
 )
 _READ_WEB_PAGE_NUMBERS_BY_NAME = {s.name: s for s in READ_WEB_PAGE_NUMBERS}
 
 
 def is_free_address_choice_on(settings: Mapping[str, str]) -> bool:
     """Strictly by name: only `ON` (any case, trimmed) is on; numbers, lists and blanks are OFF."""
-    return settings.get(RWP_FREE_ADDRESS_CHOICE, "").strip().upper() == FreeAddressChoice.ON.value
+    return settings.get(_RWP_FREE_ADDRESS_CHOICE, "").strip().upper() == FreeAddressChoice.ON.value
 
 
 _READ_WEB_PAGE_DESCRIPTION = (
@@ -116,28 +116,28 @@ talked into it can put data into the address)."""
 def _read_web_page_definition() -> ToolDefinition:
     numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
     fields = {
-        RWP_TIMEOUT_SECONDS: number_field(
-            numbers[RWP_TIMEOUT_SECONDS], "Timeout (seconds)", "How long loading a page may take."
+        _RWP_TIMEOUT_SECONDS: number_field(
+            numbers[_RWP_TIMEOUT_SECONDS], "Timeout (seconds)", "How long loading a page may take."
         ),
-        RWP_MAX_CONTENT_CHARACTERS: number_field(
-            numbers[RWP_MAX_CONTENT_CHARACTERS],
+        _RWP_MAX_CONTENT_CHARACTERS: number_field(
+            numbers[_RWP_MAX_CONTENT_CHARACTERS],
             "Content limit (characters)",
             "Characters of page content the model gets.",
         ),
-        RWP_ALLOWED_PRIVATE_HOSTS: SettingField(
+        _RWP_ALLOWED_PRIVATE_HOSTS: SettingField(
             title="Allowed private hosts",
             description="Private hosts the tool may read, separated by commas: 'host' or "
             "'*.host' (subdomains only), no scheme or path. Only High-confidence providers "
             "can read them.",
         ),
-        RWP_FREE_ADDRESS_CHOICE: SettingField(
+        _RWP_FREE_ADDRESS_CHOICE: SettingField(
             title="Free address choice",
             description="OFF: only addresses given in the conversation. ON: the AI may also "
             "choose addresses.",
             option_source=OptionSource.FREE_ADDRESS_CHOICE.value,
             default=FreeAddressChoice.OFF.value,
         ),
-        RWP_OS_SIGN_IN: os_sign_in_field(
+        _RWP_OS_SIGN_IN: os_sign_in_field(
             "an HTTPS page of an allowed private host (all its addresses private)"
         ),
     }
@@ -179,11 +179,11 @@ class ReadWebPageTool(DefinedTool):
         """The field's own validity rule (policy check, settings set and the registry ask it)."""
         if name in _READ_WEB_PAGE_NUMBERS_BY_NAME:
             return integer_problem(READ_WEB_PAGE, _READ_WEB_PAGE_NUMBERS_BY_NAME[name], value)
-        if name == RWP_ALLOWED_PRIVATE_HOSTS:
+        if name == _RWP_ALLOWED_PRIVATE_HOSTS:
             try:
                 parse_allowed_private_hosts(value)
             except ValueError as error:
-                return f"{READ_WEB_PAGE}.{RWP_ALLOWED_PRIVATE_HOSTS}: {error}"
+                return f"{READ_WEB_PAGE}.{_RWP_ALLOWED_PRIVATE_HOSTS}: {error}"
         return None
 
     def validate_configuration(self, settings: Mapping[str, str]) -> ToolConfigurationState:
@@ -224,9 +224,9 @@ def read_web_page_settings(tool: DefinedTool, values: Mapping[str, str]) -> Read
     values = checked_values(tool, values)
     numbers = _READ_WEB_PAGE_NUMBERS_BY_NAME
     return ReadWebPageSettings(
-        timeout_seconds=read_integer_setting(values, numbers[RWP_TIMEOUT_SECONDS]),
-        max_content_characters=read_integer_setting(values, numbers[RWP_MAX_CONTENT_CHARACTERS]),
-        allowed_private_hosts=parse_allowed_private_hosts(values.get(RWP_ALLOWED_PRIVATE_HOSTS)),
+        timeout_seconds=read_integer_setting(values, numbers[_RWP_TIMEOUT_SECONDS]),
+        max_content_characters=read_integer_setting(values, numbers[_RWP_MAX_CONTENT_CHARACTERS]),
+        allowed_private_hosts=parse_allowed_private_hosts(values.get(_RWP_ALLOWED_PRIVATE_HOSTS)),
         free_address_choice=is_free_address_choice_on(values),
         os_sign_in=is_os_sign_in_on(values),
     )

@@ -51,23 +51,23 @@ ARG_SPACE_KEY = "spaceKey"
 CONFLUENCE_MAX_QUERY_CHARACTERS = 200
 CONFLUENCE_MAX_SPACE_KEY_CHARACTERS = 255
 
-SC_BASE_URL = "baseUrl"
-SC_TIMEOUT_SECONDS = "timeoutSeconds"
-SC_DEPLOYMENT = "deployment"
-SC_ACCOUNT_EMAIL = "accountEmail"
-SC_API_TOKEN = "apiToken"
-SC_MAX_RESULTS = "maxResults"
+_SC_BASE_URL = "baseUrl"
+_SC_TIMEOUT_SECONDS = "timeoutSeconds"
+_SC_DEPLOYMENT = "deployment"
+_SC_ACCOUNT_EMAIL = "accountEmail"
+_SC_API_TOKEN = "apiToken"
+_SC_MAX_RESULTS = "maxResults"
 
 DATA_CENTER = "DATA_CENTER"
 CLOUD = "CLOUD"
-DEPLOYMENTS: tuple[str, ...] = (DATA_CENTER, CLOUD)
+_DEPLOYMENTS: tuple[str, ...] = (DATA_CENTER, CLOUD)
 """Where the wiki runs: Data Center (our own servers) or Atlassian's Confluence Cloud."""
-SC_OS_SIGN_IN = OS_SIGN_IN
+_SC_OS_SIGN_IN = OS_SIGN_IN
 
 
 SEARCH_CONFLUENCE_NUMBERS: tuple[IntegerSetting, ...] = (
-    IntegerSetting(SC_TIMEOUT_SECONDS, 30, 120),
-    IntegerSetting(SC_MAX_RESULTS, 10, 50),
+    IntegerSetting(_SC_TIMEOUT_SECONDS, 30, 120),
+    IntegerSetting(_SC_MAX_RESULTS, 10, 50),
 )
 _NUMBERS_BY_NAME = {s.name: s for s in SEARCH_CONFLUENCE_NUMBERS}
 
@@ -92,44 +92,44 @@ nothing."""
 def _search_confluence_definition() -> ToolDefinition:
     numbers = _NUMBERS_BY_NAME
     fields = {
-        SC_BASE_URL: SettingField(
+        _SC_BASE_URL: SettingField(
             title="Confluence address",
             description="HTTPS root address of the Confluence site, without query or fragment "
             "(Confluence Cloud: https://<site>.atlassian.net/wiki/).",
         ),
-        SC_DEPLOYMENT: SettingField(
+        _SC_DEPLOYMENT: SettingField(
             title="Deployment",
             description="DATA_CENTER searches the wiki's search page (or its REST API when an "
             "API token is set); CLOUD searches Confluence Cloud's REST API with accountEmail and "
             "apiToken.",
-            enum=DEPLOYMENTS,
+            enum=_DEPLOYMENTS,
             default=DATA_CENTER,
         ),
-        SC_ACCOUNT_EMAIL: SettingField(
+        _SC_ACCOUNT_EMAIL: SettingField(
             title="Account e-mail",
             description="CLOUD: the e-mail address of the Atlassian account the API token "
             "belongs to.",
         ),
-        SC_API_TOKEN: SettingField(
+        _SC_API_TOKEN: SettingField(
             title="API token",
             description="CLOUD: the account's Atlassian API token; DATA_CENTER: a personal "
             "access token (then the REST API is searched). A locked ENC:v1: value.",
             secret=True,
         ),
-        SC_TIMEOUT_SECONDS: number_field(
-            numbers[SC_TIMEOUT_SECONDS], "Timeout (seconds)", "How long a search may take."
+        _SC_TIMEOUT_SECONDS: number_field(
+            numbers[_SC_TIMEOUT_SECONDS], "Timeout (seconds)", "How long a search may take."
         ),
-        SC_MAX_RESULTS: number_field(
-            numbers[SC_MAX_RESULTS],
+        _SC_MAX_RESULTS: number_field(
+            numbers[_SC_MAX_RESULTS],
             "Results",
             "How many hits a REST API search returns (the search page shows its own first page).",
         ),
-        SC_OS_SIGN_IN: os_sign_in_field("the wiki, when all its addresses are private,"),
+        _SC_OS_SIGN_IN: os_sign_in_field("the wiki, when all its addresses are private,"),
     }
     return ToolDefinition(
         id=SEARCH_CONFLUENCE,
         implementation_key=SEARCH_CONFLUENCE,
-        settings_schema=SettingsSchema(properties=fields, required=(SC_BASE_URL,)),
+        settings_schema=SettingsSchema(properties=fields, required=(_SC_BASE_URL,)),
         system_prompt_instructions=_SEARCH_CONFLUENCE_INSTRUCTIONS,
         minimum_provider_confidence=ConfidenceLevel.HIGH,
         effects=EFFECTS,
@@ -174,7 +174,7 @@ class SearchConfluenceTool(DefinedTool):
     def request_extras(self, settings: Mapping[str, str]) -> RequestExtras:
         """The configured wiki is the one service read_web_page may read under a strict outbound
         restriction."""
-        return RequestExtras(wiki_base_url=settings.get(SC_BASE_URL, "").strip())
+        return RequestExtras(wiki_base_url=settings.get(_SC_BASE_URL, "").strip())
 
     def __init__(self) -> None:
         super().__init__(
@@ -187,11 +187,11 @@ class SearchConfluenceTool(DefinedTool):
         """The field's own validity rule (policy check, settings set and the registry ask it)."""
         if name in _NUMBERS_BY_NAME:
             return integer_problem(SEARCH_CONFLUENCE, _NUMBERS_BY_NAME[name], value)
-        if name == SC_ACCOUNT_EMAIL and value.strip():
+        if name == _SC_ACCOUNT_EMAIL and value.strip():
             return _email_problem(value.strip())
-        if name == SC_BASE_URL and value.strip():
+        if name == _SC_BASE_URL and value.strip():
             return url_problem(
-                f"{SEARCH_CONFLUENCE}.{SC_BASE_URL}",
+                f"{SEARCH_CONFLUENCE}.{_SC_BASE_URL}",
                 value.strip(),
                 https_only=True,
                 allow_query=False,
@@ -202,15 +202,15 @@ class SearchConfluenceTool(DefinedTool):
         problem = fields_problem(self, settings)
         if problem:
             return problem
-        if settings.get(SC_DEPLOYMENT, "").strip() == CLOUD:
+        if settings.get(_SC_DEPLOYMENT, "").strip() == CLOUD:
             missing = [
                 f"{SEARCH_CONFLUENCE}.{name}"
-                for name in (SC_ACCOUNT_EMAIL, SC_API_TOKEN)
+                for name in (_SC_ACCOUNT_EMAIL, _SC_API_TOKEN)
                 if not settings.get(name, "").strip()
             ]
             if missing:
                 return not_configured(
-                    f"{SEARCH_CONFLUENCE}.{SC_DEPLOYMENT} is {CLOUD}, which needs "
+                    f"{SEARCH_CONFLUENCE}.{_SC_DEPLOYMENT} is {CLOUD}, which needs "
                     f"{' and '.join(missing)}: Confluence Cloud is searched with an Atlassian "
                     "account's e-mail address and API token (deploy the token as a locked "
                     "ENC:v1: value, made with `policy encrypt`)"
@@ -225,7 +225,7 @@ def _email_problem(text: str) -> str | None:
     if at and local and "." in domain.strip(".") and "@" not in domain and plain:
         return None
     return (
-        f"{SEARCH_CONFLUENCE}.{SC_ACCOUNT_EMAIL}: '{text}' is not valid; expected the e-mail "
+        f"{SEARCH_CONFLUENCE}.{_SC_ACCOUNT_EMAIL}: '{text}' is not valid; expected the e-mail "
         "address of an Atlassian account, such as name@example.org"
     )
 
@@ -262,18 +262,18 @@ def search_confluence_settings(
     """search_confluence's resolved values as `SearchConfluenceSettings`; a missing or refused
     address raises ToolSettingsError."""
     values = checked_values(tool, values)
-    base = values.get(SC_BASE_URL, "").strip()
+    base = values.get(_SC_BASE_URL, "").strip()
     if not base:
         raise ToolSettingsError(
-            f"The setting {SEARCH_CONFLUENCE}.{SC_BASE_URL} is empty; the administrator has to "
+            f"The setting {SEARCH_CONFLUENCE}.{_SC_BASE_URL} is empty; the administrator has to "
             "set the HTTPS address of the wiki."
         )
     return SearchConfluenceSettings(
         base_url=normalize_confluence_base_url(base),
-        timeout_seconds=read_integer_setting(values, _NUMBERS_BY_NAME[SC_TIMEOUT_SECONDS]),
-        deployment=values.get(SC_DEPLOYMENT, "").strip() or DATA_CENTER,
-        max_results=read_integer_setting(values, _NUMBERS_BY_NAME[SC_MAX_RESULTS]),
-        account_email=values.get(SC_ACCOUNT_EMAIL, "").strip(),
-        api_token=values.get(SC_API_TOKEN, "").strip(),
+        timeout_seconds=read_integer_setting(values, _NUMBERS_BY_NAME[_SC_TIMEOUT_SECONDS]),
+        deployment=values.get(_SC_DEPLOYMENT, "").strip() or DATA_CENTER,
+        max_results=read_integer_setting(values, _NUMBERS_BY_NAME[_SC_MAX_RESULTS]),
+        account_email=values.get(_SC_ACCOUNT_EMAIL, "").strip(),
+        api_token=values.get(_SC_API_TOKEN, "").strip(),
         os_sign_in=is_os_sign_in_on(values),
     )

@@ -36,7 +36,7 @@ ARG_DATA_SOURCE_IDS = "data_source_ids"
 
 SEMANTIC_SEARCH_MAX_QUERY_CHARACTERS = 500
 
-DATA_SOURCE_DESCRIPTION_LIMIT = 500
+_DATA_SOURCE_DESCRIPTION_LIMIT = 500
 
 
 _SEMANTIC_SEARCH_DESCRIPTION = (
@@ -51,7 +51,7 @@ _SEMANTIC_SEARCH_INSTRUCTIONS = (
 )
 
 
-def _shortened(text: str, limit: int = DATA_SOURCE_DESCRIPTION_LIMIT) -> str:
+def _shortened(text: str, limit: int = _DATA_SOURCE_DESCRIPTION_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
 

@@ -54,20 +54,20 @@ TIME_RANGES: tuple[str, ...] = ("day", "week", "month", "year")
 WEB_SEARCH_MAX_LIMIT = 20
 
 WS_MAX_RESULTS = "maxResults"
-WS_SEARCH_TIMEOUT_SECONDS = "searchTimeoutSeconds"
-WS_PAGE_TIMEOUT_SECONDS = "pageTimeoutSeconds"
-WS_ALL_PAGES_TIMEOUT_SECONDS = "allPagesRetrievalTimeoutSeconds"
-WS_MAX_TOTAL_CONTENT_CHARACTERS = "maxTotalContentCharacters"
-WS_MIN_CONTENT_CHARACTERS_PER_RESULT = "minContentCharactersPerResult"
-WS_DEFAULT_LANGUAGE = "defaultLanguage"
-WS_DEFAULT_SAFE_SEARCH = "defaultSafeSearch"
-WS_BACKEND_STRATEGY = "backendStrategy"
-WS_PRIMARY_BACKEND = "primaryBackend"
-WS_SEARXNG_BASE_URL = "searxng.baseUrl"
+_WS_SEARCH_TIMEOUT_SECONDS = "searchTimeoutSeconds"
+_WS_PAGE_TIMEOUT_SECONDS = "pageTimeoutSeconds"
+_WS_ALL_PAGES_TIMEOUT_SECONDS = "allPagesRetrievalTimeoutSeconds"
+_WS_MAX_TOTAL_CONTENT_CHARACTERS = "maxTotalContentCharacters"
+_WS_MIN_CONTENT_CHARACTERS_PER_RESULT = "minContentCharactersPerResult"
+_WS_DEFAULT_LANGUAGE = "defaultLanguage"
+_WS_DEFAULT_SAFE_SEARCH = "defaultSafeSearch"
+_WS_BACKEND_STRATEGY = "backendStrategy"
+_WS_PRIMARY_BACKEND = "primaryBackend"
+_WS_SEARXNG_BASE_URL = "searxng.baseUrl"
 WS_STAAN_API_KEY = "staan.apiKey"
-WS_STAAN_MARKET = "staan.market"
+_WS_STAAN_MARKET = "staan.market"
 WS_TAVILY_API_KEY = "tavily.apiKey"
-WS_TAVILY_SEARCH_DEPTH = "tavily.searchDepth"
+_WS_TAVILY_SEARCH_DEPTH = "tavily.searchDepth"
 
 STAAN_MARKETS: tuple[str, ...] = ("de-de", "en-us", "fr-fr")
 STAAN_DEFAULT_MARKET = "en-us"
@@ -78,11 +78,11 @@ TAVILY_DEFAULT_SEARCH_DEPTH = "basic"
 
 WEB_SEARCH_NUMBERS: tuple[IntegerSetting, ...] = (
     IntegerSetting(WS_MAX_RESULTS, 5, 20),
-    IntegerSetting(WS_SEARCH_TIMEOUT_SECONDS, 30, 240),
-    IntegerSetting(WS_PAGE_TIMEOUT_SECONDS, 30, 60),
-    IntegerSetting(WS_ALL_PAGES_TIMEOUT_SECONDS, 60, 120),
-    IntegerSetting(WS_MAX_TOTAL_CONTENT_CHARACTERS, 100_000, 200_000),
-    IntegerSetting(WS_MIN_CONTENT_CHARACTERS_PER_RESULT, 2_000, 10_000),
+    IntegerSetting(_WS_SEARCH_TIMEOUT_SECONDS, 30, 240),
+    IntegerSetting(_WS_PAGE_TIMEOUT_SECONDS, 30, 60),
+    IntegerSetting(_WS_ALL_PAGES_TIMEOUT_SECONDS, 60, 120),
+    IntegerSetting(_WS_MAX_TOTAL_CONTENT_CHARACTERS, 100_000, 200_000),
+    IntegerSetting(_WS_MIN_CONTENT_CHARACTERS_PER_RESULT, 2_000, 10_000),
 )
 _WEB_SEARCH_NUMBERS_BY_NAME = {s.name: s for s in WEB_SEARCH_NUMBERS}
 
@@ -111,27 +111,27 @@ def _web_search_definition() -> ToolDefinition:
     backends = [b.value for b in WebSearchBackend]
     numbers = _WEB_SEARCH_NUMBERS_BY_NAME
     fields: dict[str, SettingField] = {
-        WS_DEFAULT_LANGUAGE: SettingField(
+        _WS_DEFAULT_LANGUAGE: SettingField(
             title="Default language",
             description="Language of results when the model names none: an IETF tag such as "
             f"de-DE, or '{ANY_LANGUAGE}' for any language.",
             option_source=OptionSource.COMMON_LANGUAGES.value,
             default=ANY_LANGUAGE,
         ),
-        WS_DEFAULT_SAFE_SEARCH: SettingField(
+        _WS_DEFAULT_SAFE_SEARCH: SettingField(
             title="Safe search",
             description="Filter for explicit results: OFF, MODERATE or STRICT. Empty = the "
             "backend's own default.",
             option_source=OptionSource.SAFE_SEARCH.value,
         ),
-        WS_BACKEND_STRATEGY: SettingField(
+        _WS_BACKEND_STRATEGY: SettingField(
             title="Backend strategy",
             description="FAILOVER asks one backend after another until one answers, PARALLEL "
             "asks all at once, SPECIFIC only the preferred backend.",
             option_source=OptionSource.WEB_SEARCH_BACKEND_STRATEGY.value,
             default=WebSearchBackendStrategy.FAILOVER.value,
         ),
-        WS_PRIMARY_BACKEND: SettingField(
+        _WS_PRIMARY_BACKEND: SettingField(
             title="Preferred backend",
             description=f"The backend asked first: {', '.join(backends)}.",
             option_source=OptionSource.WEB_SEARCH_BACKENDS.value,
@@ -139,32 +139,32 @@ def _web_search_definition() -> ToolDefinition:
         WS_MAX_RESULTS: number_field(
             numbers[WS_MAX_RESULTS], "Results", "How many results the model gets per search."
         ),
-        WS_SEARCH_TIMEOUT_SECONDS: number_field(
-            numbers[WS_SEARCH_TIMEOUT_SECONDS],
+        _WS_SEARCH_TIMEOUT_SECONDS: number_field(
+            numbers[_WS_SEARCH_TIMEOUT_SECONDS],
             "Search timeout (seconds)",
             "How long a search backend may take.",
         ),
-        WS_PAGE_TIMEOUT_SECONDS: number_field(
-            numbers[WS_PAGE_TIMEOUT_SECONDS],
+        _WS_PAGE_TIMEOUT_SECONDS: number_field(
+            numbers[_WS_PAGE_TIMEOUT_SECONDS],
             "Page timeout (seconds)",
             "How long one result page may take to load.",
         ),
-        WS_ALL_PAGES_TIMEOUT_SECONDS: number_field(
-            numbers[WS_ALL_PAGES_TIMEOUT_SECONDS],
+        _WS_ALL_PAGES_TIMEOUT_SECONDS: number_field(
+            numbers[_WS_ALL_PAGES_TIMEOUT_SECONDS],
             "All pages timeout (seconds)",
             "How long loading all result pages may take together.",
         ),
-        WS_MAX_TOTAL_CONTENT_CHARACTERS: number_field(
-            numbers[WS_MAX_TOTAL_CONTENT_CHARACTERS],
+        _WS_MAX_TOTAL_CONTENT_CHARACTERS: number_field(
+            numbers[_WS_MAX_TOTAL_CONTENT_CHARACTERS],
             "Content budget (characters)",
             "Characters of page content per search, across all results.",
         ),
-        WS_MIN_CONTENT_CHARACTERS_PER_RESULT: number_field(
-            numbers[WS_MIN_CONTENT_CHARACTERS_PER_RESULT],
+        _WS_MIN_CONTENT_CHARACTERS_PER_RESULT: number_field(
+            numbers[_WS_MIN_CONTENT_CHARACTERS_PER_RESULT],
             "Content per result (characters)",
             "Characters each result keeps at least; the budget must cover 20 results.",
         ),
-        WS_SEARXNG_BASE_URL: SettingField(
+        _WS_SEARXNG_BASE_URL: SettingField(
             title="SearXNG address",
             description="Base address of a SearXNG instance with the JSON format enabled.",
             group="searxng",
@@ -172,7 +172,7 @@ def _web_search_definition() -> ToolDefinition:
         WS_STAAN_API_KEY: SettingField(
             title="Staan API key", description="API key for Staan.", secret=True, group="staan"
         ),
-        WS_STAAN_MARKET: SettingField(
+        _WS_STAAN_MARKET: SettingField(
             title="Staan market",
             description="Market when the language names none.",
             enum=STAAN_MARKETS,
@@ -182,7 +182,7 @@ def _web_search_definition() -> ToolDefinition:
         WS_TAVILY_API_KEY: SettingField(
             title="Tavily API key", description="API key for Tavily.", secret=True, group="tavily"
         ),
-        WS_TAVILY_SEARCH_DEPTH: SettingField(
+        _WS_TAVILY_SEARCH_DEPTH: SettingField(
             title="Tavily search depth",
             description="basic or advanced (slower, more thorough).",
             enum=TAVILY_SEARCH_DEPTHS,
@@ -218,7 +218,7 @@ def _web_search_definition() -> ToolDefinition:
     return ToolDefinition(
         id=WEB_SEARCH,
         implementation_key=WEB_SEARCH,
-        settings_schema=SettingsSchema(properties=fields, required=(WS_DEFAULT_LANGUAGE,)),
+        settings_schema=SettingsSchema(properties=fields, required=(_WS_DEFAULT_LANGUAGE,)),
         system_prompt_instructions=_WEB_SEARCH_INSTRUCTIONS,
         minimum_provider_confidence=ConfidenceLevel.VERY_LOW,
         effects=EFFECTS,
@@ -228,16 +228,16 @@ def _web_search_definition() -> ToolDefinition:
     )
 
 
-SUPPORTED_WEB_SEARCH_BACKENDS = frozenset(
+_SUPPORTED_WEB_SEARCH_BACKENDS = frozenset(
     {WebSearchBackend.SEARXNG, WebSearchBackend.STAAN, WebSearchBackend.TAVILY}
 )
 """Backends the runtime can ask; a vocabulary member outside it would configure nothing."""
 
 
-def web_search_backends_configured(settings: Mapping[str, str]) -> tuple[WebSearchBackend, ...]:
+def _web_search_backends_configured(settings: Mapping[str, str]) -> tuple[WebSearchBackend, ...]:
     """Backends with what they need to answer, in the enum's order."""
     needed = {
-        WebSearchBackend.SEARXNG: WS_SEARXNG_BASE_URL,
+        WebSearchBackend.SEARXNG: _WS_SEARXNG_BASE_URL,
         WebSearchBackend.STAAN: WS_STAAN_API_KEY,
         WebSearchBackend.TAVILY: WS_TAVILY_API_KEY,
     }
@@ -257,7 +257,7 @@ class WebSearchTool(DefinedTool):
         """The field's own validity rule (policy check, settings set and the registry ask it)."""
         if name in _WEB_SEARCH_NUMBERS_BY_NAME:
             return integer_problem(WEB_SEARCH, _WEB_SEARCH_NUMBERS_BY_NAME[name], value)
-        if name == WS_SEARXNG_BASE_URL and value.strip():
+        if name == _WS_SEARXNG_BASE_URL and value.strip():
             return url_problem(f"{WEB_SEARCH}.{name}", value.strip(), https_only=False)
         return None
 
@@ -267,34 +267,34 @@ class WebSearchTool(DefinedTool):
             return problem
         budget = (
             read_integer_setting(
-                settings, _WEB_SEARCH_NUMBERS_BY_NAME[WS_MAX_TOTAL_CONTENT_CHARACTERS]
+                settings, _WEB_SEARCH_NUMBERS_BY_NAME[_WS_MAX_TOTAL_CONTENT_CHARACTERS]
             ),
             read_integer_setting(
-                settings, _WEB_SEARCH_NUMBERS_BY_NAME[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
+                settings, _WEB_SEARCH_NUMBERS_BY_NAME[_WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
             ),
         )
         if budget[0] < budget[1] * WEB_SEARCH_MAX_LIMIT:
             return not_configured(
-                f"{WEB_SEARCH}.{WS_MAX_TOTAL_CONTENT_CHARACTERS} ({budget[0]}) must be at least "
-                f"{WEB_SEARCH_MAX_LIMIT} × {WS_MIN_CONTENT_CHARACTERS_PER_RESULT} ({budget[1]})"
+                f"{WEB_SEARCH}.{_WS_MAX_TOTAL_CONTENT_CHARACTERS} ({budget[0]}) must be at least "
+                f"{WEB_SEARCH_MAX_LIMIT} × {_WS_MIN_CONTENT_CHARACTERS_PER_RESULT} ({budget[1]})"
             )
-        configured = web_search_backends_configured(settings)
+        configured = _web_search_backends_configured(settings)
         if not configured:
             return not_configured(
-                f"{WEB_SEARCH}: no search backend is configured; set {WS_SEARXNG_BASE_URL}, "
+                f"{WEB_SEARCH}: no search backend is configured; set {_WS_SEARXNG_BASE_URL}, "
                 f"{WS_STAAN_API_KEY} or {WS_TAVILY_API_KEY}"
             )
-        if not set(configured) & SUPPORTED_WEB_SEARCH_BACKENDS:
-            askable = ", ".join(sorted(b.value for b in SUPPORTED_WEB_SEARCH_BACKENDS))
+        if not set(configured) & _SUPPORTED_WEB_SEARCH_BACKENDS:
+            askable = ", ".join(sorted(b.value for b in _SUPPORTED_WEB_SEARCH_BACKENDS))
             return not_configured(
                 f"{WEB_SEARCH}: this version of toolpolicy can only ask {askable}; configure one "
                 "of them"
             )
-        primary = settings.get(WS_PRIMARY_BACKEND, "").strip()
-        strategy = settings.get(WS_BACKEND_STRATEGY, "").strip()
+        primary = settings.get(_WS_PRIMARY_BACKEND, "").strip()
+        strategy = settings.get(_WS_BACKEND_STRATEGY, "").strip()
         if strategy == WebSearchBackendStrategy.SPECIFIC.value and not primary:
             return not_configured(
-                f"{WEB_SEARCH}.{WS_BACKEND_STRATEGY}: SPECIFIC needs {WS_PRIMARY_BACKEND} to name "
+                f"{WEB_SEARCH}.{_WS_BACKEND_STRATEGY}: SPECIFIC needs {_WS_PRIMARY_BACKEND} to name "
                 "the backend to ask"
             )
         return CONFIGURED
@@ -332,22 +332,24 @@ def web_search_settings(tool: DefinedTool, values: Mapping[str, str]) -> WebSear
 
     return WebSearchSettings(
         max_results=read_integer_setting(values, numbers[WS_MAX_RESULTS]),
-        search_timeout=read_integer_setting(values, numbers[WS_SEARCH_TIMEOUT_SECONDS]),
-        page_timeout=read_integer_setting(values, numbers[WS_PAGE_TIMEOUT_SECONDS]),
-        all_pages_timeout=read_integer_setting(values, numbers[WS_ALL_PAGES_TIMEOUT_SECONDS]),
-        max_total_characters=read_integer_setting(values, numbers[WS_MAX_TOTAL_CONTENT_CHARACTERS]),
-        min_characters_per_result=read_integer_setting(
-            values, numbers[WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
+        search_timeout=read_integer_setting(values, numbers[_WS_SEARCH_TIMEOUT_SECONDS]),
+        page_timeout=read_integer_setting(values, numbers[_WS_PAGE_TIMEOUT_SECONDS]),
+        all_pages_timeout=read_integer_setting(values, numbers[_WS_ALL_PAGES_TIMEOUT_SECONDS]),
+        max_total_characters=read_integer_setting(
+            values, numbers[_WS_MAX_TOTAL_CONTENT_CHARACTERS]
         ),
-        default_language=text(WS_DEFAULT_LANGUAGE) or ANY_LANGUAGE,
-        safe_search=choice(SafeSearch, text(WS_DEFAULT_SAFE_SEARCH)),
-        strategy=choice(WebSearchBackendStrategy, text(WS_BACKEND_STRATEGY))
+        min_characters_per_result=read_integer_setting(
+            values, numbers[_WS_MIN_CONTENT_CHARACTERS_PER_RESULT]
+        ),
+        default_language=text(_WS_DEFAULT_LANGUAGE) or ANY_LANGUAGE,
+        safe_search=choice(SafeSearch, text(_WS_DEFAULT_SAFE_SEARCH)),
+        strategy=choice(WebSearchBackendStrategy, text(_WS_BACKEND_STRATEGY))
         or WebSearchBackendStrategy.FAILOVER,
-        primary=choice(WebSearchBackend, text(WS_PRIMARY_BACKEND)),
-        backends=web_search_backends_configured(values),
-        searxng_base_url=text(WS_SEARXNG_BASE_URL),
-        staan_market=text(WS_STAAN_MARKET),
-        tavily_search_depth=text(WS_TAVILY_SEARCH_DEPTH),
+        primary=choice(WebSearchBackend, text(_WS_PRIMARY_BACKEND)),
+        backends=_web_search_backends_configured(values),
+        searxng_base_url=text(_WS_SEARXNG_BASE_URL),
+        staan_market=text(_WS_STAAN_MARKET),
+        tavily_search_depth=text(_WS_TAVILY_SEARCH_DEPTH),
         staan_api_key=text(WS_STAAN_API_KEY),
         tavily_api_key=text(WS_TAVILY_API_KEY),
     )

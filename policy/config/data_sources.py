@@ -8,8 +8,8 @@ from policy.config.providers import ENCRYPTED_PATTERN
 from policy.config.settings import LEVEL_NAMES
 from policy.vocabulary import DataSecurity
 
-AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
-USERNAME_PASSWORD_MODES: tuple[str, ...] = (
+_AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
+_USERNAME_PASSWORD_MODES: tuple[str, ...] = (
     "SHARED_USERNAME_AND_PASSWORD",
     "OS_USERNAME_SHARED_PASSWORD",
 )
@@ -63,7 +63,7 @@ DATA_SOURCES = Section(
             FieldType.CHOICE,
             "How toolpolicy authenticates at the server.",
             required=True,
-            choices=AUTH_METHODS,
+            choices=_AUTH_METHODS,
             example="NONE",
         ),
         Field(
@@ -104,7 +104,7 @@ DATA_SOURCES = Section(
             FieldType.CHOICE,
             "USERNAME_PASSWORD: whose user name is sent.",
             required_when=(("AuthMethod", "USERNAME_PASSWORD"),),
-            choices=USERNAME_PASSWORD_MODES,
+            choices=_USERNAME_PASSWORD_MODES,
             example="SHARED_USERNAME_AND_PASSWORD",
         ),
         Field(

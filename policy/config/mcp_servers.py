@@ -21,12 +21,12 @@ SERVER_NAME_RULE = (
     '"__"'
 )
 DEFAULT_TIMEOUT_SECONDS = 30.0
-MAX_TIMEOUT_SECONDS = 600.0
+_MAX_TIMEOUT_SECONDS = 600.0
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MESSAGE_BYTES_RANGE = (64 * 1024, 256 * 1024 * 1024)
 """What `MaxMessageBytes` may be: a message (a result, a listing page) is cut off beyond it."""
 FINGERPRINT_PREFIX = "sha256:"
-PIN_PATTERN = re.compile(FINGERPRINT_PREFIX + "[0-9a-f]{64}")
+_PIN_PATTERN = re.compile(FINGERPRINT_PREFIX + "[0-9a-f]{64}")
 """A pin: the fingerprint of a tool definition, `sha256:` and 64 lower-case hex digits."""
 
 
@@ -157,7 +157,7 @@ MCP_SERVERS = Section(
             "Pins",
             FieldType.PIN_MAP,
             "MCP tool name → the fingerprint of its approved definition (policy mcp pin).",
-            pattern=f"^{PIN_PATTERN.pattern}$",
+            pattern=f"^{_PIN_PATTERN.pattern}$",
             example={"search_tickets": FINGERPRINT_PREFIX + "0" * 64},
         ),
         Field(
@@ -200,7 +200,7 @@ MCP_SERVERS = Section(
             FieldType.NUMBER,
             "Seconds per call.",
             minimum=0,
-            maximum=MAX_TIMEOUT_SECONDS,
+            maximum=_MAX_TIMEOUT_SECONDS,
             default=DEFAULT_TIMEOUT_SECONDS,
             example=30,
         ),

@@ -11,7 +11,7 @@ CAPABILITIES: tuple[str, ...] = (
     "FUNCTION_CALLING", "CHAT_COMPLETION_API", "RESPONSES_API", "AUDIO_INPUT", "MULTIPLE_IMAGE_INPUT",
     "SPEECH_INPUT", "VIDEO_INPUT", "OPTIONAL_REASONING", "ALWAYS_REASONING", "REASONING_BY_DEFAULT",
 )  # fmt: skip
-HF_INFERENCE_PROVIDERS: tuple[str, ...] = (
+_HF_INFERENCE_PROVIDERS: tuple[str, ...] = (
     "CEREBRAS", "NEBIUS_AI_STUDIO", "SAMBANOVA", "NOVITA", "HYPERBOLIC", "TOGETHER_AI", "FIREWORKS",
     "HF_INFERENCE_API",
 )  # fmt: skip
@@ -82,7 +82,7 @@ LLM_PROVIDERS = Section(
             "HFInferenceProvider",
             FieldType.CHOICE,
             "HUGGINGFACE: the inference provider that receives the chats (never guessed).",
-            choices=HF_INFERENCE_PROVIDERS,
+            choices=_HF_INFERENCE_PROVIDERS,
             example="NOVITA",
         ),
         Field(

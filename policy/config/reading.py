@@ -24,7 +24,7 @@ from policy.configuration import SecretValue
 from policy.lua_sandbox import LuaFunction, LuaTable
 from policy.suggest import HintBudget
 
-FieldCheck = Callable[[Any, list[str], Mapping[str, Any]], None]
+_FieldCheck = Callable[[Any, list[str], Mapping[str, Any]], None]
 """A rule beyond the field's own, run right after the field is read (value, problems, the
 values of the fields read before it)."""
 
@@ -63,7 +63,7 @@ class EntryReader:
     def read_entry(
         self,
         section: Section,
-        checks: Mapping[str, FieldCheck] | None = None,
+        checks: Mapping[str, _FieldCheck] | None = None,
         own: frozenset[str] = frozenset(),
     ) -> dict[str, Any]:
         """Every declared field by name, in declared order: its value, its default when it is
@@ -159,7 +159,7 @@ class EntryReader:
         value = parse_choice(given, declared.choices)
         if value is None:
             choices = declared.choices
-            near = near_choice(given, choices, self.hints)
+            near = _near_choice(given, choices, self.hints)
             self._bad(declared.name, f"one of {', '.join(choices)}{near}")
         return value
 
@@ -254,7 +254,7 @@ class EntryReader:
                 if got is None:
                     self.problems.append(
                         f"{name}[{describe(key)}]: {describe(plain(word))} is not one of "
-                        f"{', '.join(choices)}{near_choice(word, choices, self.hints)}"
+                        f"{', '.join(choices)}{_near_choice(word, choices, self.hints)}"
                     )
             found[key] = tuple(choice for choice in choices if choice in read)
         return found
@@ -480,7 +480,7 @@ def _decryption_problem(value: str, secret: str) -> str | None:
     return None
 
 
-def near_choice(value: Any, choices: tuple[str, ...], hints: HintBudget | None) -> str:
+def _near_choice(value: Any, choices: tuple[str, ...], hints: HintBudget | None) -> str:
     """A did-you-mean for a mistyped name (LLAMACPP → LLAMA_CPP, HTTP → STREAMABLE_HTTP)."""
     if not isinstance(value, str) or hints is None:
         return ""

@@ -13,7 +13,7 @@ from policy.decision import Check, ProviderSummary
 from policy.resolve import ConfidenceSchemeChoice, provider_confidence_under
 from policy.vocabulary import ConfidenceLevel
 
-TRUSTED_PROVIDER_IDS = "DataSourceSecuritySettings.TrustedProviderIds"
+_TRUSTED_PROVIDER_IDS = "DataSourceSecuritySettings.TrustedProviderIds"
 
 
 def is_trusted_provider(
@@ -24,7 +24,7 @@ def is_trusted_provider(
     injection filter's provider check ask."""
     if provider is None:
         return False
-    setting = configuration.setting(TRUSTED_PROVIDER_IDS)
+    setting = configuration.setting(_TRUSTED_PROVIDER_IDS)
     value = setting.value if setting is not None else ()
     ids = (value,) if isinstance(value, str) else tuple(value or ())
     return provider.id.casefold() in {str(i).casefold() for i in ids}

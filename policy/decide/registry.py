@@ -33,8 +33,8 @@ from policy.vocabulary import (
 
 _log = logging.getLogger(__name__)
 
-TOOL_POLICY_HEADER = "# Tool usage instructions:"
-TOOL_POLICY_INTRO = (
+_TOOL_POLICY_HEADER = "# Tool usage instructions:"
+_TOOL_POLICY_INTRO = (
     "You can use several tools, each with its own purpose and its own usage policy. Choose the "
     "tool that fits the task, ask the user when you are unsure which one to use or whether to use "
     "one at all, and follow the policy of every tool you use. Here are the usage policies for "
@@ -240,7 +240,7 @@ class ToolRegistry(OfferDecider):
                 sections[f"## Tool `{definition.function.name}`\n{text}"] = None
         if not sections:
             return ""
-        return f"{TOOL_POLICY_HEADER}\n{TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
+        return f"{_TOOL_POLICY_HEADER}\n{_TOOL_POLICY_INTRO}\n\n" + "\n\n".join(sections)
 
     # --- the flow rule (issue 24) ------------------------------------------------------------
 
