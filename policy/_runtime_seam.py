@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         format_option,
         load_cli_policy,
         offline_option,
+        people_with_own_listings,
         provider_option,
         since_option,
         tools_file_option,
@@ -233,6 +234,7 @@ if TYPE_CHECKING:
     )
     from policy.web import (
         ConfigurationPaths,
+        ListedPeople,
         build_app,
     )
 
@@ -290,6 +292,7 @@ __all__ = [
     "IPAddress",
     "InjectionRecord",
     "LeftOutRecord",
+    "ListedPeople",
     "OfferedDataSource",
     "OutboundDataRestriction",
     "OutcomeRecord",
@@ -366,6 +369,7 @@ __all__ = [
     "parse_allowed_private_hosts",
     "parse_host_literal",
     "parse_user_settings",
+    "people_with_own_listings",
     "person_chat_id",
     "pin_fragment",
     "pin_state",
@@ -455,6 +459,7 @@ _DEFINED_IN = {
     "format_option": "policy.cli_options",
     "load_cli_policy": "policy.cli_options",
     "offline_option": "policy.cli_options",
+    "people_with_own_listings": "policy.cli_options",
     "provider_option": "policy.cli_options",
     "since_option": "policy.cli_options",
     "tools_file_option": "policy.cli_options",
@@ -568,6 +573,7 @@ _DEFINED_IN = {
     "may_receive_data": "policy.vocabulary",
     "tighten_data_security": "policy.vocabulary",
     "ConfigurationPaths": "policy.web",
+    "ListedPeople": "policy.web",
     "build_app": "policy.web",
 }
 

@@ -881,6 +881,7 @@ def tools(
 ) -> None:
     """The tool catalog with its state: active, configured, minimum confidence and its source;
     then every MCP server with where its tools come from (listed live, cached at, not listed)."""
+    from policy.cli_options import people_with_own_listings
     from policy.explain import (
         mcp_servers_document,
         mcp_servers_table,
@@ -888,9 +889,9 @@ def tools(
         render_table,
         tools_document,
     )
-    from policy.people import PeoplePolicies
 
-    everyone = PeoplePolicies(_load(sources, tools_files=tools_files, offline=offline))
+    loaded = _load(sources, tools_files=tools_files, offline=offline)
+    everyone = people_with_own_listings(loaded, offline=offline)
     policy = everyone.for_caller(None)
     _echo_findings_to_stderr(policy.errors)
     note = everyone.without_caller_note()

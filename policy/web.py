@@ -41,6 +41,7 @@ from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component
 from policy.web_documents import (
     ConfigurationPaths,
     Deliveries,
+    ListedPeople,
     ReloadOutcome,
     SettingsFilter,
     Snapshot,
@@ -53,10 +54,12 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import ProviderConfig
     from policy.identity import Caller
+    from policy.people import PeoplePolicies
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "ConfigurationPaths",
+    "ListedPeople",
     "PolicySource",
     "ReloadOutcome",
     "build_app",
@@ -104,6 +107,7 @@ def build_app(
     debug: bool = False,
     signed_in: bool = False,
     caller_of: Callable[[Request], Caller | None] | None = None,
+    people_of: Callable[[Policy], PeoplePolicies | None] | None = None,
 ) -> Starlette:
     """The web app over `source`'s policy; with `token`, every request must present it; with
     `signed_in`, the server wraps the app in the organization's sign-in (`policy serve` with
@@ -111,7 +115,9 @@ def build_app(
     `caller_of` names who asks (`runtime.signin.request_caller`): the status, settings and
     decision pages then show that person's policy (their groups' configurations); without a
     caller they show a person in no group's. The simulate and diff forms start from every
-    loaded configuration (the simulate form decides for whomever it names).
+    loaded configuration (the simulate form decides for whomever it names). `people_of` gives a
+    policy's people as loaded with their groups' own MCP server entries listed
+    (`ListedPeople.of`); without it, or where it gives None, such an entry is not listed.
 
     With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
     when it stops), so a changed plugin file is in force without a click on Reload. Without a
@@ -133,7 +139,8 @@ def build_app(
     def snapshot() -> Snapshot:
         policy = source.policy
         if not current or current[0].policy is not policy:
-            current[:] = [Snapshot(policy, paths)]
+            people = people_of(policy) if people_of is not None else None
+            current[:] = [Snapshot(policy, paths, people=people)]
         return current[0]
 
     def decided(request: Request) -> tuple[Snapshot, dict[str, Any]]:
@@ -288,7 +295,7 @@ def build_app(
             context["form"] = form
             context["chat_holds"] = ",".join(form_list(form, "chat_holds")).upper().split(",")
             result, notes = await asyncio.to_thread(
-                web_what_if.simulate, current_snapshot.policy, form, current_snapshot.findings()
+                web_what_if.simulate, current_snapshot.people(), form, current_snapshot.findings()
             )
         except WhatIfError as error:
             return what_if_error(request, error, "simulate.html", result=None, **context)

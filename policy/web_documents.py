@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigurationPaths",
     "Deliveries",
+    "ListedPeople",
     "ReloadOutcome",
     "SettingsFilter",
     "Snapshot",
@@ -239,6 +240,31 @@ class SettingsFilter:
         return self.unset or row["value"] is not None
 
 
+class ListedPeople:
+    """The people's policies of the policies `load` loaded, each group's own MCP server entry
+    listed as `policy explain --as` lists it (`people_with_own_listings`): listed where the
+    policy is loaded (a `PolicyWatcher` loads off the event loop), so no page lists anything.
+    The last few are kept, so the one in force is there after a reload that was refused."""
+
+    _KEPT = 4
+
+    def __init__(self, paths: ConfigurationPaths) -> None:
+        self._paths = paths
+        self._loaded: list[PeoplePolicies] = []
+
+    def load(self) -> Policy:
+        from policy.cli_options import people_with_own_listings
+
+        policy = self._paths.load()
+        people = people_with_own_listings(policy, offline=self._paths.offline)
+        self._loaded = [people, *self._loaded[: self._KEPT - 1]]
+        return policy
+
+    def of(self, policy: Policy) -> PeoplePolicies | None:
+        """`policy`'s people as loaded, or None for a policy `load` did not load."""
+        return next((p for p in self._loaded if p.policy is policy), None)
+
+
 class Snapshot:
     """The documents of one policy, built on first use and kept while that policy is in force.
 
@@ -248,12 +274,16 @@ class Snapshot:
     group's), whose findings are the whole policy's."""
 
     def __init__(
-        self, policy: Policy, paths: ConfigurationPaths, whole: Snapshot | None = None
+        self,
+        policy: Policy,
+        paths: ConfigurationPaths,
+        whole: Snapshot | None = None,
+        people: PeoplePolicies | None = None,
     ) -> None:
         self.policy = policy
         self.paths = paths
         self._whole = whole
-        self._cache: dict[Any, Any] = {}
+        self._cache: dict[Any, Any] = {} if people is None else {"people": people}
 
     def _once(self, key: Any, build: Callable[[], Any]) -> Any:
         if key not in self._cache:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig, UserSettings
     from policy.flow import ChatHoldings
+    from policy.people import PeoplePolicies
 
 __all__ = ["WhatIfError", "diff", "form_holdings", "form_list", "simulate"]
 
@@ -134,7 +135,7 @@ def form_holdings(form: Any) -> ChatHoldings | None:
 
 
 def simulate(
-    policy: Policy, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
+    people: PeoplePolicies, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The matrix for one provider (configured, or any of a kind and model) in one component,
     decided for the user settings and what the chat holds (`chat_holds`) the form gives (the
@@ -142,12 +143,13 @@ def simulate(
     `groups`: with which configurations applied, and why, as `explain --as` shows; else for a
     person in no group, as `explain` without `--as`) — and what
     `policy check` says of those settings and not of the policy in force (`in_force`: its
-    findings, when the caller has them already)."""
+    findings, when the caller has them already). `people` is the policy in force's, with its
+    groups' own MCP server entries as listed when it was loaded."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
-    from policy.people import PeoplePolicies, what_if_caller
+    from policy.people import what_if_caller
 
+    policy = people.policy
     caller = what_if_caller(str(form.get("as_subject") or ""), str(form.get("groups") or ""))
-    people = PeoplePolicies(policy)
     for_caller = people.for_caller(caller)
     provider = _simulated_provider(form, for_caller)
     component = _form_component(form)

@@ -17,6 +17,7 @@ from policy._runtime_seam import (
     examples,
     format_option,
     load_cli_policy,
+    people_with_own_listings,
     since_option,
     tools_file_option,
 )
@@ -57,7 +58,7 @@ def replay(
     for finding in candidate.errors:
         where = f"{finding.location}: " if finding.location is not None else ""
         click.echo(f"{where}error: {finding.message}", err=True)
-    report = replay_records(records, candidate)
+    report = replay_records(records, candidate, people_with_own_listings(candidate))
     if output_format.lower() == "table":
         header, rows = replay_table(report)
         summary = (

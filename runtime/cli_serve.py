@@ -47,13 +47,14 @@ def serve(
     """
     import uvicorn
 
-    from policy._runtime_seam import ConfigurationPaths, build_app
+    from policy._runtime_seam import ConfigurationPaths, ListedPeople, build_app
     from runtime.policy_watch import PolicyWatcher
     from runtime.serving import listen, url_of
     from runtime.signin.serving import serving_sign_in
 
     paths = ConfigurationPaths(*sources, tools_files, offline)
-    watcher = PolicyWatcher(paths.load, watch=paths.watched())
+    listed = ListedPeople(paths)
+    watcher = PolicyWatcher(listed.load, watch=paths.watched())
     settings = serving_sign_in(watcher.policy, host, token, "TOOLPOLICY_SERVE_TOKEN", web=True)
     listener = listen(host, port)
     debug = bool(click.get_current_context().find_root().params.get("debug"))
@@ -66,6 +67,7 @@ def serve(
         debug=debug,
         signed_in=bool(settings),
         caller_of=request_caller if settings is not None else None,
+        people_of=listed.of,
     )
     if settings is not None:
         from policy._runtime_seam import SignInSettings

@@ -27,7 +27,7 @@ from runtime.chat import provider_refusal
 
 if TYPE_CHECKING:
     from policy import DecisionRecord, OfferDecision, Policy, ProviderConfig
-    from policy._runtime_seam import CallRecord
+    from policy._runtime_seam import CallRecord, PeoplePolicies
 
 __all__ = ["ApprovalChange", "BlockedCall", "ProviderChange", "ReplayReport", "ToolFlip", "replay"]
 
@@ -138,15 +138,21 @@ class _Requirements:
     restriction: OutboundDataRestriction
 
 
-def replay(records: Iterable[DecisionRecord], candidate: Policy) -> ReplayReport:
+def replay(
+    records: Iterable[DecisionRecord], candidate: Policy, people: PeoplePolicies | None = None
+) -> ReplayReport:
     """Re-decide every record under `candidate` and collect what would flip. A record of a
     signed-in person is decided as the gateway would decide for them: with the candidate's
-    configurations for their groups (`DataGateway.ConfigurationsByGroup`); one without a
+    configurations for their groups (`DataGateway.ConfigurationsByGroup`) and their groups' own
+    MCP server entries as `people` lists them (`policy replay` passes `policy.cli_options.
+    people_with_own_listings(candidate)`; without it such an entry is not listed); one without a
     person as a person in no group."""
     from policy import Caller
-    from policy._runtime_seam import PeoplePolicies
 
-    people = PeoplePolicies(candidate)
+    if people is None:
+        from policy._runtime_seam import PeoplePolicies
+
+        people = PeoplePolicies(candidate)
     providers: dict[tuple[object, ...], tuple[ProviderConfig, ProviderFacts]] = {}
     verdicts: dict[tuple[object, ...], _Verdict] = {}
     rules: dict[int, ApprovalRules] = {}

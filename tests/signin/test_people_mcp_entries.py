@@ -190,3 +190,44 @@ def test_policy_explain_as_a_group_member_lists_their_own_entry(
     assert offline.returncode == 0, offline.stderr
     (row,) = json.loads(offline.stdout)["mcp_servers"]
     assert row["tools"] == [] and "listed on its own, live only" in row["error"], row
+
+
+def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
+    tmp_path: Path, state: Path
+) -> None:
+    """`policy serve` lists each group's own entry when it loads the policy (as `policy explain
+    --as` does, never per request). Legal's entry wins the merge of all configurations, yet the
+    simulate form for finance's member decides the tool only finance's server has, and for a
+    person in no group everyone's server's tools, never finance's."""
+    import httpx
+
+    from policy.web import ConfigurationPaths
+    from tests.servers.loopback import running_app
+    from tests.webui.conftest import web_app
+
+    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
+    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    legal_state.write_text("{}", encoding="utf-8")
+    groups = tmp_path / "groups"
+    _groups_entry(groups / "finance", FINANCE_ID, finance_state)
+    _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
+    mapping = f'["finance"] = {{ "{FINANCE_ID}" }}, ["legal"] = {{ "{LEGAL_ID}" }}'
+    by_group = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {mapping} }}\n'
+    org = write_org(tmp_path / "org", state, settings=by_group)
+    paths = ConfigurationPaths(org=(org, groups), state_dir=tmp_path / "state")
+    bob = {"as_subject": "bob", "groups": "finance"}
+
+    def simulated(served: Any, tool: str, **person: str) -> httpx.Response:
+        asked = {"provider_kind": "OPEN_AI", "tool": tool, **person}
+        return httpx.post(served.url("/api/simulate"), json=asked)
+
+    with running_app(web_app(paths)) as served:
+        bobs = simulated(served, "tickets__lookup_000", **bob)
+        everyones = simulated(served, "tickets__search_tickets")
+        not_everyones = simulated(served, "tickets__lookup_000")
+    assert bobs.status_code == 200, bobs.text
+    (decided,) = bobs.json()["decisions"]
+    assert decided["tool"] == "tickets__lookup_000", "finance's server lists it"
+    assert everyones.status_code == 200, everyones.text
+    assert not_everyones.status_code == 400, "everyone's server does not list it"
+    assert "unknown tool 'tickets__lookup_000'" in not_everyones.json()["error"]

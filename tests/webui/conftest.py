@@ -11,7 +11,7 @@ from starlette.applications import Starlette
 
 from policy.config_sources import delivered_home, set_copy_in_force
 from policy.secrets import encrypt, generate_secret
-from policy.web import ConfigurationPaths, build_app
+from policy.web import ConfigurationPaths, ListedPeople, build_app
 from runtime import PolicyWatcher
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
@@ -42,8 +42,9 @@ def web_app(
     paths: ConfigurationPaths, token: str | None = None, *, watch: bool = False
 ) -> Starlette:
     """`policy serve`'s app over a PolicyWatcher of `paths`, as the command builds it."""
-    watcher = PolicyWatcher(paths.load, watch=paths.watched())
-    return build_app(watcher, paths, token, watch=watch)
+    listed = ListedPeople(paths)
+    watcher = PolicyWatcher(listed.load, watch=paths.watched())
+    return build_app(watcher, paths, token, watch=watch, people_of=listed.of)
 
 
 def fetched_in_force(state_dir: Path, plugin_lua: str) -> Path:
