@@ -61,11 +61,13 @@ def _gateway_of_two_entries(
     everyones: str = "",
     finances: str = "",
     legal_state: Path | None = None,
+    decision_log: Path | None = None,
 ) -> Iterator[tuple[str, Callable[[str], str]]]:
     """A signed-in gateway over everyone's `tickets` entry (`state`, `everyones` added to it)
     and finance's own (`finance_state`, `finances` added): its URL and a token for a person.
     With `legal_state`, the legal group (nobody signs in as one) has an entry of its own that
-    wins the merge of all configurations."""
+    wins the merge of all configurations. With `decision_log`, every decision is recorded there.
+    """
     groups = tmp_path / "groups"
     _groups_entry(groups / "finance", FINANCE_ID, finance_state, finances)
     mapping = f'["finance"] = {{ "{FINANCE_ID}" }}'
@@ -76,7 +78,9 @@ def _gateway_of_two_entries(
         by_group = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {mapping} }}\n'
         settings = _sign_in_settings(idp.issuer) + by_group
         org = write_org(tmp_path / "org", state, everyones, settings=settings)
-        with running_gateway("--org", org, "--org", groups, "--provider", "OpenAI") as (url, _):
+        logged = ("--decision-log", decision_log) if decision_log is not None else ()
+        arguments = ("--org", org, "--org", groups, "--provider", "OpenAI", *logged)
+        with running_gateway(*arguments) as (url, _):
             yield url, idp.token
 
 
@@ -231,3 +235,28 @@ def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
     assert everyones.status_code == 200, everyones.text
     assert not_everyones.status_code == 400, "everyone's server does not list it"
     assert "unknown tool 'tickets__lookup_000'" in not_everyones.json()["error"]
+
+
+def test_policy_replay_decides_a_persons_records_with_their_groups_own_entry(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finance's member called the tool only finance's server has; `policy replay` under the
+    same configuration lists finance's entry as the gateway did, so nothing flips (listed as
+    the policy's entry only, that call would show as now blocked)."""
+    monkeypatch.setenv("TOOLPOLICY_CHAT_DB", str(tmp_path / "chats.sqlite3"))
+    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
+    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    legal_state.write_text("{}", encoding="utf-8")
+    log = tmp_path / "decisions.jsonl"
+    with _gateway_of_two_entries(
+        tmp_path, state, finance_state, legal_state=legal_state, decision_log=log
+    ) as (url, token):
+        called = _call_tool(url, token("bob"), "tickets__lookup_000", {"key": "a"})
+        assert "MCP server tickets answered" in called["content"][0]["text"], "offered, called"
+    org, groups = tmp_path / "org", tmp_path / "groups"
+    replayed = policy_cli("replay", log, "--org", org, "--org", groups, "--format", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    document = json.loads(replayed.stdout)
+    assert document["decisions"] >= 1
+    assert document["calls_now_blocked"] == [], "finance's entry lists the tool bob called"
+    assert document["changed"] == []
