@@ -202,10 +202,13 @@ def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
     """`policy serve` lists each group's own entry when it loads the policy (as `policy explain
     --as` does, never per request). Legal's entry wins the merge of all configurations, yet the
     simulate form for finance's member decides the tool only finance's server has, and for a
-    person in no group everyone's server's tools, never finance's."""
+    person in no group everyone's server's tools, never finance's; the pages a signed-in
+    finance member reads (their decisions) list that tool too."""
     import httpx
 
-    from policy.web import ConfigurationPaths
+    from policy import Caller
+    from policy.web import ConfigurationPaths, ListedPeople, build_app
+    from runtime import PolicyWatcher
     from tests.servers.loopback import running_app
     from tests.webui.conftest import web_app
 
@@ -229,6 +232,18 @@ def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
         bobs = simulated(served, "tickets__lookup_000", **bob)
         everyones = simulated(served, "tickets__search_tickets")
         not_everyones = simulated(served, "tickets__lookup_000")
+    listed = ListedPeople(paths)
+    as_bob = build_app(
+        PolicyWatcher(listed.load, watch=paths.watched()),
+        paths,
+        watch=False,
+        caller_of=lambda _: Caller("bob", frozenset({"finance"})),
+        people_of=listed.of,
+    )
+    with running_app(as_bob) as served:
+        bobs_page = httpx.get(served.url("/api/decisions"))
+    assert bobs_page.status_code == 200, bobs_page.text
+    assert "tickets__lookup_000" in bobs_page.json()["tools"], "bob's own page lists it too"
     assert bobs.status_code == 200, bobs.text
     (decided,) = bobs.json()["decisions"]
     assert decided["tool"] == "tickets__lookup_000", "finance's server lists it"
