@@ -106,7 +106,7 @@ class InjectionFilter(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class SourceRemovals:
+class _SourceRemovals:
     """What was removed from one source across all its texts."""
 
     source: GuardSource
@@ -126,7 +126,7 @@ class GuardCheckFailed:
 class GuardRemovalReport:
     """Suspicious passages were removed; `message` is for the user, `log_message` for the log."""
 
-    removals: tuple[SourceRemovals, ...]
+    removals: tuple[_SourceRemovals, ...]
     message: str
     log_message: str
 
@@ -135,10 +135,10 @@ class GuardRemovalReport:
         return sum(removal.redacted_count for removal in self.removals)
 
 
-GuardReport = GuardRemovalReport
+_GuardReport = GuardRemovalReport
 GuardEvent = GuardCheckFailed | GuardRemovalReport
 """What the reporter receives; an app shows warnings, and an alert with all removals if it wants."""
-GuardReporter = Callable[[GuardEvent], None]
+_GuardReporter = Callable[[GuardEvent], None]
 
 
 @dataclass(slots=True)
@@ -147,15 +147,15 @@ class GuardScope:
     executor does, to record in the chat and the decision log that an injection was seen)."""
 
     failed: list[GuardSource] = field(default_factory=list)
-    removals: list[SourceRemovals] = field(default_factory=list)
+    removals: list[_SourceRemovals] = field(default_factory=list)
 
     @property
-    def sources_with_removals(self) -> tuple[SourceRemovals, ...]:
+    def sources_with_removals(self) -> tuple[_SourceRemovals, ...]:
         """What was removed, one entry per source (findings concatenated, counts summed)."""
         return _merge_by_source(self.removals)
 
 
-def check_failed_message(sources: Sequence[GuardSource]) -> str:
+def _check_failed_message(sources: Sequence[GuardSource]) -> str:
     if len(sources) == 1:
         return (
             f"'{sources[0].label}' could not be checked for prompt injections; "
@@ -167,7 +167,7 @@ def check_failed_message(sources: Sequence[GuardSource]) -> str:
     )
 
 
-def removal_message(removals: Sequence[SourceRemovals]) -> str:
+def _removal_message(removals: Sequence[_SourceRemovals]) -> str:
     if len(removals) == 1:
         return (
             f"Suspicious instructions were removed from '{removals[0].source.label}' "
@@ -178,7 +178,7 @@ def removal_message(removals: Sequence[SourceRemovals]) -> str:
     )
 
 
-def removal_log_message(removals: Sequence[SourceRemovals]) -> str:
+def _removal_log_message(removals: Sequence[_SourceRemovals]) -> str:
     passages = sum(removal.redacted_count for removal in removals)
     return (
         f"Detected and removed {passages} potentially dangerous passage(s) "
@@ -190,14 +190,14 @@ def _distinct(sources: Sequence[GuardSource]) -> tuple[GuardSource, ...]:
     return tuple(dict.fromkeys(sources))
 
 
-def _merge_by_source(removals: Sequence[SourceRemovals]) -> tuple[SourceRemovals, ...]:
-    merged: dict[GuardSource, SourceRemovals] = {}
+def _merge_by_source(removals: Sequence[_SourceRemovals]) -> tuple[_SourceRemovals, ...]:
+    merged: dict[GuardSource, _SourceRemovals] = {}
     for removal in removals:
         earlier = merged.get(removal.source)
         if earlier is None:
             merged[removal.source] = removal
         else:
-            merged[removal.source] = SourceRemovals(
+            merged[removal.source] = _SourceRemovals(
                 source=removal.source,
                 findings=earlier.findings + removal.findings,
                 redacted_count=earlier.redacted_count + removal.redacted_count,
@@ -208,7 +208,7 @@ def _merge_by_source(removals: Sequence[SourceRemovals]) -> tuple[SourceRemovals
 class PromptInjectionGuard:
     """Filters untrusted texts through one filter and reports to the app, once per tool call."""
 
-    def __init__(self, filter: InjectionFilter, reporter: GuardReporter | None = None) -> None:
+    def __init__(self, filter: InjectionFilter, reporter: _GuardReporter | None = None) -> None:
         self._filter = filter
         self._reporter = reporter
         self._pending: ContextVar[GuardScope | None] = ContextVar(
@@ -238,12 +238,12 @@ class PromptInjectionGuard:
             if answers is None:
                 self._queue_failure(_distinct([texts[index].source for index in positions]))
                 return results
-            removals: list[SourceRemovals] = []
+            removals: list[_SourceRemovals] = []
             for index, answer in zip(positions, answers, strict=True):
                 results[index] = answer.sanitized_text
                 if answer.redacted_count > 0:
                     removals.append(
-                        SourceRemovals(
+                        _SourceRemovals(
                             texts[index].source, tuple(answer.findings), answer.redacted_count
                         )
                     )
@@ -291,7 +291,7 @@ class PromptInjectionGuard:
         if pending is not None:
             pending.failed.extend(sources)
 
-    def _queue_removals(self, removals: Sequence[SourceRemovals]) -> None:
+    def _queue_removals(self, removals: Sequence[_SourceRemovals]) -> None:
         pending = self._pending.get()
         if pending is not None:
             pending.removals.extend(removals)
@@ -299,13 +299,13 @@ class PromptInjectionGuard:
     def _report(self, pending: GuardScope) -> None:
         if pending.failed:
             failed = _distinct(pending.failed)
-            self._emit(GuardCheckFailed(failed, check_failed_message(failed)))
+            self._emit(GuardCheckFailed(failed, _check_failed_message(failed)))
         if pending.removals:
             removals = pending.sources_with_removals
             report = GuardRemovalReport(
                 removals=removals,
-                message=removal_message(removals),
-                log_message=removal_log_message(removals),
+                message=_removal_message(removals),
+                log_message=_removal_log_message(removals),
             )
             _log.warning(report.log_message)
             self._emit(report)

@@ -28,8 +28,8 @@ from runtime.web.guard import (
     Finding,
 )
 
-SINGLE_PATH = "/security/prompt-injection/sanitize"
-BATCH_PATH = "/security/prompt-injection/sanitize-batch"
+_SINGLE_PATH = "/security/prompt-injection/sanitize"
+_BATCH_PATH = "/security/prompt-injection/sanitize-batch"
 _MAX_SNIPPET_CHARACTERS = 240
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -112,10 +112,10 @@ class HttpInjectionFilter:
         if not texts:
             return []
         if len(texts) == 1:
-            answer = await self._post(SINGLE_PATH, {"text": texts[0]}, self._timeout_single)
-            return [_to_result(self._parse(_WireResult, answer, SINGLE_PATH))]
-        answer = await self._post(BATCH_PATH, {"texts": list(texts)}, self._timeout_batch)
-        batch = self._parse(_WireBatch, answer, BATCH_PATH)
+            answer = await self._post(_SINGLE_PATH, {"text": texts[0]}, self._timeout_single)
+            return [_to_result(self._parse(_WireResult, answer, _SINGLE_PATH))]
+        answer = await self._post(_BATCH_PATH, {"texts": list(texts)}, self._timeout_batch)
+        batch = self._parse(_WireBatch, answer, _BATCH_PATH)
         if len(batch.results) != len(texts):
             raise InjectionFilterError(
                 f"The filtering service at {self._shown_url} answered {len(batch.results)} "

@@ -37,14 +37,14 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 MODEL_RULE_ID = "model_marked"
-DEFAULT_TIME_BUDGET_SECONDS = 20.0
+_DEFAULT_TIME_BUDGET_SECONDS = 20.0
 """How long one tool call's texts may wait for the model before the structural filter runs."""
-MAX_MODEL_CHARACTERS = 60_000
+_MAX_MODEL_CHARACTERS = 60_000
 """Text characters per request; the texts past it go to the structural filter."""
-MIN_PASSAGE_CHARACTERS = 8
+_MIN_PASSAGE_CHARACTERS = 8
 """A shorter mark would cut words out of ordinary text; such a text goes to the structural filter."""
-MAX_OUTPUT_TOKENS = 2048
-SNIPPET_CHARACTERS = 240
+_MAX_OUTPUT_TOKENS = 2048
+_SNIPPET_CHARACTERS = 240
 
 INSTRUCTIONS = """\
 You check texts that a tool brought into an AI agent's context (web pages, mails, tickets, \
@@ -92,9 +92,9 @@ class ModelInjectionFilter:
         model: str,
         *,
         fallback: InjectionFilter,
-        time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
+        time_budget_seconds: float = _DEFAULT_TIME_BUDGET_SECONDS,
         extra_body: Mapping[str, Any] | None = None,
-        max_characters: int = MAX_MODEL_CHARACTERS,
+        max_characters: int = _MAX_MODEL_CHARACTERS,
     ) -> None:
         if time_budget_seconds <= 0:
             raise ValueError(f"time_budget_seconds must be positive, not {time_budget_seconds}")
@@ -111,7 +111,7 @@ class ModelInjectionFilter:
         provider: ProviderConfig,
         *,
         fallback: InjectionFilter | None = None,
-        time_budget_seconds: float = DEFAULT_TIME_BUDGET_SECONDS,
+        time_budget_seconds: float = _DEFAULT_TIME_BUDGET_SECONDS,
     ) -> ModelInjectionFilter:
         """The filter over a provider entry, its client made as `respond` makes one (the entry's
         organization key or the host's variable), with one attempt: the budget leaves no room
@@ -190,7 +190,7 @@ class ModelInjectionFilter:
             self._client,
             conversation,
             self._model,
-            max_output_tokens=MAX_OUTPUT_TOKENS,
+            max_output_tokens=_MAX_OUTPUT_TOKENS,
             extra_body=self._extra_body,
         )
         answer: str | None = None
@@ -240,7 +240,7 @@ def _removed(text: str, passages: Sequence[str]) -> FilterResult | None:
     findings: list[Finding] = []
     removed = 0
     for passage in sorted({p.strip() for p in passages if p.strip()}, key=len, reverse=True):
-        if len(passage) < MIN_PASSAGE_CHARACTERS:
+        if len(passage) < _MIN_PASSAGE_CHARACTERS:
             return None
         pattern = re.compile(r"\s+".join(re.escape(word) for word in passage.split()))
         text, found = pattern.subn(REMOVAL_MARKER, text)
@@ -248,5 +248,5 @@ def _removed(text: str, passages: Sequence[str]) -> FilterResult | None:
             return None
         removed += found
         if len(findings) < MAX_LISTED_FINDINGS:
-            findings.append(Finding(MODEL_RULE_ID, "model", passage[:SNIPPET_CHARACTERS]))
+            findings.append(Finding(MODEL_RULE_ID, "model", passage[:_SNIPPET_CHARACTERS]))
     return FilterResult(text, tuple(findings), removed)
