@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime.signin.verifier import SignedInToken
 
-_acting_for: ContextVar[SignedInToken | None] = ContextVar("toolpolicy_acting_for", default=None)
+_caller_token: ContextVar[SignedInToken | None] = ContextVar("toolpolicy_acting_for", default=None)
 
 
 @contextlib.contextmanager
-def acting_for(request: Any) -> Iterator[None]:
+def _acting_for(request: Any) -> Iterator[None]:
     """For the block, calls act for the signed-in caller of `request` (None: nobody)."""
     scope = getattr(request, "scope", None) or {}
     token = getattr(scope.get("user"), "access_token", None)
@@ -23,21 +23,21 @@ def acting_for(request: Any) -> Iterator[None]:
         from runtime.signin.verifier import SignedInToken
 
         token = token if isinstance(token, SignedInToken) else None
-    reset = _acting_for.set(token)
+    reset = _caller_token.set(token)
     try:
         yield
     finally:
-        _acting_for.reset(reset)
+        _caller_token.reset(reset)
 
 
 def calls_act_for_caller(
     handler: Callable[[Any, Any], Awaitable[Any]],
 ) -> Callable[[Any, Any], Awaitable[Any]]:
-    """`handler(ctx, params)` (an MCP server's tools/call handler) run `acting_for` the request
+    """`handler(ctx, params)` (an MCP server's tools/call handler) run `_acting_for` the request
     the SDK hands it as `ctx.request`."""
 
     async def acting(ctx: Any, params: Any) -> Any:
-        with acting_for(getattr(ctx, "request", None)):
+        with _acting_for(getattr(ctx, "request", None)):
             return await handler(ctx, params)
 
     return acting
@@ -45,4 +45,4 @@ def calls_act_for_caller(
 
 def acting_token() -> SignedInToken | None:
     """The signed-in token the current call acts for, or None."""
-    return _acting_for.get()
+    return _caller_token.get()
