@@ -174,13 +174,17 @@ def test_policy_explain_as_a_group_member_lists_their_own_entry(
     tmp_path: Path, state: Path
 ) -> None:
     """`policy explain --as` lists a group's own entry as the gateway would (live, on its own):
-    the tool only finance's server has is offered to finance's member; without listing
-    (`--offline`) the entry shows as not listed, saying why, never with everyone's tools."""
-    finance_state = tmp_path / "finance-state.json"
+    the tool only finance's server has is offered to finance's member even though legal's entry
+    wins the merge of all configurations; without listing (`--offline`) the entry shows as not
+    listed, saying why, never with everyone's tools."""
+    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
     finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    legal_state.write_text("{}", encoding="utf-8")
     groups = tmp_path / "groups"
     _groups_entry(groups / "finance", FINANCE_ID, finance_state)
-    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ ["finance"] = {{ "{FINANCE_ID}" }} }}\n'
+    _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
+    by_group = f'["finance"] = {{ "{FINANCE_ID}" }}, ["legal"] = {{ "{LEGAL_ID}" }}'
+    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {by_group} }}\n'
     org = write_org(tmp_path / "org", state, settings=mapping)
     common = ("--org", org, "--org", groups, "--state-dir", tmp_path / "state", "--format", "json")
     as_bob = ("--as", "bob", "--groups", "finance")
