@@ -143,6 +143,8 @@ class LeftOutRecord(_Model):
     tool_id: str
     reason: str
     check: str = ""
+    """The failed check's own name (`FLOW_RULE`, `NOT_MEANT_HERE`): unlike the reason, it tells
+    apart two checks that guard one reason."""
     detail: str = ""
     evidence: list[str] = Field(default_factory=list)
     """'key=value (source, plugin file:line)' for each thing the failed check looked at."""

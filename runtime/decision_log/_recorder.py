@@ -72,7 +72,7 @@ def _left_out(decision: OfferDecision) -> LeftOutRecord:
     return LeftOutRecord(
         tool_id=decision.tool_id,
         reason=decision.reason.value,
-        check=failed.guards.value if failed else "",
+        check=failed.title if failed else "",
         detail=failed.detail if failed else decision.message,
         evidence=evidence,
     )

@@ -171,7 +171,8 @@ async def test_a_tool_the_policy_refuses_is_left_out_with_the_failed_check_and_i
     (record,) = kept
     assert record.offered == ["calculator"]
     (left,) = [r for r in record.left_out if r.tool_id == "web_search"]
-    assert left.reason != "NONE" and left.check == left.reason and left.detail
+    assert left.reason == "PROVIDER_CONFIDENCE_TOO_LOW" and left.detail
+    assert left.check == "PROVIDER_CONFIDENCE_TOO_LOW"
     assert any(".lua:" in e for e in left.evidence), left.evidence
 
 

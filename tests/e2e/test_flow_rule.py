@@ -180,7 +180,7 @@ async def test_the_decision_log_records_what_the_flow_rule_refused_and_why(
     assert "fetch_page" not in left_out, "offered when the response started"
     second = DecisionRecord.model_validate_json(log.read_text(encoding="utf-8").splitlines()[0])
     (entry,) = [e for e in second.left_out if e.tool_id == "fetch_page"]
-    assert entry.reason == "FLOW_CONFLICT"
+    assert (entry.reason, entry.check) == ("FLOW_CONFLICT", "FLOW_RULE")
     assert "DataTools.FlowRule is BLOCK" in entry.detail
     assert any(
         "PRIVATE_DATA from read_hr (read_hr, call call_read_hr)" in e for e in entry.evidence
