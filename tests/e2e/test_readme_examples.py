@@ -137,7 +137,11 @@ def test_every_link_within_the_readme_names_a_heading_and_linked_files_exist() -
         if target.startswith("#"):
             assert target[1:] in anchors, target
         elif not re.match(r"[a-z]+:", target):
-            assert (ROOT / target).exists(), target
+            file, _, heading = target.partition("#")
+            assert (ROOT / file).exists(), target
+            if heading and file.endswith(".md"):
+                linked = (ROOT / file).read_text(encoding="utf-8")
+                assert heading in _heading_anchors(linked), target
 
 
 def test_the_ellipsis_matcher_needs_every_shown_line() -> None:
