@@ -1,7 +1,7 @@
-"""The README's configuration server examples work: the Caddy and nginx configurations of the
-section "Deploying to many devices and instances", run by the real servers with only the address,
-the folder and the certificate put in, serve `<server url>/<id>.zip` to a fetch round, answer the
-next round's ETag check with 304 (no download) and serve a changed zip again."""
+"""The Fleets page's configuration server examples work: the Caddy and nginx configurations of
+docs/administrators/fleets.md, run by the real servers with only the address, the folder and the
+certificate put in, serve `<server url>/<id>.zip` to a fetch round, answer the next round's ETag
+check with 304 (no download) and serve a changed zip again."""
 
 from __future__ import annotations
 
@@ -28,18 +28,21 @@ from tests.servers.tls import self_signed
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_ID = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
-"""The id the README's examples use."""
+"""The id the page's examples use."""
 SERVED_FOLDER = "/srv/ai-configs"
 HOST = "config.intra.example.org"
 LOCK = 'CONFIG["SETTINGS"]["DataTools.DisabledToolIds"] = {{ "{}" }}'
 
 
-def _readme_block(marker: str) -> str:
-    """The README's unlabelled code block that contains `marker`."""
+PAGE = ROOT / "docs" / "administrators" / "fleets.md"
+
+
+def _page_block(marker: str) -> str:
+    """The page's unlabelled code block that contains `marker`."""
     blocks: list[str] = []
     current: list[str] | None = None
     language = ""
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             if current is None:
                 current, language = [], line[3:].strip()
@@ -49,7 +52,7 @@ def _readme_block(marker: str) -> str:
                 current = None
         elif current is not None:
             current.append(line)
-    assert len(blocks) == 1, f"one README code block with {marker!r}, found {len(blocks)}"
+    assert len(blocks) == 1, f"one code block with {marker!r} in {PAGE.name}, found {len(blocks)}"
     return blocks[0]
 
 
@@ -99,13 +102,13 @@ def _serve_and_fetch(
 
 
 @_missing(caddy_installed(), "caddy")
-def test_the_readme_caddy_configuration_serves_the_zips_with_etags(tmp_path: Path) -> None:
+def test_the_fleets_page_caddy_configuration_serves_the_zips_with_etags(tmp_path: Path) -> None:
     served = tmp_path / "served"
     served.mkdir()
     port = free_port()
     log = tmp_path / "caddy" / "access.log"
     caddyfile = (
-        _readme_block("file_server")
+        _page_block("file_server")
         .replace(
             f"{HOST} {{",
             f"http://127.0.0.1:{port} {{\n    log {{\n        output file {log}\n    }}",
@@ -113,14 +116,14 @@ def test_the_readme_caddy_configuration_serves_the_zips_with_etags(tmp_path: Pat
         )
         .replace(SERVED_FOLDER, str(served))
     )
-    reference = ConfigurationReference(CONFIG_ID, f"http://127.0.0.1:{port}/ai", "README")
+    reference = ConfigurationReference(CONFIG_ID, f"http://127.0.0.1:{port}/ai", "fleets.md")
     (tmp_path / "caddy").mkdir()
     with running_caddy(caddyfile, port, tmp_path / "caddy"):
         _serve_and_fetch(served, tmp_path / "state", reference, lambda: caddy_statuses(log))
 
 
 @_missing(nginx_installed(), "nginx-light")
-def test_the_readme_nginx_configuration_serves_the_zips_with_etags_over_https(
+def test_the_fleets_page_nginx_configuration_serves_the_zips_with_etags_over_https(
     tmp_path: Path,
 ) -> None:
     served = tmp_path / "served"
@@ -128,7 +131,7 @@ def test_the_readme_nginx_configuration_serves_the_zips_with_etags_over_https(
     (tmp_path / "tls").mkdir()
     tls = self_signed(tmp_path / "tls", ["localhost"])
     port = free_port()
-    block = _readme_block("server_name")
+    block = _page_block("server_name")
     server_block = (
         block.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;", 1)
         .replace(f"{SERVED_FOLDER}/", f"{served}/")
@@ -136,7 +139,7 @@ def test_the_readme_nginx_configuration_serves_the_zips_with_etags_over_https(
         .replace(f"/etc/ssl/private/{HOST}.key", str(tls.keyfile))
     )
     assert server_block.count(str(tmp_path)) == 3, server_block
-    reference = ConfigurationReference(CONFIG_ID, f"https://localhost:{port}/ai", "README")
+    reference = ConfigurationReference(CONFIG_ID, f"https://localhost:{port}/ai", "fleets.md")
     (tmp_path / "nginx").mkdir()
     with running_nginx(server_block, port, tmp_path / "nginx"):
         _serve_and_fetch(
