@@ -7,6 +7,7 @@ The site's pages are docs/**/*.md; a page that includes a repository file whole
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.e2e._kit import ROOT
@@ -28,3 +29,13 @@ def pages() -> list[Path]:
 def name(page: Path) -> str:
     """The page as a message names it: its path in the repository."""
     return page.relative_to(ROOT).as_posix()
+
+
+def matches_shown(shown: Sequence[str], printed: Sequence[str]) -> bool:
+    """A page's shown output against what a command printed: line-by-line equality, where a
+    `...` line stands for any run of lines (also none)."""
+    pattern = "".join(
+        r"(?:[^\n]*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"\n"
+        for line in shown
+    )
+    return re.fullmatch(pattern, "".join(line.rstrip() + "\n" for line in printed)) is not None

@@ -1,23 +1,35 @@
-"""The README's "Try it without an account": the dev provider run as a program, `policy chat`
-against it with examples/quickstart — a chat, a tool call and its approval — with no network and
-no API key."""
+"""The Quickstart (docs/quickstart.md) run as a reader runs it, and the dev provider it starts.
+
+The page's ```bash blocks are read and every command in them is run in order in a temporary
+folder holding a copy of examples/, with the home and data folders inside it, no network and no
+API key; a ```text block right after a ```bash block is what its last command prints (a `...`
+line: any lines). Two commands are not run as written: the install (CI's fresh virtual
+environment, .ci/run, is the one these tests run in) and the dev provider, which is started with
+`--port 0` so that tests running at once never collide on its port; the chats find it in
+TOOLPOLICY_BASE_URL, which `policy chat --base-url` reads. So the page and this test cannot
+drift: a command the page shows that fails, or prints something else, fails the test.
+"""
 
 from __future__ import annotations
 
 import os
-import shlex
+import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from runtime.dev_provider import DEFAULT_PORT
 from tests.e2e._kit import ROOT
+from tests.e2e._pages import matches_shown
 from tests.servers.cli_runner import CliRun, run_policy
 from tests.servers.processes import stop
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "quickstart.md"
 QUICKSTART = ROOT / "examples" / "quickstart"
 CLOCK_TOOL = ROOT / "examples" / "clock_tool.py"
 CALL = 'call calculator {"expression": "6 * 7"}'
@@ -124,28 +136,118 @@ def test_a_port_in_use_is_named_with_what_to_do() -> None:
     assert "Traceback" not in stderr
 
 
-def _readme_chats() -> list[list[str]]:
-    """The `policy chat` command lines of the README's "Try it without an account"."""
-    section = README.read_text(encoding="utf-8").split("## Try it without an account", 1)[1]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("policy chat")]
+@dataclass(frozen=True)
+class _Step:
+    line: int
+    command: str
+    shown: tuple[str, ...] = ()
 
 
-def test_the_readme_chats_run_against_the_dev_provider(
-    base_url: str, tmp_path: os.PathLike[str]
-) -> None:
-    chats = _readme_chats()
-    assert len(chats) == 2
-    answers = []
-    for arguments in chats:
-        done = run_policy(
-            [*arguments, "--base-url", base_url, "--chat-db", f"{tmp_path}/chats.sqlite3"],
-            env=_environment(),
-            cwd=ROOT,
-            input="",
-            installed=True,
-        )
-        assert done.returncode == 0, done.stderr
-        answers.append(done.stdout.strip())
-    assert answers[0].startswith('You wrote: "Hello".')
-    assert answers[1].startswith("calculator answered: The user did not approve this call.")
+_INSTALL = ("python3 -m venv .venv && . .venv/bin/activate", "pip install -e .")
+_DEV_PROVIDER = "python -m runtime.dev_provider"
+
+
+def _steps() -> list[_Step]:
+    """Every command of the page's ```bash blocks in order, each block's last one with the
+    ```text block that follows it."""
+    steps: list[_Step] = []
+    fence = ""
+    after_commands = False
+    for number, text in enumerate(PAGE.read_text(encoding="utf-8").splitlines(), start=1):
+        if not fence and text.startswith("```"):
+            fence = text.strip()
+            if fence != "```text":
+                after_commands = False
+        elif fence and text.strip() == "```":
+            after_commands = fence == "```bash"
+            fence = ""
+        elif fence == "```bash" and text.strip():
+            steps.append(_Step(number, text.strip()))
+        elif fence == "```text" and after_commands:
+            last = steps[-1]
+            steps[-1] = _Step(last.line, last.command, (*last.shown, text))
+        elif not fence and text.strip():
+            after_commands = False
+    return steps
+
+
+def _run_the_page(folder: Path) -> list[str]:
+    """Each step run in `folder`; what was run, as the page writes it."""
+    shutil.copytree(ROOT / "examples", folder / "examples")
+    environment = _environment() | {
+        "HOME": str(folder / "home"),
+        "XDG_DATA_HOME": str(folder / "data"),
+        "XDG_CONFIG_HOME": str(folder / "config"),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "PYTHONUNBUFFERED": "1",  # stdout and stderr in the order they were written
+    }
+    ran: list[str] = []
+    dev_provider: subprocess.Popen[str] | None = None
+    try:
+        for step in _steps():
+            where = f"docs/quickstart.md:{step.line}: {step.command}"
+            if step.command in _INSTALL:
+                continue
+            if step.command == _DEV_PROVIDER:
+                dev_provider = subprocess.Popen(
+                    ["bash", "-c", f"exec {step.command} --port 0"],
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    cwd=folder,
+                    env=environment,
+                )
+                assert dev_provider.stderr is not None
+                banner = [dev_provider.stderr.readline(), dev_provider.stderr.readline()]
+                address = banner[1].strip().rsplit(" ", 1)[-1]
+                port = address.removeprefix("http://127.0.0.1:").split("/", 1)[0]
+                printed = "".join(banner).replace(f":{port}/", f":{DEFAULT_PORT}/")
+                environment["TOOLPOLICY_BASE_URL"] = address
+            else:
+                done = subprocess.run(
+                    ["bash", "-c", step.command],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    cwd=folder,
+                    env=environment,
+                    timeout=300,  # a guard against a hang, not a timing bound
+                    check=False,
+                )
+                printed = done.stdout
+                assert done.returncode == 0, f"{where}\nexited {done.returncode}:\n{printed}"
+            assert "Traceback" not in printed, f"{where}\n{printed}"
+            if step.shown:
+                shown = matches_shown(step.shown, printed.splitlines())
+                assert shown, f"{where}\nnow prints:\n{printed}"
+            ran.append(step.command)
+    finally:
+        if dev_provider is not None:
+            stop(dev_provider)  # type: ignore[arg-type]
+    return ran
+
+
+def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
+    steps = _steps()
+    assert [s.command for s in steps if s.command in _INSTALL] == list(_INSTALL)
+    ran = _run_the_page(tmp_path)
+    assert [c.split()[:2] for c in ran if c.startswith("policy ")] == [
+        ["policy", "check"],
+        ["policy", "explain"],
+        ["policy", "explain"],
+        ["policy", "chat"],
+        ["policy", "chat"],
+        ["policy", "chat"],
+    ]
+    assert ran.index(_DEV_PROVIDER) < ran.index(next(c for c in ran if "policy chat" in c))
+    assert (tmp_path / "my-org" / "plugin.lua").read_bytes() == (
+        QUICKSTART / "plugin.lua"
+    ).read_bytes()
+
+
+def test_every_command_of_the_quickstart_shows_what_it_prints() -> None:
+    """A reader compares: each block's last command is followed by its output (the install and
+    the copy print nothing)."""
+    quiet = {*_INSTALL, "mkdir my-org", "cp examples/quickstart/plugin.lua my-org/plugin.lua"}
+    unshown = [s.command for s in _steps() if not s.shown and s.command not in quiet]
+    assert unshown == []

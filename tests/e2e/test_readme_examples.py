@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e._kit import ROOT
-from tests.e2e._pages import README, name, pages
+from tests.e2e._pages import README, matches_shown, name, pages
 from tests.servers.cli_runner import run_policy
 
 _HOME_SETTINGS = "~/.config/toolpolicy/settings.yaml"
@@ -63,15 +63,6 @@ def _examples(page: Path) -> list[_Example]:
             last = examples[-1]
             examples[-1] = _Example(last.page, last.line, last.command, (*last.shown, text))
     return examples
-
-
-def _matches(shown: tuple[str, ...], printed: list[str]) -> bool:
-    """Line-by-line equality, where a `...` line stands for any run of lines (also none)."""
-    pattern = "".join(
-        r"(?:[^\n]*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"\n"
-        for line in shown
-    )
-    return re.fullmatch(pattern, "".join(line.rstrip() + "\n" for line in printed)) is not None
 
 
 _EXAMPLES = [example for page in pages() for example in _examples(page) if example.command]
@@ -118,7 +109,7 @@ def test_a_readme_example_prints_what_is_shown(
         .replace(str(shared_state_dir), f"${_STATE}")
     )
     assert "Traceback" not in printed
-    assert _matches(example.shown, printed.splitlines()), (
+    assert matches_shown(example.shown, printed.splitlines()), (
         f"{example.where}: `{example.command}` now prints:\n{printed}"
     )
 
@@ -145,8 +136,8 @@ def test_every_link_within_the_readme_names_a_heading_and_linked_files_exist() -
 
 
 def test_the_ellipsis_matcher_needs_every_shown_line() -> None:
-    assert _matches(("a", "...", "d"), ["a", "b", "c", "d"])
-    assert _matches(("a", "...", "b"), ["a", "b"])
-    assert not _matches(("a", "...", "d"), ["a", "b", "c"])
-    assert not _matches(("a", "b"), ["a", "b", "c"])
-    assert not _matches(("a", "x"), ["a", "b"])
+    assert matches_shown(("a", "...", "d"), ["a", "b", "c", "d"])
+    assert matches_shown(("a", "...", "b"), ["a", "b"])
+    assert not matches_shown(("a", "...", "d"), ["a", "b", "c"])
+    assert not matches_shown(("a", "b"), ["a", "b", "c"])
+    assert not matches_shown(("a", "x"), ["a", "b"])
