@@ -1,4 +1,5 @@
-"""The README's example tool is examples/clock_tool.py's `current_time`, word for word, and runs."""
+"""The site's example tool (docs/developers/tools.md) is examples/clock_tool.py's `current_time`,
+word for word, and runs."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import sys
 from tests.e2e._kit import ROOT
 
 _MARK = "# examples/clock_tool.py: the current_time tool"
+_PAGE = ROOT / "docs" / "developers" / "tools.md"
 
 
-def _readme_tool() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def _page_tool() -> str:
+    text = _PAGE.read_text(encoding="utf-8")
     start = text.index(_MARK)
     return text[start : text.index("```", start)]
 
@@ -31,18 +33,18 @@ def _definitions(source: str) -> dict[str, str]:
     return found
 
 
-def test_the_readme_tool_is_the_example_file_word_for_word() -> None:
-    shown = _definitions(_readme_tool())
+def test_the_page_tool_is_the_example_file_word_for_word() -> None:
+    shown = _definitions(_page_tool())
     example = _definitions((ROOT / "examples" / "clock_tool.py").read_text(encoding="utf-8"))
     defined = {name for name in shown if name not in {"policy", "decision"}}
     assert {"CurrentTimeTool", "_time_zone", "CURRENT_TIME"} <= defined
     for name in sorted(defined):
-        assert shown[name] == example.get(name), f"README's {name} differs from the example's"
+        assert shown[name] == example.get(name), f"the page's {name} differs from the example's"
 
 
-def test_the_readme_tool_runs_and_is_offered() -> None:
+def test_the_page_tool_runs_and_is_offered() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", _readme_tool()],
+        [sys.executable, "-c", _page_tool()],
         cwd=ROOT,
         capture_output=True,
         text=True,
