@@ -68,8 +68,9 @@ def _examples(page: Path) -> list[_Example]:
 _EXAMPLES = [example for page in pages() for example in _examples(page) if example.command]
 
 
-def test_the_readme_shows_policy_examples() -> None:
-    commands = {example.command.split()[1] for example in _examples(README) if example.command}
+def test_the_checking_and_explaining_page_shows_policy_examples() -> None:
+    page = ROOT / "docs/administrators/checking-and-explaining.md"
+    commands = {example.command.split()[1] for example in _examples(page) if example.command}
     assert {"explain", "check", "settings", "tools", "diff"} <= commands
 
 

@@ -631,8 +631,9 @@ def test_an_unknown_address_or_method_is_answered_in_kind(client: TestClient) ->
 def test_local_plugins_stay_on_the_new_side_of_policy_diff_as_on_the_page(
     tmp_path: Path,
 ) -> None:
-    """What `policy diff` leaves out stays as on the old side (README): with --against-org
-    only, the local plugins are on both sides, as on the page's Diff."""
+    """What `policy diff` leaves out stays as on the old side (Checking and explaining, in
+    docs/administrators): with --against-org only, the local plugins are on both sides, as on the
+    page's Diff."""
     organization = tmp_path / "org" / "only"
     organization.mkdir(parents=True)
     (organization / "plugin.lua").write_text(
