@@ -10,10 +10,10 @@ act on are kept and reported as unused, never as errors.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from policy._dataclass import dataclass
@@ -23,6 +23,13 @@ from policy.config.data_sources import DATA_SOURCES
 from policy.config.fields import FieldType
 from policy.config.guid import GUID_EXAMPLE, TEMPLATE_GUID, parse_guid
 from policy.config.mcp_servers import MCP_SERVERS, McpTransport
+from policy.config.plugin_globals import (
+    CATEGORIES,
+    PLUGIN_GLOBALS,
+    TARGET_GROUPS,
+    GlobalKind,
+    PluginGlobal,
+)
 from policy.config.providers import CAPABILITIES, LLM_PROVIDERS
 from policy.config.reading import EntryReader, checked_secret, plain
 from policy.config.sections import SECTIONS
@@ -80,17 +87,6 @@ if TYPE_CHECKING:
 
 PLUGIN_FILE_NAME = "plugin.lua"
 
-CATEGORIES: tuple[str, ...] = (
-    "CORE", "BUSINESS", "INDUSTRY", "UTILITY", "SOFTWARE_DEVELOPMENT", "GAMING", "EDUCATION",
-    "ENTERTAINMENT", "SOCIAL", "SHOPPING", "TRAVEL", "HEALTH", "FITNESS", "FOOD", "PARTY", "SPORTS",
-    "NEWS", "WEATHER", "MUSIC", "POLITICAL", "SCIENCE", "TECHNOLOGY", "ART", "FICTION", "WRITING",
-    "CONTENT_CREATION",
-)  # fmt: skip
-TARGET_GROUPS: tuple[str, ...] = (
-    "EVERYONE", "CHILDREN", "TEENAGERS", "STUDENTS", "ADULTS", "INDUSTRIAL_WORKERS", "OFFICE_WORKERS",
-    "BUSINESS_PROFESSIONALS", "SOFTWARE_DEVELOPERS", "SCIENTISTS", "TEACHERS", "ARTISTS",
-)  # fmt: skip
-_PLUGIN_TYPES: tuple[str, ...] = ("NONE", "LANGUAGE", "ASSISTANT", "CONFIGURATION", "THEME")
 AI_STUDIO_PROVIDER_KINDS: tuple[str, ...] = (
     "OPEN_AI", "ANTHROPIC", "MISTRAL", "GOOGLE", "X", "DEEP_SEEK", "ALIBABA_CLOUD", "PERPLEXITY",
     "OPEN_ROUTER", "HETZNER", "FIREWORKS", "GROQ", "HUGGINGFACE", "SELF_HOSTED", "HELMHOLTZ", "GWDG",
@@ -316,20 +312,21 @@ class _Loader:
 
     def load(self) -> ConfigurationPlugin:
         self.warnings.extend(_precheck_compatibility(self.file, self.text))
-        self.plugin_id = self._guid_global("ID")
-        self.name = self._text_global("NAME")
-        description = self._text_global("DESCRIPTION")
-        self._text_global("SUPPORT_CONTACT")
-        version = self._version()
-        self._authors()
-        self._source_url()
-        self._name_list("CATEGORIES", CATEGORIES)
-        self._name_list("TARGET_GROUPS", TARGET_GROUPS)
-        self._maintained()
-        self._deprecation_message()
-        plugin_type = self._plugin_type()
-        deployed = self._deployed_flag()
-        priority = self._priority()
+        read = {
+            declared.name: self._READERS[declared.kind](self, declared)
+            for declared in PLUGIN_GLOBALS
+            if declared.kind is not GlobalKind.TABLE
+        }
+        self.plugin_id, self.name = read["ID"], read["NAME"]
+        description, version = read["DESCRIPTION"], read["VERSION"]
+        if read["IS_MAINTAINED"] is False:
+            self._warn(
+                "not-maintained",
+                "IS_MAINTAINED is false: this plugin is no longer maintained",
+                self._at("IS_MAINTAINED"),
+            )
+        plugin_type, deployed = read["TYPE"], read["DEPLOYED_USING_CONFIG_SERVER"]
+        priority = read["PRIORITY"] or 0
         config = self._config() if plugin_type == "CONFIGURATION" else None
         settings_table = self._settings_table(config) if config is not None else None
         settings: dict[str, PluginSetting] = {}
@@ -426,94 +423,94 @@ class _Loader:
         else:  # a data source or chat template that is not there offers nothing
             self._warn(code, skipped.message, where)
 
-    def _missing_or(self, name: str, wanted: str) -> None:
+    def _missing_or(self, declared: PluginGlobal) -> None:
+        name = declared.name
         if name not in self.globals:
-            self._issue("invalid-global", f"{name} is missing; it must be {wanted}")
+            self._issue("invalid-global", f"{name} is missing; it must be {declared.wanted}")
         else:
             value = self.globals[name]
             shown = without_user_info(value) if isinstance(value, str) else plain(value)
             self._issue(
                 "invalid-global",
-                f"{name} must be {wanted}, not {describe(shown)}",
+                f"{name} must be {declared.wanted}, not {describe(shown)}",
                 self._at(name),
             )
 
-    # -- required globals ---------------------------------------------------------------
+    # -- the plugin's globals, each read as `policy.config.plugin_globals` declares it -------
 
-    def _guid_global(self, name: str) -> str:
-        value = self.globals.get(name)
-        guid = parse_guid(value)
+    def _guid_global(self, declared: PluginGlobal) -> str:
+        guid = parse_guid(self.globals.get(declared.name))
         if guid is None:
-            self._missing_or(name, f"a GUID such as {GUID_EXAMPLE}")
+            self._missing_or(declared)
             return ""
         if guid == TEMPLATE_GUID:
             self._issue(
                 "invalid-global",
-                f"{name} is the all-zero GUID of the template; generate a GUID of your own",
-                self._at(name),
+                f"{declared.name} is the all-zero GUID of the template; generate a GUID of your own",
+                self._at(declared.name),
             )
             return ""
         return guid
 
-    def _text_global(self, name: str) -> str:
-        value = self.globals.get(name)
-        if isinstance(value, str) and value.strip():
+    def _text_global(self, declared: PluginGlobal) -> str:
+        value = self.globals.get(declared.name)
+        if isinstance(value, str) and (value.strip() or declared.kind is GlobalKind.TEXT):
             return value
-        self._missing_or(name, "a non-blank string")
+        self._missing_or(declared)
         return ""
 
-    def _version(self) -> str:
-        value = self.globals.get("VERSION")
+    def _version(self, declared: PluginGlobal) -> str:
+        value = self.globals.get(declared.name)
         match = _VERSION.match(value) if isinstance(value, str) else None
         if match and any(int(part) for part in match.groups()):
             return str(value)
-        self._missing_or("VERSION", 'a string "MAJOR.MINOR.PATCH" other than "0.0.0", e.g. "1.0.0"')
+        self._missing_or(declared)
         return ""
 
-    def _authors(self) -> None:
-        value = self.globals.get("AUTHORS")
+    def _names(self, declared: PluginGlobal) -> None:
+        value = self.globals.get(declared.name)
         if isinstance(value, LuaTable) and any(isinstance(v, str) for v in value.sequence()):
             return
-        self._missing_or("AUTHORS", 'a table with at least one name, e.g. { "IT department" }')
+        self._missing_or(declared)
 
-    def _source_url(self) -> None:
-        value = self.globals.get("SOURCE_URL")
+    def _address(self, declared: PluginGlobal) -> None:
+        value = self.globals.get(declared.name)
         if isinstance(value, str) and _is_source_url(value.strip()):
             return
-        self._missing_or("SOURCE_URL", "an absolute http, https or mailto address")
+        self._missing_or(declared)
 
-    def _name_list(self, name: str, valid: tuple[str, ...]) -> None:
-        value = self.globals.get(name)
+    def _choices(self, declared: PluginGlobal) -> None:
+        value = self.globals.get(declared.name)
         if isinstance(value, LuaTable) and any(
-            isinstance(v, str) and v in valid and v != "NONE" for v in value.sequence()
+            isinstance(v, str) and v in declared.choices for v in value.sequence()
         ):
             return
-        self._missing_or(name, f"a table with at least one of (case-sensitive): {', '.join(valid)}")
+        self._missing_or(declared)
 
-    def _maintained(self) -> None:
-        value = self.globals.get("IS_MAINTAINED")
-        if not isinstance(value, bool):
-            self._missing_or("IS_MAINTAINED", "true or false")
-        elif not value:
+    def _bool(self, declared: PluginGlobal) -> bool | None:
+        value = self.globals.get(declared.name)
+        if isinstance(value, bool) or (value is None and not declared.required):
+            return value
+        if declared.required:
+            self._missing_or(declared)
+        else:
             self._warn(
-                "not-maintained",
-                "IS_MAINTAINED is false: this plugin is no longer maintained",
-                self._at("IS_MAINTAINED"),
+                "invalid-global",
+                f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}; "
+                f"read as {declared.default}",
+                self._at(declared.name),
             )
+        return None
 
-    def _deprecation_message(self) -> None:
-        if not isinstance(self.globals.get("DEPRECATION_MESSAGE"), str):
-            self._missing_or("DEPRECATION_MESSAGE", 'a string (may be "")')
-
-    def _plugin_type(self) -> str:
-        value = self.globals.get("TYPE")
+    def _plugin_type(self, declared: PluginGlobal) -> str:
+        value = self.globals.get(declared.name)
         if not isinstance(value, str):
-            self._missing_or("TYPE", '"CONFIGURATION"')
+            self._missing_or(declared)
             return ""
-        if value not in _PLUGIN_TYPES or value == "NONE":
+        if value not in declared.choices:
             self._issue(
                 "invalid-type",
-                f'TYPE "{value}" is not a plugin type (case-sensitive: {", ".join(_PLUGIN_TYPES[1:])}); '
+                f'TYPE "{value}" is not a plugin type (case-sensitive: {", ".join(declared.choices)}); '
                 'a configuration plugin says TYPE = "CONFIGURATION"',
                 self._at("TYPE"),
             )
@@ -531,22 +528,10 @@ class _Loader:
             )
         return value
 
-    def _deployed_flag(self) -> bool | None:
-        value = self.globals.get("DEPLOYED_USING_CONFIG_SERVER")
-        if value is None or isinstance(value, bool):
-            return value
-        self._warn(
-            "invalid-global",
-            f"DEPLOYED_USING_CONFIG_SERVER must be true or false, not {describe(plain(value))}; "
-            "read as not declared",
-            self._at("DEPLOYED_USING_CONFIG_SERVER"),
-        )
-        return None
-
-    def _priority(self) -> int:
-        value = self.globals.get("PRIORITY")
+    def _whole_number(self, declared: PluginGlobal) -> int | None:
+        value = self.globals.get(declared.name)
         if value is None:
-            return 0
+            return None
         if (
             isinstance(value, int | float)
             and not isinstance(value, bool)
@@ -555,17 +540,31 @@ class _Loader:
             return int(value)
         self._warn(
             "invalid-priority",
-            f"PRIORITY must be a whole number such as 100, not {describe(plain(value))}; "
-            "read as 0, as AI Studio does",
-            self._at("PRIORITY"),
+            f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}; "
+            f"read as {declared.default}",
+            self._at(declared.name),
         )
-        return 0
+        return None
+
+    _READERS: ClassVar[dict[GlobalKind, Callable[[_Loader, PluginGlobal], Any]]] = {
+        GlobalKind.GUID: _guid_global,
+        GlobalKind.NONBLANK_TEXT: _text_global,
+        GlobalKind.TEXT: _text_global,
+        GlobalKind.VERSION: _version,
+        GlobalKind.NAMES: _names,
+        GlobalKind.ADDRESS: _address,
+        GlobalKind.CHOICES: _choices,
+        GlobalKind.BOOL: _bool,
+        GlobalKind.PLUGIN_TYPE: _plugin_type,
+        GlobalKind.WHOLE_NUMBER: _whole_number,
+    }
+    """How each kind of global is read (`GlobalKind.TABLE`, CONFIG, by `_config`)."""
 
     def _config(self) -> LuaTable | None:
         value = self.globals.get("CONFIG")
         if isinstance(value, LuaTable):
             return value
-        self._missing_or("CONFIG", "a table, e.g. CONFIG = {}")
+        self._missing_or(PLUGIN_GLOBALS["CONFIG"])
         return None
 
     def _settings_table(self, config: LuaTable) -> LuaTable | None:

@@ -1,6 +1,7 @@
 """Each `CONFIG` section of a configuration plugin, declared once.
 
-`CONFIG["SETTINGS"]` is declared in `policy.config.settings` (one `SettingKey` per key); the lists
+The plugin's own globals (`ID`, `NAME`, …, `CONFIG`) are declared in `policy.config.plugin_globals`,
+`CONFIG["SETTINGS"]` in `policy.config.settings` (one `SettingKey` per key); the lists
 of entries — providers, data sources, chat templates, MCP servers — by a `Section` each, here
 (`policy.config.sections.SECTIONS` lists them).
 The plugin reader (`policy.plugins`) checks an entry field by field against its declaration,

@@ -1,6 +1,6 @@
 """The reference of `CONFIG` — the README's tables and the docs site's page — from the declarations.
 
-`settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
+`globals_table()` lists the plugin's own globals (`ID`, `NAME`, …, `CONFIG`), `settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
 fields of one list of entries. The README holds them between `<!-- reference: NAME -->` and
 `<!-- end of reference -->`; the site's plugin.lua reference (`reference_page()`, in
 `docs/administrators/plugin-lua.md`) is written whole, with each key's meaning.
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from policy._patterns import LazyPattern
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
+from policy.config.plugin_globals import PLUGIN_GLOBALS
 from policy.config.sections import SECTIONS
 from policy.config.settings import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
 
@@ -69,6 +70,25 @@ def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS, *, meaning: boo
         rows.append(row + (f" {_cell(key.doc)} |" if meaning else ""))
     levels = ", ".join(f"`{name}`" for name in LEVEL_NAMES)
     return "\n".join([*rows, "", f"`LEVEL` is one of {levels}."]) + "\n"
+
+
+def globals_table() -> str:
+    """A row per global a plugin declares about itself (and CONFIG), in reading order."""
+    rows = [
+        "| Global | Value | Required | A mistake | Meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for declared in PLUGIN_GLOBALS:
+        mistake = (
+            "rejects the plugin"
+            if declared.required
+            else f"ignored, with a warning: read as {declared.default}"
+        )
+        required = "yes" if declared.required else "no"
+        rows.append(
+            f"| `{declared.name}` | {_cell(declared.wanted)} | {required} | {mistake} | {declared.doc} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 def section_table(section: Section) -> str:
@@ -158,11 +178,20 @@ def reference_page() -> str:
         "",
         "# plugin.lua reference",
         "",
-        'Every key of `CONFIG["SETTINGS"]` and every field of the `CONFIG` lists of entries that '
+        'Every global of a plugin, every key of `CONFIG["SETTINGS"]` and every field of the '
+        "`CONFIG` lists of entries that "
         "toolpolicy reads, written from their declarations in `policy/config/` — the same "
-        "declarations the plugin reader checks against, `policy schema` describes and "
-        "`policy template` names, so this page cannot drift from what `policy check` does.",
+        "declarations the plugin reader checks against (and, for `CONFIG`, `policy schema` "
+        "describes and `policy template` names), so this page cannot drift from what "
+        "`policy check` does.",
         "",
+        "## The plugin's globals",
+        "",
+        "What a plugin says about itself, and `CONFIG`. A required global that is missing or "
+        "wrong rejects the whole plugin, as AI Studio does; `policy check` names it with the "
+        "file and, when it is there, its line.",
+        "",
+        globals_table(),
         '## `CONFIG["SETTINGS"]`',
         "",
         "`ManagedSetting.value` per key; `.AllowUserOverride` is the companion key "

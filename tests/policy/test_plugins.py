@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from policy.config.plugin_globals import PLUGIN_GLOBALS, PluginGlobal
 from policy.configuration import SecretValue, Severity
 from policy.plugins import (
     ConfigurationPlugin,
@@ -297,6 +298,36 @@ def test_every_required_global_is_checked_at_once(tmp_path: Path) -> None:
     messages = [f.message for f in rejected(path).findings]
     assert len(messages) == 3
     assert messages[0].startswith("NAME") and messages[1].startswith("VERSION")
+
+
+def _with_global(folder: Path, declared: PluginGlobal, value: str | None) -> Path:
+    if declared.name == "CONFIG":
+        return write_plugin(folder, config=None if value is None else f"CONFIG = {value}")
+    return write_plugin(folder, **{declared.name: value})
+
+
+@pytest.mark.parametrize("declared", list(PLUGIN_GLOBALS), ids=lambda g: g.name)
+def test_every_declared_global_is_read_as_its_declaration_says(
+    tmp_path: Path, declared: PluginGlobal
+) -> None:
+    """The reader checks each global of `policy.config.plugin_globals` and names it with the
+    declaration's words, which the site's plugin.lua reference shows; 1.5 suits no kind."""
+    missing = _with_global(tmp_path / "missing", declared, None)
+    wrong = _with_global(tmp_path / "wrong", declared, "1.5")
+    if declared.required:
+        assert [f.message for f in rejected(missing).findings] == [
+            f"{declared.name} is missing; it must be {declared.wanted}"
+        ]
+        assert [f.message for f in rejected(wrong).findings] == [
+            f"{declared.name} must be {declared.wanted}, not 1.5"
+        ]
+    else:
+        assert load_plugin(missing, ORG).findings == ()
+        (warning,) = load_plugin(wrong, ORG).findings
+        assert warning.severity is Severity.WARNING
+        assert warning.message == (
+            f"{declared.name} must be {declared.wanted}, not 1.5; read as {declared.default}"
+        )
 
 
 @pytest.mark.parametrize(
