@@ -13,42 +13,76 @@
 -- The plugin itself
 -- ================================================================================================
 
--- The ID must be a GUID. Generate a new one for your copy: two plugins with the same ID
--- replace each other.
+-- ID — The plugin's identity: another plugin with the same ID replaces it, and its last-known-
+-- good copy is found by it. Generate one for each plugin (`uuidgen`). Required: a GUID such as
+-- 8f3b1c2e-0d4a-4c8e-9b1f-2a3c4d5e6f70.
 ID = "5f1c1f0e-7a53-4c56-9d1e-2b8a0c4f6e31"
 
--- An icon in SVG. AI Studio plugins usually keep it in icon.lua next to this file:
+-- An icon in SVG (AI Studio shows it; toolpolicy does not read it). AI Studio
+-- plugins usually keep it in icon.lua next to this file:
 -- require("icon")
 -- ICON_SVG = SVG
 
--- The type of this plugin; configuration plugins are always CONFIGURATION.
-TYPE = "CONFIGURATION"
-
+-- NAME — The plugin's name, as `policy explain` and every message name the plugin. Required: a
+-- non-blank string.
 NAME = "toolpolicy reference configuration"
+
+-- DESCRIPTION — What the plugin is for, in a sentence. Required: a non-blank string.
 DESCRIPTION = "Documents every tool setting toolpolicy understands; turns the flow rule on."
 
--- X.Y.Z, not 0.0.0.
-VERSION = "1.0.0"
-
--- At least one author. "" counts, but a name helps whoever reads the log.
-AUTHORS = { "toolpolicy" }
-
+-- SUPPORT_CONTACT — Whom users ask about the plugin. Required: a non-blank string.
 SUPPORT_CONTACT = "it-support@example.org"
 
--- An absolute http, https or mailto address.
+-- VERSION — The plugin's version, as the web page's status (`policy serve`) shows it.
+-- Required: a string "MAJOR.MINOR.PATCH" other than "0.0.0", e.g. "1.0.0".
+VERSION = "1.0.0"
+
+-- AUTHORS — Who wrote the plugin. Required: a table with at least one name, e.g. { "IT
+-- department" }.
+AUTHORS = { "toolpolicy" }
+
+-- SOURCE_URL — Where the plugin's source is kept, or whom to write to about it. Required: an
+-- absolute http, https or mailto address.
 SOURCE_URL = "https://example.org/ai/configuration"
 
--- Categories and target groups (case-sensitive names; at least one each).
+-- CATEGORIES — What the plugin is about, as AI Studio sorts plugins; toolpolicy checks it
+-- only. Required: a table with at least one of (case-sensitive): CORE, BUSINESS, INDUSTRY,
+-- UTILITY, SOFTWARE_DEVELOPMENT, GAMING, EDUCATION, ENTERTAINMENT, SOCIAL, SHOPPING, TRAVEL,
+-- HEALTH, FITNESS, FOOD, PARTY, SPORTS, NEWS, WEATHER, MUSIC, POLITICAL, SCIENCE, TECHNOLOGY,
+-- ART, FICTION, WRITING, CONTENT_CREATION.
 CATEGORIES = { "CORE" }
+
+-- TARGET_GROUPS — Whom the plugin is for, as AI Studio sorts plugins; toolpolicy checks it
+-- only. Required: a table with at least one of (case-sensitive): EVERYONE, CHILDREN,
+-- TEENAGERS, STUDENTS, ADULTS, INDUSTRIAL_WORKERS, OFFICE_WORKERS, BUSINESS_PROFESSIONALS,
+-- SOFTWARE_DEVELOPERS, SCIENTISTS, TEACHERS, ARTISTS.
 TARGET_GROUPS = { "EVERYONE" }
 
+-- IS_MAINTAINED — `false` still loads the plugin, with a warning that it is no longer
+-- maintained. Required: true or false.
 IS_MAINTAINED = true
+
+-- DEPRECATION_MESSAGE — Why the plugin is deprecated and what replaces it; `""` when it is
+-- not. Required: a string (may be "").
 DEPRECATION_MESSAGE = ""
 
--- Optional: plugins with a higher PRIORITY are applied later and win per setting.
--- Organization plugins always come before local ones, whatever their priority.
+-- TYPE — A configuration plugin says `"CONFIGURATION"`; a `LANGUAGE` or `ASSISTANT` plugin is
+-- left out with a warning (it is not one), `THEME` is not supported yet. Required:
+-- "CONFIGURATION".
+TYPE = "CONFIGURATION"
+
+-- DEPLOYED_USING_CONFIG_SERVER — AI Studio's mark of a plugin delivered by a configuration
+-- server; kept, never acted on: whether a plugin is the organization's comes from `--org` or
+-- `--local` alone. Optional (else not declared): true or false.
+-- DEPLOYED_USING_CONFIG_SERVER = false
+
+-- PRIORITY — Plugins with a higher priority are applied later and win per setting;
+-- organization plugins always come before local ones, whatever their priority. Optional (else
+-- 0, as AI Studio does): a whole number such as 100.
 -- PRIORITY = 0
 
+-- CONFIG — The configuration: `CONFIG["SETTINGS"]` (required, may be empty) and the lists of
+-- entries below. Required: a table, e.g. CONFIG = {}.
 CONFIG = {}
 
 -- ================================================================================================

@@ -1,6 +1,7 @@
 """The reference plugin.lua: generated, so it can never drift from the definitions it documents.
 
-It follows AI Studio's configuration template: the required globals, then `CONFIG` with every
+It follows AI Studio's configuration template: the plugin's globals, each with its meaning from
+its declaration (`policy.config.plugin_globals`), then `CONFIG` with every
 section present but empty and each option shown as a commented example. Loading it changes
 nothing but one setting, the flow rule, which it turns on (`_ON_IN_TEMPLATE`); an administrator
 copies it, gives it a fresh ID and uncomments what they need. The
@@ -19,6 +20,7 @@ from policy.config.chat_templates import CHAT_TEMPLATES
 from policy.config.data_sources import DATA_SOURCES
 from policy.config.fields import Field, FieldType, Section
 from policy.config.mcp_servers import MCP_SERVERS
+from policy.config.plugin_globals import PLUGIN_GLOBALS
 from policy.config.providers import LLM_PROVIDERS
 from policy.config.settings import OVERRIDE_SUFFIX, TOOLPOLICY_KEYS, SettingKey
 from policy.tools import Tool
@@ -91,54 +93,32 @@ def _header() -> str:
     )
 
 
+_TEMPLATE_GLOBALS = {
+    "ID": f'"{REFERENCE_PLUGIN_ID}"',
+    "NAME": '"toolpolicy reference configuration"',
+    "DESCRIPTION": '"Documents every tool setting toolpolicy understands; turns the flow rule on."',
+}
+"""The reference plugin's own values where a declaration's example would not say what it is."""
+
+
 def _globals() -> str:
-    return "\n".join(
-        [
-            _RULE,
-            "-- The plugin itself",
-            _RULE,
-            "",
-            "-- The ID must be a GUID. Generate a new one for your copy: two plugins with the same ID",
-            "-- replace each other.",
-            f'ID = "{REFERENCE_PLUGIN_ID}"',
-            "",
-            "-- An icon in SVG. AI Studio plugins usually keep it in icon.lua next to this file:",
-            '-- require("icon")',
-            "-- ICON_SVG = SVG",
-            "",
-            "-- The type of this plugin; configuration plugins are always CONFIGURATION.",
-            'TYPE = "CONFIGURATION"',
-            "",
-            'NAME = "toolpolicy reference configuration"',
-            'DESCRIPTION = "Documents every tool setting toolpolicy understands; turns the flow '
-            'rule on."',
-            "",
-            "-- X.Y.Z, not 0.0.0.",
-            'VERSION = "1.0.0"',
-            "",
-            '-- At least one author. "" counts, but a name helps whoever reads the log.',
-            'AUTHORS = { "toolpolicy" }',
-            "",
-            'SUPPORT_CONTACT = "it-support@example.org"',
-            "",
-            "-- An absolute http, https or mailto address.",
-            'SOURCE_URL = "https://example.org/ai/configuration"',
-            "",
-            "-- Categories and target groups (case-sensitive names; at least one each).",
-            'CATEGORIES = { "CORE" }',
-            'TARGET_GROUPS = { "EVERYONE" }',
-            "",
-            "IS_MAINTAINED = true",
-            'DEPRECATION_MESSAGE = ""',
-            "",
-            "-- Optional: plugins with a higher PRIORITY are applied later and win per setting.",
-            "-- Organization plugins always come before local ones, whatever their priority.",
-            "-- PRIORITY = 0",
-            "",
-            "CONFIG = {}",
-            "",
-        ]
-    )
+    lines = [_RULE, "-- The plugin itself", _RULE, ""]
+    for declared in PLUGIN_GLOBALS:
+        required = "Required" if declared.required else f"Optional (else {declared.default})"
+        text = f"{declared.name} — {declared.doc} {required}: {declared.wanted}."
+        lines.extend(_comment(_wrap(text, 92)))
+        value = _TEMPLATE_GLOBALS.get(declared.name, declared.example)
+        lines.append(f"{'' if declared.required else '-- '}{declared.name} = {value}")
+        lines.append("")
+        if declared.name == "ID":
+            lines += [
+                "-- An icon in SVG (AI Studio shows it; toolpolicy does not read it). AI Studio",
+                "-- plugins usually keep it in icon.lua next to this file:",
+                '-- require("icon")',
+                "-- ICON_SVG = SVG",
+                "",
+            ]
+    return "\n".join(lines)
 
 
 def _providers() -> str:

@@ -55,6 +55,8 @@ class PluginGlobal:
     choices: tuple[str, ...] = ()
     default: str = ""
     """What a missing or wrong optional global is read as, in words."""
+    example: str = ""
+    """A valid value as Lua text, as `policy template` writes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,42 +102,49 @@ PLUGIN_GLOBALS = PluginGlobals(
             "The plugin's identity: another plugin with the same ID replaces it, and its "
             "last-known-good copy is found by it. Generate one for each plugin (`uuidgen`).",
             f"a GUID such as {GUID_EXAMPLE}",
+            example=f'"{GUID_EXAMPLE}"',
         ),
         PluginGlobal(
             "NAME",
             GlobalKind.NONBLANK_TEXT,
             "The plugin's name, as `policy explain` and every message name the plugin.",
             "a non-blank string",
+            example='"IT tool policy"',
         ),
         PluginGlobal(
             "DESCRIPTION",
             GlobalKind.NONBLANK_TEXT,
             "What the plugin is for, in a sentence.",
             "a non-blank string",
+            example='"Which tools our AI apps may offer, and how."',
         ),
         PluginGlobal(
             "SUPPORT_CONTACT",
             GlobalKind.NONBLANK_TEXT,
             "Whom users ask about the plugin.",
             "a non-blank string",
+            example='"it-support@example.org"',
         ),
         PluginGlobal(
             "VERSION",
             GlobalKind.VERSION,
             "The plugin's version, as the web page's status (`policy serve`) shows it.",
             'a string "MAJOR.MINOR.PATCH" other than "0.0.0", e.g. "1.0.0"',
+            example='"1.0.0"',
         ),
         PluginGlobal(
             "AUTHORS",
             GlobalKind.NAMES,
             "Who wrote the plugin.",
             'a table with at least one name, e.g. { "IT department" }',
+            example='{ "toolpolicy" }',
         ),
         PluginGlobal(
             "SOURCE_URL",
             GlobalKind.ADDRESS,
             "Where the plugin's source is kept, or whom to write to about it.",
             "an absolute http, https or mailto address",
+            example='"https://example.org/ai/configuration"',
         ),
         PluginGlobal(
             "CATEGORIES",
@@ -143,6 +152,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             "What the plugin is about, as AI Studio sorts plugins; toolpolicy checks it only.",
             _one_of(CATEGORIES),
             choices=CATEGORIES,
+            example='{ "CORE" }',
         ),
         PluginGlobal(
             "TARGET_GROUPS",
@@ -150,18 +160,21 @@ PLUGIN_GLOBALS = PluginGlobals(
             "Whom the plugin is for, as AI Studio sorts plugins; toolpolicy checks it only.",
             _one_of(TARGET_GROUPS),
             choices=TARGET_GROUPS,
+            example='{ "EVERYONE" }',
         ),
         PluginGlobal(
             "IS_MAINTAINED",
             GlobalKind.BOOL,
             "`false` still loads the plugin, with a warning that it is no longer maintained.",
             "true or false",
+            example="true",
         ),
         PluginGlobal(
             "DEPRECATION_MESSAGE",
             GlobalKind.TEXT,
             'Why the plugin is deprecated and what replaces it; `""` when it is not.',
             'a string (may be "")',
+            example='""',
         ),
         PluginGlobal(
             "TYPE",
@@ -170,6 +183,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             "is left out with a warning (it is not one), `THEME` is not supported yet.",
             '"CONFIGURATION"',
             choices=PLUGIN_TYPES,
+            example='"CONFIGURATION"',
         ),
         PluginGlobal(
             "DEPLOYED_USING_CONFIG_SERVER",
@@ -179,6 +193,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             "true or false",
             required=False,
             default="not declared",
+            example="false",
         ),
         PluginGlobal(
             "PRIORITY",
@@ -188,6 +203,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             "a whole number such as 100",
             required=False,
             default="0, as AI Studio does",
+            example="0",
         ),
         PluginGlobal(
             "CONFIG",
@@ -195,6 +211,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             'The configuration: `CONFIG["SETTINGS"]` (required, may be empty) and the lists of '
             "entries below.",
             "a table, e.g. CONFIG = {}",
+            example="{}",
         ),
     )
 )

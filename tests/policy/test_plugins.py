@@ -306,6 +306,14 @@ def _with_global(folder: Path, declared: PluginGlobal, value: str | None) -> Pat
     return write_plugin(folder, **{declared.name: value})
 
 
+def test_the_declared_example_of_every_global_is_read_and_accepted(tmp_path: Path) -> None:
+    """The examples `policy template` writes, the optional globals included."""
+    examples = {g.name: g.example for g in PLUGIN_GLOBALS if g.name != "CONFIG"}
+    path = write_plugin(tmp_path, **examples)
+    plugin = load_plugin(path, ORG)
+    assert (plugin.findings, plugin.priority, plugin.version) == ((), 0, "1.0.0")
+
+
 @pytest.mark.parametrize("declared", list(PLUGIN_GLOBALS), ids=lambda g: g.name)
 def test_every_declared_global_is_read_as_its_declaration_says(
     tmp_path: Path, declared: PluginGlobal
