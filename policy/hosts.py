@@ -2,7 +2,8 @@
 
 `policy check` and the registry's NOT_CONFIGURED check decide whether `allowedPrivateHosts` is
 valid, and the runtime decides whether a URL's host is on it; both ask these functions, so an
-entry the policy accepts is an entry the runtime honours. Rules (see README, read_web_page):
+entry the policy accepts is an entry the runtime honours. Rules (see read_web_page in
+docs/developers/built-in-tools.md):
 
 - entries are separated by comma, semicolon, CR or LF; blanks are skipped; each is `host` or
   `*.host` (`*.x` matches every subdomain of x, never x itself);
