@@ -1,6 +1,6 @@
 """Web addresses as the runtime sees them: which network a target is on, and which URLs are equal.
 
-Classification, the request key and the address finding are documented in README (Web retrieval).
+Classification, the request key and the address finding are documented in docs/security/web-retrieval.md.
 Everything here is pure (no I/O), so the retrieval service, the executor and the tools can
 share one meaning of "the same address" and "a private address".
 """

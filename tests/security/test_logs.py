@@ -1,7 +1,7 @@
 """Nothing a retrieval logs carries user info or parameter values (tokens, a Confluence query).
 
 httpcore's own DEBUG trace (raw response headers) is a library switch an app turns on for
-debugging; it is left out here and named in the README.
+debugging; it is left out here and named in docs/security/review.md.
 
 search_confluence masks its query in traces, and read_web_page masks parameter values in
 logged URLs; httpx's own request log line must not undo that.

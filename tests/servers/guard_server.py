@@ -1,6 +1,6 @@
 """A loopback stand-in for an external prompt-injection filtering service.
 
-It speaks the single and batch endpoints of the filtering service (README: prompt-injection guard) and removes one known phrase, so
+It speaks the single and batch endpoints of the filtering service (docs/security/prompt-injection.md) and removes one known phrase, so
 tests see real HTTP without depending on a detector. Modes make it fail (HTTP 500), answer a
 batch with one result too few, or demand a bearer token. Every request is recorded.
 """
