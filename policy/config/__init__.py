@@ -6,6 +6,6 @@ of entries — providers, data sources, chat templates, MCP servers — by a `Se
 (`policy.config.sections.SECTIONS` lists them).
 The plugin reader (`policy.plugins`) checks an entry field by field against its declaration,
 `policy schema` (`policy.config_schema`) describes the same fields, `policy template` and the
-README's reference tables (`policy.config.reference`) name them, and a test proves they agree
+site's plugin.lua reference (`policy.config.reference`) name them, and a test proves they agree
 for every field. A new field is one `Field` here plus the code that acts on it.
 """

@@ -1,16 +1,15 @@
-"""The reference of `CONFIG` — the README's tables and the docs site's page — from the declarations.
+"""The site's plugin.lua reference, `docs/administrators/plugin-lua.md`, from the declarations.
 
-`globals_table()` lists the plugin's own globals (`ID`, `NAME`, …, `CONFIG`), `settings_table()` lists the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the
-fields of one list of entries. The README holds them between `<!-- reference: NAME -->` and
-`<!-- end of reference -->`; the site's plugin.lua reference (`reference_page()`, in
-`docs/administrators/plugin-lua.md`) is written whole, with each key's meaning.
-`python -m policy.config.reference README.md docs/administrators/plugin-lua.md` writes both again
-after a declaration changed, and a test keeps them equal.
+`globals_table()` lists the plugin's own globals (`ID`, `NAME`, …, `CONFIG`), `settings_table()`
+the `CONFIG["SETTINGS"]` keys toolpolicy acts on, `section_table()` the fields of one list of
+entries, `reference_page()` the whole page with all of them. The page is the one place these
+tables live (the guide's pages link to it rather than copy it).
+`python -m policy.config.reference` writes it again after a declaration changed (another path may
+be given, for a page outside a checkout), and a test keeps it equal.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +21,6 @@ from policy.config.sections import SECTIONS
 from policy.config.settings import LEVEL_NAMES, TOOLPOLICY_KEYS, SettingKey, SettingKind
 
 _CODE_SPAN = LazyPattern(r"(`[^`]*`)")
-_BLOCK = LazyPattern(r"(<!-- reference: (\w+) -->\n).*?(<!-- end of reference -->)", re.S)
 
 _MISTAKES = {
     Mistake.SKIPS_ENTRY: "skips the entry",
@@ -52,12 +50,12 @@ _SETTING_VALUES = {
 }
 
 
-def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS, *, meaning: bool = False) -> str:
-    """Key, value as `ManagedSetting.value` holds it, default, `.AllowUserOverride`, scope;
-    with `meaning`, each key's declared meaning too (the site's page has the width for it)."""
+def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS) -> str:
+    """Key, value as `ManagedSetting.value` holds it, default, `.AllowUserOverride`, scope, and
+    each key's declared meaning."""
     rows = [
-        "| Key | Value | Default | `.AllowUserOverride` |" + (" Meaning |" if meaning else ""),
-        "|---|---|---|---|" + ("---|" if meaning else ""),
+        "| Key | Value | Default | `.AllowUserOverride` | Meaning |",
+        "|---|---|---|---|---|",
     ]
     for key in keys:
         value = _SETTING_VALUES.get(key.kind) or " / ".join(f"`{c}`" for c in key.choices)
@@ -66,8 +64,9 @@ def settings_table(keys: Sequence[SettingKey] = TOOLPOLICY_KEYS, *, meaning: boo
         if key.rejects_plugin:
             value += "; a malformed value rejects the plugin"
         override = "honored" if key.honors_user_override else "ignored: always locked"
-        row = f"| `{key.name}` | {value} | {_default(key.default)} | {override} |"
-        rows.append(row + (f" {_cell(key.doc)} |" if meaning else ""))
+        rows.append(
+            f"| `{key.name}` | {value} | {_default(key.default)} | {override} | {_cell(key.doc)} |"
+        )
     levels = ", ".join(f"`{name}`" for name in LEVEL_NAMES)
     return "\n".join([*rows, "", f"`LEVEL` is one of {levels}."]) + "\n"
 
@@ -198,7 +197,7 @@ def reference_page() -> str:
         '`"<key>.AllowUserOverride" = true`, which makes the value an editable default where it '
         "is honored.",
         "",
-        settings_table(meaning=True),
+        settings_table(),
     ]
     for section in SECTIONS:
         parts += [f'## `CONFIG["{section.name}"]`', "", section.doc, "", section_table(section)]
@@ -214,27 +213,34 @@ def _cell(text: str) -> str:
     )
 
 
-def tables() -> dict[str, str]:
-    """Every reference table by the name its README block carries."""
-    return {"SETTINGS": settings_table(), **{s.name: section_table(s) for s in SECTIONS}}
-
-
-def with_tables(text: str) -> str:
-    """`text` with every reference block holding its table as the declarations say now."""
-    written = tables()
-    return _BLOCK.sub(lambda m: f"{m.group(1)}\n{written[m.group(2)]}\n{m.group(3)}", text)
-
-
-def written(text: str) -> str:
-    """`text` as the declarations say now: the site's page whole, any other file's blocks."""
-    return reference_page() if text.startswith(_PAGE_MARK) else with_tables(text)
+PAGE = Path("docs/administrators/plugin-lua.md")
+"""Where the page lives, from the repository root: the target when none is given."""
 
 
 def main(arguments: Sequence[str]) -> int:
-    for name in arguments:
-        path = Path(name)
-        path.write_text(written(path.read_text(encoding="utf-8")), encoding="utf-8")
+    """Write the page to each path given (the site's page when none is), refusing a file that
+    holds anything else: the reference is written whole, so it would replace that file's text."""
+    targets = [Path(name) for name in arguments] or [PAGE]
+    for path in targets:
+        problem = _target_problem(path)
+        if problem:
+            print(f"Error: {path}: {problem}", file=sys.stderr)
+            return 2
+    for path in targets:
+        path.write_text(reference_page(), encoding="utf-8")
     return 0
+
+
+def _target_problem(path: Path) -> str | None:
+    if not path.parent.is_dir():
+        return f"no folder {path.parent}; run it from the repository root, or name the page's path"
+    if path.exists() and not path.read_text(encoding="utf-8").startswith(_PAGE_MARK):
+        return (
+            f"not the plugin.lua reference page (it does not start with {_PAGE_MARK!r}), and "
+            f"the page is written whole, so its text would be lost; the reference tables live "
+            f"only in {PAGE}"
+        )
+    return None
 
 
 if __name__ == "__main__":

@@ -95,8 +95,8 @@ def test_the_site_builds_with_its_pages(site: Path) -> None:
     assert "DataTools.RequireApprovalToolIds" in reference and "RequirePins" in reference
     changelog = lxml.html.parse(str(site / "changelog.html")).getroot().text_content()
     assert "Changelog" in changelog and "Unreleased" in changelog
-    guide = lxml.html.parse(str(site / "guide.html")).getroot().text_content()
-    assert "Configuration plugins" in guide
+    plugins = lxml.html.parse(str(site / "administrators/writing-plugins.html")).getroot()
+    assert "Failing closed" in plugins.text_content()
     servers = lxml.html.parse(str(site / "administrators/mcp-servers.html")).getroot()
     assert "policy mcp pin" in servers.text_content()
 

@@ -1,9 +1,9 @@
 """AI Studio compatibility: what AI Studio's configuration template offers loads here unchanged.
 
 The fixture `ai_studio_shapes` writes out every construct of AI Studio's configuration template
-(checked against MindWorkAI/AI-Studio, see README "Compatibility with AI Studio"). It must load
-with no errors and no warnings other than the expected "kept, not used by toolpolicy" notices,
-with the typed values and lines below. The remaining tests pin the compatibility fixes.
+(checked against MindWorkAI/AI-Studio, see "Compatibility with AI Studio" in
+docs/administrators/writing-plugins.md). It must load with no errors and no warnings other than
+the expected "kept, not used by toolpolicy" notices, with the typed values and lines below. The remaining tests pin the compatibility fixes.
 """
 
 from __future__ import annotations

@@ -15,14 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
-from policy.config.reference import (
-    main,
-    reference_page,
-    section_table,
-    tables,
-    with_tables,
-    written,
-)
+from policy.config.reference import PAGE, main, reference_page, section_table, settings_table
 from policy.config.sections import SECTIONS
 from policy.config.settings import TOOLPOLICY_KEYS, SettingKey, SettingKind
 from policy.config_schema import configuration_schema
@@ -322,25 +315,13 @@ def test_the_template_example_of_every_section_is_read_and_accepted(
     assert schema_errors(validator, section, entry) == []
 
 
-def test_the_readme_reference_tables_are_the_declarations() -> None:
-    """`python -m policy.config.reference README.md` writes them when a declaration changes."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    assert with_tables(readme) == readme, (
-        "the tables are stale: python -m policy.config.reference README.md "
-        "docs/administrators/plugin-lua.md"
-    )
-    for name, table in tables().items():
-        assert f"<!-- reference: {name} -->\n\n{table}\n<!-- end of reference -->" in readme
+ROOT = Path(__file__).parents[2]
 
 
 def test_the_sites_plugin_lua_reference_is_the_declarations() -> None:
-    """`python -m policy.config.reference docs/administrators/plugin-lua.md` writes it whole."""
-    page = (Path(__file__).parents[2] / "docs/administrators/plugin-lua.md").read_text("utf-8")
-    assert page == reference_page(), (
-        "the page is stale: python -m policy.config.reference README.md "
-        "docs/administrators/plugin-lua.md"
-    )
-    assert written(page) == page
+    """`python -m policy.config.reference` writes it whole when a declaration changes."""
+    page = (ROOT / PAGE).read_text(encoding="utf-8")
+    assert page == reference_page(), "the page is stale: python -m policy.config.reference"
     for key in TOOLPOLICY_KEYS:
         assert f"| `{key.name}` |" in page
     for section in SECTIONS:
@@ -348,19 +329,48 @@ def test_the_sites_plugin_lua_reference_is_the_declarations() -> None:
         assert section_table(section) in page
 
 
-def test_the_reference_command_writes_a_stale_page_whole_and_a_readme_block(
-    tmp_path: Path,
+def test_the_reference_tables_live_only_on_their_page() -> None:
+    """The guide's pages link to the reference; a copy of a table elsewhere would go stale."""
+    tables = [settings_table(), *(section_table(section) for section in SECTIONS)]
+    for text_file in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        if text_file == ROOT / PAGE:
+            continue
+        text = text_file.read_text(encoding="utf-8")
+        assert "<!-- reference:" not in text, text_file
+        for table in tables:
+            first_row = next(line for line in table.splitlines() if line.startswith("| `"))
+            assert first_row not in text, (text_file, first_row)
+
+
+def test_the_reference_command_writes_a_stale_page_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    page, readme = tmp_path / "plugin-lua.md", tmp_path / "README.md"
-    page.write_text(reference_page().replace("RequirePins", "RequirePinz"), encoding="utf-8")
-    readme.write_text(
-        "Intro\n\n<!-- reference: SETTINGS -->\nold\n<!-- end of reference -->\nEnd\n"
-    )
-    assert main([str(page), str(readme)]) == 0
-    assert page.read_text(encoding="utf-8") == reference_page()
-    assert readme.read_text(encoding="utf-8") == (
-        f"Intro\n\n<!-- reference: SETTINGS -->\n\n{tables()['SETTINGS']}\n<!-- end of reference -->\nEnd\n"
-    )
+    (tmp_path / PAGE).parent.mkdir(parents=True)
+    (tmp_path / PAGE).write_text(reference_page().replace("RequirePins", "RequirePinz"))
+    elsewhere = tmp_path / "plugin-lua.md"
+    monkeypatch.chdir(tmp_path)
+    assert main([]) == 0
+    assert (tmp_path / PAGE).read_text(encoding="utf-8") == reference_page()
+    assert main([str(elsewhere)]) == 0
+    assert elsewhere.read_text(encoding="utf-8") == reference_page()
+    assert capsys.readouterr().err == ""
+
+
+def test_the_reference_command_refuses_a_file_that_is_not_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command once wrote tables into README.md: given it now, it must not replace it."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# A guide\n", encoding="utf-8")
+    page = tmp_path / "plugin-lua.md"
+    assert main([str(page), str(readme)]) == 2
+    assert readme.read_text(encoding="utf-8") == "# A guide\n"
+    assert not page.exists(), "nothing is written when one target is refused"
+    error = capsys.readouterr().err
+    assert f"Error: {readme}: not the plugin.lua reference page" in error
+    assert f"live only in {PAGE}" in error
+    assert main([str(tmp_path / "no-such-folder" / "plugin-lua.md")]) == 2
+    assert "run it from the repository root" in capsys.readouterr().err
 
 
 _WRONG_SETTING: dict[SettingKind, str] = {
