@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 from policy.vocabulary import (
     ConfidenceLevel,
     ConfidenceScheme,
@@ -62,28 +65,35 @@ def test_scheme_table() -> None:
     assert provider_confidence(ProviderKind.GROQ, "NO_SUCH_SCHEME") is ConfidenceLevel.UNKNOWN
 
 
-_EUROPEAN = {"MISTRAL", "HELMHOLTZ", "GWDG", "HETZNER", "IONOS"}
-_ASIAN = {"DEEP_SEEK", "ALIBABA_CLOUD"}
-_SCHEME_TABLE: dict[ConfidenceScheme, tuple[set[str], ConfidenceLevel, ConfidenceLevel]] = {
-    # scheme: (kinds named explicitly, their level, everyone else) — the README's reference table
-    ConfidenceScheme.TRUST_ALL: (set(), ConfidenceLevel.MEDIUM, ConfidenceLevel.MEDIUM),
-    ConfidenceScheme.TRUST_USA_EUROPE: (_ASIAN, ConfidenceLevel.LOW, ConfidenceLevel.MEDIUM),
-    ConfidenceScheme.TRUST_USA: (_EUROPEAN | _ASIAN, ConfidenceLevel.LOW, ConfidenceLevel.MEDIUM),
-    ConfidenceScheme.TRUST_EUROPE: (_EUROPEAN, ConfidenceLevel.MEDIUM, ConfidenceLevel.LOW),
-    ConfidenceScheme.TRUST_ASIA: (_ASIAN, ConfidenceLevel.MEDIUM, ConfidenceLevel.LOW),
-    ConfidenceScheme.LOCAL_TRUST_ONLY: (set(), ConfidenceLevel.VERY_LOW, ConfidenceLevel.VERY_LOW),
-}
+_PAGE = Path(__file__).parents[1] / "docs/administrators/provider-confidence.md"
+
+
+def _documented_schemes() -> dict[ConfidenceScheme, tuple[set[str], str | None, str]]:
+    """The page's scheme table: per scheme, the kinds named explicitly, their level, and the
+    level of everyone else (`| `TRUST_USA` | MISTRAL, …, ALIBABA_CLOUD LOW | MEDIUM |`)."""
+    rows = re.findall(r"^\| `(\w+)`[^|]*\| ([^|]+) \| (\w+) \|$", _PAGE.read_text("utf-8"), re.M)
+    table = {}
+    for scheme, named, others in rows:
+        kinds, _, level = named.rpartition(" ")
+        explicit = {kind.strip() for kind in kinds.split(",")} if kinds else set()
+        table[ConfidenceScheme[scheme]] = (explicit, level if kinds else None, others)
+    return table
 
 
 def test_every_provider_kind_under_every_fixed_scheme_matches_the_documented_table() -> None:
-    for scheme, (named, named_level, others) in _SCHEME_TABLE.items():
+    """docs/administrators/provider-confidence.md is what administrators read: the code and it
+    must agree for every kind under every scheme but CUSTOM."""
+    documented = _documented_schemes()
+    assert set(documented) == set(ConfidenceScheme) - {ConfidenceScheme.CUSTOM}
+    for scheme, (named, named_level, others) in documented.items():
+        assert named <= {kind.name for kind in ProviderKind}, (scheme, named)
         for kind in ProviderKind:
             if kind is ProviderKind.SELF_HOSTED:
                 expected = ConfidenceLevel.HIGH
             elif kind is ProviderKind.NONE:
                 expected = ConfidenceLevel.NONE
             else:
-                expected = named_level if kind.name in named else others
+                expected = ConfidenceLevel[named_level if kind.name in named else others]
             assert provider_confidence(kind, scheme) is expected, (scheme, kind)
 
 
