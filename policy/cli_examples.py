@@ -1,8 +1,13 @@
 """The examples every `policy` command's `--help` ends with, one or two command lines each,
 keyed by the command as typed. The one source of them: `policy.cli_options.examples` writes a
-command's epilog from here, and a documentation page can list the same lines (`EXAMPLES`).
-tests/policy/test_cli_help.py checks that every command has an entry, that no entry names a
-command that does not exist, and parses every line against its command."""
+command's epilog from here, and `python -m policy.cli_examples` writes the same lines into the
+site's page of the command, `docs/administrators/cli.md` (its part between the marks
+`policy._page_parts` reads). tests/policy/test_cli_help.py checks that every command has an
+entry, that no entry names a command that does not exist, parses every line against its command,
+and that the page shows what is here.
+
+`--help` reads this module, so it imports nothing.
+"""
 
 from __future__ import annotations
 
@@ -96,3 +101,31 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 """Command (`policy settings set`) → the command lines its `--help` shows, run from the
 repository root (where `examples/` is)."""
+
+
+PAGE = "docs/administrators/cli.md"
+"""The site's page that shows every command's examples, from the repository root."""
+
+
+def examples_part() -> str:
+    """Every command's examples as the site shows them: a heading per command (its anchor is the
+    command, `#policy-settings-set`), its lines in a shell block."""
+    parts: list[str] = []
+    for command, lines in EXAMPLES.items():
+        parts += [f"### `{command}`", "", "```bash", *lines, "```", ""]
+    return "\n".join(parts)
+
+
+def main(arguments: list[str]) -> int:
+    """`python -m policy.cli_examples [PAGE ...]`: write the examples into the page(s)."""
+    from pathlib import Path
+
+    from policy._page_parts import write_part
+
+    return write_part(arguments, "policy.cli_examples", examples_part(), Path(PAGE))
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,13 +1,16 @@
 """`--help` of every `policy` command ends with one or two examples, all from one source
-(`policy.cli_examples.EXAMPLES`), and every example is a valid command line of the command it is
-shown for: each is parsed by the real command tree (options, arguments, choices, paths), only the
-command's own work is left out."""
+(`policy.cli_examples.EXAMPLES`), the site's page of the command (docs/administrators/cli.md)
+shows the same lines for every command, and every example, in `--help` or on the page, is a
+valid command line of the command it is shown for: each is parsed by the real command tree
+(options, arguments, choices, paths), only the command's own work is left out."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +19,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from policy._page_parts import marks, shown_part
 from policy.cli import cli
-from policy.cli_examples import EXAMPLES
+from policy.cli_examples import EXAMPLES, PAGE, examples_part
 from policy.cli_options import EXAMPLES_HEADING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +53,25 @@ def _examples(shown: _Shown) -> list[str]:
     _, heading, after = result.output.partition(EXAMPLES_HEADING)
     assert heading, f"{' '.join(shown.path)} --help shows no examples"
     return [line.strip() for line in after.splitlines() if line.strip()]
+
+
+def _page_examples() -> dict[str, list[str]]:
+    """The site's examples, command → its lines, as the page shows them between its marks."""
+    part = shown_part((ROOT / PAGE).read_text(encoding="utf-8"), "policy.cli_examples")
+    assert part is not None, f"{PAGE} has no examples part"
+    shown: dict[str, list[str]] = {}
+    command = None
+    inside = False
+    for line in part.splitlines():
+        heading = re.fullmatch(r"### `(policy[a-z ]*)`", line)
+        if heading:
+            command = heading.group(1)
+            shown[command] = []
+        elif line.startswith("```"):
+            inside = not inside
+        elif inside and command is not None and line.strip():
+            shown[command].append(line.strip())
+    return shown
 
 
 def _command_words(line: str) -> tuple[dict[str, str], list[str]]:
@@ -113,16 +136,68 @@ def test_every_example_is_a_valid_command_line(
         monkeypatch.setattr(
             leaf.command, "callback", lambda *_, _path=leaf.path, **__: ran.append(_path)
         )
-    for line in _examples(shown):
+    lines = list(dict.fromkeys([*_examples(shown), *_page_examples()[" ".join(shown.path)]]))
+    lines = [line for line in lines if "--help" not in line.split()]
+    for line in lines:
         environment, words = _command_words(line)
         with monkeypatch.context() as scoped:
             for name, value in environment.items():
                 scoped.setenv(name, value)
             cli.main(words[1:], prog_name="policy", standalone_mode=False)
         assert ran[-1][: len(shown.path)] == shown.path, (line, ran[-1])
-    assert len(ran) == len(_examples(shown))
+    assert len(ran) == len(lines)
 
 
 def test_a_wrong_example_would_be_caught(workspace: Path) -> None:
     with pytest.raises(click.UsageError, match="No such option"):
         cli.main(["check", "--orgs", "examples/organization"], standalone_mode=False)
+
+
+def test_the_site_shows_the_examples_of_the_one_source() -> None:
+    assert (ROOT / PAGE).read_text(encoding="utf-8").count(marks("policy.cli_examples")[0]) == 1
+    assert shown_part((ROOT / PAGE).read_text(encoding="utf-8"), "policy.cli_examples") == (
+        examples_part()
+    ), f"{PAGE} is stale: run python -m policy.cli_examples"
+
+
+def test_the_site_shows_examples_for_every_command_and_no_other() -> None:
+    shown = _page_examples()
+    commands = [" ".join(c.path) for c in COMMANDS]
+    assert sorted(shown) == sorted(commands)
+    for command, lines in shown.items():
+        assert 1 <= len(lines) <= 2, (command, lines)
+
+
+def _write_examples(*pages: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "policy.cli_examples", *map(str, pages)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_the_writer_rewrites_only_the_examples_of_a_stale_page(tmp_path: Path) -> None:
+    page = tmp_path / "cli.md"
+    current = (ROOT / PAGE).read_text(encoding="utf-8")
+    page.write_text(current.replace("policy check --org", "policy chek --org"), encoding="utf-8")
+    done = _write_examples(page)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert page.read_text(encoding="utf-8") == current
+
+
+def test_the_writer_refuses_a_page_without_its_marks_and_writes_no_page(tmp_path: Path) -> None:
+    marked = tmp_path / "cli.md"
+    stale = (ROOT / PAGE).read_text(encoding="utf-8").replace("policy check", "policy chek")
+    marked.write_text(stale, encoding="utf-8")
+    unmarked = tmp_path / "other.md"
+    unmarked.write_text("# Another page\n", encoding="utf-8")
+    done = _write_examples(marked, unmarked)
+    assert done.returncode == 2
+    assert f"Error: {unmarked}: expected the line " in done.stderr
+    assert marks("policy.cli_examples")[1] in done.stderr
+    assert "Traceback" not in done.stderr
+    assert marked.read_text(encoding="utf-8") == stale
+    assert unmarked.read_text(encoding="utf-8") == "# Another page\n"
