@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -23,30 +20,15 @@ from policy._page_parts import marks, shown_part
 from policy.cli import cli
 from policy.cli_examples import EXAMPLES, PAGE, examples_part
 from policy.cli_options import EXAMPLES_HEADING
+from tests.policy._cli_tree import Shown, command_words, commands, parse, parsing_only
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@dataclass(frozen=True)
-class _Shown:
-    path: tuple[str, ...]
-    command: click.Command
+COMMANDS = list(commands())
 
 
-def _commands(command: click.Command, path: tuple[str, ...]) -> Iterator[_Shown]:
-    yield _Shown(path, command)
-    if isinstance(command, click.Group):
-        context = click.Context(command, info_name=path[-1])
-        for name in command.list_commands(context):
-            child = command.get_command(context, name)
-            assert child is not None, name
-            yield from _commands(child, (*path, name))
-
-
-COMMANDS = list(_commands(cli, ("policy",)))
-
-
-def _examples(shown: _Shown) -> list[str]:
+def _examples(shown: Shown) -> list[str]:
     """The example lines of a command's `--help`, as the user reads them."""
     result = CliRunner().invoke(cli, [*shown.path[1:], "--help"], prog_name="policy")
     assert result.exit_code == 0, result.output
@@ -74,35 +56,19 @@ def _page_examples() -> dict[str, list[str]]:
     return shown
 
 
-def _command_words(line: str) -> tuple[dict[str, str], list[str]]:
-    """A shell line's `VAR=value` prefix and the words of its `policy` command, up to the first
-    pipe, redirection or closing parenthesis."""
-    start = line.index("policy ")
-    before = line[:start].split()
-    environment = dict(w.split("=", 1) for w in before if re.fullmatch(r"[A-Z_]+=\S+", w))
-    lexer = shlex.shlex(line[start:], posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    words: list[str] = []
-    for word in lexer:
-        if word and all(c in "();<>|&" for c in word):
-            break
-        words.append(word)
-    return environment, words
-
-
 def test_the_one_source_has_examples_for_every_command_and_no_other() -> None:
-    commands = {" ".join(c.path) for c in COMMANDS}
-    assert sorted(commands - EXAMPLES.keys()) == []
-    assert sorted(EXAMPLES.keys() - commands) == []
+    names = {c.name for c in COMMANDS}
+    assert sorted(names - EXAMPLES.keys()) == []
+    assert sorted(EXAMPLES.keys() - names) == []
 
 
-@pytest.mark.parametrize("shown", COMMANDS, ids=[" ".join(c.path) for c in COMMANDS])
-def test_every_command_shows_one_or_two_examples_of_itself(shown: _Shown) -> None:
+@pytest.mark.parametrize("shown", COMMANDS, ids=[c.name for c in COMMANDS])
+def test_every_command_shows_one_or_two_examples_of_itself(shown: Shown) -> None:
     lines = _examples(shown)
     assert lines == list(EXAMPLES[" ".join(shown.path)])
     assert 1 <= len(lines) <= 2, lines
     for line in lines:
-        _, words = _command_words(line)
+        _, words = command_words(line)
         assert words[: len(shown.path)] == list(shown.path), line
 
 
@@ -121,29 +87,15 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _leaves(command: click.Command, path: tuple[str, ...]) -> Iterator[_Shown]:
-    for shown in _commands(command, path):
-        if not isinstance(shown.command, click.Group):
-            yield shown
-
-
-@pytest.mark.parametrize("shown", COMMANDS, ids=[" ".join(c.path) for c in COMMANDS])
+@pytest.mark.parametrize("shown", COMMANDS, ids=[c.name for c in COMMANDS])
 def test_every_example_is_a_valid_command_line(
-    shown: _Shown, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    shown: Shown, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ran: list[tuple[str, ...]] = []
-    for leaf in _leaves(cli, ("policy",)):
-        monkeypatch.setattr(
-            leaf.command, "callback", lambda *_, _path=leaf.path, **__: ran.append(_path)
-        )
+    ran = parsing_only(monkeypatch)
     lines = list(dict.fromkeys([*_examples(shown), *_page_examples()[" ".join(shown.path)]]))
     lines = [line for line in lines if "--help" not in line.split()]
     for line in lines:
-        environment, words = _command_words(line)
-        with monkeypatch.context() as scoped:
-            for name, value in environment.items():
-                scoped.setenv(name, value)
-            cli.main(words[1:], prog_name="policy", standalone_mode=False)
+        parse(line, monkeypatch)
         assert ran[-1][: len(shown.path)] == shown.path, (line, ran[-1])
     assert len(ran) == len(lines)
 
