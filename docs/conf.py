@@ -32,7 +32,6 @@ html_copy_source = False
 html_show_sourcelink = False
 
 _PAGES_OF_FILES = {
-    "README.md": "guide",
     "CHANGELOG.md": "changelog",
     "bench/README.md": "benchmarks",
 }
@@ -40,8 +39,8 @@ _PAGES_OF_FILES = {
 
 
 def _links_to_included_files(app: Any, docname: str, source: list[str]) -> None:
-    """A link written for the repository (`../README.md#a-heading`, right on GitHub) goes to the
-    page that includes that file: the site has no copy of it."""
+    """A link written for the repository (`../CHANGELOG.md#a-heading`, right on GitHub) goes to
+    the page that includes that file: the site has no copy of it."""
     here = posixpath.dirname(docname)
     for file, page in _PAGES_OF_FILES.items():
         written = posixpath.relpath(posixpath.join("..", file), here or ".")

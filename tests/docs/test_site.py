@@ -87,7 +87,7 @@ def test_the_site_builds_with_its_pages(site: Path) -> None:
         "index.html",
         "administrators/plugin-lua.html",
         "architecture.html",
-        "guide.html",
+        "quickstart.html",
         "benchmarks.html",
         "changelog.html",
     } <= pages
