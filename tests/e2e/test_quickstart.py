@@ -251,3 +251,9 @@ def test_every_command_of_the_quickstart_shows_what_it_prints() -> None:
     quiet = {*_INSTALL, "mkdir my-org", "cp examples/quickstart/plugin.lua my-org/plugin.lua"}
     unshown = [s.command for s in _steps() if not s.shown and s.command not in quiet]
     assert unshown == []
+
+
+def test_the_plugin_the_page_shows_is_the_one_it_copies() -> None:
+    shown = PAGE.read_text(encoding="utf-8").split("```lua\n", 1)[1].split("```", 1)[0]
+    assert shown.startswith("CONFIG = {}\n")
+    assert shown in (QUICKSTART / "plugin.lua").read_text(encoding="utf-8")
