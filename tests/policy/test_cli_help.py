@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -118,38 +116,3 @@ def test_the_site_shows_examples_for_every_command_and_no_other() -> None:
     assert sorted(shown) == sorted(commands)
     for command, lines in shown.items():
         assert 1 <= len(lines) <= 2, (command, lines)
-
-
-def _write_examples(*pages: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "policy.cli_examples", *map(str, pages)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=60,
-    )
-
-
-def test_the_writer_rewrites_only_the_examples_of_a_stale_page(tmp_path: Path) -> None:
-    page = tmp_path / "cli.md"
-    current = (ROOT / PAGE).read_text(encoding="utf-8")
-    page.write_text(current.replace("policy check --org", "policy chek --org"), encoding="utf-8")
-    done = _write_examples(page)
-    assert (done.returncode, done.stderr) == (0, "")
-    assert page.read_text(encoding="utf-8") == current
-
-
-def test_the_writer_refuses_a_page_without_its_marks_and_writes_no_page(tmp_path: Path) -> None:
-    marked = tmp_path / "cli.md"
-    stale = (ROOT / PAGE).read_text(encoding="utf-8").replace("policy check", "policy chek")
-    marked.write_text(stale, encoding="utf-8")
-    unmarked = tmp_path / "other.md"
-    unmarked.write_text("# Another page\n", encoding="utf-8")
-    done = _write_examples(marked, unmarked)
-    assert done.returncode == 2
-    assert f"Error: {unmarked}: expected the line " in done.stderr
-    assert marks("policy.cli_examples")[1] in done.stderr
-    assert "Traceback" not in done.stderr
-    assert marked.read_text(encoding="utf-8") == stale
-    assert unmarked.read_text(encoding="utf-8") == "# Another page\n"
