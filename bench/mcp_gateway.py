@@ -40,6 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass
+from math import nan
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +260,12 @@ def _org(folder: Path, entry: str) -> Path:
     return folder
 
 
-async def main(quick: bool) -> None:
+async def main(
+    quick: bool,
+    upstreams: tuple[str, ...] = ("http", "stdio"),
+    tool_counts: tuple[int, ...] = (1, 1000),
+    client_counts: tuple[int, ...] = (1, 8, 32),
+) -> None:
     total = 120 if quick else 600
     print("gateway vs direct and vs the SDK pass-through floor (each figure the mean of two")
     print("alternated runs; CPU: ms the middle process spent per call)")
@@ -271,13 +277,13 @@ async def main(quick: bool) -> None:
     cpu: dict[str, list[float]] = {"pass": [], "gateway": []}
     by_tools: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for tools in (1, 1000):
+        for tools in tool_counts:
             state = Path(folder) / f"state-{tools}.json"
             state.write_text(
                 json.dumps({"base_tools": ["add_comment"], "extra_tools": tools - 1}),
                 encoding="utf-8",
             )
-            for upstream in ("http", "stdio"):
+            for upstream in upstreams:
                 with ExitStack() as servers:
                     sides: dict[str, _Callers]
                     if upstream == "http":
@@ -328,7 +334,7 @@ async def main(quick: bool) -> None:
                                 )
                             ),
                         }
-                    for clients in (1, 8, 32):
+                    for clients in client_counts:
                         row = await _compare(sides, clients, total)
                         print(row.line(upstream, tools, clients), flush=True)
                         for side in cpu:
@@ -338,8 +344,10 @@ async def main(quick: bool) -> None:
                                 1 / row.rate["gateway"] - 1 / row.rate["direct"]
                             )
                         by_tools.setdefault((upstream, tools), []).append(row.cpu["gateway"])
-    for upstream in ("http", "stdio"):
-        one, many = per_call[(upstream, 1)], per_call[(upstream, 1000)]
+    for upstream in upstreams:
+        if (upstream, 1) not in by_tools or (upstream, 1000) not in by_tools:
+            continue
+        one, many = per_call.get((upstream, 1), nan), per_call.get((upstream, 1000), nan)
         print(
             f"{upstream}: the gateway's own time per call (1 client): 1 tool {one * 1e3:.2f} ms, "
             f"1,000 tools {many * 1e3:.2f} ms ({many / one:.2f}x)"
@@ -357,7 +365,24 @@ async def main(quick: bool) -> None:
     )
 
 
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument(
+        "--upstream", default="http,stdio", help="upstream transports, e.g. http (default both)"
+    )
+    parser.add_argument("--tools", default="1,1000", help="upstream tool counts (default 1,1000)")
+    parser.add_argument("--clients", default="1,8,32", help="client counts (default 1,8,32)")
+    arguments = parser.parse_args()
+    asyncio.run(
+        main(
+            arguments.quick,
+            tuple(arguments.upstream.split(",")),
+            _numbers(arguments.tools),
+            _numbers(arguments.clients),
+        )
+    )
