@@ -81,3 +81,31 @@ def test_every_output_masks_a_secret_with_the_one_mask() -> None:
     assert repr(SecretValue("ENC:v1:abc")) == f"SecretValue({MASK})"
     assert to_document(SecretValue("ENC:v1:abc")) == MASK
     assert format_arguments({"token": "pw"}, frozenset({"token"})) == {"token": MASK}
+
+
+def test_a_mask_in_use_is_not_compiled_again_however_many_others_are_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 31: the patterns were kept only in a cache of the last 256 sets of secrets, so a
+    long-lived mask (a signed-in person's token, a server's Headers) was compiled again on the
+    request path once enough other masks had been used (~70 ms for a JWT)."""
+    import re
+
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbm4iLCJhdWQiOiJ0b29scyJ9.c2lnbmF0dXJlLXBhcnQ"
+    mask = SecretMask.of([token])
+    assert mask.text(f"Bearer {token}") == f"Bearer {MASK}"
+    for index in range(300):
+        other = SecretMask.of([f"other-secret-{index:04d}"])
+        assert other.text(f"x other-secret-{index:04d}") == f"x {MASK}"
+
+    compiled: list[str] = []
+    compile_pattern = re.compile
+
+    def counting(pattern: str, flags: int = 0) -> re.Pattern[str]:
+        compiled.append(pattern)
+        return compile_pattern(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", counting)
+    assert mask.text(f"token={token}") == f"token={MASK}"
+    assert mask.shows_secret(token)
+    assert compiled == [], "the mask in use kept its own pattern"
