@@ -15,6 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from policy.config.fields import Field, FieldType, Mistake, Section, UnknownFields
+from policy.config.plugin_globals import PLUGIN_GLOBALS as DECLARED_GLOBALS
 from policy.config.reference import PAGE, main, reference_page, section_table, settings_table
 from policy.config.sections import SECTIONS
 from policy.config.settings import TOOLPOLICY_KEYS, SettingKey, SettingKind
@@ -327,6 +328,9 @@ def test_the_sites_plugin_lua_reference_is_the_declarations() -> None:
     for section in SECTIONS:
         assert f'## `CONFIG["{section.name}"]`' in page
         assert section_table(section) in page
+    for declared in DECLARED_GLOBALS:
+        required = "yes" if declared.required else "no"
+        assert f"| `{declared.name}` | {declared.wanted} | {required} |" in page
 
 
 def test_the_reference_tables_live_only_on_their_page() -> None:
