@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         format_option,
         load_cli_policy,
         offline_option,
+        own_entry_listings,
         people_with_own_listings,
         provider_option,
         since_option,
@@ -234,7 +235,6 @@ if TYPE_CHECKING:
     )
     from policy.web import (
         ConfigurationPaths,
-        ListedPeople,
         build_app,
     )
 
@@ -292,7 +292,6 @@ __all__ = [
     "IPAddress",
     "InjectionRecord",
     "LeftOutRecord",
-    "ListedPeople",
     "OfferedDataSource",
     "OutboundDataRestriction",
     "OutcomeRecord",
@@ -366,6 +365,7 @@ __all__ = [
     "normalize_host",
     "not_listed",
     "offline_option",
+    "own_entry_listings",
     "parse_allowed_private_hosts",
     "parse_host_literal",
     "parse_user_settings",
@@ -459,6 +459,7 @@ _DEFINED_IN = {
     "format_option": "policy.cli_options",
     "load_cli_policy": "policy.cli_options",
     "offline_option": "policy.cli_options",
+    "own_entry_listings": "policy.cli_options",
     "people_with_own_listings": "policy.cli_options",
     "provider_option": "policy.cli_options",
     "since_option": "policy.cli_options",
@@ -573,7 +574,6 @@ _DEFINED_IN = {
     "may_receive_data": "policy.vocabulary",
     "tighten_data_security": "policy.vocabulary",
     "ConfigurationPaths": "policy.web",
-    "ListedPeople": "policy.web",
     "build_app": "policy.web",
 }
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from policy.cli_errors import CodedUsageError
     from policy.configuration import ProviderConfig
     from policy.decision_record import DecisionRecord
+    from policy.mcp import McpServerConfig, McpServerListing
     from policy.people import PeoplePolicies
     from policy.tools import Tool
 
@@ -247,19 +248,30 @@ def with_current_mcp_listings(
 
 def people_with_own_listings(policy: Policy, *, offline: bool = False) -> PeoplePolicies:
     """`policy`'s `PeoplePolicies` with each group's own MCP server entry (another connection
-    than the entry in force for everyone) listed live, as a serving runtime lists it: never
-    from or into the state directory, which keeps the listing of everyone's entry. `offline`
-    lists none: such an entry then shows as not listed, saying why."""
+    than the entry in force for everyone) listed live, as a serving runtime lists it
+    (`own_entry_listings`). `offline` lists none: such an entry then shows as not listed,
+    saying why."""
     from policy.people import PeoplePolicies
 
     people = PeoplePolicies(policy)
+    listed = own_entry_listings(people, offline=offline)
+    if not listed:
+        return people
+    return PeoplePolicies(policy, {entry.connection: listing for entry, listing in listed})
+
+
+def own_entry_listings(
+    people: PeoplePolicies, *, offline: bool = False
+) -> tuple[tuple[McpServerConfig, McpServerListing], ...]:
+    """Each group's own MCP server entry of `people` (`PeoplePolicies.own_entries`) with its
+    listing, asked live on its own: never from or into the state directory, which keeps the
+    listing of everyone's entry. `offline` lists none."""
     entries = () if offline else people.own_entries()
     if not entries:
-        return people
+        return ()
     module, _, name = MCP_LISTER.partition(":")
     lister = getattr(importlib.import_module(module), name)
-    listed = {e.connection: lister([e], state_dir=None)[e.id] for e in entries}
-    return PeoplePolicies(policy, listed)
+    return tuple((e, lister([e], state_dir=None)[e.id]) for e in entries)
 
 
 def _unknown_tool_note(policy: Policy, tool_id: str) -> str:

@@ -41,7 +41,6 @@ from policy.vocabulary import COMPONENT_NAMES, PROVIDER_KIND_NAMES, Component
 from policy.web_documents import (
     ConfigurationPaths,
     Deliveries,
-    ListedPeople,
     ReloadOutcome,
     SettingsFilter,
     Snapshot,
@@ -59,7 +58,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "ConfigurationPaths",
-    "ListedPeople",
     "PolicySource",
     "ReloadOutcome",
     "build_app",
@@ -117,7 +115,7 @@ def build_app(
     caller they show a person in no group's. The simulate and diff forms start from every
     loaded configuration (the simulate form decides for whomever it names). `people_of` gives a
     policy's people as loaded with their groups' own MCP server entries listed
-    (`ListedPeople.of`); without it, or where it gives None, such an entry is not listed.
+    (`runtime.cli_serve.ServedPolicy.people_of`); without it, or where it gives None, such an entry is not listed.
 
     With `watch`, the app runs `source.run()` for as long as it serves (and closes the source
     when it stops), so a changed plugin file is in force without a click on Reload. Without a

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigurationPaths",
     "Deliveries",
-    "ListedPeople",
     "ReloadOutcome",
     "SettingsFilter",
     "Snapshot",
@@ -238,31 +237,6 @@ class SettingsFilter:
         if self.overridden and not set_by_configuration:
             return False
         return self.unset or row["value"] is not None
-
-
-class ListedPeople:
-    """The people's policies of the policies `load` loaded, each group's own MCP server entry
-    listed as `policy explain --as` lists it (`people_with_own_listings`): listed where the
-    policy is loaded (a `PolicyWatcher` loads off the event loop), so no page lists anything.
-    The last few are kept, so the one in force is there after a reload that was refused."""
-
-    _KEPT = 4
-
-    def __init__(self, paths: ConfigurationPaths) -> None:
-        self._paths = paths
-        self._loaded: list[PeoplePolicies] = []
-
-    def load(self) -> Policy:
-        from policy.cli_options import people_with_own_listings
-
-        policy = self._paths.load()
-        people = people_with_own_listings(policy, offline=self._paths.offline)
-        self._loaded = [people, *self._loaded[: self._KEPT - 1]]
-        return policy
-
-    def of(self, policy: Policy) -> PeoplePolicies | None:
-        """`policy`'s people as loaded, or None for a policy `load` did not load."""
-        return next((p for p in self._loaded if p.policy is policy), None)
 
 
 class Snapshot:

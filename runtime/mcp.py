@@ -296,17 +296,28 @@ class McpSessions:
         """The listing in hand of each entry `add_entries` named, by its connection."""
         return {k: s.listing for k, s in self._entries.items() if s.listing is not None}
 
-    def remember(self, listings: Mapping[str, McpServerListing]) -> None:
+    def remember(
+        self,
+        listings: Mapping[str, McpServerListing],
+        entries: Iterable[tuple[McpServerConfig, McpServerListing]] = (),
+    ) -> None:
         """Start from listings the app already has (a `policy` command lists before it starts
         the runtime): each counts as listed now and ages by the same TTL, so the first request
-        does not list the server again. A server listed here already keeps its own listing."""
+        does not list the server again. A server listed here already keeps its own listing.
+        `entries` are entries of known ids with a connection of their own and their listings
+        (a group's own entry, as `add_entries` takes it)."""
         now = time.monotonic()
         for server_id, listing in listings.items():
-            session = self._sessions.get(server_id)
-            if session is not None and session.listing is None:
-                session.listing = listing
-                session.listed_at = now
-                self.version += 1
+            self._remembered(self._sessions.get(server_id), listing, now)
+        for server, listing in entries:
+            self.add_entries([server])
+            self._remembered(self._entries.get(server.connection), listing, now)
+
+    def _remembered(self, session: _Session | None, listing: McpServerListing, now: float) -> None:
+        if session is not None and session.listing is None:
+            session.listing = listing
+            session.listed_at = now
+            self.version += 1
 
     def _relist_in_background(self, session: _Session, now: float) -> asyncio.Task[None]:
         if session.relisting is None or session.relisting.done():

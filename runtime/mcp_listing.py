@@ -103,21 +103,25 @@ def sessions_for(
     *,
     offline: bool = False,
     first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
+    listing_ttl_seconds: float = DEFAULT_LISTING_TTL_SECONDS,
+    entries: Sequence[tuple[McpServerConfig, McpServerListing]] = (),
 ) -> McpSessions | None:
     """The MCP sessions a serving command (`policy chat`, `policy mcp serve`) hands its
     `ChatRuntime`: they start from the listings the command loaded the policy with, so the tools
     it checked are the ones the runtime offers first. Listed live or fresh from the cache, a
     listing ages by the runtime's TTL and is then asked again (written to `state_dir`); a server
     that was not reached is asked again at the first request, which waits for it at most
-    `first_listing_wait_seconds` (in all, however many requests ask). `offline` keeps the cached
-    listings for good: no server is asked for its tools (a call still goes to its server)."""
+    `first_listing_wait_seconds` (in all, however many requests ask). `entries` are the groups'
+    own entries the command listed (`own_entry_listings`), started from the same way.
+    `offline` keeps the cached listings for good: no server is asked for its tools (a call still
+    goes to its server)."""
     servers = policy.configuration.mcp_servers
     if not servers:
         return None
     sessions = McpSessions(
         servers,
         state_dir=state_dir,
-        listing_ttl_seconds=float("inf") if offline else DEFAULT_LISTING_TTL_SECONDS,
+        listing_ttl_seconds=float("inf") if offline else listing_ttl_seconds,
         first_listing_wait_seconds=first_listing_wait_seconds,
     )
     now = datetime.now(UTC)
@@ -126,7 +130,8 @@ def sessions_for(
             server_id: listing
             for server_id, listing in policy.mcp_listings.items()
             if offline or (listing.ok and not listing.unreachable and _fresh(listing, now))
-        }
+        },
+        [(entry, listing) for entry, listing in entries if listing.ok],
     )
     return sessions
 

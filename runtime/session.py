@@ -212,6 +212,12 @@ class ChatRuntime:
         configurations only)."""
         return self._whole
 
+    def people_policies(self) -> PeoplePolicies:
+        """Each person's policy as this runtime decides it (`PeoplePolicies` of `whole_policy`):
+        each group's own MCP server entry with its tools as this runtime's sessions last listed
+        them, what a page showing someone's policy reads (`policy serve`)."""
+        return self._people_policies()
+
     @property
     def caller(self) -> Caller | None:
         """The signed-in person this runtime decides for (`for_caller`), else None."""

@@ -170,6 +170,28 @@ def test_pins_are_checked_against_each_entrys_own_listing(
     assert "tickets__add_comment" not in bobs, "finance's entry requires pins"
 
 
+def _org_of_two_groups(tmp_path: Path, state: Path) -> tuple[Path, Path, Path]:
+    """Everyone's `tickets` entry, finance's own (its server lists one tool more) and legal's
+    (it wins the merge of all configurations): the org folder, the groups folder and finance's
+    server's state file."""
+    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
+    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
+    legal_state.write_text("{}", encoding="utf-8")
+    groups = tmp_path / "groups"
+    _groups_entry(groups / "finance", FINANCE_ID, finance_state)
+    _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
+    mapping = f'["finance"] = {{ "{FINANCE_ID}" }}, ["legal"] = {{ "{LEGAL_ID}" }}'
+    by_group = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {mapping} }}\n'
+    return write_org(tmp_path / "org", state, settings=by_group), groups, finance_state
+
+
+def _simulated_for_bob(served: Any, tool: str) -> Any:
+    import httpx
+
+    asked = {"provider_kind": "OPEN_AI", "tool": tool, "as_subject": "bob", "groups": "finance"}
+    return httpx.post(served.url("/api/simulate"), json=asked, timeout=30)
+
+
 def test_policy_explain_as_a_group_member_lists_their_own_entry(
     tmp_path: Path, state: Path
 ) -> None:
@@ -177,15 +199,7 @@ def test_policy_explain_as_a_group_member_lists_their_own_entry(
     the tool only finance's server has is offered to finance's member even though legal's entry
     wins the merge of all configurations; without listing (`--offline`) the entry shows as not
     listed, saying why, never with everyone's tools."""
-    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
-    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
-    legal_state.write_text("{}", encoding="utf-8")
-    groups = tmp_path / "groups"
-    _groups_entry(groups / "finance", FINANCE_ID, finance_state)
-    _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
-    by_group = f'["finance"] = {{ "{FINANCE_ID}" }}, ["legal"] = {{ "{LEGAL_ID}" }}'
-    mapping = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {by_group} }}\n'
-    org = write_org(tmp_path / "org", state, settings=mapping)
+    org, groups, _ = _org_of_two_groups(tmp_path, state)
     common = ("--org", org, "--org", groups, "--state-dir", tmp_path / "state", "--format", "json")
     as_bob = ("--as", "bob", "--groups", "finance")
     bobs = policy_cli("explain", "tickets__lookup_000", *common, *as_bob)
@@ -211,39 +225,22 @@ def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
     import httpx
 
     from policy import Caller
-    from policy.web import ConfigurationPaths, ListedPeople, build_app
-    from runtime import PolicyWatcher
+    from policy.web import ConfigurationPaths
     from tests.servers.loopback import running_app
     from tests.webui.conftest import web_app
 
-    finance_state, legal_state = tmp_path / "finance-state.json", tmp_path / "legal-state.json"
-    finance_state.write_text(json.dumps({"extra_tools": 1}), encoding="utf-8")
-    legal_state.write_text("{}", encoding="utf-8")
-    groups = tmp_path / "groups"
-    _groups_entry(groups / "finance", FINANCE_ID, finance_state)
-    _groups_entry(groups / "legal", LEGAL_ID, legal_state, priority=300)
-    mapping = f'["finance"] = {{ "{FINANCE_ID}" }}, ["legal"] = {{ "{LEGAL_ID}" }}'
-    by_group = f'CONFIG["SETTINGS"]["DataGateway.ConfigurationsByGroup"] = {{ {mapping} }}\n'
-    org = write_org(tmp_path / "org", state, settings=by_group)
+    org, groups, _ = _org_of_two_groups(tmp_path, state)
     paths = ConfigurationPaths(org=(org, groups), state_dir=tmp_path / "state")
-    bob = {"as_subject": "bob", "groups": "finance"}
 
-    def simulated(served: Any, tool: str, **person: str) -> httpx.Response:
-        asked = {"provider_kind": "OPEN_AI", "tool": tool, **person}
+    def simulated(served: Any, tool: str) -> httpx.Response:
+        asked = {"provider_kind": "OPEN_AI", "tool": tool}
         return httpx.post(served.url("/api/simulate"), json=asked)
 
     with running_app(web_app(paths)) as served:
-        bobs = simulated(served, "tickets__lookup_000", **bob)
+        bobs = _simulated_for_bob(served, "tickets__lookup_000")
         everyones = simulated(served, "tickets__search_tickets")
         not_everyones = simulated(served, "tickets__lookup_000")
-    listed = ListedPeople(paths)
-    as_bob = build_app(
-        PolicyWatcher(listed.load, watch=paths.watched()),
-        paths,
-        watch=False,
-        caller_of=lambda _: Caller("bob", frozenset({"finance"})),
-        people_of=listed.of,
-    )
+    as_bob = web_app(paths, caller_of=lambda _: Caller("bob", frozenset({"finance"})))
     with running_app(as_bob) as served:
         bobs_page = httpx.get(served.url("/api/decisions"))
     assert bobs_page.status_code == 200, bobs_page.text
@@ -279,3 +276,62 @@ def test_policy_replay_decides_a_persons_records_with_their_groups_own_entry(
     assert document["decisions"] >= 1
     assert document["calls_now_blocked"] == [], "finance's entry lists the tool bob called"
     assert document["changed"] == []
+
+
+def test_the_web_page_lists_a_groups_own_entry_after_refused_reloads(
+    tmp_path: Path, state: Path
+) -> None:
+    """Reloads refused one after another (an organization plugin that does not load, with no
+    last-known-good copy) keep the policy in force, and with it its groups' own entries as
+    listed: the page asked only afterwards still decides finance's own tool."""
+    import httpx
+
+    from policy.web import ConfigurationPaths
+    from tests.servers.loopback import running_app
+    from tests.webui.conftest import web_app
+
+    org, groups, _ = _org_of_two_groups(tmp_path, state)
+    paths = ConfigurationPaths(org=(org, groups))
+    legal = groups / "legal" / "plugin.lua"
+    with running_app(web_app(paths)) as served:
+        for attempt in range(5):
+            legal.write_text(f'error("broken, attempt {attempt}")\n', encoding="utf-8")
+            answer = httpx.post(served.url("/api/reload"), timeout=60).json()
+            assert answer["swapped"] is False, answer
+        bobs = _simulated_for_bob(served, "tickets__lookup_000")
+    assert bobs.status_code == 200, bobs.text
+    (decided,) = bobs.json()["decisions"]
+    assert decided["tool"] == "tickets__lookup_000", "finance's server lists it"
+
+
+def test_the_web_page_follows_a_groups_own_entry_as_its_server_lists_it_later(
+    tmp_path: Path, state: Path
+) -> None:
+    """A group's own entry is listed again after the listing TTL, as the gateway lists it, not
+    only when the policy is loaded: a tool finance's server lists later is decided on the page
+    without a reload, and one it stops listing is no longer."""
+    import time
+
+    from policy.web import ConfigurationPaths
+    from runtime.cli_serve import ServedPolicy
+    from tests.servers.loopback import running_app
+    from tests.webui.conftest import web_app
+
+    org, groups, finance_state = _org_of_two_groups(tmp_path, state)
+    paths = ConfigurationPaths(org=(org, groups))
+    served_policy = ServedPolicy(paths, listing_ttl_seconds=0.2, poll_seconds=0.1)
+    app = web_app(paths, watch=True, served=served_policy)
+
+    def wait_for(tool: str, status: int) -> None:
+        deadline = time.monotonic() + 60
+        while (answer := _simulated_for_bob(served, tool)).status_code != status:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.1)
+
+    with running_app(app, lifespan=True) as served:
+        assert _simulated_for_bob(served, "tickets__lookup_000").status_code == 200
+        assert _simulated_for_bob(served, "tickets__lookup_001").status_code == 400
+        finance_state.write_text(json.dumps({"extra_tools": 2}), encoding="utf-8")
+        wait_for("tickets__lookup_001", 200)
+        finance_state.write_text(json.dumps({"extra_tools": 0}), encoding="utf-8")
+        wait_for("tickets__lookup_000", 400)

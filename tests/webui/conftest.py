@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
 
 from policy.config_sources import delivered_home, set_copy_in_force
 from policy.secrets import encrypt, generate_secret
-from policy.web import ConfigurationPaths, ListedPeople, build_app
-from runtime import PolicyWatcher
+from policy.web import ConfigurationPaths, build_app
+from runtime.cli_serve import ServedPolicy
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "organization"
 HOSTILE = '<script>alert("owned")</script><img src=x onerror=alert(1)>'
@@ -39,12 +40,17 @@ def hostile_organization(parent: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def web_app(
-    paths: ConfigurationPaths, token: str | None = None, *, watch: bool = False
+    paths: ConfigurationPaths,
+    token: str | None = None,
+    *,
+    watch: bool = False,
+    served: ServedPolicy | None = None,
+    **options: Any,
 ) -> Starlette:
-    """`policy serve`'s app over a PolicyWatcher of `paths`, as the command builds it."""
-    listed = ListedPeople(paths)
-    watcher = PolicyWatcher(listed.load, watch=paths.watched())
-    return build_app(watcher, paths, token, watch=watch, people_of=listed.of)
+    """`policy serve`'s app over `served` (by default a `ServedPolicy` of `paths`), as the
+    command builds it; `options` go to `build_app` (e.g. `caller_of`)."""
+    served = served or ServedPolicy(paths)
+    return build_app(served, paths, token, watch=watch, people_of=served.people_of, **options)
 
 
 def fetched_in_force(state_dir: Path, plugin_lua: str) -> Path:
