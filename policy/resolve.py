@@ -788,7 +788,8 @@ class ConfidenceSchemeChoice:
 def confidence_scheme(
     configuration: PolicyConfiguration, user: UserSettings
 ) -> ConfidenceSchemeChoice:
-    """The scheme in force: locked org value → user choice → editable org value → TRUST_ALL."""
+    """The scheme in force: locked org value → user choice → editable org value → the key's
+    declared default (TRUST_ALL, declared in policy/config/settings.py)."""
     setting = configuration.setting(_CONFIDENCE_SCHEME)
     custom_table, custom_setting = _table(configuration, _CUSTOM_CONFIDENCE_SCHEME)
     managed = None
@@ -796,10 +797,11 @@ def confidence_scheme(
         text = setting_text(setting.value)
         managed = (text, _managed_evidence(setting, text))
     locked, organization = managed_layer(setting, managed)
-    built_in = (
-        ConfidenceScheme.TRUST_ALL.value,
-        Evidence(_CONFIDENCE_SCHEME, ConfidenceScheme.TRUST_ALL.value, _SOURCE_BUILT_IN),
-    )
+    from policy.config.settings import setting_key  # loaded with any configuration
+
+    declared = setting_key(_CONFIDENCE_SCHEME)
+    assert declared is not None and isinstance(declared.default, str)
+    built_in = (declared.default, Evidence(_CONFIDENCE_SCHEME, declared.default, _SOURCE_BUILT_IN))
     chosen = (
         resolve_setting(
             locked=locked,
