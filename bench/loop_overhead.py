@@ -149,6 +149,9 @@ def serve() -> None:
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # every connection accepted from it sends at once (no wait for a delayed ACK), as a
+    # provider's server does; asyncio sets it on each connection too, this says so here
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.bind(("127.0.0.1", 0))
     print(listener.getsockname()[1], flush=True)
     config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="off")
