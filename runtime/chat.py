@@ -545,6 +545,8 @@ class Chat:
     def __init__(self, record: ChatRecord, store: ChatStore) -> None:
         self._record = record
         self._store = store
+        self._flow_read: tuple[tuple[ChatHolding, ...], ChatHoldings] | None = None
+        """The holdings as the flow rule read them last, with what they were read from."""
 
     @classmethod
     def open(
@@ -600,8 +602,13 @@ class Chat:
     def flow_holdings(self) -> ChatHoldings:
         """What the chat holds as the flow rule reads it (`policy.flow.ChatHoldings`): the
         effects that reached the model, each with the tool, call and source that brought it.
-        An injection the guard removed counts as untrusted content."""
-        return flow_holdings(self._record.holdings)
+        An injection the guard removed counts as untrusted content. Read once per change of
+        the holdings (the gateway asks it several times per call)."""
+        holdings = self._record.holdings
+        read = self._flow_read
+        if read is None or read[0] is not holdings:
+            read = self._flow_read = (holdings, flow_holdings(holdings))
+        return read[1]
 
     def note_untrusted(self, source: str) -> bool:
         """Content the app put into the chat itself (an attached document, a pasted mail) came

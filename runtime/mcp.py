@@ -828,15 +828,16 @@ class McpExecutableTool(McpTool):
 
         sessions = await _sessions_for(self.server, context)
         source = tool_content(self.definition.id)
+        guard = guard_of(context)
         try:
-            with _guarded_progress(guard_of(context), source):
+            with _guarded_progress(guard, source):
                 result = await sessions.call_tool(
                     self.server, self.listing.name, arguments, offered=self.listing
                 )
         except McpServerError as error:
             if not error.content:
                 raise
-            [guarded] = await guard_of(context).sanitize_many([GuardText(error.content, source)])
+            [guarded] = await guard.sanitize_many([GuardText(error.content, source)])
             raise McpServerError(error.summary, _error_text(guarded)) from None
         mask = sessions.mask_of(self.server)
         content = _content_of(result)
@@ -845,7 +846,7 @@ class McpExecutableTool(McpTool):
         structure = mask.value(result.structured_content)
         problem = None if structure is None else _structure_problem(structure, None)
         strings = [] if structure is None or problem else list(json_strings(structure))
-        cleaned = await guard_of(context).sanitize_many(
+        cleaned = await guard.sanitize_many(
             [GuardText(t, source) for t in [*shown, *titles, *strings]]
         )
         texts = cleaned[: len(shown)]

@@ -107,6 +107,8 @@ class _View:
     """The offer decisions behind the view, as a decision record keeps them."""
     key: tuple[Any, ...] = ()
     """The chat's state it was made for (`_requirements`)."""
+    facts: ProviderFacts | None = None
+    """The provider as the executor's checks read it (made once per view, not per call)."""
 
 
 @dataclass(slots=True)
@@ -316,8 +318,9 @@ class McpGateway:
             )
             return _View(runtime, policy, None, {}, (), {}, (), refusal, key=key)
         registry = policy.registry
+        facts = ProviderFacts.of(registry, provider)
         try:
-            ensure_provider_allowed(chat, ProviderFacts.of(registry, provider))
+            ensure_provider_allowed(chat, facts)
         except ChatRequirementError as error:
             return _View(runtime, policy, provider, {}, (), {}, (), str(error), key=key)
         offer = await runtime.executable_tools(
@@ -336,6 +339,7 @@ class McpGateway:
             "",
             offer.decided,
             key,
+            facts,
         )
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
@@ -420,7 +424,7 @@ class McpGateway:
                     view.runnable,
                     order=client.calls,
                     chat=client.chat,
-                    provider=ProviderFacts.of(view.policy.registry, view.provider),
+                    provider=view.facts,
                 )
         except asyncio.CancelledError:  # the client cancelled: so was the upstream call
             masked = view.runtime.executor().traced_arguments(call, view.runnable)
