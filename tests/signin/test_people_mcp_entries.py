@@ -214,6 +214,41 @@ def test_policy_explain_as_a_group_member_lists_their_own_entry(
     assert row["tools"] == [] and "listed on its own, live only" in row["error"], row
 
 
+def test_policy_tools_lists_everyones_own_entry_when_a_groups_entry_wins_the_merge(
+    tmp_path: Path, state: Path
+) -> None:
+    """`policy tools` decides for a person in no group (it names nobody; its note says so).
+    Legal's entry wins the merge of all configurations, so everyone's entry is one of their
+    own: it is listed live on its own, as the gateway lists it, and its tools are the catalog's
+    rows — never legal's server's, never finance's; `--offline` shows it as not listed, saying
+    why, rather than with legal's tools."""
+    org, groups, _ = _org_of_two_groups(tmp_path, state)
+    (tmp_path / "legal-state.json").write_text(json.dumps({"extra_tools": 2}), encoding="utf-8")
+    common = ("--org", org, "--org", groups, "--state-dir", tmp_path / "state")
+    listed = policy_cli("tools", *common, "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert document["decided_for"].startswith("decided for a person in no group")
+    ids = {t["id"] for t in document["tools"]}
+    assert {"tickets__search_tickets", "tickets__add_comment"} <= ids, ids
+    assert not any(i.startswith("tickets__lookup_") for i in ids), "legal's or finance's tools"
+    (row,) = document["mcp_servers"]
+    assert row["listing"] == "listed live" and row["source"] == "live", row
+    assert "tickets__search_tickets" in row["tools"], row
+    assert not any(t.startswith("tickets__lookup_") for t in row["tools"]), row
+    assert calls_received(state) == [], "listed, not called"
+    table = policy_cli("tools", *common)
+    assert table.returncode == 0, table.stderr
+    assert "decided for a person in no group" in table.stdout
+    assert "tickets__search_tickets" in table.stdout and "tickets__lookup_" not in table.stdout
+    offline = policy_cli("tools", *common, "--offline", "--format", "json")
+    assert offline.returncode == 0, offline.stderr
+    offline_document = json.loads(offline.stdout)
+    assert not any(t["id"].startswith("tickets__") for t in offline_document["tools"])
+    (row,) = offline_document["mcp_servers"]
+    assert row["tools"] == [] and "listed on its own, live only" in row["error"], row
+
+
 def test_the_web_simulate_form_lists_a_groups_own_entry_as_explain_does(
     tmp_path: Path, state: Path
 ) -> None:
