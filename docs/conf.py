@@ -9,7 +9,10 @@ the theme (Furo) ships its assets and no extension fetches anything.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
+
+from docutils import nodes
 
 project = "toolpolicy"
 author = "toolpolicy contributors"
@@ -27,7 +30,9 @@ nitpicky = True
 
 html_theme = "furo"
 html_title = "toolpolicy"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
+"""One rule: a table's cells may break a long name, so a wide table fits the page's column."""
 html_copy_source = False
 html_show_sourcelink = False
 
@@ -52,6 +57,31 @@ def _links_to_included_files(app: Any, docname: str, source: list[str]) -> None:
         )
 
 
+_BREAK_IN_TEXT = re.compile(r"(?<=[^\s\d][._/|])(?=[^\s\d.,;:)\]])")
+_BREAK_IN_CODE = re.compile(rf"{_BREAK_IN_TEXT.pattern}|(?<=[a-z])(?=[A-Z])")
+
+
+def _names_break_in_tables(app: Any, doctree: nodes.document, docname: str) -> None:
+    """A long name in a table cell may break after a dot, an underscore, a slash or a bar, and a
+    name in code also between the words of its camel case (`DataTools.<wbr>Minimum<wbr>Provider…`;
+    `<wbr>`, which a copy leaves out), so a wide table fits the page's column instead of hiding its
+    last columns behind a scroll bar at its foot. Words of prose never break."""
+    if app.builder.format != "html":
+        return
+    for table in doctree.findall(nodes.table):
+        for text in list(table.findall(nodes.Text)):
+            if isinstance(text.parent, nodes.FixedTextElement):
+                continue
+            pattern = _BREAK_IN_CODE if isinstance(text.parent, nodes.literal) else _BREAK_IN_TEXT
+            parts = pattern.split(text.astext())
+            if len(parts) > 1:
+                pieces: list[nodes.Node] = [nodes.Text(parts[0])]
+                for part in parts[1:]:
+                    pieces += [nodes.raw("", "<wbr>", format="html"), nodes.Text(part)]
+                text.parent.replace(text, pieces)
+
+
 def setup(app: Any) -> dict[str, bool]:
     app.connect("source-read", _links_to_included_files)
+    app.connect("doctree-resolved", _names_break_in_tables)
     return {"parallel_read_safe": True}

@@ -91,14 +91,33 @@ def test_the_site_builds_with_its_pages(site: Path) -> None:
         "benchmarks.html",
         "changelog.html",
     } <= pages
-    reference = (site / "administrators/plugin-lua.html").read_text(encoding="utf-8")
-    assert "DataTools.RequireApprovalToolIds" in reference and "RequirePins" in reference
+    reference = lxml.html.parse(str(site / "administrators/plugin-lua.html")).getroot()
+    assert "DataTools.RequireApprovalToolIds" in reference.text_content()
+    assert "RequirePins" in reference.text_content()
     changelog = lxml.html.parse(str(site / "changelog.html")).getroot().text_content()
     assert "Changelog" in changelog and "Unreleased" in changelog
     plugins = lxml.html.parse(str(site / "administrators/writing-plugins.html")).getroot()
     assert "Failing closed" in plugins.text_content()
     servers = lxml.html.parse(str(site / "administrators/mcp-servers.html")).getroot()
     assert "policy mcp pin" in servers.text_content()
+
+
+def test_a_long_name_in_a_table_may_break_and_reads_whole(site: Path) -> None:
+    """The settings table fits the page's column: a key breaks after its dot and between its
+    camel-case words (`<wbr>`), never elsewhere, and reads (and copies) as written; prose outside
+    tables gets no break opportunities."""
+    reference = lxml.html.parse(str(site / "administrators/plugin-lua.html")).getroot()
+    key = next(
+        code
+        for code in reference.iterfind(".//table//code")
+        if code.text_content() == "DataTools.MinimumProviderConfidenceByToolId"
+    )
+    pieces = [(span.text or "") for span in key.iter("span")]
+    assert pieces == ["Data", "Tools.", "Minimum", "Provider", "Confidence", "By", "Tool", "Id"]
+    assert len(list(key.iter("wbr"))) == len(pieces) - 1
+    for page in sorted(site.rglob("*.html")):
+        for wbr in lxml.html.parse(str(page)).getroot().iter("wbr"):
+            assert any(a.tag == "table" for a in wbr.iterancestors()), page
 
 
 def test_every_internal_link_of_the_site_resolves(site: Path) -> None:
