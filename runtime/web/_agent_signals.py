@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from runtime.web._anchored import AnchorIndex, Anchors
+from runtime.web._anchored import AnchorIndex, Anchors, WordGates
 from runtime.web._anchored import finditer as anchored
 
 _AI_NAME = (
@@ -297,6 +297,8 @@ _RULES: tuple[_Rule, ...] = (
     ),
 )
 
+_RULE_GATES = WordGates.of([(rule.words,) if rule.words else () for rule in _RULES])
+
 _ACTION = re.compile(
     r"(?:please\s+|kindly\s+|now\s*,?\s+|then\s*,?\s+|"
     r"first\s*,?\s+|immediately\s+|you\s+(?:should|must|need\s+to|have\s+to|will)\s+)?"
@@ -380,8 +382,8 @@ def find_signals(
     apart: a document, whose fields are all quoted, needs only to know where signals are).
     `words`, the text's runs of letters, lets rules whose words are absent be skipped."""
     signals: list[Signal] = []
-    for rule in _RULES:
-        if words is not None and rule.words and rule.words.isdisjoint(words):
+    for rule, open_ in zip(_RULES, _RULE_GATES.open(words), strict=True):
+        if not open_:
             continue
         subject = view if rule.case_sensitive else lowered
         if rule.opening and rule.opening not in subject:

@@ -6,13 +6,16 @@ Every rule names its anchors — literal substrings one of which each of its mat
 `lead` characters of its start — and `str.find` (C) finds them; the pattern is tried only at
 the at most `lead` + 1 positions before each of them (one `match` whose look-ahead prefix steps
 over those positions in C), never over a whole window around them. An anchor made of letters only stands for a whole word (a run of letters)
-in its rules' matches, so when the text's set of words lacks it, it is not searched at all; a
+in its rules' matches, so when the text's set of words lacks it, it is not searched at all, and
+otherwise found as ` word ` among the text's `letter_marks` (one byte search that stops only at
+whole words, where a search for the letters stops at every "ai" in "main" and "again"); a
 rule that matches inside a run of letters ("USAIgnore") says `within_words`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -31,7 +34,7 @@ class Anchors:
 
     @classmethod
     def of(cls, anchors: tuple[str, ...], within_words: bool = False) -> Anchors:
-        words = frozenset(a for a in anchors if not within_words and a.isalpha())
+        words = frozenset(a for a in anchors if not within_words and a.isascii() and a.isalpha())
         groups: dict[str, list[str]] = {}
         for anchor in dict.fromkeys(anchors):
             if anchor not in words:
@@ -44,6 +47,43 @@ class Anchors:
             rests = "|".join(re.escape(anchor[1:]) for anchor in group)
             by_first.append((first, _group_pattern(first, rests), ""))
         return cls(words, tuple(by_first))
+
+
+@dataclass(frozen=True, slots=True)
+class WordGates:
+    """Which rules a text's words let run, for a whole rule set at once. A rule names groups of
+    words and runs only when the text holds a word of each; every group is a bit, every word the
+    bits of the groups holding it, so a text's words are looked up once (one intersection with
+    the vocabulary), not once per group and rule: the fixed cost a short tool result pays."""
+
+    vocabulary: frozenset[str]
+    bits: Mapping[str, int]
+    needs: tuple[int, ...]
+    """Per rule, the bits of all its groups (0: no group, it always runs)."""
+
+    @classmethod
+    def of(cls, rules: Sequence[Sequence[frozenset[str]]]) -> WordGates:
+        bits: dict[str, int] = {}
+        needs: list[int] = []
+        group_bit = 1
+        for groups in rules:
+            need = 0
+            for group in groups:
+                for word in group:
+                    bits[word] = bits.get(word, 0) | group_bit
+                need |= group_bit
+                group_bit <<= 1
+            needs.append(need)
+        return cls(frozenset(bits), bits, tuple(needs))
+
+    def open(self, words: frozenset[str] | None) -> list[bool]:
+        """Per rule, whether the words (None: not known) hold a word of each of its groups."""
+        if words is None:
+            return [True] * len(self.needs)
+        met = 0
+        for word in self.vocabulary & words:
+            met |= self.bits[word]
+        return [need & met == need for need in self.needs]
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -64,20 +104,28 @@ def _group_pattern(first: str, rests: str) -> re.Pattern[str]:
     return _compiled(f"{re.escape(first)}(?=(?:{rests}))")
 
 
-def _word_end_pattern(word: str) -> re.Pattern[str]:
-    """The word not followed by a letter; a literal prefix, so `re` finds it as fast as `find`
-    (a look-behind in front would make it try every position)."""
-    return _compiled(f"{re.escape(word)}(?![a-z])")
+_NOT_A_LETTER = bytes(byte if 0x61 <= byte <= 0x7A else 0x20 for byte in range(256))
+
+
+def letter_marks(lowered: str) -> bytes:
+    """One byte per character of the (lowercased) text: the letter for a-z, a space for every
+    other character (non-ASCII ones and lone surrogates too), with a space before and after:
+    its words are the text's runs of letters, and a whole word is found as ` word `."""
+    return b" " + lowered.encode("ascii", "replace").translate(_NOT_A_LETTER) + b" "
 
 
 class AnchorIndex:
-    """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once."""
+    """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once.
+    `letters` is the text's `letter_marks`, when the caller has them already."""
 
-    __slots__ = ("_holds", "_positions", "_text", "_words")
+    __slots__ = ("_holds", "_letters", "_positions", "_text", "_words")
 
-    def __init__(self, text: str, words: frozenset[str] | None = None) -> None:
+    def __init__(
+        self, text: str, words: frozenset[str] | None = None, letters: bytes | None = None
+    ) -> None:
         self._text = text
         self._words = words
+        self._letters = letters
         self._positions: dict[str, list[int]] = {}
         self._holds: dict[str, bool] = {}
 
@@ -113,16 +161,20 @@ class AnchorIndex:
 
     def _word_positions(self, word: str) -> list[int]:
         """Where the word stands as a whole run of letters (a substring search would also stop
-        at every "ai" in "main" and "again")."""
+        at every "ai" in "main" and "again"): ` word ` in the letter marks, whose first space
+        stands one place before the text's first character."""
         key = f" {word}"
         found = self._positions.get(key)
         if found is None:
-            text = self._text
-            found = [
-                match.start()
-                for match in _word_end_pattern(word).finditer(text)
-                if match.start() == 0 or not "a" <= text[match.start() - 1] <= "z"
-            ]
+            letters = self._letters
+            if letters is None:
+                letters = self._letters = letter_marks(self._text)
+            needle = f"{key} ".encode("ascii")
+            found = []
+            position = letters.find(needle)
+            while position >= 0:
+                found.append(position)
+                position = letters.find(needle, position + 1)
             self._positions[key] = found
         return found
 

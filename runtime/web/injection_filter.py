@@ -25,7 +25,7 @@ from runtime.web._agent_signals import (
     requests_action,
     shown_not_said,
 )
-from runtime.web._anchored import AnchorIndex, Anchors
+from runtime.web._anchored import AnchorIndex, Anchors, WordGates, letter_marks
 from runtime.web._anchored import finditer as anchored
 from runtime.web._document_shapes import filter_fields
 from runtime.web._prose_layout import ProseLayout, layout_of
@@ -360,6 +360,7 @@ _COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
     (rule, re.compile(rf"(?<![a-z0-9])(?:{rule.pattern})", re.MULTILINE)) for rule in _RULES
 )
 """Matched against lowercased text: much faster than IGNORECASE, and the gate skips mid-word starts."""
+_RULE_GATES = WordGates.of([rule.words for rule in _RULES])
 
 _LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
 _SPACED_KEYWORD_LIST = (
@@ -412,12 +413,14 @@ _TYPO_KEYWORDS = (
 )
 _TYPO_INDEX = {(kw[0], kw[-1], len(kw), "".join(sorted(kw[1:-1]))): kw for kw in _TYPO_KEYWORDS}
 _TYPO_SHAPE = re.compile(
-    r"\b(?:"
+    " ("
     + "|".join(sorted({f"{kw[0]}[a-z]{{{len(kw) - 2}}}{kw[-1]}" for kw in _TYPO_KEYWORDS}))
-    + r")\b"
+    + ")(?= )"
 )
 """A word of a keyword's first letter, last letter and length (among the text's words joined by
-spaces, found in C): a word of another shape is no scramble."""
+spaces and framed by them, found in C): a word of another shape is no scramble. The pattern
+starts with its space, which `re` finds with a byte search, where a leading `\\b` would make
+it try every position."""
 
 _ZERO_WIDTH = "\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _SPECIAL = re.compile(
@@ -477,14 +480,18 @@ _WHITESPACE = re.compile(r"\s+")
 _MIN_HIDDEN_TAG_TEXT = 8
 
 
-def _rule_applies(rule: _Rule, words: frozenset[str], text: str) -> bool:
-    for group in rule.words:
-        if group.isdisjoint(words):
-            return False
+def _markers_present(rule: _Rule, text: str) -> bool:
     return not rule.markers or any(
         first in text and any(marker in text for marker in group)
         for first, group in rule.marker_groups
     )
+
+
+def _applicable_rules(words: frozenset[str], text: str) -> Iterator[tuple[_Rule, re.Pattern[str]]]:
+    """The phrase rules whose words and markers the text holds (`_Rule`)."""
+    for (rule, pattern), open_ in zip(_COMPILED_RULES, _RULE_GATES.open(words), strict=True):
+        if open_ and _markers_present(rule, text):
+            yield rule, pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,39 +637,34 @@ def _lowercase_same_length(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
-_NOT_A_LETTER = bytes(byte if 0x61 <= byte <= 0x7A else 0x20 for byte in range(256))
-
-
 def _letter_runs(lowered: str) -> frozenset[str]:
     """The runs of letters a-z in the (lowercased) text. Every other character, non-ASCII ones
     included, becomes a space, and C splits the rest: several times faster than a regex."""
-    return frozenset(
-        lowered.encode("ascii", "replace").translate(_NOT_A_LETTER).decode("ascii").split()
-    )
+    return frozenset(letter_marks(lowered).decode("ascii").split())
 
 
-def _unscrambled(lowered: str) -> tuple[str, frozenset[str]]:
-    """The text with keyword-shaped scrambles ("ignroe") read as the keyword, and its words."""
-    words = _letter_runs(lowered)
+def _unscrambled(lowered: str) -> tuple[str, frozenset[str], bytes]:
+    """The text with keyword-shaped scrambles ("ignroe") read as the keyword, its words and
+    its letter marks (`_anchored.letter_marks`)."""
+    letters = letter_marks(lowered)
+    words = frozenset(letters.decode("ascii").split())
     scrambles = {
         word: keyword
-        for word in _TYPO_SHAPE.findall(" ".join(words))
+        for word in _TYPO_SHAPE.findall(f" {' '.join(words)} ")
         if (keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1])))))
         and keyword != word
     }
     if not scrambles:
-        return lowered, words
+        return lowered, words, letters
     pattern = re.compile(rf"(?<![a-z])(?:{'|'.join(scrambles)})(?![a-z])")
     normalized = pattern.sub(lambda match: scrambles[match.group(0)], lowered)
-    return normalized, words | frozenset(scrambles.values())
+    return normalized, words | frozenset(scrambles.values()), letter_marks(normalized)
 
 
 def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> list[_Hit]:
     """Hits of the phrase rules and letter-spaced keywords in the lowercased, unscrambled view."""
     hits: list[_Hit] = []
-    for rule, pattern in _COMPILED_RULES:
-        if not _rule_applies(rule, words, normalized):
-            continue
+    for rule, pattern in _applicable_rules(words, normalized):
         for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
     if not any(
@@ -678,8 +680,8 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
 
 def _reads_as_injection(decoded: str) -> bool:
     view, _, hits = _build_view(decoded)
-    normalized, words = _unscrambled(_lowercase_same_length(view.text))
-    index = AnchorIndex(normalized, words)
+    normalized, words, letters = _unscrambled(_lowercase_same_length(view.text))
+    index = AnchorIndex(normalized, words, letters)
     return (
         bool(hits)
         or bool(_phrase_hits(normalized, words, index))
@@ -733,21 +735,28 @@ def _may_hold_base64_run(text: str) -> bool:
     return _CARRIER_RUN in _carrier_marks(text)
 
 
+def _carrier_runs(marks: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of every run of 16 or more base64 characters among the carrier marks, found
+    by byte searches: the first run of 16 starts a run, since shorter ones came first."""
+    start = marks.find(_CARRIER_RUN)
+    while start >= 0:
+        end = marks.find(b" ", start + _MIN_CARRIER_RUN)
+        if end < 0:
+            yield start, len(marks)
+            return
+        yield start, end
+        start = marks.find(_CARRIER_RUN, end)
+
+
 def _base64_candidates(view_text: str) -> Iterator[re.Match[str]]:
     """What `_BASE64_CANDIDATE.finditer` finds. A candidate is a whole run of 16 or more base64
     characters (its look-behind refuses a start inside a run), so the pattern is tried only
-    where such a run begins, and the runs are found by byte searches among the text's marks:
-    links with long paths no longer make the pattern try every position of a page."""
-    marks = _carrier_marks(view_text)
-    start = marks.find(_CARRIER_RUN)  # the first run of 16 starts a run: shorter ones came first
-    while start >= 0:
+    where such a run begins (`_carrier_runs`): links with long paths no longer make the pattern
+    try every position of a page."""
+    for start, _ in _carrier_runs(_carrier_marks(view_text)):
         match = _BASE64_CANDIDATE.match(view_text, start)
         if match is not None:
             yield match
-        end = marks.find(b" ", start + _MIN_CARRIER_RUN)
-        if end < 0:
-            return
-        start = marks.find(_CARRIER_RUN, end)
 
 
 _HEX_RUN = b"h" * 16
@@ -756,24 +765,28 @@ _AS_HEX_CHARACTERS = bytes(
 )
 
 
-def _hex_marks(text: str) -> bytes:
-    """One byte per character: `h` for a hex digit, a space for every other one."""
-    return text.encode("ascii", "replace").translate(_AS_HEX_CHARACTERS)
-
-
 def _carrier_candidates(view_text: str) -> Iterator[tuple[str, int, int, str]]:
     """(kind, start, end, digits) of every base64 or hex run, found in one pass. A run in one
     case only (a snake_case or CONSTANT_CASE identifier, a lowercase path) is not taken for
     base64: text in base64 mixes both (each group's first character is I–Z for an uppercase or
-    punctuation byte, Y–Z or a–e for a lowercase one), and code holds such runs by the dozen."""
-    hex_marks = _hex_marks(view_text)
-    hex_possible = _HEX_RUN in hex_marks
-    for match in _base64_candidates(view_text):
-        token = match.group(0)
-        start = match.start()
-        if token[:2] in ("0x", "0X"):
-            token, start = token[2:], start + 2
-        has_hex_run = hex_possible and hex_marks.find(_HEX_RUN, start, match.end()) >= 0
+    punctuation byte, Y–Z or a–e for a lowercase one), and code holds such runs by the dozen;
+    such a run without 16 hex digits in a row is passed over before the candidate pattern is
+    tried on it (what `_base64_candidates` would match there could yield nothing)."""
+    encoded = view_text.encode("ascii", "replace")
+    hex_marks = b""
+    for run_start, run_end in _carrier_runs(encoded.translate(_AS_CARRIER_CHARACTERS)):
+        start = run_start + 2 if view_text.startswith(("0x", "0X"), run_start) else run_start
+        if not hex_marks:
+            hex_marks = encoded.translate(_AS_HEX_CHARACTERS)
+        has_hex_run = hex_marks.find(_HEX_RUN, start, run_end) >= 0
+        if not has_hex_run:
+            run = view_text[start:run_end]
+            if run.islower() or run.isupper():
+                continue
+        match = _BASE64_CANDIDATE.match(view_text, run_start)
+        if match is None:
+            continue
+        token = view_text[start : match.end()]
         if has_hex_run and _HEX_DIGITS.fullmatch(token):
             yield "hex_carrier", start, match.end(), token
             continue
@@ -948,8 +961,8 @@ class _Region:
         self.view, self.silent, self.decoded_hits = _build_view(text)
         self.unescaped = _without_escape_letters(self.view.text)
         lowered = _without_escape_letters(_lowercase_same_length(self.view.text))
-        self.normalized, words = _unscrambled(lowered)
-        index = AnchorIndex(self.normalized, words)
+        self.normalized, words, letters = _unscrambled(lowered)
+        index = AnchorIndex(self.normalized, words, letters)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
         self.all_signals = find_signals(
             self.unescaped, self.normalized, index, tool_names, words=words

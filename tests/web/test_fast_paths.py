@@ -19,6 +19,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 import runtime.web.extract as extract_module
+from runtime.web._agent_signals import _RULE_GATES as _SIGNAL_GATES
 from runtime.web._agent_signals import _RULES as _SIGNAL_RULES
 from runtime.web._anchored import AnchorIndex
 from runtime.web._anchored import finditer as anchored
@@ -36,15 +37,17 @@ from runtime.web.extract import (
 from runtime.web.injection_filter import (
     _BASE64_CANDIDATE,
     _COMPILED_RULES,
+    _HEX_DIGITS,
+    _HEX_PART,
     _RULES,
     _SPECIAL,
+    _applicable_rules,
     _base64_candidates,
     _carrier_candidates,
     _letter_runs,
     _may_hold_base64_run,
     _may_hold_special,
     _Rule,
-    _rule_applies,
     _special_matches,
     scan_text,
 )
@@ -87,6 +90,48 @@ _CARRIER_CHUNKS = st.sampled_from(
         *(" ", ".", ":", "\u00e9", "\ud800", "\\x41", "http://x.test:4006/related/12"),
     ]
 )
+
+
+def _carrier_candidates_of_every_match(text: str) -> list[tuple[str, int, int, str]]:
+    """The carrier candidates as found before single-case runs were passed over unmatched."""
+    found: list[tuple[str, int, int, str]] = []
+    hex_runs = re.compile(r"[0-9A-Fa-f]{16}")
+    for match in _BASE64_CANDIDATE.finditer(text):
+        token, start = match.group(0), match.start()
+        if token[:2] in ("0x", "0X"):
+            token, start = token[2:], start + 2
+        has_hex_run = hex_runs.search(text, start, match.end()) is not None
+        if has_hex_run and _HEX_DIGITS.fullmatch(token):
+            found.append(("hex_carrier", start, match.end(), token))
+            continue
+        if not (token.islower() or token.isupper()):
+            found.append(("base64_carrier", match.start(), match.end(), match.group(0)))
+        if has_hex_run:
+            found += [
+                ("hex_carrier", start + part.start(), start + part.end(), part.group(0))
+                for part in _HEX_PART.finditer(token)
+            ]
+    found += [
+        ("hex_carrier", m.start(), m.end(), m.group(0))
+        for m in re.finditer(r"(?:\\x[0-9A-Fa-f]{2}){8,}", text)
+    ]
+    return found
+
+
+_CASED_CARRIER_CHUNKS = st.sampled_from(
+    [
+        *("abcdef0123456789", "ABCDEF0123456789", "deadbeef", "snake_case_name_", "0x", "0X"),
+        *("CONSTANT_NAME_AB", "QUJDREVGR0hJSktM", "a", "Z", "9", "-", "=", " ", "\\x41", "\u00e9"),
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_CASED_CARRIER_CHUNKS, max_size=8).map("".join))
+def test_the_carrier_candidates_are_those_of_every_candidate_match(text: str) -> None:
+    """Passing over a run in one case without a hex run, before trying the pattern on it, loses
+    no candidate and adds none."""
+    assert list(_carrier_candidates(text)) == _carrier_candidates_of_every_match(text)
 
 
 @settings(max_examples=500, deadline=None)
@@ -165,10 +210,21 @@ _MARKER_PIECES = sorted(
 @given(st.lists(st.sampled_from(_MARKER_PIECES), max_size=8).map("".join))
 def test_the_marker_gate_answers_as_a_search_for_every_marker_does(text: str) -> None:
     words = _letter_runs(text)
+    applicable = [rule for rule, _ in _applicable_rules(words, text)]
     for rule in _RULES:
-        assert _rule_applies(rule, words, text) == _applies_by_searching_every_marker(
+        assert any(r is rule for r in applicable) == _applies_by_searching_every_marker(
             rule, words, text
         ), (rule.rule_id, text)
+
+
+_GATE_WORDS = sorted({word for rule in _SIGNAL_RULES for word in rule.words} | {"the", "you"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.frozensets(st.sampled_from(_GATE_WORDS), max_size=6))
+def test_the_signal_gates_open_as_a_look_up_per_rule_does(words: frozenset[str]) -> None:
+    for rule, open_ in zip(_SIGNAL_RULES, _SIGNAL_GATES.open(words), strict=True):
+        assert open_ == (not rule.words or not rule.words.isdisjoint(words)), (rule.rule_id, words)
 
 
 def _normalized_by_patterns(markdown: str) -> str:
@@ -328,7 +384,7 @@ def test_a_rule_tried_only_near_its_anchors_finds_what_its_pattern_finds_anywher
     words = _letter_runs(text)
     index = AnchorIndex(text, words)
     plain = [m.span() for m in pattern.finditer(text)]
-    if not _rule_applies(rule, words, text):
+    if not any(r is rule for r, _ in _applicable_rules(words, text)):
         assert plain == [], (rule.rule_id, text)
         return
     fast = [m.span() for m in anchored(pattern, text, index, rule.anchor_set, rule.lead)]
