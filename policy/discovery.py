@@ -16,14 +16,17 @@ from importlib.metadata import (
     EntryPoints,
     PackageNotFoundError,
     distribution,
-    entry_points,
+    distributions,
 )
+from operator import attrgetter
 
 from policy._dataclass import dataclass
 from policy.configuration import Finding, Severity
 from policy.tools import Tool
 
 ENTRY_POINT_GROUP = "toolpolicy.tools"
+_SAME_DISTRIBUTION = attrgetter("_normalized_name")
+"""What `importlib.metadata.entry_points` counts a distribution once by (the first one wins)."""
 _DISTRIBUTION = "toolpolicy"
 
 
@@ -60,7 +63,7 @@ def discover_tools(
     found: dict[str, Tool] = {}
     findings: list[Finding] = []
     ours: list[EntryPoints] = []
-    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for entry in sorted(_announced_entry_points(), key=lambda e: e.name):
         if not executable and entry.name in fallback and _announced_by_us(entry, ours):
             found.setdefault(entry.name, fallback[entry.name])
             continue
@@ -96,6 +99,23 @@ def discover_tools(
     for tool_id, tool in fallback.items():
         found.setdefault(tool_id, tool)
     return _DiscoveredTools(tuple(found.values()), tuple(findings))
+
+
+def _announced_entry_points() -> EntryPoints:
+    """`entry_points(group=ENTRY_POINT_GROUP)`, without parsing every installed distribution's
+    entry points: each distribution counts once, the first on the path by its normalized name
+    (the standard library's own rule and key), and only one whose `entry_points.txt` names the
+    group is parsed, since only it can announce a tool."""
+    seen: set[str] = set()
+    announced: list[EntryPoint] = []
+    for found in distributions():
+        name = _SAME_DISTRIBUTION(found)
+        if name in seen:
+            continue
+        seen.add(name)
+        if ENTRY_POINT_GROUP in (found.read_text("entry_points.txt") or ""):
+            announced.extend(found.entry_points.select(group=ENTRY_POINT_GROUP))
+    return EntryPoints(announced)
 
 
 def _announced_by_us(entry: EntryPoint, ours: list[EntryPoints]) -> bool:

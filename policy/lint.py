@@ -423,7 +423,6 @@ def _globs_matching_nothing(
     from fnmatch import fnmatchcase
 
     from policy.approvals import is_tool_glob
-    from policy.mcp import TOOL_ID_SEPARATOR
 
     setting = c.setting(key)
     known = list(c.definitions)
@@ -436,6 +435,8 @@ def _globs_matching_nothing(
         if any(fnmatchcase(tool_id, glob) for tool_id in known):
             continue
         assert setting is not None
+        from policy.mcp import TOOL_ID_SEPARATOR  # only for a glob that matches nothing
+
         location = setting.entry_locations.get(glob, setting.origin.location)
         literal = re.split(r"[*?\[]", glob, maxsplit=1)[0]
         unseen = [

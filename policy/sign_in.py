@@ -159,6 +159,8 @@ def token_exchange_problems(
     written: a token cannot be handed to a process over stdio, and without the gateway's sign-in
     (issuer, client id, client secret) there is nobody to act for and no way to ask. Its calls
     are refused then (never made with another identity); `policy check` calls it an error."""
+    if not configuration.mcp_servers:
+        return  # nothing to check, and `policy check` without MCP servers imports no MCP model
     from policy.mcp import McpAuthType, McpTransport
 
     settings = SignInSettings.of(configuration)

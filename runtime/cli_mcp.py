@@ -33,7 +33,7 @@ from policy._runtime_seam import (
     terminal_json,
     tools_file_option,
 )
-from runtime.mcp_gateway import DEFAULT_FIRST_LISTING_WAIT_SECONDS
+from runtime.mcp_waits import DEFAULT_FIRST_LISTING_WAIT_SECONDS
 from runtime.serving import listening_options
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from policy import Component, ToolOfferBlockReason
 from policy._runtime_seam import ProviderFacts
+from runtime.mcp_waits import DEFAULT_FIRST_LISTING_WAIT_SECONDS
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -53,9 +54,6 @@ __all__ = ["GatewayCall", "McpGateway"]
 _log = logging.getLogger(__name__)
 
 _DEFAULT_CHANGE_POLL_SECONDS = 1.0
-DEFAULT_FIRST_LISTING_WAIT_SECONDS = 3.0
-"""How long a request waits for upstream servers still being listed: below the 5 s a client
-such as the OpenAI Agents SDK waits for an answer by default."""
 
 
 @dataclass(frozen=True, slots=True)

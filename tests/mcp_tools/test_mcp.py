@@ -467,3 +467,25 @@ def test_block_reason_has_its_place() -> None:
     assert order.index(ToolOfferBlockReason.DEFINITION_NOT_APPROVED) == (
         order.index(ToolOfferBlockReason.TOOL_SWITCHED_OFF) + 1
     )
+
+
+def test_the_mcp_commands_load_without_the_gateway() -> None:
+    """`policy mcp list` and `pin` never serve: attaching the `mcp` group shows `serve`'s
+    `--listing-wait` default without importing the gateway (issue 31 item 5)."""
+    import subprocess
+
+    probe = (
+        "import sys\n"
+        "from policy.cli import main\n"
+        "try:\n"
+        "    main(['mcp', 'serve', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('runtime.mcp_gateway' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[default: 3.0; x>=0]" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "False"

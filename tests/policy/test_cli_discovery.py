@@ -97,6 +97,36 @@ def test_a_third_party_tool_package_is_found(
     assert all(f.severity.value == "warning" for f in found.findings)
 
 
+def test_a_distribution_on_the_path_twice_counts_once_as_the_standard_library_counts_it(
+    acme_package: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the first copy of a distribution on the path counts, even when it announces no
+    tool and a later copy does (an older install shadowing a newer one), and a distribution
+    that names the group only in a comment announces nothing: the entry points found are the
+    ones `importlib.metadata.entry_points(group=...)` returns."""
+    from importlib.metadata import entry_points
+
+    shadowing = tmp_path_factory.mktemp("shadowing")
+    info = shadowing / "Acme.Tools-0.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Acme.Tools\nVersion: 0.9\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nacme = acme_tools:main\n")
+    mention = shadowing / "mentions-1.0.dist-info"
+    mention.mkdir()
+    (mention / "METADATA").write_text("Metadata-Version: 2.1\nName: mentions\nVersion: 1.0\n")
+    (mention / "entry_points.txt").write_text(f"# not {ENTRY_POINT_GROUP}\n[other]\nx = y:z\n")
+    monkeypatch.syspath_prepend(str(acme_package))
+    monkeypatch.syspath_prepend(str(shadowing))
+    found = discover_tools()
+    assert "acme_search" not in found.ids
+    assert not any("acme" in f.message for f in found.findings)
+    monkeypatch.syspath_prepend(str(acme_package))
+    again = discover_tools()
+    assert "acme_search" in again.ids
+    announced = {(e.name, e.value) for e in entry_points(group=ENTRY_POINT_GROUP)}
+    assert ("acme_search", "acme_tools:create_tool") in announced
+
+
 @pytest.mark.parametrize("executable", [True, False], ids=["running", "deciding only"])
 def test_a_broken_builtin_entry_point_falls_back_to_the_policy_definition(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executable: bool
