@@ -110,6 +110,7 @@ if TYPE_CHECKING:
         RunnableTools,
     )
     from policy.decision_record import (
+        MAX_CONTENT_CHARACTERS,
         ApprovalRecord,
         CallDemandsRecord,
         CallRecord,
@@ -254,6 +255,7 @@ __all__ = [
     "DEPLOYMENT_KINDS",
     "HELD_EFFECTS",
     "MASK",
+    "MAX_CONTENT_CHARACTERS",
     "NO_EXTRAS",
     "NO_SECRETS",
     "PLUGIN_FILE_NAME",
@@ -489,6 +491,7 @@ _DEFINED_IN = {
     "SecretValue": "policy.configuration",
     "RunnableTools": "policy.decision",
     "ApprovalRecord": "policy.decision_record",
+    "MAX_CONTENT_CHARACTERS": "policy.decision_record",
     "CallDemandsRecord": "policy.decision_record",
     "CallRecord": "policy.decision_record",
     "ChatRequirementsRecord": "policy.decision_record",

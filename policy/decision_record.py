@@ -18,6 +18,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "MAX_CONTENT_CHARACTERS",
     "CallDemandsRecord",
     "CallRecord",
     "ChatRequirementsRecord",
@@ -215,13 +216,26 @@ class ApprovalRecord(_Model):
     """As traces show them (sensitive ones masked); only on `asked`."""
 
 
-class ContentRecord(_Model):
-    """Message and result text, kept only when the log was opened with `include_content`."""
+MAX_CONTENT_CHARACTERS = 65_536
+"""The most characters a record keeps of one content text (the user's message, the answer, one
+tool result): a 50 MB result is not a 50 MB line."""
 
-    user_message: str = ""
-    answer: str = ""
-    tool_results: dict[str, str] = Field(default_factory=dict)
-    """Call id → the result text the model read."""
+_CUT = (
+    f"at most {MAX_CONTENT_CHARACTERS} characters: a longer text is cut there and ends with "
+    "`… [N more characters]`, N the characters left out"
+)
+
+
+class ContentRecord(_Model):
+    """Message and result text, kept only when the log was opened with `include_content`; each
+    text bounded, as its field says."""
+
+    user_message: str = Field(default="", description=f"The user's message, {_CUT}.")
+    answer: str = Field(default="", description=f"The answer, {_CUT}.")
+    tool_results: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"Call id → the result text the model read, each {_CUT}.",
+    )
 
 
 class UsageRecord(_Model):

@@ -14,7 +14,14 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from policy import DecisionRecord
-from policy._runtime_seam import ApprovalRecord, ContentRecord, LeftOutRecord, OutcomeRecord, uuid7
+from policy._runtime_seam import (
+    MAX_CONTENT_CHARACTERS,
+    ApprovalRecord,
+    ContentRecord,
+    LeftOutRecord,
+    OutcomeRecord,
+    uuid7,
+)
 from runtime.decision_log._encoder import (
     CALL_RECORD,
     DECISION_RECORD,
@@ -92,7 +99,8 @@ class DecisionRecorder:
     not a `QueuedSink` it is made and written at once.
 
     `include_content` adds the user's message, the answer and each result's text (off by
-    default: a decision log holds no message or result text unless an environment asks for it).
+    default: a decision log holds no message or result text unless an environment asks for it),
+    each cut at `MAX_CONTENT_CHARACTERS` (policy/decision_record.py) with how much was left out.
     `secrets` are values masked in any error message kept (e.g. the API key of the request).
 
     A recorder ends once: the first of `finished`, `refused`, `failed` and `gateway_call_ended`
@@ -310,10 +318,10 @@ class DecisionRecorder:
         if self._content is not None:
             content = model_json(
                 ContentRecord(
-                    user_message=self._content[0],
-                    answer=self._content[1],
+                    user_message=_kept(self._content[0]),
+                    answer=_kept(self._content[1]),
                     tool_results={
-                        c.trace.call_id: c.outcome.content if c.outcome else c.trace.result
+                        c.trace.call_id: _kept(c.outcome.content if c.outcome else c.trace.result)
                         for c in self._calls
                     },
                 )
@@ -391,6 +399,13 @@ class _EndedCall:
             sources=json_value(_cited(outcome)),
             injections=injections_json(outcome),
         )
+
+
+def _kept(text: str) -> str:
+    """A text the record keeps with content: bounded, saying how much was left out."""
+    from runtime.trace_text import bounded_text
+
+    return bounded_text(text, MAX_CONTENT_CHARACTERS)
 
 
 def _result_chars(trace: ToolInvocationTrace, outcome: ToolCallOutcome | None) -> int:

@@ -562,6 +562,58 @@ async def test_include_content_keeps_the_message_the_answer_and_each_result(
     assert API_KEY not in record.model_dump_json()
 
 
+async def test_include_content_keeps_each_text_bounded_with_how_much_was_left_out(
+    example_tools: ModuleType, chat: Chat, server: ProviderServer, tmp_path: Path
+) -> None:
+    """A 2 MB tool result, a long message and a long answer make a record of bounded size: each
+    kept text is cut at `MAX_CONTENT_CHARACTERS`, saying how many characters were left out; the
+    model still read the whole result."""
+    from policy.decision_record import MAX_CONTENT_CHARACTERS
+    from tests.e2e._kit import InternalNotesTool
+
+    result = "Q3 plan: " + "n" * 2_000_000
+
+    class LongNotes(InternalNotesTool):
+        async def execute(
+            self, arguments: Mapping[str, Any], context: ToolExecutionContext
+        ) -> ToolExecutionResult:
+            return ToolExecutionResult(text_content=result)
+
+    policy = load_policy(org=[ORGANIZATION], tools=[*example_tools.create_tools(), LongNotes()])
+    question = ChatMessage(Role.USER, CANARY + " " + "q" * 300_000)
+    server.queue(
+        Reply([chat_call(0, "call_1", "internal_notes", "{}")]),
+        Reply(chat_text("A" * 100_000)),
+    )
+    log = tmp_path / "decisions.jsonl"
+    vllm = organization_provider(policy, VLLM_ID, server)
+    async with (
+        client(vllm) as provider_client,
+        ChatRuntime(policy, decision_log=JsonLinesSink(log), include_content=True) as rt,
+    ):
+        async for _ in rt.respond(
+            chat, vllm, [question], selected_tool_ids=["internal_notes"], client=provider_client
+        ):
+            pass
+
+    assert result in server.requests[-1].body.decode(), "the model read the whole result"
+    assert log.stat().st_size < 4 * MAX_CONTENT_CHARACTERS, "one bounded line"
+    ((record),) = _lines(log)
+    content = record["content"]
+    cut = MAX_CONTENT_CHARACTERS
+    assert content["tool_results"]["call_1"] == (
+        f"{result[:cut]}… [{len(result) - cut} more characters]"
+    )
+    assert (
+        content["user_message"]
+        == f"{question.content[:cut]}… [{300_000 + len(CANARY) + 1 - cut} more characters]"
+    )
+    assert content["answer"] == f"{'A' * cut}… [{100_000 - cut} more characters]"
+    assert record["calls"][0]["result_chars"] == len(result), "the size is the whole result's"
+    described = json.dumps(decision_log_schema()["$defs"]["ContentRecord"], ensure_ascii=False)
+    assert f"at most {cut} characters" in described and "more characters]" in described
+
+
 def test_an_error_message_is_kept_with_secrets_user_info_and_parameter_values_masked() -> None:
     message = (
         f"boom {API_KEY} at https://admin:pa55@api.example.org/v1?key=s3cr3t&x=1 "
