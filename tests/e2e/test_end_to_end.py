@@ -469,7 +469,7 @@ async def test_one_tool_id_given_as_a_bare_string_is_refused_not_split_into_lett
 
 
 class _Dice(DefinedTool):
-    """A tool written to the README's contract only: `DefinedTool` (the `Tool` protocol) plus
+    """A tool written to the documented contract only (docs/developers/tools.md): `DefinedTool` (the `Tool` protocol) plus
     `execute`; no trace or content-trust members."""
 
     def __init__(self) -> None:
@@ -478,7 +478,7 @@ class _Dice(DefinedTool):
                 id="dice",
                 implementation_key="dice",
                 function=ToolFunction(name="dice", description_for_llm="Roll a die."),
-                effects=(),  # the README's tool contract declares its effects
+                effects=(),  # the documented tool contract declares its effects
             )
         )
 

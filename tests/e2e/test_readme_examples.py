@@ -4,8 +4,8 @@ Every `$ policy ...` line in a ```console block is run as a subprocess from the 
 its output (stdout and stderr together) must match the lines shown under it, where a line that is
 just `...` stands for any number of lines. A settings file under `~/` is replaced by a fresh file
 in a temporary folder, so running the examples never touches the home directory; a `--state-dir`
-folder is one temporary folder shared by all examples in README order (so `policy mcp list` can
-leave the listing that `policy explain` reads), never a folder in the repository; the README says
+folder is one temporary folder shared by all examples of a page, in its order (so `policy mcp list`
+can leave the listing that `policy explain` reads), never a folder in the repository; the page says
 so itself with `$ STATE=$(mktemp -d)` and `--state-dir "$STATE"`, the one other `$` line allowed.
 Each page of the site (`tests.e2e._pages.pages()`) has a state folder of its own, as a reader who
 follows that page has.

@@ -206,7 +206,9 @@ async def test_policy_replay_prints_the_flips_as_json_and_fails_on_change(
         "detail",
         "subject",
     ]
-    assert all(list(c) == blocked for c in document["calls_now_blocked"]), "as README shows"
+    assert all(list(c) == blocked for c in document["calls_now_blocked"]), (
+        "as docs/developers/audit-and-tracing.md shows"
+    )
     assert {
         (c["decision_id"], c["tool_id"], c["before"], c["after"]) for c in document["changed"]
     } >= {

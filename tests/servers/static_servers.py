@@ -1,6 +1,6 @@
 """Real static web servers (nginx, Caddy) on 127.0.0.1 and a free port, started from a
-configuration text, for the length of a `with` block: the README's configuration server examples
-run as written, with only the address, the folder and the certificate put in.
+configuration text, for the length of a `with` block: the Fleets page's configuration server examples
+(docs/administrators/fleets.md) run as written, with only the address, the folder and the certificate put in.
 
 Uses Debian's `nginx-light` and `caddy` packages (`.ci/run` installs them when missing).
 """
