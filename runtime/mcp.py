@@ -636,7 +636,7 @@ def _new_client(
 ) -> tuple[Client, tuple[str, ...]]:
     from mcp import Client, StdioServerParameters
 
-    from runtime.mcp_transport import capped_http_client, capped_stdio_client
+    from runtime.mcp_transport import capped_http_transport, capped_stdio_client
 
     secrets = tuple(
         _plaintext(v)
@@ -651,12 +651,8 @@ def _new_client(
         )
         transport = capped_stdio_client(params, stderr or sys.stderr, cap)
         return Client(transport, message_handler=on_message, cache=None), secrets
-    from mcp.client.streamable_http import streamable_http_client
-
-    http = capped_http_client({k: _plaintext(v) for k, v in server.headers.items()}, cap, auth)
-    transport = streamable_http_client(
-        server.url, http_client=http, max_sse_event_size=server.max_message_bytes
-    )
+    headers = {k: _plaintext(v) for k, v in server.headers.items()}
+    transport = capped_http_transport(server.url, headers, cap, auth)
     return Client(transport, message_handler=on_message, cache=None), secrets
 
 

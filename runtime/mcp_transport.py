@@ -172,7 +172,23 @@ async def _ended(process: Process, seconds: float) -> bool:
 # --- streamable HTTP ------------------------------------------------------------------------------
 
 
-def capped_http_client(
+@contextlib.asynccontextmanager
+async def capped_http_transport(
+    url: str, headers: dict[str, str], cap: MessageCap, auth: httpx2.Auth | None = None
+) -> AsyncIterator[TransportStreams]:
+    """The SDK's streamable HTTP transport over `_capped_http_client`, with server-sent events
+    held to `cap.limit` too. The HTTP client is closed when the transport ends: the SDK leaves
+    a client it was given open, and its connections with it."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        _capped_http_client(headers, cap, auth) as http,
+        streamable_http_client(url, http_client=http, max_sse_event_size=cap.limit) as streams,
+    ):
+        yield streams
+
+
+def _capped_http_client(
     headers: dict[str, str], cap: MessageCap, auth: httpx2.Auth | None = None
 ) -> httpx2.AsyncClient:
     """An HTTP client as the SDK makes one (its time-outs), whose answers are held to the cap;

@@ -339,6 +339,53 @@ async def test_list_changed_relists_and_pins_are_checked_again(state: Path) -> N
         assert "password" in json.dumps([e.value for e in tool.approval_gate.evidence])
 
 
+def _connections_to(port: int) -> int:
+    """This process's established TCP connections to `port` on this machine (Linux's /proc)."""
+    import os
+
+    sockets = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if link.startswith("socket:["):
+            sockets.add(link.removeprefix("socket:[").removesuffix("]"))
+    count = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        for row in Path(table).read_text(encoding="ascii").splitlines()[1:]:
+            fields = row.split()
+            remote_port, state, inode = int(fields[2].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            count += remote_port == port and state == "01" and inode in sockets
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads Linux's /proc")
+async def test_a_closed_streamable_http_session_leaves_no_connection_open(
+    state: Path,
+) -> None:
+    """The HTTP client a streamable HTTP session was opened with is closed with it: no
+    connection to the server stays open after `aclose()`, and none is left for the garbage
+    collector to find unclosed."""
+    import gc
+    import warnings
+
+    with _http_server(state) as url:
+        port = int(url.removeprefix("http://127.0.0.1:").split("/")[0])
+        server = McpServerConfig(
+            id=SERVER_ID, name="tickets", transport=McpTransport.STREAMABLE_HTTP, url=url
+        )
+        async with McpSessions([server]) as sessions:
+            assert (await sessions.listings(refresh=True))[SERVER_ID].ok
+            assert _connections_to(port) > 0, "listed over a connection of its own"
+        assert _connections_to(port) == 0, "the session's connections are closed with it"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            gc.collect()
+        unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+        assert unclosed == []
+
+
 async def test_streamable_http_with_headers(tmp_path: Path, state: Path) -> None:
     with _http_server(state) as url:
         server = McpServerConfig(
