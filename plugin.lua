@@ -554,7 +554,9 @@ CONFIG["DATA_SOURCES"] = {}
 --     -- NONE, UNTRUSTED, VERY_LOW, LOW, MODERATE, MEDIUM or HIGH. Default: "NONE".
 --     -- ["MinimumProviderConfidence"] = "HIGH",
 --
---     -- Required when AuthMethod = USERNAME_PASSWORD: whose user name is sent. One of
+--     -- Required when AuthMethod = USERNAME_PASSWORD: whose user name is sent
+--     -- (OS_USERNAME_SHARED_PASSWORD: the operating-system user's, so a server answering
+--     -- people over the network never searches the entry). One of
 --     -- SHARED_USERNAME_AND_PASSWORD or OS_USERNAME_SHARED_PASSWORD.
 --     -- ["UsernamePasswordMode"] = "SHARED_USERNAME_AND_PASSWORD",
 --

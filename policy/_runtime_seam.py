@@ -80,7 +80,11 @@ if TYPE_CHECKING:
         tools_file_option,
         unknown_tool_error,
     )
-    from policy.config.data_sources import eri_client_problem
+    from policy.config.data_sources import (
+        OS_USER_NAME_REFUSAL,
+        eri_client_problem,
+        sends_os_user_name,
+    )
     from policy.config_sources import (
         DELIVERED_DIR,
         POINTER_FILE,
@@ -258,6 +262,7 @@ __all__ = [
     "MAX_CONTENT_CHARACTERS",
     "NO_EXTRAS",
     "NO_SECRETS",
+    "OS_USER_NAME_REFUSAL",
     "PLUGIN_FILE_NAME",
     "POINTER_FILE",
     "SECRET_SOURCES",
@@ -390,6 +395,7 @@ __all__ = [
     "require_token_beyond_loopback",
     "search_confluence_settings",
     "secret_from_policy_files",
+    "sends_os_user_name",
     "set_copy_in_force",
     "sign_in_problems",
     "since_option",
@@ -481,6 +487,8 @@ _DEFINED_IN = {
     "delivered_folder": "policy.config_sources",
     "delivered_home": "policy.config_sources",
     "eri_client_problem": "policy.config.data_sources",
+    "OS_USER_NAME_REFUSAL": "policy.config.data_sources",
+    "sends_os_user_name": "policy.config.data_sources",
     "entity_tag_problem": "policy.config_sources",
     "policy_directories": "policy.config_sources",
     "read_status_file": "policy.config_sources",

@@ -786,12 +786,21 @@ def _undeclared_effects(c: _Context) -> Iterable[Finding]:
 def _eri_data_sources(c: _Context) -> Iterable[Finding]:
     """An ERI_V1 entry toolpolicy's client cannot search (its Kerberos sign-in, an address it
     cannot read, a secret over plain http to another machine) is never offered: said at its
-    line, so the administrator does not wait for passages that never come."""
-    from policy.config.data_sources import eri_client_problem
+    line, so the administrator does not wait for passages that never come. With a sign-in
+    configured, an entry that sends the OS user name is named too: the serving commands never
+    search it for the people they answer."""
+    from policy.config.data_sources import (
+        OS_USER_NAME_REFUSAL,
+        eri_client_problem,
+        sends_os_user_name,
+    )
+    from policy.sign_in import SignInSettings
 
+    signs_in = SignInSettings.of(c.configuration) is not None
     for source in c.configuration.data_sources:
         if source.kind != "ERI_V1":
             continue
+        where = source.origin.location if source.origin else None
         problem = eri_client_problem(
             str(source.raw.get("Hostname", "")), str(source.raw.get("AuthMethod", ""))
         )
@@ -799,7 +808,14 @@ def _eri_data_sources(c: _Context) -> Iterable[Finding]:
             yield _warning(
                 "data-source-not-searched",
                 f"The data source {source.name!r} is never searched: {problem}.",
-                source.origin.location if source.origin else None,
+                where,
+            )
+        elif signs_in and sends_os_user_name(source.raw):
+            yield _warning(
+                "data-source-not-searched",
+                f"The data source {source.name!r} is not searched for signed-in people "
+                f"(DataGateway.Issuer is set): {OS_USER_NAME_REFUSAL}.",
+                where,
             )
 
 

@@ -362,6 +362,7 @@ def serve(
             mcp=mcp,
             services=ToolServices(tool_services=acting),
             settings_by_subject=people,
+            os_user_is_person=transport == "stdio",
         )
 
     watcher = PolicyWatcher(

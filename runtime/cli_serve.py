@@ -90,7 +90,7 @@ class ServedPolicy:
             listing_ttl_seconds=self._ttl,
             entries=entries,
         )
-        return ChatRuntime(policy, mcp=mcp)
+        return ChatRuntime(policy, mcp=mcp, os_user_is_person=False)
 
     def people_of(self, policy: Policy) -> PeoplePolicies | None:
         """The people of `policy` as the runtime in force decides for them, or None for a

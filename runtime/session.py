@@ -95,7 +95,12 @@ class ChatRuntime:
     `data_sources` are the searchable sources semantic_search may offer, joined by the
     configuration's ERI_V1 `DATA_SOURCES` entries unless `configured_data_sources=False` (an
     entry whose id the app's sources already have stays the app's; a person's runtime adds
-    their groups' entries); `mailbox_name(id)` names
+    their groups' entries); `os_user_is_person` says whether the operating-system user this
+    process runs as is the person the runtime answers (a desktop app, `policy chat`, a stdio
+    gateway): pass False in a server answering people over the network, so an ERI entry that
+    signs in with the OS user name (OS_USERNAME_SHARED_PASSWORD) is refused instead of searched
+    as the service's account — a signed-in person's runtime (`for_caller`) always refuses it;
+    `mailbox_name(id)` names
     the mailbox behind an outbound-data restriction; `decision_log` keeps one `DecisionRecord` per
     `respond` (a file path means a `JsonLinesSink` with its default rotation; or any sink, e.g.
     a `CallbackSink`), written from a bounded queue that drops nothing: a response waits for
@@ -154,6 +159,7 @@ class ChatRuntime:
         settings_by_subject: SettingsBySubject | None = None,
         configured_data_sources: bool = True,
         call_counts: CallCountStore | None = None,
+        os_user_is_person: bool = True,
     ) -> None:
         from runtime.execution import given_services
 
@@ -185,7 +191,9 @@ class ChatRuntime:
             from runtime.data_sources import ConfiguredDataSources
 
             self._configured_sources = ConfiguredDataSources(data_sources)
-            self._data_sources = self._configured_sources.of(self.policy.configuration.data_sources)
+            self._data_sources = self._configured_sources.of(
+                self.policy.configuration.data_sources, os_user_is_person=os_user_is_person
+            )
         self._mailbox_name = mailbox_name
         self._loop = loop
         self._limits = limits
@@ -277,7 +285,9 @@ class ChatRuntime:
         person._settings = {}
         person.policy = person._base = person._whole = policy
         if self._configured_sources is not None:
-            person._data_sources = self._configured_sources.of(policy.configuration.data_sources)
+            person._data_sources = self._configured_sources.of(
+                policy.configuration.data_sources, os_user_is_person=False
+            )
         person._services = person._shared_services(
             replace(self._app_services, guard=self._services.guard)
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from policy.config.fields import Field, FieldType, Section, UnknownFields
 from policy.config.guid import GUID_SCHEMA_PATTERN
 from policy.config.providers import ENCRYPTED_PATTERN
@@ -9,10 +11,8 @@ from policy.config.settings import LEVEL_NAMES
 from policy.vocabulary import DataSecurity
 
 _AUTH_METHODS: tuple[str, ...] = ("NONE", "KERBEROS", "USERNAME_PASSWORD", "TOKEN")
-_USERNAME_PASSWORD_MODES: tuple[str, ...] = (
-    "SHARED_USERNAME_AND_PASSWORD",
-    "OS_USERNAME_SHARED_PASSWORD",
-)
+_OS_USERNAME_MODE = "OS_USERNAME_SHARED_PASSWORD"
+_USERNAME_PASSWORD_MODES: tuple[str, ...] = ("SHARED_USERNAME_AND_PASSWORD", _OS_USERNAME_MODE)
 
 
 DATA_SOURCES = Section(
@@ -102,7 +102,9 @@ DATA_SOURCES = Section(
         Field(
             "UsernamePasswordMode",
             FieldType.CHOICE,
-            "USERNAME_PASSWORD: whose user name is sent.",
+            "USERNAME_PASSWORD: whose user name is sent (OS_USERNAME_SHARED_PASSWORD: the "
+            "operating-system user's, so a server answering people over the network never "
+            "searches the entry).",
             required_when=(("AuthMethod", "USERNAME_PASSWORD"),),
             choices=_USERNAME_PASSWORD_MODES,
             example="SHARED_USERNAME_AND_PASSWORD",
@@ -166,3 +168,29 @@ def eri_client_problem(hostname: str, auth_method: str) -> str | None:
             "unencrypted; use an https:// Hostname (plain http only for this machine)"
         )
     return None
+
+
+def sends_os_user_name(raw: Mapping[str, object]) -> bool:
+    """Whether an entry signs in with the operating-system user name of the process searching
+    (`AuthMethod` USERNAME_PASSWORD, `UsernamePasswordMode` OS_USERNAME_SHARED_PASSWORD, in any
+    case, as the reader takes them)."""
+    method, mode = raw.get("AuthMethod"), raw.get("UsernamePasswordMode")
+    return (
+        isinstance(method, str)
+        and isinstance(mode, str)
+        and method.strip().upper() == "USERNAME_PASSWORD"
+        and mode.strip().upper() == _OS_USERNAME_MODE
+    )
+
+
+OS_USER_NAME_REFUSAL = (
+    f"UsernamePasswordMode {_OS_USERNAME_MODE} sends the operating-system user name of the "
+    "process that searches, and a server answering people over the network (`policy mcp serve "
+    "--transport http`, a signed-in person's runtime) runs as its own service account, not as "
+    "the person asking: it is never searched there, so nobody gets passages retrieved as "
+    "another identity (serve it from each person's own machine: `policy chat`, a stdio "
+    "gateway; or give a server SHARED_USERNAME_AND_PASSWORD or TOKEN, an account the ERI "
+    "server grants what everyone asking may read)"
+)
+"""Why an entry that sends the OS user name is not searched for people a server answers: the
+runtime refuses the entry with it, `policy check` warns with it when a sign-in is configured."""

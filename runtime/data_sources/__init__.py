@@ -224,6 +224,8 @@ def data_sources_from_configuration(
     configured: Sequence[DataSourceConfig],
     searchers: Mapping[str, DataSourceSearcher] | None = None,
     first_num: int = 0,
+    *,
+    os_user_is_person: bool = True,
 ) -> tuple[SearchableDataSource, ...]:
     """`CONFIG["DATA_SOURCES"]` entries as searchable data sources.
 
@@ -232,7 +234,9 @@ def data_sources_from_configuration(
     security requirements. The page size is the entry's `MaxMatches` (default 10); SELF_HOSTED
     entries (or servers) may only be used by self-hosted providers, and their passages restrict
     the chat to self-hosted providers; `MinimumProviderConfidence` is the lowest confidence that
-    may search the entry, and its passages raise the chat's requirement to it.
+    may search the entry, and its passages raise the chat's requirement to it. An entry that
+    signs in with the operating-system user name (OS_USERNAME_SHARED_PASSWORD) is refused, never
+    searched, unless `os_user_is_person`: the OS user this process runs as is the person asking.
     """
     given = searchers or {}
     sources: list[SearchableDataSource] = []
@@ -243,7 +247,7 @@ def data_sources_from_configuration(
                 continue
             from runtime.data_sources.eri_source import EriDataSource
 
-            eri = EriDataSource(config)
+            eri = EriDataSource(config, os_user_is_person=os_user_is_person)
             sources.append(eri.searchable(number))
             continue
         description = config.raw.get("Description", "")
@@ -272,24 +276,31 @@ def configured_page_size(config: DataSourceConfig) -> int:
 class ConfiguredDataSources:
     """The app's data sources joined by the ERI_V1 entries of each configuration a runtime decides
     with (a signed-in person's adds their groups' entries). Each entry's source is made once and
-    shared, so its server is asked once for everyone; an entry that changed gets a new one."""
+    shared, so its server is asked once for everyone; an entry that changed gets a new one. An
+    entry that sends the OS user name is made twice: searched for the process's own user, and
+    refused for people a server answers (`os_user_is_person=False`)."""
 
     __slots__ = ("_app", "_made")
 
     def __init__(self, app: Sequence[SearchableDataSource]) -> None:
         self._app = tuple(app)
-        self._made: dict[str, tuple[DataSourceConfig, SearchableDataSource]] = {}
+        self._made: dict[tuple[str, bool], tuple[DataSourceConfig, SearchableDataSource]] = {}
 
-    def of(self, configured: Sequence[DataSourceConfig]) -> tuple[SearchableDataSource, ...]:
+    def of(
+        self, configured: Sequence[DataSourceConfig], *, os_user_is_person: bool = True
+    ) -> tuple[SearchableDataSource, ...]:
         taken = {source.id for source in self._app}
         first = max((source.num for source in self._app), default=-1) + 1
         joined = list(self._app)
         for number, config in enumerate(configured, start=first):
             if config.kind != "ERI_V1" or config.id in taken:
                 continue
-            made = self._made.get(config.id)
+            key = (config.id, os_user_is_person)
+            made = self._made.get(key)
             if made is None or made[0] != config:
-                (source,) = data_sources_from_configuration([config], first_num=number)
-                made = self._made[config.id] = (config, source)
+                (source,) = data_sources_from_configuration(
+                    [config], first_num=number, os_user_is_person=os_user_is_person
+                )
+                made = self._made[key] = (config, source)
             joined.append(made[1])
         return tuple(joined)

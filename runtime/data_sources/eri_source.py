@@ -15,6 +15,12 @@ Secrets: the entry's `ENC:v1:` password or token is decrypted on first use and k
 in every log record of the process and, with the latest session tokens the server handed out, in
 every text the server returns (no session token is ever logged). A password or token goes over
 plain http only to this machine.
+
+Identity: an entry that sends the operating-system user name (OS_USERNAME_SHARED_PASSWORD) is
+searched only by a runtime whose OS user is the person asking (`os_user_is_person`: a desktop
+app, `policy chat`, a stdio gateway). A server answering people over the network runs as its own
+service account, so there the entry is refused before anything is sent: nobody gets passages
+retrieved as another identity.
 """
 
 from __future__ import annotations
@@ -29,7 +35,13 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from policy import DataSecurity
-from policy._runtime_seam import SecretMask, SecretValue, mask_in_logs
+from policy._runtime_seam import (
+    OS_USER_NAME_REFUSAL,
+    SecretMask,
+    SecretValue,
+    mask_in_logs,
+    sends_os_user_name,
+)
 from runtime.data_sources import (
     MAX_RESULT_WINDOW,
     DataSourceKind,
@@ -84,6 +96,7 @@ class EriDataSource:
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         transport: Callable[[], httpx.AsyncBaseTransport] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        os_user_is_person: bool = True,
     ) -> None:
         raw = config.raw
         self.config = config
@@ -99,6 +112,12 @@ class EriDataSource:
         self._fetched_at = 0.0
         self._failed_at: float | None = None
         base, self._problem = _base_url(config, self._method, self._label)
+        self._sends_os_user = sends_os_user_name(raw)
+        if self._sends_os_user and not os_user_is_person and not self._problem:
+            self._problem = (
+                f"{self._label} is not searched for the people this runtime answers: "
+                f"{OS_USER_NAME_REFUSAL}."
+            )
         self._problem_told = False
         self._timeout = timeout_seconds
         self._refreshing: asyncio.Task[None] | None = None
@@ -248,10 +267,7 @@ class EriDataSource:
         secret = self._plaintext()
         if self._method is EriAuthMethod.TOKEN:
             return EriCredentials(EriAuthMethod.TOKEN, secret=secret)
-        if raw.get("UsernamePasswordMode") == "OS_USERNAME_SHARED_PASSWORD":
-            username = getpass.getuser()
-        else:
-            username = str(raw.get("Username", ""))
+        username = getpass.getuser() if self._sends_os_user else str(raw.get("Username", ""))
         return EriCredentials(EriAuthMethod.USERNAME_PASSWORD, username, secret)
 
     def _plaintext(self) -> str:

@@ -10,6 +10,7 @@ the log records.
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import shutil
@@ -32,9 +33,13 @@ from tests.servers.config_server import plugin_text
 from tests.servers.eri_server import EriDocument, EriServer, EriState, running_eri_server
 from tests.servers.provider_scripts import chat_call, chat_text, chat_usage
 from tests.servers.provider_server import ProviderServer, Reply
+from tests.signin.test_people_eri_os_user import SOURCE_ID as OS_USER_SOURCE_ID
+from tests.signin.test_people_eri_os_user import os_user_eri, os_user_source
 
 TOKEN = "eri-e2e-token-4c8d2b7f1a"
 SESSION = "eri-e2e-session-9e3a6c0b5d"
+__all__ = ["os_user_eri"]
+
 SOURCE_ID = "0b9a3c5e-8f1d-4e2a-9c7b-6d5e4f3a2b1c"
 
 
@@ -220,3 +225,33 @@ async def test_a_groups_eri_source_is_searched_for_its_members_only(
         assert await offered(runtime, Caller("carol@example.org", frozenset({"support"})))
         assert await offered(runtime, None) is None, "no caller: a person in no group"
     assert eri.state.paths().count("/dataSource") == 1  # one server, asked once for everyone
+
+
+async def test_a_local_runtime_searches_as_its_os_user_and_a_persons_runtime_does_not(
+    tmp_path: Path, os_user_eri: EriServer, server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_SECRET, secret := generate_secret())
+    org = tmp_path / "org"
+    (org / "sources").mkdir(parents=True)
+    plugin = plugin_text(
+        "2b7c9d1e-4f5a-4b6c-8d7e-9f0a1b2c3d4e", os_user_source(os_user_eri, secret)
+    )
+    (org / "sources" / "plugin.lua").write_text(plugin, encoding="utf-8")
+    policy = load_policy(org=[ORGANIZATION, org], tools=builtin_executable_tools())
+    assert not policy.errors, policy.errors
+
+    async def offered(runtime: ChatRuntime, caller: Caller | None) -> bool:
+        provider = organization_provider(runtime.policy, VLLM_ID, server)
+        chat = Chat.open("listing", MemoryChatStore(), caller=caller)
+        offer = await runtime.executable_tools(chat, provider)
+        return any(OS_USER_SOURCE_ID in d.function.description_for_llm for d, _ in offer.tools)
+
+    async with ChatRuntime(policy) as local:
+        alice = Caller("alice@example.org", frozenset({"engineering"}))
+        assert not await offered(local.for_caller(alice), alice)
+        assert os_user_eri.state.requests == [], "nothing is sent for a signed-in person"
+        assert await offered(local, None), "the desktop app's OS user is the person"
+        (sign_in,) = [r for r in os_user_eri.state.requests if r["path"] == "/auth"]
+        assert sign_in["headers"]["user"] == getpass.getuser()
+    async with ChatRuntime(policy, os_user_is_person=False) as served:
+        assert not await offered(served, None), "a server answering people over the network"

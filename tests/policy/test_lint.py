@@ -352,3 +352,30 @@ def test_an_eri_data_source_the_client_cannot_search_is_named_at_its_line(
 )
 def test_an_eri_data_source_the_client_can_search_is_not_reported(hostname: str, auth: str) -> None:
     assert lint(data_sources=(eri_entry(hostname, auth),)) == []
+
+
+def os_user_entry(mode: str) -> DataSourceConfig:
+    raw = {
+        "Hostname": "https://eri.example.org",
+        "AuthMethod": "username_password",
+        "UsernamePasswordMode": mode,
+    }
+    return DataSourceConfig("eri-1", "Handbook", "ERI_V1", DataSecurity.ALLOW_ANY, raw, ERI_AT)
+
+
+def test_an_eri_source_sending_the_os_user_name_is_named_where_people_sign_in() -> None:
+    sign_in = (
+        managed("DataGateway.Issuer", "https://login.example.org/realms/corp"),
+        managed("DataGateway.Audience", "toolpolicy-gateway"),
+    )
+    (finding,) = lint(*sign_in, data_sources=(os_user_entry("os_username_shared_password"),))
+    assert finding.code == "data-source-not-searched"
+    assert finding.severity is Severity.WARNING and finding.location == ERI_AT.location
+    assert finding.message.startswith(
+        "The data source 'Handbook' is not searched for signed-in people"
+    )
+    assert "runs as its own service account" in finding.message
+    assert lint(*sign_in, data_sources=(os_user_entry("SHARED_USERNAME_AND_PASSWORD"),)) == []
+    assert lint(data_sources=(os_user_entry("OS_USERNAME_SHARED_PASSWORD"),)) == [], (
+        "without a sign-in the entry is searched with the OS user name of each person's app"
+    )
