@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -57,6 +58,21 @@ def _links_to_included_files(app: Any, docname: str, source: list[str]) -> None:
         )
 
 
+def _links_between_included_files(
+    app: Any, relative_path: Any, parent_docname: str, content: list[str]
+) -> None:
+    """A link from one included file to another, written for the repository
+    (`bench/README.md#a-heading` in CHANGELOG.md), goes to the page that includes the other one.
+    The pages that include files are at the site's top, where such a link is read from."""
+    included = posixpath.normpath(posixpath.join("docs", Path(relative_path).as_posix()))
+    here = posixpath.dirname(included)
+    for file, page in _PAGES_OF_FILES.items():
+        if file != included:
+            written = posixpath.relpath(file, here or ".")
+            content[0] = content[0].replace(f"]({written})", f"]({page}.md)")
+            content[0] = content[0].replace(f"]({written}#", f"]({page}.md#")
+
+
 _BREAK_IN_TEXT = re.compile(r"(?<=[^\s\d][._/|])(?=[^\s\d.,;:)\]])")
 _BREAK_IN_CODE = re.compile(rf"{_BREAK_IN_TEXT.pattern}|(?<=[a-z])(?=[A-Z])")
 
@@ -83,5 +99,6 @@ def _names_break_in_tables(app: Any, doctree: nodes.document, docname: str) -> N
 
 def setup(app: Any) -> dict[str, bool]:
     app.connect("source-read", _links_to_included_files)
+    app.connect("include-read", _links_between_included_files)
     app.connect("doctree-resolved", _names_break_in_tables)
     return {"parallel_read_safe": True}
