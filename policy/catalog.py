@@ -8,6 +8,7 @@ up.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -43,6 +44,7 @@ from policy.resolve import (
     misspelled_tool_ids,
     resolve_setting,
     resolve_tool_settings,
+    values_state,
 )
 from policy.tools import (
     DefinedTool,
@@ -132,6 +134,107 @@ class _OnFirstUse:
             self._value = self._make()
         return self._value
 
+    @property
+    def done(self) -> bool:
+        return self._value is not None
+
+
+class _UnreadSecrets:
+    """What is known of a tool that reads a secret before the keyring is read: its settings
+    with the keyring's secrets unread (every other field as resolved), which fields the keyring
+    would be asked for, and, worked out when first asked, its configuration state when that is
+    the same whatever the keyring holds for them (None: only reading the keyring tells)."""
+
+    __slots__ = ("_state", "definition", "names", "settings", "tool")
+
+    def __init__(
+        self,
+        definition: ToolDefinition,
+        tool: Tool,
+        settings: ResolvedSettings,
+        names: Sequence[str],
+    ) -> None:
+        self.definition, self.tool, self.settings = definition, tool, settings
+        self.names = tuple(names)
+        self._state: tuple[ToolConfigurationState | None] | None = None
+
+    @property
+    def state(self) -> ToolConfigurationState | None:
+        if self._state is None:
+            self._state = (
+                _state_whatever_the_keyring_holds(
+                    self.definition, self.tool, self.settings, self.names
+                ),
+            )
+        return self._state[0]
+
+
+class _SecretEvidence(Evidence):
+    """A keyring secret's evidence (`policy.redaction.MASK` and "user keyring", or not set),
+    read from the keyring when first looked at: a decision shown without its evidence (the
+    matrix of `policy explain --all`, `policy diff`) reads no secret. Equal to, hashed,
+    shown and pickled as the `Evidence` it stands for."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, key: str, read: Callable[[], Evidence]) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_read", read)
+
+    def _evidence(self) -> Evidence:
+        read: Callable[[], Evidence] = object.__getattribute__(self, "_read")
+        return read()
+
+    value = property(lambda self: self._evidence().value)
+    source = property(lambda self: self._evidence().source)
+    origin = property(lambda self: self._evidence().origin)
+    location = property(lambda self: self._evidence().location)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _SecretEvidence):
+            other = other._evidence()
+        return self._evidence() == other
+
+    def __hash__(self) -> int:
+        return hash(self._evidence())
+
+    def __repr__(self) -> str:
+        return repr(self._evidence())
+
+    def __reduce__(self) -> tuple[type[Evidence], tuple[object, ...]]:
+        known = self._evidence()
+        return Evidence, (known.key, known.value, known.source, known.origin, known.location)
+
+
+_SECRET_SET = "set"
+"""Any text that is not blank: what a secret the keyring holds stands as while it is unread."""
+_MOST_SECRETS_TRIED = 4
+"""A tool with more keyring secrets than this has its state read with them (2^n states tried)."""
+
+
+def _state_whatever_the_keyring_holds(
+    definition: ToolDefinition, tool: Tool, settings: ResolvedSettings, names: Sequence[str]
+) -> ToolConfigurationState | None:
+    """The configuration state of a tool whose `names` secrets are unread, if the keyring
+    cannot change it. Only for a tool that judges its secrets by whether they are set
+    (`_secrets_judged_by_presence`, the built-in tools: a value that is not blank counts, what
+    it is does not): its state is then one of those with each secret set or not, and when all
+    of them agree, that is it. None: the keyring must be read to know."""
+    if not getattr(tool, "_secrets_judged_by_presence", False) or len(names) > _MOST_SECRETS_TRIED:
+        return None
+    if settings.misspelled:
+        return configuration_state(definition, settings, tool)
+    values = settings.values_for_tool()
+    states = [
+        values_state(
+            definition,
+            {**values, **{name: _SECRET_SET for i, name in enumerate(names) if chosen >> i & 1}},
+            tool,
+        )
+        for chosen in range(2 ** len(names))
+    ]
+    return states[0] if all(state == states[0] for state in states) else None
+
 
 @dataclass(frozen=True, slots=True)
 class ToolFacts:
@@ -152,6 +255,8 @@ class ToolFacts:
     """Resolution would only hand back the registered definition (a plain `DefinedTool`)."""
     effects: ToolEffects = UNDECLARED
     """What its calls and results do, with where that is declared (`policy.flow`)."""
+    unread: _UnreadSecrets | None = None
+    """For a tool that reads a secret from the keyring: what is known before it is read."""
 
     def _settled(self) -> _SettingsFacts:
         facts = self.settings_facts
@@ -172,7 +277,35 @@ class ToolFacts:
 
     @property
     def state(self) -> ToolConfigurationState:
+        """Configured or not; known without the keyring when it cannot change it."""
+        unread = self.unread
+        if unread is not None and unread.state is not None:
+            return unread.state
         return self._settled().state
+
+    @property
+    def settings_evidence(self) -> tuple[Evidence, ...]:
+        """What its settings show as evidence: each misspelled entry, then every field's value
+        and source; a keyring secret's is read only when it is looked at (`_SecretEvidence`)."""
+        unread, facts = self.unread, self.settings_facts
+        if unread is None or (isinstance(facts, _OnFirstUse) and facts.done):
+            settings = self.settings
+            return (
+                *(m.evidence() for m in settings.misspelled),
+                *(s.evidence() for s in settings.fields.values()),
+            )
+        return (
+            *(m.evidence() for m in unread.settings.misspelled),
+            *(
+                _SecretEvidence(field.key, functools.partial(self._field_evidence, name))
+                if name in unread.names
+                else field.evidence()
+                for name, field in unread.settings.fields.items()
+            ),
+        )
+
+    def _field_evidence(self, name: str) -> Evidence:
+        return self.settings.fields[name].evidence()
 
     @property
     def active(self) -> bool:
@@ -518,6 +651,9 @@ class ToolCatalog:
             if secrets_asked
             else _settings_facts(definition, tool, settings)
         )
+        unread = (
+            _UnreadSecrets(definition, tool, settings, secrets_asked) if secrets_asked else None
+        )
         collection = self._collections.get(collection_id)
         default = (
             collection.definition.minimum_provider_confidence
@@ -563,6 +699,7 @@ class ToolCatalog:
             untailored=_is_untailored(tool),
             visibility_evidence=_visibility_evidence(definition),
             effects=tool_effects(tool, self.configuration),
+            unread=unread,
         )
 
     # --- selection ----------------------------------------------------------------------------

@@ -168,6 +168,10 @@ class SearchConfluenceTool(DefinedTool):
 
     minimum_confidence_floor = ConfidenceLevel.HIGH
     """Wiki content never reaches a provider below HIGH, whatever the settings lower it to."""
+    _secrets_judged_by_presence = True
+    """Its checks ask of a secret only whether it is set (not blank), so whether the user's
+    keyring must be read to know if it is configured is decided without reading it
+    (`policy.catalog`; tests/policy/test_keyring_unread.py holds the checks to it)."""
     companion_tool_ids = (READ_WEB_PAGE,)
     """The wiki's search results are pages read_web_page opens, so selecting one selects both."""
 

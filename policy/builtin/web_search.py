@@ -250,6 +250,11 @@ DEFINITION = _web_search_definition()
 class WebSearchTool(DefinedTool):
     """web_search as the policy sees it: its settings are checked, its definition offered as is."""
 
+    _secrets_judged_by_presence = True
+    """Its checks ask of a secret only whether it is set (not blank), so whether the user's
+    keyring must be read to know if it is configured is decided without reading it
+    (`policy.catalog`; tests/policy/test_keyring_unread.py holds the checks to it)."""
+
     def __init__(self) -> None:
         super().__init__(DEFINITION, "Web search", ToolOutboundData.THIRD_PARTY_QUERIES)
 

@@ -99,10 +99,14 @@ def _installed_keyring_backend(folder: Path) -> dict[str, str]:
     }
 
 
-def test_explain_reads_the_keyring_without_starting_a_program(tmp_path: Path) -> None:
-    """web_search's API keys decide whether it is configured, so explain reads the keyring;
+def test_a_command_that_shows_a_secret_reads_the_keyring_without_starting_a_program(
+    tmp_path: Path,
+) -> None:
+    """Where a secret's place is shown (settings, a decision's evidence), the keyring is read;
     keyring's backend detection then starts no program (its macOS bindings, which probe for
-    libraries with ldconfig/gcc/ld, are not imported elsewhere) and still finds the backend."""
+    libraries with ldconfig/gcc/ld, are not imported elsewhere) and still finds the backend.
+    The matrix of `explain --all` shows no evidence, and the example's tools are configured
+    whatever the keyring holds (web_search has a SearXNG address): it reads no secret."""
     env = _installed_keyring_backend(tmp_path)
     report = _run("settings", "web_search", "--org", str(EXAMPLES), "--format", "json", env=env)
     assert report.programs_started == []
@@ -113,9 +117,25 @@ def test_explain_reads_the_keyring_without_starting_a_program(tmp_path: Path) ->
     assert "tvly-canary-7f3a" not in report.stdout + report.stderr
 
     matrix = _run("explain", "--org", str(EXAMPLES), "--all", env=env)
-    assert "keyring" in matrix.modules
+    assert "keyring" not in matrix.modules
     assert matrix.programs_started == []
-    assert matrix.other_forks == []
+
+    shown = _run("explain", "--org", str(EXAMPLES), "--all", "--format", "json", env=env)
+    assert "keyring" in shown.modules
+    assert shown.programs_started == []
+    assert shown.other_forks == []
+    evidence = [
+        e
+        for d in json.loads(shown.stdout)["decisions"]
+        if d["tool"] == "web_search"
+        for c in d["checks"]
+        for e in c["evidence"]
+        if e["key"] == "web_search.tavily.apiKey"
+    ]
+    assert evidence and all(
+        (e["value"], e["source"]) == ("*****", "user keyring") for e in evidence
+    ), evidence
+    assert "tvly-canary-7f3a" not in shown.stdout + shown.stderr
 
 
 def test_keyring_detects_the_same_backend_as_on_its_own(tmp_path: Path) -> None:

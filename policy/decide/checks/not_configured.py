@@ -16,14 +16,10 @@ class NotConfigured(OfferCheck):
     def verdict(self, question: Question) -> Check:
         assert question.tool is not None
         state = question.tool.state
-        settings = question.tool.settings
         return self.judged(
             state.is_configured,
             "Its settings are complete and valid." if state.is_configured else state.message,
-            (
-                *(m.evidence() for m in settings.misspelled),
-                *(s.evidence() for s in settings.fields.values()),
-            ),
+            question.tool.settings_evidence,
         )
 
 
