@@ -258,6 +258,17 @@ CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"
 -- Always locked: .AllowUserOverride has no effect here.
 -- CONFIG["SETTINGS"]["DataGateway.CallLimits"] = { ["tickets__delete_ticket"] = "5/hour", ["*"] = "600/hour" }
 
+-- DataGateway.AdministratorGroups — The groups (of the identity provider's groups claim) whose
+-- signed-in members may, on `policy serve`, decide for other people: simulate as another
+-- subject or groups, with a user settings file of the server's machine, and compare candidate
+-- configurations (Diff, which shows every group's configurations). Everyone else signed in
+-- simulates only as themselves, with settings they paste. Unset, nobody signed in may; without
+-- sign-in (loopback, `--token`) whoever reaches the page may. Honored only from organization
+-- plugins; always locked.
+-- Default: {}.
+-- Always locked: .AllowUserOverride has no effect here.
+-- CONFIG["SETTINGS"]["DataGateway.AdministratorGroups"] = { "toolpolicy-admins" }
+
 -- DataGateway.RecordSubject — How decision records name the signed-in person: HASH (a SHA-256
 -- of the issuer's `sub`, the same for one person in every record: the log does not show the
 -- `sub`, though one who knows a `sub` can find its records) or SUBJECT (the `sub` as the

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from policy.provenance import SourceLocation
 
 CONFIGURATIONS_BY_GROUP = "DataGateway.ConfigurationsByGroup"
+ADMINISTRATOR_GROUPS = "DataGateway.AdministratorGroups"
 RECORD_SUBJECT = "DataGateway.RecordSubject"
 _PERSON_CHAT = "person:"
 
@@ -174,6 +175,18 @@ class GroupConfigurations:
                 why = "only for " + ", ".join(f'"{g}"' for g in groups)
                 answers.append(AppliedConfiguration(plugin.id, plugin.name, False, why))
         return tuple(answers)
+
+
+def decides_for_others(configuration: PolicyConfiguration, caller: Caller | None) -> bool:
+    """Whether a signed-in person may decide for other people on the web page (simulate as
+    someone else, with a settings file of the server's machine, or diff the whole policy):
+    only a member of a group `DataGateway.AdministratorGroups` names. Nobody without it, and
+    nobody the sign-in did not name (fails closed)."""
+    if caller is None:
+        return False
+    setting = configuration.setting(ADMINISTRATOR_GROUPS)
+    groups = setting.value if setting is not None else ()
+    return isinstance(groups, tuple | frozenset | list) and not caller.groups.isdisjoint(groups)
 
 
 def what_if_caller(subject: str, groups: str) -> Caller | None:

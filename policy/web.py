@@ -15,6 +15,7 @@ neither writes anything.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import hmac
 import logging
@@ -113,7 +114,9 @@ def build_app(
     `caller_of` names who asks (`runtime.signin.request_caller`): the status, settings and
     decision pages then show that person's policy (their groups' configurations); without a
     caller they show a person in no group's. The simulate and diff forms start from every
-    loaded configuration (the simulate form decides for whomever it names). `people_of` gives a
+    loaded configuration (the simulate form decides for whomever it names); with `signed_in`,
+    only for a member of `DataGateway.AdministratorGroups` — everyone else simulates as
+    themselves and is refused Diff (403). `people_of` gives a
     policy's people as loaded with their groups' own MCP server entries listed
     (`runtime.cli_serve.ServedPolicy.people_of`); without it, or where it gives None, such an entry is not listed.
 
@@ -275,8 +278,25 @@ def build_app(
 
     def what_if_error(request: Request, error: WhatIfError, name: str, **context: Any) -> Response:
         if is_api(request):
-            return JSONResponse({"error": error.message, "field": error.field}, status_code=400)
-        return page(name, status=400, error=error.message, **context)
+            return JSONResponse(
+                {"error": error.message, "field": error.field}, status_code=error.status
+            )
+        return page(name, status=error.status, error=error.message, **context)
+
+    def only_as(request: Request) -> Caller | None:
+        """The signed-in person when they may decide only for themselves (not a member of
+        `DataGateway.AdministratorGroups`); None when the asker may decide for anyone (no
+        sign-in: whoever reaches the page holds its token or this machine)."""
+        from policy.people import decides_for_others
+
+        if not signed_in:
+            return None
+        caller = caller_of(request) if caller_of is not None else None
+        if caller is None:
+            raise web_what_if.others_refused("Deciding without a signed-in person")
+        if decides_for_others(source.policy.configuration, caller):
+            return None
+        return caller
 
     async def simulate(request: Request) -> Response:
         current_snapshot = snapshot()
@@ -284,16 +304,21 @@ def build_app(
             "providers": current_snapshot.policy.providers,
             "tool_ids": sorted(current_snapshot.policy.tool_ids),
             "form": {},
+            "only_as": None,
             **held_context({}),
         }
-        if request.method == "GET":
-            return page("simulate.html", result=None, **context)
         try:
+            person = context["only_as"] = only_as(request)
+            if request.method == "GET":
+                return page("simulate.html", result=None, **context)
             form = await form_of(request)
             context["form"] = form
             context["chat_holds"] = ",".join(form_list(form, "chat_holds")).upper().split(",")
             result, notes = await asyncio.to_thread(
-                web_what_if.simulate, current_snapshot.people(), form, current_snapshot.findings()
+                functools.partial(web_what_if.simulate, only_as=person),
+                current_snapshot.people(),
+                form,
+                current_snapshot.findings(),
             )
         except WhatIfError as error:
             return what_if_error(request, error, "simulate.html", result=None, **context)
@@ -304,6 +329,13 @@ def build_app(
     async def diff(request: Request) -> Response:
         current_snapshot = snapshot()
         context: dict[str, Any] = {"form": {}, "chosen_components": []}
+        try:
+            if only_as(request) is not None:
+                raise web_what_if.others_refused("Comparing configurations (Diff)")
+        except WhatIfError as error:
+            return what_if_error(
+                request, error, "error.html", message=error.message, title="Not allowed"
+            )
         if request.method == "GET":
             return page("diff.html", result=None, **context)
         try:

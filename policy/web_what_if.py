@@ -18,23 +18,26 @@ if TYPE_CHECKING:
     from policy import Policy
     from policy.configuration import Finding, ProviderConfig, UserSettings
     from policy.flow import ChatHoldings
+    from policy.identity import Caller
     from policy.people import PeoplePolicies
 
-__all__ = ["WhatIfError", "diff", "form_holdings", "form_list", "simulate"]
+__all__ = ["WhatIfError", "diff", "form_holdings", "form_list", "others_refused", "simulate"]
 
 _MAX_PASTED_CHARS = 256 * 1024
 _PASTED_USER_SETTINGS = "pasted user settings"
 
 
 class WhatIfError(ToolPolicyError):
-    """A what-if the page cannot decide (a bad path, YAML that does not parse): shown as 400."""
+    """A what-if the page cannot decide (a bad path, YAML that does not parse): shown as 400;
+    one the asking person may not ask (another person's policy) as 403."""
 
     code = "what-if"
 
-    def __init__(self, message: str, field: str) -> None:
+    def __init__(self, message: str, field: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.status = status
 
 
 def _pasted(form: Mapping[str, Any], name: str) -> str:
@@ -135,7 +138,11 @@ def form_holdings(form: Any) -> ChatHoldings | None:
 
 
 def simulate(
-    people: PeoplePolicies, form: Mapping[str, Any], in_force: Sequence[Finding] | None = None
+    people: PeoplePolicies,
+    form: Mapping[str, Any],
+    in_force: Sequence[Finding] | None = None,
+    *,
+    only_as: Caller | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The matrix for one provider (configured, or any of a kind and model) in one component,
     decided for the user settings and what the chat holds (`chat_holds`) the form gives (the
@@ -144,12 +151,19 @@ def simulate(
     person in no group, as `explain` without `--as`) — and what
     `policy check` says of those settings and not of the policy in force (`in_force`: its
     findings, when the caller has them already). `people` is the policy in force's, with its
-    groups' own MCP server entries as listed when it was loaded."""
+    groups' own MCP server entries as listed when it was loaded.
+
+    `only_as`: the signed-in person who may decide only for themselves (not a member of
+    `DataGateway.AdministratorGroups`): decided as them, and a form that names anyone else or a
+    user settings file of this machine is refused (`WhatIfError` with status 403)."""
     from policy.explain import build_matrix, matrix_report, ordered_tool_ids
     from policy.people import what_if_caller
 
     policy = people.policy
     caller = what_if_caller(str(form.get("as_subject") or ""), str(form.get("groups") or ""))
+    if only_as is not None:
+        _only_own(form, caller, only_as)
+        caller = only_as
     for_caller = people.for_caller(caller)
     provider = _simulated_provider(form, for_caller)
     component = _form_component(form)
@@ -171,6 +185,39 @@ def simulate(
         for f in ([] if decided is for_caller else _said_only_for(decided, policy, in_force))
     ]
     return document, notes
+
+
+_FOR_OTHERS = "is for members of DataGateway.AdministratorGroups; you may simulate only as yourself"
+
+
+def _only_own(form: Mapping[str, Any], named: Caller | None, person: Caller) -> None:
+    """Refuse what a person who decides only for themselves asks beyond that."""
+    if named is not None and named != person:
+        raise WhatIfError(
+            f"as_subject/groups: simulating another person {_FOR_OTHERS} "
+            f"({person.subject}, groups: {', '.join(sorted(person.groups)) or 'none'}); leave "
+            "them blank",
+            "as_subject",
+            status=403,
+        )
+    if str(form.get("user_settings_file") or "").strip():
+        raise WhatIfError(
+            f"user_settings_file: reading a file of the server's machine {_FOR_OTHERS}, "
+            "with settings you paste",
+            "user_settings_file",
+            status=403,
+        )
+
+
+def others_refused(what: str) -> WhatIfError:
+    """A page that decides for other people, refused to a person who may decide only for
+    themselves."""
+    return WhatIfError(
+        f"{what} is for members of DataGateway.AdministratorGroups: it shows every group's "
+        "configurations",
+        "",
+        status=403,
+    )
 
 
 def _said_only_for(

@@ -262,6 +262,21 @@ _TOOLPOLICY_KEYS: tuple[SettingKey, ...] = (
         example='{ ["tickets__delete_ticket"] = "5/hour", ["*"] = "600/hour" }',
     ),
     SettingKey(
+        "DataGateway.AdministratorGroups",
+        SettingKind.STRING_SET,
+        "The groups (of the identity provider's groups claim) whose signed-in members may, on "
+        "`policy serve`, decide for other people: simulate as another subject or groups, with a "
+        "user settings file of the server's machine, and compare candidate configurations "
+        "(Diff, which shows every group's configurations). Everyone else signed in simulates "
+        "only as themselves, with settings they paste. Unset, nobody signed in may; without "
+        "sign-in (loopback, `--token`) whoever reaches the page may. Honored only from "
+        "organization plugins; always locked.",
+        honors_user_override=False,
+        organization_only=True,
+        default=(),
+        example='{ "toolpolicy-admins" }',
+    ),
+    SettingKey(
         "DataGateway.RecordSubject",
         SettingKind.ENUM,
         "How decision records name the signed-in person: HASH (a SHA-256 of the issuer's `sub`, "

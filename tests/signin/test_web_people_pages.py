@@ -1,7 +1,8 @@
 """`policy serve`'s pages decide for whoever looks at them: signed in (a real oidc-provider on
 127.0.0.1), the status, settings and decision pages show that person's policy — their groups'
 configurations — and say whom they decided for; without sign-in they show a person in no group's.
-The simulate form still decides for whomever the administrator names.
+The simulate form decides for whomever an administrator names; anyone else signed in
+simulates only as themselves.
 
 Everyone's plugin switches read_web_page off; the finance group's plugin (its own list of
 switched-off tools) switches it back on for finance's members only."""
@@ -109,11 +110,85 @@ def test_a_signed_in_person_sees_their_own_policy_on_every_page(
             page = httpx.get(f"{url}/", headers=bob, timeout=30)
             assert "Decided for bob (groups: finance)." in page.text
 
-            as_bob = httpx.post(
-                f"{url}/api/simulate",
-                json={"provider": PROVIDER, "tool": "read_web_page", "as_subject": "bob",
-                      "groups": "finance"},
-                headers=alice,
-                timeout=30,
-            ).json()  # fmt: skip
-            assert as_bob["decisions"][0]["reason"] == "NONE", "Alice may simulate for Bob"
+
+def test_only_administrators_simulate_other_people(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed in, a person simulates as themselves; another person's policy, a settings file
+    of the server's machine and the diff (every group's configurations) are for members of
+    DataGateway.AdministratorGroups — nobody while it is unset."""
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret := generate_secret())
+    asked = {"provider": PROVIDER, "tool": "read_web_page"}
+    as_bob = {**asked, "as_subject": "bob", "groups": "finance"}
+    as_alice = {**asked, "as_subject": "alice", "groups": "engineering"}
+    with oidc_provider(tmp_path / "idp") as idp:
+        org = _organization(tmp_path, sign_in_lua(idp.issuer, secret))
+        with _policy_serve(org, free_port()) as (url, _):
+            alice = {"Authorization": f"Bearer {idp.token('alice')}"}
+            bob = {"Authorization": f"Bearer {idp.token('bob')}"}
+
+            def simulate(person: dict[str, str], form: dict[str, str]) -> httpx.Response:
+                return httpx.post(f"{url}/api/simulate", json=form, headers=person, timeout=30)
+
+            refused = simulate(alice, as_bob)
+            assert refused.status_code == 403
+            assert refused.json()["field"] == "as_subject"
+            assert "DataGateway.AdministratorGroups" in refused.json()["error"]
+            assert "NONE" not in refused.text, "nothing of Bob's policy is shown"
+            assert simulate(bob, as_alice).status_code == 403, "unset: nobody may"
+
+            own = simulate(alice, asked)
+            assert own.status_code == 200
+            assert own.json()["caller"] == {"subject": "alice", "groups": ["engineering"]}
+            assert own.json()["decisions"][0]["reason"] == "TOOL_SWITCHED_OFF"
+            assert (
+                simulate(alice, {**asked, "groups": "engineering", "as_subject": "alice"}).json()[
+                    "caller"
+                ]["subject"]
+                == "alice"
+            ), "naming yourself is the same"
+            bobs_file = tmp_path / "bob.yaml"
+            bobs_file.write_text("tools:\n  enabled: false\n", encoding="utf-8")
+            from_file = simulate(alice, {**asked, "user_settings_file": str(bobs_file)})
+            assert from_file.status_code == 403
+            assert from_file.json()["field"] == "user_settings_file"
+            pasted = simulate(alice, {**asked, "user_settings_yaml": "tools:\n  enabled: false\n"})
+            assert pasted.status_code == 200, "settings one pastes are one's own"
+
+            form = httpx.get(f"{url}/simulate", headers=alice, timeout=30)
+            assert 'id="only-as"' in form.text and "<code>alice</code>" in form.text
+            assert 'name="as_subject"' not in form.text
+            assert 'name="user_settings_file"' not in form.text
+            page = httpx.post(f"{url}/simulate", data=as_bob, headers=alice, timeout=30)
+            assert page.status_code == 403 and 'id="error"' in page.text
+            assert 'id="simulated"' not in page.text
+            diff = httpx.get(f"{url}/diff", headers=alice, timeout=30)
+            assert diff.status_code == 403 and "every group" in diff.text
+            api_diff = httpx.post(
+                f"{url}/api/diff", json={"plugin_lua": "x"}, headers=alice, timeout=30
+            )
+            assert api_diff.status_code == 403
+
+            with (org / "everyone" / "plugin.lua").open("a", encoding="utf-8") as plugin:
+                plugin.write(
+                    'CONFIG["SETTINGS"]["DataGateway.AdministratorGroups"] = { "finance" }\n'
+                )
+            reloaded = httpx.post(f"{url}/api/reload", headers=bob, timeout=30).json()
+            assert not reloaded.get("error"), reloaded
+            for_alice = simulate(bob, as_alice)
+            assert for_alice.status_code == 200, "finance administers"
+            assert for_alice.json()["caller"]["subject"] == "alice"
+            assert for_alice.json()["decisions"][0]["reason"] == "TOOL_SWITCHED_OFF"
+            assert httpx.get(f"{url}/diff", headers=bob, timeout=30).status_code == 200
+            assert 'name="as_subject"' in httpx.get(f"{url}/simulate", headers=bob, timeout=30).text
+            assert simulate(alice, as_bob).status_code == 403, "engineering still does not"
+
+
+def test_a_misspelled_administrator_groups_key_is_an_error(tmp_path: Path) -> None:
+    from tests.mcp_tools.test_mcp import policy_cli
+
+    setting = 'CONFIG["SETTINGS"]["DataGateway.AdministratorGroup"] = { "finance" }\n'
+    org = _organization(tmp_path, setting)
+    checked = policy_cli("check", "--org", org)
+    assert checked.returncode == 1
+    assert 'did you mean "DataGateway.AdministratorGroups"' in checked.stdout + checked.stderr
