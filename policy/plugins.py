@@ -105,6 +105,9 @@ _OWN_PROVIDER_FIELDS = frozenset({"APIKey"})
 _PROVIDER_PASSED_ON = ("HFInferenceProvider", "AdditionalJsonApiParameters")
 """A provider's fields passed on to every request as given (`ProviderConfig.additional`)."""
 _DATA_SOURCE_SECRETS = tuple(f.name for f in DATA_SOURCES if f.type is FieldType.SECRET)
+_DATA_SOURCE_CHOICES = tuple(f.name for f in DATA_SOURCES if f.type is FieldType.CHOICE)
+"""Kept in `raw` in their one spelling (the reader takes any case), so whatever reads the
+entry later (the ERI client's sign-in) compares canonical names."""
 _TEMPLATE_HEAD = tuple(CHAT_TEMPLATES[name] for name in ("Id", "Name", "SystemPrompt"))
 """The fields read first, in this order, before the rules across fields."""
 _TOOL_SETTING_TABLES = ("DataTools.LockedToolSettings", "DataTools.DefaultToolSettings")
@@ -814,6 +817,9 @@ class _Loader:
         for secret_field in _DATA_SOURCE_SECRETS:
             if values[secret_field] is not None:
                 raw[secret_field] = values[secret_field]
+        for choice_field in _DATA_SOURCE_CHOICES:
+            if choice_field in raw and values[choice_field] is not None:
+                raw[choice_field] = values[choice_field]
         raw["Hostname"] = hostname.strip().removesuffix("/")
         return DataSourceConfig(
             id=source_id,

@@ -255,3 +255,25 @@ async def test_a_local_runtime_searches_as_its_os_user_and_a_persons_runtime_doe
         assert sign_in["headers"]["user"] == getpass.getuser()
     async with ChatRuntime(policy, os_user_is_person=False) as served:
         assert not await offered(served, None), "a server answering people over the network"
+
+
+async def test_an_entry_written_in_lower_case_signs_in_as_written(
+    eri: EriServer, server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`policy check` takes the entry's choices in any case; the runtime signs in with them too
+    (a lower-case `AuthMethod` stopped the runtime from starting)."""
+    monkeypatch.setenv(ENV_SECRET, secret := generate_secret())
+    lowered = data_sources_lua(eri, secret).replace('"TOKEN"', '"token"')
+    lowered = lowered.replace('"ALLOW_ANY"', '"allow_any"').replace('"ERI_V1"', '"eri_v1"')
+    org = tmp_path / "org"
+    (org / "sources").mkdir(parents=True)
+    plugin = plugin_text("4e6f8a0b-2c3d-4e5f-8a9b-0c1d2e3f4a5b", lowered)
+    (org / "sources" / "plugin.lua").write_text(plugin, encoding="utf-8")
+    policy = load_policy(org=[ORGANIZATION, org], tools=builtin_executable_tools())
+    assert not policy.errors, policy.errors
+    async with ChatRuntime(policy) as runtime:
+        provider = organization_provider(policy, VLLM_ID, server)
+        offer = await runtime.executable_tools(Chat.open("c", MemoryChatStore()), provider)
+    assert any(SOURCE_ID in d.function.description_for_llm for d, _ in offer.tools)
+    (sign_in,) = [r for r in eri.state.requests if r["path"] == "/auth"]
+    assert sign_in["query"]["authMethod"] == "TOKEN"
