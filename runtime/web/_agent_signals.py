@@ -298,6 +298,8 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 _RULE_GATES = WordGates.of([(rule.words,) if rule.words else () for rule in _RULES])
+SIGNAL_WORDS = [word for rule in _RULES if rule.triggers for word in rule.triggers.words]
+"""The signals' word triggers (the filter finds them with its own rules' in one pass)."""
 
 _ACTION = re.compile(
     r"(?:please\s+|kindly\s+|now\s*,?\s+|then\s*,?\s+|"

@@ -15,8 +15,12 @@ rule that matches inside a run of letters ("USAIgnore") says `within_words`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ahocorasick_rs import BytesAhoCorasick
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,18 +118,60 @@ def letter_marks(lowered: str) -> bytes:
     return b" " + lowered.encode("ascii", "replace").translate(_NOT_A_LETTER) + b" "
 
 
+@dataclass(slots=True)
+class WordFinder:
+    """Every occurrence of a fixed vocabulary's words (the rules' word anchors) in one pass: an
+    Aho-Corasick automaton (ahocorasick-rs, a DFA) over a text's letter marks, where a byte
+    search per word scans the whole text once per word a rule asks for. ` word` is matched
+    leftmost-longest at a space and kept when a space follows: the whole run of letters."""
+
+    words: tuple[str, ...]
+    vocabulary: frozenset[str]
+    _automaton: BytesAhoCorasick | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> WordFinder:
+        vocabulary = frozenset(words)
+        return cls(tuple(sorted(vocabulary)), vocabulary)
+
+    def find(self, letters: bytes) -> dict[str, list[int]]:
+        """Each vocabulary word the letter marks hold, with its starts in the text."""
+        automaton = self._automaton
+        if automaton is None:
+            from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
+
+            automaton = self._automaton = BytesAhoCorasick(
+                [f" {word}".encode("ascii") for word in self.words],
+                matchkind=MatchKind.LeftmostLongest,
+                implementation=Implementation.DFA,
+            )
+        found: dict[str, list[int]] = {}
+        words = self.words
+        for number, start, end in automaton.find_matches_as_indexes(letters):
+            if letters[end] == 0x20:
+                found.setdefault(words[number], []).append(start)
+        return found
+
+
 class AnchorIndex:
     """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once.
-    `letters` is the text's `letter_marks`, when the caller has them already."""
+    `letters` is the text's `letter_marks`, when the caller has them already; the words of
+    `finder`'s vocabulary are found all at once, the first time one of them is asked for."""
 
-    __slots__ = ("_holds", "_letters", "_positions", "_text", "_words")
+    __slots__ = ("_finder", "_found", "_holds", "_letters", "_positions", "_text", "_words")
 
     def __init__(
-        self, text: str, words: frozenset[str] | None = None, letters: bytes | None = None
+        self,
+        text: str,
+        words: frozenset[str] | None = None,
+        letters: bytes | None = None,
+        finder: WordFinder | None = None,
     ) -> None:
         self._text = text
         self._words = words
         self._letters = letters
+        self._finder = finder
+        self._found: dict[str, list[int]] | None = None
         self._positions: dict[str, list[int]] = {}
         self._holds: dict[str, bool] = {}
 
@@ -165,17 +211,24 @@ class AnchorIndex:
         stands one place before the text's first character."""
         key = f" {word}"
         found = self._positions.get(key)
-        if found is None:
-            letters = self._letters
-            if letters is None:
-                letters = self._letters = letter_marks(self._text)
-            needle = f"{key} ".encode("ascii")
-            found = []
-            position = letters.find(needle)
-            while position >= 0:
-                found.append(position)
-                position = letters.find(needle, position + 1)
-            self._positions[key] = found
+        if found is not None:
+            return found
+        letters = self._letters
+        if letters is None:
+            letters = self._letters = letter_marks(self._text)
+        finder = self._finder
+        if finder is not None and word in finder.vocabulary:
+            if self._found is None:
+                self._found = finder.find(letters)
+            found = self._positions[key] = self._found.get(word, [])
+            return found
+        needle = f"{key} ".encode("ascii")
+        found = []
+        position = letters.find(needle)
+        while position >= 0:
+            found.append(position)
+            position = letters.find(needle, position + 1)
+        self._positions[key] = found
         return found
 
     def _group(self, pattern: re.Pattern[str]) -> list[int]:

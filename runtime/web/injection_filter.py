@@ -19,13 +19,14 @@ from functools import cached_property
 from html.entities import html5
 
 from runtime.web._agent_signals import (
+    SIGNAL_WORDS,
     Signal,
     find_signals,
     is_shown,
     requests_action,
     shown_not_said,
 )
-from runtime.web._anchored import AnchorIndex, Anchors, WordGates, letter_marks
+from runtime.web._anchored import AnchorIndex, Anchors, WordFinder, WordGates, letter_marks
 from runtime.web._anchored import finditer as anchored
 from runtime.web._document_shapes import filter_fields
 from runtime.web._prose_layout import ProseLayout, layout_of
@@ -361,6 +362,10 @@ _COMPILED_RULES: tuple[tuple[_Rule, re.Pattern[str]], ...] = tuple(
 )
 """Matched against lowercased text: much faster than IGNORECASE, and the gate skips mid-word starts."""
 _RULE_GATES = WordGates.of([rule.words for rule in _RULES])
+_WORD_FINDER = WordFinder.of(
+    [word for rule in _RULES if rule.anchor_set for word in rule.anchor_set.words] + SIGNAL_WORDS
+)
+"""The word anchors of the phrase and signal rules, found in one pass per text."""
 
 _LETTER_SPACED = re.compile(r"(?<![A-Za-z])[A-Za-z](?:[ \t._\-*·|/]{1,3}[A-Za-z]){2,}(?![A-Za-z])")
 _SPACED_KEYWORD_LIST = (
@@ -681,7 +686,7 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
 def _reads_as_injection(decoded: str) -> bool:
     view, _, hits = _build_view(decoded)
     normalized, words, letters = _unscrambled(_lowercase_same_length(view.text))
-    index = AnchorIndex(normalized, words, letters)
+    index = AnchorIndex(normalized, words, letters, _WORD_FINDER)
     return (
         bool(hits)
         or bool(_phrase_hits(normalized, words, index))
@@ -962,7 +967,7 @@ class _Region:
         self.unescaped = _without_escape_letters(self.view.text)
         lowered = _without_escape_letters(_lowercase_same_length(self.view.text))
         self.normalized, words, letters = _unscrambled(lowered)
-        index = AnchorIndex(self.normalized, words, letters)
+        index = AnchorIndex(self.normalized, words, letters, _WORD_FINDER)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
         self.all_signals = find_signals(
             self.unescaped, self.normalized, index, tool_names, words=words

@@ -21,7 +21,7 @@ from lxml import html as lxml_html
 import runtime.web.extract as extract_module
 from runtime.web._agent_signals import _RULE_GATES as _SIGNAL_GATES
 from runtime.web._agent_signals import _RULES as _SIGNAL_RULES
-from runtime.web._anchored import AnchorIndex
+from runtime.web._anchored import AnchorIndex, letter_marks
 from runtime.web._anchored import finditer as anchored
 from runtime.web.extract import (
     _CONTROL_CHARACTERS,
@@ -41,6 +41,7 @@ from runtime.web.injection_filter import (
     _HEX_PART,
     _RULES,
     _SPECIAL,
+    _WORD_FINDER,
     _applicable_rules,
     _base64_candidates,
     _carrier_candidates,
@@ -382,7 +383,7 @@ def test_a_rule_tried_only_near_its_anchors_finds_what_its_pattern_finds_anywher
     around = st.lists(st.sampled_from([*"ab .:,!\n", " you ", " the "]), max_size=8).map("".join)
     text = data.draw(around) + data.draw(st.from_regex(pattern, fullmatch=True)) + data.draw(around)
     words = _letter_runs(text)
-    index = AnchorIndex(text, words)
+    index = AnchorIndex(text, words, None, _WORD_FINDER)
     plain = [m.span() for m in pattern.finditer(text)]
     if not any(r is rule for r, _ in _applicable_rules(words, text)):
         assert plain == [], (rule.rule_id, text)
@@ -412,6 +413,29 @@ def test_a_signal_tried_only_near_its_triggers_finds_what_its_pattern_finds_anyw
     if skipped:
         assert plain == [], (rule.rule_id, text)
         return
-    index = AnchorIndex(text.lower(), words)
+    index = AnchorIndex(text.lower(), words, None, _WORD_FINDER)
     fast = [m.span() for m in anchored(rule.pattern, text, index, rule.triggers, rule.lead)]
     assert fast == plain, (rule.rule_id, text)
+
+
+_FINDER_PIECES = st.sampled_from(
+    [
+        *_WORD_FINDER.words[::3],
+        *("instructions", "instruction", "obeying", "obey", "you", "your"),
+        *(" ", "  ", "-", "x", "é", "\ud800", "\n", "'", "0"),
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_FINDER_PIECES, max_size=12).map("".join))
+def test_the_word_finder_finds_each_word_where_it_stands_as_a_whole_run(text: str) -> None:
+    """One pass of the automaton finds what a search per word finds: a vocabulary word where it
+    is a whole run of a-z (not the `obey` in `obeying`, nor `you` in `your`)."""
+    lowered = text.lower()
+    expected = {
+        word: starts
+        for word in _WORD_FINDER.words
+        if (starts := [m.start() for m in re.finditer(rf"(?<![a-z]){word}(?![a-z])", lowered)])
+    }
+    assert _WORD_FINDER.find(letter_marks(lowered)) == expected
