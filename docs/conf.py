@@ -75,13 +75,15 @@ def _links_between_included_files(
 
 _BREAK_IN_TEXT = re.compile(r"(?<=[^\s\d][._/|])(?=[^\s\d.,;:)\]])")
 _BREAK_IN_CODE = re.compile(rf"{_BREAK_IN_TEXT.pattern}|(?<=[a-z])(?=[A-Z])")
+_LONG_NAME = 13
+"""Characters from which a name may break: `DataTools.EnableTools` may, `plugin.lua` may not."""
 
 
 def _names_break_in_tables(app: Any, doctree: nodes.document, docname: str) -> None:
     """A long name in a table cell may break after a dot, an underscore, a slash or a bar, and a
     name in code also between the words of its camel case (`DataTools.<wbr>Minimum<wbr>Provider…`;
     `<wbr>`, which a copy leaves out), so a wide table fits the page's column instead of hiding its
-    last columns behind a scroll bar at its foot. Words of prose never break."""
+    last columns behind a scroll bar at its foot. Short names and words of prose never break."""
     if app.builder.format != "html":
         return
     for table in doctree.findall(nodes.table):
@@ -89,12 +91,16 @@ def _names_break_in_tables(app: Any, doctree: nodes.document, docname: str) -> N
             if isinstance(text.parent, nodes.FixedTextElement):
                 continue
             pattern = _BREAK_IN_CODE if isinstance(text.parent, nodes.literal) else _BREAK_IN_TEXT
-            parts = pattern.split(text.astext())
+            parts = [""]
+            for token in re.split(r"(\s+)", text.astext()):
+                pieces = pattern.split(token) if len(token) >= _LONG_NAME else [token]
+                parts[-1] += pieces[0]
+                parts += pieces[1:]
             if len(parts) > 1:
-                pieces: list[nodes.Node] = [nodes.Text(parts[0])]
+                nodes_: list[nodes.Node] = [nodes.Text(parts[0])]
                 for part in parts[1:]:
-                    pieces += [nodes.raw("", "<wbr>", format="html"), nodes.Text(part)]
-                text.parent.replace(text, pieces)
+                    nodes_ += [nodes.raw("", "<wbr>", format="html"), nodes.Text(part)]
+                text.parent.replace(text, nodes_)
 
 
 def setup(app: Any) -> dict[str, bool]:
