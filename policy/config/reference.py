@@ -182,7 +182,8 @@ def reference_page() -> str:
         "toolpolicy reads, written from their declarations in `policy/config/` — the same "
         "declarations the plugin reader checks against (and, for `CONFIG`, `policy schema` "
         "describes and `policy template` names), so this page cannot drift from what "
-        "`policy check` does.",
+        "`policy check` does. Look a key or field up here while writing a plugin; how plugins "
+        "load, merge and fail closed is on [Writing plugins](writing-plugins.md).",
         "",
         "## The plugin's globals",
         "",
