@@ -757,6 +757,21 @@ def _sign_in_without_audience(c: _Context) -> Iterable[Finding]:
         yield Finding(Severity.ERROR, "sign-in-without-audience", message, where)
 
 
+def _administrators_without_sign_in(c: _Context) -> Iterable[Finding]:
+    """Administrator groups with nobody signed in to be in them: whoever reaches `policy serve`
+    (its token, or this machine) may decide for anyone, which the key does not change."""
+    from policy.people import ADMINISTRATOR_GROUPS
+    from policy.sign_in import SignInSettings
+
+    if c.setting(ADMINISTRATOR_GROUPS) is not None and SignInSettings.of(c.configuration) is None:
+        yield _warning(
+            "no-effect",
+            f"{ADMINISTRATOR_GROUPS} has no effect without DataGateway.Issuer: without sign-in, "
+            "whoever reaches policy serve (its --token, or this machine) may simulate anyone",
+            c.where(ADMINISTRATOR_GROUPS),
+        )
+
+
 def _undeclared_effects(c: _Context) -> Iterable[Finding]:
     """While a flow rule is on, each tool that declares no effects counts as having all four
     (fail closed), so BLOCK never offers it and APPROVE asks for every call: named, so the
@@ -824,6 +839,7 @@ _RULES: tuple[Callable[[_Context], Iterable[Finding]], ...] = (
     _undeclared_effects,
     _token_exchange,
     _sign_in_without_audience,
+    _administrators_without_sign_in,
     _unknown_tool_ids,
     _approval_globs,
     _limit_globs,

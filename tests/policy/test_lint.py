@@ -379,3 +379,17 @@ def test_an_eri_source_sending_the_os_user_name_is_named_where_people_sign_in() 
     assert lint(data_sources=(os_user_entry("OS_USERNAME_SHARED_PASSWORD"),)) == [], (
         "without a sign-in the entry is searched with the OS user name of each person's app"
     )
+
+
+def test_administrator_groups_without_a_sign_in_have_no_effect() -> None:
+    admins = managed("DataGateway.AdministratorGroups", ("toolpolicy-admins",))
+    (finding,) = lint(admins)
+    assert finding.code == "no-effect" and finding.severity is Severity.WARNING
+    assert "DataGateway.AdministratorGroups has no effect without DataGateway.Issuer" in (
+        finding.message
+    )
+    signed_in = (
+        managed("DataGateway.Issuer", "https://login.example.org/realms/corp"),
+        managed("DataGateway.Audience", "toolpolicy-gateway"),
+    )
+    assert lint(admins, *signed_in) == []
