@@ -6,8 +6,10 @@ its own: six for a frozen class (`__init__`, `__repr__`, `__eq__`, `__hash__`, `
 `policy check`, and those compilations were the largest part of what importing them cost. This
 `dataclass` takes the same arguments and makes the same class: `dataclasses` still reads the
 fields, makes the slots and records the class (`fields`, `replace`, `asdict` and `is_dataclass`
-see no difference), only `__init__` is compiled (from the same source `dataclasses` writes), and
-the other methods are shared functions over the field names. Equality, hashing, `repr`,
+see no difference), only `__init__` is compiled (from the same source `dataclasses` writes, and
+only once a class has made `_COMPILED_AFTER` instances: its first ones are made by one shared
+function that assigns the fields the same way), and the other methods are shared functions over
+the field names. Equality, hashing, `repr`,
 freezing, pickling and copying behave as the standard library's. What this does not make itself
 (ordering, `unsafe_hash`, keyword-only fields, `InitVar`, `weakref_slot`, dataclass bases) is
 handed to `dataclasses.dataclass` whole.
@@ -24,11 +26,13 @@ import sys
 from _thread import get_ident
 from collections.abc import Callable
 from operator import attrgetter
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass"]
 
 _MISSING: Any = dataclasses.MISSING
+_HAS_DEFAULT_FACTORY: Any = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
 
 
 def _tuple_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
@@ -127,7 +131,7 @@ def _init_function(
     assignments. Only its body is compiled, as one function: the defaults and annotations are
     set on it, and the names the body uses are its globals."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
-    factory_marker = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
+    factory_marker = _HAS_DEFAULT_FACTORY
     names: dict[str, Any] = {"_HAS_DEFAULT_FACTORY": factory_marker, "_setattr": object.__setattr__}
     parameters, defaults, body, annotations = [self_name], [], [], {}
     for f in fields:
@@ -170,20 +174,99 @@ def _init_function(
     return function
 
 
+_COMPILED_AFTER = 32
+"""Instances a class makes with the shared `__init__` before its own is compiled."""
+_ABSENT: Any = object()
+
+
 class _InitOnFirstUse:
-    """A class's `__init__` until it is first looked up (its first instance, `inspect`, ...),
-    then compiled and put in its place: a class never instantiated compiles none."""
+    """A class's `__init__` while it is young: the first `_COMPILED_AFTER` instances are made
+    by one shared function that assigns the fields as the compiled `__init__` would, then the
+    class's own `__init__` is compiled and put in its place (compiling one costs as much as a
+    few hundred instances made the shared way, and a command instantiates most classes a few
+    times). Every other look-up (`inspect.signature`, `help`, `Class.__init__`) and every call
+    the shared function would not accept as Python binds arguments (a missing, unknown or
+    repeated one) gets the compiled `__init__`, so the signature and the errors are Python's."""
 
-    __slots__ = ("_build", "_cls")
+    __slots__ = ("_build", "_cls", "_plan", "_uses")
 
-    def __init__(self, cls: type, build: Callable[[], Callable[..., None]]) -> None:
+    def __init__(
+        self,
+        cls: type,
+        build: Callable[[], Callable[..., None]],
+        plan: Callable[[], tuple[Any, ...]],
+    ) -> None:
         self._cls, self._build = cls, build
+        self._plan: tuple[Any, ...] | Callable[[], tuple[Any, ...]] = plan
+        self._uses = 0
 
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
+    def _compiled(self) -> Callable[..., None]:
         function = self._build()
         if self._cls.__dict__.get("__init__") is self:
             type.__setattr__(self._cls, "__init__", function)
+        return function
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is not None and self._uses < _COMPILED_AFTER:
+            self._uses += 1
+            return MethodType(self._assign, instance)
+        function = self._compiled()
         return function if instance is None else function.__get__(instance, owner)
+
+    def _assign(self, instance: object, /, *args: Any, **kwargs: Any) -> None:
+        plan = self._plan
+        if callable(plan):
+            plan = self._plan = plan()
+        names, accepted, required, steps, frozen, post_init = plan
+        given = dict(zip(names, args, strict=False))
+        unusual = len(args) > len(names)
+        if kwargs:
+            for name in kwargs:
+                unusual = unusual or name in given or name not in accepted
+            given.update(kwargs)
+        if unusual or not required <= given.keys():
+            return self._compiled()(instance, *args, **kwargs)  # Python's own error
+        assign = object.__setattr__ if frozen else setattr
+        for name, init, default, factory in steps:
+            if init:
+                value = given.get(name, _ABSENT)
+                if value is _ABSENT:
+                    value = default if factory is _MISSING else factory()
+                elif value is _HAS_DEFAULT_FACTORY and factory is not _MISSING:
+                    value = factory()
+            elif factory is not _MISSING:
+                value = factory()
+            elif default is not _ABSENT:
+                value = default
+            else:
+                continue
+            assign(instance, name, value)
+        if post_init:
+            instance.__post_init__()  # type: ignore[attr-defined]
+        return None
+
+
+def _init_plan(
+    fields: list[dataclasses.Field[Any]], frozen: bool, slots: bool, post_init: bool
+) -> tuple[Any, ...]:
+    """What `_InitOnFirstUse._assign` does, in the order `_init_function` writes it: the
+    parameters by position, those it accepts, those without a default, then per field its
+    name, whether it is a parameter, its default (`_ABSENT`: a field left to its class
+    attribute) and its default factory."""
+    names = tuple(f.name for f in fields if f.init)
+    required = frozenset(
+        f.name for f in fields if f.init and f.default is _MISSING and f.default_factory is _MISSING
+    )
+    steps = tuple(
+        (
+            f.name,
+            f.init,
+            f.default if f.init or (slots and f.default is not _MISSING) else _ABSENT,
+            f.default_factory,
+        )
+        for f in fields
+    )
+    return names, frozenset(names), required, steps, frozen, post_init
 
 
 def _handled_whole(cls: type, options: dict[str, Any]) -> bool:
@@ -239,7 +322,11 @@ def _process(cls: type, options: dict[str, Any]) -> type:
     if init and "__init__" not in made.__dict__:
         _check_init_order(fields)
         post_init, slots = hasattr(made, "__post_init__"), options["slots"]
-        lazy = _InitOnFirstUse(made, lambda: _init_function(made, fields, frozen, slots, post_init))
+        lazy = _InitOnFirstUse(
+            made,
+            lambda: _init_function(made, fields, frozen, slots, post_init),
+            lambda: _init_plan(fields, frozen, slots, post_init),
+        )
         type.__setattr__(made, "__init__", lazy)
     if repr_:
         _set_new(made, "__repr__", _repr_function(tuple(f.name for f in fields if f.repr)))

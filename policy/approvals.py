@@ -31,6 +31,9 @@ def is_tool_glob(entry: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
+    """One approval rule: the calls of the tools `glob` matches under `prefix` need approval,
+    because of the entry at `where`."""
+
     glob: str
     prefix: str
     """The tool-id prefix the glob applies under ("" for a tool-id glob, `<server>__` for an MCP

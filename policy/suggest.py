@@ -7,6 +7,7 @@ word (HTTP → STREAMABLE_HTTP), then the closest spelling by difflib's ratio.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 _CUTOFF = 0.75
@@ -28,11 +29,30 @@ def closest_name(wanted: str, known: Iterable[str]) -> str | None:
     wholes = [name for name in names if folded in name.casefold().replace("-", "_").split("_")]
     if len(wholes) == 1 and folded:
         return wholes[0]
+    by_folded = {name.casefold(): name for name in names}
+    if not any(_may_be_close(folded, name) for name in by_folded):
+        return None
     import difflib
 
-    by_folded = {name.casefold(): name for name in names}
     found = difflib.get_close_matches(folded, list(by_folded), n=1, cutoff=_CUTOFF)
     return by_folded[found[0]] if found else None
+
+
+def _may_be_close(wanted: str, name: str) -> bool:
+    """Whether `name` passes the two bounds `difflib.get_close_matches` tries before a ratio
+    (`real_quick_ratio` on the lengths, `quick_ratio` on the letters in common), computed as
+    difflib computes them: a name that fails both cannot be the closest, so most misses need
+    no difflib at all (importing it and comparing cost a command more than the hint)."""
+    total = len(wanted) + len(name)
+    if not total or 2.0 * min(len(wanted), len(name)) / total < _CUTOFF:
+        return False
+    left = Counter(name)
+    common = 0
+    for letter in wanted:
+        if left[letter] > 0:
+            left[letter] -= 1
+            common += 1
+    return 2.0 * common / total >= _CUTOFF
 
 
 def did_you_mean(wanted: str, known: Iterable[str]) -> str:

@@ -311,3 +311,27 @@ def test_init_made_on_first_use_serves_a_plain_subclass_and_keeps_its_signature(
         assert base("a") == base("a")
         assert base.__init__ is Plain.__init__
         assert list(inspect.signature(base).parameters)[:2] == ["name", "count"]
+
+
+def test_young_and_compiled_inits_make_the_same_instances(pair: Any) -> None:
+    """A class's first instances are made by the shared `__init__`, the later ones by its own
+    compiled one (`_COMPILED_AFTER`): every instance equals the standard library's, each default
+    factory is called per instance, `__post_init__` runs, and calls Python would refuse are
+    refused in Python's words on both sides of the switch."""
+    from policy._dataclass import _COMPILED_AFTER
+
+    standard, cheap, args, kwargs = pair
+    for made in range(_COMPILED_AFTER + 3):
+        _same(standard, cheap, lambda cls: cls(*args, **kwargs), f"instance {made}")
+        _same(standard, cheap, lambda cls: cls(*args, **kwargs, unknown=1), f"instance {made}")
+        _same(standard, cheap, lambda cls: cls(*args, *args, *args, *args, *args, *args, *args))
+        made_twice = [cheap(*args) for _ in range(2)]
+        for field in dataclasses.fields(cheap):
+            value = getattr(made_twice[0], field.name, None)
+            if (
+                isinstance(value, list | dict | set)
+                and field.default_factory is not dataclasses.MISSING
+            ):
+                assert value is not getattr(made_twice[1], field.name), field.name
+    assert inspect.isfunction(cheap.__dict__["__init__"])
+    _same(standard, cheap, lambda cls: str(inspect.signature(cls)))
