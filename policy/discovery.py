@@ -121,7 +121,7 @@ def _announced_entry_points() -> EntryPoints:
 def _announced_by_us(entry: EntryPoint, ours: list[EntryPoints]) -> bool:
     """Whether toolpolicy's own distribution announces `entry` (the same name, target and
     group). Asked by comparing entry points, not distribution names: reading a distribution's
-    name parses its whole metadata, which for toolpolicy holds the README (about 160 KB). Another
+    name parses its whole metadata, which for toolpolicy holds the README. Another
     distribution announcing exactly our entry point names our module, so it would load the same
     tool. `ours` keeps toolpolicy's entry points once read (empty list: not read yet)."""
     if not ours:
