@@ -196,8 +196,13 @@ _RULES: tuple[_Rule, ...] = (
         True,
         rf"(?:^|(?<=[.!?:'\"]\s)|(?<=[\n'\"])){_AI_NAME_BOUNDED}\s{{0,8}},\s{{1,8}}"
         r"(?:please|you\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed)))\b",
-        ("please", "you"),
-        lead=66,
+        # the model's name starts the match, at most 24 characters before one of these
+        # ("the large language": the longest lead-in): rarer than "please" or "you"
+        (
+            *("ai", "a.i.", "language", "assistant", "agent", "chatbot", "llm", "llms"),
+            *("chatgpt", "gpt", "claude", "gemini", "llama", "mistral", "copilot", "command"),
+        ),
+        lead=24,
         words="ai i llm llms language model assistant agent chatbot chatgpt gpt claude gemini llama "
         "mistral copilot command",
     ),

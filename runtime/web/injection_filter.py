@@ -278,23 +278,11 @@ _RULES: tuple[_Rule, ...] = (
             ),
         ),
         anchors=(
-            *[
-                "ai",
-                "llm",
-                "llms",
-                "language",
-                "assistant",
-                "assistants",
-                "chatbot",
-                "chatbots",
-                "agent",
-                "agents",
-                "gpt",
-            ],
-            *["chatgpt", "claude", "copilot"],
-            "a.i.",
+            # every match starts with one of these words: it is tried only there
+            *("note", "message", "instruction", "instructions", "attention", "important"),
+            *("notice", "if", "dear", "hey", "hello", "hi"),
         ),
-        lead=45,
+        lead=0,
     ),
     _Rule(
         "remember_for_future",
