@@ -408,7 +408,13 @@ async def _serve(
     listening: _Listening,
     listing_wait: float,
 ) -> None:
+    import sniffio
+
     from runtime.mcp_gateway import GatewayCall, McpGateway
+
+    # anyio (under the mcp SDK, httpx and starlette) asks which event loop runs some fifty times
+    # per call; said here once, as anyio.run says it, each answer is a lookup instead of a search
+    sniffio.current_async_library_cvar.set("asyncio")
 
     def log(call: GatewayCall) -> None:
         click.echo(call.as_json(), err=True)

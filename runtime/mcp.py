@@ -388,12 +388,10 @@ class McpSessions:
             client = await self._client(session)
             if offered is not None and session is not self._sessions.get(server.id):
                 await self._lists_as_offered(session, client, offered)
-            return await asyncio.wait_for(
-                client.call_tool(
+            async with asyncio.timeout(server.timeout_seconds):  # no task of its own per call
+                return await client.call_tool(
                     tool_name, dict(arguments), progress_callback=_masked_progress(session)
-                ),
-                server.timeout_seconds,
-            )
+                )
         except TimeoutError:
             await self._close(session)
             raise McpServerError(
