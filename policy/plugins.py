@@ -315,6 +315,7 @@ class _Loader:
 
     def load(self) -> ConfigurationPlugin:
         self.warnings.extend(_precheck_compatibility(self.file, self.text))
+        self._misspelled_globals()
         read = {
             declared.name: self._READERS[declared.kind](self, declared)
             for declared in PLUGIN_GLOBALS
@@ -497,11 +498,10 @@ class _Loader:
         if declared.required:
             self._missing_or(declared)
         else:
-            self._warn(
+            self._optional_mistake(
+                declared,
                 "invalid-global",
-                f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}; "
-                f"read as {declared.default}",
-                self._at(declared.name),
+                f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}",
             )
         return None
 
@@ -541,13 +541,52 @@ class _Loader:
             and float(value).is_integer()
         ):
             return int(value)
-        self._warn(
+        self._optional_mistake(
+            declared,
             "invalid-priority",
-            f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}; "
-            f"read as {declared.default}",
-            self._at(declared.name),
+            f"{declared.name} must be {declared.wanted}, not {describe(plain(value))}",
         )
         return None
+
+    def _optional_mistake(
+        self, declared: PluginGlobal, code: str, message: str, name: str = ""
+    ) -> None:
+        """A wrong optional global (`name`: the near miss of its name the plugin set): read as
+        its default with a warning, unless that default could loosen an organization's policy
+        (`rejects_organization_plugin`), which rejects the organization plugin."""
+        where = self._at(name or declared.name)
+        if declared.rejects_organization_plugin and self.origin is PluginOrigin.ORGANIZATION:
+            self._issue(
+                code,
+                f"{message}; this rejects an organization plugin (it fails closed): read as "
+                f"{declared.default}, the plugin could lose to one it was meant to override",
+                where,
+            )
+        else:
+            self._warn(code, f"{message}; read as {declared.default}", where)
+
+    def _misspelled_globals(self) -> None:
+        """A global the plugin sets whose name is a near miss of a declared global it does not
+        set ("PRIORTY", "Priority") is that global misspelled: named with the global meant, and
+        for an optional one treated as a wrong value of it (`_optional_mistake`). Upper-case
+        names are looked at first, within the hint budget (a plugin may set many globals of
+        its own)."""
+        unset = [g.name for g in PLUGIN_GLOBALS if g.name not in self.globals]
+        if not unset:
+            return
+        hints = HintBudget()
+        declared_names = {g.name for g in PLUGIN_GLOBALS}
+        names = [n for n in self.globals if isinstance(n, str) and n not in declared_names]
+        for name in sorted(names, key=lambda n: not n.isupper()):
+            meant = hints.closest_name(name, unset)
+            if meant is None:
+                continue
+            message = f'{name} is not a global toolpolicy reads (did you mean "{meant}"?)'
+            declared = PLUGIN_GLOBALS[meant]
+            if declared.required:
+                self._warn("unknown-global", f"{message} (it has no effect)", self._at(name))
+            else:
+                self._optional_mistake(declared, "invalid-global", message, name)
 
     _READERS: ClassVar[dict[GlobalKind, Callable[[_Loader, PluginGlobal], Any]]] = {
         GlobalKind.GUID: _guid_global,

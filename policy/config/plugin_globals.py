@@ -5,7 +5,10 @@ The plugin reader (`policy.plugins`) reads them in this order, each by its `Glob
 names a missing or wrong one with its `wanted` text; the site's plugin.lua reference
 (`policy.config.reference`) lists them with the same words. A required global that is missing
 or wrong rejects the whole plugin, as AI Studio's loader does; an optional one is read as its
-default, with a warning.
+default, with a warning — except one whose default could loosen the policy
+(`rejects_organization_plugin`: PRIORITY decides which organization plugin's value wins), which
+rejects an organization plugin. A global the plugin sets whose name is a near miss of a declared
+one it does not set ("PRIORTY") is read as that global misspelled.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ class PluginGlobal:
     choices: tuple[str, ...] = ()
     default: str = ""
     """What a missing or wrong optional global is read as, in words."""
+    rejects_organization_plugin: bool = False
+    """An optional global whose wrong value, or a near miss of its name, could loosen the
+    policy as its default: in an organization plugin it rejects the plugin (it fails closed);
+    in a local one it is read as its default, with a warning."""
     example: str = ""
     """A valid value as Lua text, as `policy template` writes it."""
 
@@ -203,6 +210,7 @@ PLUGIN_GLOBALS = PluginGlobals(
             "a whole number such as 100",
             required=False,
             default="0, as AI Studio does",
+            rejects_organization_plugin=True,
             example="0",
         ),
         PluginGlobal(

@@ -78,11 +78,15 @@ def globals_table() -> str:
         "|---|---|---|---|---|",
     ]
     for declared in PLUGIN_GLOBALS:
-        mistake = (
-            "rejects the plugin"
-            if declared.required
-            else f"ignored, with a warning: read as {declared.default}"
-        )
+        if declared.required:
+            mistake = "rejects the plugin"
+        elif declared.rejects_organization_plugin:
+            mistake = (
+                "rejects an organization plugin (a near miss of the name too); in a local one "
+                f"ignored, with a warning: read as {declared.default}"
+            )
+        else:
+            mistake = f"ignored, with a warning: read as {declared.default}"
         required = "yes" if declared.required else "no"
         rows.append(
             f"| `{declared.name}` | {_cell(declared.wanted)} | {required} | {mistake} | {declared.doc} |"

@@ -331,11 +331,17 @@ def test_every_declared_global_is_read_as_its_declaration_says(
         ]
     else:
         assert load_plugin(missing, ORG).findings == ()
-        (warning,) = load_plugin(wrong, ORG).findings
+        said = f"{declared.name} must be {declared.wanted}, not 1.5"
+        if declared.rejects_organization_plugin:
+            (issue,) = rejected(wrong).findings
+            assert issue.message.startswith(f"{said}; this rejects an organization plugin")
+        else:
+            (warning,) = load_plugin(wrong, ORG).findings
+            assert warning.severity is Severity.WARNING
+            assert warning.message == f"{said}; read as {declared.default}"
+        (warning,) = load_plugin(wrong, PluginOrigin.LOCAL).findings
         assert warning.severity is Severity.WARNING
-        assert warning.message == (
-            f"{declared.name} must be {declared.wanted}, not 1.5; read as {declared.default}"
-        )
+        assert warning.message == f"{said}; read as {declared.default}"
 
 
 @pytest.mark.parametrize(
@@ -415,9 +421,48 @@ def test_an_empty_settings_table_is_fine(tmp_path: Path) -> None:
     ],
 )
 def test_priority(tmp_path: Path, value: str, priority: int, warned: bool) -> None:
-    plugin = load_plugin(write_plugin(tmp_path, PRIORITY=value), ORG)
+    """A local plugin reads a wrong PRIORITY as 0, as AI Studio does, with a warning."""
+    plugin = load_plugin(write_plugin(tmp_path, PRIORITY=value), PluginOrigin.LOCAL)
     assert plugin.priority == priority
     assert ("invalid-priority" in codes(plugin)) is warned
+    if not warned:
+        assert load_plugin(write_plugin(tmp_path, PRIORITY=value), ORG).priority == priority
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ('PRIORITY = "200"', "invalid-priority"),
+        ("PRIORITY = 1.5", "invalid-priority"),
+        ("PRIORTY = 200", "invalid-global"),
+        ("Priority = 200", "invalid-global"),
+    ],
+)
+def test_a_wrong_or_misspelled_priority_rejects_an_organization_plugin(
+    tmp_path: Path, line: str, code: str
+) -> None:
+    """Read as 0, an organization plugin would lose to the plugin it was written to override
+    (a restrictive department plugin under a permissive base one): it fails closed instead."""
+    error = rejected(write_plugin(tmp_path, extra=line))
+    (issue,) = [i for i in error.findings if i.code == code]
+    assert "PRIORITY" in issue.message and "rejects an organization plugin" in issue.message
+    assert issue.location is not None and issue.location.line > 0
+    local = load_plugin(write_plugin(tmp_path, extra=line), PluginOrigin.LOCAL)
+    assert local.priority == 0
+    (warning,) = [f for f in local.findings if f.code == code]
+    assert warning.severity is Severity.WARNING and "read as 0" in warning.message
+
+
+def test_a_near_miss_of_another_global_is_named(tmp_path: Path) -> None:
+    plugin = load_plugin(
+        write_plugin(tmp_path, extra="DEPLOYED_USING_CONFIG_SERVERS = true\nhelpers = { 1 }"),
+        ORG,
+    )
+    (finding,) = [f for f in plugin.findings if f.code == "invalid-global"]
+    assert 'did you mean "DEPLOYED_USING_CONFIG_SERVER"' in finding.message
+    assert finding.severity is Severity.WARNING
+    error = rejected(write_plugin(tmp_path, VERSION=None, extra='VERSON = "1.0.0"'))
+    assert any("VERSION is missing" in i.message for i in error.findings)
 
 
 def test_a_plugin_that_does_not_run_is_rejected_with_its_line(tmp_path: Path) -> None:
