@@ -212,6 +212,24 @@ _MOST_SECRETS_TRIED = 4
 """A tool with more keyring secrets than this has its state read with them (2^n states tried)."""
 
 
+_JUDGING_MEMBERS = ("setting_problem", "validate_configuration")
+"""The members through which a tool judges its settings' values (`policy.resolve.values_state`)."""
+
+
+def _judges_secrets_by_presence(tool: Tool) -> bool:
+    """Whether the checks the tool runs are those of the class that states
+    `_secrets_judged_by_presence`: a subclass that judges settings its own way (overrides
+    `setting_problem` or `validate_configuration` below that class) may judge what a secret
+    is, so its keyring is read, whatever it inherited."""
+    for kind in type(tool).__mro__:
+        own = vars(kind)
+        if "_secrets_judged_by_presence" in own:
+            return own["_secrets_judged_by_presence"] is True
+        if any(name in own for name in _JUDGING_MEMBERS):
+            return False
+    return False
+
+
 def _state_whatever_the_keyring_holds(
     definition: ToolDefinition, tool: Tool, settings: ResolvedSettings, names: Sequence[str]
 ) -> ToolConfigurationState | None:
@@ -220,7 +238,7 @@ def _state_whatever_the_keyring_holds(
     (`_secrets_judged_by_presence`, the built-in tools: a value that is not blank counts, what
     it is does not): its state is then one of those with each secret set or not, and when all
     of them agree, that is it. None: the keyring must be read to know."""
-    if not getattr(tool, "_secrets_judged_by_presence", False) or len(names) > _MOST_SECRETS_TRIED:
+    if not _judges_secrets_by_presence(tool) or len(names) > _MOST_SECRETS_TRIED:
         return None
     if settings.misspelled:
         return configuration_state(definition, settings, tool)

@@ -145,20 +145,25 @@ def test_a_tool_only_the_keyring_can_configure_reads_it_to_decide(
     assert registry.configuration_state("web_search").is_configured is bool(held)
 
 
-def test_a_tool_without_the_contract_has_its_keyring_read_to_decide() -> None:
+@pytest.mark.parametrize("says_so", [True, False], ids=["says it does not", "inherits it"])
+def test_a_tool_that_may_judge_what_a_secret_is_has_its_keyring_read_to_decide(
+    says_so: bool,
+) -> None:
     """A tool that does not say it judges its secrets by presence may judge what they are: its
-    state is never assumed without the keyring."""
+    state is never assumed without the keyring. Nor is that of a subclass of a built-in tool
+    with checks of its own: it inherits the statement, not the checks it was made of (a key
+    refused by what it is, which the placeholder a presence check tries would pass)."""
     from policy.builtin.web_search import WebSearchTool
 
     class Strict(WebSearchTool):
-        _secrets_judged_by_presence = False
-
         def setting_problem(self, name: str, value: str) -> str | None:
-            if name == "tavily.apiKey" and value.strip() and not value.startswith("tvly-"):
-                return "web_search.tavily.apiKey: not a Tavily key"
+            if name == "tavily.apiKey" and value.startswith("tvly-test"):
+                return "web_search.tavily.apiKey: a test key is not allowed here"
             return super().setting_problem(name, value)
 
-    keyring = _Keyring({("web_search", "tavily.apiKey"): "wrong"})
+    if says_so:
+        Strict._secrets_judged_by_presence = False
+    keyring = _Keyring({("web_search", "tavily.apiKey"): "tvly-test-1"})
     defaults = ManagedSetting("DataTools.DefaultToolSettings", SEARXNG, locked=False, origin=ORIGIN)
     registry = ToolRegistry(
         [Strict()],
@@ -168,7 +173,7 @@ def test_a_tool_without_the_contract_has_its_keyring_read_to_decide() -> None:
     )
     decision = registry.offer_decision("web_search", SELF_HOSTED)
     assert keyring.asked
-    assert not decision.offered and "not a Tavily key" in decision.message
+    assert not decision.offered and "test key is not allowed" in decision.message
 
 
 def test_unread_secret_evidence_is_the_evidence_it_stands_for() -> None:
