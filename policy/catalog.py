@@ -9,11 +9,11 @@ up.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from policy._dataclass import dataclass
+from policy._log import logger
 from policy.configuration import (
     Finding,
     ManagedSetting,
@@ -60,7 +60,7 @@ from policy.vocabulary import (
     ToolActivation,
 )
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 _IMPLEMENTATIONS_SOURCE = "tool implementations"
 
 

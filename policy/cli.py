@@ -1228,14 +1228,61 @@ class _TerminalSafeStream:
         return bool(getattr(self._stream, "isatty", lambda: False)())
 
 
-def _log_to_stderr(debug: bool) -> None:
+def _log_to_stderr(debug: bool) -> Callable[[], None]:
     """Warnings go to stderr as before (Python's last-resort handler did that), but each record
     as one `terminal_safe` line. A record with an exception (`_log.exception` in the planner,
     the catalog, the watcher, the gateway, a library) names it on that line, `(RuntimeError:
     boom)`; its traceback follows only with --debug. An exception that ends a background thread
-    is such a record too, instead of Python's traceback."""
-    import logging
+    is such a record too, instead of Python's traceback.
+
+    A command that logs nothing never imports `logging` (`policy._log`): the handler is then
+    installed the moment anything first imports it, before it can write a record. Returns what
+    to call when the command is done (the wait for that import ends with it)."""
     import threading
+
+    if not debug:
+        threading.excepthook = _log_thread_failure
+    if "logging" in sys.modules:
+        _install_stderr_handler(debug)
+        return _nothing_to_undo
+    waiting = _OnFirstImport("logging", functools.partial(_install_stderr_handler, debug))
+    sys.meta_path.insert(0, waiting)
+    return waiting.stop
+
+
+def _nothing_to_undo() -> None:
+    return None
+
+
+class _OnFirstImport:
+    """A `sys.meta_path` finder that runs `then` right after module `name` is first executed,
+    and otherwise finds nothing (the usual finders find the module)."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self._name, self._then = name, then
+
+    def stop(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self._name:
+            return None
+        self.stop()
+        spec = importlib.util.find_spec(fullname)  # as the import would have found it
+        if spec is not None and spec.loader is not None:
+            execute, then = spec.loader.exec_module, self._then
+
+            def exec_module(module: Any) -> None:
+                execute(module)
+                then()
+
+            spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _install_stderr_handler(debug: bool) -> None:
+    import logging
 
     from policy.redaction import masked_as_in_logs
     from policy.terminal import terminal_safe, terminal_text
@@ -1257,8 +1304,6 @@ def _log_to_stderr(debug: bool) -> None:
         handler.setLevel(logging.WARNING)
         handler.setFormatter(TerminalSafeFormatter())
         root.addHandler(handler)
-    if not debug:
-        threading.excepthook = _log_thread_failure
 
 
 def _log_thread_failure(failure: Any) -> None:
@@ -1286,10 +1331,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if own:
         _without_pydantic_plugins()
         _without_cyclic_collection()
-    _log_to_stderr(_debugging(arguments))
+    done_logging = _log_to_stderr(_debugging(arguments))
     try:
         _run(arguments)
     finally:
+        done_logging()
         if own:
             _nothing_left_to_collect()
 

@@ -11,13 +11,13 @@ table remembers the file and line that set it.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 import os
-import pickle
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -227,12 +227,26 @@ def run_plugin_sources(
 
         prelude_bytecode()  # compiled before the worker is forked, so the worker keeps it
         while jobs:
-            request = pickle.dumps(([job for _, job in jobs], limits))
+            request = marshal.dumps(([job for _, job in jobs], _limits_on_the_wire(limits)))
             replies = _lua_worker.run_jobs(_serve_request, request, len(jobs), limits.wall_seconds)
             for (index, job), outcome in zip(jobs, replies, strict=False):
                 outcomes[index] = _outcome(outcome, job[1], limits)
             jobs = jobs[len(replies) :]
     return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _limits_on_the_wire(limits: SandboxLimits) -> tuple[Any, ...]:
+    """The caps as the worker reads them back (`SandboxLimits(*wired)`): requests and replies
+    travel as `marshal` data, plain values only (no `pickle`, which a command would import)."""
+    return tuple(getattr(limits, f.name) for f in fields(limits))
+
+
+def _reply_on_the_wire(reply: tuple[Any, ...], file_name: str) -> bytes:
+    try:
+        return marshal.dumps(reply)
+    except ValueError as error:  # a value that is not plain data: the worker still answers
+        failed = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
+        return marshal.dumps(failed)
 
 
 def _job(plugin: PluginSource) -> tuple[Any, ...]:
@@ -253,7 +267,15 @@ def _job(plugin: PluginSource) -> tuple[Any, ...]:
     # The worker keeps the working directory it was forked with, so it gets absolute paths.
     plugin_dir = plugin.plugin_dir
     folder = None if plugin_dir is None else _absolute(plugin_dir, file_name)
-    return (text, file_name, plugin_dir, folder)
+    return (text, file_name, _path_text(plugin_dir), _path_text(folder))
+
+
+def _path_text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _text_path(text: str | None) -> Path | None:
+    return None if text is None else Path(text)
 
 
 def _outcome(
@@ -274,7 +296,7 @@ def _outcome(
             where,
             "limit",
         )
-    reply = pickle.loads(outcome.reply)
+    reply = marshal.loads(outcome.reply)
     if reply[0] == "error":
         _, message, file_index, line, kind, files = reply
         return LuaSandboxError(message, _location(files, file_index, line), kind)
@@ -345,7 +367,8 @@ def _serve_request(request: bytes) -> Iterator[bytes]:
     the last reply is out, fresh states for the next request are prepared while the worker idles."""
     from lupa import lua54
 
-    jobs, limits = pickle.loads(request)
+    jobs, wired = marshal.loads(request)
+    limits = SandboxLimits(*wired)
     prelude = prelude_bytecode()  # inherited from the parent at fork
     for text, file_name, plugin_dir, folder in jobs:
         try:
@@ -354,10 +377,18 @@ def _serve_request(request: bytes) -> Iterator[bytes]:
                 message, _, line = _split_position(compiled.problem or "")
                 reply: tuple[Any, ...] = ("error", message, 0, line, "syntax", [file_name])
             else:
-                reply = _run_in_lua(lua54, compiled, prelude, file_name, plugin_dir, folder, limits)
+                reply = _run_in_lua(
+                    lua54,
+                    compiled,
+                    prelude,
+                    file_name,
+                    _text_path(plugin_dir),
+                    _text_path(folder),
+                    limits,
+                )
         except Exception as error:  # the worker must always answer
             reply = ("error", f"internal sandbox error: {error}", 0, 0, "runtime", [file_name])
-        yield pickle.dumps(reply)
+        yield _reply_on_the_wire(reply, file_name)
     _prepare_states(lua54, prelude, limits, len(jobs))
 
 

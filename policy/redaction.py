@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import base64
 import functools
-import logging
 import re
 import string
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policy._dataclass import dataclass
+
+if TYPE_CHECKING:
+    import logging
 
 MASK = "*****"
 _MIN_SECRET_CHARACTERS = 4
@@ -218,6 +220,8 @@ def mask_in_logs(mask: SecretMask) -> None:
     with _log_lock:
         _log_mask = SecretMask(_log_mask.secrets | mask.secrets)
         if not _factory_installed:
+            import logging
+
             previous = logging.getLogRecordFactory()
 
             def masking_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -243,6 +247,8 @@ def _masked_record(record: logging.LogRecord) -> logging.LogRecord:
     if masked != message:
         record.msg, record.args = masked, None
     if record.exc_info and not record.exc_text:
+        import logging
+
         formatted = logging.Formatter().formatException(record.exc_info)
         masked = mask.text(formatted)
         if masked != formatted:  # otherwise each handler formats the traceback its own way

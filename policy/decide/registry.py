@@ -8,9 +8,9 @@ tool that passed offers now; a tool whose resolution fails costs only itself.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from policy._log import logger
 from policy.catalog import ToolFacts, flow_rule
 from policy.configuration import ProviderConfig
 from policy.decide.decider import OfferDecider
@@ -31,7 +31,7 @@ from policy.vocabulary import (
     ToolActivation,
 )
 
-_log = logging.getLogger(__name__)
+_log = logger(__name__)
 
 _TOOL_POLICY_HEADER = "# Tool usage instructions:"
 _TOOL_POLICY_INTRO = (

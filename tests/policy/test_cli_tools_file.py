@@ -162,3 +162,21 @@ def test_a_tool_whose_is_available_raises_is_one_line_and_a_traceback_only_with_
     assert debugged.returncode == 0, debugged.stderr
     assert "Traceback (most recent call last)" in debugged.stderr
     assert "in is_available" in debugged.stderr
+
+
+def test_a_fresh_process_that_logs_late_still_writes_one_terminal_safe_line(
+    tmp_path: Path,
+) -> None:
+    """The report commands import `logging` only when something first logs (here the catalog,
+    for the tool whose is_available raises): the command's stderr handler is installed at that
+    import, so the record is still one line naming the error, without a traceback."""
+    from tests.policy.test_cli import installed
+
+    tools = tmp_path / "unsure.py"
+    tools.write_text(UNSURE_TOOL, encoding="utf-8")
+    arguments = ("explain", "licensed_lookup", "--org", ORGANIZATION, "--provider", VLLM)
+    done = installed(*arguments, "--tools-file", tools)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and 'File "' not in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "licensed_lookup" in line]
+    assert line.endswith("(RuntimeError: license server 10.0.0.7 unreachable)"), line

@@ -348,3 +348,9 @@ def test_report_commands_load_no_pydantic_plugin_unless_asked(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert marker.exists() is opted_in
+
+
+def test_a_command_that_logs_nothing_imports_no_logging() -> None:
+    report = _run("check", "--org", str(EXAMPLES))
+    assert "ok: 0 error(s)" in report.stdout
+    assert "logging" not in report.modules
