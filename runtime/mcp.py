@@ -210,7 +210,10 @@ class McpSessions:
     `listings()` answers from the listings in hand, so a request makes no network call: a stale
     one (TTL, list_changed) is asked for again in the background, and only a server's first
     listing is waited for, at most `first_listing_wait_seconds` in all. With `state_dir`, every
-    successful listing is also written there for offline `policy explain`.
+    successful listing is also written there for offline `policy explain`. `offline` asks no
+    server for its tools, ever (not even an entry `add_entries` names, nor after
+    list_changed): what `remember` was given is all these sessions list; calls still go to
+    their servers.
     """
 
     def __init__(
@@ -221,8 +224,10 @@ class McpSessions:
         listing_ttl_seconds: float = DEFAULT_LISTING_TTL_SECONDS,
         first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
         upstream_auth: UpstreamAuth | None = None,
+        offline: bool = False,
     ) -> None:
         self._sessions = {s.id: _Session(s) for s in servers}
+        self._offline = offline
         self._by_connection: dict[tuple[object, ...], _Session] = {
             s.server.connection: s for s in self._sessions.values()
         }
@@ -265,7 +270,10 @@ class McpSessions:
         Stale ones (TTL, list_changed) are asked for again in the background and answered from
         the one in hand meanwhile; a server not listed yet is waited for until its first
         listing's wait ran out. `refresh` (a command listing on purpose) waits for every server
-        to answer anew, each within its own timeout."""
+        to answer anew, each within its own timeout. Offline sessions answer from what they
+        were given and ask nobody."""
+        if self._offline:
+            return {i: s.listing for i, s in self._sessions.items() if s.listing is not None}
         now = time.monotonic()
         sessions = (*self._sessions.values(), *self._entries.values())
         due = [
@@ -534,7 +542,8 @@ class McpSessions:
         """The server said its tools changed: it is listed again at once, in the background, so
         the next look (a request, the gateway's watch) finds the new listing, not the old one."""
         session.changed = True
-        self._relist_in_background(session, time.monotonic())
+        if not self._offline:
+            self._relist_in_background(session, time.monotonic())
 
     async def _close(self, session: _Session) -> None:
         owner = session.owner

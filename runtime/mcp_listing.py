@@ -113,16 +113,17 @@ def sessions_for(
     that was not reached is asked again at the first request, which waits for it at most
     `first_listing_wait_seconds` (in all, however many requests ask). `entries` are the groups'
     own entries the command listed (`own_entry_listings`), started from the same way.
-    `offline` keeps the cached listings for good: no server is asked for its tools (a call still
-    goes to its server)."""
+    `offline` keeps the cached listings for good: no server is asked for its tools, a group's own
+    entry included (it stays not listed, saying why); a call still goes to its server."""
     servers = policy.configuration.mcp_servers
     if not servers:
         return None
     sessions = McpSessions(
         servers,
         state_dir=state_dir,
-        listing_ttl_seconds=float("inf") if offline else listing_ttl_seconds,
+        listing_ttl_seconds=listing_ttl_seconds,
         first_listing_wait_seconds=first_listing_wait_seconds,
+        offline=offline,
     )
     now = datetime.now(UTC)
     sessions.remember(

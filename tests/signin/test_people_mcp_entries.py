@@ -370,3 +370,31 @@ def test_the_web_page_follows_a_groups_own_entry_as_its_server_lists_it_later(
         wait_for("tickets__lookup_001", 200)
         finance_state.write_text(json.dumps({"extra_tools": 0}), encoding="utf-8")
         wait_for("tickets__lookup_000", 400)
+
+
+async def test_policy_mcp_serve_offline_asks_no_groups_own_entry(
+    tmp_path: Path, state: Path
+) -> None:
+    """`policy mcp serve --offline` asks no server for its tools: legal's entry (the one in force
+    for the whole policy) is read from the cache, and the entries of everyone and of finance,
+    which are never cached, stay not listed — their servers are never started, however long a
+    request would wait for them (`--listing-wait 60`)."""
+    from mcp import Client, StdioServerParameters
+
+    org, groups, finance_state = _org_of_two_groups(tmp_path, state)
+    state_dir = tmp_path / "state"
+    assert policy_cli("tools", "--org", org, "--state-dir", state_dir).returncode == 0
+    started = [Path(f"{s}.pid") for s in (state, finance_state, tmp_path / "legal-state.json")]
+    for pid_file in started:
+        pid_file.unlink(missing_ok=True)
+    gateway = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "policy.cli", "mcp", "serve", "--org", str(org), "--org", str(groups),
+              "--state-dir", str(state_dir), "--provider", "OpenAI", "--offline",
+              "--listing-wait", "60"],
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )  # fmt: skip
+    async with Client(gateway, cache=None) as session:
+        listed = {t.name for t in (await session.list_tools()).tools}
+    assert not any(name.startswith("tickets__") for name in listed), "not listed offline"
+    assert [p.name for p in started if p.exists()] == [], "--offline started an entry's server"
