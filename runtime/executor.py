@@ -202,13 +202,19 @@ def apply_call_demands(chat: Chat, outcome: ToolCallOutcome) -> None:
 
 
 def format_arguments(
-    arguments: Mapping[str, Any], sensitive_names: frozenset[str] | None = frozenset()
+    arguments: Mapping[str, Any],
+    sensitive_names: frozenset[str] | None = frozenset(),
+    hidden: SecretMask | None = None,
 ) -> dict[str, str]:
-    """Top-level arguments as text for a trace: sensitive ones masked, strings as they are,
-    other values as JSON; names and values well-formed and bounded (`runtime.trace_text`: at
-    most 24 arguments, the rest counted under `…`).
+    """Top-level arguments as text for a trace: sensitive ones masked whole, and their values
+    masked wherever another argument quotes them, in every spelling (`hidden`, the call's
+    `sensitive_values`, computed here when not given); strings as they are, other values as
+    JSON; names and values well-formed and bounded (`runtime.trace_text`: at most 24
+    arguments, the rest counted under `…`).
 
     `sensitive_names=None` masks every value (a call of a tool nobody knows)."""
+    if hidden is None:
+        hidden = sensitive_values(arguments, sensitive_names) if sensitive_names else NO_SECRETS
     formatted: dict[str, str] = {}
     for index, (name, value) in enumerate(arguments.items()):
         if index == MAX_ARGUMENTS:
@@ -220,9 +226,9 @@ def format_arguments(
         if sensitive_names is None or name in sensitive_names:
             formatted[shown] = MASK
         elif isinstance(value, str):
-            formatted[shown] = bounded_text(value)
+            formatted[shown] = bounded_text(hidden.text(value))
         else:
-            formatted[shown] = bounded_text(json.dumps(value, ensure_ascii=False))
+            formatted[shown] = bounded_text(hidden.text(json.dumps(value, ensure_ascii=False)))
     return formatted
 
 
@@ -232,7 +238,8 @@ def sensitive_values(
     """The one rule for sensitive arguments in free text: every string and number inside each
     sensitive argument's value, whatever its JSON type (keys of nested objects included), masked
     in every spelling and however short. Trace messages, the results traces and events show, and
-    `FinalAnswer.request_texts` ask it; `format_arguments` masks the same arguments whole.
+    `FinalAnswer.request_texts` ask it; `format_arguments` masks the same arguments whole and
+    these values inside the others.
 
     `sensitive_names=None` covers every argument (a call of a tool nobody knows)."""
     if sensitive_names is None:
@@ -414,8 +421,8 @@ class ToolExecutor:
                 self.traced_arguments(call, runnable),
                 was_executed=False,
             )
-        traced_arguments = format_arguments(arguments, sensitive)
         run = replace(run, hidden=sensitive_values(arguments, sensitive))
+        traced_arguments = format_arguments(arguments, sensitive, run.hidden)
 
         refusal = self._outbound_refusal(chat, tool) or self._flow_refusal(chat, definition.id)
         if refusal is not None:

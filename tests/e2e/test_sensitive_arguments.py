@@ -142,3 +142,63 @@ async def test_a_sensitive_value_of_any_json_type_is_in_no_event_span_or_decisio
 
     sent = json.dumps(server.bodies[1]["messages"], ensure_ascii=False)
     assert _leaks(sent) == list(CANARIES), "the model reads back what it wrote"
+
+
+async def test_a_sensitive_value_quoted_in_another_argument_is_masked_there_too(
+    example_tools: ModuleType,
+    chat: Chat,
+    server: ProviderServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`employee` is sensitive, `note` is not, and the model quotes the employee in the note, as
+    written and percent-encoded: the note is shown with the value masked in every event, span,
+    decision-log line (content kept) and log record, and its other words stay readable."""
+    from urllib.parse import quote
+
+    caplog.set_level(logging.DEBUG)
+    secret = "canary pass/hunter2-61d4"
+    note = f"my password is {secret}, in a link: /reset?p={quote(secret + '&x', safe='')}"
+    policy = load_policy(org=[ORGANIZATION], tools=[*builtin_executable_tools(), HrLookupTool()])
+    server.queue(
+        Reply(
+            [chat_call(0, "call_0", "hr_lookup", json.dumps({"employee": secret, "note": note}))]
+        ),
+        Reply(chat_text("Done.")),
+    )
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    log = tmp_path / "decisions.jsonl"
+    vllm = organization_provider(policy, VLLM_ID, server)
+    events: list[Any] = []
+    async with (
+        client(vllm) as provider_client,
+        ChatRuntime(
+            policy,
+            tracer_provider=tracing,
+            decision_log=JsonLinesSink(log),
+            include_content=True,
+        ) as runtime,
+    ):
+        async for event in runtime.respond(
+            chat,
+            vllm,
+            [ChatMessage(Role.USER, "Reset it.")],
+            selected_tool_ids=["hr_lookup"],
+            client=provider_client,
+        ):
+            events.append(event)
+
+    spellings = (secret, quote(secret, safe=""), "hunter2")
+    shown = [repr(e) + json.dumps(dataclasses.asdict(e), default=str) for e in events]
+    shown += [span.to_json() for span in exporter.get_finished_spans()]
+    shown += [log.read_text(encoding="utf-8"), *(r.getMessage() for r in caplog.records)]
+    assert [s for s in spellings for text in shown if s in text] == []
+    (line,) = log.read_text(encoding="utf-8").splitlines()
+    (call,) = json.loads(line)["calls"]
+    assert call["status"] == "SUCCESS"
+    assert call["arguments"]["employee"] == MASK
+    assert call["arguments"]["note"].startswith(f"my password is {MASK}, in a link: /reset?p=")
+    started = next(e for e in events if type(e).__name__ == "ToolCallStarted")
+    assert started.arguments["note"] == call["arguments"]["note"]
