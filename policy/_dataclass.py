@@ -270,15 +270,24 @@ def _init_plan(
 
 
 def _handled_whole(cls: type, options: dict[str, Any]) -> bool:
-    """What only `dataclasses` makes: the class goes to it unchanged."""
-    if options["order"] or options["unsafe_hash"] or options["kw_only"]:
+    """What only `dataclasses` makes: the class goes to it unchanged (a dataclass among its
+    bases, an `InitVar` or `KW_ONLY` among its own annotations, or an option this does not
+    make itself)."""
+    if options["order"] or options["unsafe_hash"] or options["kw_only"] or options["weakref_slot"]:
         return True
-    if options["weakref_slot"]:
-        return True
-    if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]):
-        return True
-    annotations = inspect.get_annotations(cls)
-    return any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in annotations.values())
+    for base in cls.__mro__[1:]:
+        if "__dataclass_fields__" in base.__dict__:
+            return True
+    # Read from the class's own namespace where it is there (a copy of it per class is what
+    # `inspect.get_annotations` costs); where it is not (Python 3.14's lazy annotations), asked.
+    annotations = cls.__dict__.get("__annotations__")  # noqa: RUF063
+    if not isinstance(annotations, dict):
+        annotations = inspect.get_annotations(cls)
+    for annotation in annotations.values():
+        text = annotation if isinstance(annotation, str) else str(annotation)
+        if "InitVar" in text or "KW_ONLY" in text:
+            return True
+    return False
 
 
 def _set_new(cls: type, name: str, function: Callable[..., Any]) -> None:

@@ -13,19 +13,27 @@ is listed), and the command is left out when its module is not installed.
 
 from __future__ import annotations
 
-import functools
 import gc
-import importlib
-import importlib.util
-import os
-import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
+_COLLECTION_HELD = __name__ == "__main__"
+"""`python -m policy.cli` (and the console script, `policy._entry`): the cyclic collector is
+held from before the command's modules load, and `main` lets it run again for a lazily attached
+command; a short-lived report command would only have it walk the modules' objects."""
+if _COLLECTION_HELD:
+    gc.disable()
 
-from policy.cli_options import (
+import functools  # noqa: E402
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING, Any, TypeVar  # noqa: E402
+
+import click  # noqa: E402
+
+from policy.cli_options import (  # noqa: E402
     COMPONENTS,
     SHELLS,
     ConfigurationSources,
@@ -46,7 +54,7 @@ from policy.cli_options import (
     tools_file_option,
     unknown_tool_error,
 )
-from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind
+from policy.vocabulary import PROVIDER_KIND_NAMES, Component, ProviderKind  # noqa: E402
 
 if TYPE_CHECKING:
     from policy import Policy
@@ -1331,6 +1339,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if own:
         _without_pydantic_plugins()
         _without_cyclic_collection()
+    elif _COLLECTION_HELD:
+        gc.enable()
     done_logging = _log_to_stderr(_debugging(arguments))
     try:
         _run(arguments)

@@ -354,3 +354,29 @@ def test_a_command_that_logs_nothing_imports_no_logging() -> None:
     report = _run("check", "--org", str(EXAMPLES))
     assert "ok: 0 error(s)" in report.stdout
     assert "logging" not in report.modules
+
+
+@pytest.mark.parametrize(
+    ("command", "collecting"),
+    [(("check", "--help"), False), (("mcp", "--help"), True)],
+    ids=["own command", "lazily attached command"],
+)
+def test_the_console_script_holds_the_collector_only_for_its_own_commands(
+    command: tuple[str, ...], collecting: bool
+) -> None:
+    """The console script holds Python's cyclic collector while the modules load; a lazily
+    attached command (long-running: `serve`, `mcp serve`, `chat`) gets it back before it runs."""
+    probe = (
+        "import gc, sys\n"
+        f"sys.argv = ['policy', *{list(command)!r}]\n"
+        "from policy._entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.isenabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip().splitlines()[-1] == str(collecting)

@@ -210,3 +210,21 @@ def test_the_retrieval_mode_asks_whichever_tool_searches_the_data_sources() -> N
         R.NOT_AVAILABLE_HERE,
         None,
     )
+
+
+def test_the_check_modules_are_the_ones_pkgutil_finds(extra_checks: Path) -> None:
+    """The folders are scanned as `pkgutil.iter_modules` scans them: a module by any suffix, a
+    package by its `__init__`, nothing else (caches, data files, folders without `__init__`)."""
+    import pkgutil
+
+    from policy.decide.order import _module_names
+
+    (extra_checks / "extra_module.py").write_text("", encoding="utf-8")
+    (extra_checks / "extra_package").mkdir()
+    (extra_checks / "extra_package" / "__init__.py").write_text("", encoding="utf-8")
+    (extra_checks / "not_a_package").mkdir()
+    (extra_checks / "notes.txt").write_text("", encoding="utf-8")
+    (extra_checks / "__pycache__").mkdir()
+    expected = sorted({m.name for m in pkgutil.iter_modules(checks.__path__)})
+    assert {"extra_module", "extra_package"} <= set(expected)
+    assert _module_names() == expected
