@@ -70,12 +70,12 @@ _PAGE = Path(__file__).parents[1] / "docs/administrators/provider-confidence.md"
 
 def _documented_schemes() -> dict[ConfidenceScheme, tuple[set[str], str | None, str]]:
     """The page's scheme table: per scheme, the kinds named explicitly, their level, and the
-    level of everyone else (`| `TRUST_USA` | MISTRAL, …, ALIBABA_CLOUD LOW | MEDIUM |`)."""
+    level of everyone else (`| `TRUST_USA` | `MISTRAL`, …, `ALIBABA_CLOUD` LOW | MEDIUM |`)."""
     rows = re.findall(r"^\| `(\w+)`[^|]*\| ([^|]+) \| (\w+) \|$", _PAGE.read_text("utf-8"), re.M)
     table = {}
     for scheme, named, others in rows:
         kinds, _, level = named.rpartition(" ")
-        explicit = {kind.strip() for kind in kinds.split(",")} if kinds else set()
+        explicit = {kind.strip().strip("`") for kind in kinds.split(",")} if kinds else set()
         table[ConfidenceScheme[scheme]] = (explicit, level if kinds else None, others)
     return table
 
