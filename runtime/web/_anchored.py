@@ -64,6 +64,8 @@ class WordGates:
     bits: Mapping[str, int]
     needs: tuple[int, ...]
     """Per rule, the bits of all its groups (0: no group, it always runs)."""
+    _open: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    """The rules open for each set of met groups seen (few sets recur, text after text)."""
 
     @classmethod
     def of(cls, rules: Sequence[Sequence[frozenset[str]]]) -> WordGates:
@@ -80,14 +82,20 @@ class WordGates:
             needs.append(need)
         return cls(frozenset(bits), bits, tuple(needs))
 
-    def open(self, words: frozenset[str] | None) -> list[bool]:
-        """Per rule, whether the words (None: not known) hold a word of each of its groups."""
-        if words is None:
-            return [True] * len(self.needs)
-        met = 0
-        for word in self.vocabulary & words:
-            met |= self.bits[word]
-        return [need & met == need for need in self.needs]
+    def open(self, words: frozenset[str] | None) -> tuple[int, ...]:
+        """The numbers of the rules (in order) whose groups each hold a word of `words` (None:
+        not known, every rule)."""
+        met = -1
+        if words is not None:
+            met = 0
+            for word in self.vocabulary & words:
+                met |= self.bits[word]
+        found = self._open.get(met)
+        if found is None:
+            found = tuple(number for number, need in enumerate(self.needs) if need & met == need)
+            if len(self._open) < _MAX_PATTERNS:
+                self._open[met] = found
+        return found
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -251,9 +259,12 @@ def finditer(
     attempt per occurrence); otherwise at the `lead` + 1 positions up to each anchor."""
     if anchors is None:
         return list(pattern.finditer(subject))
+    starts = index.starts(anchors)
+    if not starts:
+        return []
     if lead == 0:
-        return _matches_at_anchors(pattern, subject, index, anchors)
-    return _matches_before_anchors(pattern, subject, index, anchors, lead)
+        return _matches_at(pattern, subject, starts)
+    return _matches_before(pattern, subject, starts, lead)
 
 
 _STARTS: dict[tuple[int, re.Pattern[str]], re.Pattern[str]] = {}
@@ -273,8 +284,8 @@ def _start_finder(pattern: re.Pattern[str], lead: int) -> re.Pattern[str]:
     return finder
 
 
-def _matches_before_anchors(
-    pattern: re.Pattern[str], subject: str, index: AnchorIndex, anchors: Anchors, lead: int
+def _matches_before(
+    pattern: re.Pattern[str], subject: str, starts: list[int], lead: int
 ) -> list[re.Match[str]]:
     """Like `finditer` (leftmost, not overlapping) where every match starts at most `lead`
     characters before an anchor: the pattern is tried only at those starts, not at every
@@ -282,7 +293,7 @@ def _matches_before_anchors(
     finder = _start_finder(pattern, lead)
     found: list[re.Match[str]] = []
     after = 0
-    for position in index.starts(anchors):
+    for position in starts:
         if position < after:
             continue
         start = finder.match(subject, max(after, position - lead))
@@ -295,13 +306,11 @@ def _matches_before_anchors(
     return found
 
 
-def _matches_at_anchors(
-    pattern: re.Pattern[str], subject: str, index: AnchorIndex, anchors: Anchors
-) -> list[re.Match[str]]:
+def _matches_at(pattern: re.Pattern[str], subject: str, starts: list[int]) -> list[re.Match[str]]:
     """Like `finditer` (leftmost, not overlapping) where every match starts at an anchor."""
     found: list[re.Match[str]] = []
     after = 0
-    for position in index.starts(anchors):
+    for position in starts:
         if position < after:
             continue
         match = pattern.match(subject, position)

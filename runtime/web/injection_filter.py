@@ -369,13 +369,15 @@ _SPACED_KEYWORD_LIST = (
 )
 _SPACED_KEYWORDS = re.compile("|".join(_SPACED_KEYWORD_LIST))
 _SPACED_SEPARATOR = r"[ \t._\-*·|/]{1,3}"
-_SPACED_LETTERS = tuple(
-    (frozenset(keyword), re.compile(_SPACED_SEPARATOR.join(keyword[:3])))
-    for keyword in _SPACED_KEYWORD_LIST
+_SPACED_OPENINGS = tuple(
+    re.compile(_SPACED_SEPARATOR.join(keyword[:3])) for keyword in _SPACED_KEYWORD_LIST
+)
+_SPACED_LETTERS = WordGates.of(
+    [[frozenset(letter) for letter in set(keyword)] for keyword in _SPACED_KEYWORD_LIST]
 )
 """A letter-spaced keyword shows each of its letters as a one-letter word, and its first three
-letters spaced: cheap preconditions (a set test, one search with a literal start) for the
-letter-spaced pattern, which is tried at every letter."""
+letters spaced: cheap preconditions (the letters among the text's words, one search with a
+literal start) for the letter-spaced pattern, which is tried at every letter."""
 
 _BASE64_CHARACTER = r"[A-Za-z0-9+/_\-]"
 """The base64 alphabet, the URL-safe one's `-` and `_` included."""
@@ -482,8 +484,9 @@ def _markers_present(rule: _Rule, text: str) -> bool:
 
 def _applicable_rules(words: frozenset[str], text: str) -> Iterator[tuple[_Rule, re.Pattern[str]]]:
     """The phrase rules whose words and markers the text holds (`_Rule`)."""
-    for (rule, pattern), open_ in zip(_COMPILED_RULES, _RULE_GATES.open(words), strict=True):
-        if open_ and _markers_present(rule, text):
+    for number in _RULE_GATES.open(words):
+        rule, pattern = _COMPILED_RULES[number]
+        if _markers_present(rule, text):
             yield rule, pattern
 
 
@@ -661,7 +664,7 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
         for match in anchored(pattern, normalized, index, rule.anchor_set, rule.lead):
             hits.append(_Hit(rule.rule_id, rule.category, *match.span(), rule.whole_sentence))
     if not any(
-        letters <= words and opening.search(normalized) for letters, opening in _SPACED_LETTERS
+        _SPACED_OPENINGS[number].search(normalized) for number in _SPACED_LETTERS.open(words)
     ):
         return hits
     for match in _LETTER_SPACED.finditer(normalized):

@@ -224,8 +224,10 @@ _GATE_WORDS = sorted({word for rule in _SIGNAL_RULES for word in rule.words} | {
 @settings(max_examples=300, deadline=None)
 @given(st.frozensets(st.sampled_from(_GATE_WORDS), max_size=6))
 def test_the_signal_gates_open_as_a_look_up_per_rule_does(words: frozenset[str]) -> None:
-    for rule, open_ in zip(_SIGNAL_RULES, _SIGNAL_GATES.open(words), strict=True):
-        assert open_ == (not rule.words or not rule.words.isdisjoint(words)), (rule.rule_id, words)
+    open_ = _SIGNAL_GATES.open(words)
+    for number, rule in enumerate(_SIGNAL_RULES):
+        expected = not rule.words or not rule.words.isdisjoint(words)
+        assert (number in open_) == expected, (rule.rule_id, words)
 
 
 def _normalized_by_patterns(markdown: str) -> str:
