@@ -24,6 +24,7 @@ import hmac
 import json
 import logging
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -164,10 +165,10 @@ class McpGateway:
         self._first_wait = first_listing_wait_seconds
         self._refreshing: dict[int, asyncio.Task[None]] = {}
         """The listing under way per runtime (by id; a finished one is dropped at the next)."""
-        self._settled: dict[int, ChatRuntime] = {}
-        """Runtimes whose first listings are done (at most `_SETTLED_KEPT`): a request then
-        brings their listings up to date in place, a lookup that never waits, without the
-        cost of a task."""
+        self._settled: weakref.WeakSet[ChatRuntime] = weakref.WeakSet()
+        """Runtimes whose first listings are done: a request then brings their listings up to
+        date in place, a lookup that never waits, without the cost of a task. Held weakly: a
+        runtime no longer in force (and its policy) goes once its last request ended."""
         self._connections: set[Connection] = set()
         """The handshake-era client connections to tell of a change (each leaves the set when
         the SDK tears it down)."""
@@ -265,16 +266,14 @@ class McpGateway:
         return task
 
     def _settle(self, runtime: ChatRuntime) -> None:
-        if len(self._settled) >= _SETTLED_KEPT:
-            self._settled.clear()
-        self._settled[id(runtime)] = runtime
+        self._settled.add(runtime)
 
     async def _refresh(self, runtime: ChatRuntime) -> None:
         """The runtime's MCP tools as listed now. A slow server does not hold the answer: what
         is listed within the wait is offered, and clients hear tools/list_changed when the rest
         arrive (`watch_changes`)."""
         under_way = self._refreshing.get(id(runtime))
-        if self._settled.get(id(runtime)) is runtime and (under_way is None or under_way.done()):
+        if runtime in self._settled and (under_way is None or under_way.done()):
             await runtime.refresh_mcp_tools()  # first listings done: never waits
         else:
             await asyncio.wait({self._refreshed(runtime)}, timeout=self._first_wait)
@@ -632,10 +631,6 @@ class McpGateway:
             token_verifier=sign_in.verifier if sign_in else None,
         )
         return app if token is None else _bearer_required(app, token)
-
-
-_SETTLED_KEPT = 64
-"""How many runtimes (one per configuration in force and signed-in person) are known settled."""
 
 
 def _settle_heap() -> None:

@@ -112,6 +112,7 @@ class ChatRuntime:
     """
 
     __slots__ = (
+        "__weakref__",
         "_app_mcp_servers",
         "_app_services",
         "_approval_rules",
@@ -274,7 +275,7 @@ class ChatRuntime:
         from dataclasses import replace
 
         person = object.__new__(ChatRuntime)
-        for name in ChatRuntime.__slots__:
+        for name in ChatRuntime.__slots__[1:]:  # all but __weakref__
             setattr(person, name, getattr(self, name))
         person._parent = self
         person._caller = caller

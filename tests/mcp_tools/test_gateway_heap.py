@@ -60,3 +60,24 @@ async def test_the_policy_in_force_is_set_aside_and_a_change_frees_what_was(
         stop.set()
         await watching
         await first.aclose()
+
+
+async def test_a_replaced_policy_is_freed_once_the_requests_on_it_ended(tmp_path: Path) -> None:
+    """The gateway keeps no runtime it no longer serves: after a reload, once a request was
+    answered from the new policy, nothing of the gateway's holds the old one."""
+    from mcp import Client
+
+    first = ChatRuntime(_policy(tmp_path / "first", "OFF", _AppTool("read_hr", (), "x")))
+    in_force = [first]
+    gateway = McpGateway(lambda: in_force[0], VLLM_ID)
+    replaced = weakref.ref(first.policy.registry)
+    async with Client(gateway.server) as client:
+        assert "read_hr" in {t.name for t in (await client.list_tools()).tools}
+        assert "read_hr" in {t.name for t in (await client.list_tools()).tools}
+        in_force[0] = ChatRuntime(_policy(tmp_path / "second", "OFF", _AppTool("fetch", (), "y")))
+        await first.aclose()
+        del first
+        assert "fetch" in {t.name for t in (await client.list_tools()).tools}
+        gc.collect()
+        assert replaced() is None, "the gateway still holds the replaced policy"
+        await in_force[0].aclose()
