@@ -238,8 +238,7 @@ class McpGateway:
 
         connection = _connection(ctx)
         if (
-            connection is None
-            or connection in self._connections
+            connection in self._connections
             or connection.protocol_version in MODERN_PROTOCOL_VERSIONS
             or not connection.has_standalone_channel
         ):
@@ -680,15 +679,36 @@ def _gateway_server_class() -> type[Server[Any]]:
     return _GatewayServer
 
 
-def _connection(ctx: Any) -> Connection | None:
+def _connection(ctx: Any) -> Connection:
     """The SDK's handle of the client connection a request came over: one per stdio process or
     handshake-era HTTP session, torn down (its `exit_stack` closed) when the client leaves.
-    The SDK 2.3's request context hands handlers a per-request session proxy that holds it;
-    its coming `Context` names it `connection`."""
+
+    The SDK 2.3 has no public way to it: its request context hands handlers a per-request
+    session proxy that holds it privately (`_connection`); its coming `Context` names it
+    `connection`. Without it a handshake-era client would never hear `tools/list_changed`
+    although the gateway advertises it, so an SDK that offers neither fails the request with
+    this error (the client reads it, the log says it) rather than serve clients a list it
+    cannot keep current."""
     from mcp.server.connection import Connection
 
-    connection = getattr(ctx, "connection", None) or getattr(ctx.session, "_connection", None)
-    return connection if isinstance(connection, Connection) else None
+    connection = getattr(ctx, "connection", None)
+    if connection is None:
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    if isinstance(connection, Connection):
+        return connection
+    from importlib.metadata import version
+
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INTERNAL_ERROR
+
+    message = (
+        f"the installed mcp SDK ({version('mcp')}) hands the gateway no client Connection "
+        "(neither the request context's `connection` nor its session's `_connection`), which "
+        "the gateway needs to tell clients when their tools change; no request is served. "
+        "toolpolicy's gateway is built on mcp 2.3."
+    )
+    _log.error("%s", message)
+    raise MCPError(INTERNAL_ERROR, message)
 
 
 _APPROVAL_KEY = "toolpolicy-approval"

@@ -94,3 +94,40 @@ async def test_under_flow_rule_block_a_result_takes_the_conflicting_tool_off_the
             refused = await client.call_tool("fetch_page", {})
             assert refused.is_error and "FLOW_CONFLICT" in refused.content[0].text  # type: ignore[union-attr]
     assert page.runs == 0
+
+
+async def test_an_sdk_that_hands_the_gateway_no_connection_fails_the_request_loudly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The gateway reaches a client's connection through the SDK's private
+    `ServerSession._connection` (the SDK 2.3 has no public way). An SDK without it (simulated
+    here) fails the request with an error naming the SDK and what is missing, which the client
+    reads and the log shows, instead of serving a list it could never tell the client
+    changed."""
+    from mcp import Client
+    from mcp.server.session import ServerSession
+    from mcp.shared.exceptions import MCPError
+
+    from runtime.mcp_gateway import McpGateway
+    from runtime.session import ChatRuntime
+    from tests.e2e._kit import VLLM_ID
+    from tests.e2e.test_flow_rule import _AppTool, _policy
+
+    made = ServerSession.__init__
+
+    def without_connection(self: ServerSession, *args: object, **kwargs: object) -> None:
+        made(self, *args, **kwargs)  # type: ignore[arg-type]
+        self.__dict__["_renamed_connection"] = self.__dict__.pop("_connection")
+
+    runtime = ChatRuntime(_policy(tmp_path, "OFF", _AppTool("read_hr", (), "x")))
+    gateway = McpGateway(runtime, VLLM_ID)
+    async with Client(gateway.server) as client:
+        assert "read_hr" in tool_names(await client.list_tools()), "served with the SDK as is"
+        monkeypatch.setattr(ServerSession, "__init__", without_connection)
+        with pytest.raises(MCPError) as refused:
+            await client.list_tools()
+    await runtime.aclose()
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "the installed mcp SDK" in logged and "_connection" in logged, logged
+    assert refused.value.message.startswith("the installed mcp SDK (")
+    assert "AttributeError" not in logged + refused.value.message
