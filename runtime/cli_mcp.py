@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from runtime.mcp_gateway import McpGateway
     from runtime.policy_watch import PolicyWatcher
     from runtime.session import ChatRuntime
+    from runtime.signin.exchange import KeptExchanges
 
 
 @click.group(epilog=examples("policy mcp"))
@@ -334,7 +335,9 @@ def serve(
 
         sink = QueuedSink(JsonLinesSink(decision_log))
 
-    exchanged: list[Any] = []
+    from runtime.signin.exchange import KeptExchanges
+
+    exchanged = KeptExchanges()
     people = None
     if people_settings is not None:
         from runtime.people_settings import open_people_settings
@@ -348,12 +351,11 @@ def serve(
         from runtime.execution import ToolServices
         from runtime.mcp_listing import sessions_for
         from runtime.session import ChatRuntime
-        from runtime.signin.exchange import exchanged_services
 
         mcp = sessions_for(
             policy, sources.state_dir, offline=offline, first_listing_wait_seconds=listing_wait
         )
-        acting = exchanged_services(policy, exchanged)
+        acting = exchanged.services(policy)
         if mcp is not None and acting:
             mcp.upstream_auth = acting[0].listing_auth
         return ChatRuntime(
@@ -393,6 +395,7 @@ def serve(
                 transport,
                 listening,
                 listing_wait,
+                exchanged,
             )
         )
     finally:
@@ -407,6 +410,7 @@ async def _serve(
     transport: str,
     listening: _Listening,
     listing_wait: float,
+    exchanged: KeptExchanges,
 ) -> None:
     import sniffio
 
@@ -437,6 +441,7 @@ async def _serve(
         stop.set()
         await watching
         await watcher.aclose()
+        await exchanged.aclose()  # each person's upstream sessions end with the gateway
 
 
 @dataclass(frozen=True, slots=True)

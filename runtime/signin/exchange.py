@@ -46,21 +46,34 @@ _MAX_PEOPLE = 256
 """People whose upstream sessions are kept at once (the least recently used is closed)."""
 
 
-def exchanged_services(policy: Policy, kept: list[ExchangedSessions]) -> list[ExchangedSessions]:
-    """The services a serving command's runtime needs for `policy`: an `ExchangedSessions` when
-    a server acts for the caller and the sign-in is configured (one kept across reloads while
-    the sign-in stays the same; `kept` holds it), else none."""
-    from policy import McpAuthType
+class KeptExchanges:
+    """The `ExchangedSessions` a serving command made, across reloads: the one in use (kept
+    while the sign-in stays the same) and any a changed sign-in replaced. They outlive every
+    runtime that uses them, so the command closes them (`aclose`) when it stops serving: each
+    person's upstream sessions end with the gateway, not when the process happens to exit."""
 
-    settings = SignInSettings.of(policy.configuration)
-    acting = any(
-        s.auth.type is McpAuthType.TOKEN_EXCHANGE for s in policy.configuration.mcp_servers
-    )
-    if settings is None or not acting:
-        return []
-    if not kept or kept[0].exchange.settings != settings:
-        kept[:] = [ExchangedSessions(TokenExchange(settings))]
-    return kept[:1]
+    def __init__(self) -> None:
+        self._made: list[ExchangedSessions] = []
+
+    def services(self, policy: Policy) -> list[ExchangedSessions]:
+        """The services a runtime for `policy` needs: an `ExchangedSessions` when a server acts
+        for the caller and the sign-in is configured, else none."""
+        from policy import McpAuthType
+
+        settings = SignInSettings.of(policy.configuration)
+        acting = any(
+            s.auth.type is McpAuthType.TOKEN_EXCHANGE for s in policy.configuration.mcp_servers
+        )
+        if settings is None or not acting:
+            return []
+        if not self._made or self._made[-1].exchange.settings != settings:
+            self._made.append(ExchangedSessions(TokenExchange(settings)))
+        return self._made[-1:]
+
+    async def aclose(self) -> None:
+        """Close every person's upstream sessions of every `ExchangedSessions` made."""
+        made, self._made = self._made, []
+        await asyncio.gather(*(m.aclose() for m in made))
 
 
 class _NoToken(Exception):

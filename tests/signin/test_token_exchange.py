@@ -271,3 +271,47 @@ def test_a_token_endpoint_over_plain_http_to_another_host_is_never_sent_the_secr
     assert "names a token endpoint that is not https (http://login.example.org/token)" in (
         elsewhere
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads Linux's /proc")
+async def test_each_persons_upstream_sessions_end_when_the_gateway_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`policy mcp serve` keeps each signed-in person's own session to a TOKEN_EXCHANGE server
+    across reloads; what it made is closed when it stops serving (`KeptExchanges.aclose`, the
+    serve command's last step), so no person's connection to the upstream server stays open."""
+    from policy import Caller, load_policy
+    from runtime.signin import acting
+    from runtime.signin.exchange import KeptExchanges
+    from runtime.signin.verifier import SignedInToken
+    from tests.mcp_tools.test_mcp import _connections_to
+
+    secret = generate_secret()
+    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
+    with oidc_provider(tmp_path / "idp") as idp:
+        upstream = [sys.executable, "-m", "tests.servers.identity_mcp_server", idp.issuer,
+                    TICKETS_AUDIENCE, str(tmp_path / "seen.jsonl")]  # fmt: skip
+        with announced_mcp_server(upstream) as url:
+            port = int(url.removeprefix("http://127.0.0.1:").split("/")[0])
+            policy = load_policy(org=[_plugin(tmp_path / "org", idp.issuer, url, secret)])
+            (server,) = policy.configuration.mcp_servers
+            kept = KeptExchanges()
+            (exchanged,) = kept.services(policy)
+            assert kept.services(policy) == [exchanged], "kept while the sign-in is the same"
+            for person in ("alice", "bob"):
+                signed_in = SignedInToken(
+                    token=idp.token(person),
+                    client_id="",
+                    scopes=[],
+                    caller=Caller(person, frozenset()),
+                )
+                acting_for = acting._caller_token.set(signed_in)
+                try:
+                    sessions = await exchanged.sessions_for(server)
+                    answer = await sessions.call_tool(server, "whoami", {})
+                finally:
+                    acting._caller_token.reset(acting_for)
+                assert json.loads(answer.content[0].text)["sub"] == person  # type: ignore[union-attr]
+            assert _connections_to(port) >= 2, "each person over a session of their own"
+            await kept.aclose()
+            assert _connections_to(port) == 0, "every person's session ended with the gateway"
