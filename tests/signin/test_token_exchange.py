@@ -72,20 +72,31 @@ async def _whoami_in_a_session(url: str, token: str) -> dict[str, Any]:
 
 
 @contextmanager
-def _exchanging_gateway(
+def _exchanging_upstream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[OidcProvider, str, list[str]]]:
-    """The identity provider, and a gateway whose tickets server (`identity_mcp_server`, its
-    tokens seen in `tmp_path/seen.jsonl`) acts for the caller; the gateway's log in the list."""
+) -> Iterator[tuple[OidcProvider, str, Path]]:
+    """The identity provider, its tickets server (`identity_mcp_server`, its tokens seen in
+    `tmp_path/seen.jsonl`) and the organization plugin whose entry for it acts for the caller."""
     secret = generate_secret()
     monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
     with oidc_provider(tmp_path / "idp") as idp:
         upstream = [sys.executable, "-m", "tests.servers.identity_mcp_server", idp.issuer,
                     TICKETS_AUDIENCE, str(tmp_path / "seen.jsonl")]  # fmt: skip
         with announced_mcp_server(upstream) as tickets:
-            org = _plugin(tmp_path / "org", idp.issuer, tickets, secret)
-            with running_gateway("--org", org, "--provider", "OpenAI") as (url, log):
-                yield idp, url, log
+            yield idp, tickets, _plugin(tmp_path / "org", idp.issuer, tickets, secret)
+
+
+@contextmanager
+def _exchanging_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[OidcProvider, str, list[str]]]:
+    """The identity provider, and a gateway whose tickets server acts for the caller
+    (`_exchanging_upstream`); the gateway's log in the list."""
+    with (
+        _exchanging_upstream(tmp_path, monkeypatch) as (idp, _, org),
+        running_gateway("--org", org, "--provider", "OpenAI") as (url, log),
+    ):
+        yield idp, url, log
 
 
 def _received(tmp_path: Path) -> list[dict[str, Any]]:
@@ -286,32 +297,27 @@ async def test_each_persons_upstream_sessions_end_when_the_gateway_stops(
     from runtime.signin.verifier import SignedInToken
     from tests.mcp_tools.test_mcp import _connections_to
 
-    secret = generate_secret()
-    monkeypatch.setenv("TOOLPOLICY_CONFIG_ENCRYPTION_SECRET", secret)
-    with oidc_provider(tmp_path / "idp") as idp:
-        upstream = [sys.executable, "-m", "tests.servers.identity_mcp_server", idp.issuer,
-                    TICKETS_AUDIENCE, str(tmp_path / "seen.jsonl")]  # fmt: skip
-        with announced_mcp_server(upstream) as url:
-            port = int(url.removeprefix("http://127.0.0.1:").split("/")[0])
-            policy = load_policy(org=[_plugin(tmp_path / "org", idp.issuer, url, secret)])
-            (server,) = policy.configuration.mcp_servers
-            kept = KeptExchanges()
-            (exchanged,) = kept.services(policy)
-            assert kept.services(policy) == [exchanged], "kept while the sign-in is the same"
-            for person in ("alice", "bob"):
-                signed_in = SignedInToken(
-                    token=idp.token(person),
-                    client_id="",
-                    scopes=[],
-                    caller=Caller(person, frozenset()),
-                )
-                acting_for = acting._caller_token.set(signed_in)
-                try:
-                    sessions = await exchanged.sessions_for(server)
-                    answer = await sessions.call_tool(server, "whoami", {})
-                finally:
-                    acting._caller_token.reset(acting_for)
-                assert json.loads(answer.content[0].text)["sub"] == person  # type: ignore[union-attr]
-            assert _connections_to(port) >= 2, "each person over a session of their own"
-            await kept.aclose()
-            assert _connections_to(port) == 0, "every person's session ended with the gateway"
+    with _exchanging_upstream(tmp_path, monkeypatch) as (idp, url, org):
+        port = int(url.removeprefix("http://127.0.0.1:").split("/")[0])
+        policy = load_policy(org=[org])
+        (server,) = policy.configuration.mcp_servers
+        kept = KeptExchanges()
+        (exchanged,) = kept.services(policy)
+        assert kept.services(policy) == [exchanged], "kept while the sign-in is the same"
+        for person in ("alice", "bob"):
+            signed_in = SignedInToken(
+                token=idp.token(person),
+                client_id="",
+                scopes=[],
+                caller=Caller(person, frozenset()),
+            )
+            acting_for = acting._caller_token.set(signed_in)
+            try:
+                sessions = await exchanged.sessions_for(server)
+                answer = await sessions.call_tool(server, "whoami", {})
+            finally:
+                acting._caller_token.reset(acting_for)
+            assert json.loads(answer.content[0].text)["sub"] == person  # type: ignore[union-attr]
+        assert _connections_to(port) >= 2, "each person over a session of their own"
+        await kept.aclose()
+        assert _connections_to(port) == 0, "every person's session ended with the gateway"
