@@ -24,9 +24,10 @@ count its CPU as the command's child, which the floor has no share of).
 Child processes are counted per command with an audit hook (`sys.addaudithook`: every fork and
 every program started, with the module that asked) and, when `strace` is installed, with
 `strace -f` (every execve and every process clone). The Lua sandbox worker is the one fork a
-command that loads plugins makes by design. `explain` reads the keyring (web_search's API keys
-decide whether it is configured), so it is also timed with keyring's backend named by
-PYTHON_KEYRING_BACKEND, which skips keyring's backend detection.
+command that loads plugins makes by design. `explain --all` on examples/organization reads no
+secret (web_search has a SearXNG address there, so whether the keyring holds an API key cannot
+change a decision, and the matrix shows no evidence); it is also timed with keyring's backend
+named by PYTHON_KEYRING_BACKEND, which would skip keyring's backend detection if it read one.
 
 Every command runs with bytecode caches, as an installed package has them: the caches go to a
 scratch folder (`PYTHONPYCACHEPREFIX`, written by the warm-up run) whatever
@@ -340,9 +341,10 @@ def main() -> None:
             print(f"  {label:<38} {hooked} | {traced}")
     print(
         textwrap.fill(
-            "explain reads the keyring because web_search's API keys decide whether it is "
-            "configured (keyring's backend detection starts no program: its macOS bindings are "
-            "not imported elsewhere); check, --help, schema and template read no secret.",
+            "A command reads the keyring only where a secret's place is shown or the keyring "
+            "alone can tell whether a tool is configured (keyring's backend detection then "
+            "starts no program: its macOS bindings are not imported elsewhere); check, --help, "
+            "schema, template and explain --all on examples/organization read no secret.",
             width=100,
         )
     )
