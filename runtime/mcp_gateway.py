@@ -13,7 +13,9 @@ from their first request until the SDK tears it down; 2026-07-28 clients on thei
 `subscriptions/listen` stream.
 
 The offered tools are a view computed once per policy and chat requirements, so a request is a
-lookup; the view is rebuilt when the runtime's policy object changes.
+lookup; the view is rebuilt when the runtime's policy object changes. Only the most recently seen
+clients are kept with their views (`kept_clients`), and a change of policy drops every client's
+views, so neither people who never return nor a replaced policy stay in memory.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = ["GatewayCall", "McpGateway"]
 _log = logging.getLogger(__name__)
 
 _DEFAULT_CHANGE_POLL_SECONDS = 1.0
+_DEFAULT_KEPT_CLIENTS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,11 @@ class _Client:
     caller: Caller | None = None
     """The signed-in person (None: the shared token's or stdio's one user)."""
     views: _Views = field(default_factory=_Views)
+    opened: tuple[Any, ...] = ()
+    """Its chat's requirements when it was opened (`_requirements`): a client let go while they
+    are unchanged loses nothing a fresh chat would not have."""
+    running: int = 0
+    """Its calls under way (one may wait for its user's approval): it is never let go then."""
 
 
 class McpGateway:
@@ -143,6 +151,7 @@ class McpGateway:
         on_call: Callable[[GatewayCall], None] | None = None,
         change_poll_seconds: float = _DEFAULT_CHANGE_POLL_SECONDS,
         first_listing_wait_seconds: float = DEFAULT_FIRST_LISTING_WAIT_SECONDS,
+        kept_clients: int = _DEFAULT_KEPT_CLIENTS,
     ) -> None:
         from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
         from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -159,8 +168,17 @@ class McpGateway:
         self._provider = provider
         self._component = component
         self._on_call = on_call
+        if kept_clients < 1:
+            raise ValueError(f"McpGateway kept_clients must be >= 1, got {kept_clients!r}.")
         self._poll = change_poll_seconds
+        self._kept = kept_clients
         self._clients: dict[str, _Client] = {}
+        """The clients (signed-in people, else transports) kept with their views, the longest
+        idle first: past `kept_clients` the longest idle are let go (`_let_go`)."""
+        self._resting: dict[str, _Client] = {}
+        """Clients let go whose chat a result tightened, without their views: a chat's
+        requirements only tighten, so the person returns to the same chat, never a fresh one."""
+        self._policy_in_force: Policy | None = None
         self._last_http: _Client | None = None
         self._first_wait = first_listing_wait_seconds
         self._refreshing: dict[int, asyncio.Task[None]] = {}
@@ -199,7 +217,7 @@ class McpGateway:
         from runtime.chat import Chat, MemoryChatStore
 
         chat = Chat.open(f"mcp-gateway-{uuid.uuid4()}", MemoryChatStore(), caller=caller)
-        return _Client(label, chat, caller=caller)
+        return _Client(label, chat, caller=caller, opened=_requirements(chat))
 
     def _client(self, ctx: Any) -> _Client:
         """The client a request comes from, with its chat: one per signed-in person, else one
@@ -221,13 +239,44 @@ class McpGateway:
         transport = _transport(ctx)
         caller = _caller(ctx) if transport == "http" else None
         key = transport if caller is None else f"{transport}:{caller.subject}"
-        client = self._clients.get(key)
+        client = self._clients.pop(key, None) or self._resting.pop(key, None)
         if client is None or client.caller != caller:
             client = self._new_client(transport, caller)
-            self._clients[key] = client
+        self._clients[key] = client  # the most recently seen last
+        if len(self._clients) > self._kept:
+            self._let_go()
         if transport == "http":
             self._last_http = client
         return client
+
+    def _let_go(self) -> None:
+        """The longest idle clients let go until `kept_clients` are left, so memory does not
+        grow with every person ever seen. A client with a call under way stays (its call may
+        be waiting for an approval, and its result must tighten the chat it ran in). A client
+        whose chat is as opened is dropped whole: returning, it gets a fresh chat and view, the
+        same offer. One whose chat a result tightened keeps its chat (in `_resting`, without
+        its views), so returning never resets what a result demanded."""
+        for key in list(self._clients):
+            if len(self._clients) <= self._kept:
+                return
+            client = self._clients[key]
+            if client.running:
+                continue
+            del self._clients[key]
+            client.views = _Views()
+            if _requirements(client.chat) != client.opened:
+                self._resting[key] = client
+
+    def _forget_replaced_views(self) -> None:
+        """Once the policy in force changed, every client's views of the old one are dropped
+        (each is rebuilt at its next request), so a replaced policy is freed even while some
+        clients never come back."""
+        policy = self._current().policy
+        if policy is self._policy_in_force:
+            return
+        self._policy_in_force = policy
+        for client in self._clients.values():
+            client.views = _Views()
 
     def _keep(self, ctx: Any) -> None:
         """Keep the connection a handshake-era request came over, to tell it of changes.
@@ -278,6 +327,7 @@ class McpGateway:
             await asyncio.wait({self._refreshed(runtime)}, timeout=self._first_wait)
 
     async def _view(self, client: _Client) -> _View:
+        self._forget_replaced_views()
         runtime = self._current()
         if client.caller is not None:
             from policy import ToolPolicyError
@@ -379,11 +429,20 @@ class McpGateway:
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        client = self._client(ctx)
+        client.running += 1
+        try:
+            return await self._called(ctx, params, client)
+        finally:
+            client.running -= 1
+
+    async def _called(
+        self, ctx: Any, params: types.CallToolRequestParams, client: _Client
+    ) -> types.CallToolResult | types.InputRequiredResult:
         import mcp_types as types
 
         from runtime.messages import RequestedCall
 
-        client = self._client(ctx)
         view = await self._view(client)
         name = params.name
         arguments = dict(params.arguments or {})
