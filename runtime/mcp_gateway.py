@@ -244,23 +244,24 @@ class McpGateway:
             client = self._new_client(transport, caller)
         self._clients[key] = client  # the most recently seen last
         if len(self._clients) > self._kept:
-            self._let_go()
+            self._let_go(serving=key)
         if transport == "http":
             self._last_http = client
         return client
 
-    def _let_go(self) -> None:
+    def _let_go(self, serving: str) -> None:
         """The longest idle clients let go until `kept_clients` are left, so memory does not
         grow with every person ever seen. A client with a call under way stays (its call may
         be waiting for an approval, and its result must tighten the chat it ran in). A client
         whose chat is as opened is dropped whole: returning, it gets a fresh chat and view, the
         same offer. One whose chat a result tightened keeps its chat (in `_resting`, without
-        its views), so returning never resets what a result demanded."""
+        its views), so returning never resets what a result demanded. The client being served
+        (`serving`) stays whatever the count."""
         for key in list(self._clients):
             if len(self._clients) <= self._kept:
                 return
             client = self._clients[key]
-            if client.running:
+            if client.running or key == serving:
                 continue
             del self._clients[key]
             client.views = _Views()

@@ -103,3 +103,52 @@ def test_kept_clients_below_one_is_refused(tmp_path: Path) -> None:
     runtime = ChatRuntime(_policy(tmp_path, "BLOCK", *_tools()))
     with pytest.raises(ValueError, match="kept_clients must be >= 1, got 0"):
         McpGateway(runtime, VLLM_ID, kept_clients=0)
+
+
+async def test_a_person_waiting_for_an_approval_is_not_let_go(tmp_path: Path) -> None:
+    """While Ann's call waits for her approval (asked over her session's back-channel), more
+    people than are kept come by: her client stays, so what her approved call brought holds in
+    the chat she returns to."""
+    import httpx2
+    import mcp_types as types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from policy import load_policy
+    from tests.e2e._kit import ORGANIZATION
+    from tests.policy.test_plugins import write_plugin
+
+    settings = (
+        'CONFIG["SETTINGS"]["DataTools.FlowRule"] = "BLOCK"\n'
+        'CONFIG["SETTINGS"]["DataTools.RequireApprovalToolIds"] = { "read_hr" }\n'
+    )
+    rules = write_plugin(tmp_path / "rules", settings, PRIORITY="200")
+    policy = load_policy(org=[ORGANIZATION, rules.parent], tools=_tools())
+    assert not policy.errors, policy.errors
+    runtime = ChatRuntime(policy)
+    gateway = McpGateway(runtime, VLLM_ID, kept_clients=KEPT)
+    with running_app(_signed_in_by_header(gateway.http_app("127.0.0.1")), lifespan=True) as app:
+        url = app.url("/mcp")
+
+        async def others_come_by_then_approve(context: Any, params: Any) -> types.ElicitResult:
+            for number in range(3 * KEPT):
+                assert "fetch_page" in await _offered(url, f"person-{number}")
+            return types.ElicitResult(action="accept", content={"approve": True})
+
+        http = httpx2.AsyncClient(headers={"X-Person": "ann"})
+        try:
+            async with Client(
+                streamable_http_client(url, http_client=http),
+                mode="legacy",
+                elicitation_callback=others_come_by_then_approve,
+            ) as ann:
+                held = await ann.call_tool("read_hr", {})
+                assert not held.is_error, held
+        finally:
+            await http.aclose()
+        for number in range(3 * KEPT):
+            await _offered(url, f"later-{number}")
+        assert "fetch_page" not in await _offered(url, "ann"), (
+            "what Ann's approved call brought holds in the chat she returns to"
+        )
+    await runtime.aclose()
