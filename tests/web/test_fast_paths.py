@@ -2,7 +2,8 @@
 
 Each faster helper is checked against the slower formulation it replaced (the oracle), on the
 inputs where they could drift apart: non-ASCII letters and lone surrogates for the filter's word
-set and its check for escapes and invisible characters; markers and their pieces for its rule
+set and its check for escapes and invisible characters; backslashes, escape letters in both
+cases and letters that lowercase to two for its blanking of escape letters; markers and their pieces for its rule
 gate; comments, processing instructions, scripts, entities and tails for the text length; blank,
 repeated and `<meta>` microdata for the item properties; form controls, comments, processing
 instructions and entities for the parser's node classes.
@@ -46,10 +47,13 @@ from runtime.web.injection_filter import (
     _base64_candidates,
     _carrier_candidates,
     _letter_runs,
+    _lowercase_same_length,
     _may_hold_base64_run,
     _may_hold_special,
+    _Region,
     _Rule,
     _special_matches,
+    _without_escape_letters,
     scan_text,
 )
 
@@ -67,6 +71,28 @@ def test_the_word_set_splits_at_non_ascii_letters_and_surrogates() -> None:
     assert _letter_runs("café ignore\ud800previous ßtop ıgnore") == frozenset(
         {"caf", "ignore", "previous", "top", "gnore"}
     )
+
+
+def _blanked_escape_by_escape(text: str) -> str:
+    for escape, blank in (("\\n", "  "), ("\\r", "  "), ("\\t", "  "), ('\\"', ' "')):
+        text = text.replace(escape, blank)
+    return text
+
+
+_ESCAPE_PIECES = st.sampled_from(
+    ["\\", "n", "r", "t", "N", "R", "T", '"', "x", " ", "\u0130", "\u212a"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_ESCAPE_PIECES, max_size=24).map("".join))
+def test_escape_letters_are_blanked_as_one_replace_per_escape_blanks_them(text: str) -> None:
+    """In the text and in its lowercased form, which the filter makes by lowercasing the blanked
+    text and blanking again (`\\N` lowercased is an escape too)."""
+    assert _without_escape_letters(text) == _blanked_escape_by_escape(text)
+    region = _Region(text, frozenset())
+    assert region.unescaped == _blanked_escape_by_escape(text)
+    assert region.normalized == _blanked_escape_by_escape(_lowercase_same_length(text))
 
 
 _CARRIER_ALPHABET = st.sampled_from(
