@@ -429,16 +429,17 @@ class _ToolNames:
     against the names of the words it holds, not against every offered name."""
     without_runs: tuple[int, ...]
     """The names with no run of letters (any text may hold them)."""
+    longest_runs: frozenset[str]
+    """The keys of `by_longest_run`: one intersection (in C, over the smaller set) finds those a
+    text's words hold."""
 
     def present(self, words: frozenset[str] | None) -> tuple[str, ...]:
         """The names whose runs the text's words all hold, in `by_runs` order."""
         if words is None:
             return tuple(name for name, _ in self.by_runs)
-        if len(words) >= len(self.by_runs):  # a long text: fewer names than words to look at
-            return tuple(name for name, runs in self.by_runs if runs <= words)
         found = [*self.without_runs]
-        for word in words:
-            found.extend(self.by_longest_run.get(word, ()))
+        for word in self.longest_runs & words:
+            found.extend(self.by_longest_run[word])
         return tuple(self.by_runs[i][0] for i in sorted(found) if self.by_runs[i][1] <= words)
 
 
@@ -457,6 +458,7 @@ def _tool_names(names: frozenset[str]) -> _ToolNames | None:
         by_runs,
         {run: tuple(positions) for run, positions in by_longest_run.items()},
         tuple(position for position, (_, runs) in enumerate(by_runs) if not runs),
+        frozenset(by_longest_run),
     )
 
 

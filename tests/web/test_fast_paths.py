@@ -3,10 +3,10 @@
 Each faster helper is checked against the slower formulation it replaced (the oracle), on the
 inputs where they could drift apart: non-ASCII letters and lone surrogates for the filter's word
 set and its check for escapes and invisible characters; backslashes, escape letters in both
-cases and letters that lowercase to two for its blanking of escape letters; markers and their pieces for its rule
-gate; comments, processing instructions, scripts, entities and tails for the text length; blank,
-repeated and `<meta>` microdata for the item properties; form controls, comments, processing
-instructions and entities for the parser's node classes.
+cases and letters that lowercase to two for its blanking of escape letters; markers and their
+pieces for its rule gate; comments, processing instructions, scripts, entities and tails for the
+text length; blank, repeated and `<meta>` microdata for the item properties; form controls,
+comments, processing instructions and entities for the parser's node classes.
 """
 
 from __future__ import annotations
