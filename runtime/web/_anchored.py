@@ -28,13 +28,15 @@ class Anchors:
     """A rule's anchors, split once for the cheapest test of presence: letter-only anchors that
     stand for whole words are looked up in the text's word set (one set intersection); the rest
     are grouped by their first character, and a group whose character the text lacks (one
-    `in`, memchr) is not searched. A group of several is searched in one pass (its first
+    `in`, memchr) is not searched, nor one none of whose anchors has its runs of letters among
+    the text's (`run_needles`). A group of several is searched in one pass (its first
     character, then the rests as a look-ahead: every start, overlapping ones too), not once
     per anchor."""
 
     words: frozenset[str]
-    by_first: tuple[tuple[str, re.Pattern[str] | None, str], ...]
-    """(first character, the group's pattern or None for a lone anchor, the lone anchor)."""
+    by_first: tuple[tuple[str, re.Pattern[str] | None, str, tuple[tuple[str, ...], ...]], ...]
+    """(first character, the group's pattern or None for a lone anchor, the lone anchor, each
+    anchor's `run_needles`)."""
 
     @classmethod
     def of(cls, anchors: tuple[str, ...], within_words: bool = False) -> Anchors:
@@ -43,14 +45,34 @@ class Anchors:
         for anchor in dict.fromkeys(anchors):
             if anchor not in words:
                 groups.setdefault(anchor[0], []).append(anchor)
-        by_first: list[tuple[str, re.Pattern[str] | None, str]] = []
+        by_first: list[tuple[str, re.Pattern[str] | None, str, tuple[tuple[str, ...], ...]]] = []
         for first, group in groups.items():
+            needles = tuple(run_needles(anchor) for anchor in group)
             if len(group) == 1:
-                by_first.append((first, None, group[0]))
+                by_first.append((first, None, group[0], needles))
                 continue
             rests = "|".join(re.escape(anchor[1:]) for anchor in group)
-            by_first.append((first, _group_pattern(first, rests), ""))
+            by_first.append((first, _group_pattern(first, rests), "", needles))
         return cls(words, tuple(by_first))
+
+
+_LETTER_RUN = re.compile("[a-z]+")
+
+
+def run_needles(anchor: str) -> tuple[str, ...]:
+    """What a text's `joined_runs` hold wherever the text holds `anchor`: each run of letters
+    a-z in the anchor, with a space on each side where the anchor itself ends the run ("e-mail"
+    needs a word ending in "e" and one starting with "mail"; "[inst]" the whole word "inst").
+    The joined words are a quarter to two fifths of a text's length, and most texts lack them."""
+    return tuple(
+        f"{' ' if run.start() else ''}{run.group(0)}{' ' if run.end() < len(anchor) else ''}"
+        for run in _LETTER_RUN.finditer(anchor)
+    )
+
+
+def joined_runs(words: Iterable[str]) -> str:
+    """A text's runs of letters (its set of words), each framed by spaces: ` one two `."""
+    return f" {' '.join(words)} "
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +186,21 @@ class WordFinder:
 class AnchorIndex:
     """Where anchors occur in one (lowercased) text; rules sharing an anchor search it once.
     `letters` is the text's `letter_marks`, when the caller has them already; the words of
-    `finder`'s vocabulary are found all at once, the first time one of them is asked for."""
+    `finder`'s vocabulary are found all at once, the first time one of them is asked for;
+    `runs`, the text's `joined_runs`, rules out most other anchors without a search of the
+    text (a search for several characters is far slower than one for its first)."""
 
-    __slots__ = ("_finder", "_found", "_holds", "_letters", "_positions", "_text", "_words")
+    __slots__ = (
+        "_finder",
+        "_found",
+        "_held_runs",
+        "_holds",
+        "_letters",
+        "_positions",
+        "_runs",
+        "_text",
+        "_words",
+    )
 
     def __init__(
         self,
@@ -174,9 +208,12 @@ class AnchorIndex:
         words: frozenset[str] | None = None,
         letters: bytes | None = None,
         finder: WordFinder | None = None,
+        runs: str | None = None,
     ) -> None:
         self._text = text
         self._words = words
+        self._runs = runs
+        self._held_runs: dict[str, bool] = {}
         self._letters = letters
         self._finder = finder
         self._found: dict[str, list[int]] | None = None
@@ -195,6 +232,20 @@ class AnchorIndex:
             self._positions[anchor] = found
         return found
 
+    def _may_hold(self, needles: tuple[str, ...]) -> bool:
+        """False when the text's runs of letters show it cannot hold an anchor (`run_needles`)."""
+        runs = self._runs
+        if runs is None:
+            return True
+        held = self._held_runs
+        for needle in needles:
+            found = held.get(needle)
+            if found is None:
+                found = held[needle] = needle in runs
+            if not found:
+                return False
+        return True
+
     def _holds_character(self, character: str) -> bool:
         held = self._holds.get(character)
         if held is None:
@@ -207,9 +258,10 @@ class AnchorIndex:
         starts: list[int] = []
         for anchor in present:
             starts += self._word_positions(anchor)
-        for first, pattern, anchor in anchors.by_first:
-            if self._holds_character(first):
-                starts += self.positions(anchor) if pattern is None else self._group(pattern)
+        for first, pattern, anchor, needles in anchors.by_first:
+            if not self._holds_character(first) or not any(map(self._may_hold, needles)):
+                continue
+            starts += self.positions(anchor) if pattern is None else self._group(pattern)
         starts.sort()
         return starts
 

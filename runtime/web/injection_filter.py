@@ -26,7 +26,14 @@ from runtime.web._agent_signals import (
     requests_action,
     shown_not_said,
 )
-from runtime.web._anchored import AnchorIndex, Anchors, WordFinder, WordGates, letter_marks
+from runtime.web._anchored import (
+    AnchorIndex,
+    Anchors,
+    WordFinder,
+    WordGates,
+    joined_runs,
+    letter_marks,
+)
 from runtime.web._anchored import finditer as anchored
 from runtime.web._document_shapes import filter_fields
 from runtime.web._prose_layout import ProseLayout, layout_of
@@ -640,22 +647,24 @@ def _letter_runs(lowered: str) -> frozenset[str]:
     return frozenset(letter_marks(lowered).decode("ascii").split())
 
 
-def _unscrambled(lowered: str) -> tuple[str, frozenset[str], bytes]:
-    """The text with keyword-shaped scrambles ("ignroe") read as the keyword, its words and
-    its letter marks (`_anchored.letter_marks`)."""
+def _unscrambled(lowered: str) -> tuple[str, frozenset[str], bytes, str]:
+    """The text with keyword-shaped scrambles ("ignroe") read as the keyword, its words, its
+    letter marks (`_anchored.letter_marks`) and its words joined (`_anchored.joined_runs`)."""
     letters = letter_marks(lowered)
     words = frozenset(letters.decode("ascii").split())
+    runs = joined_runs(words)
     scrambles = {
         word: keyword
-        for word in _TYPO_SHAPE.findall(f" {' '.join(words)} ")
+        for word in _TYPO_SHAPE.findall(runs)
         if (keyword := _TYPO_INDEX.get((word[0], word[-1], len(word), "".join(sorted(word[1:-1])))))
         and keyword != word
     }
     if not scrambles:
-        return lowered, words, letters
+        return lowered, words, letters, runs
     pattern = re.compile(rf"(?<![a-z])(?:{'|'.join(scrambles)})(?![a-z])")
     normalized = pattern.sub(lambda match: scrambles[match.group(0)], lowered)
-    return normalized, words | frozenset(scrambles.values()), letter_marks(normalized)
+    keywords = frozenset(scrambles.values())
+    return normalized, words | keywords, letter_marks(normalized), runs + joined_runs(keywords)
 
 
 def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> list[_Hit]:
@@ -677,8 +686,8 @@ def _phrase_hits(normalized: str, words: frozenset[str], index: AnchorIndex) -> 
 
 def _reads_as_injection(decoded: str) -> bool:
     view, _, hits = _build_view(decoded)
-    normalized, words, letters = _unscrambled(_lowercase_same_length(view.text))
-    index = AnchorIndex(normalized, words, letters, _WORD_FINDER)
+    normalized, words, letters, runs = _unscrambled(_lowercase_same_length(view.text))
+    index = AnchorIndex(normalized, words, letters, _WORD_FINDER, runs)
     return (
         bool(hits)
         or bool(_phrase_hits(normalized, words, index))
@@ -959,8 +968,8 @@ class _Region:
         # blanking before lowercasing too leaves the second pass only `\\N`, `\\R` and `\\T`;
         # the result is the same as blanking the lowercased text once
         lowered = _without_escape_letters(_lowercase_same_length(self.unescaped))
-        self.normalized, words, letters = _unscrambled(lowered)
-        index = AnchorIndex(self.normalized, words, letters, _WORD_FINDER)
+        self.normalized, words, letters, runs = _unscrambled(lowered)
+        index = AnchorIndex(self.normalized, words, letters, _WORD_FINDER, runs)
         self.phrase_hits = _phrase_hits(self.normalized, words, index)
         self.all_signals = find_signals(
             self.unescaped, self.normalized, index, tool_names, words=words

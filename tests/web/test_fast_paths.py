@@ -22,7 +22,7 @@ from lxml import html as lxml_html
 import runtime.web.extract as extract_module
 from runtime.web._agent_signals import _RULE_GATES as _SIGNAL_GATES
 from runtime.web._agent_signals import _RULES as _SIGNAL_RULES
-from runtime.web._anchored import AnchorIndex, letter_marks
+from runtime.web._anchored import AnchorIndex, Anchors, joined_runs, letter_marks
 from runtime.web._anchored import finditer as anchored
 from runtime.web.extract import (
     _CONTROL_CHARACTERS,
@@ -411,7 +411,7 @@ def test_a_rule_tried_only_near_its_anchors_finds_what_its_pattern_finds_anywher
     around = st.lists(st.sampled_from([*"ab .:,!\n", " you ", " the "]), max_size=8).map("".join)
     text = data.draw(around) + data.draw(st.from_regex(pattern, fullmatch=True)) + data.draw(around)
     words = _letter_runs(text)
-    index = AnchorIndex(text, words, None, _WORD_FINDER)
+    index = AnchorIndex(text, words, None, _WORD_FINDER, joined_runs(words))
     plain = [m.span() for m in pattern.finditer(text)]
     if not any(r is rule for r, _ in _applicable_rules(words, text)):
         assert plain == [], (rule.rule_id, text)
@@ -441,9 +441,31 @@ def test_a_signal_tried_only_near_its_triggers_finds_what_its_pattern_finds_anyw
     if skipped:
         assert plain == [], (rule.rule_id, text)
         return
-    index = AnchorIndex(text.lower(), words, None, _WORD_FINDER)
+    index = AnchorIndex(text.lower(), words, None, _WORD_FINDER, joined_runs(words))
     fast = [m.span() for m in anchored(rule.pattern, text, index, rule.triggers, rule.lead)]
     assert fast == plain, (rule.rule_id, text)
+
+
+_ANCHOR_TEXTS = ("e-mail", "[inst]", "a.i.", "ignore", "todo", "!!", "<|", "<system", "x_y")
+_ANCHOR_PIECES = st.sampled_from(
+    [*_ANCHOR_TEXTS, "e", "mail", "inst", "a", "i", "ignores", "re", " ", ".", "-", "[", "é", "0"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ANCHOR_PIECES, max_size=10).map("".join))
+def test_the_joined_words_skip_only_anchors_the_text_lacks(text: str) -> None:
+    """An anchor ruled out by the text's joined words (`run_needles`) is one a search of the
+    text would not have found: the starts are the same as without them."""
+    lowered = text.lower()
+    words = _letter_runs(lowered)
+    anchors = Anchors.of(_ANCHOR_TEXTS, within_words=True)
+    plain = AnchorIndex(lowered, words).starts(anchors)
+    assert AnchorIndex(lowered, words, runs=joined_runs(words)).starts(anchors) == plain
+    for anchor in _ANCHOR_TEXTS:
+        single = Anchors.of((anchor,), within_words=True)
+        expected = AnchorIndex(lowered, words).starts(single)
+        assert AnchorIndex(lowered, words, runs=joined_runs(words)).starts(single) == expected
 
 
 _FINDER_PIECES = st.sampled_from(
