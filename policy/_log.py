@@ -7,7 +7,10 @@ when `logging` is first imported (`policy.cli`), so a record is never written wi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["logger"]
 
@@ -30,6 +33,7 @@ class _Logger:
         return getattr(got, attribute)
 
 
-def logger(name: str) -> Any:
-    """The logger `name` (as `logging.getLogger(name)` gives it), `logging` imported on first use."""
-    return _Logger(name)
+def logger(name: str) -> logging.Logger:
+    """The logger `name` (as `logging.getLogger(name)` gives it), `logging` imported on first use;
+    typed as the logger it stands for, so every call is checked as one."""
+    return cast("logging.Logger", _Logger(name))
